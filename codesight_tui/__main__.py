@@ -1,0 +1,3 @@
+from codesight_tui.cli import main
+
+raise SystemExit(main())

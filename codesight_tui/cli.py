@@ -1,0 +1,283 @@
+"""The command line: ``codesight [PATH]`` opens the TUI; ``index``, ``search`` and ``status`` script
+the same engine. Heavy modules are imported inside the commands so ``--help`` answers at once and
+lexical search never loads torch."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+COMMANDS = ("index", "search", "status")
+MODES = ("hybrid", "bm25", "vector")
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="codesight",
+        description="Local hybrid code search. `codesight [PATH]` opens the terminal UI.",
+        epilog="Configuration: CODESIGHT_* environment variables or ~/.config/codesight/config.toml.",
+    )
+    from codesight_tui import __version__
+
+    p.add_argument("--version", action="version", version=f"codesight {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="{index,search,status}")
+
+    pi = sub.add_parser("index", help="build or update the index of a repository")
+    pi.add_argument("path", nargs="?", default=".", help="repository root (default: current directory)")
+    pi.add_argument("--force", action="store_true", help="rebuild from scratch")
+    pi.add_argument("--no-embed", action="store_true", help="lexical phase only (BM25 ready, no vectors)")
+    pi.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="extra pattern to skip (repeatable)")
+    pi.add_argument("--wait", action="store_true", help="wait for another indexer instead of failing")
+    pi.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    ps = sub.add_parser("search", help="search a repository (indexes it first if needed)")
+    ps.add_argument("query", help="words, a question, or an identifier")
+    ps.add_argument("--path", default=".", help="repository root (default: current directory)")
+    ps.add_argument("--limit", "-n", type=int, default=10, help="number of results (default 10)")
+    ps.add_argument("--mode", choices=MODES, default=None, help="retrieval mode (default hybrid)")
+    ps.add_argument("--glob", "-g", default=None, help="only paths matching this gitignore-style glob")
+    ps.add_argument("--lang", "-l", default=None, help="only this language (python, go, ...)")
+    ps.add_argument("--json", action="store_true", help="machine-readable output")
+
+    pt = sub.add_parser("status", help="show what is indexed and how fresh it is")
+    pt.add_argument("path", nargs="?", default=".", help="repository root (default: current directory)")
+    pt.add_argument("--json", action="store_true", help="machine-readable output")
+    return p
+
+
+def _tui_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="codesight", description="Open the codesight terminal UI.")
+    p.add_argument("path", nargs="?", default=None, help="repository (default: the one around the current directory)")
+    return p
+
+
+def _err(msg: str) -> None:
+    print(f"codesight: {msg}", file=sys.stderr)
+
+
+def _human_size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def _ago(ts: float | None) -> str:
+    if not ts:
+        return "never"
+    d = max(0, time.time() - ts)
+    for unit, secs in (("d", 86400), ("h", 3600), ("m", 60)):
+        if d >= secs:
+            return f"{int(d // secs)}{unit} ago"
+    return f"{int(d)}s ago"
+
+
+class _ProgressView:
+    """Rich progress bars with ETA on stderr, one per phase."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.progress = None
+        self.tasks: dict[str, int] = {}
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeElapsedColumn, TimeRemainingColumn)
+
+            self.progress = Progress(
+                TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("ETA"), TimeRemainingColumn(), TimeElapsedColumn(),
+                console=Console(stderr=True), transient=False,
+            )
+            self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.progress is not None:
+            self.progress.__exit__(*exc)
+
+    def __call__(self, ev) -> None:
+        if self.progress is None:
+            return
+        label = {"scan": "scanning", "lexical": "lexical", "embed": "vectors"}[ev.phase]
+        if ev.phase not in self.tasks:
+            self.tasks[ev.phase] = self.progress.add_task(label, total=ev.total or None)
+        self.progress.update(self.tasks[ev.phase], completed=ev.done, total=max(ev.total, 1))
+
+
+def _summary(report) -> str:
+    skipped = ", ".join(f"{n} {why.replace('_', ' ')}" for why, n in sorted(report.skipped.items()))
+    vec = f"{report.embedded} embedded, {report.cache_hits} from cache"
+    if report.vectors_pending:
+        vec += f", {report.vectors_pending} pending"
+    lines = [
+        f"indexed {report.files:,} files, {report.chunks:,} chunks in {report.seconds:.1f}s"
+        f" (lexical {report.lexical_seconds:.1f}s, vectors {report.embed_seconds:.1f}s)",
+        f"  changed: {report.files_changed} files ({report.chunks_added} chunks added,"
+        f" {report.chunks_removed} removed), {report.files_deleted} files deleted",
+        f"  vectors: {vec}",
+    ]
+    if skipped:
+        lines.append(f"  skipped: {skipped}")
+    return "\n".join(lines)
+
+
+def _run_index(cs, *, embed: bool, force: bool = False, wait: bool = False, show: bool = True):
+    import threading
+
+    cancel = threading.Event()
+    with _ProgressView(show and sys.stderr.isatty() or show and os.environ.get("CODESIGHT_PROGRESS") == "1") as view:
+        try:
+            return cs.index(progress=view, embed=embed, force=force, cancel=cancel, wait=wait)
+        except KeyboardInterrupt:
+            cancel.set()
+            raise
+
+
+def cmd_index(args) -> int:
+    from codesight_tui.core.engine import CodeSight
+
+    cs = CodeSight(args.path, exclude=args.exclude or None)
+    report = _run_index(cs, embed=not args.no_embed, force=args.force, wait=args.wait)
+    for n in cs.notices:
+        _err(n)
+    for w in report.warnings:
+        _err(w)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(_summary(report))
+    return EXIT_OK
+
+
+def _snippet(content: str, width: int = 100, lines: int = 3) -> list[str]:
+    out = []
+    for line in content.split("\n"):
+        if line.strip():
+            out.append("    " + (line[: width - 1] + "…" if len(line) > width else line))
+        if len(out) >= lines:
+            break
+    return out
+
+
+def cmd_search(args) -> int:
+    from codesight_tui.core.engine import CodeSight
+
+    if args.limit < 1:
+        _err("--limit must be at least 1")
+        return EXIT_USAGE
+    cs = CodeSight(args.path)
+    mode = args.mode or cs.settings.default_mode
+    if not cs.has_index():
+        _err(f"no index for {cs.root} yet: indexing first")
+        report = _run_index(cs, embed=mode != "bm25")
+        for w in report.warnings:
+            _err(w)
+    results = cs.search(args.query, top_k=args.limit, mode=mode, glob=args.glob, language=args.lang)
+    for n in cs.notices:
+        _err(n)
+    counts = cs.store.counts() if cs.has_index() else {"pending": 0}
+    if counts["pending"] and mode != "bm25":
+        _err(f"index incomplete: {counts['pending']:,} chunks still without vectors (run `codesight index`)")
+    if args.json:
+        out = []
+        for r in results:
+            d = r.to_dict()
+            d.pop("chunk_id", None)
+            out.append(d)
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+    else:
+        color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+        for r in results:
+            loc = f"{r.path}:{r.start_line}-{r.end_line}"
+            tag = {"both": "bm25+vec", "bm25": "bm25", "vector": "vec"}[r.found_by]
+            if color:
+                print(f"\x1b[35m{loc}\x1b[0m  \x1b[1m{r.scope}\x1b[0m  \x1b[2m[{tag} {r.score:.4f}]\x1b[0m")
+            else:
+                print(f"{loc}  {r.scope}  [{tag} {r.score:.4f}]")
+            print("\n".join(_snippet(r.content)))
+        if not results:
+            _err("no results")
+    return EXIT_OK if results else EXIT_ERROR
+
+
+def cmd_status(args) -> int:
+    from codesight_tui.core.engine import CodeSight
+
+    cs = CodeSight(args.path)
+    st = cs.status()
+    if args.json:
+        print(json.dumps(st, indent=2))
+        return EXIT_OK
+    if not st["indexed"]:
+        print(f"{st['root']}: not indexed yet (run `codesight index {args.path}`)")
+        return EXIT_OK
+    changed = st.get("changed_files") or {}
+    detail = ", ".join(f"{len(v)} {k}" for k, v in changed.items() if v)
+    rows = [
+        ("root", st["root"]),
+        ("index", f"{st['index_dir']} ({_human_size(st['index_bytes'])})"),
+        ("files", f"{st['files']:,}"),
+        ("chunks", f"{st['chunks']:,}"),
+        ("vectors", f"{st['vectors']:,} done, {st['pending']:,} pending"),
+        ("model", f"{st['model']}" + (f" ({st['dim']}d)" if st.get("dim") else "")),
+        ("indexed", time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st["last_indexed"])) + f" ({_ago(st['last_indexed'])})"
+         if st["last_indexed"] else "never"),
+        ("changed", f"{st['changed']} files on disk since" + (f" ({detail})" if detail else "")),
+    ]
+    for k, v in rows:
+        print(f"{k:<9}{v}")
+    return EXIT_OK
+
+
+def cmd_tui(args) -> int:
+    from codesight_tui.core.errors import CodeSightError
+    from codesight_tui.core.paths import find_repo_root
+
+    start = Path(args.path).expanduser() if args.path else Path.cwd()
+    if not start.exists():
+        raise CodeSightError(f"no such directory: {args.path}", exit_code=EXIT_USAGE)
+    if not start.is_dir():
+        raise CodeSightError(f"not a directory: {args.path}", exit_code=EXIT_USAGE)
+    root = start.resolve() if args.path else find_repo_root(start)
+    try:
+        from codesight_tui.tui.app import run_app
+    except ImportError:
+        raise CodeSightError("the terminal UI is not available in this build; use `codesight search`") from None
+    return run_app(root)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``codesight`` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help", "--version")):
+        args = _parser().parse_args(argv)
+        handler = {"index": cmd_index, "search": cmd_search, "status": cmd_status}.get(args.command)
+    else:
+        args = _tui_parser().parse_args(argv)
+        handler = cmd_tui
+    if handler is None:
+        _parser().print_help()
+        return EXIT_OK
+    from codesight_tui.core.errors import CodeSightError
+
+    try:
+        return handler(args)
+    except CodeSightError as exc:
+        _err(str(exc))
+        return exc.exit_code
+    except KeyboardInterrupt:
+        _err("interrupted: everything indexed so far is saved; run the same command to resume")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_OK

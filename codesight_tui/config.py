@@ -1,0 +1,89 @@
+"""One settings object for every surface: ``CODESIGHT_*`` environment variables plus a TOML file.
+
+Precedence, highest first: explicit keyword arguments, environment variables, the TOML file
+(``CODESIGHT_CONFIG`` or ``~/.config/codesight/config.toml``), then the defaults below.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def default_config_file() -> Path:
+    """Where the optional TOML config file lives (``CODESIGHT_CONFIG`` overrides it)."""
+    explicit = os.environ.get("CODESIGHT_CONFIG")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "codesight" / "config.toml"
+
+
+class Settings(BaseSettings):
+    """All of codesight's knobs. Every field is also ``CODESIGHT_<FIELD>`` in the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="CODESIGHT_", extra="ignore")
+
+    data_dir: Path = Field(
+        default_factory=lambda: Path.home() / ".codesight" / "data",
+        description="Root under which each repository gets its own index directory.",
+    )
+    cache_dir: Path = Field(
+        default_factory=lambda: Path.home() / ".codesight" / "cache",
+        description="Shared, content-addressed embedding cache (one database per model).",
+    )
+    embedding_model: str = Field(
+        default=DEFAULT_MODEL,
+        description="sentence-transformers model name or local path; the default is bundled.",
+    )
+    device: Literal["auto", "cpu", "cuda", "mps"] = Field(
+        default="auto", description="Where the model runs: auto picks cuda, then mps, then cpu."
+    )
+    batch_size: int = Field(default=0, ge=0, description="Embedding batch size (0: 32 on CPU, 256 on GPU).")
+    max_file_size: int = Field(default=1_000_000, ge=1, description="Files larger than this (bytes) are skipped.")
+    exclude: list[str] = Field(default_factory=list, description="Extra gitignore-style patterns to skip.")
+    rrf_k: int = Field(default=60, ge=1, description="Reciprocal Rank Fusion constant.")
+    retriever_depth: int = Field(default=20, ge=1, description="How many hits each retriever contributes.")
+    default_mode: Literal["hybrid", "bm25", "vector"] = "hybrid"
+    editor: str | None = Field(
+        default=None, description="Command template for opening a hit, e.g. 'nvim +{line} {path}'."
+    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=default_config_file())
+        return (init_settings, env_settings, toml)
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build the settings, turning a malformed config into a readable ``CodeSightError``."""
+    from pydantic import ValidationError
+
+    from codesight_tui.core.errors import CodeSightError
+
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "config"
+        raise CodeSightError(f"invalid setting {where}: {first.get('msg')}") from None
+    except (OSError, ValueError) as exc:  # unreadable or malformed TOML file
+        raise CodeSightError(f"cannot read config {default_config_file()}: {exc}") from None

@@ -1,0 +1,1 @@
+"""The engine: walk -> chunk -> embed -> store -> search. It never imports textual."""

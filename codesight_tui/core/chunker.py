@@ -1,0 +1,465 @@
+"""Language-aware chunking on scope boundaries, sized to the embedding model's token window.
+
+Code is parsed with the tree-sitter grammar wheels; a definition (function, class, method, ...)
+becomes one chunk when it fits, and a container that does not fit is split into its members plus
+the lines it holds itself. Code without a grammar uses an indentation fallback, Markdown splits at
+headings, and other text uses line windows with overlap. Every chunk fits ``budget`` tokens.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from codesight_tui.core.languages import CODE_LANGUAGES
+from codesight_tui.core.text import content_hash
+
+
+@dataclass(slots=True)
+class Chunk:
+    """A span of a file. Lines are 1-based and inclusive; ``content`` is the raw text."""
+
+    path: str
+    start_line: int
+    end_line: int
+    language: str
+    scope: str
+    content: str
+
+    @property
+    def hash(self) -> str:
+        return content_hash(self.content)
+
+
+def embed_text(path: str, scope: str, content: str) -> str:
+    """The text given to the embedding model: a context header, then the raw content.
+
+    Line numbers stay out on purpose: they carry no meaning for the model, and keeping them out
+    means that code which merely moved is never embedded again.
+    """
+    header = f"file: {path}"
+    if scope:
+        header += f"\nscope: {scope}"
+    return f"{header}\n{content}"
+
+
+# --- tree-sitter configuration ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Grammar:
+    module: str
+    func: str
+    defs: dict[str, str]  # node type -> label keyword
+    wrappers: frozenset[str] = frozenset()  # nodes that wrap a definition (decorators, export)
+
+
+_JS_DEFS = {
+    "function_declaration": "function", "generator_function_declaration": "function",
+    "class_declaration": "class", "method_definition": "method", "lexical_declaration": "const",
+    "variable_declaration": "var",
+}
+_TS_DEFS = {
+    **_JS_DEFS, "abstract_class_declaration": "class", "interface_declaration": "interface",
+    "type_alias_declaration": "type", "enum_declaration": "enum", "internal_module": "namespace",
+    "module": "module",
+}
+_C_DEFS = {"function_definition": "function", "struct_specifier": "struct", "enum_specifier": "enum",
+           "union_specifier": "union"}
+
+GRAMMARS: dict[str, _Grammar] = {
+    "python": _Grammar("tree_sitter_python", "language",
+                       {"function_definition": "def", "class_definition": "class"},
+                       frozenset({"decorated_definition"})),
+    "javascript": _Grammar("tree_sitter_javascript", "language", _JS_DEFS, frozenset({"export_statement"})),
+    "typescript": _Grammar("tree_sitter_typescript", "language_typescript", _TS_DEFS,
+                           frozenset({"export_statement"})),
+    "tsx": _Grammar("tree_sitter_typescript", "language_tsx", _TS_DEFS, frozenset({"export_statement"})),
+    "go": _Grammar("tree_sitter_go", "language",
+                   {"function_declaration": "func", "method_declaration": "func", "type_declaration": "type"}),
+    "rust": _Grammar("tree_sitter_rust", "language",
+                     {"function_item": "fn", "impl_item": "impl", "struct_item": "struct", "enum_item": "enum",
+                      "trait_item": "trait", "mod_item": "mod", "macro_definition": "macro"}),
+    "java": _Grammar("tree_sitter_java", "language",
+                     {"class_declaration": "class", "interface_declaration": "interface",
+                      "enum_declaration": "enum", "record_declaration": "record",
+                      "method_declaration": "method", "constructor_declaration": "constructor",
+                      "annotation_type_declaration": "@interface"}),
+    "ruby": _Grammar("tree_sitter_ruby", "language",
+                     {"method": "def", "singleton_method": "def", "class": "class", "module": "module"}),
+    "php": _Grammar("tree_sitter_php", "language_php",
+                    {"function_definition": "function", "class_declaration": "class",
+                     "interface_declaration": "interface", "trait_declaration": "trait",
+                     "enum_declaration": "enum", "method_declaration": "function"}),
+    "c": _Grammar("tree_sitter_c", "language", _C_DEFS),
+    "cpp": _Grammar("tree_sitter_cpp", "language",
+                    {**_C_DEFS, "class_specifier": "class", "namespace_definition": "namespace"},
+                    frozenset({"template_declaration"})),
+}
+
+_FUNC_VALUES = frozenset({"arrow_function", "function_expression", "function", "class", "generator_function"})
+_NAME_TYPES = frozenset({"identifier", "field_identifier", "type_identifier", "qualified_identifier",
+                         "destructor_name", "operator_name", "property_identifier", "constant",
+                         "name", "scoped_identifier"})
+
+
+@lru_cache(maxsize=None)
+def _parser(language: str):
+    """A tree-sitter parser for ``language``, or None if its grammar wheel is not installed."""
+    spec = GRAMMARS.get(language)
+    if spec is None:
+        return None
+    try:
+        import tree_sitter
+
+        mod = importlib.import_module(spec.module)
+        return tree_sitter.Parser(tree_sitter.Language(getattr(mod, spec.func)()))
+    except Exception:  # missing or incompatible wheel: the fallback chunker takes over
+        return None
+
+
+def has_grammar(language: str) -> bool:
+    """Whether tree-sitter parsing is available for ``language`` here."""
+    return _parser(language) is not None
+
+
+def _text(node) -> str:
+    return node.text.decode("utf-8", errors="replace") if node is not None and node.text else ""
+
+
+def _declarator_name(node) -> str:
+    # C/C++: int *foo(int x) -> function_declarator -> pointer_declarator -> identifier
+    d = node
+    for _ in range(8):
+        nxt = d.child_by_field_name("declarator")
+        if nxt is None:
+            break
+        d = nxt
+        if d.type in _NAME_TYPES:
+            return _text(d)
+    return _text(d) if d is not node and d.type in _NAME_TYPES else ""
+
+
+def _node_name(node) -> str:
+    n = node.child_by_field_name("name")
+    if n is not None:
+        return _text(n)
+    t = node.type
+    if t == "impl_item":
+        trait, typ = node.child_by_field_name("trait"), node.child_by_field_name("type")
+        return f"{_text(trait)} for {_text(typ)}" if trait is not None else _text(typ)
+    if t in ("lexical_declaration", "variable_declaration"):
+        for c in node.named_children:
+            if c.type == "variable_declarator":
+                return _text(c.child_by_field_name("name"))
+    if t == "type_declaration":
+        for c in node.named_children:
+            if c.child_by_field_name("name") is not None:
+                return _text(c.child_by_field_name("name"))
+    return _declarator_name(node)
+
+
+class _TreeChunker:
+    """Turns one parsed file into line-range segments ``(start, end, scope)``, 0-based."""
+
+    def __init__(self, grammar: _Grammar, lines: list[str], line_tokens: list[int], budget_for):
+        self.g = grammar
+        self.lines = lines
+        self.prefix = [0]
+        for n in line_tokens:
+            self.prefix.append(self.prefix[-1] + n)
+        self.budget_for = budget_for
+        self.out: list[tuple[int, int, str]] = []
+
+    def tokens(self, s: int, e: int) -> int:
+        return self.prefix[e + 1] - self.prefix[s]
+
+    def is_def(self, node) -> bool:
+        t = node.type
+        if t in self.g.wrappers:
+            return any(self.is_def(c) for c in node.named_children)
+        if t not in self.g.defs:
+            return False
+        if t in ("lexical_declaration", "variable_declaration"):
+            # only `const f = () => ...` / `const C = class ...` count as definitions
+            return any(
+                c.type == "variable_declarator" and c.child_by_field_name("value") is not None
+                and c.child_by_field_name("value").type in _FUNC_VALUES
+                for c in node.named_children
+            )
+        if t in ("struct_specifier", "enum_specifier", "union_specifier", "class_specifier"):
+            return node.child_by_field_name("body") is not None
+        return True
+
+    def unwrap(self, node):
+        while node.type in self.g.wrappers:
+            inner = next((c for c in node.named_children if self.is_def(c)), None)
+            if inner is None:
+                break
+            node = inner
+        return node
+
+    def label(self, node) -> str:
+        node = self.unwrap(node)
+        name = _node_name(node).strip()
+        kw = self.g.defs.get(node.type, node.type)
+        name = " ".join(name.split())[:80]
+        return f"{kw} {name}".strip()
+
+    def inner_defs(self, node) -> list:
+        found = []
+        stack = list(reversed(node.named_children))
+        while stack:
+            c = stack.pop()
+            if self.is_def(c):
+                found.append(c)
+            else:
+                stack.extend(reversed(c.named_children))
+        return found
+
+    def span(self, node, prev_end: int) -> tuple[int, int]:
+        s, e = node.start_point[0], node.end_point[0]
+        if node.end_point[1] == 0 and e > s:
+            e -= 1
+        # Attach the comment block (docs, annotations) right above a definition.
+        sib = node.prev_named_sibling
+        while sib is not None and "comment" in sib.type and sib.end_point[0] >= s - 2 and sib.start_point[0] > prev_end:
+            s = sib.start_point[0]
+            sib = sib.prev_named_sibling
+        return s, e
+
+    def emit_range(self, s: int, e: int, scope: str) -> None:
+        while s <= e and not self.lines[s].strip():
+            s += 1
+        while e >= s and not self.lines[e].strip():
+            e -= 1
+        if s > e:
+            return
+        if self.tokens(s, e) <= self.budget_for(scope):
+            self.out.append((s, e, scope))
+        else:
+            self.out.extend(window_segments(self.lines, self.prefix, s, e, scope, self.budget_for(scope)))
+
+    def emit_node(self, node, scope: str, s: int, e: int) -> None:
+        inner = self.inner_defs(self.unwrap(node))
+        if self.tokens(s, e) <= self.budget_for(scope) or not inner:
+            self.emit_range(s, e, scope)
+            return
+        cursor = s
+        for d in inner:
+            ds, de = self.span(d, cursor - 1)
+            if de < cursor:
+                continue
+            ds = max(ds, cursor)
+            if ds > cursor:
+                self.emit_range(cursor, ds - 1, scope)
+            child_scope = f"{scope} > {self.label(d)}" if scope else self.label(d)
+            self.emit_node(d, child_scope, ds, de)
+            cursor = de + 1
+        if cursor <= e:
+            self.emit_range(cursor, e, scope)
+
+    def run(self, root) -> list[tuple[int, int, str]]:
+        last = len(self.lines) - 1
+        cursor = 0
+        for d in self.inner_defs(root):
+            ds, de = self.span(d, cursor - 1)
+            if de < cursor:
+                continue
+            ds = max(ds, cursor)
+            if ds > cursor:
+                self.emit_range(cursor, ds - 1, "")
+            self.emit_node(d, self.label(d), ds, de)
+            cursor = de + 1
+        if cursor <= last:
+            self.emit_range(cursor, last, "")
+        return self.out
+
+
+def window_segments(lines, prefix, s, e, scope, budget, overlap_frac: float = 0.15):
+    """Split lines ``s..e`` (0-based, inclusive) into windows of at most ``budget`` tokens, each
+    overlapping the previous by about ``overlap_frac`` of its lines. A single line longer than the
+    budget becomes its own segment and is cut by characters later (see ``_cut_long_line``)."""
+    out = []
+    i = s
+    while i <= e:
+        j = i
+        while j <= e and prefix[j + 1] - prefix[i] <= budget:
+            j += 1
+        if j == i:  # one line alone is over budget
+            out.append((i, i, scope))
+            i += 1
+            continue
+        out.append((i, j - 1, scope))
+        if j > e:
+            break
+        back = int((j - i) * overlap_frac)
+        i = max(i + 1, j - back)
+    return out
+
+
+_FALLBACK_DEF = re.compile(
+    r"^\s*(?:(?:export|public|private|protected|static|async|abstract|final|override|inline|pub|fn|def|"
+    r"func|function|class|struct|interface|enum|trait|module|impl|sub|fun|object|type)\b[\w\s<>,:*&]*?)"
+    r"\b(class|struct|interface|enum|trait|module|def|func|function|fn|fun|sub|object|impl|type)\s+([\w.$:]+)"
+)
+_HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
+
+
+def _fallback_blocks(lines: list[str], language: str) -> list[tuple[int, int, str]]:
+    """Blocks for code without a grammar (indentation) and Markdown (headings)."""
+    starts: list[tuple[int, str]] = []
+    if language == "markdown":
+        path: list[tuple[int, str]] = []
+        in_fence = False
+        for i, line in enumerate(lines):
+            if line.lstrip().startswith("```"):
+                in_fence = not in_fence
+            m = None if in_fence else _HEADING.match(line)
+            if m:
+                level = len(m.group(1))
+                path = [p for p in path if p[0] < level] + [(level, m.group(2).strip()[:60])]
+                starts.append((i, " > ".join(t for _, t in path)))
+    else:
+        for i, line in enumerate(lines):
+            if not line.strip() or line[0] in " \t})]" or line.lstrip().startswith(("//", "#", "*", "/*", "end")):
+                continue
+            m = _FALLBACK_DEF.match(line)
+            starts.append((i, f"{m.group(1)} {m.group(2)}" if m else ""))
+    if not starts or starts[0][0] != 0:
+        starts.insert(0, (0, ""))
+    blocks = []
+    for k, (i, scope) in enumerate(starts):
+        end = starts[k + 1][0] - 1 if k + 1 < len(starts) else len(lines) - 1
+        blocks.append((i, end, scope))
+    return blocks
+
+
+def _merge_tiny(segs, prefix, budget_for, tiny: int, lines):
+    """Merge adjacent small segments when the result still fits and nothing but blank lines
+    separates them."""
+    out: list[tuple[int, int, str]] = []
+    for s, e, scope in segs:
+        if out:
+            ps, pe, pscope = out[-1]
+            gap_blank = all(not lines[k].strip() for k in range(pe + 1, s))
+            a, b = prefix[pe + 1] - prefix[ps], prefix[e + 1] - prefix[s]
+            merged_scope = _merge_scope(pscope, scope)
+            if (
+                s > pe and gap_blank and (a < tiny or b < tiny)
+                and prefix[e + 1] - prefix[ps] <= budget_for(merged_scope)
+            ):
+                out[-1] = (ps, e, merged_scope)
+                continue
+        out.append((s, e, scope))
+    return out
+
+
+def _merge_scope(a: str, b: str) -> str:
+    """Scope of two merged segments: the deeper one if one contains the other, else
+    ``common > tail_a, tail_b``."""
+    if a == b or not b:
+        return a
+    if not a:
+        return b
+    pa, pb = a.split(" > "), b.split(" > ")
+    common = 0
+    while common < min(len(pa), len(pb)) and pa[common] == pb[common]:
+        common += 1
+    if common == len(pa):
+        return b
+    if common == len(pb):
+        return a
+    head = " > ".join(pa[:common])
+    tails = ", ".join(dict.fromkeys(x for x in (" > ".join(pa[common:]), " > ".join(pb[common:])) if x))
+    return f"{head} > {tails}" if head else tails
+
+
+def _cut_long_line(line: str, n_tokens: int, budget: int) -> list[str]:
+    pieces = max(2, -(-n_tokens // max(1, int(budget * 0.85))))
+    step = -(-len(line) // pieces)
+    return [line[k : k + step] for k in range(0, len(line), step)]
+
+
+class Chunker:
+    """Splits files into ``Chunk`` objects whose embedding text fits ``max_tokens``.
+
+    ``counter`` is a ``TokenCounter``; ``max_tokens`` is the model's window less special tokens.
+    """
+
+    def __init__(self, counter, max_tokens: int = 254, tiny_fraction: float = 0.25) -> None:
+        self.counter = counter
+        self.max_tokens = max_tokens
+        self.tiny = int(max_tokens * tiny_fraction)
+        self._header_cost: dict[str, int] = {}
+
+    def _budget_fn(self, path: str):
+        def budget(scope: str) -> int:
+            key = f"{path}\0{scope}"
+            cost = self._header_cost.get(key)
+            if cost is None:
+                cost = self.counter.count(embed_text(path, scope, "")) + 1
+                if len(self._header_cost) > 50_000:
+                    self._header_cost.clear()
+                self._header_cost[key] = cost
+            return max(16, self.max_tokens - cost)
+
+        return budget
+
+    def chunk_many(self, files: list[tuple[str, str, str]]) -> list[list[Chunk]]:
+        """Chunk ``(path, language, text)`` triples; tokenising happens in one batch."""
+        counts = self.counter.line_counts_batch([t for _, _, t in files])
+        return [self.chunk(p, lang, t, c) for (p, lang, t), c in zip(files, counts)]
+
+    def chunk(self, path: str, language: str, text: str, line_tokens: list[int] | None = None) -> list[Chunk]:
+        """Chunk one file. ``line_tokens`` are per-line token counts if already known."""
+        if not text.strip():
+            return []
+        lines = text.split("\n")
+        if line_tokens is None:
+            line_tokens = self.counter.line_counts_batch([text])[0]
+        prefix = [0]
+        for n in line_tokens:
+            prefix.append(prefix[-1] + n)
+        budget_for = self._budget_fn(path)
+
+        segs: list[tuple[int, int, str]] | None = None
+        parser = _parser(language)
+        if parser is not None:
+            try:
+                tree = parser.parse(text.encode("utf-8", errors="surrogatepass"))
+                tc = _TreeChunker(GRAMMARS[language], lines, line_tokens, budget_for)
+                segs = tc.run(tree.root_node)
+            except Exception:  # a grammar bug must never lose a file: fall back to blocks
+                segs = None
+        if segs is None:
+            segs = []
+            blocks = (
+                _fallback_blocks(lines, language)
+                if language in CODE_LANGUAGES or language == "markdown"
+                else [(0, len(lines) - 1, "")]
+            )
+            for s, e, scope in blocks:
+                while s <= e and not lines[s].strip():
+                    s += 1
+                while e >= s and not lines[e].strip():
+                    e -= 1
+                if s > e:
+                    continue
+                if prefix[e + 1] - prefix[s] <= budget_for(scope):
+                    segs.append((s, e, scope))
+                else:
+                    segs.extend(window_segments(lines, prefix, s, e, scope, budget_for(scope)))
+
+        segs = _merge_tiny(segs, prefix, budget_for, self.tiny, lines)
+        chunks: list[Chunk] = []
+        for s, e, scope in segs:
+            n = prefix[e + 1] - prefix[s]
+            budget = budget_for(scope)
+            if s == e and n > budget:
+                for piece in _cut_long_line(lines[s], n, budget):
+                    chunks.append(Chunk(path, s + 1, s + 1, language, scope, piece))
+                continue
+            chunks.append(Chunk(path, s + 1, e + 1, language, scope, "\n".join(lines[s : e + 1])))
+        return chunks

@@ -1,0 +1,290 @@
+"""``CodeSight``: the one object every surface (CLI, TUI, MCP, Python) drives.
+
+    from codesight_tui import CodeSight
+    cs = CodeSight("path/to/repo")
+    cs.index(progress=print)
+    for hit in cs.search("where do we retry failed uploads"):
+        print(hit.path, hit.start_line, hit.scope)
+"""
+
+from __future__ import annotations
+
+import errno
+import shutil
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from codesight_tui.core.errors import CodeSightError, IndexBusyError
+from codesight_tui.core.indexer import (IndexReport, ProgressFn, drop_orphan_vectors, index_lexical, index_vectors,
+                                        scan_changes)
+from codesight_tui.core.paths import index_dir_for
+from codesight_tui.core.searcher import MODES, SearchResult, search
+from codesight_tui.core.store import SCHEMA_VERSION, Store
+from codesight_tui.core.tokens import ModelInfo, resolve_model
+from codesight_tui.core.vectors import VectorStore
+
+
+def _settings(settings, overrides):
+    from codesight_tui.config import load_settings
+
+    if settings is None:
+        return load_settings(**overrides)
+    return settings.model_copy(update={k: v for k, v in overrides.items() if v is not None}) if overrides else settings
+
+
+class CodeSight:
+    """A repository's index: build it, search it, report on it.
+
+    ``embedder`` may be injected (any object with ``name``, ``dim``, ``encode`` and
+    ``encode_query``); otherwise the configured sentence-transformers model loads on first need.
+    """
+
+    def __init__(self, path: str | Path = ".", settings=None, embedder=None, **overrides) -> None:
+        root = Path(path).expanduser()
+        if not root.exists():
+            raise CodeSightError(f"no such directory: {path}", exit_code=2)
+        if not root.is_dir():
+            raise CodeSightError(f"not a directory: {path}", exit_code=2)
+        self.root = root.resolve()
+        self.settings = _settings(settings, overrides)
+        self.index_dir = index_dir_for(self.root, self.settings.data_dir)
+        self.notices: list[str] = []
+        self._store: Store | None = None
+        self._vectors = VectorStore(self.index_dir / "vectors.lance")
+        self._embedder = embedder
+        self._embedder_error: str | None = None
+        self._model_lock = threading.Lock()
+        self._lock = None
+        if embedder is not None:
+            self.model_info = ModelInfo(embedder.name, embedder.name, None, getattr(embedder, "max_seq_length", 256))
+        else:
+            self.model_info = resolve_model(self.settings.embedding_model)
+
+    # --- storage --------------------------------------------------------------------------
+    @property
+    def db_path(self) -> Path:
+        return self.index_dir / "index.db"
+
+    def has_index(self) -> bool:
+        """Whether this repository was indexed before (at least the lexical phase)."""
+        return self.db_path.exists()
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = self._open_store()
+        return self._store
+
+    def _open_store(self) -> Store:
+        try:
+            self.index_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CodeSightError(
+                f"cannot write index to {self.index_dir}: {exc.strerror.lower() if exc.strerror else exc}"
+                " (set CODESIGHT_DATA_DIR to a writable directory)", exit_code=2) from None
+        try:
+            store = Store(self.db_path)
+            if store.get_meta("schema_version") != SCHEMA_VERSION:
+                store.close()
+                raise sqlite3.DatabaseError("schema version changed")
+            return store
+        except sqlite3.OperationalError as exc:
+            msg = str(exc).lower()
+            if "readonly" in msg or "read-only" in msg or "unable to open" in msg:
+                if self.db_path.exists():
+                    try:  # a read-only index can still be searched
+                        self.notices.append(f"index at {self.index_dir} is read-only: searching without updating")
+                        return Store(self.db_path, readonly=True)
+                    except sqlite3.Error:
+                        pass
+                raise CodeSightError(f"cannot write index to {self.index_dir}: permission denied", exit_code=2) from None
+            if "locked" in msg:
+                raise IndexBusyError(f"index at {self.index_dir} is locked by another process") from None
+            return self._rebuild(exc)
+        except sqlite3.DatabaseError as exc:
+            return self._rebuild(exc)
+
+    def _rebuild(self, exc: Exception) -> Store:
+        self.notices.append(f"index at {self.index_dir} was unreadable ({exc}); rebuilt it from scratch")
+        self._wipe()
+        try:
+            return Store(self.db_path)
+        except sqlite3.Error as exc2:
+            raise CodeSightError(f"cannot create index at {self.index_dir}: {exc2}") from None
+
+    def _wipe(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+        self._vectors.drop()
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(self.db_path) + suffix).unlink(missing_ok=True)
+
+    def _acquire_writer(self, wait: bool) -> None:
+        from filelock import FileLock, Timeout
+
+        if self._lock is None:
+            self._lock = FileLock(str(self.index_dir / "write.lock"))
+        try:
+            self._lock.acquire(timeout=-1 if wait else 0)
+        except Timeout:
+            raise IndexBusyError(
+                f"index of {self.root} is busy: another codesight process is indexing it"
+                " (searches still work; retry when it finishes)") from None
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
+                raise CodeSightError(f"cannot write index to {self.index_dir}: permission denied", exit_code=2) from None
+            raise
+
+    # --- model --------------------------------------------------------------------------
+    def embedder(self):
+        """The embedding model, loaded once (thread-safe). Raises ``CodeSightError`` if it can't load."""
+        if self._embedder is not None:
+            return self._embedder
+        with self._model_lock:
+            if self._embedder is None:
+                if self._embedder_error:
+                    raise CodeSightError(self._embedder_error)
+                from codesight_tui.core.embedder import SentenceTransformerEmbedder
+
+                try:
+                    self._embedder = SentenceTransformerEmbedder(
+                        self.model_info, self.settings.device, self.settings.batch_size)
+                except CodeSightError as exc:
+                    self._embedder_error = str(exc)
+                    raise
+        return self._embedder
+
+    @property
+    def embedder_loaded(self) -> bool:
+        return self._embedder is not None
+
+    # --- indexing -------------------------------------------------------------------------
+    def index(self, progress: ProgressFn | None = None, *, embed: bool = True, force: bool = False,
+              cancel: threading.Event | None = None, wait: bool = False) -> IndexReport:
+        """Bring the index up to date: lexical phase first (BM25 works after it), then vectors.
+
+        ``embed=False`` stops after the lexical phase. ``force`` rebuilds from scratch (the shared
+        embedding cache still spares re-embedding). ``cancel`` stops between batches; everything
+        committed so far stays valid and the next run resumes. Raises ``IndexBusyError`` if another
+        process is indexing and ``wait`` is false.
+        """
+        from codesight_tui.core.chunker import Chunker
+        from codesight_tui.core.tokens import TokenCounter
+
+        t0 = time.perf_counter()
+        store = self.store
+        if store.readonly:
+            raise CodeSightError(f"index at {self.index_dir} is read-only: cannot update it", exit_code=2)
+        self._acquire_writer(wait)
+        try:
+            if force:
+                self._wipe()
+                store = self.store
+            report = IndexReport()
+            info = self.model_info
+            chunker = Chunker(TokenCounter(info.tokenizer_file), info.max_seq_length - 2)
+            index_lexical(self.root, store, chunker, max_file_size=self.settings.max_file_size,
+                          exclude=list(self.settings.exclude), progress=progress, cancel=cancel, report=report)
+            report.vectors_pending = store.counts()["pending"]
+            model_changed = store.get_meta("model") not in (None, info.name)
+            if embed and not report.cancelled and (report.vectors_pending or model_changed):
+                try:
+                    embedder = self.embedder()
+                except CodeSightError as exc:
+                    report.warnings.append(f"{exc}; lexical search only")
+                else:
+                    from codesight_tui.core.cache import EmbeddingCache
+
+                    cache = EmbeddingCache(self.settings.cache_dir.expanduser(), embedder.name, embedder.dim)
+                    batch = 2048 if getattr(embedder, "device", "cpu") == "cuda" else 128
+                    index_vectors(store, self._vectors, embedder, cache, batch=batch, progress=progress,
+                                  cancel=cancel, report=report)
+            elif embed and report.chunks_removed and self._vectors.directory.exists():
+                # Nothing to embed, but vectors of removed chunks must go; no model needed.
+                drop_orphan_vectors(store, self._vectors)
+            report.seconds = time.perf_counter() - t0
+            return report
+        finally:
+            self._lock.release()
+
+    # --- search ---------------------------------------------------------------------------
+    def search(self, query: str, top_k: int = 10, mode: str | None = None, *, glob: str | None = None,
+               language: str | None = None) -> list[SearchResult]:
+        """Search the index. ``mode`` is ``hybrid`` (default), ``bm25`` or ``vector``.
+
+        Hybrid search uses whatever vectors exist; if the model cannot load it falls back to BM25
+        and records a notice. Any query string is safe.
+        """
+        mode = mode or self.settings.default_mode
+        if mode not in MODES:
+            raise CodeSightError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}", exit_code=2)
+        if not self.has_index():
+            return []
+        qfn = None
+        if mode != "bm25":
+            try:
+                self.embedder()
+                qfn = self._embedder.encode_query
+            except CodeSightError as exc:
+                if mode == "vector":
+                    raise
+                if str(exc) not in " ".join(self.notices):
+                    self.notices.append(f"{exc}; showing BM25 results only")
+        return search(self.store, self._vectors, qfn, query, top_k=top_k, mode=mode, glob=glob,
+                      language=language, depth=self.settings.retriever_depth, rrf_k=self.settings.rrf_k)
+
+    # --- status ---------------------------------------------------------------------------
+    def changed_files(self) -> dict[str, list[str]]:
+        """Files that differ on disk from the index: ``{"added", "modified", "deleted"}``."""
+        if not self.has_index():
+            return {"added": [], "modified": [], "deleted": []}
+        known = self.store.file_states()
+        entries, changed, deleted = scan_changes(self.root, self.store, self.settings.max_file_size,
+                                                 list(self.settings.exclude))
+        added = [e.rel_path for e in changed if e.rel_path not in known]
+        modified = [e.rel_path for e in changed if e.rel_path in known]
+        return {"added": added, "modified": modified, "deleted": deleted}
+
+    def status(self, check_disk: bool = True) -> dict:
+        """Counts, model, freshness and size of the index; never loads the model."""
+        out: dict = {"root": str(self.root), "index_dir": str(self.index_dir), "indexed": self.has_index()}
+        if not self.has_index():
+            out.update(files=0, chunks=0, vectors=0, pending=0, model=self.model_info.name,
+                       last_indexed=None, changed=None, index_bytes=0)
+            return out
+        store = self.store
+        meta = store.meta()
+        out.update(store.counts())
+        last = float(meta["last_indexed"]) if meta.get("last_indexed") else None
+        out.update(
+            model=meta.get("model") or self.model_info.name,
+            dim=int(meta["dim"]) if meta.get("dim") else None,
+            last_indexed=last,
+            git_head=meta.get("git_head") or None,
+            index_bytes=store.size_bytes() + self._vectors.size_bytes(),
+        )
+        if check_disk:
+            ch = self.changed_files()
+            out["changed"] = sum(len(v) for v in ch.values())
+            out["changed_files"] = ch
+        return out
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self) -> CodeSight:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def remove_index(cs: CodeSight) -> None:
+    """Delete a repository's index directory (used by ``--force`` style resets and tests)."""
+    cs.close()
+    shutil.rmtree(cs.index_dir, ignore_errors=True)

@@ -1,0 +1,19 @@
+"""Errors that carry a message meant for people, not a traceback."""
+
+
+class CodeSightError(Exception):
+    """A failure the user can act on; ``str(exc)`` is one readable line.
+
+    ``exit_code`` follows sysexits loosely: 2 for bad input, 3 for a busy index, 1 otherwise.
+    """
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class IndexBusyError(CodeSightError):
+    """Another process holds the index's writer lock."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, exit_code=3)

@@ -1,0 +1,220 @@
+"""Incremental indexing in two phases.
+
+1. Lexical: walk, compare mtime and size, chunk what changed, write SQLite + FTS5. BM25 search
+   works as soon as this commits, in seconds even for large trees.
+2. Vectors: embed chunks that have no vector yet, most valuable first (source before tests and
+   docs, recent before old), through the shared content-addressed cache. Each batch commits on its
+   own, so an interrupted run loses at most the batch in flight and the next run resumes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from codesight_tui.core.chunker import Chunker, embed_text
+from codesight_tui.core.languages import detect_language
+from codesight_tui.core.paths import classify, git_head
+from codesight_tui.core.walker import FileEntry, WalkStats, read_text, walk
+
+# Files handled per lexical transaction: big enough to amortise commits, small enough that
+# Ctrl-C loses little and readers see progress.
+LEXICAL_BATCH_FILES = 200
+LEXICAL_BATCH_BYTES = 4_000_000
+
+
+@dataclass
+class Progress:
+    """A progress event: ``phase`` is ``scan``, ``lexical`` or ``embed``."""
+
+    phase: str
+    done: int
+    total: int
+    message: str = ""
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+@dataclass
+class IndexReport:
+    """What one indexing run did."""
+
+    files: int = 0
+    chunks: int = 0
+    files_changed: int = 0
+    files_deleted: int = 0
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    embedded: int = 0
+    cache_hits: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    lexical_seconds: float = 0.0
+    embed_seconds: float = 0.0
+    seconds: float = 0.0
+    cancelled: bool = False
+    vectors_pending: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["skipped"] = dict(self.skipped)
+        return d
+
+
+def _priority(rel_path: str, mtime_ns: int) -> int:
+    """Lower embeds first: the path's kind (source, test, docs, vendored), then newest first."""
+    return classify(rel_path) * 10**11 + (10**11 - min(mtime_ns // 10**9, 10**11 - 1))
+
+
+def _batches(entries: list[FileEntry]):
+    batch: list[FileEntry] = []
+    size = 0
+    for e in entries:
+        batch.append(e)
+        size += e.size
+        if len(batch) >= LEXICAL_BATCH_FILES or size >= LEXICAL_BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def scan_changes(root, store, max_file_size: int, exclude: list[str], stats: WalkStats | None = None):
+    """Walk ``root`` and compare with the index: ``(entries, changed, deleted_paths)``."""
+    known = store.file_states()
+    entries = list(walk(root, max_file_size=max_file_size, exclude=exclude, stats=stats))
+    changed = [e for e in entries if known.get(e.rel_path) != (e.mtime_ns, e.size)]
+    seen = {e.rel_path for e in entries}
+    deleted = [p for p in known if p not in seen]
+    return entries, changed, deleted
+
+
+def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude: list[str],
+                  progress: ProgressFn | None = None, cancel: threading.Event | None = None,
+                  report: IndexReport | None = None) -> IndexReport:
+    """Phase 1: bring files, chunks and the FTS5 table in line with the tree."""
+    report = report or IndexReport()
+    t0 = time.perf_counter()
+    stats = WalkStats()
+    entries, changed, deleted = scan_changes(root, store, max_file_size, exclude, stats)
+    if progress:
+        progress(Progress("scan", len(entries), len(entries), f"{len(changed)} changed, {len(deleted)} removed"))
+    if deleted:
+        with store.transaction():
+            for p in deleted:
+                report.chunks_removed += store.delete_file(p)
+    report.files_deleted = len(deleted)
+    done = 0
+    for batch in _batches(changed):
+        if cancel is not None and cancel.is_set():
+            report.cancelled = True
+            break
+        items: list[tuple[FileEntry, str, str]] = []
+        unreadable: list[FileEntry] = []
+        for e in batch:
+            text, why = read_text(e.abs_path)
+            if text is None:
+                stats.skip(why)
+                unreadable.append(e)
+                continue
+            items.append((e, detect_language(e.rel_path, text[:200].encode()), text))
+        chunked = chunker.chunk_many([(e.rel_path, lang, text) for e, lang, text in items])
+        with store.transaction():
+            for e in unreadable:  # was text before, binary or unreadable now
+                report.chunks_removed += store.delete_file(e.rel_path)
+            for (e, lang, _), chunks in zip(items, chunked):
+                added, removed = store.write_file(
+                    e.rel_path, e.mtime_ns, e.size, lang, chunks, _priority(e.rel_path, e.mtime_ns)
+                )
+                report.chunks_added += added
+                report.chunks_removed += removed
+                report.files_changed += 1
+        done += len(batch)
+        if progress:
+            progress(Progress("lexical", done, len(changed), batch[-1].rel_path))
+    if not report.cancelled:
+        store.set_meta(last_indexed=time.time(), git_head=git_head(root) or "", root=str(root))
+    report.skipped.update(stats.skipped)
+    counts = store.counts()
+    report.files, report.chunks = counts["files"], counts["chunks"]
+    report.lexical_seconds = time.perf_counter() - t0
+    return report
+
+
+def reconcile_vectors(store, vectors, model_name: str, dim: int) -> None:
+    """Make LanceDB agree with SQLite before embedding.
+
+    A different model or dimension drops every vector (embedding spaces never mix); vectors of
+    chunks SQLite does not mark embedded (a run killed between the two writes, or removed chunks)
+    are deleted; chunks marked embedded whose vector is missing are queued again.
+    """
+    if store.get_meta("model") != model_name or store.get_meta("dim") != str(dim):
+        vectors.drop()
+        store.reset_embedded()
+        store.set_meta(model=model_name, dim=dim)
+    in_lance, marked = drop_orphan_vectors(store, vectors)
+    missing = marked - in_lance
+    if missing:
+        with store.transaction():
+            store.conn.executemany("UPDATE chunks SET embedded=0 WHERE id=?", [(i,) for i in missing])
+
+
+def drop_orphan_vectors(store, vectors) -> tuple[set[int], set[int]]:
+    """Delete vectors whose chunk is gone or not marked embedded; returns (lance ids, marked ids)."""
+    in_lance = set(vectors.ids())
+    marked = store.embedded_ids()
+    orphans = in_lance - marked
+    if orphans:
+        vectors.delete_ids(orphans)
+    return in_lance - orphans, marked
+
+
+def index_vectors(store, vectors, embedder, cache, *, batch: int = 128,
+                  progress: ProgressFn | None = None, cancel: threading.Event | None = None,
+                  report: IndexReport | None = None) -> IndexReport:
+    """Phase 2: embed every chunk that lacks a vector; resumable batch by batch."""
+    report = report or IndexReport()
+    t0 = time.perf_counter()
+    reconcile_vectors(store, vectors, embedder.name, embedder.dim)
+    total = store.counts()["pending"]
+    done = 0
+    if progress:
+        progress(Progress("embed", 0, total))
+    while True:
+        if cancel is not None and cancel.is_set():
+            report.cancelled = True
+            break
+        rows = store.pending(batch)
+        if not rows:
+            break
+        keys = [r.embed_key for r in rows]
+        found = cache.get_many(keys) if cache is not None else {}
+        todo: dict[str, str] = {}
+        for r in rows:
+            if r.embed_key not in found and r.embed_key not in todo:
+                todo[r.embed_key] = embed_text(r.path, r.scope, r.content)
+        if todo:
+            vecs = embedder.encode(list(todo.values()))
+            fresh = dict(zip(todo.keys(), vecs))
+            if cache is not None:
+                cache.put_many(list(fresh.items()))
+            found.update(fresh)
+        report.cache_hits += len(rows) - len(todo)
+        report.embedded += len(todo)
+        matrix = np.stack([found[k] for k in keys])
+        vectors.add([r.id for r in rows], [r.language or "" for r in rows], matrix)
+        store.mark_embedded([r.id for r in rows])
+        done += len(rows)
+        if progress:
+            progress(Progress("embed", done, max(total, done), rows[-1].path))
+    if done:
+        vectors.optimize()
+    report.vectors_pending = store.counts()["pending"]
+    report.embed_seconds = time.perf_counter() - t0
+    return report

@@ -1,0 +1,72 @@
+"""File name -> language, and which languages are code (parsed) versus plain text (windowed)."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+EXTENSIONS: dict[str, str] = {
+    ".py": "python", ".pyi": "python", ".pyw": "python",
+    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
+    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
+    ".go": "go", ".rs": "rust", ".java": "java", ".rb": "ruby", ".php": "php",
+    ".c": "c", ".h": "c",
+    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp",
+    ".cs": "csharp", ".kt": "kotlin", ".kts": "kotlin", ".swift": "swift", ".scala": "scala",
+    ".lua": "lua", ".pl": "perl", ".r": "r", ".jl": "julia", ".ex": "elixir", ".exs": "elixir",
+    ".erl": "erlang", ".hs": "haskell", ".ml": "ocaml", ".clj": "clojure", ".dart": "dart",
+    ".vue": "vue", ".svelte": "svelte",
+    ".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text", ".adoc": "asciidoc",
+    ".yml": "yaml", ".yaml": "yaml", ".toml": "toml", ".json": "json", ".ini": "ini", ".cfg": "ini",
+    ".conf": "ini", ".xml": "xml", ".html": "html", ".htm": "html", ".css": "css", ".scss": "css",
+    ".sql": "sql", ".sh": "shell", ".bash": "shell", ".zsh": "shell", ".fish": "shell",
+    ".ps1": "powershell", ".bat": "batch", ".proto": "protobuf", ".graphql": "graphql",
+    ".tf": "terraform", ".cmake": "cmake", ".gradle": "groovy", ".groovy": "groovy",
+}
+
+FILENAMES: dict[str, str] = {
+    "Makefile": "make", "makefile": "make", "GNUmakefile": "make", "Dockerfile": "docker",
+    "CMakeLists.txt": "cmake", "Rakefile": "ruby", "Gemfile": "ruby", "Jenkinsfile": "groovy",
+    "BUILD": "starlark", "WORKSPACE": "starlark", ".bashrc": "shell", ".zshrc": "shell",
+}
+
+SHEBANGS: dict[str, str] = {
+    "python": "python", "node": "javascript", "bash": "shell", "sh": "shell", "zsh": "shell",
+    "ruby": "ruby", "php": "php", "perl": "perl",
+}
+
+# Extensions that are never worth opening: skipped before any read, so a tree full of images
+# costs one stat each.
+BINARY_EXTENSIONS = frozenset(
+    ".png .jpg .jpeg .gif .bmp .ico .webp .tiff .psd .pdf .zip .gz .tgz .bz2 .xz .zst .7z .rar .jar"
+    " .war .whl .egg .so .dylib .dll .exe .o .a .lib .obj .class .pyc .pyo .pyd .wasm .bin .dat"
+    " .db .sqlite .sqlite3 .woff .woff2 .ttf .otf .eot .mp3 .mp4 .mov .avi .mkv .wav .flac .ogg"
+    " .webm .npy .npz .pt .pth .onnx .safetensors .pkl .parquet .lance .arrow .ds_store".split()
+)
+
+# Languages with a scope-aware parser (tree-sitter, or the indentation fallback).
+CODE_LANGUAGES = frozenset(
+    "python javascript typescript tsx go rust java ruby php c cpp csharp kotlin swift scala"
+    " lua perl r julia elixir erlang haskell ocaml clojure dart shell".split()
+)
+
+
+def detect_language(rel_path: str, head: bytes = b"") -> str:
+    """Best guess of a file's language from its name, then its shebang line; ``text`` otherwise."""
+    p = PurePosixPath(rel_path)
+    if p.name in FILENAMES:
+        return FILENAMES[p.name]
+    lang = EXTENSIONS.get(p.suffix.lower())
+    if lang:
+        return lang
+    if head.startswith(b"#!"):
+        first = head.split(b"\n", 1)[0].decode("latin-1")
+        for word in reversed(first.replace("/", " ").split()):
+            for key, name in SHEBANGS.items():
+                if word.startswith(key):
+                    return name
+    return "text"
+
+
+def is_binary_name(rel_path: str) -> bool:
+    """True for file names whose extension marks them as binary (no read needed)."""
+    return PurePosixPath(rel_path).suffix.lower() in BINARY_EXTENSIONS

@@ -1,0 +1,74 @@
+"""Where a repository's index lives, and what kind of file a path is."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+SOURCE, TEST, DOCS, VENDOR = 0, 1, 2, 3
+
+_VENDOR = re.compile(
+    r"(^|/)(vendor|vendored|third_party|third-party|thirdparty|node_modules|external|extern|deps|"
+    r"_vendor|site-packages|bower_components|dist|build|out|target|generated|gen)/"
+    r"|\.min\.(js|css)$|[-_.]generated\.|\.pb\.go$|_pb2\.py$|\.lock$|-lock\.json$|\.map$"
+)
+_TEST = re.compile(
+    r"(^|/)(tests?|__tests__|spec|specs|testing|fixtures?|testdata|e2e|benchmarks?)/"
+    r"|(^|/)test_[^/]*$|_tests?\.[a-z]+$|\.(test|spec)\.[a-z]+$|(^|/)conftest\.py$|Tests?\.[a-z]+$"
+)
+_DOCS = re.compile(
+    r"(^|/)(docs?|documentation|examples?|samples?|demos?|tutorials?|site|man)/"
+    r"|\.(md|rst|txt|adoc|markdown)$|(^|/)(README|CHANGELOG|CHANGES|HISTORY|LICENSE|COPYING|NOTICE|AUTHORS)[^/]*$",
+    re.IGNORECASE,
+)
+
+
+def classify(rel_path: str) -> int:
+    """SOURCE, TEST, DOCS or VENDOR (vendored, generated, minified, lock files)."""
+    if _VENDOR.search(rel_path):
+        return VENDOR
+    if _TEST.search(rel_path):
+        return TEST
+    if _DOCS.search(rel_path):
+        return DOCS
+    return SOURCE
+
+
+def index_dir_for(root: Path, data_dir: Path) -> Path:
+    """``<data_dir>/<sha256(absolute root)[:16]>``: one directory per repository, outside it."""
+    digest = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
+    return data_dir.expanduser() / digest
+
+
+def find_repo_root(start: Path) -> Path:
+    """The enclosing git work tree of ``start`` (walking up to ``.git``), else ``start`` itself."""
+    start = start.resolve()
+    for d in (start, *start.parents):
+        if (d / ".git").exists():
+            return d
+    return start
+
+
+def git_head(root: Path) -> str | None:
+    """The commit ``HEAD`` points at, read from ``.git`` without running git."""
+    git = root / ".git"
+    try:
+        if git.is_file():  # worktree: "gitdir: /path"
+            git = Path(git.read_text().split(":", 1)[1].strip())
+        head = (git / "HEAD").read_text().strip()
+        if not head.startswith("ref:"):
+            return head
+        ref = head.split(":", 1)[1].strip()
+        for base in (git, Path(str(git).split("/worktrees/")[0]) if "/worktrees/" in str(git) else git):
+            ref_file = base / ref
+            if ref_file.is_file():
+                return ref_file.read_text().strip()
+            packed = base / "packed-refs"
+            if packed.is_file():
+                for line in packed.read_text().splitlines():
+                    if line.endswith(" " + ref):
+                        return line.split()[0]
+    except (OSError, IndexError):
+        return None
+    return None

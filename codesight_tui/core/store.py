@@ -1,0 +1,302 @@
+"""The SQLite side of an index: files, chunks, an FTS5 table kept in sync by triggers, and metadata.
+
+SQLite is the source of truth. The LanceDB table only holds vectors for chunk ids that SQLite
+marks ``embedded = 1``; anything else found there is an orphan and is removed on the next run.
+WAL mode lets any number of readers search while one writer indexes.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import pathspec
+
+from codesight_tui.core.chunker import Chunk, embed_text
+from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.text import content_hash, expansion_terms, fts_query
+
+SCHEMA_VERSION = "1"
+
+# BM25 column weights: path, scope, content, identifier expansions.
+BM25_WEIGHTS = (2.0, 2.0, 1.0, 1.0)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
+    language TEXT, n_chunks INTEGER NOT NULL DEFAULT 0, indexed_at REAL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: a stale vector can't alias new text
+    path TEXT NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
+    language TEXT, scope TEXT, content TEXT NOT NULL, terms TEXT,
+    hash TEXT NOT NULL, embed_key TEXT NOT NULL,
+    embedded INTEGER NOT NULL DEFAULT 0, priority INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+CREATE INDEX IF NOT EXISTS chunks_pending ON chunks(priority, id) WHERE embedded = 0;
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    path, scope, content, terms,
+    content='chunks', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, path, scope, content, terms)
+    VALUES (new.id, new.path, new.scope, new.content, new.terms);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, path, scope, content, terms)
+    VALUES ('delete', old.id, old.path, old.scope, old.content, old.terms);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF path, scope, content, terms ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, path, scope, content, terms)
+    VALUES ('delete', old.id, old.path, old.scope, old.content, old.terms);
+    INSERT INTO chunks_fts(rowid, path, scope, content, terms)
+    VALUES (new.id, new.path, new.scope, new.content, new.terms);
+END;
+"""
+
+
+@dataclass(slots=True)
+class ChunkRow:
+    """A stored chunk."""
+
+    id: int
+    path: str
+    start_line: int
+    end_line: int
+    language: str
+    scope: str
+    content: str
+    embed_key: str = ""
+
+
+@lru_cache(maxsize=64)
+def _glob_spec(pattern: str) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines([pattern])
+
+
+def path_matches(path: str, pattern: str) -> bool:
+    """gitignore-style glob match: ``*.py``, ``src/``, ``src/**/test_*.py``, ``lib/command.js``."""
+    return _glob_spec(pattern).match_file(path)
+
+
+def embed_key(path: str, scope: str, content: str) -> str:
+    """Cache key of a chunk's embedding text (model-independent; the cache is per model)."""
+    return content_hash(embed_text(path, scope, content))
+
+
+class Store:
+    """Thread-safe access to one index's SQLite database (one connection per thread)."""
+
+    def __init__(self, db_path: Path, readonly: bool = False) -> None:
+        self.db_path = db_path
+        self.readonly = readonly
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self.conn  # open now so that a corrupt or unwritable database fails here
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        c = getattr(self._local, "conn", None)
+        if c is None:
+            c = self._connect()
+            self._local.conn = c
+            with self._lock:
+                self._all.append(c)
+        return c
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.readonly:
+            uri = f"file:{self.db_path}?mode=ro"
+            c = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=30, isolation_level=None)
+        else:
+            c = sqlite3.connect(self.db_path, check_same_thread=False, timeout=30, isolation_level=None)
+            c.execute("PRAGMA journal_mode=WAL")
+            c.execute("PRAGMA synchronous=NORMAL")
+        c.execute("PRAGMA busy_timeout=30000")
+        c.create_function("path_match", 2, path_matches, deterministic=True)
+        if not self.readonly:
+            c.executescript(_SCHEMA)
+            if c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() is None:
+                c.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+        return c
+
+    def close(self) -> None:
+        with self._lock:
+            for c in self._all:
+                try:
+                    c.close()
+                except sqlite3.Error:
+                    pass
+            self._all.clear()
+        self._local = threading.local()
+
+    # --- metadata -------------------------------------------------------------------------
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def set_meta(self, **values: object) -> None:
+        with self.transaction():
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                [(k, None if v is None else str(v)) for k, v in values.items()],
+            )
+
+    def meta(self) -> dict[str, str]:
+        return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+
+    # --- files and chunks -------------------------------------------------------------------
+    def file_states(self) -> dict[str, tuple[int, int]]:
+        """``{path: (mtime_ns, size)}`` for every indexed file."""
+        return {p: (m, s) for p, m, s in self.conn.execute("SELECT path, mtime_ns, size FROM files")}
+
+    def write_file(self, path: str, mtime_ns: int, size: int, language: str, chunks: list[Chunk],
+                   priority: int) -> tuple[int, int]:
+        """Replace a file's chunks, keeping rows (and so their vectors) whose text is unchanged.
+
+        Must run inside ``transaction()``. Returns ``(added, removed)`` chunk counts.
+        """
+        c = self.conn
+        old: dict[str, list[tuple[int, int, int]]] = {}
+        for cid, key, s, e in c.execute("SELECT id, embed_key, start_line, end_line FROM chunks WHERE path=?", (path,)):
+            old.setdefault(key, []).append((cid, s, e))
+        inserts = []
+        for ch in chunks:
+            key = embed_key(path, ch.scope, ch.content)
+            rows = old.get(key)
+            if rows:
+                cid, s, e = rows.pop()
+                if (s, e) != (ch.start_line, ch.end_line):  # moved, not changed: no FTS or vector work
+                    c.execute("UPDATE chunks SET start_line=?, end_line=? WHERE id=?", (ch.start_line, ch.end_line, cid))
+                if priority is not None:
+                    c.execute("UPDATE chunks SET priority=? WHERE id=? AND embedded=0", (priority, cid))
+                continue
+            inserts.append((path, ch.start_line, ch.end_line, language, ch.scope, ch.content,
+                            expansion_terms(ch.content + " " + ch.scope), content_hash(ch.content), key, priority))
+        stale = [cid for rows in old.values() for cid, _, _ in rows]
+        if stale:
+            c.executemany("DELETE FROM chunks WHERE id=?", [(i,) for i in stale])
+        if inserts:
+            c.executemany(
+                "INSERT INTO chunks (path, start_line, end_line, language, scope, content, terms, hash,"
+                " embed_key, priority) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                inserts,
+            )
+        c.execute(
+            "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?)",
+            (path, mtime_ns, size, language, len(chunks), time.time()),
+        )
+        return len(inserts), len(stale)
+
+    def touch_file(self, path: str, mtime_ns: int, size: int) -> None:
+        """Record a new mtime for a file whose content turned out to be unchanged."""
+        self.conn.execute("UPDATE files SET mtime_ns=?, size=? WHERE path=?", (mtime_ns, size, path))
+
+    def delete_file(self, path: str) -> int:
+        """Remove a file and its chunks (inside ``transaction()``); returns chunks removed."""
+        n = self.conn.execute("DELETE FROM chunks WHERE path=?", (path,)).rowcount
+        self.conn.execute("DELETE FROM files WHERE path=?", (path,))
+        return n
+
+    def file_hashes(self, path: str) -> list[str]:
+        return [h for (h,) in self.conn.execute("SELECT hash FROM chunks WHERE path=? ORDER BY start_line", (path,))]
+
+    def transaction(self):
+        """A write transaction: everything inside commits together or not at all."""
+        return _Tx(self.conn)
+
+    # --- embedding bookkeeping -----------------------------------------------------------
+    def pending(self, limit: int) -> list[ChunkRow]:
+        """Chunks still waiting for a vector, most valuable first."""
+        rows = self.conn.execute(
+            "SELECT id, path, start_line, end_line, language, scope, content, embed_key FROM chunks"
+            " WHERE embedded=0 ORDER BY priority, id LIMIT ?",
+            (limit,),
+        ).fetchall()
+        return [ChunkRow(*r) for r in rows]
+
+    def mark_embedded(self, ids: list[int]) -> None:
+        with self.transaction():
+            self.conn.executemany("UPDATE chunks SET embedded=1 WHERE id=?", [(i,) for i in ids])
+
+    def embedded_ids(self) -> set[int]:
+        return {i for (i,) in self.conn.execute("SELECT id FROM chunks WHERE embedded=1")}
+
+    def reset_embedded(self) -> None:
+        with self.transaction():
+            self.conn.execute("UPDATE chunks SET embedded=0 WHERE embedded=1")
+
+    def counts(self) -> dict[str, int]:
+        c = self.conn
+        files = c.execute("SELECT count(*) FROM files").fetchone()[0]
+        chunks, done = c.execute("SELECT count(*), coalesce(sum(embedded), 0) FROM chunks").fetchone()
+        return {"files": files, "chunks": chunks, "vectors": done, "pending": chunks - done}
+
+    # --- reads ---------------------------------------------------------------------------
+    def get_chunks(self, ids: list[int]) -> dict[int, ChunkRow]:
+        out: dict[int, ChunkRow] = {}
+        for k in range(0, len(ids), 500):
+            part = ids[k : k + 500]
+            q = ",".join("?" * len(part))
+            for r in self.conn.execute(
+                f"SELECT id, path, start_line, end_line, language, scope, content, embed_key FROM chunks WHERE id IN ({q})",
+                part,
+            ):
+                out[r[0]] = ChunkRow(*r)
+        return out
+
+    def bm25(self, query: str, limit: int, language: str | None = None, glob: str | None = None) -> list[int]:
+        """Chunk ids ranked by FTS5 BM25 for a free-text query (any string is safe)."""
+        match = fts_query(query)
+        if match is None:
+            return []
+        sql = (
+            "SELECT f.rowid FROM chunks_fts f"
+            + (" JOIN chunks c ON c.id = f.rowid" if language or glob else "")
+            + " WHERE chunks_fts MATCH ?"
+        )
+        args: list[object] = [match]
+        if language:
+            sql += " AND c.language = ?"
+            args.append(language)
+        if glob:
+            sql += " AND path_match(c.path, ?)"
+            args.append(glob)
+        w = ", ".join(str(x) for x in BM25_WEIGHTS)
+        sql += f" ORDER BY bm25(chunks_fts, {w}) LIMIT ?"
+        args.append(limit)
+        try:
+            return [r[0] for r in self.conn.execute(sql, args)]
+        except sqlite3.OperationalError as exc:  # should not happen: every term is quoted
+            raise CodeSightError(f"search failed: {exc}") from None
+
+    def size_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            p = Path(str(self.db_path) + suffix)
+            if p.exists():
+                total += p.stat().st_size
+        return total
+
+
+class _Tx:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self):
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+        else:
+            self.conn.execute("ROLLBACK")
+        return False

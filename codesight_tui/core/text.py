@@ -1,0 +1,82 @@
+"""Identifier splitting and FTS5 query building, shared by the indexer and the searcher so that
+``parseConfigFile``, ``parse_config_file`` and "parse config file" meet in the same terms."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+# Common English function words. They match nearly every chunk, so they only add noise to BM25.
+STOPWORDS = frozenset(
+    "a about above after again all also am an and any are as at be because been before being"
+    " below between both but by can could did do does doing done down during each else few for"
+    " from further had has have having he her here hers him his how i if in into is it its itself"
+    " just let me more most my no nor not now of off on once only or other our ours out over own"
+    " same she should so some such than that the their theirs them then there these they this"
+    " those through to too under until up us very via was we were what when where which while who"
+    " whom why will with would you your yours".split()
+)
+
+
+def split_identifier(word: str) -> list[str]:
+    """``parseConfigFile`` / ``parse_config_file`` / ``HTTPServer2`` -> lower-case parts."""
+    parts: list[str] = []
+    for piece in word.split("_"):
+        parts.extend(p.lower() for p in _PARTS.findall(piece))
+    return parts
+
+
+def expansion_terms(text: str) -> str:
+    """Extra index terms for compound identifiers: their parts and their joined form.
+
+    The FTS tokenizer already splits on ``_`` but keeps ``parseConfigFile`` whole; adding both
+    the parts and the joined form makes every spelling of a name match every other.
+    """
+    seen: set[str] = set()
+    out: list[str] = []
+    for ident in set(_IDENT.findall(text)):
+        parts = split_identifier(ident)
+        if len(parts) < 2:
+            continue
+        for term in (*parts, "".join(parts)):
+            if term not in seen:
+                seen.add(term)
+                out.append(term)
+    return " ".join(out)
+
+
+def query_terms(query: str) -> list[str]:
+    """The distinct lower-case terms of a free-text query, identifiers expanded, stopwords dropped
+    (unless the query is nothing but stopwords)."""
+    terms: list[str] = []
+    for word in _WORD.findall(query):
+        cands = [word.lower()]
+        parts = split_identifier(word) if word.isascii() else []
+        if len(parts) > 1:
+            cands += parts + ["".join(parts)]
+        for t in cands:
+            if t and t not in terms:
+                terms.append(t)
+    content = [t for t in terms if t not in STOPWORDS]
+    return content or terms
+
+
+def fts_query(query: str) -> str | None:
+    """A safe FTS5 MATCH expression (OR of quoted terms) for any input, or None if it has no words.
+
+    Every term is double-quoted, so FTS5 operators typed by the user (``AND``, ``NEAR``, ``*``,
+    ``-``, ``:``, parentheses) are searched as words and never parsed as syntax.
+    """
+    terms = query_terms(query)
+    if not terms:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms[:64])
+
+
+def content_hash(text: str) -> str:
+    """``sha256(text)[:16]``: the identity of a chunk's content."""
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]

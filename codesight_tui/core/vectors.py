@@ -1,0 +1,118 @@
+"""The LanceDB side of an index: one row per embedded chunk id, cosine search."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+TABLE = "chunks"
+
+
+class VectorStore:
+    """Vectors keyed by chunk id. lancedb is imported only when vectors are actually used."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._db = None
+        self._table = None
+
+    def _connect(self):
+        if self._db is None:
+            import lancedb
+
+            self._db = lancedb.connect(str(self.directory))
+        return self._db
+
+    def table(self):
+        """The table, or None if no vector was ever written."""
+        if self._table is None:
+            db = self._connect()
+            try:
+                self._table = db.open_table(TABLE)
+            except (FileNotFoundError, ValueError):
+                return None
+        return self._table
+
+    def ensure(self, dim: int):
+        t = self.table()
+        if t is not None:
+            return t
+        import pyarrow as pa
+
+        schema = pa.schema([
+            pa.field("id", pa.int64()),
+            pa.field("language", pa.string()),
+            pa.field("vector", pa.list_(pa.float32(), dim)),
+        ])
+        self._table = self._connect().create_table(TABLE, schema=schema, exist_ok=True)
+        return self._table
+
+    def add(self, ids: list[int], languages: list[str], vectors: np.ndarray) -> None:
+        import pyarrow as pa
+
+        dim = vectors.shape[1]
+        t = self.ensure(dim)
+        flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel())
+        t.add(pa.table({
+            "id": pa.array(ids, pa.int64()),
+            "language": pa.array(languages, pa.string()),
+            "vector": pa.FixedSizeListArray.from_arrays(flat, dim),
+        }))
+
+    def ids(self) -> list[int]:
+        t = self.table()
+        if t is None:
+            return []
+        return t.to_arrow().column("id").to_pylist() if t.count_rows() else []
+
+    def delete_ids(self, ids) -> None:
+        t = self.table()
+        ids = list(ids)
+        if t is None or not ids:
+            return
+        for k in range(0, len(ids), 2000):
+            t.delete("id IN (" + ",".join(str(int(i)) for i in ids[k : k + 2000]) + ")")
+
+    def count(self) -> int:
+        t = self.table()
+        return t.count_rows() if t is not None else 0
+
+    def search(self, vector: np.ndarray, limit: int, language: str | None = None) -> list[tuple[int, float]]:
+        """``(chunk id, cosine distance)`` nearest first."""
+        t = self.table()
+        if t is None:
+            return []
+        q = t.search(np.asarray(vector, dtype=np.float32)).distance_type("cosine").limit(limit)
+        if language:
+            q = q.where(f"language = '{language.replace(chr(39), '')}'", prefilter=True)
+        res = q.select(["id", "_distance"]).to_arrow()
+        return list(zip(res.column("id").to_pylist(), res.column("_distance").to_pylist()))
+
+    def optimize(self) -> None:
+        """Compact the many small appends of an indexing run into few files, drop old versions."""
+        t = self.table()
+        if t is None:
+            return
+        from datetime import timedelta
+
+        import warnings
+
+        # Keep a few minutes of old versions: a concurrent reader may still be using one.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                t.optimize(cleanup_older_than=timedelta(minutes=5))
+            except TypeError:  # older lancedb
+                t.optimize()
+
+    def drop(self) -> None:
+        self._table = None
+        self._db = None
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def size_bytes(self) -> int:
+        if not self.directory.exists():
+            return 0
+        return sum(p.stat().st_size for p in self.directory.rglob("*") if p.is_file())

@@ -1,0 +1,166 @@
+"""A .gitignore-aware walk of a repository that never leaves its root and never reads ignored files."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+from codesight_tui.core.languages import is_binary_name
+
+IGNORE_FILES = (".gitignore", ".codesightignore")
+ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
+SNIFF_BYTES = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class FileEntry:
+    """One candidate file: path relative to the root (POSIX separators) plus its stat."""
+
+    rel_path: str
+    abs_path: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class WalkStats:
+    """What the walk passed over, by reason (``too_large``, ``binary``, ``unreadable``, ...)."""
+
+    skipped: Counter = field(default_factory=Counter)
+
+    def skip(self, reason: str, n: int = 1) -> None:
+        self.skipped[reason] += n
+
+
+def _read_spec(path: Path) -> pathspec.GitIgnoreSpec | None:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(lines) if any(l.strip() for l in lines) else None
+
+
+class IgnoreRules:
+    """Git's precedence: the deepest ignore file with a matching pattern decides, and
+    ``--exclude`` patterns always win."""
+
+    def __init__(self, root: Path, exclude: list[str] | None = None) -> None:
+        self.root = root
+        self.exclude = pathspec.GitIgnoreSpec.from_lines(exclude) if exclude else None
+        base: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+        info = _read_spec(root / ".git" / "info" / "exclude")
+        if info:
+            base.append(("", info))
+        self.base = base
+
+    def dir_specs(self, dir_abs: Path, rel_dir: str) -> list[tuple[str, pathspec.GitIgnoreSpec]]:
+        """The ignore specs that a directory itself contributes."""
+        specs = []
+        for name in IGNORE_FILES:
+            spec = _read_spec(dir_abs / name)
+            if spec:
+                specs.append((rel_dir, spec))
+        return specs
+
+    def ignored(self, rel_path: str, is_dir: bool, stack: list[tuple[str, pathspec.GitIgnoreSpec]]) -> bool:
+        """Whether ``rel_path`` is ignored under the stack of (directory, spec) pairs."""
+        probe = rel_path + "/" if is_dir else rel_path
+        if self.exclude is not None and self.exclude.match_file(probe):
+            return True
+        for prefix, spec in reversed(stack):
+            local = probe[len(prefix) + 1 :] if prefix else probe
+            include = spec.check_file(local).include
+            if include is not None:
+                return include
+        return False
+
+
+def walk(root: str | Path, *, max_file_size: int = 1_000_000, exclude: list[str] | None = None,
+         stats: WalkStats | None = None):
+    """Yield every indexable ``FileEntry`` under ``root``, sorted per directory.
+
+    Skips ignored paths, VCS directories, files over ``max_file_size`` bytes, well-known binary
+    extensions, and symlinks that lead outside the root. Symlink loops are visited once.
+    Unreadable directories and files are counted in ``stats`` and never raise.
+    """
+    root_path = Path(root).resolve()
+    stats = stats if stats is not None else WalkStats()
+    rules = IgnoreRules(root_path, exclude)
+    root_real = os.path.realpath(root_path)
+    visited: set[str] = {root_real}
+
+    def inside(real: str) -> bool:
+        return real == root_real or real.startswith(root_real + os.sep)
+
+    def visit(dir_abs: Path, rel_dir: str, stack):
+        stack = stack + rules.dir_specs(dir_abs, rel_dir)
+        try:
+            with os.scandir(dir_abs) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            stats.skip("unreadable")
+            return
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            try:
+                is_link = entry.is_symlink()
+                is_dir = entry.is_dir()  # follows links
+                is_file = entry.is_file()
+            except OSError:
+                stats.skip("unreadable")
+                continue
+            if is_dir and entry.name in ALWAYS_SKIPPED_DIRS:
+                continue
+            if rules.ignored(rel, is_dir, stack):
+                continue
+            if is_link:
+                real = os.path.realpath(entry.path)
+                if not inside(real):
+                    stats.skip("symlink_outside_root")
+                    continue
+                if not (is_dir or is_file):
+                    stats.skip("broken_symlink")
+                    continue
+            if is_dir:
+                real = os.path.realpath(entry.path)
+                if real in visited:  # symlink loop, or a second link to the same directory
+                    continue
+                visited.add(real)
+                yield from visit(Path(entry.path), rel, stack)
+            elif is_file:
+                if is_binary_name(rel):
+                    stats.skip("binary")
+                    continue
+                try:
+                    st = entry.stat()
+                except OSError:
+                    stats.skip("unreadable")
+                    continue
+                if st.st_size > max_file_size:
+                    stats.skip("too_large")
+                    continue
+                yield FileEntry(rel, entry.path, st.st_size, st.st_mtime_ns)
+
+    yield from visit(root_path, "", list(rules.base))
+
+
+def read_text(abs_path: str) -> tuple[str | None, str | None]:
+    """Read a file as text. Returns ``(text, None)`` or ``(None, reason)`` for binary/unreadable.
+
+    Invalid UTF-8 is decoded with replacement characters rather than skipped; CRLF becomes LF.
+    """
+    try:
+        with open(abs_path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None, "unreadable"
+    if b"\x00" in data[:SNIFF_BYTES]:
+        return None, "binary"
+    text = data.decode("utf-8", errors="replace")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text, None
