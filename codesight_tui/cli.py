@@ -178,7 +178,7 @@ def cmd_search(args) -> int:
         return EXIT_USAGE
     cs = CodeSight(args.path)
     mode = args.mode or cs.settings.default_mode
-    if not cs.has_index():
+    if not cs.is_indexed():
         _err(f"no index for {cs.root} yet: indexing first")
         report = _run_index(cs, embed=mode != "bm25")
         for w in report.warnings:

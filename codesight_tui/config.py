@@ -84,6 +84,6 @@ def load_settings(**overrides: object) -> Settings:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "config"
-        raise CodeSightError(f"invalid setting {where}: {first.get('msg')}") from None
+        raise CodeSightError(f"invalid setting {where}: {first.get('msg')}", exit_code=2) from None
     except (OSError, ValueError) as exc:  # unreadable or malformed TOML file
-        raise CodeSightError(f"cannot read config {default_config_file()}: {exc}") from None
+        raise CodeSightError(f"cannot read config {default_config_file()}: {exc}", exit_code=2) from None

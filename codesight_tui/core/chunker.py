@@ -376,12 +376,6 @@ def _merge_scope(a: str, b: str) -> str:
     return f"{head} > {tails}" if head else tails
 
 
-def _cut_long_line(line: str, n_tokens: int, budget: int) -> list[str]:
-    pieces = max(2, -(-n_tokens // max(1, int(budget * 0.85))))
-    step = -(-len(line) // pieces)
-    return [line[k : k + step] for k in range(0, len(line), step)]
-
-
 class Chunker:
     """Splits files into ``Chunk`` objects whose embedding text fits ``max_tokens``.
 
@@ -406,6 +400,26 @@ class Chunker:
             return max(16, self.max_tokens - cost)
 
         return budget
+
+    def _cut_long_line(self, line: str, budget: int) -> list[str]:
+        """Cut one over-long line (minified code, data) at token boundaries into pieces that each
+        fit ``budget``, checked exactly."""
+        pieces: list[str] = []
+        rest = line
+        while rest:
+            if self.counter.count(rest) <= budget:
+                pieces.append(rest)
+                break
+            starts = self.counter.token_starts(rest)
+            take = max(1, budget - 4)
+            cut = starts[take] if take < len(starts) else len(rest)
+            piece = rest[:cut]
+            while cut > 1 and self.counter.count(piece) > budget:
+                cut = max(1, int(cut * 0.9))
+                piece = rest[:cut]
+            pieces.append(piece)
+            rest = rest[cut:]
+        return pieces
 
     def chunk_many(self, files: list[tuple[str, str, str]]) -> list[list[Chunk]]:
         """Chunk ``(path, language, text)`` triples; tokenising happens in one batch."""
@@ -458,7 +472,7 @@ class Chunker:
             n = prefix[e + 1] - prefix[s]
             budget = budget_for(scope)
             if s == e and n > budget:
-                for piece in _cut_long_line(lines[s], n, budget):
+                for piece in self._cut_long_line(lines[s], budget):
                     chunks.append(Chunk(path, s + 1, s + 1, language, scope, piece))
                 continue
             chunks.append(Chunk(path, s + 1, e + 1, language, scope, "\n".join(lines[s : e + 1])))

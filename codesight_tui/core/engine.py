@@ -68,8 +68,12 @@ class CodeSight:
         return self.index_dir / "index.db"
 
     def has_index(self) -> bool:
-        """Whether this repository was indexed before (at least the lexical phase)."""
+        """Whether an index database exists (it may be partial: search whatever it holds)."""
         return self.db_path.exists()
+
+    def is_indexed(self) -> bool:
+        """Whether a lexical pass has completed at least once (a rebuilt index has not)."""
+        return self.has_index() and self.store.get_meta("last_indexed") is not None
 
     @property
     def store(self) -> Store:

@@ -116,18 +116,21 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
             report.cancelled = True
             break
         items: list[tuple[FileEntry, str, str]] = []
-        unreadable: list[FileEntry] = []
+        unreadable: list[tuple[FileEntry, str]] = []
         for e in batch:
             text, why = read_text(e.abs_path)
             if text is None:
                 stats.skip(why)
-                unreadable.append(e)
+                unreadable.append((e, why))
                 continue
             items.append((e, detect_language(e.rel_path, text[:200].encode()), text))
         chunked = chunker.chunk_many([(e.rel_path, lang, text) for e, lang, text in items])
         with store.transaction():
-            for e in unreadable:  # was text before, binary or unreadable now
-                report.chunks_removed += store.delete_file(e.rel_path)
+            for e, why in unreadable:
+                if why == "binary":  # remembered, so it is not read again until it changes
+                    report.chunks_removed += store.write_skipped(e.rel_path, e.mtime_ns, e.size, why)
+                else:  # unreadable now: drop what it had, try again next run
+                    report.chunks_removed += store.delete_file(e.rel_path)
             for (e, lang, _), chunks in zip(items, chunked):
                 added, removed = store.write_file(
                     e.rel_path, e.mtime_ns, e.size, lang, chunks, _priority(e.rel_path, e.mtime_ns)

@@ -29,7 +29,8 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
-    language TEXT, n_chunks INTEGER NOT NULL DEFAULT 0, indexed_at REAL
+    language TEXT, n_chunks INTEGER NOT NULL DEFAULT 0, indexed_at REAL,
+    skipped TEXT  -- why a walked file has no chunks (binary); NULL for indexed files
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: a stale vector can't alias new text
@@ -190,10 +191,18 @@ class Store:
                 inserts,
             )
         c.execute(
-            "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,NULL)",
             (path, mtime_ns, size, language, len(chunks), time.time()),
         )
         return len(inserts), len(stale)
+
+    def write_skipped(self, path: str, mtime_ns: int, size: int, reason: str) -> int:
+        """Remember a file whose content can't be indexed (binary), so it isn't re-read until it
+        changes; drops any chunks it had. Must run inside ``transaction()``."""
+        n = self.conn.execute("DELETE FROM chunks WHERE path=?", (path,)).rowcount
+        self.conn.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,NULL,0,?,?)",
+                          (path, mtime_ns, size, time.time(), reason))
+        return n
 
     def touch_file(self, path: str, mtime_ns: int, size: int) -> None:
         """Record a new mtime for a file whose content turned out to be unchanged."""
@@ -235,7 +244,7 @@ class Store:
 
     def counts(self) -> dict[str, int]:
         c = self.conn
-        files = c.execute("SELECT count(*) FROM files").fetchone()[0]
+        files = c.execute("SELECT count(*) FROM files WHERE skipped IS NULL").fetchone()[0]
         chunks, done = c.execute("SELECT count(*), coalesce(sum(embedded), 0) FROM chunks").fetchone()
         return {"files": files, "chunks": chunks, "vectors": done, "pending": chunks - done}
 

@@ -89,6 +89,12 @@ class TokenCounter:
             return len(text) // 2 + 1
         return len(self._tk.encode(text, add_special_tokens=False).ids)
 
+    def token_starts(self, text: str) -> list[int]:
+        """Character offset where each token of ``text`` starts (estimated without a tokenizer)."""
+        if self._tk is None:
+            return list(range(0, len(text), 2))
+        return [a for a, _ in self._tk.encode(text, add_special_tokens=False).offsets]
+
     def line_counts_batch(self, texts: list[str]) -> list[list[int]]:
         """For each text, the token count of each of its ``\\n``-separated lines."""
         if self._tk is None:

@@ -1,0 +1,205 @@
+"""Shared fixtures: an isolated data directory, a fixture repository, and two embedders (a tiny
+deterministic one for fast unit tests, the real bundled MiniLM for integration tests)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codesight_tui.config import Settings
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory, monkeypatch):
+    """Nothing a test does may touch ~/.codesight or read the developer's config."""
+    base = tmp_path_factory.mktemp("codesight-home")
+    monkeypatch.setenv("CODESIGHT_DATA_DIR", str(base / "data"))
+    monkeypatch.setenv("CODESIGHT_CACHE_DIR", str(base / "cache"))
+    monkeypatch.setenv("CODESIGHT_CONFIG", str(base / "no-config.toml"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    yield base
+
+
+@pytest.fixture
+def settings(_isolated_home) -> Settings:
+    return Settings(data_dir=_isolated_home / "data", cache_dir=_isolated_home / "cache")
+
+
+class HashEmbedder:
+    """Deterministic bag-of-words vectors: same words, same direction. Counts what it embeds."""
+
+    name = "test/hash-embedder"
+    device = "cpu"
+    max_seq_length = 256
+
+    def __init__(self, dim: int = 64, name: str | None = None) -> None:
+        self.dim = dim
+        if name:
+            self.name = name
+        self.calls: list[str] = []
+
+    def _vec(self, text: str) -> np.ndarray:
+        v = np.zeros(self.dim, dtype=np.float32)
+        for w in re.findall(r"[a-z]+", text.lower()):
+            h = int(hashlib.md5(w.encode()).hexdigest()[:8], 16)
+            v[h % self.dim] += 1.0
+        n = np.linalg.norm(v)
+        return v / n if n else v + 1.0 / np.sqrt(self.dim)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.calls.extend(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._vec(t) for t in texts])
+
+    def encode_query(self, text: str) -> np.ndarray:
+        return self._vec(text)
+
+
+@pytest.fixture
+def hash_embedder() -> HashEmbedder:
+    return HashEmbedder()
+
+
+@pytest.fixture(scope="session")
+def real_embedder():
+    """The real bundled all-MiniLM-L6-v2 on CPU, loaded once for the whole session."""
+    from codesight_tui.config import DEFAULT_MODEL
+    from codesight_tui.core.embedder import SentenceTransformerEmbedder
+    from codesight_tui.core.tokens import resolve_model
+
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    return SentenceTransformerEmbedder(resolve_model(DEFAULT_MODEL), device="cpu")
+
+
+FILES: dict[str, str] = {
+    "src/geo.py": '''"""Geography helpers."""
+import math
+
+
+def haversine(lat1, lon1, lat2, lon2):
+    r = 6371.0
+    phi1, phi2 = math.radians(lat1), math.radians(lat2)
+    dphi = math.radians(lat2 - lat1)
+    dlmb = math.radians(lon2 - lon1)
+    a = math.sin(dphi / 2) ** 2 + math.cos(phi1) * math.cos(phi2) * math.sin(dlmb / 2) ** 2
+    return 2 * r * math.asin(math.sqrt(a))
+''',
+    "src/config_loader.py": '''import json
+
+
+class ConfigLoader:
+    """Reads settings from disk."""
+
+    def __init__(self, root):
+        self.root = root
+
+    def parse_config_file(self, name):
+        with open(self.root / name) as fh:
+            return json.load(fh)
+
+    def reload(self):
+        self.cache = {}
+''',
+    "src/auth.py": '''import hashlib
+import hmac
+import os
+
+
+def hash_password(password: str, salt: bytes | None = None) -> tuple[bytes, bytes]:
+    salt = salt or os.urandom(16)
+    digest = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, 200_000)
+    return salt, digest
+
+
+def verify_password(password: str, salt: bytes, digest: bytes) -> bool:
+    return hmac.compare_digest(hash_password(password, salt)[1], digest)
+''',
+    "web/client.js": '''import { request } from "./http.js";
+
+export class UploadClient {
+  constructor(baseUrl) {
+    this.baseUrl = baseUrl;
+  }
+
+  async retryUpload(file, attempts = 3) {
+    for (let i = 0; i < attempts; i++) {
+      try {
+        return await request(this.baseUrl + "/upload", file);
+      } catch (err) {
+        await new Promise((r) => setTimeout(r, 2 ** i * 100));
+      }
+    }
+    throw new Error("upload failed");
+  }
+}
+
+export const parseConfigFile = (text) => JSON.parse(text);
+''',
+    "server/main.go": '''package main
+
+import "fmt"
+
+type Server struct {
+	Port int
+}
+
+func (s *Server) Start() error {
+	fmt.Println("listening on", s.Port)
+	return nil
+}
+
+func main() {
+	s := &Server{Port: 8080}
+	s.Start()
+}
+''',
+    "README.md": "# Demo\n\nA tiny repository used by codesight's tests.\n\n## Usage\n\nRun it.\n",
+    "notes/crlf.txt": "first line\r\nsecond line\r\nthird line\r\n",
+    ".gitignore": "*.log\nbuild/\nsecret.txt\n",
+    "src/.gitignore": "generated_*.py\n!generated_keep.py\n",
+    "src/generated_skip.py": "SKIPPED_BY_NESTED_GITIGNORE = 1\n",
+    "src/generated_keep.py": "KEPT_BY_NEGATION = 1\n",
+    "debug.log": "ignored log line\n",
+    "build/out.py": "IGNORED_BUILD_OUTPUT = 1\n",
+    "secret.txt": "hunter2\n",
+}
+
+
+def build_repo(root: Path) -> Path:
+    """A small multi-language repository with every awkward case the walker must survive."""
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, text in FILES.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(text.encode())
+    (root / "assets").mkdir(exist_ok=True)
+    (root / "assets" / "blob.dat2").write_bytes(b"\x00\x01\x02binary\x00" * 100)
+    (root / "big.txt").write_bytes(b"x" * 2_000_000)
+    (root / "latin1.py").write_bytes(b"# caf\xe9\nLATIN1_NAME = 'caf\xe9'\n")
+    os.symlink("..", root / "src" / "loop")  # a symlink loop back to the root
+    return root
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    return build_repo(tmp_path / "repo")
+
+
+def snapshot_tree(root: Path) -> dict[str, bytes]:
+    """Every file's bytes plus every symlink's target, for byte-for-byte comparisons."""
+    out: dict[str, bytes] = {}
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for name in filenames + dirnames:
+            p = Path(dirpath) / name
+            rel = str(p.relative_to(root))
+            if p.is_symlink():
+                out[rel] = b"->" + os.readlink(p).encode()
+            elif p.is_file():
+                out[rel] = p.read_bytes() + f"|{p.stat().st_mtime_ns}".encode()
+    return out

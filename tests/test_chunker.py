@@ -1,0 +1,118 @@
+import pytest
+
+from codesight_tui.config import DEFAULT_MODEL
+from codesight_tui.core.chunker import Chunker, embed_text, has_grammar
+from codesight_tui.core.tokens import TokenCounter, resolve_model
+
+INFO = resolve_model(DEFAULT_MODEL)
+COUNTER = TokenCounter(INFO.tokenizer_file)
+BUDGET = INFO.max_seq_length - 2
+
+
+@pytest.fixture(scope="module")
+def chunker():
+    return Chunker(COUNTER, BUDGET)
+
+
+SAMPLES = {
+    "python": ("a.py", "class Foo:\n    def bar(self):\n        return 1\n\n\ndef baz():\n    pass\n", ["class Foo", "def baz"]),
+    "javascript": ("a.js", "class Foo {\n  bar() {\n    return 1;\n  }\n}\n\nfunction baz() {\n  return 2;\n}\n",
+                   ["class Foo", "function baz"]),
+    "typescript": ("a.ts", "interface Shape {\n  area(): number;\n}\n\nexport function qux(a: number): number {\n  return a;\n}\n",
+                   ["interface Shape", "function qux"]),
+    "go": ("a.go", "package main\n\nfunc Foo() int {\n\treturn 1\n}\n\ntype Bar struct {\n\tX int\n}\n", ["func Foo", "type Bar"]),
+    "rust": ("a.rs", "struct Point { x: i32 }\n\nimpl Point {\n    fn norm(&self) -> i32 { self.x }\n}\n\nfn main() {}\n",
+             ["struct Point", "impl Point", "fn main"]),
+    "java": ("A.java", "public class Foo {\n  public int bar() {\n    return 1;\n  }\n}\n", ["class Foo"]),
+    "ruby": ("a.rb", "class Foo\n  def bar\n    1\n  end\nend\n\ndef baz\n  2\nend\n", ["class Foo", "def baz"]),
+    "php": ("a.php", "<?php\nclass Foo {\n  public function bar() { return 1; }\n}\nfunction baz() { return 2; }\n",
+            ["class Foo", "function baz"]),
+    "c": ("a.c", "#include <stdio.h>\n\nint add(int a, int b) {\n  return a + b;\n}\n\nstruct point { int x; };\n",
+          ["function add", "struct point"]),
+    "cpp": ("a.cpp", "namespace geo {\nclass Shape {\n public:\n  int area() const { return 0; }\n};\n}\n\nint main() { return 0; }\n",
+            ["namespace geo", "function main"]),
+}
+
+
+@pytest.mark.parametrize("language", sorted(SAMPLES))
+def test_every_language_has_a_grammar_and_finds_scopes(chunker, language):
+    assert has_grammar(language), f"tree-sitter grammar for {language} missing"
+    path, src, expected = SAMPLES[language]
+    # Tiny neighbours merge, so check the scopes mention each top-level definition.
+    scopes = " | ".join(c.scope for c in chunker.chunk(path, language, src))
+    for name in expected:
+        assert name in scopes, (language, scopes)
+
+
+def _big_python_class(methods=40):
+    body = []
+    for i in range(methods):
+        body.append(f"    def method_{i}(self, value):\n" + "".join(
+            f"        value = value * {j} + {i}  # step {j} of method {i}\n" for j in range(12)) + "        return value\n")
+    return "class Big:\n    \"\"\"A big class.\"\"\"\n\n" + "\n".join(body)
+
+
+def test_big_scope_splits_into_members_with_nested_scope(chunker):
+    chunks = chunker.chunk("big.py", "python", _big_python_class())
+    scopes = [c.scope for c in chunks]
+    assert any(s.startswith("class Big > def method_") for s in scopes)
+    assert "class Big > def method_7" in " | ".join(scopes)
+
+
+def test_every_chunk_fits_the_model_window_and_lines_are_1_based(chunker):
+    src = _big_python_class() + "\nx = [" + ", ".join(str(i) for i in range(3000)) + "]\n"
+    text_lines = src.split("\n")
+    chunks = chunker.chunk("big.py", "python", src)
+    for c in chunks:
+        assert 1 <= c.start_line <= c.end_line <= len(text_lines)
+        assert COUNTER.count(embed_text(c.path, c.scope, c.content)) <= BUDGET
+        if c.start_line != c.end_line:  # long single lines are cut; spans match the file exactly
+            assert c.content == "\n".join(text_lines[c.start_line - 1 : c.end_line])
+
+
+def test_huge_function_splits_with_overlap(chunker):
+    src = "def huge():\n" + "".join(f"    total = compute_something({i}) + other_value_{i}\n" for i in range(300))
+    chunks = chunker.chunk("h.py", "python", src)
+    assert len(chunks) > 3
+    assert all(c.scope == "def huge" for c in chunks)
+    for a, b in zip(chunks, chunks[1:]):
+        assert b.start_line <= a.end_line + 1  # contiguous or overlapping: nothing lost
+    assert any(b.start_line <= a.end_line for a, b in zip(chunks, chunks[1:]))  # real overlap
+
+
+def test_markdown_uses_headings_and_text_uses_windows(chunker):
+    md = "# Title\n\nintro\n\n## Install\n\n" + "pip install thing\n" * 200 + "\n## Usage\n\nrun it\n"
+    chunks = chunker.chunk("README.md", "markdown", md)
+    assert any("Install" in c.scope for c in chunks)
+    assert any("Usage" in c.scope for c in chunks)
+    txt = "\n".join(f"line number {i} of a plain text file" for i in range(400))
+    chunks = chunker.chunk("notes.txt", "text", txt)
+    assert len(chunks) > 2
+    assert chunks[0].start_line == 1 and chunks[-1].end_line == 400
+
+
+def test_fallback_for_code_without_grammar(chunker):
+    src = "public class Greeter {\n    fun hello() = println(\"hi\")\n}\n\nfun main() {\n    Greeter().hello()\n}\n" * 30
+    chunks = chunker.chunk("a.kt", "kotlin", src)
+    assert chunks and all(c.language == "kotlin" for c in chunks)
+    assert any("class Greeter" in c.scope or "fun main" in c.scope for c in chunks)
+
+
+def test_minified_single_line_is_cut_to_fit(chunker):
+    src = "var a=" + "+".join(f"f{i}(x)" for i in range(4000)) + ";\n"
+    chunks = chunker.chunk("app.min.js", "javascript", src)
+    assert len(chunks) > 1
+    for c in chunks:
+        assert COUNTER.count(embed_text(c.path, c.scope, c.content)) <= BUDGET
+
+
+def test_header_is_prepended_for_embedding_but_content_stays_raw(chunker):
+    c = chunker.chunk("src/a.py", "python", "def f():\n    return 1\n")[0]
+    assert c.content == "def f():\n    return 1"
+    text = embed_text(c.path, c.scope, c.content)
+    assert text.startswith("file: src/a.py\nscope: def f\n") and text.endswith(c.content)
+
+
+def test_empty_and_whitespace_files_have_no_chunks(chunker):
+    assert chunker.chunk("e.py", "python", "") == []
+    assert chunker.chunk("e.py", "python", "\n\n   \n") == []

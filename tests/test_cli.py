@@ -1,0 +1,151 @@
+"""The command line as users run it: real processes, exit codes, stdout and stderr."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import snapshot_tree
+
+
+def run(*args, cwd=None, env=None):
+    import os
+
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "codesight_tui", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, env=e, timeout=600)
+
+
+def test_help_and_version():
+    r = run("--help")
+    assert r.returncode == 0 and "index" in r.stdout and "search" in r.stdout
+    assert run("--version").stdout.startswith("codesight ")
+
+
+def test_index_search_status_json(repo):
+    r = run("index", repo, "--no-embed", "--json")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["files"] >= 8 and rep["chunks"] >= 8 and rep["skipped"]["too_large"] == 1
+    r = run("search", "haversine", "--path", repo, "--mode", "bm25", "--json")
+    assert r.returncode == 0, r.stderr
+    hits = json.loads(r.stdout)
+    keys = {"path", "start_line", "end_line", "score", "scope", "language", "bm25_rank", "vector_rank", "content"}
+    assert keys <= set(hits[0]) and hits[0]["path"] == "src/geo.py" and hits[0]["bm25_rank"] == 1
+    st = json.loads(run("status", repo, "--json").stdout)
+    assert st["files"] == rep["files"] and st["chunks"] == rep["chunks"]
+    assert st["vectors"] == 0 and st["pending"] == rep["chunks"] and st["changed"] == 0
+    assert st["index_bytes"] > 0 and st["last_indexed"]
+    (repo / "src" / "geo.py").write_text("CHANGED = 1\n")
+    (repo / "src" / "new.py").write_text("NEW = 1\n")
+    st = json.loads(run("status", repo, "--json").stdout)
+    assert st["changed"] == 2 and st["changed_files"]["modified"] == ["src/geo.py"]
+
+
+def test_human_output(repo):
+    run("index", repo, "--no-embed")
+    r = run("search", "verify password", "--path", repo, "--mode", "bm25", "-n", "2")
+    first = r.stdout.splitlines()[0]
+    assert first.startswith("src/auth.py:") and "def " in first
+    r = run("status", repo)
+    assert "chunks" in r.stdout and "pending" in r.stdout and "changed" in r.stdout
+
+
+def test_search_indexes_first_when_needed(repo):
+    r = run("search", "parse config file", "--path", repo, "--mode", "bm25", "--json")
+    assert r.returncode == 0 and "indexing first" in r.stderr
+    assert {h["path"] for h in json.loads(r.stdout)} >= {"src/config_loader.py", "web/client.js"}
+
+
+def test_no_results_exit_code(repo):
+    run("index", repo, "--no-embed")
+    r = run("search", "zzzqqq", "--path", repo, "--mode", "bm25")
+    assert r.returncode == 1 and "no results" in r.stderr
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("index", "/definitely/not/here"), "no such directory"),
+    (("search", "x", "--path", "/definitely/not/here"), "no such directory"),
+    (("status", "/definitely/not/here"), "no such directory"),
+])
+def test_missing_path_is_one_clear_line(args, needle):
+    r = run(*args)
+    assert r.returncode == 2 and needle in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_file_instead_of_directory(repo):
+    r = run("index", repo / "src" / "geo.py")
+    assert r.returncode == 2 and "not a directory" in r.stderr and "Traceback" not in r.stderr
+    r = run(repo / "src" / "geo.py")  # the TUI entry point checks too, before starting
+    assert r.returncode == 2 and "not a directory" in r.stderr
+
+
+def test_unwritable_data_dir(repo, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    r = run("index", repo, env={"CODESIGHT_DATA_DIR": str(blocker / "data")})
+    assert r.returncode == 2 and "cannot write index" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_corrupt_index_is_rebuilt_and_said_so(repo):
+    run("index", repo, "--no-embed")
+    st = json.loads(run("status", repo, "--json").stdout)
+    from pathlib import Path
+
+    db = Path(st["index_dir"]) / "index.db"
+    for suffix in ("-wal", "-shm"):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+    db.write_bytes(b"garbage" * 1000)
+    r = run("search", "haversine", "--path", repo, "--mode", "bm25")
+    assert r.returncode == 0 and "rebuilt" in r.stderr and "src/geo.py" in r.stdout
+
+
+def test_bad_settings_and_arguments(repo):
+    r = run("index", repo, env={"CODESIGHT_MAX_FILE_SIZE": "lots"})
+    assert r.returncode == 2 and "max_file_size" in r.stderr and "Traceback" not in r.stderr
+    r = run("search", "x", "--path", repo, "--limit", "0")
+    assert r.returncode == 2
+    r = run("search", "x", "--path", repo, "--mode", "fuzzy")
+    assert r.returncode == 2
+
+
+def test_config_file_is_read(repo, tmp_path):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('exclude = ["server/"]\nmax_file_size = 3000000\n')
+    r = run("index", repo, "--no-embed", "--json", env={"CODESIGHT_CONFIG": str(cfg)})
+    rep = json.loads(r.stdout)
+    assert "too_large" not in rep["skipped"]  # big.txt (2 MB) now fits
+    r = run("search", "Server Start", "--path", repo, "--mode", "bm25", "--json", env={"CODESIGHT_CONFIG": str(cfg)})
+    assert all(not h["path"].startswith("server/") for h in json.loads(r.stdout))
+
+
+@pytest.mark.model
+def test_repository_is_byte_for_byte_unchanged(repo):
+    before = snapshot_tree(repo)
+    assert run("index", repo).returncode == 0
+    assert run("search", "great circle distance", "--path", repo).returncode == 0
+    assert run("search", "haversine", "--path", repo, "--mode", "bm25").returncode == 0
+    assert run("status", repo).returncode == 0
+    assert snapshot_tree(repo) == before
+
+
+PROBE = """
+import sys
+from codesight_tui.cli import main
+try:
+    main({argv!r})
+finally:
+    heavy = sorted(m for m in ("torch", "sentence_transformers", "lancedb", "textual") if m in sys.modules)
+    print("HEAVY=" + ",".join(heavy), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["status", "{repo}"], ["search", "haversine", "--path", "{repo}", "--mode", "bm25"]])
+def test_light_commands_never_import_torch(repo, argv):
+    run("index", repo, "--no-embed")
+    argv = [a.format(repo=repo) for a in argv]
+    r = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv)], capture_output=True, text=True)
+    assert "HEAVY=\n" in r.stderr or r.stderr.rstrip().endswith("HEAVY="), r.stderr

@@ -1,0 +1,186 @@
+"""Indexing against real SQLite and LanceDB, with the deterministic embedder."""
+
+import sqlite3
+import threading
+
+import pytest
+
+from codesight_tui import CodeSight
+from codesight_tui.core.errors import IndexBusyError
+from conftest import HashEmbedder
+
+
+def lance_ids(cs):
+    return sorted(cs._vectors.ids())
+
+
+def sqlite_ids(cs, embedded=None):
+    sql = "SELECT id FROM chunks" + ("" if embedded is None else f" WHERE embedded={int(embedded)}")
+    return sorted(i for (i,) in cs.store.conn.execute(sql))
+
+
+def test_full_index_then_noop_embeds_nothing(repo, settings, hash_embedder):
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    r1 = cs.index()
+    assert r1.files >= 8 and r1.chunks >= 8
+    assert r1.embedded == r1.chunks and r1.vectors_pending == 0
+    assert r1.skipped["too_large"] == 1 and r1.skipped["binary"] == 1
+    assert lance_ids(cs) == sqlite_ids(cs) == sqlite_ids(cs, embedded=True)
+    hash_embedder.calls.clear()
+    r2 = cs.index()
+    assert r2.files_changed == 0 and r2.embedded == 0 and hash_embedder.calls == []
+
+
+def test_one_file_changed_reembeds_only_its_new_chunks(repo, settings, hash_embedder):
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    cs.index()
+    before = sqlite_ids(cs)
+    hash_embedder.calls.clear()
+    p = repo / "src" / "auth.py"
+    p.write_text(p.read_text() + "\n\ndef rotate_keys(store):\n    return store.rotate()\n")
+    r = cs.index()
+    assert r.files_changed == 1
+    assert r.embedded == len(hash_embedder.calls) >= 1
+    assert all("rotate_keys" in t or "auth.py" in t for t in hash_embedder.calls)
+    after = sqlite_ids(cs)
+    assert len(set(before) - set(after)) == r.chunks_removed
+    assert lance_ids(cs) == after
+
+
+def test_moved_code_is_not_reembedded(repo, settings, hash_embedder):
+    body = "".join(
+        f"def handler_{i}(request):\n" + "".join(f"    value_{j} = request.get('k{j}') or {i * j}\n" for j in range(14))
+        + "    return value_1\n\n\n" for i in range(12)
+    )
+    p = repo / "src" / "handlers.py"
+    p.write_text(body)
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    cs.index()
+    line_before = cs.search("handler_7", mode="bm25")[0].start_line
+    hash_embedder.calls.clear()
+    p.write_text("def brand_new_entry_point(request):\n" + "".join(f"    step_{j}(request)\n" for j in range(15)) + "\n\n" + body)
+    r = cs.index()
+    assert r.files_changed == 1
+    assert hash_embedder.calls and all("brand_new_entry_point" in t for t in hash_embedder.calls)
+    assert cs.search("handler_7", mode="bm25")[0].start_line == line_before + 18  # lines follow the move
+
+
+def test_touch_without_change_rewrites_nothing(repo, settings, hash_embedder):
+    import os
+
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    cs.index()
+    ids = sqlite_ids(cs)
+    os.utime(repo / "src" / "geo.py", ns=(1, 1))
+    r = cs.index()
+    assert r.files_changed == 1 and r.chunks_added == 0 and r.chunks_removed == 0
+    assert sqlite_ids(cs) == ids
+
+
+def test_deleted_and_newly_ignored_files_leave_both_stores(repo, settings, hash_embedder):
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    cs.index()
+    (repo / "src" / "geo.py").unlink()
+    (repo / ".gitignore").write_text((repo / ".gitignore").read_text() + "server/\n")
+    r = cs.index()
+    assert r.files_deleted == 2
+    paths = {p for (p,) in cs.store.conn.execute("SELECT DISTINCT path FROM chunks")}
+    assert "src/geo.py" not in paths and "server/main.go" not in paths
+    assert lance_ids(cs) == sqlite_ids(cs)
+    assert cs.search("haversine", mode="bm25") == []
+
+
+def test_model_change_rebuilds_vectors_only(repo, settings, hash_embedder):
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    cs.index()
+    ids = sqlite_ids(cs)
+    other = HashEmbedder(dim=32, name="test/other-model")
+    cs2 = CodeSight(repo, settings=settings, embedder=other)
+    r = cs2.index()
+    assert r.files_changed == 0 and r.embedded == len(ids)  # lexical untouched, vectors redone
+    assert sqlite_ids(cs2) == ids and lance_ids(cs2) == ids
+    assert cs2.store.get_meta("model") == "test/other-model" and cs2.store.get_meta("dim") == "32"
+
+
+def test_interrupted_embedding_resumes_without_duplicates(repo, settings):
+    class Boom(HashEmbedder):
+        def __init__(self):
+            super().__init__()
+            self.batches = 0
+
+        def encode(self, texts):
+            self.batches += 1
+            if self.batches == 2:
+                raise KeyboardInterrupt
+            return super().encode(texts)
+
+    from codesight_tui.core import engine
+
+    for i in range(40):  # enough chunks for several embedding batches
+        (repo / f"mod_{i}.py").write_text("".join(f"def f_{i}_{j}(x):\n    return x * {j}\n\n\n" for j in range(40)))
+    cs = CodeSight(repo, settings=settings, embedder=Boom())
+    with pytest.raises(KeyboardInterrupt):
+        cs.index()
+    done = len(sqlite_ids(cs, embedded=True))
+    assert 0 < done < len(sqlite_ids(cs))
+    # Simulate a kill between the LanceDB append and the SQLite commit: an orphan vector.
+    cs._vectors.add([sqlite_ids(cs, embedded=False)[0]], ["python"], HashEmbedder().encode(["x"]))
+    cs2 = CodeSight(repo, settings=settings, embedder=HashEmbedder())
+    r = cs2.index()
+    assert r.files_changed == 0
+    assert r.embedded + r.cache_hits == len(sqlite_ids(cs2)) - done
+    ids = lance_ids(cs2)
+    assert len(ids) == len(set(ids)) == len(sqlite_ids(cs2))  # no duplicate rows
+
+
+def test_cancel_event_stops_between_batches(repo, settings, hash_embedder):
+    cancel = threading.Event()
+    cancel.set()
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    r = cs.index(cancel=cancel)
+    assert r.cancelled and hash_embedder.calls == []
+
+
+def test_shared_cache_spares_second_worktree(tmp_path, settings):
+    from conftest import build_repo
+
+    a = build_repo(tmp_path / "a")
+    b = build_repo(tmp_path / "b")
+    e1 = HashEmbedder()
+    CodeSight(a, settings=settings, embedder=e1).index()
+    e2 = HashEmbedder()
+    r = CodeSight(b, settings=settings, embedder=e2).index()
+    assert r.chunks > 0 and e2.calls == [] and r.cache_hits == r.chunks
+
+
+def test_second_writer_gets_busy_error(repo, settings, hash_embedder):
+    from filelock import FileLock
+
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    cs.index()
+    lock = FileLock(str(cs.index_dir / "write.lock"))
+    with lock:
+        with pytest.raises(IndexBusyError):
+            CodeSight(repo, settings=settings, embedder=hash_embedder).index()
+        # readers are not blocked by the writer
+        assert CodeSight(repo, settings=settings, embedder=hash_embedder).search("haversine", mode="bm25")
+
+
+def test_corrupt_index_is_detected_and_rebuilt(repo, settings, hash_embedder):
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    cs.index()
+    cs.close()
+    for suffix in ("-wal", "-shm"):
+        (cs.index_dir / f"index.db{suffix}").unlink(missing_ok=True)
+    (cs.index_dir / "index.db").write_bytes(b"this is not a database" * 100)
+    cs2 = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    r = cs2.index()
+    assert any("rebuilt" in n for n in cs2.notices)
+    assert r.chunks > 0 and cs2.search("haversine", mode="bm25")
+
+
+def test_index_dir_lives_outside_the_repo(repo, settings, hash_embedder):
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    assert repo not in cs.index_dir.parents
+    assert cs.index_dir.parent == settings.data_dir
+    assert len(cs.index_dir.name) == 16

@@ -1,0 +1,84 @@
+import pytest
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+
+from codesight_tui import CodeSight
+from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.searcher import rrf_fuse
+
+
+@pytest.fixture
+def cs(repo, settings, hash_embedder):
+    c = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    c.index()
+    return c
+
+
+def test_rrf_matches_the_formula_and_keeps_provenance():
+    fused = rrf_fuse({"bm25": [1, 2, 3], "vector": [3, 4]}, k=60)
+    scores = {cid: s for cid, s, _ in fused}
+    assert scores[3] == pytest.approx(1 / 63 + 1 / 61)
+    assert scores[1] == pytest.approx(1 / 61)
+    assert fused[0][0] == 3 and fused[0][2] == {"bm25": 3, "vector": 1}
+    assert [c for c, _, _ in fused][1] == 1  # ties broken by the best single rank (1 beats 4)
+
+
+@pytest.mark.parametrize("query", ["parseConfigFile", "parse_config_file", "parse config file"])
+def test_identifier_styles_find_each_other(cs, query):
+    hits = cs.search(query, mode="bm25", top_k=5)
+    paths = {h.path for h in hits}
+    assert {"src/config_loader.py", "web/client.js"} <= paths
+
+
+def test_results_carry_location_scope_and_provenance(cs):
+    hits = cs.search("verify password digest", top_k=5)
+    top = hits[0]
+    assert top.path == "src/auth.py" and top.start_line >= 1 and top.end_line >= top.start_line
+    assert "password" in top.scope and top.language == "python"
+    assert top.bm25_rank == 1 and top.vector_rank is not None and top.found_by == "both"
+    assert top.score == pytest.approx(1 / 61 + 1 / (60 + top.vector_rank), rel=1e-4)
+
+
+def test_modes_use_only_their_retriever(cs):
+    assert all(h.vector_rank is None for h in cs.search("server port", mode="bm25"))
+    assert all(h.bm25_rank is None for h in cs.search("server port", mode="vector"))
+    with pytest.raises(CodeSightError):
+        cs.search("x", mode="fuzzy")
+
+
+def test_filters_by_glob_and_language(cs):
+    assert {h.path for h in cs.search("config", glob="web/", top_k=20)} == {"web/client.js"}
+    assert all(h.path.endswith(".py") for h in cs.search("config", glob="*.py", top_k=20))
+    assert all(h.language == "go" for h in cs.search("start server", language="go", top_k=20))
+    assert all(h.language == "go" for h in cs.search("start server", mode="vector", language="go", top_k=20))
+    assert cs.search("config", glob="nothing/here/") == []
+
+
+ODD = ['"', '""', "'", "*", "-", "--", ":", "NEAR", "AND", "OR NOT", "(", ")", "a AND (b OR", "col:val",
+       "NEAR(a b, 2)", "^start", "ünïcödé 検索", "🙂", "\x00", "\\", "{}[]", "   ", "", "SELECT * FROM chunks;--"]
+
+
+@pytest.mark.parametrize("query", ODD)
+@pytest.mark.parametrize("mode", ["hybrid", "bm25", "vector"])
+def test_odd_queries_never_raise(cs, query, mode):
+    assert isinstance(cs.search(query, mode=mode), list)
+
+
+@given(st.text(max_size=80))
+@hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_query_string_is_safe(cs, q):
+    assert isinstance(cs.search(q, mode="hybrid"), list)
+
+
+def test_empty_query_and_no_index(repo, settings, hash_embedder):
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    assert cs.search("anything") == []  # nothing indexed yet: empty, not an error
+    cs.index()
+    assert cs.search("") == [] and cs.search("   ") == []
+
+
+def test_search_works_before_vectors_exist(repo, settings, hash_embedder):
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    cs.index(embed=False)
+    assert cs.store.counts()["vectors"] == 0
+    hits = cs.search("haversine")  # hybrid on a lexical-only index degrades to BM25
+    assert hits and hits[0].path == "src/geo.py" and hits[0].vector_rank is None

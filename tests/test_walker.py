@@ -1,0 +1,93 @@
+import os
+
+from codesight_tui.core.walker import WalkStats, read_text, walk
+
+
+def paths(root, **kw):
+    stats = WalkStats()
+    return {e.rel_path for e in walk(root, stats=stats, **kw)}, stats
+
+
+def test_walk_honours_gitignore_at_every_level(repo):
+    found, _ = paths(repo)
+    assert "src/geo.py" in found and "web/client.js" in found and "server/main.go" in found
+    assert "debug.log" not in found and "build/out.py" not in found and "secret.txt" not in found
+    assert "src/generated_skip.py" not in found  # nested .gitignore
+    assert "src/generated_keep.py" in found  # negation in the nested .gitignore
+    assert not any(p.startswith(".git/") for p in found)
+
+
+def test_walk_skips_big_files_and_survives_symlink_loop(repo):
+    found, stats = paths(repo, max_file_size=1_000_000)
+    assert "big.txt" not in found
+    assert stats.skipped["too_large"] == 1
+    # The loop src/loop -> .. is visited at most once: no path goes through it.
+    assert not any("/loop/" in p for p in found)
+
+
+def test_info_exclude_codesightignore_and_exclude_globs(repo):
+    (repo / ".git" / "info").mkdir(parents=True)
+    (repo / ".git" / "info" / "exclude").write_text("notes/\n")
+    (repo / ".codesightignore").write_text("server/\n")
+    found, _ = paths(repo, exclude=["*.md"])
+    assert not any(p.startswith("notes/") for p in found)
+    assert not any(p.startswith("server/") for p in found)
+    assert "README.md" not in found
+    assert "src/geo.py" in found
+
+
+def test_symlink_out_of_root_is_not_followed(tmp_path, repo):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "leak.py").write_text("LEAK = 1\n")
+    os.symlink(outside, repo / "escape")
+    os.symlink(outside / "leak.py", repo / "leak_link.py")
+    found, stats = paths(repo)
+    assert not any("leak" in p for p in found)
+    assert stats.skipped["symlink_outside_root"] == 2
+
+
+def test_symlink_inside_root_is_followed(repo):
+    os.symlink(repo / "src" / "geo.py", repo / "geo_link.py")
+    found, _ = paths(repo)
+    assert "geo_link.py" in found
+
+
+def test_unreadable_files_are_counted_not_fatal(repo, monkeypatch):
+    import builtins
+
+    from codesight_tui.core import walker
+
+    real_open = builtins.open
+
+    def guarded(path, *a, **kw):
+        if str(path).endswith("auth.py"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *a, **kw)
+
+    monkeypatch.setattr(walker, "open", guarded, raising=False)
+    text, why = read_text(str(repo / "src" / "auth.py"))
+    assert text is None and why == "unreadable"
+    assert read_text(str(repo / "src" / "geo.py"))[0] is not None
+
+
+def test_unreadable_directory_is_counted(repo, monkeypatch):
+    real_scandir = os.scandir
+
+    def flaky(path):
+        if str(path).endswith("server"):
+            raise PermissionError(13, "Permission denied")
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", flaky)
+    found, stats = paths(repo)
+    assert stats.skipped["unreadable"] == 1
+    assert "src/geo.py" in found
+
+
+def test_read_text_binary_invalid_utf8_and_crlf(repo):
+    assert read_text(str(repo / "assets" / "blob.dat2")) == (None, "binary")
+    text, why = read_text(str(repo / "latin1.py"))
+    assert why is None and "caf\ufffd" in text
+    text, _ = read_text(str(repo / "notes" / "crlf.txt"))
+    assert text == "first line\nsecond line\nthird line\n"
