@@ -99,6 +99,8 @@ GRAMMARS: dict[str, _Grammar] = {
 }
 
 _FUNC_VALUES = frozenset({"arrow_function", "function_expression", "function", "class", "generator_function"})
+_NO_DEFS_INSIDE = frozenset({"string", "comment", "template_string", "string_literal", "raw_string_literal",
+                             "heredoc_body", "line_comment", "block_comment", "concatenated_string"})
 _NAME_TYPES = frozenset({"identifier", "field_identifier", "type_identifier", "qualified_identifier",
                          "destructor_name", "operator_name", "property_identifier", "constant",
                          "name", "scoped_identifier"})
@@ -208,13 +210,16 @@ class _TreeChunker:
         return f"{kw} {name}".strip()
 
     def inner_defs(self, node) -> list:
+        """The outermost definitions below ``node`` (not below another definition)."""
         found = []
         stack = list(reversed(node.named_children))
         while stack:
             c = stack.pop()
             if self.is_def(c):
                 found.append(c)
-            else:
+            elif c.end_point[0] > c.start_point[0] and c.type not in _NO_DEFS_INSIDE:
+                # A node on one line holds no definition worth a chunk of its own: skipping
+                # those keeps this walk off the (huge) expression subtrees.
                 stack.extend(reversed(c.named_children))
         return found
 
@@ -242,8 +247,11 @@ class _TreeChunker:
             self.out.extend(window_segments(self.lines, self.prefix, s, e, scope, self.budget_for(scope)))
 
     def emit_node(self, node, scope: str, s: int, e: int) -> None:
+        if self.tokens(s, e) <= self.budget_for(scope):
+            self.emit_range(s, e, scope)
+            return
         inner = self.inner_defs(self.unwrap(node))
-        if self.tokens(s, e) <= self.budget_for(scope) or not inner:
+        if not inner:
             self.emit_range(s, e, scope)
             return
         cursor = s
@@ -388,37 +396,51 @@ class Chunker:
         self.tiny = int(max_tokens * tiny_fraction)
         self._header_cost: dict[str, int] = {}
 
+    def _label_cost(self, label: str) -> int:
+        cost = self._header_cost.get(label)
+        if cost is None:
+            cost = self.counter.count(label)
+            if len(self._header_cost) > 100_000:
+                self._header_cost.clear()
+            self._header_cost[label] = cost
+        return cost
+
     def _budget_fn(self, path: str):
+        # embed_text's header is "file: PATH\nscope: A > B". The tokenizer splits on whitespace
+        # and punctuation, so the header's cost is the sum of its parts' costs: the path once per
+        # file, each scope label once per distinct label.
+        base = self.counter.count(embed_text(path, "", "")) + 1
+        memo: dict[str, int] = {}
+
         def budget(scope: str) -> int:
-            key = f"{path}\0{scope}"
-            cost = self._header_cost.get(key)
-            if cost is None:
-                cost = self.counter.count(embed_text(path, scope, "")) + 1
-                if len(self._header_cost) > 50_000:
-                    self._header_cost.clear()
-                self._header_cost[key] = cost
-            return max(16, self.max_tokens - cost)
+            b = memo.get(scope)
+            if b is None:
+                cost = base
+                if scope:
+                    parts = scope.split(" > ")
+                    cost += 2 + sum(self._label_cost(p) for p in parts) + len(parts) - 1
+                b = memo[scope] = max(16, self.max_tokens - cost)
+            return b
 
         return budget
 
     def _cut_long_line(self, line: str, budget: int) -> list[str]:
         """Cut one over-long line (minified code, data) at token boundaries into pieces that each
         fit ``budget``, checked exactly."""
+        starts = self.counter.token_starts(line)
+        step = max(1, budget - 4)
+        cuts = [starts[k] for k in range(step, len(starts), step)] + [len(line)]
         pieces: list[str] = []
-        rest = line
-        while rest:
-            if self.counter.count(rest) <= budget:
-                pieces.append(rest)
-                break
-            starts = self.counter.token_starts(rest)
-            take = max(1, budget - 4)
-            cut = starts[take] if take < len(starts) else len(rest)
-            piece = rest[:cut]
-            while cut > 1 and self.counter.count(piece) > budget:
-                cut = max(1, int(cut * 0.9))
-                piece = rest[:cut]
-            pieces.append(piece)
-            rest = rest[cut:]
+        prev = 0
+        for cut in cuts:
+            piece = line[prev:cut]
+            while len(piece) > 1 and self.counter.count(piece) > budget:  # rare: re-split pieces
+                half = len(piece) // 2
+                pieces.extend(self._cut_long_line(piece[:half], budget))
+                piece = piece[half:]
+            if piece:
+                pieces.append(piece)
+            prev = cut
         return pieces
 
     def chunk_many(self, files: list[tuple[str, str, str]]) -> list[list[Chunk]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import lru_cache
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
@@ -22,12 +23,17 @@ STOPWORDS = frozenset(
 )
 
 
-def split_identifier(word: str) -> list[str]:
-    """``parseConfigFile`` / ``parse_config_file`` / ``HTTPServer2`` -> lower-case parts."""
+@lru_cache(maxsize=200_000)
+def _split_cached(word: str) -> tuple[str, ...]:
     parts: list[str] = []
     for piece in word.split("_"):
         parts.extend(p.lower() for p in _PARTS.findall(piece))
-    return parts
+    return tuple(parts)
+
+
+def split_identifier(word: str) -> list[str]:
+    """``parseConfigFile`` / ``parse_config_file`` / ``HTTPServer2`` -> lower-case parts."""
+    return list(_split_cached(word))
 
 
 def expansion_terms(text: str) -> str:
@@ -39,7 +45,9 @@ def expansion_terms(text: str) -> str:
     seen: set[str] = set()
     out: list[str] = []
     for ident in set(_IDENT.findall(text)):
-        parts = split_identifier(ident)
+        if ident.islower() and "_" not in ident.strip("_") and ident.isalpha():
+            continue  # a plain word: nothing to expand
+        parts = _split_cached(ident)
         if len(parts) < 2:
             continue
         for term in (*parts, "".join(parts)):

@@ -99,18 +99,23 @@ class TokenCounter:
         """For each text, the token count of each of its ``\\n``-separated lines."""
         if self._tk is None:
             return [[len(l) // 2 + 1 for l in t.split("\n")] for t in texts]
+        import numpy as np
+
         encs = self._tk.encode_batch(texts, add_special_tokens=False)
         out = []
         for text, enc in zip(texts, encs):
-            counts = [0] * (text.count("\n") + 1)
-            # Tokens never span a newline (whitespace pre-tokenisation), so a token belongs to
-            # the line its first character is on.
-            line = 0
-            next_nl = text.find("\n")
-            for start, _end in enc.offsets:
-                while next_nl != -1 and start > next_nl:
-                    line += 1
-                    next_nl = text.find("\n", next_nl + 1)
-                counts[line] += 1
-            out.append(counts)
+            # Tokens never span a newline (whitespace pre-tokenisation), so a token belongs to the
+            # line its first character is on.
+            offsets = enc.offsets
+            starts = np.fromiter((o[0] for o in offsets), dtype=np.int64, count=len(offsets))
+            newlines = np.fromiter((i for i, ch in enumerate(text) if ch == "\n"), dtype=np.int64) \
+                if len(text) < 4096 else _newlines(text)
+            counts = np.bincount(np.searchsorted(newlines, starts), minlength=len(newlines) + 1)
+            out.append(counts.tolist())
         return out
+
+
+def _newlines(text: str):
+    import numpy as np
+
+    return np.flatnonzero(np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32) == 10)
