@@ -180,8 +180,8 @@ def drop_orphan_vectors(store, vectors) -> tuple[set[int], set[int]]:
 
 def index_vectors(store, vectors, embedder, cache, *, batch: int = 128,
                   progress: ProgressFn | None = None, cancel: threading.Event | None = None,
-                  report: IndexReport | None = None) -> IndexReport:
-    """Phase 2: embed every chunk that lacks a vector; resumable batch by batch."""
+                  report: IndexReport | None = None, limit: int | None = None) -> IndexReport:
+    """Phase 2: embed every chunk that lacks a vector (at most ``limit``); resumable batch by batch."""
     report = report or IndexReport()
     t0 = time.perf_counter()
     reconcile_vectors(store, vectors, embedder.name, embedder.dim)
@@ -189,13 +189,19 @@ def index_vectors(store, vectors, embedder, cache, *, batch: int = 128,
     done = 0
     if progress:
         progress(Progress("embed", 0, total))
+    window: list = []
     while True:
         if cancel is not None and cancel.is_set():
             report.cancelled = True
             break
-        rows = store.pending(batch)
-        if not rows:
-            break
+        if not window:
+            # Read a window of several batches and sort it by length, so each batch the model sees
+            # holds texts of similar length (little padding), while commits stay batch-sized.
+            want = batch * 4 if limit is None else min(batch * 4, limit - done)
+            window = sorted(store.pending(want), key=lambda r: len(r.content) + len(r.scope)) if want > 0 else []
+            if not window:
+                break
+        rows, window = window[:batch], window[batch:]
         keys = [r.embed_key for r in rows]
         found = cache.get_many(keys) if cache is not None else {}
         todo: dict[str, str] = {}
