@@ -90,9 +90,13 @@ class CodeSight:
                 " (set CODESIGHT_DATA_DIR to a writable directory)", exit_code=2) from None
         try:
             store = Store(self.db_path)
-            if store.get_meta("schema_version") != SCHEMA_VERSION:
+            version = store.get_meta("schema_version")
+            if version != SCHEMA_VERSION:
                 store.close()
-                raise sqlite3.DatabaseError("schema version changed")
+                self.notices.append(f"index format changed (v{version} -> v{SCHEMA_VERSION});"
+                                    " rebuilt it (cached vectors are reused)")
+                self._wipe()
+                return Store(self.db_path)
             return store
         except sqlite3.OperationalError as exc:
             msg = str(exc).lower()
@@ -216,11 +220,13 @@ class CodeSight:
 
     # --- search ---------------------------------------------------------------------------
     def search(self, query: str, top_k: int = 10, mode: str | None = None, *, glob: str | None = None,
-               language: str | None = None) -> list[SearchResult]:
+               language: str | None = None, load_model: bool = True) -> list[SearchResult]:
         """Search the index. ``mode`` is ``hybrid`` (default), ``bm25`` or ``vector``.
 
         Hybrid search uses whatever vectors exist; if the model cannot load it falls back to BM25
-        and records a notice. Any query string is safe.
+        and records a notice. With ``load_model=False`` a model that is not loaded yet is not
+        waited for (hybrid answers from BM25 alone, vector mode returns nothing). Any query
+        string is safe.
         """
         mode = mode or self.settings.default_mode
         if mode not in MODES:
@@ -228,7 +234,10 @@ class CodeSight:
         if not self.has_index():
             return []
         qfn = None
-        if mode != "bm25":
+        if mode != "bm25" and not load_model and self._embedder is None:
+            if mode == "vector":
+                return []
+        elif mode != "bm25":
             try:
                 self.embedder()
                 qfn = self._embedder.encode_query

@@ -79,6 +79,24 @@ class IgnoreRules:
         return False
 
 
+def is_ignored(root: Path, rel_path: str, exclude: list[str] | None = None) -> bool:
+    """Whether the walk would skip ``rel_path`` (a file, existing or not) by the ignore rules:
+    any ignored parent directory, VCS directories, ``--exclude`` and every level's ignore files."""
+    parts = rel_path.split("/")
+    if any(p in ALWAYS_SKIPPED_DIRS for p in parts[:-1]):
+        return True
+    rules = IgnoreRules(root, exclude)
+    stack = list(rules.base)
+    rel_dir = ""
+    for i, part in enumerate(parts):
+        stack += rules.dir_specs(root / rel_dir if rel_dir else root, rel_dir)
+        rel = f"{rel_dir}/{part}" if rel_dir else part
+        if rules.ignored(rel, i < len(parts) - 1, stack):
+            return True
+        rel_dir = rel
+    return False
+
+
 def walk(root: str | Path, *, max_file_size: int = 1_000_000, exclude: list[str] | None = None,
          stats: WalkStats | None = None):
     """Yield every indexable ``FileEntry`` under ``root``, sorted per directory.

@@ -1,0 +1,1 @@
+"""The Textual front end. Only this package imports textual."""

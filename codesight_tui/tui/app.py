@@ -1,0 +1,462 @@
+"""The codesight terminal UI: query box, ranked hits, highlighted preview, live index status.
+
+Heavy work (indexing, searching, loading the model, watching files) runs in thread workers that
+never touch widgets: they post messages, and the ``@on`` handlers here own every state change.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from textual import on, work
+from textual.app import App, ComposeResult, SuspendNotSupported, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Input, OptionList
+from textual.worker import get_current_worker
+
+from codesight_tui.core.errors import CodeSightError, IndexBusyError
+from codesight_tui.tui.editor import editor_argv
+from codesight_tui.tui.messages import (FilesChanged, IndexFailed, IndexFinished, IndexProgress, ModelFailed,
+                                        ModelReady, SearchFinished)
+from codesight_tui.tui.screens.filter import FilterScreen
+from codesight_tui.tui.screens.help import HelpScreen
+from codesight_tui.tui.widgets.preview import Preview
+from codesight_tui.tui.widgets.results import ResultsList
+from codesight_tui.tui.widgets.status import IndexState, StatusBar
+
+MODES = ("hybrid", "bm25", "vector")
+DEBOUNCE_S = 0.15
+TOP_K = 50
+
+
+class QueryInput(Input):
+    """The query box. Enter or Down moves to the results."""
+
+    BINDINGS = [
+        Binding("down", "app.focus_results", "Results", show=False, id="query.to_results"),
+    ]
+
+
+class CodeSightApp(App[int]):
+    """``CodeSightApp(root)``; tests may inject ``engine`` (a ``CodeSight``) and turn off the
+    automatic index run and the file watcher."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "codesight"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+
+    BINDINGS = [
+        Binding("ctrl+c", "quit", "Quit", priority=True, id="app.quit"),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="app.quit_alt"),
+        Binding("tab", "cycle_mode", "Mode", priority=True, id="app.cycle_mode"),
+        Binding("ctrl+f", "filter", "Filter", id="app.filter"),
+        Binding("ctrl+r", "reindex", "Re-index", id="app.reindex"),
+        Binding("f1", "help", "Help", id="app.help"),
+        Binding("escape", "focus_query", "Query", show=False, id="app.focus_query"),
+    ]
+
+    def __init__(self, root: Path, *, engine=None, auto_index: bool = True, watch: bool = True,
+                 clock=time.time) -> None:
+        super().__init__()
+        self.root = Path(root).resolve()
+        self._engine = engine
+        self.auto_index = auto_index
+        self.watch_files = watch
+        self.clock = clock
+        self.state = IndexState()
+        self.mode = "hybrid"
+        self.glob = ""
+        self.language = ""
+        self.hits: list = []
+        self._debounce: Timer | None = None
+        self._reindex_timer: Timer | None = None
+        self._reindex_again = False
+        self._indexing = False
+        self._stop = threading.Event()
+        self.index_idle = threading.Event()  # clear while an index worker runs
+        self.index_idle.set()
+        self.last_search_ms: float | None = None
+
+    # --- engine -------------------------------------------------------------------------
+    @property
+    def engine(self):
+        if self._engine is None:
+            from codesight_tui.core.engine import CodeSight
+
+            self._engine = CodeSight(self.root)
+        return self._engine
+
+    # --- layout -------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield QueryInput(placeholder="Search: words, a question, or an identifier…  (F1 help)", id="query")
+        with Horizontal(id="main"):
+            with Vertical(id="results-pane"):
+                yield ResultsList(id="results")
+            yield Preview(id="preview")
+        yield StatusBar(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.state.mode = self.mode = self.engine.settings.default_mode
+        self.state.model = self.engine.model_info.name
+        self._load_counts()
+        self.query_one(Preview).clear("Type to search. Results appear as you type.")
+        self.set_interval(1.0, self.refresh_status)
+        self.refresh_status()
+        if self.auto_index:
+            self.start_index()
+        if self.watch_files:
+            self.watch_worker()
+        self.query_one("#query").focus()
+
+    def _load_counts(self) -> None:
+        if not self.engine.has_index():
+            return
+        try:
+            counts = self.engine.store.counts()
+            last = self.engine.store.get_meta("last_indexed")
+        except Exception:  # a corrupt index is rebuilt by the index worker
+            return
+        self.state.files, self.state.chunks, self.state.vectors = counts["files"], counts["chunks"], counts["vectors"]
+        self.state.last_indexed = float(last) if last else None
+
+    def refresh_status(self) -> None:
+        self.query_one(StatusBar).render_state(self.state, self.clock())
+
+    # --- searching ----------------------------------------------------------------------
+    @on(Input.Changed, "#query")
+    def _query_changed(self, event: Input.Changed) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._debounce = self.set_timer(DEBOUNCE_S, self.run_search)
+
+    @on(Input.Submitted, "#query")
+    def _query_submitted(self, event: Input.Submitted) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+            self._debounce = None
+            self.run_search()
+        self.action_focus_results()
+
+    def run_search(self) -> None:
+        self._debounce = None
+        query = self.query_one("#query", Input).value
+        if not query.strip():
+            self.hits = []
+            self.query_one(ResultsList).show([], set())
+            self.query_one(Preview).clear("Type to search.")
+            return
+        self.search_worker(query, self.mode, self.glob or None, self.language or None)
+
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
+    def search_worker(self, query: str, mode: str, glob: str | None, language: str | None) -> None:
+        worker = get_current_worker()
+        t0 = time.perf_counter()
+        try:
+            hits = self.engine.search(query, top_k=TOP_K, mode=mode, glob=glob, language=language, load_model=False)
+        except Exception as exc:  # CodeSightError or a bug: show it, keep the app alive
+            hits = []
+            self.call_from_thread(self.notify, str(exc), severity="error")
+        if not worker.is_cancelled:
+            notices = list(self.engine.notices)
+            self.post_message(SearchFinished(query, mode, hits, (time.perf_counter() - t0) * 1000, notices))
+
+    @on(SearchFinished)
+    def _search_finished(self, msg: SearchFinished) -> None:
+        if msg.query != self.query_one("#query", Input).value or msg.mode != self.mode:
+            return  # an older query finished late: never overwrite a newer one
+        self.hits = msg.results
+        self.last_search_ms = msg.elapsed_ms
+        results = self.query_one(ResultsList)
+        results.show(msg.results, self.state.stale)
+        if msg.results:
+            self._show_preview(0)
+        else:
+            self.query_one(Preview).clear("No results.")
+
+    def _show_preview(self, index: int | None) -> None:
+        if index is None or index >= len(self.hits):
+            return
+        hit = self.hits[index]
+        self.query_one(Preview).show(self.root, hit, stale=hit.path in self.state.stale)
+
+    @on(OptionList.OptionHighlighted, "#results")
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self._show_preview(event.option_index)
+
+    @on(OptionList.OptionSelected, "#results")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        self.action_open_editor()
+
+    # --- indexing -----------------------------------------------------------------------
+    def start_index(self, force: bool = False) -> None:
+        if self._indexing:
+            self._reindex_again = True
+            return
+        self._indexing = True
+        self.state.phase = "scan"
+        self.index_worker(force)
+
+    @work(thread=True, exclusive=True, group="index", exit_on_error=False)
+    def index_worker(self, force: bool = False) -> None:
+        self.index_idle.clear()
+        try:
+            self._index_job(force)
+        finally:
+            self.index_idle.set()
+
+    def _index_job(self, force: bool) -> None:
+        worker = get_current_worker()
+        engine = self.engine
+
+        def progress(ev) -> None:
+            if not worker.is_cancelled:
+                self.post_message(IndexProgress(ev.phase, ev.done, ev.total))
+
+        try:
+            changed = engine.changed_files() if engine.is_indexed() else {}
+            stale = {p for paths in changed.values() for p in paths}
+            if stale:
+                self.post_message(FilesChanged(stale))
+            report = engine.index(progress=progress, cancel=worker.cancelled_event, force=force)
+        except IndexBusyError as exc:
+            self.post_message(IndexFailed(f"{exc}"))
+            return
+        except CodeSightError as exc:
+            self.post_message(IndexFailed(str(exc)))
+            return
+        except Exception as exc:  # never die silently: say what broke, keep searching what exists
+            self.post_message(IndexFailed(f"indexing failed: {type(exc).__name__}: {exc}"))
+            return
+        if worker.is_cancelled:
+            return
+        self.post_message(IndexFinished(report, engine.store.counts()))
+        if engine._embedder_error:
+            self.post_message(ModelFailed(engine._embedder_error))
+        elif not engine.embedder_loaded:
+            try:  # queries need the model even when nothing was left to embed
+                engine.embedder()
+            except CodeSightError as exc:
+                self.post_message(ModelFailed(str(exc)))
+                return
+        if not worker.is_cancelled and engine.embedder_loaded:
+            self.post_message(ModelReady(engine.model_info.name))
+
+    @on(IndexProgress)
+    def _index_progress(self, msg: IndexProgress) -> None:
+        st = self.state
+        if msg.phase != st.phase:
+            st.phase, st.phase_started, st.phase_started_done = msg.phase, time.time(), msg.done
+            if msg.phase == "embed":  # the lexical phase just committed: BM25 answers are complete
+                self._load_counts()
+                self.run_search()
+        st.phase_done, st.phase_total = msg.done, msg.total
+        if msg.phase == "embed":
+            st.vectors = max(st.vectors, st.chunks - (msg.total - msg.done))
+            if msg.done and msg.done % 512 < 128 and self.query_one("#query", Input).value.strip():
+                self.run_search()  # results improve as vectors arrive
+        self.refresh_status()
+
+    @on(IndexFinished)
+    def _index_finished(self, msg: IndexFinished) -> None:
+        self._indexing = False
+        st = self.state
+        st.phase = "idle"
+        st.files, st.chunks, st.vectors = msg.counts["files"], msg.counts["chunks"], msg.counts["vectors"]
+        st.last_indexed = time.time()
+        st.stale = set()
+        for w in getattr(msg.report, "warnings", []):
+            self.notify(w, severity="warning", timeout=8)
+        for n in self.engine.notices:
+            if "rebuilt" in n or "read-only" in n:
+                self.notify(n, severity="warning", timeout=8)
+        self.refresh_status()
+        self.run_search()
+        if self._reindex_again:
+            self._reindex_again = False
+            self.start_index()
+
+    @on(IndexFailed)
+    def _index_failed(self, msg: IndexFailed) -> None:
+        self._indexing = False
+        self.state.phase = "idle" if "busy" in msg.error else "failed"
+        self.notify(msg.error, severity="warning" if "busy" in msg.error else "error", timeout=10)
+        self.refresh_status()
+
+    @on(ModelReady)
+    def _model_ready(self, msg: ModelReady) -> None:
+        self.state.model_state = "ready"
+        self.refresh_status()
+        self.run_search()
+
+    @on(ModelFailed)
+    def _model_failed(self, msg: ModelFailed) -> None:
+        self.state.model_state = "failed"
+        self.notify(f"{msg.error}. Falling back to lexical (BM25) search.", severity="warning", timeout=12)
+        self.refresh_status()
+
+    # --- freshness ------------------------------------------------------------------------
+    @work(thread=True, group="watch", exit_on_error=False)
+    def watch_worker(self) -> None:
+        from codesight_tui.core.walker import is_ignored
+
+        exclude = list(self.engine.settings.exclude)
+        try:
+            from watchfiles import watch
+
+            for changes in watch(self.root, stop_event=self._stop, debounce=400, raise_interrupt=False,
+                                 ignore_permission_denied=True):
+                rel = set()
+                for _, p in changes:
+                    try:
+                        r = Path(p).relative_to(self.root).as_posix()
+                    except ValueError:
+                        continue
+                    if not is_ignored(self.root, r, exclude):  # build outputs never count as stale
+                        rel.add(r)
+                if rel:
+                    self.post_message(FilesChanged(rel))
+        except Exception:  # no inotify (limits, odd file systems): fall back to cheap polling
+            if not self._stop.is_set():
+                self.call_from_thread(self.set_interval, 10.0, self.start_index)
+
+    @on(FilesChanged)
+    def _files_changed(self, msg: FilesChanged) -> None:
+        self.state.stale |= msg.paths
+        if self.hits:
+            self.query_one(ResultsList).show(self.hits, self.state.stale)
+        self.refresh_status()
+        if self._reindex_timer is not None:
+            self._reindex_timer.stop()
+        self._reindex_timer = self.set_timer(0.5, self.start_index)
+
+    # --- actions ------------------------------------------------------------------------
+    def action_focus_results(self) -> None:
+        results = self.query_one(ResultsList)
+        if self.hits:
+            results.focus()
+            if results.highlighted is None:
+                results.highlighted = 0
+
+    def action_focus_query(self) -> None:
+        self.query_one("#query").focus()
+
+    def action_cycle_mode(self) -> None:
+        self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
+        self.state.mode = self.mode
+        self.refresh_status()
+        self.run_search()
+
+    def action_filter(self) -> None:
+        def apply(result: tuple[str, str] | None) -> None:
+            if result is None:
+                return
+            self.glob, self.language = result
+            self.state.filters = " ".join(x for x in (self.glob and f"glob:{self.glob}",
+                                                      self.language and f"lang:{self.language}") if x)
+            self.refresh_status()
+            self.run_search()
+
+        self.push_screen(FilterScreen(self.glob, self.language), apply)
+
+    def action_reindex(self) -> None:
+        self.notify("Re-indexing…")
+        self.start_index()
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            return
+        groups = [
+            ("Everywhere", list(self.BINDINGS)),
+            ("Query box", list(QueryInput.BINDINGS) + [Binding("enter", "", "Go to results")]),
+            ("Results", [Binding("enter", "", "Open in $EDITOR at the line")] + list(ResultsList.BINDINGS)
+             + [Binding("up,down", "", "Move"), Binding("escape", "", "Back to the query")]),
+            ("Other", [Binding("ctrl+p", "", "Command palette")]),
+        ]
+        self.push_screen(HelpScreen(groups))
+
+    def _current_hit(self):
+        hit = self.query_one(ResultsList).current
+        if hit is None:
+            self.notify("No result selected.", severity="warning")
+        return hit
+
+    def action_open_editor(self) -> None:
+        hit = self._current_hit()
+        if hit is None:
+            return
+        argv = editor_argv(str(self.root / hit.path), hit.start_line, template=self.engine.settings.editor)
+        error: Exception | None = None
+        try:
+            with self.suspend():
+                try:
+                    subprocess.call(argv)
+                except Exception as exc:  # anything escaping here would leave the terminal broken
+                    error = exc
+        except SuspendNotSupported:
+            self.notify(f"This terminal can't be suspended to run an editor. Location: {hit.path}:{hit.start_line}",
+                        severity="warning", timeout=8)
+            return
+        if error is not None:
+            self.notify(f"could not run {argv[0]}: {error}", severity="error", timeout=8)
+
+    def _copy(self, text: str, what: str) -> None:
+        self.copy_to_clipboard(text)  # OSC 52: works over ssh and in tmux with set-clipboard
+        try:
+            import pyperclip
+
+            pyperclip.copy(text)
+        except Exception:  # no local clipboard (headless, ssh): OSC 52 already did the job
+            pass
+        self.notify(f"Copied {what}")
+
+    def action_copy_location(self) -> None:
+        hit = self._current_hit()
+        if hit is not None:
+            self._copy(f"{hit.path}:{hit.start_line}", f"{hit.path}:{hit.start_line}")
+
+    def action_copy_snippet(self) -> None:
+        hit = self._current_hit()
+        if hit is not None:
+            self._copy(hit.content, f"snippet ({hit.end_line - hit.start_line + 1} lines)")
+
+    async def action_quit(self) -> None:
+        self._stop.set()
+        self.workers.cancel_all()
+        self.exit(0)
+
+    def get_system_commands(self, screen: Screen):
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Open in editor", "Open the selected hit in $VISUAL / $EDITOR", self.action_open_editor)
+        yield SystemCommand("Copy path:line", "Copy the selected hit's location", self.action_copy_location)
+        yield SystemCommand("Copy snippet", "Copy the selected hit's code", self.action_copy_snippet)
+        yield SystemCommand("Cycle search mode", "hybrid → bm25 → vector", self.action_cycle_mode)
+        yield SystemCommand("Filter results", "By path glob and/or language", self.action_filter)
+        yield SystemCommand("Re-index", "Update the index now", self.action_reindex)
+        yield SystemCommand("Keys", "Show every key binding", self.action_help)
+
+
+def run_app(root: Path) -> int:
+    """Run the TUI on ``root``; returns the exit code. Quits promptly even mid-index."""
+    from codesight_tui.core.engine import CodeSight
+
+    engine = CodeSight(root)  # validates the path and settings before the screen changes
+    app = CodeSightApp(root, engine=engine)
+    rc = app.run() or 0
+    app._stop.set()
+    # A thread worker cannot be killed: the index stops at its next batch boundary. Don't keep
+    # the user waiting longer than a moment for that: SQLite (WAL) and LanceDB commits are atomic,
+    # so leaving mid-batch loses that batch and nothing else.
+    if not app.index_idle.wait(1.0):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(rc)
+    return rc

@@ -1,0 +1,41 @@
+"""Build the argv that opens a file at a line in the user's editor. Never goes through a shell."""
+
+from __future__ import annotations
+
+import os
+import shlex
+
+# Editors that take `+LINE FILE`.
+PLUS_LINE = {"vi", "vim", "nvim", "gvim", "mvim", "view", "emacs", "emacsclient", "nano", "micro", "hx", "helix",
+             "kak", "joe", "mg", "ne", "jed", "pico", "kate"}
+# Editors that take `-g FILE:LINE` (VS Code and its forks).
+GOTO_FLAG = {"code", "code-insiders", "codium", "vscodium", "cursor", "windsurf"}
+# Editors that take `FILE:LINE`.
+COLON_LINE = {"subl", "sublime_text", "zed", "mate"}
+
+
+def editor_argv(path: str, line: int, *, template: str | None = None, environ: dict | None = None) -> list[str]:
+    """argv to open ``path`` at ``line``.
+
+    ``template`` (``CODESIGHT_EDITOR``), e.g. ``"nvim +{line} {path}"``, wins; otherwise ``$VISUAL``,
+    then ``$EDITOR``, then ``vi``, using the line syntax that editor understands.
+    """
+    env = os.environ if environ is None else environ
+    line = max(1, int(line))
+    if template:
+        parts = shlex.split(template)
+        if not any("{path}" in p for p in parts):
+            parts.append("{path}")
+        return [p.replace("{path}", path).replace("{line}", str(line)) for p in parts]
+    editor = env.get("VISUAL") or env.get("EDITOR") or "vi"
+    argv = shlex.split(editor) or ["vi"]
+    name = os.path.basename(argv[0]).lower()
+    if name.endswith(".exe"):
+        name = name[:-4]
+    if name in GOTO_FLAG:
+        return argv + ["-g", f"{path}:{line}"]
+    if name in COLON_LINE:
+        return argv + [f"{path}:{line}"]
+    if name in PLUS_LINE:
+        return argv + [f"+{line}", path]
+    return argv + [path]

@@ -1,0 +1,51 @@
+"""Messages that workers post to the UI; ``@on`` handlers own every state change."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from textual.message import Message
+
+
+@dataclass
+class IndexProgress(Message):
+    """Progress of the background index: ``phase`` is scan, lexical or embed."""
+
+    phase: str
+    done: int
+    total: int
+
+
+@dataclass
+class IndexFinished(Message):
+    report: object
+    counts: dict = field(default_factory=dict)
+
+
+@dataclass
+class IndexFailed(Message):
+    error: str
+
+
+@dataclass
+class SearchFinished(Message):
+    query: str
+    mode: str
+    results: list
+    elapsed_ms: float
+    notices: list = field(default_factory=list)
+
+
+@dataclass
+class ModelReady(Message):
+    name: str
+
+
+@dataclass
+class ModelFailed(Message):
+    error: str
+
+
+@dataclass
+class FilesChanged(Message):
+    paths: set
