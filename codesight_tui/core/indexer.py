@@ -142,7 +142,8 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
         if progress:
             progress(Progress("lexical", done, len(changed), batch[-1].rel_path))
     if not report.cancelled:
-        store.set_meta(last_indexed=time.time(), git_head=git_head(root) or "", root=str(root))
+        store.set_meta(last_indexed=time.time(), git_head=git_head(root) or "", root=str(root),
+                       symlink_dirs=stats.symlink_dirs)
     report.skipped.update(stats.skipped)
     counts = store.counts()
     report.files, report.chunks = counts["files"], counts["chunks"]

@@ -31,6 +31,7 @@ class WalkStats:
     """What the walk passed over, by reason (``too_large``, ``binary``, ``unreadable``, ...)."""
 
     skipped: Counter = field(default_factory=Counter)
+    symlink_dirs: int = 0  # symlinks to directories seen (file watchers would follow them)
 
     def skip(self, reason: str, n: int = 1) -> None:
         self.skipped[reason] += n
@@ -133,6 +134,8 @@ def walk(root: str | Path, *, max_file_size: int = 1_000_000, exclude: list[str]
                 continue
             if is_dir and entry.name in ALWAYS_SKIPPED_DIRS:
                 continue
+            if is_link and (is_dir or not is_file):
+                stats.symlink_dirs += 1
             if rules.ignored(rel, is_dir, stack):
                 continue
             if is_link:

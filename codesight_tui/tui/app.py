@@ -81,6 +81,7 @@ class CodeSightApp(App[int]):
         self._reindex_again = False
         self._indexing = False
         self._stop = threading.Event()
+        self._watching = False
         self.index_idle = threading.Event()  # clear while an index worker runs
         self.index_idle.set()
         self.last_search_ms: float | None = None
@@ -113,9 +114,15 @@ class CodeSightApp(App[int]):
         self.refresh_status()
         if self.auto_index:
             self.start_index()
-        if self.watch_files:
+        elif self.watch_files:
             self.watch_worker()
         self.query_one("#query").focus()
+
+    def on_unmount(self) -> None:
+        # However the app ends, background threads must stop: the watcher waits on this event and
+        # the index worker on its cancelled_event (set by cancel_all).
+        self._stop.set()
+        self.workers.cancel_all()
 
     def _load_counts(self) -> None:
         if not self.engine.has_index():
@@ -254,7 +261,7 @@ class CodeSightApp(App[int]):
     def _index_progress(self, msg: IndexProgress) -> None:
         st = self.state
         if msg.phase != st.phase:
-            st.phase, st.phase_started, st.phase_started_done = msg.phase, time.time(), msg.done
+            st.phase, st.phase_started, st.phase_started_done = msg.phase, self.clock(), msg.done
             if msg.phase == "embed":  # the lexical phase just committed: BM25 answers are complete
                 self._load_counts()
                 self.run_search()
@@ -271,7 +278,7 @@ class CodeSightApp(App[int]):
         st = self.state
         st.phase = "idle"
         st.files, st.chunks, st.vectors = msg.counts["files"], msg.counts["chunks"], msg.counts["vectors"]
-        st.last_indexed = time.time()
+        st.last_indexed = self.clock()
         st.stale = set()
         for w in getattr(msg.report, "warnings", []):
             self.notify(w, severity="warning", timeout=8)
@@ -280,6 +287,8 @@ class CodeSightApp(App[int]):
                 self.notify(n, severity="warning", timeout=8)
         self.refresh_status()
         self.run_search()
+        if self.watch_files and not self._watching:
+            self.watch_worker()
         if self._reindex_again:
             self._reindex_again = False
             self.start_index()
@@ -304,29 +313,57 @@ class CodeSightApp(App[int]):
         self.refresh_status()
 
     # --- freshness ------------------------------------------------------------------------
-    @work(thread=True, group="watch", exit_on_error=False)
     def watch_worker(self) -> None:
+        """Start noticing files changed on disk, in a daemon thread: a watcher runs for the app's
+        whole life, so it must never hold up an exit (``_stop`` ends it)."""
+        self._watching = True
+        threading.Thread(target=self._watch, name="codesight-watch", daemon=True).start()
+
+    def _watch(self) -> None:
+        """inotify through watchfiles, or a cheap stat poll when the tree has symlinked
+        directories (watchers follow those, into loops or out of the repo)."""
+        engine = self.engine
+        try:
+            symlinks = int(engine.store.get_meta("symlink_dirs") or 0) if engine.has_index() else 1
+        except Exception:
+            symlinks = 1
+        if symlinks == 0:
+            try:
+                self._watch_events(list(engine.settings.exclude))
+                return
+            except Exception:  # no inotify (limits, odd file systems): poll instead
+                pass
+        self._watch_poll()
+
+    def _watch_events(self, exclude: list[str]) -> None:
+        from watchfiles import watch
+
         from codesight_tui.core.walker import is_ignored
 
-        exclude = list(self.engine.settings.exclude)
-        try:
-            from watchfiles import watch
+        for changes in watch(self.root, stop_event=self._stop, debounce=400, raise_interrupt=False,
+                             ignore_permission_denied=True):
+            rel = set()
+            for _, p in changes:
+                try:
+                    r = Path(p).relative_to(self.root).as_posix()
+                except ValueError:
+                    continue
+                if not is_ignored(self.root, r, exclude):  # build outputs never count as stale
+                    rel.add(r)
+            if rel:
+                self.post_message(FilesChanged(rel))
 
-            for changes in watch(self.root, stop_event=self._stop, debounce=400, raise_interrupt=False,
-                                 ignore_permission_denied=True):
-                rel = set()
-                for _, p in changes:
-                    try:
-                        r = Path(p).relative_to(self.root).as_posix()
-                    except ValueError:
-                        continue
-                    if not is_ignored(self.root, r, exclude):  # build outputs never count as stale
-                        rel.add(r)
-                if rel:
-                    self.post_message(FilesChanged(rel))
-        except Exception:  # no inotify (limits, odd file systems): fall back to cheap polling
-            if not self._stop.is_set():
-                self.call_from_thread(self.set_interval, 10.0, self.start_index)
+    def _watch_poll(self, every: float = 3.0) -> None:
+        while not self._stop.wait(every):
+            if not self.index_idle.is_set():
+                continue
+            try:
+                changed = self.engine.changed_files()
+            except Exception:
+                continue
+            rel = {p for paths in changed.values() for p in paths}
+            if rel - self.state.stale:
+                self.post_message(FilesChanged(rel))
 
     @on(FilesChanged)
     def _files_changed(self, msg: FilesChanged) -> None:

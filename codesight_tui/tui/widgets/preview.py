@@ -47,11 +47,15 @@ class Preview(VerticalScroll):
         yield Static(id="preview-title")
         yield Static(id="preview-body")
 
+    current = None  # the hit on show, or None
+
     def clear(self, message: str = "") -> None:
+        self.current = None
         self.query_one("#preview-title", Static).update("")
         self.query_one("#preview-body", Static).update(Text(message, style="dim"))
 
     def show(self, root: Path, hit, stale: bool = False, theme: str = "ansi_dark") -> None:
+        self.current = hit
         window = None if stale else read_window(root / hit.path, hit.start_line, hit.end_line)
         if window is None or not window[1]:
             # Stale or unreadable on disk: show the indexed text, at its indexed lines.
