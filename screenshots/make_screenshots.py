@@ -1,0 +1,51 @@
+"""Regenerate the SVG screenshots in this folder from the real app: the real bundled model, a real
+index of codesight's own source. Run: python screenshots/make_screenshots.py"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+
+
+async def main() -> None:
+    tmp = Path(tempfile.mkdtemp())
+    os.environ["CODESIGHT_DATA_DIR"] = str(tmp / "data")
+    os.environ.setdefault("CODESIGHT_CACHE_DIR", str(Path.home() / ".codesight" / "cache"))
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from codesight_tui import CodeSight
+    from codesight_tui.tui.app import CodeSightApp
+
+    engine = CodeSight(REPO, exclude=["tests/", "screenshots/", "benchmarks/"])
+    engine.index()
+    shots = [
+        ("results.svg", (120, 34), "where do we cut over-long lines into pieces", []),
+        ("symbol.svg", (120, 34), "reconcile_vectors", []),
+        ("narrow-80x24.svg", (80, 24), "open the selected hit in the editor", ["enter", "j"]),
+        ("help.svg", (100, 30), "", ["f1"]),
+    ]
+    for name, size, query, keys in shots:
+        app = CodeSightApp(REPO, engine=engine, watch=False)
+        async with app.run_test(size=size) as pilot:
+            for _ in range(200):
+                await pilot.pause(0.05)
+                if app.index_idle.is_set() and not app._indexing and app.state.model_state == "ready":
+                    break
+            if query:
+                await pilot.press(*query)
+                await pilot.pause(0.4)
+                await app.workers.wait_for_complete()
+                await pilot.pause(0.3)
+            for k in keys:
+                await pilot.press(k)
+                await pilot.pause(0.3)
+            app.save_screenshot(name, path=str(HERE))
+        print("wrote", HERE / name)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,71 @@
+"""Snapshot tests (pytest-textual-snapshot) of the main screens, with a fixed clock."""
+
+from __future__ import annotations
+
+import time
+
+from codesight_tui import CodeSight
+from codesight_tui.tui.app import CodeSightApp
+from codesight_tui.tui.messages import IndexProgress, ModelFailed
+from conftest import HashEmbedder
+
+SIZE = (100, 30)
+
+
+def app_for(root, settings, **kw):
+    engine = CodeSight(root, settings=settings, embedder=HashEmbedder())
+    return CodeSightApp(root, engine=engine, watch=False, clock=lambda: 1_000_000.0, **kw)
+
+
+async def _settle(pilot):
+    app = pilot.app
+    for _ in range(400):
+        await pilot.pause(0.05)
+        if app.index_idle.is_set() and not app._indexing and app._debounce is None:
+            await app.workers.wait_for_complete()
+            await pilot.pause(0.1)
+            return
+
+
+def test_empty_repository(snap_compare, tmp_path, settings):
+    root = tmp_path / "empty"
+    root.mkdir()
+    assert snap_compare(app_for(root, settings), terminal_size=SIZE, run_before=_settle)
+
+
+def test_results(snap_compare, repo, settings):
+    async def run_before(pilot):
+        await _settle(pilot)
+        await pilot.press(*"verify password")
+        await _settle(pilot)
+
+    assert snap_compare(app_for(repo, settings), terminal_size=SIZE, run_before=run_before)
+
+
+def test_help(snap_compare, repo, settings):
+    async def run_before(pilot):
+        await _settle(pilot)
+        await pilot.press("f1")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app_for(repo, settings), terminal_size=SIZE, run_before=run_before)
+
+
+def test_indexing_in_progress(snap_compare, repo, settings):
+    async def run_before(pilot):
+        app = pilot.app
+        app.state.files, app.state.chunks = 1204, 8311
+        app.post_message(IndexProgress("embed", 5153, 8311))
+        await pilot.pause(0.2)
+
+    assert snap_compare(app_for(repo, settings, auto_index=False), terminal_size=SIZE, run_before=run_before)
+
+
+def test_model_failed(snap_compare, repo, settings):
+    async def run_before(pilot):
+        await _settle(pilot)
+        pilot.app.post_message(ModelFailed("cannot load embedding model 'missing-model': not found"))
+        await pilot.press(*"haversine")
+        await _settle(pilot)
+
+    assert snap_compare(app_for(repo, settings), terminal_size=SIZE, run_before=run_before)
