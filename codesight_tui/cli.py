@@ -136,7 +136,7 @@ def _run_index(cs, *, embed: bool, force: bool = False, wait: bool = False, show
     import threading
 
     cancel = threading.Event()
-    with _ProgressView(show and sys.stderr.isatty() or show and os.environ.get("CODESIGHT_PROGRESS") == "1") as view:
+    with _ProgressView(show and (sys.stderr.isatty() or os.environ.get("CODESIGHT_PROGRESS") == "1")) as view:
         try:
             return cs.index(progress=view, embed=embed, force=force, cancel=cancel, wait=wait)
         except KeyboardInterrupt:

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import errno
-import shutil
 import sqlite3
 import threading
 import time
@@ -296,8 +295,3 @@ class CodeSight:
     def __exit__(self, *exc) -> None:
         self.close()
 
-
-def remove_index(cs: CodeSight) -> None:
-    """Delete a repository's index directory (used by ``--force`` style resets and tests)."""
-    cs.close()
-    shutil.rmtree(cs.index_dir, ignore_errors=True)

@@ -36,6 +36,7 @@ class Progress:
     done: int
     total: int
     message: str = ""
+    paths: tuple[str, ...] = ()  # scan phase: files that differ from the index (changed or deleted)
 
 
 ProgressFn = Callable[[Progress], None]
@@ -104,7 +105,8 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
     stats = WalkStats()
     entries, changed, deleted = scan_changes(root, store, max_file_size, exclude, stats)
     if progress:
-        progress(Progress("scan", len(entries), len(entries), f"{len(changed)} changed, {len(deleted)} removed"))
+        progress(Progress("scan", len(entries), len(entries), f"{len(changed)} changed, {len(deleted)} removed",
+                          tuple(e.rel_path for e in changed) + tuple(deleted)))
     if deleted:
         with store.transaction():
             for p in deleted:

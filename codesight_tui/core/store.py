@@ -176,8 +176,7 @@ class Store:
                 cid, s, e = rows.pop()
                 if (s, e) != (ch.start_line, ch.end_line):  # moved, not changed: no FTS or vector work
                     c.execute("UPDATE chunks SET start_line=?, end_line=? WHERE id=?", (ch.start_line, ch.end_line, cid))
-                if priority is not None:
-                    c.execute("UPDATE chunks SET priority=? WHERE id=? AND embedded=0", (priority, cid))
+                c.execute("UPDATE chunks SET priority=? WHERE id=? AND embedded=0", (priority, cid))
                 continue
             inserts.append((path, ch.start_line, ch.end_line, language, ch.scope, ch.content,
                             expansion_terms(ch.content + " " + ch.scope), content_hash(ch.content), key, priority))
@@ -204,18 +203,11 @@ class Store:
                           (path, mtime_ns, size, time.time(), reason))
         return n
 
-    def touch_file(self, path: str, mtime_ns: int, size: int) -> None:
-        """Record a new mtime for a file whose content turned out to be unchanged."""
-        self.conn.execute("UPDATE files SET mtime_ns=?, size=? WHERE path=?", (mtime_ns, size, path))
-
     def delete_file(self, path: str) -> int:
         """Remove a file and its chunks (inside ``transaction()``); returns chunks removed."""
         n = self.conn.execute("DELETE FROM chunks WHERE path=?", (path,)).rowcount
         self.conn.execute("DELETE FROM files WHERE path=?", (path,))
         return n
-
-    def file_hashes(self, path: str) -> list[str]:
-        return [h for (h,) in self.conn.execute("SELECT hash FROM chunks WHERE path=? ORDER BY start_line", (path,))]
 
     def transaction(self):
         """A write transaction: everything inside commits together or not at all."""

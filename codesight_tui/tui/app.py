@@ -224,15 +224,16 @@ class CodeSightApp(App[int]):
         worker = get_current_worker()
         engine = self.engine
 
+        first_run = not engine.is_indexed()
+
         def progress(ev) -> None:
-            if not worker.is_cancelled:
-                self.post_message(IndexProgress(ev.phase, ev.done, ev.total))
+            if worker.is_cancelled:
+                return
+            if ev.paths and not first_run:  # the scan says which files are stale until indexed
+                self.post_message(FilesChanged(set(ev.paths), reindex=False))
+            self.post_message(IndexProgress(ev.phase, ev.done, ev.total))
 
         try:
-            changed = engine.changed_files() if engine.is_indexed() else {}
-            stale = {p for paths in changed.values() for p in paths}
-            if stale:
-                self.post_message(FilesChanged(stale))
             report = engine.index(progress=progress, cancel=worker.cancelled_event, force=force)
         except IndexBusyError as exc:
             self.post_message(IndexFailed(f"{exc}"))
@@ -371,6 +372,8 @@ class CodeSightApp(App[int]):
         if self.hits:
             self.query_one(ResultsList).show(self.hits, self.state.stale)
         self.refresh_status()
+        if not msg.reindex:
+            return
         if self._reindex_timer is not None:
             self._reindex_timer.stop()
         self._reindex_timer = self.set_timer(0.5, self.start_index)

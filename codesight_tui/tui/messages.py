@@ -49,3 +49,4 @@ class ModelFailed(Message):
 @dataclass
 class FilesChanged(Message):
     paths: set
+    reindex: bool = True  # False when the index run itself reports them (it is already on it)
