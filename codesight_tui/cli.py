@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-COMMANDS = ("index", "search", "status")
+COMMANDS = ("index", "search", "status", "eval")
 MODES = ("hybrid", "bm25", "vector")
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -26,7 +26,7 @@ def _parser() -> argparse.ArgumentParser:
     from codesight_tui import __version__
 
     p.add_argument("--version", action="version", version=f"codesight {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="{index,search,status}")
+    sub = p.add_subparsers(dest="command", metavar="{index,search,status,eval}")
 
     pi = sub.add_parser("index", help="build or update the index of a repository")
     pi.add_argument("path", nargs="?", default=".", help="repository root (default: current directory)")
@@ -48,6 +48,19 @@ def _parser() -> argparse.ArgumentParser:
     pt = sub.add_parser("status", help="show what is indexed and how fresh it is")
     pt.add_argument("path", nargs="?", default=".", help="repository root (default: current directory)")
     pt.add_argument("--json", action="store_true", help="machine-readable output")
+
+    pe = sub.add_parser("eval", help="measure retrieval quality on annotated queries (NDCG, MRR, recall)",
+                        description="Run annotated queries through the same search users get and print NDCG@10,"
+                        " NDCG@5, MRR@10 and recall@10: overall, per category and per mode. Several query files"
+                        " may be given, each with its own --path (in order); scores are averaged per file, then"
+                        " across files.")
+    pe.add_argument("queries", nargs="+", type=Path, metavar="QUERIES.json",
+                    help="list of {query, category, relevant: [path | {path, start_line, end_line}], secondary}")
+    pe.add_argument("--path", action="append", default=None,
+                    help="repository root of the query file(s): once for all, or once per file (default .)")
+    pe.add_argument("--mode", choices=(*MODES, "all"), default="all", help="mode(s) to score (default all)")
+    pe.add_argument("--limit", type=int, default=10, help="results per query (default 10)")
+    pe.add_argument("--json", action="store_true", help="print everything, per-query ranks included, as JSON")
     return p
 
 
@@ -240,6 +253,40 @@ def cmd_status(args) -> int:
     return EXIT_OK
 
 
+def cmd_eval(args) -> int:
+    from codesight_tui.core.errors import CodeSightError
+    from codesight_tui.core.evaluation import METRICS, evaluate
+
+    paths = args.path or ["."]
+    if len(paths) == 1:
+        paths = paths * len(args.queries)
+    if len(paths) != len(args.queries):
+        raise CodeSightError(f"give --path once, or once per query file ({len(args.queries)})", exit_code=EXIT_USAGE)
+    if args.limit < 1:
+        raise CodeSightError("--limit must be at least 1", exit_code=EXIT_USAGE)
+    modes = list(MODES) if args.mode == "all" else [args.mode]
+    progress = _ProgressView(not args.json and (sys.stderr.isatty() or os.environ.get("CODESIGHT_PROGRESS") == "1"))
+    with progress:
+        report = evaluate(list(zip(args.queries, map(Path, paths))), modes, limit=args.limit, progress=progress)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return EXIT_OK
+    summary = report["modes"]
+    cats = sorted({c for m in summary.values() for c in m["categories"]})
+    n = sum(len(f["modes"][modes[0]]["queries"]) for f in report["files"])
+    print(f"{n} queries in {len(report['files'])} file(s); scores averaged per file, then across files\n")
+    for metric in METRICS:
+        print(f"{metric:<10}" + "".join(f"{c:>14}" for c in [*cats, "overall"]))
+        for mode in modes:
+            row = [summary[mode]["categories"][c][metric] for c in cats] + [summary[mode]["overall"][metric]]
+            print(f"  {mode:<8}" + "".join(f"{v:>14.3f}" for v in row))
+        print()
+    for mode in modes:
+        lat = summary[mode]["latency_ms"]
+        print(f"latency {mode:<7} p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms")
+    return EXIT_OK
+
+
 def cmd_tui(args) -> int:
     from codesight_tui.core.errors import CodeSightError
     from codesight_tui.core.paths import find_repo_root
@@ -262,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help", "--version")):
         args = _parser().parse_args(argv)
-        handler = {"index": cmd_index, "search": cmd_search, "status": cmd_status}.get(args.command)
+        handler = {"index": cmd_index, "search": cmd_search, "status": cmd_status,
+                   "eval": cmd_eval}.get(args.command)
     else:
         args = _tui_parser().parse_args(argv)
         handler = cmd_tui

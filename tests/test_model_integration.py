@@ -46,3 +46,35 @@ def test_codesight_default_loads_bundled_model(repo, settings):
     assert report.vectors_pending == 0 and report.embedded == report.chunks
     assert cs.status(check_disk=False)["model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert cs.search(PARAPHRASE, top_k=1)[0].path == "src/geo.py"
+
+
+@pytest.mark.model
+def test_model_in_a_child_process(real_embedder, tmp_path, monkeypatch):
+    """The TUI's embedder: same vectors as in-process, never imports torch here, ends at once,
+    and is not fooled by a `codesight_tui/` folder in the current directory."""
+    import numpy as np
+
+    from codesight_tui.core.embedder import ProcessEmbedder
+    from codesight_tui.core.errors import CodeSightError
+    from codesight_tui.core.tokens import resolve_model
+
+    decoy = tmp_path / "codesight_tui"
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("raise SystemExit('decoy imported')\n")
+    monkeypatch.chdir(tmp_path)
+    from codesight_tui.config import DEFAULT_MODEL
+
+    emb = ProcessEmbedder(resolve_model(DEFAULT_MODEL), device="cpu")
+    try:
+        texts = ["def haversine(lat1, lon1, lat2, lon2): ...", "class ConfigLoader: reads settings"]
+        here, there = real_embedder.encode(texts), emb.encode(texts)
+        assert there.shape == (2, real_embedder.dim) and there.dtype == np.float32
+        assert float(np.min(np.sum(here * there, axis=1))) > 0.9999
+        assert np.allclose(emb.encode_query("great circle distance"), real_embedder.encode_query("great circle distance"), atol=1e-4)
+        assert emb.encode([]).shape == (0, real_embedder.dim)
+    finally:
+        emb.close()
+    with pytest.raises(CodeSightError, match="stopped"):
+        emb.encode(["after close"])
+    with pytest.raises(CodeSightError, match="cannot load embedding model"):
+        ProcessEmbedder(resolve_model(str(tmp_path / "no-such-model")))

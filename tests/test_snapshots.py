@@ -21,7 +21,7 @@ async def _settle(pilot):
     app = pilot.app
     for _ in range(400):
         await pilot.pause(0.05)
-        if app.index_idle.is_set() and not app._indexing and app._debounce is None:
+        if app.index_idle.is_set() and not app._indexing and not app.search_busy:
             await app.workers.wait_for_complete()
             await pilot.pause(0.1)
             return

@@ -29,14 +29,14 @@ def make_app(repo, settings, embedder=None, **kw):
 
 
 async def settle(app, pilot, timeout: float = 20.0):
-    """Wait until no index run, search or debounce timer is pending."""
+    """Wait until no index run or search is pending."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         await pilot.pause(0.05)
-        if app.index_idle.is_set() and not app._indexing and app._debounce is None:
+        if app.index_idle.is_set() and not app._indexing and not app.search_busy:
             await app.workers.wait_for_complete()
             await pilot.pause(0.05)
-            if app.index_idle.is_set() and app._debounce is None:
+            if app.index_idle.is_set() and not app.search_busy:
                 return
     raise AssertionError("app did not settle")
 
@@ -61,9 +61,11 @@ async def test_typing_shows_results_and_preview(repo, settings):
         assert app.hits[0].path == "src/geo.py"
         preview = app.query_one(Preview)
         assert preview.current is app.hits[0]
-        # debounced: one search for the whole word, not one per keystroke
-        finished = [m for m in messages if isinstance(m, SearchFinished) and m.query.startswith("hav")]
-        assert len(finished) <= 2 and finished[-1].query == "haversine"
+        # coalesced: never more searches than keystrokes, each for a longer prefix, the last for
+        # the whole word (a result for older text never lands after a newer one)
+        finished = [m.key[0] for m in messages if isinstance(m, SearchFinished) and m.key[0].startswith("hav")]
+        assert 1 <= len(finished) <= len("haversine") and finished[-1] == "haversine"
+        assert all(len(a) < len(b) for a, b in zip(finished, finished[1:]))
         # Down moves into the list; j/k navigate; the preview follows the selection
         await pilot.press("down")
         assert app.focused is results

@@ -40,7 +40,8 @@ class CodeSight:
     ``encode_query``); otherwise the configured sentence-transformers model loads on first need.
     """
 
-    def __init__(self, path: str | Path = ".", settings=None, embedder=None, **overrides) -> None:
+    def __init__(self, path: str | Path = ".", settings=None, embedder=None, *, model_process: bool = False,
+                 **overrides) -> None:
         root = Path(path).expanduser()
         if not root.exists():
             raise CodeSightError(f"no such directory: {path}", exit_code=2)
@@ -53,6 +54,7 @@ class CodeSight:
         self._store: Store | None = None
         self._vectors = VectorStore(self.index_dir / "vectors.lance")
         self._embedder = embedder
+        self.model_process = model_process  # run the model in a child process (interactive apps)
         self._embedder_error: str | None = None
         self._model_lock = threading.Lock()
         self._lock = None
@@ -154,10 +156,11 @@ class CodeSight:
             if self._embedder is None:
                 if self._embedder_error:
                     raise CodeSightError(self._embedder_error)
-                from codesight_tui.core.embedder import SentenceTransformerEmbedder
+                from codesight_tui.core.embedder import ProcessEmbedder, SentenceTransformerEmbedder
 
+                cls = ProcessEmbedder if self.model_process else SentenceTransformerEmbedder
                 try:
-                    self._embedder = SentenceTransformerEmbedder(
+                    self._embedder = cls(
                         self.model_info, self.settings.device, self.settings.batch_size)
                 except CodeSightError as exc:
                     self._embedder_error = str(exc)
@@ -284,7 +287,14 @@ class CodeSight:
             out["changed_files"] = ch
         return out
 
+    def release_model(self) -> None:
+        """End a model running in a child process (at once, even mid-batch)."""
+        if self.model_process and self._embedder is not None and hasattr(self._embedder, "close"):
+            self._embedder.close()
+
     def close(self) -> None:
+        """Release the index and the model's child process, if any."""
+        self.release_model()
         if self._store is not None:
             self._store.close()
             self._store = None

@@ -6,6 +6,8 @@ never touch widgets: they post messages, and the ``@on`` handlers here own every
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import subprocess
 import sys
@@ -13,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 
+from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult, SuspendNotSupported, SystemCommand
 from textual.binding import Binding
@@ -28,12 +31,11 @@ from codesight_tui.tui.messages import (FilesChanged, IndexFailed, IndexFinished
                                         ModelReady, SearchFinished)
 from codesight_tui.tui.screens.filter import FilterScreen
 from codesight_tui.tui.screens.help import HelpScreen
-from codesight_tui.tui.widgets.preview import Preview
+from codesight_tui.tui.widgets.preview import Preview, render_hit
 from codesight_tui.tui.widgets.results import ResultsList
 from codesight_tui.tui.widgets.status import IndexState, StatusBar
 
 MODES = ("hybrid", "bm25", "vector")
-DEBOUNCE_S = 0.15
 TOP_K = 50
 
 
@@ -76,7 +78,9 @@ class CodeSightApp(App[int]):
         self.glob = ""
         self.language = ""
         self.hits: list = []
-        self._debounce: Timer | None = None
+        self._search_running = False
+        self._search_pending = False
+        self._shown_key: tuple | None = None  # (query, mode, glob, language) of the hits on screen
         self._reindex_timer: Timer | None = None
         self._reindex_again = False
         self._indexing = False
@@ -92,7 +96,8 @@ class CodeSightApp(App[int]):
         if self._engine is None:
             from codesight_tui.core.engine import CodeSight
 
-            self._engine = CodeSight(self.root)
+            # The model runs in a child process: torch never shares this process's GIL with the UI.
+            self._engine = CodeSight(self.root, model_process=True)
         return self._engine
 
     # --- layout -------------------------------------------------------------------------
@@ -123,6 +128,8 @@ class CodeSightApp(App[int]):
         # the index worker on its cancelled_event (set by cancel_all).
         self._stop.set()
         self.workers.cancel_all()
+        if self._engine is not None:
+            self._engine.release_model()  # a batch in flight ends now, not when it is done
 
     def _load_counts(self) -> None:
         if not self.engine.has_index():
@@ -139,61 +146,86 @@ class CodeSightApp(App[int]):
         self.query_one(StatusBar).render_state(self.state, self.clock())
 
     # --- searching ----------------------------------------------------------------------
+    # Live search without a fixed debounce: a keystroke searches at once when no search is
+    # running; keystrokes typed while one runs coalesce into a single follow-up for the newest
+    # text. At most one search is ever in flight, and a result for older text is never shown.
     @on(Input.Changed, "#query")
     def _query_changed(self, event: Input.Changed) -> None:
-        if self._debounce is not None:
-            self._debounce.stop()
-        self._debounce = self.set_timer(DEBOUNCE_S, self.run_search)
+        self.run_search()
 
     @on(Input.Submitted, "#query")
     def _query_submitted(self, event: Input.Submitted) -> None:
-        if self._debounce is not None:
-            self._debounce.stop()
-            self._debounce = None
-            self.run_search()
         self.action_focus_results()
 
+    @property
+    def search_busy(self) -> bool:
+        """True while a search runs or waits to run."""
+        return self._search_running or self._search_pending
+
+    def _search_key(self) -> tuple:
+        return (self.query_one("#query", Input).value, self.mode, self.glob, self.language)
+
     def run_search(self) -> None:
-        self._debounce = None
-        query = self.query_one("#query", Input).value
+        if self._search_running:
+            self._search_pending = True
+            return
+        self._search_pending = False
+        query, mode, glob, language = key = self._search_key()
         if not query.strip():
             self.hits = []
+            self._shown_key = key
             self.query_one(ResultsList).show([], set())
             self.query_one(Preview).clear("Type to search.")
             return
-        self.search_worker(query, self.mode, self.glob or None, self.language or None)
+        self._search_running = True
+        self.search_worker(key)
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)
-    def search_worker(self, query: str, mode: str, glob: str | None, language: str | None) -> None:
-        worker = get_current_worker()
+    def search_worker(self, key: tuple) -> None:
+        query, mode, glob, language = key
         t0 = time.perf_counter()
+        hits: list = []
         try:
-            hits = self.engine.search(query, top_k=TOP_K, mode=mode, glob=glob, language=language, load_model=False)
+            hits = self.engine.search(query, top_k=TOP_K, mode=mode, glob=glob or None, language=language or None,
+                                      load_model=False)
         except Exception as exc:  # CodeSightError or a bug: show it, keep the app alive
-            hits = []
             self.call_from_thread(self.notify, str(exc), severity="error")
-        if not worker.is_cancelled:
-            notices = list(self.engine.notices)
-            self.post_message(SearchFinished(query, mode, hits, (time.perf_counter() - t0) * 1000, notices))
+        finally:  # always report back, or the next keystroke would wait forever
+            self.post_message(SearchFinished(key, hits, (time.perf_counter() - t0) * 1000, list(self.engine.notices)))
 
     @on(SearchFinished)
     def _search_finished(self, msg: SearchFinished) -> None:
-        if msg.query != self.query_one("#query", Input).value or msg.mode != self.mode:
-            return  # an older query finished late: never overwrite a newer one
-        self.hits = msg.results
-        self.last_search_ms = msg.elapsed_ms
-        results = self.query_one(ResultsList)
-        results.show(msg.results, self.state.stale)
-        if msg.results:
-            self._show_preview(0)
-        else:
-            self.query_one(Preview).clear("No results.")
+        self._search_running = False
+        if msg.key == self._search_key():
+            self.hits = msg.results
+            self.last_search_ms = msg.elapsed_ms
+            self._shown_key = msg.key
+            results = self.query_one(ResultsList)
+            results.show(msg.results, self.state.stale)
+            if msg.results:
+                self._show_preview(0)
+            else:
+                self.query_one(Preview).clear("No results.")
+        if self._search_pending or msg.key != self._search_key():
+            self.run_search()  # the text or mode changed meanwhile: search the newest
 
     def _show_preview(self, index: int | None) -> None:
         if index is None or index >= len(self.hits):
             return
         hit = self.hits[index]
-        self.query_one(Preview).show(self.root, hit, stale=hit.path in self.state.stale)
+        self.query_one(Preview).select(hit)
+        self.preview_worker(hit, hit.path in self.state.stale)
+
+    @work(thread=True, exclusive=True, group="preview", exit_on_error=False)
+    def preview_worker(self, hit, stale: bool) -> None:
+        """Read and highlight off the event loop; the preview drops it if the selection moved on."""
+        try:
+            title, body = render_hit(self.root, hit, stale)
+        except Exception as exc:  # never lose the app over a preview
+            title, body = Text(f"{hit.path}: cannot show this file: {exc}", style="dim"), []
+        if not get_current_worker().is_cancelled:
+            with contextlib.suppress(RuntimeError):  # the app closed meanwhile
+                self.call_from_thread(lambda: self.query_one(Preview).update(hit, title, body))
 
     @on(OptionList.OptionHighlighted, "#results")
     def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
@@ -303,6 +335,10 @@ class CodeSightApp(App[int]):
 
     @on(ModelReady)
     def _model_ready(self, msg: ModelReady) -> None:
+        # torch and the model add some 400k long-lived objects; a full GC pass over them takes
+        # 200-300 ms, which would be a visible stall mid-keystroke. Freezing them moves them out
+        # of the collector's way for good (they live as long as the app does).
+        gc.freeze()
         self.state.model_state = "ready"
         self.refresh_status()
         self.run_search()
@@ -471,6 +507,8 @@ class CodeSightApp(App[int]):
     async def action_quit(self) -> None:
         self._stop.set()
         self.workers.cancel_all()
+        if self._engine is not None:
+            self._engine.release_model()  # a batch in flight ends now, not when it is done
         self.exit(0)
 
     def get_system_commands(self, screen: Screen):
@@ -488,7 +526,7 @@ def run_app(root: Path) -> int:
     """Run the TUI on ``root``; returns the exit code. Quits promptly even mid-index."""
     from codesight_tui.core.engine import CodeSight
 
-    engine = CodeSight(root)  # validates the path and settings before the screen changes
+    engine = CodeSight(root, model_process=True)  # validates the path and settings before the screen changes
     app = CodeSightApp(root, engine=engine)
     rc = app.run() or 0
     app._stop.set()

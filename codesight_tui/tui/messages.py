@@ -29,8 +29,7 @@ class IndexFailed(Message):
 
 @dataclass
 class SearchFinished(Message):
-    query: str
-    mode: str
+    key: tuple  # (query, mode, glob, language) that was searched
     results: list
     elapsed_ms: float
     notices: list = field(default_factory=list)

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.console import Console
 from rich.syntax import Syntax
 from rich.text import Text
-from textual.containers import VerticalScroll
+from textual.containers import Vertical
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 from textual.widgets import Static
 
 CONTEXT_BEFORE = 6
@@ -35,8 +39,71 @@ def read_window(path: Path, start: int, end: int) -> tuple[int, list[str]] | Non
     return first, out
 
 
-class Preview(VerticalScroll):
-    """Shows one hit. ``show(root, hit, stale)``."""
+def render_hit(root: Path, hit, stale: bool = False, theme: str = "ansi_dark") -> tuple[Text, list[Strip]]:
+    """(title, lines) for a hit, all the expensive work done: Pygments runs once, and every line
+    becomes a ``Strip`` with a line-number gutter, the hit's lines marked. Meant for a worker
+    thread; the widget then only ever paints the strips that are on screen."""
+    window = None if stale else read_window(root / hit.path, hit.start_line, hit.end_line)
+    if window is None or not window[1]:
+        # Stale or unreadable on disk: show the indexed text, at its indexed lines.
+        first, lines = hit.start_line, hit.content.split("\n")
+    else:
+        first, lines = window
+    lexer = LEXERS.get(hit.language, hit.language or "text")
+    code = "\n".join(line.expandtabs(4) for line in lines)
+    try:
+        highlighted = Syntax(code, lexer, theme=theme, background_color="default").highlight(code)
+    except Exception:  # an unknown lexer name: plain text is better than nothing
+        highlighted = Text(code)
+    console = Console(width=10_000, color_system="truecolor", force_terminal=True, legacy_windows=False)
+    width = len(str(first + len(lines) - 1))
+    strips = []
+    for i, line in enumerate(highlighted.split("\n", allow_blank=True)):
+        n = first + i
+        hit_line = hit.start_line <= n <= hit.end_line
+        row = Text(no_wrap=True, end="")
+        row.append(f"{n:>{width}} ", style="bold yellow" if hit_line else "dim")
+        row.append("▌ " if hit_line else "  ", style="yellow")
+        row.append_text(line)
+        strips.append(Strip(list(row.render(console)), row.cell_len))
+    title = Text(no_wrap=True, overflow="ellipsis")
+    title.append(f"{hit.path}:{hit.start_line}-{hit.end_line}", style="bold")
+    if hit.scope:
+        title.append(f"  {hit.scope}")
+    if stale:
+        title.append("  (changed on disk: showing indexed text)", style="bold red")
+    return title, strips
+
+
+class CodeView(ScrollView, can_focus=False):
+    """Pre-rendered lines, painted a screen at a time (Textual's line API): a long preview costs
+    the event loop nothing more than a short one."""
+
+    DEFAULT_CSS = "CodeView { height: 1fr; }"
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self._strips: list[Strip] = []
+
+    def set_lines(self, strips: list[Strip]) -> None:
+        self._strips = strips
+        width = max((s.cell_length for s in strips), default=0)
+        self.virtual_size = Size(width, len(strips))
+        self.scroll_to(0, 0, animate=False)
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        x, top = self.scroll_offset
+        i = top + y
+        width = self.scrollable_content_region.width
+        if i >= len(self._strips):
+            return Strip.blank(width, self.rich_style)
+        return self._strips[i].crop_extend(x, x + width, self.rich_style).apply_style(self.rich_style)
+
+
+class Preview(Vertical):
+    """Shows one hit: ``current`` is set at once by ``select``; ``update`` paints what
+    ``render_hit`` made for it (ignored if the selection has moved on meanwhile)."""
 
     DEFAULT_CSS = """
     Preview { height: 1fr; }
@@ -45,35 +112,26 @@ class Preview(VerticalScroll):
 
     def compose(self):
         yield Static(id="preview-title")
-        yield Static(id="preview-body")
+        yield CodeView(id="preview-body")
 
-    current = None  # the hit on show, or None
+    current = None  # the hit selected for display, or None
 
     def clear(self, message: str = "") -> None:
         self.current = None
         self.query_one("#preview-title", Static).update("")
-        self.query_one("#preview-body", Static).update(Text(message, style="dim"))
+        text = Text(message, style="dim")
+        self.query_one(CodeView).set_lines([Strip(list(text.render(Console())), text.cell_len)] if message else [])
 
-    def show(self, root: Path, hit, stale: bool = False, theme: str = "ansi_dark") -> None:
+    def select(self, hit) -> None:
         self.current = hit
-        window = None if stale else read_window(root / hit.path, hit.start_line, hit.end_line)
-        if window is None or not window[1]:
-            # Stale or unreadable on disk: show the indexed text, at its indexed lines.
-            first, lines = hit.start_line, hit.content.split("\n")
-        else:
-            first, lines = window
-        lexer = LEXERS.get(hit.language, hit.language or "text")
-        syntax = Syntax(
-            "\n".join(lines), lexer, theme=theme, line_numbers=True, start_line=first,
-            highlight_lines=set(range(hit.start_line, hit.end_line + 1)), word_wrap=False,
-            indent_guides=False, background_color="default",
-        )
-        title = Text(no_wrap=True, overflow="ellipsis")
-        title.append(f"{hit.path}:{hit.start_line}-{hit.end_line}", style="bold")
-        if hit.scope:
-            title.append(f"  {hit.scope}")
-        if stale:
-            title.append("  (changed on disk: showing indexed text)", style="bold red")
+
+    def update(self, hit, title: Text, strips: list[Strip]) -> None:
+        if hit is not self.current:
+            return
         self.query_one("#preview-title", Static).update(title)
-        self.query_one("#preview-body", Static).update(syntax)
-        self.scroll_home(animate=False)
+        self.query_one(CodeView).set_lines(strips)
+
+    def show(self, root: Path, hit, stale: bool = False) -> None:
+        """Select and paint at once (on the calling thread)."""
+        self.select(hit)
+        self.update(hit, *render_hit(root, hit, stale))

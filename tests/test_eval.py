@@ -1,0 +1,88 @@
+"""`codesight eval`: the exact metric on hand-made rankings, query-file validation, and the real
+command end to end (real index, real model) on the fixture repository."""
+
+import json
+import math
+import subprocess
+import sys
+from types import SimpleNamespace as R
+
+import pytest
+
+from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.evaluation import Target, load_queries, score
+
+
+def hit(path, start, end):
+    return R(path=path, start_line=start, end_line=end)
+
+
+def test_metric_exactly_as_specified():
+    targets = [Target("a.py", 10, 20), Target("a.py", 15, 18), Target("b.py")]
+    results = [hit("c.py", 1, 5), hit("a.py", 12, 16), hit("b.py", 1, 3)]
+    s = score(results, targets)
+    # a.py:12-16 is the first match of both a.py targets (counted once, at rank 2); b.py at rank 3
+    assert s["target_ranks"] == [2, 2, 3]
+    dcg = 1 / math.log2(3) + 1 / math.log2(4)
+    idcg = 1 + 1 / math.log2(3) + 1 / math.log2(4)
+    assert s["ndcg@10"] == pytest.approx(dcg / idcg)
+    assert s["ndcg@5"] == pytest.approx(dcg / idcg)
+    assert s["mrr@10"] == pytest.approx(0.5) and s["recall@10"] == 1.0
+
+
+def test_metric_edges():
+    t = [Target("a.py", 10, 20)]
+    assert score([hit("a.py", 21, 30), hit("a.py", 1, 9)], t)["ndcg@10"] == 0  # touching is not overlapping
+    assert score([hit("a.py", 20, 30)], t)["ndcg@10"] == 1.0
+    late = [hit("x.py", 1, 1)] * 10 + [hit("a.py", 10, 20)]
+    s = score(late, t)
+    assert s["ndcg@10"] == 0 and s["mrr@10"] == 0 and s["recall@10"] == 0 and s["target_ranks"] == [11]
+    # IDCG is capped at 10 targets: 12 targets all found in the top 10 give a perfect score
+    many = [Target(f"f{i}.py") for i in range(12)]
+    assert score([hit(f"f{i}.py", 1, 2) for i in range(10)], many)["ndcg@10"] == pytest.approx(1.0)
+    # ndcg@5 only counts ranks <= 5 and caps IDCG at 5
+    s = score([hit("x.py", 1, 1)] * 5 + [hit("a.py", 10, 20)], t)
+    assert s["ndcg@5"] == 0 and s["ndcg@10"] == pytest.approx(1 / math.log2(7))
+
+
+@pytest.mark.parametrize("content, needle", [
+    ("{not json", "not valid JSON"),
+    ("{}", "non-empty JSON list"),
+    ('[{"query": "x"}]', "no targets"),
+    ('[{"query": "", "relevant": ["a.py"]}]', "non-empty \"query\""),
+    ('[{"query": "x", "relevant": [{"path": "a.py", "start_line": 5, "end_line": 2}]}]', "a target must be"),
+])
+def test_bad_query_files_are_one_clear_error(tmp_path, content, needle):
+    f = tmp_path / "q.json"
+    f.write_text(content)
+    with pytest.raises(CodeSightError, match=needle) as exc:
+        load_queries(f)
+    assert exc.value.exit_code == 2
+    with pytest.raises(CodeSightError, match="no such query file"):
+        load_queries(tmp_path / "missing.json")
+
+
+@pytest.mark.model
+def test_eval_command_end_to_end(repo, tmp_path):
+    queries = [
+        {"query": "haversine", "category": "symbol", "relevant": [{"path": "src/geo.py", "start_line": 1, "end_line": 12}]},
+        {"query": "check that a password matches its stored hash", "category": "semantic",
+         "relevant": ["src/auth.py"], "secondary": []},
+    ]
+    qf = tmp_path / "q.json"
+    qf.write_text(json.dumps(queries))
+    cmd = [sys.executable, "-m", "codesight_tui", "eval", str(qf), "--path", str(repo)]
+    r = subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert set(rep["modes"]) == {"hybrid", "bm25", "vector"}
+    for mode in ("hybrid", "bm25"):
+        sym = rep["modes"][mode]["categories"]["symbol"]
+        assert sym["ndcg@10"] == 1.0 and sym["mrr@10"] == 1.0, mode
+    rows = rep["files"][0]["modes"]["hybrid"]["queries"]
+    assert rows[0]["target_ranks"] == [1] and rows[0]["results"][0].startswith("src/geo.py:")
+    assert rep["modes"]["hybrid"]["overall"]["recall@10"] == 1.0
+    r = subprocess.run([*cmd, "--mode", "bm25"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "ndcg@10" in r.stdout and "bm25" in r.stdout and "symbol" in r.stdout
+    r = subprocess.run([*cmd[:-2], "--path", str(repo), "--path", str(repo)], capture_output=True, text=True)
+    assert r.returncode == 2 and "once per query file" in r.stderr and "Traceback" not in r.stderr
