@@ -88,12 +88,15 @@ def main() -> int:
     ap.add_argument("--sample", type=int, default=512, help="chunks for the throughput comparison")
     ap.add_argument("--queries", type=int, default=120)
     ap.add_argument("--no-full-embed", action="store_true", help="skip embedding the whole corpus")
+    ap.add_argument("--queries-only", action="store_true",
+                    help="only the query latencies, on the index the last run left (updated first)")
     args = ap.parse_args()
 
     corpus = args.corpus.resolve() if args.corpus else fetch_django()
     exclude = args.exclude if args.exclude is not None else (EXCLUDE if args.corpus is None else [])
     run_dir = DATA / "run"
-    shutil.rmtree(run_dir, ignore_errors=True)
+    if not args.queries_only:
+        shutil.rmtree(run_dir, ignore_errors=True)
     os.environ["CODESIGHT_DATA_DIR"] = str(run_dir / "data")
     os.environ["CODESIGHT_CACHE_DIR"] = str(DATA / "cache")
     os.environ["CODESIGHT_EXCLUDE"] = __import__("json").dumps(exclude)
@@ -108,6 +111,13 @@ def main() -> int:
 
     print(f"corpus: {corpus}  exclude={exclude}")
     print(f"machine: {os.cpu_count()} cpus, torch {torch.__version__}, threads {torch.get_num_threads()}")
+
+    if args.queries_only:
+        cs = CodeSight(corpus)
+        cs.index()
+        query_latency(cs, args.queries)
+        print(f"\n[memory] peak RSS: this process {rss_mb():.0f} MB")
+        return 0
 
     # 1. Lexical phase: how long until search answers?
     t0 = time.perf_counter()
@@ -166,26 +176,32 @@ def main() -> int:
     print(f"[one file] {victim.relative_to(corpus)}: in-process (model warm) {t_one * 1000:.0f} ms"
           f" ({one.embedded} chunk(s) embedded); fresh CLI process {cli_one:.2f}s (includes loading the model)")
 
-    # 6. Query latency, warm, query embedding included.
+    query_latency(cs, args.queries)
+    print(f"\n[memory] peak RSS: this process {rss_mb():.0f} MB; CLI children {rss_mb(resource.RUSAGE_CHILDREN):.0f} MB")
+    return 0
+
+
+def query_latency(cs, n_queries: int) -> None:
+    """6. Query latency, warm, query embedding included."""
+    counts = cs.store.counts()
     rng = random.Random(7)
     scopes = [s for (s,) in cs.store.conn.execute("SELECT DISTINCT scope FROM chunks WHERE scope != '' ORDER BY id")]
     idents = [s.split(" > ")[-1].split(" ", 1)[-1].split(",")[0] for s in rng.sample(scopes, min(len(scopes), 60))]
-    queries = (NL_QUERIES + idents)[: max(args.queries, 100)]
-    while len(queries) < args.queries:
+    queries = (NL_QUERIES + idents)[: max(n_queries, 100)]
+    while len(queries) < n_queries:
         queries.append(rng.choice(NL_QUERIES) + " " + rng.choice(idents))
     for q in queries[:5]:
         cs.search(q)
-    for mode in ("hybrid", "bm25", "vector"):
+    stack = cs.settings
+    for mode in ("hybrid", "hybrid-plain", "bm25", "vector"):
+        cs.settings = stack.model_copy(update={"ranking": "plain"}) if mode == "hybrid-plain" else stack
         lat = []
         for q in queries:
             t = time.perf_counter()
-            cs.search(q, mode=mode)
+            cs.search(q, mode=mode.split("-")[0])
             lat.append((time.perf_counter() - t) * 1000)
-        print(f"[query] {mode:<6} over {len(queries)} queries on {counts['chunks']:,} chunks:"
+        print(f"[query] {mode:<12} over {len(queries)} queries on {counts['chunks']:,} chunks:"
               f" p50 {pct(lat, 50):.1f} ms, p95 {pct(lat, 95):.1f} ms")
-
-    print(f"\n[memory] peak RSS: this process {rss_mb():.0f} MB; CLI children {rss_mb(resource.RUSAGE_CHILDREN):.0f} MB")
-    return 0
 
 
 if __name__ == "__main__":

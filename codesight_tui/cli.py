@@ -213,7 +213,7 @@ def cmd_search(args) -> int:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         for r in results:
             loc = f"{r.path}:{r.start_line}-{r.end_line}"
-            tag = {"both": "bm25+vec", "bm25": "bm25", "vector": "vec"}[r.found_by]
+            tag = {"both": "bm25+vec", "bm25": "bm25", "vector": "vec", "symbol": "definition"}[r.found_by]
             if color:
                 print(f"\x1b[35m{loc}\x1b[0m  \x1b[1m{r.scope}\x1b[0m  \x1b[2m[{tag} {r.score:.4f}]\x1b[0m")
             else:

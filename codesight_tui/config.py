@@ -54,8 +54,11 @@ class Settings(BaseSettings):
     max_file_size: int = Field(default=1_000_000, ge=1, description="Files larger than this (bytes) are skipped.")
     exclude: list[str] = Field(default_factory=list, description="Extra gitignore-style patterns to skip.")
     rrf_k: int = Field(default=60, ge=1, description="Reciprocal Rank Fusion constant.")
-    retriever_depth: int = Field(default=20, ge=1, description="How many hits each retriever contributes.")
+    retriever_depth: int = Field(default=40, ge=1, description="How many hits each retriever contributes"
+                                 " (40 measured better than 20 and 80 on the devset).")
     default_mode: Literal["hybrid", "bm25", "vector"] = "hybrid"
+    ranking: Literal["stack", "plain"] = Field(
+        default="stack", description="Hybrid ranking: the ranking stack on top of RRF, or plain RRF.")
     editor: str | None = Field(
         default=None, description="Command template for opening a hit, e.g. 'nvim +{line} {path}'."
     )

@@ -63,7 +63,8 @@ _JS_DEFS = {
 _TS_DEFS = {
     **_JS_DEFS, "abstract_class_declaration": "class", "interface_declaration": "interface",
     "type_alias_declaration": "type", "enum_declaration": "enum", "internal_module": "namespace",
-    "module": "module",
+    "module": "module", "method_signature": "method", "abstract_method_signature": "method",
+    "function_signature": "function",  # declarations (.d.ts) define names too
 }
 _C_DEFS = {"function_definition": "function", "struct_specifier": "struct", "enum_specifier": "enum",
            "union_specifier": "union"}

@@ -249,7 +249,8 @@ class CodeSight:
                 if str(exc) not in " ".join(self.notices):
                     self.notices.append(f"{exc}; showing BM25 results only")
         return search(self.store, self._vectors, qfn, query, top_k=top_k, mode=mode, glob=glob,
-                      language=language, depth=self.settings.retriever_depth, rrf_k=self.settings.rrf_k)
+                      language=language, depth=self.settings.retriever_depth, rrf_k=self.settings.rrf_k,
+                      ranking=self.settings.ranking)
 
     # --- status ---------------------------------------------------------------------------
     def changed_files(self) -> dict[str, list[str]]:

@@ -22,12 +22,15 @@ class SearchResult:
     vector_rank: int | None
     content: str
     chunk_id: int
+    definition: bool = False  # the query names what this chunk defines
 
     @property
     def found_by(self) -> str:
-        """``both``, ``bm25`` or ``vector``."""
+        """``both``, ``bm25``, ``vector``, or ``symbol`` (a definition neither retriever ranked)."""
         if self.bm25_rank and self.vector_rank:
             return "both"
+        if not self.bm25_rank and not self.vector_rank:
+            return "symbol" if self.definition else "bm25"
         return "bm25" if self.bm25_rank else "vector"
 
     def to_dict(self) -> dict:
@@ -51,9 +54,13 @@ def rrf_fuse(rankings: dict[str, list[int]], k: int = 60) -> list[tuple[int, flo
 
 def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode: str = "hybrid",
            glob: str | None = None, language: str | None = None, depth: int = 20,
-           rrf_k: int = 60) -> list[SearchResult]:
+           rrf_k: int = 60, ranking: str = "stack") -> list[SearchResult]:
     """Run one query. ``query_vector_fn(query)`` embeds the query; it is only called in the
-    ``hybrid`` and ``vector`` modes, and only if the index holds vectors."""
+    ``hybrid`` and ``vector`` modes, and only if the index holds vectors.
+
+    ``bm25`` and ``vector`` return one retriever's ranking as it is. ``hybrid`` fuses both by RRF;
+    with ``ranking="stack"`` (the default) the ranking stack of ``core.ranking`` runs on top,
+    with ``"plain"`` the fused list is returned as it is."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
     if not query or not query.strip():
@@ -73,17 +80,65 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
             rows = store.get_chunks(ids)
             ids = [i for i in ids if i in rows and path_matches(rows[i].path, glob)]
         rankings["vector"] = ids[:depth]
-    fused = rrf_fuse(rankings, k=rrf_k)
-    rows = store.get_chunks([cid for cid, _, _ in fused[: top_k * 2]])
+    if mode == "hybrid" and ranking == "stack":
+        from codesight_tui.core.ranking import rerank
+
+        fused = rerank(store, rankings, query, rrf_k=rrf_k, glob=glob, language=language)
+    else:
+        fused = [(cid, s, r, False) for cid, s, r in rrf_fuse(rankings, k=rrf_k)]
+    merge = mode == "hybrid" and ranking == "stack"
+    rows = store.get_chunks([cid for cid, *_ in fused[: top_k * (4 if merge else 2)]])
     results: list[SearchResult] = []
-    for cid, score, ranks in fused:
+    for cid, score, ranks, is_def in fused:
         row = rows.get(cid)
-        if row is None:  # vector of a chunk removed since: skip it
+        if row is None:  # vector of a chunk removed since (or beyond what was fetched): skip it
+            continue
+        if merge and _merge_into(results, row):
             continue
         results.append(SearchResult(
             row.path, row.start_line, row.end_line, row.scope or "", row.language or "", round(score, 6),
-            ranks.get("bm25"), ranks.get("vector"), row.content, cid,
+            ranks.get("bm25"), ranks.get("vector"), row.content, cid, is_def,
         ))
         if len(results) >= top_k:
             break
     return results
+
+
+def _top_scope(scope: str | None) -> str:
+    return (scope or "").split(" > ")[0]
+
+
+def _touches(a, b) -> bool:
+    return (a.path == b.path and _top_scope(a.scope) == _top_scope(b.scope)
+            and a.start_line <= b.end_line + 1 and b.start_line <= a.end_line + 1)
+
+
+def _absorb(r: SearchResult, row) -> None:
+    """Extend ``r`` by the lines of ``row`` (a chunk or result) it does not cover yet."""
+    old = r.content.split("\n")
+    new = row.content.split("\n")
+    if row.end_line > r.end_line:
+        old += new[len(new) - (row.end_line - r.end_line):]
+    if row.start_line < r.start_line:
+        old = new[: r.start_line - row.start_line] + old
+    r.content = "\n".join(old)
+    r.start_line, r.end_line = min(r.start_line, row.start_line), max(r.end_line, row.end_line)
+
+
+def _merge_into(results: list[SearchResult], row) -> bool:
+    """Fold a lower-ranked chunk into a better hit it continues (same file, same top-level scope,
+    overlapping or touching lines): one definition is one result, not five in a row. A hit that
+    grows until it touches a later hit swallows that one too."""
+    for i, r in enumerate(results):
+        if not _touches(r, row):
+            continue
+        _absorb(r, row)
+        j = i + 1
+        while j < len(results):
+            if _touches(r, results[j]):
+                _absorb(r, results.pop(j))
+                j = i + 1
+            else:
+                j += 1
+        return True
+    return False

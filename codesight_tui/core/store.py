@@ -20,7 +20,7 @@ from codesight_tui.core.chunker import Chunk, embed_text
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.text import content_hash, expansion_terms, fts_query
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"  # bumped when the stored rows change meaning (v3: TS signatures are scopes)
 
 # BM25 column weights: path, scope, content, identifier expansions.
 BM25_WEIGHTS = (2.0, 2.0, 1.0, 1.0)
@@ -252,6 +252,17 @@ class Store:
             ):
                 out[r[0]] = ChunkRow(*r)
         return out
+
+    def scope_matches(self, name: str, limit: int = 400) -> list[tuple[int, str, int, str]]:
+        """``(id, path, start_line, scope)`` of chunks whose scope mentions ``name`` (an FTS phrase
+        on the scope column; the caller checks the exact definition)."""
+        phrase = '"' + name.replace('"', '""') + '"'
+        try:
+            return self.conn.execute(
+                "SELECT c.id, c.path, c.start_line, c.scope FROM chunks_fts f JOIN chunks c ON c.id = f.rowid"
+                " WHERE chunks_fts MATCH ? LIMIT ?", (f"scope : {phrase}", limit)).fetchall()
+        except sqlite3.OperationalError:
+            return []
 
     def bm25(self, query: str, limit: int, language: str | None = None, glob: str | None = None) -> list[int]:
         """Chunk ids ranked by FTS5 BM25 for a free-text query (any string is safe)."""

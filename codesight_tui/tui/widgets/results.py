@@ -7,7 +7,7 @@ from textual.binding import Binding
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-BADGES = {"both": ("BV", "bold green"), "bm25": ("B ", "cyan"), "vector": (" V", "magenta")}
+BADGES = {"both": ("BV", "bold green"), "bm25": ("B ", "cyan"), "vector": (" V", "magenta"), "symbol": ("S ", "bold yellow")}
 
 
 def result_row(rank: int, hit, stale: bool = False) -> Text:

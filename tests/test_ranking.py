@@ -1,0 +1,119 @@
+"""The hybrid ranking stack: query routing, symbol definitions first, penalties for tests and docs,
+one result per definition; and the plain-RRF switch that reproduces the starting point."""
+
+import pytest
+
+from codesight_tui import CodeSight
+from codesight_tui.core.ranking import analyze, definitions, is_code_like
+
+RETRY = '''"""Retry policies for uploads."""
+
+
+class RetryPolicy:
+    """How often and how long to retry a failed upload."""
+
+    def __init__(self, attempts=3, backoff=2.0):
+        self.attempts = attempts
+        self.backoff = backoff
+
+    def delays(self):
+        return [self.backoff ** i for i in range(self.attempts)]
+
+
+def retry_policy_from_env(env):
+    return RetryPolicy(int(env.get("RETRIES", 3)))
+'''
+
+TESTS = '''from uploads.retry import RetryPolicy
+
+
+def test_retry_policy_default_attempts():
+    assert RetryPolicy().attempts == 3  # RetryPolicy RetryPolicy retry policy
+
+
+def test_retry_policy_delays():
+    assert RetryPolicy(2, 2.0).delays() == [1.0, 2.0]  # RetryPolicy retry policy delays
+'''
+
+DOCS = "# Retrying\n\nThe RetryPolicy class decides how often a failed upload is retried. RetryPolicy!\n"
+
+LONG = "def build_report(rows):\n" + "".join(
+    f"    total_{i} = sum(r.amount_{i} for r in rows)  # report total column {i} of the quarterly ledger\n"
+    for i in range(120)) + "    return locals()\n"
+
+
+JS = "export class UploadClient {\n  constructor(url) {\n" + "".join(
+    f"    this.option{i} = url + '/endpoint/{i}';  // configure the upload endpoint number {i}\n" for i in range(30)
+) + "  }\n\n  retryUpload(file) {\n" + "".join(
+    f"    const attempt{i} = send(file, {i});  // try sending the file again, attempt {i}\n" for i in range(30)
+) + "  }\n}\n"
+
+
+@pytest.fixture
+def repo2(tmp_path):
+    root = tmp_path / "r"
+    for rel, text in {"uploads/retry.py": RETRY, "tests/test_retry.py": TESTS, "docs/retrying.md": DOCS,
+                      "uploads/report.py": LONG, "web/client.js": JS}.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return root
+
+
+@pytest.fixture
+def cs(repo2, settings, hash_embedder):
+    c = CodeSight(repo2, settings=settings, embedder=hash_embedder)
+    c.index()
+    return c
+
+
+def test_query_kinds():
+    assert analyze("RetryPolicy").kind == "symbol" and analyze("RetryPolicy").identifiers == ["RetryPolicy"]
+    assert analyze("slugify").kind == "symbol"
+    assert analyze("Client.send").identifiers == ["Client.send"]
+    q = analyze("where do we use retry_policy_from_env")
+    assert q.kind == "mixed" and q.identifiers == ["retry_policy_from_env"]
+    q = analyze("How does the upload get retried")
+    assert q.kind == "natural" and not q.identifiers and {"upload", "retried"} <= q.words
+    assert is_code_like("parseConfigFile") and is_code_like("MAX_SIZE") and not is_code_like("How")
+
+
+def test_definitions_in_every_spelling(cs):
+    rows = cs.store.get_chunks(definitions(cs.store, "RetryPolicy"))
+    (r,) = rows.values()
+    assert r.path == "uploads/retry.py" and r.start_line <= 4 <= r.end_line  # `class RetryPolicy:` is line 4
+    assert definitions(cs.store, "retrypolicy") == definitions(cs.store, "RetryPolicy")  # case-folded fallback
+    (d,) = cs.store.get_chunks(definitions(cs.store, "UploadClient.retryUpload")).values()
+    assert d.path == "web/client.js"
+    assert definitions(cs.store, "Nope.retryUpload") == [] and definitions(cs.store, "") == []
+
+
+@pytest.mark.parametrize("query", ["RetryPolicy", "retry_policy_from_env", "RetryPolicy delays"])
+def test_the_definition_comes_first(cs, query):
+    top = cs.search(query, top_k=5)[0]
+    assert top.path == "uploads/retry.py" and top.definition
+
+
+def test_tests_and_docs_rank_below_source_unless_asked_for(cs):
+    paths = [h.path for h in cs.search("retry policy", top_k=10)]
+    assert paths.index("uploads/retry.py") < paths.index("tests/test_retry.py")
+    assert paths.index("uploads/retry.py") < paths.index("docs/retrying.md")
+    assert cs.search("tests for the retry policy", top_k=3)[0].path == "tests/test_retry.py"
+
+
+def test_one_long_definition_is_one_result(cs):
+    assert cs.store.conn.execute("SELECT count(*) FROM chunks WHERE path='uploads/report.py'").fetchone()[0] >= 3
+    hits = [h for h in cs.search("quarterly ledger report total column", top_k=10) if h.path == "uploads/report.py"]
+    assert len(hits) == 1
+    h = hits[0]
+    assert h.end_line - h.start_line + 1 == len(h.content.split("\n"))
+    lines = LONG.split("\n")
+    assert h.content.split("\n") == lines[h.start_line - 1 : h.end_line]
+
+
+def test_plain_rrf_is_the_formula(repo2, settings, hash_embedder):
+    c = CodeSight(repo2, settings=settings.model_copy(update={"ranking": "plain"}), embedder=hash_embedder)
+    c.index()
+    for h in c.search("retry policy delays", top_k=5):
+        expect = sum(1 / (c.settings.rrf_k + r) for r in (h.bm25_rank, h.vector_rank) if r)
+        assert h.score == pytest.approx(expect, rel=1e-4) and not h.definition
