@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-COMMANDS = ("index", "search", "status", "eval")
+COMMANDS = ("index", "search", "status", "eval", "cache")
 MODES = ("hybrid", "bm25", "vector")
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -26,7 +26,7 @@ def _parser() -> argparse.ArgumentParser:
     from codesight_tui import __version__
 
     p.add_argument("--version", action="version", version=f"codesight {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="{index,search,status,eval}")
+    sub = p.add_subparsers(dest="command", metavar="{index,search,status,eval,cache}")
 
     pi = sub.add_parser("index", help="build or update the index of a repository")
     pi.add_argument("path", nargs="?", default=".", help="repository root (default: current directory)")
@@ -48,6 +48,15 @@ def _parser() -> argparse.ArgumentParser:
     pt = sub.add_parser("status", help="show what is indexed and how fresh it is")
     pt.add_argument("path", nargs="?", default=".", help="repository root (default: current directory)")
     pt.add_argument("--json", action="store_true", help="machine-readable output")
+
+    pc = sub.add_parser("cache", help="show or prune the shared embedding cache",
+                        description="The embedding cache is shared by every repository (one file per model)."
+                        " `prune` drops vectors unused for --older-than days, then the least recently used"
+                        " until each file is under --max-size, and compacts the file.")
+    pc.add_argument("action", nargs="?", choices=("status", "prune"), default="status")
+    pc.add_argument("--max-size", default=None, metavar="SIZE", help="e.g. 500MB, 2GB (prune)")
+    pc.add_argument("--older-than", type=float, default=None, metavar="DAYS", help="drop vectors unused this long (prune)")
+    pc.add_argument("--json", action="store_true", help="machine-readable output")
 
     pe = sub.add_parser("eval", help="measure retrieval quality on annotated queries (NDCG, MRR, recall)",
                         description="Run annotated queries through the same search users get and print NDCG@10,"
@@ -244,12 +253,62 @@ def cmd_status(args) -> int:
         ("chunks", f"{st['chunks']:,}"),
         ("vectors", f"{st['vectors']:,} done, {st['pending']:,} pending"),
         ("model", f"{st['model']}" + (f" ({st['dim']}d)" if st.get("dim") else "")),
+        ("cache", f"{st['cache']['entries']:,} vectors, {_human_size(st['cache']['bytes'])} (shared; `codesight cache`)"
+         if st.get("cache") else "none yet"),
         ("indexed", time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st["last_indexed"])) + f" ({_ago(st['last_indexed'])})"
          if st["last_indexed"] else "never"),
         ("changed", f"{st['changed']} files on disk since" + (f" ({detail})" if detail else "")),
     ]
     for k, v in rows:
         print(f"{k:<9}{v}")
+    return EXIT_OK
+
+
+def _parse_size(text: str) -> int:
+    import re
+
+    from codesight_tui.core.errors import CodeSightError
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE)
+    if not m:
+        raise CodeSightError(f"bad size {text!r}: use e.g. 500MB or 2GB", exit_code=EXIT_USAGE)
+    return int(float(m.group(1)) * 1024 ** " KMGT".index((m.group(2) or " ").upper()))
+
+
+def cmd_cache(args) -> int:
+    from codesight_tui.config import load_settings
+    from codesight_tui.core.cache import EmbeddingCache, cache_files
+    from codesight_tui.core.errors import CodeSightError
+
+    settings = load_settings()
+    files = cache_files(settings.cache_dir)
+    if args.action == "prune":
+        if args.max_size is None and args.older_than is None:
+            max_bytes = settings.cache_max_mb * 1024 * 1024
+        else:
+            max_bytes = _parse_size(args.max_size) if args.max_size is not None else None
+        if args.older_than is not None and args.older_than < 0:
+            raise CodeSightError("--older-than must be at least 0 days", exit_code=EXIT_USAGE)
+        older = args.older_than * 86400 if args.older_than is not None else None
+        out = [EmbeddingCache.open_file(f).prune(max_bytes=max_bytes, older_than_s=older) for f in files]
+        if args.json:
+            print(json.dumps(out, indent=2))
+        for r in [] if args.json else out:
+            print(f"{Path(r['path']).name}: removed {r['removed']:,} vectors, {r['entries']:,} left;"
+                  f" {_human_size(r['bytes_before'])} -> {_human_size(r['bytes_after'])}")
+        if not files and not args.json:
+            print(f"no embedding cache in {settings.cache_dir}")
+        return EXIT_OK
+    stats = [EmbeddingCache.open_file(f).stats() for f in files]
+    if args.json:
+        print(json.dumps({"cache_dir": str(settings.cache_dir), "max_mb": settings.cache_max_mb, "models": stats},
+                         indent=2))
+        return EXIT_OK
+    print(f"{settings.cache_dir} (cap {settings.cache_max_mb:,} MB per model)")
+    for st in stats:
+        print(f"  {Path(st['path']).name}: {st['entries']:,} vectors, {_human_size(st['bytes'])}")
+    if not stats:
+        print("  empty")
     return EXIT_OK
 
 
@@ -310,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help", "--version")):
         args = _parser().parse_args(argv)
         handler = {"index": cmd_index, "search": cmd_search, "status": cmd_status,
-                   "eval": cmd_eval}.get(args.command)
+                   "eval": cmd_eval, "cache": cmd_cache}.get(args.command)
     else:
         args = _tui_parser().parse_args(argv)
         handler = cmd_tui

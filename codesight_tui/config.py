@@ -43,6 +43,8 @@ class Settings(BaseSettings):
         default_factory=lambda: Path.home() / ".codesight" / "cache",
         description="Shared, content-addressed embedding cache (one database per model).",
     )
+    cache_max_mb: int = Field(default=4096, ge=1, description="Embedding cache size cap per model (MB); the"
+                              " least recently used vectors go when an index run finds it larger.")
     embedding_model: str = Field(
         default=DEFAULT_MODEL,
         description="sentence-transformers model name or local path; the default is bundled.",

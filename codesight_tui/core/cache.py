@@ -19,14 +19,33 @@ def _slug(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_")[-120:] or "model"
 
 
-class EmbeddingCache:
-    """``get_many`` / ``put_many`` of float32 vectors by key; safe across threads and processes."""
+TOUCH_EVERY_S = 86_400  # a hit refreshes an entry's last use at most once a day
 
-    def __init__(self, cache_dir: Path, model: str, dim: int) -> None:
+
+def cache_files(cache_dir: Path) -> list[Path]:
+    """Every model's cache file under ``cache_dir``."""
+    return sorted(Path(cache_dir).expanduser().glob("*.sqlite"))
+
+
+def _file_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*") if p.is_file())
+
+
+class EmbeddingCache:
+    """``get_many`` / ``put_many`` of float32 vectors by key; safe across threads and processes.
+    Each entry records when it was last used, so ``prune`` can drop the least recently used."""
+
+    def __init__(self, cache_dir: Path, model: str, dim: int, *, path: Path | None = None) -> None:
         cache_dir.mkdir(parents=True, exist_ok=True)
-        self.path = cache_dir / f"{_slug(model)}-{dim}.sqlite"
+        self.path = path or cache_dir / f"{_slug(model)}-{dim}.sqlite"
         self.dim = dim
         self._local = threading.local()
+
+    @classmethod
+    def open_file(cls, path: Path) -> EmbeddingCache:
+        """An existing cache file, whatever its model (for ``status`` and ``prune``)."""
+        dim = int(path.stem.rsplit("-", 1)[-1]) if path.stem.rsplit("-", 1)[-1].isdigit() else 0
+        return cls(path.parent, path.stem, dim, path=path)
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -41,13 +60,22 @@ class EmbeddingCache:
 
     def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
+        stale: list[str] = []
+        now = int(time.time())
         for k in range(0, len(keys), 500):
             part = keys[k : k + 500]
             q = ",".join("?" * len(part))
-            for key, blob in self.conn.execute(f"SELECT key, v FROM vec WHERE key IN ({q})", part):
+            for key, blob, used in self.conn.execute(f"SELECT key, v, used FROM vec WHERE key IN ({q})", part):
                 v = np.frombuffer(blob, dtype=np.float32)
                 if v.shape[0] == self.dim:
                     out[key] = v
+                    if (used or 0) < now - TOUCH_EVERY_S:
+                        stale.append(key)
+        if stale:  # keep what is still in use from being pruned
+            try:
+                self.conn.executemany("UPDATE vec SET used = ? WHERE key = ?", [(now, k) for k in stale])
+            except sqlite3.OperationalError:  # read-only or busy: recency is a hint, never an error
+                pass
         return out
 
     def put_many(self, items: list[tuple[str, np.ndarray]]) -> None:
@@ -64,7 +92,37 @@ class EmbeddingCache:
             c.execute("ROLLBACK")
             raise
 
-    def stats(self) -> dict[str, int]:
-        n = self.conn.execute("SELECT count(*) FROM vec").fetchone()[0]
-        size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*"))
-        return {"entries": n, "bytes": size}
+    def stats(self) -> dict:
+        n, oldest = self.conn.execute("SELECT count(*), min(used) FROM vec").fetchone()
+        return {"path": str(self.path), "entries": n, "bytes": _file_bytes(self.path), "oldest_use": oldest}
+
+    def _compact(self) -> None:
+        c = self.conn
+        c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        c.execute("VACUUM")
+        c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def prune(self, max_bytes: int | None = None, older_than_s: float | None = None) -> dict:
+        """Drop entries unused for ``older_than_s``, then the least recently used until the file
+        is under ``max_bytes``; the file is compacted afterwards. Returns what it did."""
+        before = self.stats()
+        c = self.conn
+        removed = 0
+        if older_than_s is not None:
+            removed += c.execute("DELETE FROM vec WHERE coalesce(used, 0) < ?",
+                                 (int(time.time() - older_than_s),)).rowcount
+        if removed:
+            self._compact()
+        if max_bytes is not None:
+            for _ in range(4):  # the per-entry size is an estimate: re-measure after compacting
+                st = self.stats()
+                if st["bytes"] <= max_bytes or not st["entries"]:
+                    break
+                per_entry = st["bytes"] / st["entries"]
+                excess = max(1, int((st["bytes"] - max_bytes) / per_entry * 1.05) + 1)
+                removed += c.execute("DELETE FROM vec WHERE key IN (SELECT key FROM vec ORDER BY coalesce(used, 0)"
+                                     " LIMIT ?)", (excess,)).rowcount
+                self._compact()
+        after = self.stats()
+        return {"path": str(self.path), "removed": removed, "entries": after["entries"],
+                "bytes_before": before["bytes"], "bytes_after": after["bytes"]}

@@ -212,6 +212,7 @@ class CodeSight:
                     batch = 2048 if getattr(embedder, "device", "cpu") == "cuda" else 128
                     index_vectors(store, self._vectors, embedder, cache, batch=batch, progress=progress,
                                   cancel=cancel, report=report)
+                    self._bound_cache(cache)
             elif embed and report.chunks_removed and self._vectors.directory.exists():
                 # Nothing to embed, but vectors of removed chunks must go; no model needed.
                 drop_orphan_vectors(store, self._vectors)
@@ -282,11 +283,38 @@ class CodeSight:
             git_head=meta.get("git_head") or None,
             index_bytes=store.size_bytes() + self._vectors.size_bytes(),
         )
+        try:
+            out["cache"] = self.cache_status()
+        except Exception:
+            out["cache"] = None
         if check_disk:
             ch = self.changed_files()
             out["changed"] = sum(len(v) for v in ch.values())
             out["changed_files"] = ch
         return out
+
+    def _bound_cache(self, cache) -> None:
+        """Keep the shared cache under ``cache_max_mb``: drop the least recently used vectors (down
+        to 90% of the cap) when a run leaves it larger."""
+        cap = self.settings.cache_max_mb * 1024 * 1024
+        try:
+            if cache.stats()["bytes"] > cap:
+                done = cache.prune(max_bytes=int(cap * 0.9))
+                self.notices.append(f"embedding cache over {self.settings.cache_max_mb} MB: dropped"
+                                    f" {done['removed']:,} least recently used vectors")
+        except Exception as exc:  # a cache that can't be pruned now is not worth failing an index run for
+            self.notices.append(f"could not prune the embedding cache: {exc}")
+
+    def cache_status(self) -> dict | None:
+        """Stats of this model's cache file, if it exists (never creates one or loads the model)."""
+        from codesight_tui.core.cache import EmbeddingCache, _slug, cache_files
+
+        dim = self.store.get_meta("dim") if self.has_index() else None
+        name = f"{_slug(self.model_info.name)}-{dim}.sqlite" if dim else None
+        for path in cache_files(self.settings.cache_dir):
+            if path.name == name:
+                return EmbeddingCache.open_file(path).stats()
+        return None
 
     def release_model(self) -> None:
         """End a model running in a child process (at once, even mid-batch)."""

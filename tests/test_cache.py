@@ -1,0 +1,66 @@
+"""The shared embedding cache: least-recently-used pruning, the size cap, `codesight cache`, and
+the cache line in `status`."""
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from codesight_tui import CodeSight
+from codesight_tui.core import cache as cache_mod
+from codesight_tui.core.cache import EmbeddingCache, cache_files
+
+
+def fill(c: EmbeddingCache, n: int, used: int, prefix: str = "k") -> None:
+    c.put_many([(f"{prefix}{i}", np.full(c.dim, i, dtype=np.float32)) for i in range(n)])
+    c.conn.execute("UPDATE vec SET used = ? WHERE key LIKE ?", (used, f"{prefix}%"))
+
+
+def test_prune_by_age_then_by_size_keeps_the_recently_used(tmp_path):
+    c = EmbeddingCache(tmp_path, "m", 64)
+    now = int(time.time())
+    fill(c, 300, now - 100 * 86400, "old")
+    fill(c, 300, now - 5 * 86400, "mid")
+    fill(c, 300, now - 3600, "new")
+    r = c.prune(older_than_s=30 * 86400)
+    assert r["removed"] == 300 and r["entries"] == 600
+    assert not c.get_many(["old1"]) and c.get_many(["mid1"]) and c.get_many(["new1"])
+    # a hit refreshes the last use (at most once a day), so it outlives its cohort
+    assert c.conn.execute("SELECT used FROM vec WHERE key='mid1'").fetchone()[0] >= now
+    size = c.stats()["bytes"]
+    r = c.prune(max_bytes=size // 2)
+    assert r["bytes_after"] <= size // 2 + 8192 and r["removed"] > 0
+    left = {k for (k,) in c.conn.execute("SELECT key FROM vec")}
+    assert "mid1" in left and all(k.startswith("new") or k == "mid1" for k in left)
+
+
+def test_index_run_bounds_the_cache(repo, settings, hash_embedder, monkeypatch):
+    cs = CodeSight(repo, settings=settings.model_copy(update={"cache_max_mb": 1}), embedder=hash_embedder)
+    c = EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim)
+    fill(c, 6000, 1, "junk")  # ~1.3 MB of vectors nobody has used for decades
+    assert c.stats()["bytes"] > 1024 * 1024
+    cs.index()
+    assert c.stats()["bytes"] <= 1024 * 1024
+    assert any("least recently used" in n for n in cs.notices)
+    st = cs.status()
+    assert st["cache"]["entries"] > 0 and st["vectors"] == st["chunks"]
+    assert c.get_many([r.embed_key for r in cs.store.get_chunks(list(range(1, 5))).values()])  # kept
+
+
+def test_cache_command(repo, settings, hash_embedder):
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    cs.index()
+    run = lambda *a: subprocess.run([sys.executable, "-m", "codesight_tui", "cache", *a], capture_output=True,
+                                    text=True, timeout=120)
+    r = run("--json")
+    assert r.returncode == 0, r.stderr
+    st = json.loads(r.stdout)
+    assert len(st["models"]) == 1 and st["models"][0]["entries"] == cs.status()["vectors"]
+    r = run("prune", "--max-size", "1KB")
+    assert r.returncode == 0 and "removed" in r.stdout
+    assert json.loads(run("--json").stdout)["models"][0]["entries"] < st["models"][0]["entries"]
+    r = run("prune", "--max-size", "lots")
+    assert r.returncode == 2 and "bad size" in r.stderr and "Traceback" not in r.stderr
+    assert len(cache_files(settings.cache_dir)) == 1 and cache_mod.TOUCH_EVERY_S == 86400
