@@ -184,3 +184,26 @@ def test_index_dir_lives_outside_the_repo(repo, settings, hash_embedder):
     assert repo not in cs.index_dir.parents
     assert cs.index_dir.parent == settings.data_dir
     assert len(cs.index_dir.name) == 16
+
+
+def test_large_vector_tables_get_an_ann_index(tmp_path):
+    """Above the threshold the table gets an IVF_PQ index; search still finds each vector's
+    own row first, and rows added later are found too (LanceDB scans unindexed rows)."""
+    import numpy as np
+
+    from codesight_tui.core.vectors import VectorStore
+
+    rng = np.random.default_rng(0)
+    vecs = rng.normal(size=(1200, 32)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    vs = VectorStore(tmp_path / "v.lance", ann_min_rows=1000)
+    vs.add(list(range(600)), ["python"] * 600, vecs[:600])
+    assert not vs.ensure_ann() and not vs.has_ann()  # below the threshold: exact search
+    vs.add(list(range(600, 1100)), ["python"] * 500, vecs[600:1100])
+    assert vs.ensure_ann() and vs.has_ann() and not vs.ensure_ann()
+    hits = sum(vs.search(vecs[i], 5)[0][0] == i for i in range(0, 1100, 50))
+    assert hits >= 20  # of 22
+    vs.add(list(range(1100, 1200)), ["go"] * 100, vecs[1100:])
+    assert vs.search(vecs[1150], 3)[0][0] == 1150
+    assert vs.search(vecs[1150], 3, language="go")[0][0] == 1150
+    assert VectorStore(tmp_path / "v.lance").has_ann()  # a fresh reader sees the index

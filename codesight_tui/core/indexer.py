@@ -227,6 +227,8 @@ def index_vectors(store, vectors, embedder, cache, *, batch: int = 128,
             progress(Progress("embed", done, max(total, done), rows[-1].path))
     if done:
         vectors.optimize()
+        if not (cancel is not None and cancel.is_set()):
+            vectors.ensure_ann()  # large tables get an approximate index (see vectors.ANN_MIN_ROWS)
     report.vectors_pending = store.counts()["pending"]
     report.embed_seconds = time.perf_counter() - t0
     return report
