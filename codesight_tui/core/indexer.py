@@ -113,36 +113,52 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
                 report.chunks_removed += store.delete_file(p)
     report.files_deleted = len(deleted)
     done = 0
-    for batch in _batches(changed):
-        if cancel is not None and cancel.is_set():
-            report.cancelled = True
-            break
+
+    def prepare(batch: list[FileEntry]):
+        """Read and chunk one batch (no database access): runs a batch ahead of the writer."""
         items: list[tuple[FileEntry, str, str]] = []
         unreadable: list[tuple[FileEntry, str]] = []
         for e in batch:
             text, why = read_text(e.abs_path)
             if text is None:
-                stats.skip(why)
                 unreadable.append((e, why))
                 continue
             items.append((e, detect_language(e.rel_path, text[:200].encode()), text))
-        chunked = chunker.chunk_many([(e.rel_path, lang, text) for e, lang, text in items])
-        with store.transaction():
-            for e, why in unreadable:
-                if why == "binary":  # remembered, so it is not read again until it changes
-                    report.chunks_removed += store.write_skipped(e.rel_path, e.mtime_ns, e.size, why)
-                else:  # unreadable now: drop what it had, try again next run
-                    report.chunks_removed += store.delete_file(e.rel_path)
-            for (e, lang, _), chunks in zip(items, chunked):
-                added, removed = store.write_file(
-                    e.rel_path, e.mtime_ns, e.size, lang, chunks, _priority(e.rel_path, e.mtime_ns)
-                )
-                report.chunks_added += added
-                report.chunks_removed += removed
-                report.files_changed += 1
-        done += len(batch)
-        if progress:
-            progress(Progress("lexical", done, len(changed), batch[-1].rel_path))
+        return items, unreadable, chunker.chunk_many([(e.rel_path, lang, text) for e, lang, text in items])
+
+    # A two-stage pipeline: a thread reads and chunks the next batch while this one writes the
+    # previous one to SQLite (FTS5 inserts run in C without the GIL; so do tree-sitter parsing and
+    # batch tokenisation), so the two overlap on a multi-core machine.
+    from concurrent.futures import ThreadPoolExecutor
+
+    batches = list(_batches(changed))
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="codesight-chunk") as pool:
+        pending = pool.submit(prepare, batches[0]) if batches else None
+        for i, batch in enumerate(batches):
+            if cancel is not None and cancel.is_set():
+                report.cancelled = True
+                break
+            items, unreadable, chunked = pending.result()
+            pending = pool.submit(prepare, batches[i + 1]) if i + 1 < len(batches) else None
+            with store.transaction():
+                for e, why in unreadable:
+                    stats.skip(why)
+                    if why == "binary":  # remembered, so it is not read again until it changes
+                        report.chunks_removed += store.write_skipped(e.rel_path, e.mtime_ns, e.size, why)
+                    else:  # unreadable now: drop what it had, try again next run
+                        report.chunks_removed += store.delete_file(e.rel_path)
+                for (e, lang, _), chunks in zip(items, chunked):
+                    added, removed = store.write_file(
+                        e.rel_path, e.mtime_ns, e.size, lang, chunks, _priority(e.rel_path, e.mtime_ns)
+                    )
+                    report.chunks_added += added
+                    report.chunks_removed += removed
+                    report.files_changed += 1
+            done += len(batch)
+            if progress:
+                progress(Progress("lexical", done, len(changed), batch[-1].rel_path))
+        if pending is not None:
+            pending.cancel()
     if not report.cancelled:
         store.set_meta(last_indexed=time.time(), git_head=git_head(root) or "", root=str(root),
                        symlink_dirs=stats.symlink_dirs)

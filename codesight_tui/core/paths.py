@@ -12,6 +12,7 @@ _VENDOR = re.compile(
     r"(^|/)(vendor|vendored|third_party|third-party|thirdparty|node_modules|external|extern|deps|"
     r"_vendor|site-packages|bower_components|dist|build|out|target|generated|gen)/"
     r"|\.min\.(js|css)$|[-_.]generated\.|\.pb\.go$|_pb2\.py$|\.lock$|-lock\.json$|\.map$"
+    r"|(^|/)PKG-INFO$|\.egg-info/"  # packaging metadata generated from the README
 )
 _TEST = re.compile(
     r"(^|/)(tests?|__tests__|spec|specs|testing|fixtures?|testdata|e2e|benchmarks?)/"

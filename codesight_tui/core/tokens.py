@@ -87,15 +87,21 @@ class TokenCounter:
         """Tokens in ``text`` without special tokens."""
         if self._tk is None:
             return len(text) // 2 + 1
-        # encode_batch releases the GIL (encode does not): a huge minified line must not stall
-        # an interactive app's event loop while it is tokenised
-        return len(self._tk.encode_batch([text], add_special_tokens=False)[0].ids)
+        return len(self._encode(text).ids)
 
     def token_starts(self, text: str) -> list[int]:
         """Character offset where each token of ``text`` starts (estimated without a tokenizer)."""
         if self._tk is None:
             return list(range(0, len(text), 2))
-        return [a for a, _ in self._tk.encode_batch([text], add_special_tokens=False)[0].offsets]
+        return [a for a, _ in self._encode(text).offsets]
+
+    def _encode(self, text: str):
+        # encode_batch releases the GIL (encode does not), so a huge minified line never stalls an
+        # interactive app's event loop while it is tokenised; for short texts its dispatch
+        # overhead would dominate, and holding the GIL for microseconds is harmless.
+        if len(text) > 4096:
+            return self._tk.encode_batch([text], add_special_tokens=False)[0]
+        return self._tk.encode(text, add_special_tokens=False)
 
     def line_counts_batch(self, texts: list[str]) -> list[list[int]]:
         """For each text, the token count of each of its ``\\n``-separated lines."""
