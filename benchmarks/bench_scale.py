@@ -1,6 +1,6 @@
 """Scale benchmark: a 10,000+ file, 100,000+ chunk tree made of real packages. Prints figures.
 
-    python benchmarks/bench_scale.py [--embed-seconds 60]
+    python benchmarks/bench_scale.py [--embed-seconds 60] [--corpus DIR]
 
 Corpus (sdists from PyPI, fetched once into benchmarks/.data/scale): Django 5.1.4 (whole sdist,
 tests and locale included), SQLAlchemy 2.0.36, SymPy 1.13.3 and Transformers 4.46.3, side by side
@@ -53,9 +53,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--embed-seconds", type=float, default=60.0)
     ap.add_argument("--queries", type=int, default=120)
+    ap.add_argument("--corpus", type=Path, default=None, help="any tree instead of the four packages")
     args = ap.parse_args()
 
-    corpus = fetch()
+    corpus = args.corpus.resolve() if args.corpus else fetch()
     run_dir = DATA / "scale" / "run"
     shutil.rmtree(run_dir, ignore_errors=True)
     os.environ["CODESIGHT_DATA_DIR"] = str(run_dir / "data")
