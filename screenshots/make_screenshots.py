@@ -37,7 +37,10 @@ async def main() -> None:
                     break
             if query:
                 await pilot.press(*query)
-                await pilot.pause(0.4)
+                for _ in range(100):  # keystrokes coalesce: wait for the search of the full text
+                    await pilot.pause(0.05)
+                    if not app.search_busy:
+                        break
                 await app.workers.wait_for_complete()
                 await pilot.pause(0.3)
             for k in keys:
