@@ -290,7 +290,12 @@ def cmd_cache(args) -> int:
         if args.older_than is not None and args.older_than < 0:
             raise CodeSightError("--older-than must be at least 0 days", exit_code=EXIT_USAGE)
         older = args.older_than * 86400 if args.older_than is not None else None
-        out = [EmbeddingCache.open_file(f).prune(max_bytes=max_bytes, older_than_s=older) for f in files]
+        import sqlite3
+
+        try:
+            out = [EmbeddingCache.open_file(f).prune(max_bytes=max_bytes, older_than_s=older) for f in files]
+        except sqlite3.Error as exc:  # read-only, locked by an indexer, or damaged
+            raise CodeSightError(f"cannot prune the embedding cache in {settings.cache_dir}: {exc}") from None
         if args.json:
             print(json.dumps(out, indent=2))
         for r in [] if args.json else out:
@@ -299,7 +304,12 @@ def cmd_cache(args) -> int:
         if not files and not args.json:
             print(f"no embedding cache in {settings.cache_dir}")
         return EXIT_OK
-    stats = [EmbeddingCache.open_file(f).stats() for f in files]
+    import sqlite3
+
+    try:
+        stats = [EmbeddingCache.open_file(f).stats() for f in files]
+    except sqlite3.Error as exc:
+        raise CodeSightError(f"cannot read the embedding cache in {settings.cache_dir}: {exc}") from None
     if args.json:
         print(json.dumps({"cache_dir": str(settings.cache_dir), "max_mb": settings.cache_max_mb, "models": stats},
                          indent=2))

@@ -64,3 +64,22 @@ def test_cache_command(repo, settings, hash_embedder):
     r = run("prune", "--max-size", "lots")
     assert r.returncode == 2 and "bad size" in r.stderr and "Traceback" not in r.stderr
     assert len(cache_files(settings.cache_dir)) == 1 and cache_mod.TOUCH_EVERY_S == 86400
+
+
+
+def test_damaged_cache_is_one_clear_line(settings):
+    settings.cache_dir.mkdir(parents=True, exist_ok=True)
+    (settings.cache_dir / "some-model-384.sqlite").write_bytes(b"not a database" * 100)
+    for args in (["cache"], ["cache", "prune", "--max-size", "1KB"]):
+        r = subprocess.run([sys.executable, "-m", "codesight_tui", *args], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 1 and "embedding cache" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_index_survives_a_damaged_cache(repo, settings, hash_embedder):
+    c = EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim)
+    c.path.write_bytes(b"garbage" * 1000)
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    report = cs.index()
+    assert report.vectors_pending == 0 and any("damaged" in w for w in report.warnings)
+    assert list(settings.cache_dir.glob("*.damaged-*"))
+    assert EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim).stats()["entries"] > 0

@@ -28,34 +28,61 @@ def cache_files(cache_dir: Path) -> list[Path]:
 
 
 def _file_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*") if p.is_file())
+    """The database and its WAL and shared-memory files."""
+    sides = (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"))
+    return sum(p.stat().st_size for p in sides if p.is_file())
 
 
 class EmbeddingCache:
     """``get_many`` / ``put_many`` of float32 vectors by key; safe across threads and processes.
     Each entry records when it was last used, so ``prune`` can drop the least recently used."""
 
-    def __init__(self, cache_dir: Path, model: str, dim: int, *, path: Path | None = None) -> None:
+    def __init__(self, cache_dir: Path, model: str, dim: int, *, path: Path | None = None,
+                 repair: bool = True) -> None:
         cache_dir.mkdir(parents=True, exist_ok=True)
         self.path = path or cache_dir / f"{_slug(model)}-{dim}.sqlite"
         self.dim = dim
+        self.repair = repair  # set a damaged file aside and start a new one (not for `cache status`)
+        self.notices: list[str] = []
         self._local = threading.local()
 
     @classmethod
     def open_file(cls, path: Path) -> EmbeddingCache:
         """An existing cache file, whatever its model (for ``status`` and ``prune``)."""
         dim = int(path.stem.rsplit("-", 1)[-1]) if path.stem.rsplit("-", 1)[-1].isdigit() else 0
-        return cls(path.parent, path.stem, dim, path=path)
+        return cls(path.parent, path.stem, dim, path=path, repair=False)
 
     @property
     def conn(self) -> sqlite3.Connection:
         c = getattr(self._local, "conn", None)
         if c is None:
-            c = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+            try:
+                c = self._open()
+            except sqlite3.DatabaseError:
+                if not self.repair:
+                    raise
+                # A damaged cache is only lost time, never lost data: set it aside, start afresh.
+                aside = self.path.with_name(f"{self.path.name}.damaged-{int(time.time())}")
+                for suffix in ("-wal", "-shm"):  # a journal of the old file must not replay into the new
+                    side = self.path.with_name(self.path.name + suffix)
+                    if side.exists():
+                        side.rename(aside.with_name(aside.name + suffix))
+                self.path.rename(aside)
+                self.notices.append(f"embedding cache {self.path.name} was damaged: moved to {aside.name},"
+                                    " starting a new one")
+                c = self._open()
+            self._local.conn = c
+        return c
+
+    def _open(self) -> sqlite3.Connection:
+        c = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+        try:
             c.execute("PRAGMA journal_mode=WAL")
             c.execute("PRAGMA synchronous=NORMAL")
             c.execute("CREATE TABLE IF NOT EXISTS vec (key TEXT PRIMARY KEY, v BLOB NOT NULL, used INTEGER)")
-            self._local.conn = c
+        except sqlite3.DatabaseError:
+            c.close()
+            raise
         return c
 
     def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:

@@ -212,6 +212,7 @@ class CodeSight:
                     batch = 2048 if getattr(embedder, "device", "cpu") == "cuda" else 128
                     index_vectors(store, self._vectors, embedder, cache, batch=batch, progress=progress,
                                   cancel=cancel, report=report)
+                    report.warnings.extend(cache.notices)
                     self._bound_cache(cache)
             elif embed and report.chunks_removed and self._vectors.directory.exists():
                 # Nothing to embed, but vectors of removed chunks must go; no model needed.
