@@ -158,6 +158,7 @@ def _run_index(cs, *, embed: bool, force: bool = False, wait: bool = False, show
     import threading
 
     cancel = threading.Event()
+    cs.lexical_processes = True  # our main module is guarded, so worker processes can spawn
     with _ProgressView(show and (sys.stderr.isatty() or os.environ.get("CODESIGHT_PROGRESS") == "1")) as view:
         try:
             return cs.index(progress=view, embed=embed, force=force, cancel=cancel, wait=wait)
@@ -336,7 +337,8 @@ def cmd_eval(args) -> int:
     modes = list(MODES) if args.mode == "all" else [args.mode]
     progress = _ProgressView(not args.json and (sys.stderr.isatty() or os.environ.get("CODESIGHT_PROGRESS") == "1"))
     with progress:
-        report = evaluate(list(zip(args.queries, map(Path, paths))), modes, limit=args.limit, progress=progress)
+        report = evaluate(list(zip(args.queries, map(Path, paths))), modes, limit=args.limit, progress=progress,
+                          processes=True)
     if args.json:
         print(json.dumps(report, indent=2))
         return EXIT_OK

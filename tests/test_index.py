@@ -1,5 +1,6 @@
 """Indexing against real SQLite and LanceDB, with the deterministic embedder."""
 
+import os
 import sqlite3
 import threading
 
@@ -207,3 +208,26 @@ def test_large_vector_tables_get_an_ann_index(tmp_path):
     assert vs.search(vecs[1150], 3)[0][0] == 1150
     assert vs.search(vecs[1150], 3, language="go")[0][0] == 1150
     assert VectorStore(tmp_path / "v.lance").has_ann()  # a fresh reader sees the index
+
+
+def test_lexical_phase_in_worker_processes_matches_the_thread_path(repo, tmp_path, settings, hash_embedder,
+                                                                   monkeypatch):
+    """Big change sets are chunked in spawned worker processes (the CLI turns this on); the
+    rows they produce are exactly those of the in-process path."""
+    from codesight_tui.core import indexer
+
+    for i in range(40):
+        (repo / "src" / f"mod_{i}.py").write_text(f"def handler_{i}(event):\n    return event * {i}\n")
+    monkeypatch.setattr(indexer, "LEXICAL_BATCH_FILES", 8)
+    assert indexer._worker_count(6, True) >= (2 if (len(os.sched_getaffinity(0)) > 1) else 0)
+    rows = {}
+    for processes in (True, False):
+        s = settings.model_copy(update={"data_dir": tmp_path / f"data-{processes}"})
+        cs = CodeSight(repo, settings=s, embedder=hash_embedder)
+        cs.lexical_processes = processes
+        report = cs.index(embed=False)
+        assert report.files_changed >= 48 and not report.cancelled
+        rows[processes] = cs.store.conn.execute(
+            "SELECT path, start_line, end_line, scope, content, hash FROM chunks ORDER BY path, start_line").fetchall()
+        assert cs.search("handler_17", mode="bm25")[0].path == "src/mod_17.py"
+    assert rows[True] == rows[False]

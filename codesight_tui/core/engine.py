@@ -55,6 +55,10 @@ class CodeSight:
         self._vectors = VectorStore(self.index_dir / "vectors.lance")
         self._embedder = embedder
         self.model_process = model_process  # run the model in a child process (interactive apps)
+        # Chunk big change sets in worker processes (multiprocessing "spawn"). Off by default: spawn
+        # re-imports the caller's main module, which a script without a __main__ guard can't
+        # survive; the CLI turns it on.
+        self.lexical_processes = False
         self._embedder_error: str | None = None
         self._model_lock = threading.Lock()
         self._lock = None
@@ -197,7 +201,8 @@ class CodeSight:
             info = self.model_info
             chunker = Chunker(TokenCounter(info.tokenizer_file), info.max_seq_length - 2)
             index_lexical(self.root, store, chunker, max_file_size=self.settings.max_file_size,
-                          exclude=list(self.settings.exclude), progress=progress, cancel=cancel, report=report)
+                          exclude=list(self.settings.exclude), progress=progress, cancel=cancel, report=report,
+                          processes=self.lexical_processes)
             report.vectors_pending = store.counts()["pending"]
             model_changed = store.get_meta("model") not in (None, info.name)
             if embed and not report.cancelled and (report.vectors_pending or model_changed):

@@ -106,7 +106,7 @@ def _mean(rows: list[dict]) -> dict:
 
 
 def evaluate(suites: list[tuple[Path, Path]], modes: list[str], limit: int = 10, index: bool = True,
-             settings=None, progress=None) -> dict:
+             settings=None, progress=None, processes: bool = False) -> dict:
     """Score every (query file, repository root) pair in each mode.
 
     Returns ``{"modes": {mode: {"overall": {...}, "categories": {cat: {...}}, "latency_ms": {...}}},
@@ -119,6 +119,7 @@ def evaluate(suites: list[tuple[Path, Path]], modes: list[str], limit: int = 10,
     files_out = []
     for qfile, root, queries in loaded:
         cs = CodeSight(root, settings=settings)
+        cs.lexical_processes = processes
         if index:
             cs.index(progress=progress)
         per_mode = {}

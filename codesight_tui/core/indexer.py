@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from collections import Counter
@@ -86,6 +88,46 @@ def _batches(entries: list[FileEntry]):
         yield batch
 
 
+def _prepare(chunker: Chunker, batch: list[FileEntry]):
+    """Read and chunk one batch: ``([(entry, language)], [(entry, why unreadable)], [[Chunk]])``."""
+    items: list[tuple[FileEntry, str]] = []
+    texts: list[tuple[str, str, str]] = []
+    unreadable: list[tuple[FileEntry, str]] = []
+    for e in batch:
+        text, why = read_text(e.abs_path)
+        if text is None:
+            unreadable.append((e, why))
+            continue
+        lang = detect_language(e.rel_path, text[:200].encode())
+        items.append((e, lang))
+        texts.append((e.rel_path, lang, text))
+    return items, unreadable, chunker.chunk_many(texts)
+
+
+_WORKER_CHUNKER: Chunker | None = None
+
+
+def _init_worker(tokenizer_file, max_tokens: int) -> None:
+    global _WORKER_CHUNKER
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    from codesight_tui.core.tokens import TokenCounter
+
+    _WORKER_CHUNKER = Chunker(TokenCounter(tokenizer_file), max_tokens)
+
+
+def _prepare_in_worker(batch: list[FileEntry]):
+    return _prepare(_WORKER_CHUNKER, batch)
+
+
+def _worker_count(n_batches: int, processes: bool) -> int:
+    """Worker processes for the lexical phase: none for small change sets (starting them costs
+    about a second), nor on one core, nor when the caller asked for threads only."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if not processes or cores < 2 or n_batches < 4:
+        return 0
+    return min(cores, 4)
+
+
 def scan_changes(root, store, max_file_size: int, exclude: list[str], stats: WalkStats | None = None):
     """Walk ``root`` and compare with the index: ``(entries, changed, deleted_paths)``."""
     known = store.file_states()
@@ -98,7 +140,7 @@ def scan_changes(root, store, max_file_size: int, exclude: list[str], stats: Wal
 
 def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude: list[str],
                   progress: ProgressFn | None = None, cancel: threading.Event | None = None,
-                  report: IndexReport | None = None) -> IndexReport:
+                  report: IndexReport | None = None, processes: bool = True) -> IndexReport:
     """Phase 1: bring files, chunks and the FTS5 table in line with the tree."""
     report = report or IndexReport()
     t0 = time.perf_counter()
@@ -114,32 +156,37 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
     report.files_deleted = len(deleted)
     done = 0
 
-    def prepare(batch: list[FileEntry]):
-        """Read and chunk one batch (no database access): runs a batch ahead of the writer."""
-        items: list[tuple[FileEntry, str, str]] = []
-        unreadable: list[tuple[FileEntry, str]] = []
-        for e in batch:
-            text, why = read_text(e.abs_path)
-            if text is None:
-                unreadable.append((e, why))
-                continue
-            items.append((e, detect_language(e.rel_path, text[:200].encode()), text))
-        return items, unreadable, chunker.chunk_many([(e.rel_path, lang, text) for e, lang, text in items])
-
-    # A two-stage pipeline: a thread reads and chunks the next batch while this one writes the
-    # previous one to SQLite (FTS5 inserts run in C without the GIL; so do tree-sitter parsing and
-    # batch tokenisation), so the two overlap on a multi-core machine.
-    from concurrent.futures import ThreadPoolExecutor
-
     batches = list(_batches(changed))
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="codesight-chunk") as pool:
-        pending = pool.submit(prepare, batches[0]) if batches else None
+    # Reading and chunking a batch needs no database, so it runs ahead of the writer: in worker
+    # processes when there is a lot to do and more than one core (tree-sitter and the chunker's
+    # Python logic hold the GIL), else in one thread (SQLite's FTS5 inserts, tree-sitter parsing
+    # and batch tokenisation release the GIL, so even that overlaps).
+    n_proc = _worker_count(len(batches), processes)
+    if n_proc:
+        from concurrent.futures import ProcessPoolExecutor
+        import multiprocessing as mp
+
+        pool = ProcessPoolExecutor(max_workers=n_proc, mp_context=mp.get_context("spawn"),
+                                   initializer=_init_worker, initargs=(chunker.counter.tokenizer_file,
+                                                                       chunker.max_tokens))
+        submit = lambda b: pool.submit(_prepare_in_worker, b)  # noqa: E731
+        ahead = n_proc + 1
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="codesight-chunk")
+        submit = lambda b: pool.submit(_prepare, chunker, b)  # noqa: E731
+        ahead = 1
+    queue: list = []
+    try:
+        queue = [submit(b) for b in batches[:ahead]]
         for i, batch in enumerate(batches):
             if cancel is not None and cancel.is_set():
                 report.cancelled = True
                 break
-            items, unreadable, chunked = pending.result()
-            pending = pool.submit(prepare, batches[i + 1]) if i + 1 < len(batches) else None
+            items, unreadable, chunked = queue.pop(0).result()
+            if i + ahead < len(batches):
+                queue.append(submit(batches[i + ahead]))
             with store.transaction():
                 for e, why in unreadable:
                     stats.skip(why)
@@ -147,7 +194,7 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
                         report.chunks_removed += store.write_skipped(e.rel_path, e.mtime_ns, e.size, why)
                     else:  # unreadable now: drop what it had, try again next run
                         report.chunks_removed += store.delete_file(e.rel_path)
-                for (e, lang, _), chunks in zip(items, chunked):
+                for (e, lang), chunks in zip(items, chunked):
                     added, removed = store.write_file(
                         e.rel_path, e.mtime_ns, e.size, lang, chunks, _priority(e.rel_path, e.mtime_ns)
                     )
@@ -157,8 +204,10 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
             done += len(batch)
             if progress:
                 progress(Progress("lexical", done, len(changed), batch[-1].rel_path))
-        if pending is not None:
-            pending.cancel()
+    finally:  # on cancel or Ctrl-C, don't wait for batches nobody will write
+        for f in queue:
+            f.cancel()
+        pool.shutdown(wait=not report.cancelled, cancel_futures=True)
     if not report.cancelled:
         store.set_meta(last_indexed=time.time(), git_head=git_head(root) or "", root=str(root),
                        symlink_dirs=stats.symlink_dirs)

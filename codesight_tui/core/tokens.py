@@ -70,6 +70,7 @@ class TokenCounter:
     """Counts model tokens per line of a text; falls back to a conservative estimate."""
 
     def __init__(self, tokenizer_file: Path | None) -> None:
+        self.tokenizer_file = tokenizer_file
         self._tk = None
         if tokenizer_file is not None:
             from tokenizers import Tokenizer

@@ -111,6 +111,9 @@ class CodeSightApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
+        # Inside Textual, multiprocessing cannot start workers (stderr is captured); the lexical
+        # phase chunks in a thread, which overlaps with the database writes all the same.
+        self.engine.lexical_processes = False
         self.state.mode = self.mode = self.engine.settings.default_mode
         self.state.model = self.engine.model_info.name
         self._load_counts()
