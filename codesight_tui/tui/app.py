@@ -266,9 +266,14 @@ class CodeSightApp(App[int]):
 
         first_run = not engine.is_indexed()
 
+        announced = []
+
         def progress(ev) -> None:
             if worker.is_cancelled:
                 return
+            if ev.phase == "embed" and not announced and engine.embedder_loaded:
+                announced.append(True)  # the model is up: say so now, not when embedding ends
+                self.post_message(ModelReady(engine.model_info.name))
             if ev.paths and not first_run:  # the scan says which files are stale until indexed
                 self.post_message(FilesChanged(set(ev.paths), reindex=False))
             self.post_message(IndexProgress(ev.phase, ev.done, ev.total))
