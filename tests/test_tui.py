@@ -303,3 +303,16 @@ def test_editor_argv_syntaxes():
     assert editor_argv("/r/a.py", 3, template="myed --line {line}") == ["myed", "--line", "3", "/r/a.py"]
     # never a shell: metacharacters stay inside one argument
     assert editor_argv("/r/$(rm -rf x);.py", 1, environ=env("vim"))[-1] == "/r/$(rm -rf x);.py"
+
+
+async def test_same_hits_are_not_repainted_but_new_stale_marks_are(repo, settings):
+    app = make_app(repo, settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await search(app, pilot, "haversine")
+        results = app.query_one(ResultsList)
+        results.highlighted = min(1, results.option_count - 1)
+        assert results.show(list(app.hits), set(app.state.stale)) is False  # same hits: keep the cursor
+        assert results.highlighted == min(1, results.option_count - 1)
+        assert results.show(list(app.hits), {app.hits[0].path}) is True  # a stale mark must show
+        assert "stale" in str(results.get_option_at_index(0).prompt)

@@ -19,6 +19,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult, SuspendNotSupported, SystemCommand
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
@@ -146,7 +147,11 @@ class CodeSightApp(App[int]):
         self.state.last_indexed = float(last) if last else None
 
     def refresh_status(self) -> None:
-        self.query_one(StatusBar).render_state(self.state, self.clock())
+        try:
+            bar = self.query_one(StatusBar)
+        except NoMatches:  # a timer or a late message while the app is closing
+            return
+        bar.render_state(self.state, self.clock())
 
     # --- searching ----------------------------------------------------------------------
     # Live search without a fixed debounce: a keystroke searches at once when no search is
@@ -203,12 +208,11 @@ class CodeSightApp(App[int]):
             self.hits = msg.results
             self.last_search_ms = msg.elapsed_ms
             self._shown_key = msg.key
-            results = self.query_one(ResultsList)
-            results.show(msg.results, self.state.stale)
-            if msg.results:
-                self._show_preview(0)
-            else:
-                self.query_one(Preview).clear("No results.")
+            if self.query_one(ResultsList).show(msg.results, self.state.stale):
+                if msg.results:
+                    self._show_preview(0)
+                else:
+                    self.query_one(Preview).clear("No results.")
         if self._search_pending or msg.key != self._search_key():
             self.run_search()  # the text or mode changed meanwhile: search the newest
 
@@ -227,8 +231,12 @@ class CodeSightApp(App[int]):
         except Exception as exc:  # never lose the app over a preview
             title, body = Text(f"{hit.path}: cannot show this file: {exc}", style="dim"), []
         if not get_current_worker().is_cancelled:
+            def paint() -> None:
+                with contextlib.suppress(NoMatches):  # the app is closing
+                    self.query_one(Preview).update(hit, title, body)
+
             with contextlib.suppress(RuntimeError):  # the app closed meanwhile
-                self.call_from_thread(lambda: self.query_one(Preview).update(hit, title, body))
+                self.call_from_thread(paint)
 
     @on(OptionList.OptionHighlighted, "#results")
     def _highlighted(self, event: OptionList.OptionHighlighted) -> None:

@@ -39,13 +39,20 @@ class ResultsList(OptionList):
         Binding("q", "app.quit", "Quit", show=False, id="results.quit"),
     ]
 
-    def show(self, hits: list, stale: set[str]) -> None:
+    def show(self, hits: list, stale: set[str]) -> bool:
+        """List ``hits``; returns False (and repaints nothing) when they are the ones on show."""
+        sig = [(h.chunk_id, h.score, h.start_line, h.end_line, h.path in stale) for h in hits]
+        if sig == getattr(self, "_shown", None) and self.option_count == len(hits):
+            self.hits = hits  # one more key, the same hits: nothing to repaint
+            return False
         self.hits = hits
+        self._shown = sig
         self.set_options(
             Option(result_row(i, h, h.path in stale), id=str(i - 1)) for i, h in enumerate(hits, start=1)
         )
         if hits:
             self.highlighted = 0
+        return True
 
     @property
     def current(self):
