@@ -75,6 +75,18 @@ def fetch_django() -> Path:
     return target
 
 
+def lexical_ready(corpus: Path, query: str):
+    """Index ``corpus`` without vectors and run one BM25 query: ``(cs, report, hits, seconds)``,
+    the seconds from start until lexical search answers."""
+    from codesight_tui import CodeSight
+
+    t0 = time.perf_counter()
+    cs = CodeSight(corpus)
+    report = cs.index(embed=False)
+    hits = cs.search(query, mode="bm25")
+    return cs, report, hits, time.perf_counter() - t0
+
+
 def timed(fn):
     t = time.perf_counter()
     out = fn()
@@ -120,11 +132,7 @@ def main() -> int:
         return 0
 
     # 1. Lexical phase: how long until search answers?
-    t0 = time.perf_counter()
-    cs = CodeSight(corpus)
-    lex = cs.index(embed=False)
-    first = cs.search("render a template", mode="bm25")
-    t_lexical = time.perf_counter() - t0
+    cs, lex, first, t_lexical = lexical_ready(corpus, "render a template")
     print(f"\n[lexical] {lex.files:,} files, {lex.chunks:,} chunks; lexical search works after {t_lexical:.2f}s"
           f" (first query returned {len(first)} hits)")
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_core import DATA, NL_QUERIES, pct, rss_mb  # noqa: E402
+from bench_core import DATA, NL_QUERIES, lexical_ready, pct, rss_mb  # noqa: E402
 
 PACKAGES = ["django==5.1.4", "sqlalchemy==2.0.36", "sympy==1.13.3", "transformers==4.46.3"]
 
@@ -63,18 +63,13 @@ def main() -> int:
     os.environ["CODESIGHT_CACHE_DIR"] = str(run_dir / "cache")  # empty: everything is embedded for real
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    from codesight_tui import CodeSight
     from codesight_tui.core.cache import EmbeddingCache
     from codesight_tui.core.indexer import index_vectors
 
     n_files = sum(1 for p in corpus.rglob("*") if p.is_file())
     print(f"corpus: {corpus} ({n_files:,} files on disk); machine: {os.cpu_count()} cpus")
 
-    t0 = time.perf_counter()
-    cs = CodeSight(corpus)
-    lex = cs.index(embed=False)
-    hits = cs.search("parse a date string", mode="bm25")
-    t_lex = time.perf_counter() - t0
+    cs, lex, hits, t_lex = lexical_ready(corpus, "parse a date string")
     print(f"\n[lexical] {lex.files:,} files indexed, {lex.chunks:,} chunks; lexical search works after {t_lex:.1f}s"
           f" ({len(hits)} hits); skipped {dict(lex.skipped)}")
     print(f"[lexical] peak RSS so far {rss_mb():.0f} MB; SQLite index {cs.store.size_bytes() / 1e6:.0f} MB")

@@ -102,6 +102,11 @@ def _ago(ts: float | None) -> str:
     return f"{int(d)}s ago"
 
 
+def _progress_wanted(show: bool = True) -> bool:
+    """Progress bars go to a terminal, or anywhere with CODESIGHT_PROGRESS=1."""
+    return show and (sys.stderr.isatty() or os.environ.get("CODESIGHT_PROGRESS") == "1")
+
+
 class _ProgressView:
     """Rich progress bars with ETA on stderr, one per phase."""
 
@@ -159,7 +164,7 @@ def _run_index(cs, *, embed: bool, force: bool = False, wait: bool = False, show
 
     cancel = threading.Event()
     cs.lexical_processes = True  # our main module is guarded, so worker processes can spawn
-    with _ProgressView(show and (sys.stderr.isatty() or os.environ.get("CODESIGHT_PROGRESS") == "1")) as view:
+    with _ProgressView(_progress_wanted(show)) as view:
         try:
             return cs.index(progress=view, embed=embed, force=force, cancel=cancel, wait=wait)
         except KeyboardInterrupt:
@@ -277,6 +282,8 @@ def _parse_size(text: str) -> int:
 
 
 def cmd_cache(args) -> int:
+    import sqlite3
+
     from codesight_tui.config import load_settings
     from codesight_tui.core.cache import EmbeddingCache, cache_files
     from codesight_tui.core.errors import CodeSightError
@@ -291,8 +298,6 @@ def cmd_cache(args) -> int:
         if args.older_than is not None and args.older_than < 0:
             raise CodeSightError("--older-than must be at least 0 days", exit_code=EXIT_USAGE)
         older = args.older_than * 86400 if args.older_than is not None else None
-        import sqlite3
-
         try:
             out = [EmbeddingCache.open_file(f).prune(max_bytes=max_bytes, older_than_s=older) for f in files]
         except sqlite3.Error as exc:  # read-only, locked by an indexer, or damaged
@@ -305,8 +310,6 @@ def cmd_cache(args) -> int:
         if not files and not args.json:
             print(f"no embedding cache in {settings.cache_dir}")
         return EXIT_OK
-    import sqlite3
-
     try:
         stats = [EmbeddingCache.open_file(f).stats() for f in files]
     except sqlite3.Error as exc:
@@ -335,7 +338,7 @@ def cmd_eval(args) -> int:
     if args.limit < 1:
         raise CodeSightError("--limit must be at least 1", exit_code=EXIT_USAGE)
     modes = list(MODES) if args.mode == "all" else [args.mode]
-    progress = _ProgressView(not args.json and (sys.stderr.isatty() or os.environ.get("CODESIGHT_PROGRESS") == "1"))
+    progress = _ProgressView(_progress_wanted(not args.json))
     with progress:
         report = evaluate(list(zip(args.queries, map(Path, paths))), modes, limit=args.limit, progress=progress,
                           processes=True)

@@ -22,6 +22,11 @@ def _slug(model: str) -> str:
 TOUCH_EVERY_S = 86_400  # a hit refreshes an entry's last use at most once a day
 
 
+def cache_path(cache_dir: Path, model: str, dim: int) -> Path:
+    """Where the cache of ``model`` (vectors of ``dim`` floats) lives."""
+    return Path(cache_dir).expanduser() / f"{_slug(model)}-{dim}.sqlite"
+
+
 def cache_files(cache_dir: Path) -> list[Path]:
     """Every model's cache file under ``cache_dir``."""
     return sorted(Path(cache_dir).expanduser().glob("*.sqlite"))
@@ -40,7 +45,7 @@ class EmbeddingCache:
     def __init__(self, cache_dir: Path, model: str, dim: int, *, path: Path | None = None,
                  repair: bool = True) -> None:
         cache_dir.mkdir(parents=True, exist_ok=True)
-        self.path = path or cache_dir / f"{_slug(model)}-{dim}.sqlite"
+        self.path = path or cache_path(cache_dir, model, dim)
         self.dim = dim
         self.repair = repair  # set a damaged file aside and start a new one (not for `cache status`)
         self.notices: list[str] = []

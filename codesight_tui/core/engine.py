@@ -57,7 +57,7 @@ class CodeSight:
         self.model_process = model_process  # run the model in a child process (interactive apps)
         # Chunk big change sets in worker processes (multiprocessing "spawn"). Off by default: spawn
         # re-imports the caller's main module, which a script without a __main__ guard can't
-        # survive; the CLI turns it on.
+        # survive, and it cannot start under Textual (stderr is captured). The CLI turns it on.
         self.lexical_processes = False
         self._embedder_error: str | None = None
         self._model_lock = threading.Lock()
@@ -313,14 +313,11 @@ class CodeSight:
 
     def cache_status(self) -> dict | None:
         """Stats of this model's cache file, if it exists (never creates one or loads the model)."""
-        from codesight_tui.core.cache import EmbeddingCache, _slug, cache_files
+        from codesight_tui.core.cache import EmbeddingCache, cache_path
 
         dim = self.store.get_meta("dim") if self.has_index() else None
-        name = f"{_slug(self.model_info.name)}-{dim}.sqlite" if dim else None
-        for path in cache_files(self.settings.cache_dir):
-            if path.name == name:
-                return EmbeddingCache.open_file(path).stats()
-        return None
+        path = cache_path(self.settings.cache_dir, self.model_info.name, int(dim)) if dim else None
+        return EmbeddingCache.open_file(path).stats() if path is not None and path.exists() else None
 
     def release_model(self) -> None:
         """End a model running in a child process (at once, even mid-batch)."""

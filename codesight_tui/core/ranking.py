@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from codesight_tui.core.paths import DOCS, SOURCE, TEST, VENDOR, classify
 from codesight_tui.core.text import STOPWORDS, split_identifier
@@ -115,7 +116,14 @@ def definitions(store, ident: str) -> list[int]:
     return []
 
 
-def _path_words(path: str) -> set[str]:
+def _stem(w: str) -> str:
+    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+
+
+@lru_cache(maxsize=65_536)
+def _path_words(path: str) -> frozenset[str]:
+    """The stemmed words of a path's directories and file name (``src/oauth2/TokenStore.py`` ->
+    src, oauth2, token, store, tokenstore, ...); cached, as the same paths recur in every query."""
     out: set[str] = set()
     for comp in re.split(r"[/\\]", path):
         stem = comp.rsplit(".", 1)[0] if "." in comp[1:] else comp
@@ -123,11 +131,7 @@ def _path_words(path: str) -> set[str]:
             if piece:
                 out.add(piece.lower())
                 out.update(split_identifier(piece))
-    return out
-
-
-def _stem(w: str) -> str:
-    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+    return frozenset(_stem(w) for w in out)
 
 
 def rerank(store, rankings: dict[str, list[int]], query: str, *, rrf_k: int = 60, glob: str | None = None,
@@ -162,7 +166,7 @@ def rerank(store, rankings: dict[str, list[int]], query: str, *, rrf_k: int = 60
         cls = classify(row.path)
         if cls not in asks:
             s *= CLASS_FACTOR[cls]
-        hits = len(qwords & {_stem(w) for w in _path_words(row.path)})
+        hits = len(qwords & _path_words(row.path))
         s *= 1 + PATH_BONUS * min(hits, 2)
         scored.append((s, cid))
     scored.sort(key=lambda t: (-t[0], t[1]))

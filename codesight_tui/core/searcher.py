@@ -80,20 +80,20 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
             rows = store.get_chunks(ids)
             ids = [i for i in ids if i in rows and path_matches(rows[i].path, glob)]
         rankings["vector"] = ids[:depth]
-    if mode == "hybrid" and ranking == "stack":
+    stack = mode == "hybrid" and ranking == "stack"
+    if stack:
         from codesight_tui.core.ranking import rerank
 
         fused = rerank(store, rankings, query, rrf_k=rrf_k, glob=glob, language=language)
     else:
         fused = [(cid, s, r, False) for cid, s, r in rrf_fuse(rankings, k=rrf_k)]
-    merge = mode == "hybrid" and ranking == "stack"
-    rows = store.get_chunks([cid for cid, *_ in fused[: top_k * (4 if merge else 2)]])
+    rows = store.get_chunks([cid for cid, *_ in fused[: top_k * (4 if stack else 2)]])
     results: list[SearchResult] = []
     for cid, score, ranks, is_def in fused:
         row = rows.get(cid)
         if row is None:  # vector of a chunk removed since (or beyond what was fetched): skip it
             continue
-        if merge and _merge_into(results, row):
+        if stack and _merge_into(results, row):
             continue
         results.append(SearchResult(
             row.path, row.start_line, row.end_line, row.scope or "", row.language or "", round(score, 6),

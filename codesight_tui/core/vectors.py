@@ -132,11 +132,13 @@ class VectorStore:
         """Build the approximate index once the table reaches ``ann_min_rows`` (later appends are
         folded in by ``optimize``). Returns whether one was built now."""
         t = self.table()
-        if t is None or self.has_ann() or t.count_rows() < self.ann_min_rows:
+        if t is None or self.has_ann():
+            return False
+        n = t.count_rows()
+        if n < self.ann_min_rows:
             return False
         import warnings
 
-        n = t.count_rows()
         dim = t.schema.field("vector").type.list_size
         sub = next((d for d in (48, 32, 24, 16, 8, 4, 2, 1) if dim % d == 0 and dim // d >= 4), 1)
         with warnings.catch_warnings():

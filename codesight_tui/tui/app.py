@@ -112,9 +112,6 @@ class CodeSightApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
-        # Inside Textual, multiprocessing cannot start workers (stderr is captured); the lexical
-        # phase chunks in a thread, which overlaps with the database writes all the same.
-        self.engine.lexical_processes = False
         self.state.mode = self.mode = self.engine.settings.default_mode
         self.state.model = self.engine.model_info.name
         self._load_counts()
@@ -329,6 +326,7 @@ class CodeSightApp(App[int]):
     @on(IndexFinished)
     def _index_finished(self, msg: IndexFinished) -> None:
         self._indexing = False
+        gc.freeze()  # what the run left alive (caches, connections) lives on: keep it out of full GCs
         st = self.state
         st.phase = "idle"
         st.files, st.chunks, st.vectors = msg.counts["files"], msg.counts["chunks"], msg.counts["vectors"]
@@ -356,10 +354,6 @@ class CodeSightApp(App[int]):
 
     @on(ModelReady)
     def _model_ready(self, msg: ModelReady) -> None:
-        # torch and the model add some 400k long-lived objects; a full GC pass over them takes
-        # 200-300 ms, which would be a visible stall mid-keystroke. Freezing them moves them out
-        # of the collector's way for good (they live as long as the app does).
-        gc.freeze()
         self.state.model_state = "ready"
         self.refresh_status()
         self.run_search()
