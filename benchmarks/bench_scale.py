@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_core import DATA, NL_QUERIES, lexical_ready, pct, rss_mb  # noqa: E402
+from bench_core import DATA, NL_QUERIES, lexical_ready, pct, query_latency, rss_mb  # noqa: E402
 
 PACKAGES = ["django==5.1.4", "sqlalchemy==2.0.36", "sympy==1.13.3", "transformers==4.46.3"]
 
@@ -54,14 +54,24 @@ def main() -> int:
     ap.add_argument("--embed-seconds", type=float, default=60.0)
     ap.add_argument("--queries", type=int, default=120)
     ap.add_argument("--corpus", type=Path, default=None, help="any tree instead of the four packages")
+    ap.add_argument("--queries-only", action="store_true",
+                    help="only query latency (bench_core's query set), on the index the last run left")
     args = ap.parse_args()
 
     corpus = args.corpus.resolve() if args.corpus else fetch()
     run_dir = DATA / "scale" / "run"
-    shutil.rmtree(run_dir, ignore_errors=True)
+    if not args.queries_only:
+        shutil.rmtree(run_dir, ignore_errors=True)
     os.environ["CODESIGHT_DATA_DIR"] = str(run_dir / "data")
     os.environ["CODESIGHT_CACHE_DIR"] = str(run_dir / "cache")  # empty: everything is embedded for real
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    if args.queries_only:
+        from codesight_tui import CodeSight
+
+        query_latency(CodeSight(corpus), args.queries)
+        print(f"\n[memory] peak RSS: this process {rss_mb():.0f} MB")
+        return 0
 
     from codesight_tui.core.cache import EmbeddingCache
     from codesight_tui.core.indexer import index_vectors

@@ -3,6 +3,7 @@ Fusion. Every result keeps its rank in each retriever, so the caller can show wh
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 MODES = ("hybrid", "bm25", "vector")
@@ -52,6 +53,16 @@ def rrf_fuse(rankings: dict[str, list[int]], k: int = 60) -> list[tuple[int, flo
     return [(c, scores[c], ranks[c]) for c in order]
 
 
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="codesight-vector")
+    return _POOL
+
+
 def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode: str = "hybrid",
            glob: str | None = None, language: str | None = None, depth: int = 20,
            rrf_k: int = 60, ranking: str = "stack") -> list[SearchResult]:
@@ -67,13 +78,17 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
         return []
     depth = max(depth, top_k)
     rankings: dict[str, list[int]] = {}
+    nearest = None
+    if mode in ("hybrid", "vector") and query_vector_fn is not None and vectors.count():
+        # The query embedding and the vector search (both release the GIL) run in a second thread
+        # while SQLite answers BM25 in this one: a hybrid query costs the slower of the two. A
+        # path filter cannot run inside LanceDB, so with a glob over-fetch and filter below.
+        nearest = _pool().submit(lambda: vectors.search(query_vector_fn(query), depth * 10 if glob else depth,
+                                                        language=language))
     if mode in ("hybrid", "bm25"):
         rankings["bm25"] = store.bm25(query, depth, language=language, glob=glob)
-    if mode in ("hybrid", "vector") and query_vector_fn is not None and vectors.count():
-        qv = query_vector_fn(query)
-        # A path filter cannot run inside LanceDB, so over-fetch and filter here.
-        hits = vectors.search(qv, depth * 10 if glob else depth, language=language)
-        ids = [cid for cid, _ in hits]
+    if nearest is not None:
+        ids = [cid for cid, _ in nearest.result()]
         if glob:
             from codesight_tui.core.store import path_matches
 
