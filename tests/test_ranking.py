@@ -117,3 +117,46 @@ def test_plain_rrf_is_the_formula(repo2, settings, hash_embedder):
     for h in c.search("retry policy delays", top_k=5):
         expect = sum(1 / (c.settings.rrf_k + r) for r in (h.bm25_rank, h.vector_rank) if r)
         assert h.score == pytest.approx(expect, rel=1e-4) and not h.definition
+
+
+IMPL = """export class UploadClient {
+  // Send the file again after a failed upload, waiting longer between attempts.
+  async retryUpload(file) {
+    for (let attempt = 0; attempt < this.attempts; attempt++) {
+      if (await this.send(file)) return;
+      await sleep(this.backoff * 2 ** attempt);
+    }
+  }
+}
+"""
+
+DTS = """export declare class UploadClient {
+  /** Send the file again after a failed upload, with backoff between attempts. */
+  retryUpload(file: File): Promise<void>;
+}
+
+/** Options for retrying a failed upload. */
+export interface RetryOptions {
+  attempts: number;
+}
+"""
+
+
+def test_declarations_rank_below_their_implementation_unless_named(tmp_path, settings, hash_embedder):
+    from codesight_tui.core.paths import DECLARATIONS, SOURCE, classify
+
+    assert classify("typings/index.d.ts") == DECLARATIONS == classify("pkg/mod.pyi") and classify("lib/a.ts") == SOURCE
+    root = tmp_path / "r"
+    for rel, text in {"lib/client.js": IMPL, "typings/index.d.ts": DTS}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    c = CodeSight(root, settings=settings, embedder=hash_embedder)
+    c.index()
+    # The declaration matches the words better (both retrievers rank it first), yet the
+    # implementation is what a reader wants.
+    hits = c.search("send the file again after a failed upload", top_k=5)
+    assert [h.path for h in hits] == ["lib/client.js", "typings/index.d.ts"]
+    assert (hits[1].bm25_rank, hits[1].vector_rank) == (1, 1)
+    top = c.search("RetryOptions", top_k=3)[0]  # declared only in the .d.ts: still first
+    assert top.path == "typings/index.d.ts" and top.definition
+    assert c.search("typings for a failed upload", top_k=3)[0].path == "typings/index.d.ts"

@@ -21,7 +21,7 @@ import numpy as np
 
 from codesight_tui.core.chunker import Chunker, embed_text
 from codesight_tui.core.languages import detect_language
-from codesight_tui.core.paths import classify, git_head
+from codesight_tui.core.paths import VALUE_ORDER, classify, git_head
 from codesight_tui.core.walker import FileEntry, WalkStats, read_text, walk
 
 # Files handled per lexical transaction: big enough to amortise commits, small enough that
@@ -72,7 +72,7 @@ class IndexReport:
 
 def _priority(rel_path: str, mtime_ns: int) -> int:
     """Lower embeds first: the path's kind (source, test, docs, vendored), then newest first."""
-    return classify(rel_path) * 10**11 + (10**11 - min(mtime_ns // 10**9, 10**11 - 1))
+    return VALUE_ORDER[classify(rel_path)] * 10**11 + (10**11 - min(mtime_ns // 10**9, 10**11 - 1))
 
 
 def _batches(entries: list[FileEntry]):

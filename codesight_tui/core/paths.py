@@ -6,7 +6,9 @@ import hashlib
 import re
 from pathlib import Path
 
-SOURCE, TEST, DOCS, VENDOR = 0, 1, 2, 3
+SOURCE, TEST, DOCS, VENDOR, DECLARATIONS = 0, 1, 2, 3, 4
+# Embedding order: source first, then type declarations, tests, docs, vendored/generated files.
+VALUE_ORDER = {SOURCE: 0, DECLARATIONS: 1, TEST: 2, DOCS: 3, VENDOR: 4}
 
 _VENDOR = re.compile(
     r"(^|/)(vendor|vendored|third_party|third-party|thirdparty|node_modules|external|extern|deps|"
@@ -24,15 +26,20 @@ _DOCS = re.compile(
     re.IGNORECASE,
 )
 
+# Type declarations and stubs that restate an implementation's API (TypeScript .d.ts, Python .pyi).
+_DECLARATIONS = re.compile(r"\.d\.[cm]?ts$|\.pyi$")
+
 
 def classify(rel_path: str) -> int:
-    """SOURCE, TEST, DOCS or VENDOR (vendored, generated, minified, lock files)."""
+    """SOURCE, TEST, DOCS, VENDOR (vendored, generated, minified, lock files) or DECLARATIONS."""
     if _VENDOR.search(rel_path):
         return VENDOR
     if _TEST.search(rel_path):
         return TEST
     if _DOCS.search(rel_path):
         return DOCS
+    if _DECLARATIONS.search(rel_path):
+        return DECLARATIONS
     return SOURCE
 
 

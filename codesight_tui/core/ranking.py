@@ -10,8 +10,9 @@ about a particular repository:
    ``Client.send``) that the repository defines puts the defining chunk first, fetched from the
    scope index even when neither retriever found it.
 3. Path signal: query words that name a file or directory (``lexer``, ``oauth2``) lift its chunks.
-4. Penalties: tests, docs, examples and vendored or generated files rank lower, unless the query
-   asks for them.
+4. Penalties: tests, docs, examples, vendored or generated files, and type declarations or stubs
+   that restate an implementation (``.d.ts``, ``.pyi``) rank lower, unless the query asks for
+   them; a declaration of a symbol the query names keeps its place.
 5. Grouping (in ``searcher``): a chunk that continues a better-ranked hit of the same definition
    is folded into it, so one long function is one result, not five.
 
@@ -26,16 +27,17 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from codesight_tui.core.paths import DOCS, SOURCE, TEST, VENDOR, classify
+from codesight_tui.core.paths import DECLARATIONS, DOCS, SOURCE, TEST, VENDOR, classify
 from codesight_tui.core.text import STOPWORDS, split_identifier
 
 # Weighted RRF per query kind: (bm25, vector).
 WEIGHTS = {"symbol": (1.0, 0.5), "mixed": (1.0, 1.0), "natural": (0.7, 1.0)}
 DEFINITION_BONUS = 1.0  # in units of the best fused score: a definition goes to the top
-CLASS_FACTOR = {SOURCE: 1.0, TEST: 0.4, DOCS: 0.4, VENDOR: 0.3}
+CLASS_FACTOR = {SOURCE: 1.0, TEST: 0.4, DOCS: 0.4, VENDOR: 0.3, DECLARATIONS: 0.6}
 ASKS_FOR = {TEST: {"test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock", "pytest"},
             DOCS: {"doc", "docs", "documentation", "example", "examples", "readme", "tutorial", "guide"},
-            VENDOR: {"vendor", "vendored", "generated", "minified", "third", "party"}}
+            VENDOR: {"vendor", "vendored", "generated", "minified", "third", "party"},
+            DECLARATIONS: {"typings", "stub", "stubs", "pyi"}}
 PATH_BONUS = 0.25  # per query word naming a path component (at most two count)
 
 _TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*|\w+")
@@ -164,7 +166,8 @@ def rerank(store, rankings: dict[str, list[int]], query: str, *, rrf_k: int = 60
         if cid in defs:
             s += DEFINITION_BONUS * best
         cls = classify(row.path)
-        if cls not in asks:
+        # A declaration the query names (an interface, a typed signature) keeps its place.
+        if cls not in asks and not (cls == DECLARATIONS and cid in defs):
             s *= CLASS_FACTOR[cls]
         hits = len(qwords & _path_words(row.path))
         s *= 1 + PATH_BONUS * min(hits, 2)
