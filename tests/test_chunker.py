@@ -116,3 +116,20 @@ def test_header_is_prepended_for_embedding_but_content_stays_raw(chunker):
 def test_empty_and_whitespace_files_have_no_chunks(chunker):
     assert chunker.chunk("e.py", "python", "") == []
     assert chunker.chunk("e.py", "python", "\n\n   \n") == []
+
+
+def test_cached_line_counts_equal_tokenising_each_text_whole():
+    """Line counts come from a per-process cache of distinct stripped lines; they must equal what
+    the model's tokenizer gives for each line of the whole text, repeats, indents and CRLF included."""
+    texts = [
+        "def f(x):\n    return x  # café\n\n\treturn x  # café\r\n}\n",
+        "    return x  # café\n" * 3 + "naïve_ünïcode = '日本語テキスト'\n\n",
+        "",
+        "x" * 5000 + "\n  \n" + "a.b(c)[d] -> {e: f}\n",
+    ]
+    counter = TokenCounter(INFO.tokenizer_file)
+    for _ in range(2):  # cold, then from the cache
+        got = counter.line_counts_batch(texts)
+        for text, counts in zip(texts, got):
+            lines = text.split("\n")
+            assert counts == [len(counter._tk.encode(line, add_special_tokens=False).ids) for line in lines]

@@ -66,6 +66,27 @@ def test_moved_code_is_not_reembedded(repo, settings, hash_embedder):
     assert cs.search("handler_7", mode="bm25")[0].start_line == line_before + 18  # lines follow the move
 
 
+def test_fts_rows_follow_every_change_and_old_insert_trigger_is_dropped(repo, settings, hash_embedder):
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    cs.index()
+    c = cs.store.conn
+    # An index made by an older version fed FTS5 through a per-row trigger; with both, every row
+    # would be indexed twice.
+    c.execute("CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN INSERT INTO chunks_fts(rowid, path, scope,"
+              " content, terms) VALUES (new.id, new.path, new.scope, new.content, new.terms); END")
+    cs.store.close()
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    assert cs.store.conn.execute("SELECT count(*) FROM sqlite_master WHERE name='chunks_ai'").fetchone()[0] == 0
+    p = repo / "src" / "geo.py"
+    p.write_text(p.read_text() + "\n\ndef zebra_crossing_latitude():\n    return 42\n")
+    (repo / "src" / "fresh.py").write_text("def quokka_habitat():\n    return 'rottnest'\n")
+    cs.index()
+    c = cs.store.conn
+    c.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")  # raises on any mismatch
+    (n,) = c.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'quokka'").fetchone()
+    assert n == 1 and cs.search("zebra_crossing_latitude", mode="bm25")[0].path == "src/geo.py"
+
+
 def test_touch_without_change_rewrites_nothing(repo, settings, hash_embedder):
     import os
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from codesight_tui.config import DEFAULT_MODEL
 
+LINE_CACHE_MAX = 500_000  # distinct lines remembered per process (about 60 MB)
+
 _BUNDLED_ALIASES = {DEFAULT_MODEL, "all-MiniLM-L6-v2", "all-minilm-l6-v2", "minilm"}
 
 
@@ -79,6 +81,7 @@ class TokenCounter:
             tk.no_truncation()
             tk.no_padding()
             self._tk = tk
+        self._line_cache: dict[str, int] = {}
 
     @property
     def exact(self) -> bool:
@@ -108,20 +111,29 @@ class TokenCounter:
         """For each text, the token count of each of its ``\\n``-separated lines."""
         if self._tk is None:
             return [[len(l) // 2 + 1 for l in t.split("\n")] for t in texts]
-        import numpy as np
+        # Whitespace never makes a token, so a line counts as its stripped text does; code repeats
+        # lines a lot (about 60% of a large Python tree's lines), so each distinct line is
+        # tokenised once per process and remembered.
+        cache = self._line_cache
+        if len(cache) > LINE_CACHE_MAX:
+            cache.clear()
+        keys = [[line.strip() for line in t.split("\n")] for t in texts]
+        new = list(dict.fromkeys(k for ks in keys for k in ks if k not in cache))
+        if new:
+            blocks = ["\n".join(new[i : i + 256]) for i in range(0, len(new), 256)]
+            # encode_batch releases the GIL (encode would not) and spreads blocks over the cores.
+            encs = self._tk.encode_batch(blocks, add_special_tokens=False)
+            cache.update(zip(new, (n for b, e in zip(blocks, encs) for n in _per_line(b, e.offsets))))
+        return [[cache[k] for k in ks] for ks in keys]
 
-        encs = self._tk.encode_batch(texts, add_special_tokens=False)
-        out = []
-        for text, enc in zip(texts, encs):
-            # Tokens never span a newline (whitespace pre-tokenisation), so a token belongs to the
-            # line its first character is on.
-            offsets = enc.offsets
-            starts = np.fromiter((o[0] for o in offsets), dtype=np.int64, count=len(offsets))
-            newlines = np.fromiter((i for i, ch in enumerate(text) if ch == "\n"), dtype=np.int64) \
-                if len(text) < 4096 else _newlines(text)
-            counts = np.bincount(np.searchsorted(newlines, starts), minlength=len(newlines) + 1)
-            out.append(counts.tolist())
-        return out
+
+def _per_line(text: str, offsets) -> list[int]:
+    """Tokens per line of ``text``: tokens never span a newline (whitespace pre-tokenisation), so
+    a token belongs to the line its first character is on."""
+    import numpy as np
+
+    starts = np.fromiter((o[0] for o in offsets), dtype=np.int64, count=len(offsets))
+    return np.bincount(np.searchsorted(_newlines(text), starts), minlength=text.count("\n") + 1).tolist()
 
 
 def _newlines(text: str):
