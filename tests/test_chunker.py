@@ -119,17 +119,25 @@ def test_empty_and_whitespace_files_have_no_chunks(chunker):
 
 
 def test_cached_line_counts_equal_tokenising_each_text_whole():
-    """Line counts come from a per-process cache of distinct stripped lines; they must equal what
-    the model's tokenizer gives for each line of the whole text, repeats, indents and CRLF included."""
+    """Line counts come from a per-process cache of distinct stripped lines, and plain ASCII is
+    counted word by word; both must equal what the model's tokenizer gives, for repeats, indents,
+    CRLF, non-ASCII, control characters, special-token text and over-long words."""
     texts = [
         "def f(x):\n    return x  # café\n\n\treturn x  # café\r\n}\n",
-        "    return x  # café\n" * 3 + "naïve_ünïcode = '日本語テキスト'\n\n",
+        "    return x  # café\n" * 3 + "naïve_ünïcode = '日本語テキスト'\nmsgstr \"Parolamı sıfırla\"\n",
         "",
         "x" * 5000 + "\n  \n" + "a.b(c)[d] -> {e: f}\n",
+        "tokens = ['[CLS]', '[sep]', x]  # special-token text\nPageBreak\x0cHere\nURL_PATTERN=r'^https?://[\\w.-]+$'\n",
+        "supercalifragilisticexpialidocious " + "Z" * 150 + " HTTPServer2 parseConfigFile __init__ 3.14e-10\n",
     ]
     counter = TokenCounter(INFO.tokenizer_file)
+    assert counter._words is not None  # MiniLM's tokenizer takes the fast path for plain ASCII
+
+    def exact(text):
+        return len(counter._tk.encode(text, add_special_tokens=False).ids)
+
     for _ in range(2):  # cold, then from the cache
         got = counter.line_counts_batch(texts)
         for text, counts in zip(texts, got):
-            lines = text.split("\n")
-            assert counts == [len(counter._tk.encode(line, add_special_tokens=False).ids) for line in lines]
+            assert counts == [exact(line) for line in text.split("\n")]
+            assert counter.count(text) == exact(text)

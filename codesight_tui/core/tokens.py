@@ -8,6 +8,7 @@ per second, so each file is tokenised once and chunk sizes come from per-line pr
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -68,12 +69,64 @@ def resolve_model(name: str) -> ModelInfo:
     return ModelInfo(name, name, None, 256)
 
 
+# BERT pre-tokenisation of printable ASCII: runs of letters and digits, and each punctuation
+# character on its own (Rust's is_ascii_punctuation: 33-47, 58-64, 91-96, 123-126).
+_BERT_PRETOKEN = re.compile(r"[A-Za-z0-9]+|[!-/:-@\[-`{-~]")
+WORD_CACHE_MAX = 1_000_000
+
+
+class _WordPieceCounter:
+    """Exact token counts for printable-ASCII text under a BERT-style tokenizer (BertNormalizer,
+    BertPreTokenizer, WordPiece: MiniLM's), without running the tokenizer over every line.
+
+    For such text the normaliser only lower-cases and the pre-tokeniser is the regex above, so a
+    text's count is the sum of its words' piece counts; the tokenizer is asked once per distinct
+    word. Anything else (non-ASCII, control characters, special-token text) goes to the tokenizer.
+    """
+
+    def __init__(self, tk, lowercase: bool, specials: list[str]) -> None:
+        self._tk = tk
+        self._lower = lowercase
+        # ASCII text outside the fast path: control characters, or a special token's text.
+        self._other = re.compile("|".join([r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", *(re.escape(t) for t in specials if t)]),
+                                 re.IGNORECASE)
+        self._pieces: dict[str, int] = {}
+
+    @classmethod
+    def for_file(cls, tk, tokenizer_file: Path) -> _WordPieceCounter | None:
+        try:
+            cfg = json.loads(Path(tokenizer_file).read_text())
+        except (OSError, ValueError):
+            return None
+        norm, pre, model = (cfg.get(k) or {} for k in ("normalizer", "pre_tokenizer", "model"))
+        if (norm.get("type"), pre.get("type"), model.get("type")) != ("BertNormalizer", "BertPreTokenizer", "WordPiece"):
+            return None
+        return cls(tk, bool(norm.get("lowercase", True)), [t.get("content", "") for t in cfg.get("added_tokens", [])])
+
+    def handles(self, text: str) -> bool:
+        return text.isascii() and self._other.search(text) is None
+
+    def counts(self, texts: list[str]) -> list[int]:
+        """Token counts of texts that ``handles`` accepted."""
+        words = [_BERT_PRETOKEN.findall(t.lower() if self._lower else t) for t in texts]
+        pieces = self._pieces
+        new = {w for ws in words for w in ws if w not in pieces}
+        if new:
+            if len(pieces) + len(new) > WORD_CACHE_MAX:
+                pieces.clear()
+            new_words = list(new)
+            encs = self._tk.encode_batch(new_words, add_special_tokens=False)
+            pieces.update(zip(new_words, (len(e) for e in encs)))
+        return [sum(map(pieces.__getitem__, ws)) for ws in words]
+
+
 class TokenCounter:
     """Counts model tokens per line of a text; falls back to a conservative estimate."""
 
     def __init__(self, tokenizer_file: Path | None) -> None:
         self.tokenizer_file = tokenizer_file
         self._tk = None
+        self._words: _WordPieceCounter | None = None
         if tokenizer_file is not None:
             from tokenizers import Tokenizer
 
@@ -81,6 +134,7 @@ class TokenCounter:
             tk.no_truncation()
             tk.no_padding()
             self._tk = tk
+            self._words = _WordPieceCounter.for_file(tk, tokenizer_file)
         self._line_cache: dict[str, int] = {}
 
     @property
@@ -91,6 +145,8 @@ class TokenCounter:
         """Tokens in ``text`` without special tokens."""
         if self._tk is None:
             return len(text) // 2 + 1
+        if self._words is not None and self._words.handles(text):
+            return self._words.counts([text])[0]
         return len(self._encode(text).ids)
 
     def token_starts(self, text: str) -> list[int]:
@@ -119,6 +175,10 @@ class TokenCounter:
             cache.clear()
         keys = [[line.strip() for line in t.split("\n")] for t in texts]
         new = list(dict.fromkeys(k for ks in keys for k in ks if k not in cache))
+        if new and self._words is not None:
+            plain = [k for k in new if self._words.handles(k)]
+            cache.update(zip(plain, self._words.counts(plain)))
+            new = [k for k in new if k not in cache]
         if new:
             blocks = ["\n".join(new[i : i + 256]) for i in range(0, len(new), 256)]
             # encode_batch releases the GIL (encode would not) and spreads blocks over the cores.
