@@ -71,7 +71,7 @@ def resolve_model(name: str) -> ModelInfo:
 
 # BERT pre-tokenisation of printable ASCII: runs of letters and digits, and each punctuation
 # character on its own (Rust's is_ascii_punctuation: 33-47, 58-64, 91-96, 123-126).
-_BERT_PRETOKEN = re.compile(r"[A-Za-z0-9]+|[!-/:-@\[-`{-~]")
+_BERT_PRETOKEN = re.compile(r"[A-Za-z0-9]+|[!-/:-@\[-`{-~]|\0")
 WORD_CACHE_MAX = 1_000_000
 
 
@@ -90,7 +90,7 @@ class _WordPieceCounter:
         # ASCII text outside the fast path: control characters, or a special token's text.
         self._other = re.compile("|".join([r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", *(re.escape(t) for t in specials if t)]),
                                  re.IGNORECASE)
-        self._pieces: dict[str, int] = {}
+        self._pieces: dict[str, int] = {"\0": 0}
 
     @classmethod
     def for_file(cls, tk, tokenizer_file: Path) -> _WordPieceCounter | None:
@@ -107,17 +107,35 @@ class _WordPieceCounter:
         return text.isascii() and self._other.search(text) is None
 
     def counts(self, texts: list[str]) -> list[int]:
-        """Token counts of texts that ``handles`` accepted."""
-        words = [_BERT_PRETOKEN.findall(t.lower() if self._lower else t) for t in texts]
+        """Token counts of texts that ``handles`` accepted, in a few calls for the whole list: the
+        texts are joined by NUL (never in an accepted text), which the regex returns as a word of
+        zero pieces, so per-text sums fall out of one cumulative sum."""
+        import numpy as np
+
+        if not texts:
+            return []
+        words = self._words("\0".join(texts))
+        if len(texts) == 1:
+            return [sum(map(self._pieces.__getitem__, words))]
+        n = np.fromiter(map(self._pieces.__getitem__, words), dtype=np.int64, count=len(words))
+        ends = np.append(np.flatnonzero(n == 0), len(n))  # every real word has at least one piece
+        totals = np.concatenate(([0], np.cumsum(n)))[ends]
+        return np.diff(totals, prepend=0).tolist()
+
+    def _words(self, text: str) -> list[str]:
+        """Pre-tokenise ``text``, making sure every word's piece count is known."""
+        words = _BERT_PRETOKEN.findall(text.lower() if self._lower else text)
         pieces = self._pieces
-        new = {w for ws in words for w in ws if w not in pieces}
+        new = set(words).difference(pieces)
         if new:
             if len(pieces) + len(new) > WORD_CACHE_MAX:
                 pieces.clear()
+                pieces["\0"] = 0
+                new = set(words).difference(pieces)
             new_words = list(new)
             encs = self._tk.encode_batch(new_words, add_special_tokens=False)
             pieces.update(zip(new_words, (len(e) for e in encs)))
-        return [sum(map(pieces.__getitem__, ws)) for ws in words]
+        return words
 
 
 class TokenCounter:
