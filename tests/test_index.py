@@ -163,6 +163,49 @@ def test_cancel_event_stops_between_batches(repo, settings, hash_embedder):
     assert r.cancelled and hash_embedder.calls == []
 
 
+def test_overlapped_embedding_writes_each_chunk_once_and_resumes(repo, settings):
+    """The GPU path: batch n+1 is embedded in a second thread while batch n is written. Rows in a
+    batch still being embedded must not be read again as pending, nothing may be embedded twice,
+    and a cancel keeps every written batch."""
+    from codesight_tui.core.cache import EmbeddingCache
+    from codesight_tui.core.indexer import index_vectors
+
+    class Threaded(HashEmbedder):
+        def __init__(self, cancel_after=None, cancel=None):
+            super().__init__()
+            self.threads, self.batches = set(), 0
+            self.cancel_after, self.cancel = cancel_after, cancel
+
+        def encode(self, texts):
+            self.threads.add(threading.current_thread().name)
+            self.batches += 1
+            if self.cancel_after and self.batches == self.cancel_after:
+                self.cancel.set()
+            return super().encode(texts)
+
+    for i in range(12):
+        (repo / f"mod_{i}.py").write_text("".join(f"def g_{i}_{j}(x):\n    return x - {j}\n\n\n" for j in range(30)))
+    cs = CodeSight(repo, settings=settings, embedder=HashEmbedder())
+    cs.index(embed=False)
+    total = len(sqlite_ids(cs))
+    cache = EmbeddingCache(settings.cache_dir, HashEmbedder.name, 64)
+
+    cancel = threading.Event()
+    first = Threaded(cancel_after=3, cancel=cancel)
+    r1 = index_vectors(cs.store, cs._vectors, first, cache, batch=8, overlap=True, cancel=cancel)
+    assert r1.cancelled and first.threads and all(t.startswith("codesight-embed") for t in first.threads)
+    written = sqlite_ids(cs, embedded=True)
+    assert 0 < len(written) < total and lance_ids(cs) == written  # every batch embedded was kept
+
+    second = Threaded()
+    r2 = index_vectors(cs.store, cs._vectors, second, cache, batch=8, overlap=True)
+    assert not r2.cancelled and r2.vectors_pending == 0
+    ids = lance_ids(cs)
+    assert ids == sqlite_ids(cs) and len(ids) == len(set(ids)) == total  # no duplicate rows
+    assert len(first.calls) + len(second.calls) == len(set(first.calls) | set(second.calls))  # none twice
+    assert r2.embedded + r2.cache_hits == total - len(written)
+
+
 def test_shared_cache_spares_second_worktree(tmp_path, settings):
     from conftest import build_repo
 

@@ -78,3 +78,20 @@ def test_model_in_a_child_process(real_embedder, tmp_path, monkeypatch):
         emb.encode(["after close"])
     with pytest.raises(CodeSightError, match="cannot load embedding model"):
         ProcessEmbedder(resolve_model(str(tmp_path / "no-such-model")))
+
+
+def test_gpu_path_gives_the_same_vectors_as_sentence_transformers(real_embedder, monkeypatch):
+    """The overlapped path (threads tokenise ahead of the model; taken on CUDA) computes exactly
+    what ``SentenceTransformer.encode`` does, here on the CPU: same tokens, same pooling, same
+    normalisation, results back in input order, odd texts included."""
+    import numpy as np
+
+    texts = [f"src/m{i}.py\ndef handler_{i}(request):\n" + "    x = x + 1\n" * (i * 7 % 60) for i in range(40)]
+    texts += ["", "x", "naïve café — 日本語\ttab", "\x00 nul", "word " * 3000]
+    ref = real_embedder.model.encode(texts, batch_size=16, normalize_embeddings=True, convert_to_numpy=True)
+    monkeypatch.setattr(real_embedder, "overlap", True)
+    monkeypatch.setattr(real_embedder, "batch_size", 8)
+    got = real_embedder.encode(texts)
+    assert got.shape == ref.shape and got.dtype == np.float32
+    assert float((got * ref).sum(1).min()) > 0.99999
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)

@@ -214,9 +214,9 @@ class CodeSight:
                     from codesight_tui.core.cache import EmbeddingCache
 
                     cache = EmbeddingCache(self.settings.cache_dir.expanduser(), embedder.name, embedder.dim)
-                    batch = 2048 if getattr(embedder, "device", "cpu") == "cuda" else 128
-                    index_vectors(store, self._vectors, embedder, cache, batch=batch, progress=progress,
-                                  cancel=cancel, report=report)
+                    gpu = getattr(embedder, "device", "cpu") == "cuda"
+                    index_vectors(store, self._vectors, embedder, cache, batch=4096 if gpu else 128,
+                                  progress=progress, cancel=cancel, report=report, overlap=gpu)
                     report.warnings.extend(cache.notices)
                     self._bound_cache(cache)
             elif embed and report.chunks_removed and self._vectors.directory.exists():

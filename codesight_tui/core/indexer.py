@@ -14,6 +14,7 @@ import signal
 import threading
 import time
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -172,8 +173,6 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
         submit = lambda b: pool.submit(_prepare_in_worker, b)  # noqa: E731
         ahead = n_proc + 1
     else:
-        from concurrent.futures import ThreadPoolExecutor
-
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="codesight-chunk")
         submit = lambda b: pool.submit(_prepare, chunker, b)  # noqa: E731
         ahead = 1
@@ -246,10 +245,28 @@ def drop_orphan_vectors(store, vectors) -> tuple[set[int], set[int]]:
     return in_lance - orphans, marked
 
 
+@dataclass
+class _EmbedJob:
+    """One batch of chunks on its way to the vector store."""
+
+    rows: list
+    keys: list[str]
+    found: dict  # embed key -> vector already in the cache
+    todo: dict  # embed key -> text to embed
+    future: Future | None = None
+
+
 def index_vectors(store, vectors, embedder, cache, *, batch: int = 128,
                   progress: ProgressFn | None = None, cancel: threading.Event | None = None,
-                  report: IndexReport | None = None, limit: int | None = None) -> IndexReport:
-    """Phase 2: embed every chunk that lacks a vector (at most ``limit``); resumable batch by batch."""
+                  report: IndexReport | None = None, limit: int | None = None,
+                  overlap: bool = False) -> IndexReport:
+    """Phase 2: embed every chunk that lacks a vector (at most ``limit``); resumable batch by batch.
+
+    With ``overlap`` (a GPU, where a batch takes a fraction of a second) the next batch is being
+    embedded in a second thread while this one is written, so the model never waits on SQLite or
+    LanceDB. Without it (a CPU, where a batch takes seconds and writing is noise) each batch is
+    written before the next starts, so Ctrl-C never waits on a batch nobody will keep.
+    """
     report = report or IndexReport()
     t0 = time.perf_counter()
     reconcile_vectors(store, vectors, embedder.name, embedder.dim)
@@ -258,41 +275,79 @@ def index_vectors(store, vectors, embedder, cache, *, batch: int = 128,
     if progress:
         progress(Progress("embed", 0, total))
     window: list = []
-    while True:
-        if cancel is not None and cancel.is_set():
-            report.cancelled = True
-            break
+    taken = 0  # rows handed to jobs so far
+    in_flight: set[int] = set()  # ids of rows in a job that is not written yet
+
+    def next_job() -> _EmbedJob | None:
+        nonlocal window, taken
         if not window:
             # Read a window of several batches and sort it by length, so each batch the model sees
             # holds texts of similar length (little padding), while commits stay batch-sized.
-            want = batch * 4 if limit is None else min(batch * 4, limit - done)
-            window = sorted(store.pending(want), key=lambda r: len(r.content) + len(r.scope)) if want > 0 else []
+            want = batch * 4 if limit is None else min(batch * 4, limit - taken)
+            if want <= 0:
+                return None
+            fresh = [r for r in store.pending(want + len(in_flight)) if r.id not in in_flight][:want]
+            window = sorted(fresh, key=lambda r: len(r.content) + len(r.scope))
             if not window:
-                break
+                return None
         rows, window = window[:batch], window[batch:]
+        taken += len(rows)
         keys = [r.embed_key for r in rows]
         found = cache.get_many(keys) if cache is not None else {}
         todo: dict[str, str] = {}
         for r in rows:
             if r.embed_key not in found and r.embed_key not in todo:
                 todo[r.embed_key] = embed_text(r.path, r.scope, r.content)
-        if todo:
-            vecs = embedder.encode(list(todo.values()))
-            fresh = dict(zip(todo.keys(), vecs))
+        in_flight.update(r.id for r in rows)
+        return _EmbedJob(rows, keys, found, todo)
+
+    def write(job: _EmbedJob) -> None:
+        nonlocal done
+        rows, found = job.rows, job.found
+        if job.todo:
+            vecs = job.future.result() if job.future is not None else embedder.encode(list(job.todo.values()))
+            fresh = dict(zip(job.todo.keys(), vecs))
             if cache is not None:
                 cache.put_many(list(fresh.items()))
             found.update(fresh)
-        report.cache_hits += len(rows) - len(todo)
-        report.embedded += len(todo)
-        matrix = np.stack([found[k] for k in keys])
+        report.cache_hits += len(rows) - len(job.todo)
+        report.embedded += len(job.todo)
+        matrix = np.stack([found[k] for k in job.keys])
         vectors.add([r.id for r in rows], [r.language or "" for r in rows], matrix)
         store.mark_embedded([r.id for r in rows])
+        in_flight.difference_update(r.id for r in rows)
         done += len(rows)
         if progress:
             progress(Progress("embed", done, max(total, done), rows[-1].path))
+
+    # Two workers: the next batch starts tokenising while this one is still on the model.
+    pool = ThreadPoolExecutor(2, thread_name_prefix="codesight-embed") if overlap else None
+    queued: _EmbedJob | None = None  # embedding in the pool while the loop writes the one before
+    try:
+        while True:
+            if cancel is not None and cancel.is_set():
+                report.cancelled = True
+                job = None
+            else:
+                job = next_job()
+            if job is not None and pool is not None and job.todo:
+                job.future = pool.submit(embedder.encode, list(job.todo.values()))
+            if pool is None:
+                if job is None:
+                    break
+                write(job)
+                continue
+            if queued is not None:
+                write(queued)
+            queued = job
+            if job is None:
+                break
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
     if done:
         vectors.optimize()
-        if not (cancel is not None and cancel.is_set()):
+        if not report.cancelled:
             vectors.ensure_ann()  # large tables get an approximate index (see vectors.ANN_MIN_ROWS)
     report.vectors_pending = store.counts()["pending"]
     report.embed_seconds = time.perf_counter() - t0
