@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
+import subprocess
 import statistics
 import sys
 import tempfile
@@ -157,6 +159,24 @@ def run_encode(args, info) -> None:
     print(f"cosine codesight vs bare encode: mean {c.mean():.6f}, min {c.min():.6f}", flush=True)
 
 
+def model_only_rss(info, args) -> float:
+    """Peak RSS (MB) of a fresh process that loads the embedder and embeds 2,000 short texts: what
+    the model and its runtime (on a GPU, CUDA's libraries) cost before any index work. Read from
+    VmHWM: a child's ru_maxrss starts from its parent's, since the kernel carries it across exec."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]);"
+            "from codesight_tui.core.embedder import SentenceTransformerEmbedder;"
+            "from codesight_tui.core.tokens import resolve_model;"
+            "e = SentenceTransformerEmbedder(resolve_model(sys.argv[2]), sys.argv[3]);"
+            "e.encode([f'def f{i}(x):\\n    return x + {i}' for i in range(2000)]);"
+            "print(next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')) / 1024)")
+    out = subprocess.run([sys.executable, "-c", code, str(Path(__file__).resolve().parents[1]), info.load_from,
+                          args.device], capture_output=True, text=True)
+    try:
+        return float(out.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return float("nan")
+
+
 def run_index(args, info) -> None:
     from codesight_tui import CodeSight
     from codesight_tui.config import Settings
@@ -187,6 +207,9 @@ def run_index(args, info) -> None:
           f"{r.embedded / emb_loop:,.0f} chunks/s end to end (read SQLite -> tokenise -> model -> cache -> LanceDB -> mark)")
     tail = wall - (marks.get("embed_end", t0 + wall) - t0)
     print(f"  after the last batch (compaction + ANN index): {tail:.1f} s; device {cs.embedder().device}", flush=True)
+    print(f"  peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB; "
+          f"a process that only loads the model on {args.device} and embeds 2,000 texts: {model_only_rss(info, args):,.0f} MB",
+          flush=True)
 
     t = time.perf_counter()
     r2 = cs.index(force=True)
