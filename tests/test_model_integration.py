@@ -95,3 +95,15 @@ def test_gpu_path_gives_the_same_vectors_as_sentence_transformers(real_embedder,
     assert got.shape == ref.shape and got.dtype == np.float32
     assert float((got * ref).sum(1).min()) > 0.99999
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+
+
+def test_gpu_path_only_where_it_matches_encode(real_embedder, monkeypatch):
+    """A default prompt (which encode would prepend) or a tokenizer file that can't be read keeps
+    sentence-transformers' own encode; MiniLM qualifies."""
+    assert real_embedder._overlap_safe()
+    monkeypatch.setattr(real_embedder.model, "default_prompt_name", "query", raising=False)
+    assert not real_embedder._overlap_safe()
+    monkeypatch.setattr(real_embedder.model, "default_prompt_name", None, raising=False)
+    monkeypatch.setattr(real_embedder, "_tok_local", __import__("threading").local())
+    monkeypatch.setattr(real_embedder, "tokenizer_file", "/nonexistent/tokenizer.json")
+    assert not real_embedder._overlap_safe()

@@ -91,7 +91,8 @@ class SentenceTransformerEmbedder:
         self._tok_local = threading.local()
         self._tok_pool = None
         self._pad_id = getattr(getattr(model, "tokenizer", None), "pad_token_id", None) or 0
-        self.overlap = self.device == "cuda" and info.tokenizer_file is not None and self._plain_token_types()
+        self._pin = self.device == "cuda"
+        self.overlap = self.device == "cuda" and self._overlap_safe()
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Embed ``texts``; sentence-transformers sorts them by length so batches carry no padding
@@ -123,10 +124,17 @@ class SentenceTransformerEmbedder:
             self._tok_local.tok = tok
         return tok
 
-    def _plain_token_types(self) -> bool:
-        """Whether one text's token type ids are all 0, as BERT-style models assume when none are
-        given; the overlapped path sends ids and the attention mask only."""
-        return not any(self._tokenizer().encode("a b").type_ids)
+    def _overlap_safe(self) -> bool:
+        """Whether the overlapped path computes exactly what ``model.encode`` does for this model:
+        its ``tokenizer.json`` is known, encode adds no default prompt, and a text's token type
+        ids are all 0 (what BERT-style models assume when none are given: the path sends ids and
+        the attention mask only). Anything else keeps sentence-transformers' own ``encode``."""
+        if self.tokenizer_file is None or getattr(self.model, "default_prompt_name", None):
+            return False
+        try:
+            return not any(self._tokenizer().encode("a b").type_ids)
+        except Exception:  # a tokenizer file the Rust library can't load
+            return False
 
     def _features(self, texts: list[str]):
         """One batch as a single int64 tensor: token ids padded to the longest text, and each
@@ -143,7 +151,12 @@ class SentenceTransformerEmbedder:
             arr[i, : len(x)] = x
             arr[i, width] = len(x)
         t = torch.from_numpy(arr)
-        return t.pin_memory() if self.device == "cuda" else t
+        if self._pin:
+            try:
+                return t.pin_memory()
+            except RuntimeError:  # no page-locked memory to be had here: plain copies still work
+                self._pin = False
+        return t
 
     def _encode_overlapped(self, texts: list[str]) -> np.ndarray:
         """Length-sorted batches, tokenised by a thread pool ahead of the model; vectors stay on
