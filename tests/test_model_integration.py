@@ -95,6 +95,8 @@ def test_gpu_path_gives_the_same_vectors_as_sentence_transformers(real_embedder,
     assert got.shape == ref.shape and got.dtype == np.float32
     assert float((got * ref).sum(1).min()) > 0.99999
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    few = real_embedder.encode(texts[:3])  # a query-sized call tokenises in the calling thread
+    assert float((few * ref[:3]).sum(1).min()) > 0.99999
 
 
 def test_gpu_path_only_where_it_matches_encode(real_embedder, monkeypatch):

@@ -168,19 +168,21 @@ class SentenceTransformerEmbedder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         bs = self.batch_size
         parts = [[texts[i] for i in order[k : k + bs]] for k in range(0, len(order), bs)]
+        futures = []
         if len(texts) <= 8:  # a query: a thread hop costs more than it saves
-            futures = [_Done(self._features(p)) for p in parts]
+            batches = map(self._features, parts)
         else:
             if self._tok_pool is None:
                 from concurrent.futures import ThreadPoolExecutor
 
                 self._tok_pool = ThreadPoolExecutor(tokenizer_threads(), thread_name_prefix="codesight-tok")
             futures = [self._tok_pool.submit(self._features, p) for p in parts]
+            batches = (f.result() for f in futures)
         out = []
         try:
             with torch.inference_mode():
-                for fut in futures:
-                    packed = fut.result().to(self.device, non_blocking=True)
+                for packed in batches:
+                    packed = packed.to(self.device, non_blocking=True)
                     ids, lengths = packed[:, :-1], packed[:, -1]
                     mask = (torch.arange(ids.shape[1], device=ids.device)[None, :] < lengths[:, None]).long()
                     emb = self.model({"input_ids": ids, "attention_mask": mask})["sentence_embedding"]
@@ -192,19 +194,6 @@ class SentenceTransformerEmbedder:
         result = np.empty_like(vecs)
         result[np.asarray(order)] = vecs
         return result
-
-
-class _Done:
-    """An already computed result, shaped like a ``Future``."""
-
-    def __init__(self, value) -> None:
-        self.value = value
-
-    def result(self):
-        return self.value
-
-    def cancel(self) -> bool:
-        return False
 
 
 def serve(fds: list[int], info: ModelInfo, device: str, batch_size: int) -> None:

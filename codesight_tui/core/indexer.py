@@ -332,16 +332,15 @@ def index_vectors(store, vectors, embedder, cache, *, batch: int = 128,
                 job = next_job()
             if job is not None and pool is not None and job.todo:
                 job.future = pool.submit(embedder.encode, list(job.todo.values()))
-            if pool is None:
-                if job is None:
-                    break
-                write(job)
-                continue
             if queued is not None:
                 write(queued)
-            queued = job
+                queued = None
             if job is None:
                 break
+            if pool is None:
+                write(job)  # on a CPU each batch is written before the next is read
+            else:
+                queued = job
     finally:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
