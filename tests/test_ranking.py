@@ -160,3 +160,62 @@ def test_declarations_rank_below_their_implementation_unless_named(tmp_path, set
     top = c.search("RetryOptions", top_k=3)[0]  # declared only in the .d.ts: still first
     assert top.path == "typings/index.d.ts" and top.definition
     assert c.search("typings for a failed upload", top_k=3)[0].path == "typings/index.d.ts"
+
+
+# --- step 6: feedback from the top hit --------------------------------------------------------
+
+def _unit(*xs):
+    import numpy as np
+
+    v = np.zeros(8, dtype=np.float32)
+    for i, w in xs:
+        v[i] = w
+    return v / np.linalg.norm(v)
+
+
+def test_feedback_ranking_moves_the_query_toward_the_top_hit():
+    from codesight_tui.core.ranking import feedback_ranking
+
+    q = _unit((0, 1))
+    vecs = {1: _unit((1, 1)), 2: _unit((2, 1)), 3: _unit((1, 1), (3, 0.2)), 4: _unit((0, 1), (2, 1.5))}
+    # Alone, the query is as far from 1 and 3 as from 2; moved toward hit 1, it prefers 1 and 3.
+    assert feedback_ranking(q, 1, [1, 2, 3, 4, 5], vecs, depth=10) == [1, 3, 4, 2]  # 5 has no vector
+    assert feedback_ranking(q, 1, [1, 2, 3, 4], vecs, depth=2) == [1, 3]
+    assert feedback_ranking(q, 5, [5, 1, 2], vecs, depth=10) == []  # the top hit has no vector yet
+
+
+def test_feedback_lifts_a_lexical_hit_like_the_top_hit(cs):
+    from codesight_tui.core.ranking import rerank
+
+    ids = [i for (i,) in cs.store.conn.execute(
+        "SELECT id FROM chunks WHERE path IN ('uploads/retry.py', 'uploads/report.py', 'web/client.js') ORDER BY id")]
+    a, b, c, d, e = ids[:5]
+    rankings = {"bm25": [a, b, c], "vector": [a, d, e]}
+    vecs = {a: _unit((1, 1)), b: _unit((2, 1)), c: _unit((1, 1), (3, 0.1)), d: _unit((0, 1)), e: _unit((4, 1))}
+    asked: list[list[int]] = []
+
+    def vectors_for(rows):
+        asked.append(sorted(r.id for r in rows))
+        return {r.id: vecs[r.id] for r in rows}
+
+    query = "zzyzx qwvp"  # words no path holds: fusion and feedback alone decide
+    plain = [cid for cid, *_ in rerank(cs.store, rankings, query)]
+    assert plain.index(b) < plain.index(c)  # BM25 ranked b above c, and no vector ranked either
+    out = rerank(cs.store, rankings, query, query_vector=_unit((0, 1)), vectors_for=vectors_for)
+    order = [cid for cid, *_ in out]
+    assert order[0] == a and order.index(c) < order.index(b)  # c is like the top hit; b is not
+    assert asked == [sorted(ids[:5])]  # one lookup, for every candidate
+    assert {cid: r for cid, _, r, _ in out}[c] == {"bm25": 3}  # ranks shown are the retrievers' own
+
+
+def test_search_reads_feedback_vectors_from_the_cache(cs, monkeypatch):
+    from codesight_tui.core.vectors import VectorStore
+
+    expect = [h.chunk_id for h in cs.search("retry a failed upload", top_k=5)]
+    monkeypatch.setattr(VectorStore, "vectors", lambda self, ids: pytest.fail("LanceDB lookup with a warm cache"))
+    assert [h.chunk_id for h in cs.search("retry a failed upload", top_k=5)] == expect
+    monkeypatch.undo()
+    for p in cs.settings.cache_dir.glob("*.sqlite"):  # the cache is gone: LanceDB has every vector
+        p.unlink()
+    other = CodeSight(cs.root, settings=cs.settings, embedder=cs._embedder)
+    assert [h.chunk_id for h in other.search("retry a failed upload", top_k=5)] == expect

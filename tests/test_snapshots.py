@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from textual.widgets import Input
+
 from codesight_tui import CodeSight
 from codesight_tui.tui.app import CodeSightApp
 from codesight_tui.tui.messages import IndexProgress, ModelFailed
@@ -19,6 +21,8 @@ def app_for(root, settings, **kw):
 
 async def _settle(pilot):
     app = pilot.app
+    for box in app.query(Input):  # a blinking cursor would make each picture depend on timing
+        box.cursor_blink = False
     for _ in range(400):
         await pilot.pause(0.05)
         if app.index_idle.is_set() and not app._indexing and not app.search_busy:

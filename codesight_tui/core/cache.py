@@ -90,7 +90,9 @@ class EmbeddingCache:
             raise
         return c
 
-    def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
+    def get_many(self, keys: list[str], touch: bool = True) -> dict[str, np.ndarray]:
+        """The cached vectors of ``keys``; with ``touch`` an entry's last use is refreshed (at most
+        daily). Searches don't touch: a read must never wait on an indexer's write lock."""
         out: dict[str, np.ndarray] = {}
         stale: list[str] = []
         now = int(time.time())
@@ -101,7 +103,7 @@ class EmbeddingCache:
                 v = np.frombuffer(blob, dtype=np.float32)
                 if v.shape[0] == self.dim:
                     out[key] = v
-                    if (used or 0) < now - TOUCH_EVERY_S:
+                    if touch and (used or 0) < now - TOUCH_EVERY_S:
                         stale.append(key)
         if stale:  # keep what is still in use from being pruned
             try:

@@ -62,6 +62,8 @@ class CodeSight:
         self._embedder_error: str | None = None
         self._model_lock = threading.Lock()
         self._lock = None
+        self._search_cache = None  # the embedding cache, opened for lookups (see _read_cache)
+        self._search_cache_tried = False
         if embedder is not None:
             self.model_info = ModelInfo(embedder.name, embedder.name, None, getattr(embedder, "max_seq_length", 256))
         else:
@@ -257,7 +259,37 @@ class CodeSight:
                     self.notices.append(f"{exc}; showing BM25 results only")
         return search(self.store, self._vectors, qfn, query, top_k=top_k, mode=mode, glob=glob,
                       language=language, depth=self.settings.retriever_depth, rrf_k=self.settings.rrf_k,
-                      ranking=self.settings.ranking)
+                      ranking=self.settings.ranking, vectors_for=self._vectors_for)
+
+    def _vectors_for(self, rows) -> dict:
+        """Stored vectors of chunk rows, by id: from the embedding cache (a key lookup, well under
+        a millisecond for a hundred rows), else from LanceDB (about 4 ms at 100,000 rows)."""
+        out: dict = {}
+        cache = self._read_cache()
+        if cache is not None:
+            try:
+                found = cache.get_many([r.embed_key for r in rows], touch=False)
+            except Exception:  # damaged, locked or gone: LanceDB has them all
+                self._search_cache = None
+                found = {}
+            out = {r.id: found[r.embed_key] for r in rows if r.embed_key in found}
+        rest = [r.id for r in rows if r.id not in out]
+        if rest:
+            out.update(self._vectors.vectors(rest))
+        return out
+
+    def _read_cache(self):
+        """This index's model's embedding cache, opened for lookups only if it exists."""
+        if not self._search_cache_tried and self._vectors.count():
+            self._search_cache_tried = True
+            from codesight_tui.core.cache import EmbeddingCache, cache_path
+
+            model, dim = self.store.get_meta("model"), self.store.get_meta("dim")
+            if model and dim and dim.isdigit():
+                path = cache_path(self.settings.cache_dir, model, int(dim))
+                if path.is_file():
+                    self._search_cache = EmbeddingCache(path.parent, model, int(dim), path=path, repair=False)
+        return self._search_cache
 
     # --- status ---------------------------------------------------------------------------
     def changed_files(self) -> dict[str, list[str]]:

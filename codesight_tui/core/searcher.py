@@ -65,9 +65,10 @@ def _pool() -> ThreadPoolExecutor:
 
 def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode: str = "hybrid",
            glob: str | None = None, language: str | None = None, depth: int = 20,
-           rrf_k: int = 60, ranking: str = "stack") -> list[SearchResult]:
+           rrf_k: int = 60, ranking: str = "stack", vectors_for=None) -> list[SearchResult]:
     """Run one query. ``query_vector_fn(query)`` embeds the query; it is only called in the
-    ``hybrid`` and ``vector`` modes, and only if the index holds vectors.
+    ``hybrid`` and ``vector`` modes, and only if the index holds vectors. ``vectors_for(rows)``
+    gives the stored vectors of ``ChunkRow``s by id (default: looked up in ``vectors``).
 
     ``bm25`` and ``vector`` return one retriever's ranking as it is. ``hybrid`` fuses both by RRF;
     with ``ranking="stack"`` (the default) the ranking stack of ``core.ranking`` runs on top,
@@ -77,29 +78,35 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
     if not query or not query.strip():
         return []
     depth = max(depth, top_k)
+    stack = mode == "hybrid" and ranking == "stack"
     rankings: dict[str, list[int]] = {}
     nearest = None
     if mode in ("hybrid", "vector") and query_vector_fn is not None and vectors.count():
         # The query embedding and the vector search (both release the GIL) run in a second thread
         # while SQLite answers BM25 in this one: a hybrid query costs the slower of the two. A
         # path filter cannot run inside LanceDB, so with a glob over-fetch and filter below.
-        nearest = _pool().submit(lambda: vectors.search(query_vector_fn(query), depth * 10 if glob else depth,
-                                                        language=language))
+        def nearest_fn():
+            qv = query_vector_fn(query)
+            return qv, vectors.search(qv, depth * 10 if glob else depth, language=language)
+
+        nearest = _pool().submit(nearest_fn)
     if mode in ("hybrid", "bm25"):
         rankings["bm25"] = store.bm25(query, depth, language=language, glob=glob)
+    query_vector = None
     if nearest is not None:
-        ids = [cid for cid, _ in nearest.result()]
+        query_vector, hits = nearest.result()
+        ids = [cid for cid, _ in hits]
         if glob:
             from codesight_tui.core.store import path_matches
 
             rows = store.get_chunks(ids)
             ids = [i for i in ids if i in rows and path_matches(rows[i].path, glob)]
         rankings["vector"] = ids[:depth]
-    stack = mode == "hybrid" and ranking == "stack"
     if stack:
         from codesight_tui.core.ranking import rerank
 
-        fused = rerank(store, rankings, query, rrf_k=rrf_k, glob=glob, language=language)
+        fused = rerank(store, rankings, query, rrf_k=rrf_k, glob=glob, language=language,
+                       query_vector=query_vector, vectors_for=vectors_for or (lambda rows: vectors.vectors([r.id for r in rows])))
     else:
         fused = [(cid, s, r, False) for cid, s, r in rrf_fuse(rankings, k=rrf_k)]
     rows = store.get_chunks([cid for cid, *_ in fused[: top_k * (4 if stack else 2)]])
