@@ -66,40 +66,30 @@ def main() -> None:
     settings = Settings(ranking="plain", retriever_depth=20, rrf_k=60)
     res = evaluate(suites, ["hybrid", "bm25", "vector"], settings=settings)
 
-    # The seed implementation kept the best chunk of each file: the same fused lists, deduplicated.
+    # The seed implementation kept the best chunk of each file: the same fused top 20, deduplicated.
     from codesight_tui.core.engine import CodeSight
-    from codesight_tui.core.evaluation import _mean, load_queries, score
 
-    per_file = []
-    for qfile, root in suites:
-        cs = CodeSight(root, settings=settings)
-        rows = []
-        for q in load_queries(qfile):
-            seen, best = set(), []
-            for r in cs.search(q.text, top_k=20, mode="hybrid"):  # the fused top 20
-                if r.path not in seen:
-                    seen.add(r.path)
-                    best.append(r)
-            rows.append({**score(best[:10], q.targets), "category": q.category})
-        cs.close()
-        cats = sorted({r["category"] for r in rows})
-        per_file.append({"overall": _mean(rows), "categories": {c: _mean([r for r in rows if r["category"] == c])
-                                                                 for c in cats}})
+    fused = CodeSight.search
 
-    def line(label, overall, cats):
-        return f"{label:34s} " + " ".join(f"{cats.get(c, {}).get('ndcg@10', float('nan')):13.3f}"
-                                          for c in ("architecture", "semantic", "symbol")) + f" {overall['ndcg@10']:13.3f}"
+    def best_per_file(self, query, top_k=10, mode=None, **kw):
+        seen, best = set(), []
+        for r in fused(self, query, top_k=20, mode=mode, **kw):
+            if r.path not in seen:
+                seen.add(r.path)
+                best.append(r)
+        return best[:top_k]
+
+    CodeSight.search = best_per_file
+    per_file = evaluate(suites, ["hybrid"], settings=settings, index=False)["modes"]["hybrid"]
+
+    def line(label, m):
+        return f"{label:34s} " + " ".join(f"{m['categories'][c]['ndcg@10']:13.3f}"
+                                          for c in ("architecture", "semantic", "symbol")) + f" {m['overall']['ndcg@10']:13.3f}"
 
     print(f"{'NDCG@10, seed design':34s} {'architecture':>13s} {'semantic':>13s} {'symbol':>13s} {'overall':>13s}")
     for mode in ("bm25", "vector", "hybrid"):
-        m = res["modes"][mode]
-        print(line(mode if mode != "hybrid" else "hybrid, plain RRF", m["overall"], m["categories"]))
-    overall = {"ndcg@10": sum(p["overall"]["ndcg@10"] for p in per_file) / len(per_file)}
-    cats = {}
-    for c in ("architecture", "semantic", "symbol"):
-        vals = [p["categories"][c]["ndcg@10"] for p in per_file if c in p["categories"]]
-        cats[c] = {"ndcg@10": sum(vals) / len(vals)}
-    print(line("hybrid, plain RRF, best per file", overall, cats))
+        print(line(mode if mode != "hybrid" else "hybrid, plain RRF", res["modes"][mode]))
+    print(line("hybrid, plain RRF, best per file", per_file))
     sys.stdout.flush()
 
 

@@ -53,7 +53,7 @@ class EmbeddingCache:
 
     @classmethod
     def open_file(cls, path: Path) -> EmbeddingCache:
-        """An existing cache file, whatever its model (for ``status`` and ``prune``)."""
+        """An existing cache file, whatever its model (for ``status``, ``prune`` and search)."""
         dim = int(path.stem.rsplit("-", 1)[-1]) if path.stem.rsplit("-", 1)[-1].isdigit() else 0
         return cls(path.parent, path.stem, dim, path=path, repair=False)
 

@@ -279,17 +279,26 @@ class CodeSight:
         return out
 
     def _read_cache(self):
-        """This index's model's embedding cache, opened for lookups only if it exists."""
-        if not self._search_cache_tried and self._vectors.count():
+        """The embedding cache of the model this index's vectors came from, opened for lookups
+        only if its file exists (tried once per engine)."""
+        if not self._search_cache_tried:
             self._search_cache_tried = True
-            from codesight_tui.core.cache import EmbeddingCache, cache_path
+            from codesight_tui.core.cache import EmbeddingCache
 
-            model, dim = self.store.get_meta("model"), self.store.get_meta("dim")
-            if model and dim and dim.isdigit():
-                path = cache_path(self.settings.cache_dir, model, int(dim))
-                if path.is_file():
-                    self._search_cache = EmbeddingCache(path.parent, model, int(dim), path=path, repair=False)
+            path = self._cache_file(self.store.get_meta("model"))
+            if path is not None:
+                self._search_cache = EmbeddingCache.open_file(path)
         return self._search_cache
+
+    def _cache_file(self, model: str | None):
+        """The existing cache file of ``model`` for this index's vector size, or None."""
+        from codesight_tui.core.cache import cache_path
+
+        dim = self.store.get_meta("dim") if self.has_index() else None
+        if not model or not dim or not dim.isdigit():
+            return None
+        path = cache_path(self.settings.cache_dir, model, int(dim))
+        return path if path.is_file() else None
 
     # --- status ---------------------------------------------------------------------------
     def changed_files(self) -> dict[str, list[str]]:
@@ -345,11 +354,10 @@ class CodeSight:
 
     def cache_status(self) -> dict | None:
         """Stats of this model's cache file, if it exists (never creates one or loads the model)."""
-        from codesight_tui.core.cache import EmbeddingCache, cache_path
+        from codesight_tui.core.cache import EmbeddingCache
 
-        dim = self.store.get_meta("dim") if self.has_index() else None
-        path = cache_path(self.settings.cache_dir, self.model_info.name, int(dim)) if dim else None
-        return EmbeddingCache.open_file(path).stats() if path is not None and path.exists() else None
+        path = self._cache_file(self.model_info.name)
+        return EmbeddingCache.open_file(path).stats() if path is not None else None
 
     def release_model(self) -> None:
         """End a model running in a child process (at once, even mid-batch)."""

@@ -176,4 +176,3 @@ class VectorStore:
         if not self.directory.exists():
             return 0
         return sum(p.stat().st_size for p in self.directory.rglob("*") if p.is_file())
-
