@@ -145,6 +145,8 @@ class _ProgressView:
 def _summary(report) -> str:
     skipped = ", ".join(f"{n} {why.replace('_', ' ')}" for why, n in sorted(report.skipped.items()))
     vec = f"{report.embedded} embedded, {report.cache_hits} from cache"
+    if report.doc_views:
+        vec += f" (+{report.doc_views} doc views embedded)"
     if report.vectors_pending:
         vec += f", {report.vectors_pending} pending"
     lines = [

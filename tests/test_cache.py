@@ -11,6 +11,8 @@ import numpy as np
 from codesight_tui import CodeSight
 from codesight_tui.core import cache as cache_mod
 from codesight_tui.core.cache import EmbeddingCache, cache_files
+from codesight_tui.core.chunker import doc_text
+from codesight_tui.core.text import content_hash
 
 
 def fill(c: EmbeddingCache, n: int, used: int, prefix: str = "k") -> None:
@@ -57,7 +59,11 @@ def test_cache_command(repo, settings, hash_embedder):
     r = run("--json")
     assert r.returncode == 0, r.stderr
     st = json.loads(r.stdout)
-    assert len(st["models"]) == 1 and st["models"][0]["entries"] == cs.status()["vectors"]
+    rows = cs.store.get_chunks(list(range(1, cs.status()["chunks"] + 1))).values()
+    docs = [doc_text(r.path, r.scope, r.content, r.language) for r in rows]
+    keys = {r.embed_key for r in rows} | {content_hash(d) for d in docs if d is not None}
+    assert any(docs)  # the fixture's commented code has doc views, cached like any other text
+    assert len(st["models"]) == 1 and st["models"][0]["entries"] == len(keys)
     r = run("prune", "--max-size", "1KB")
     assert r.returncode == 0 and "removed" in r.stdout
     assert json.loads(run("--json").stdout)["models"][0]["entries"] < st["models"][0]["entries"]

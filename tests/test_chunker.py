@@ -1,7 +1,7 @@
 import pytest
 
 from codesight_tui.config import DEFAULT_MODEL
-from codesight_tui.core.chunker import Chunker, embed_text, has_grammar
+from codesight_tui.core.chunker import Chunker, doc_text, doc_view, embed_text, has_grammar
 from codesight_tui.core.tokens import TokenCounter, resolve_model
 
 INFO = resolve_model(DEFAULT_MODEL)
@@ -141,3 +141,18 @@ def test_cached_line_counts_equal_tokenising_each_text_whole():
         for text, counts in zip(texts, got):
             assert counts == [exact(line) for line in text.split("\n")]
             assert counter.count(text) == exact(text)
+
+
+def test_doc_view_keeps_signature_comments_and_docstrings_only():
+    py = ('@property\ndef detect_indentation(self) -> int:\n    """Auto-detect indentation of code.\n\n'
+          '    Returns:\n        int: Number of spaces.\n    """\n    # the gcd of all indents\n'
+          '    found = {len(m) for m in re.findall(r"^ *", self.plain)}\n    return reduce(gcd, found) or 1\n')
+    assert doc_view(py) == ('def detect_indentation(self) -> int:\n"""Auto-detect indentation of code.\n'
+                            'Returns:\nint: Number of spaces.\n"""\n# the gcd of all indents')
+    js = "/**\n * Retry an upload.\n */\nasync function retry(file) {\n  // back off first\n  await sleep(1);\n}"
+    assert doc_view(js) == "/**\n* Retry an upload.\n*/\nasync function retry(file) {\n// back off first"
+    assert doc_view("def add(a, b):\n    return a + b\n") is None  # nothing but code: no second vector
+    assert doc_view("x = '''one-line'''\n") is None  # a triple-quoted string after code is not a docstring
+    assert doc_text("src/a.py", "def f", py, "python").startswith("file: src/a.py\nscope: def f\ndef detect")
+    assert doc_text("README.md", "", "# Title\ntext", "markdown") is None  # prose is its own doc view
+    assert doc_text("a.py", "", "# only a comment", "python") is None  # the view would equal the text

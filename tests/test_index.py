@@ -4,9 +4,11 @@ import os
 import sqlite3
 import threading
 
+import numpy as np
 import pytest
 
 from codesight_tui import CodeSight
+from codesight_tui.core.chunker import doc_text
 from codesight_tui.core.errors import IndexBusyError
 from conftest import HashEmbedder
 
@@ -295,3 +297,36 @@ def test_lexical_phase_in_worker_processes_matches_the_thread_path(repo, tmp_pat
             "SELECT path, start_line, end_line, scope, content, hash FROM chunks ORDER BY path, start_line").fetchall()
         assert cs.search("handler_17", mode="bm25")[0].path == "src/mod_17.py"
     assert rows[True] == rows[False]
+
+
+def test_doc_views_are_a_second_row_that_search_folds_into_its_chunk(tmp_path, settings, hash_embedder):
+    repo = tmp_path / "r"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "text.py").write_text(
+        "def detect_indentation(plain):\n"
+        '    """Guess how many spaces each nesting level uses."""\n'
+        "    found = {len(m) for m in re.findall(r'^ *', plain, flags=re.M)}\n"
+        "    return reduce(gcd, sorted(found)) or 1\n")
+    (repo / "pkg" / "ops.py").write_text("def add(a, b):\n    return a + b\n")
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    report = cs.index()
+    rows = cs.store.get_chunks(sqlite_ids(cs))
+    documented = [i for i, r in rows.items() if doc_text(r.path, r.scope, r.content, r.language)]
+    assert len(documented) == 1 and len(rows) == 2
+    assert report.embedded == 2 and report.doc_views == 1  # chunks count once, doc views apart
+    table = cs._vectors.table().to_arrow()
+    assert sorted(table.column("id").to_pylist()) == sorted([-documented[0], *rows])
+    assert lance_ids(cs) == sqlite_ids(cs)  # chunk ids only
+    # The query's words are all in the doc view: it is the nearer row, and the chunk comes back
+    # once, at that row's distance.
+    q = hash_embedder.encode_query("guess how many spaces each nesting level uses")
+    vec = dict(zip(table.column("id").to_pylist(), table.column("vector").to_pylist()))
+    doc_d, text_d = (1 - float(np.dot(q, vec[i])) for i in (-documented[0], documented[0]))
+    assert doc_d < text_d
+    hits = cs._vectors.search(q, 5)
+    assert [i for i, _ in hits].count(documented[0]) == 1 and all(i > 0 for i, _ in hits)
+    assert hits[0] == (documented[0], pytest.approx(doc_d, abs=1e-5))
+    assert cs.search("spaces nesting level", mode="vector", top_k=1)[0].scope == "def detect_indentation"
+    (repo / "pkg" / "text.py").unlink()
+    cs.index()
+    assert cs._vectors.count() == 1 and lance_ids(cs) == sqlite_ids(cs)  # both rows of the removed chunk went

@@ -109,3 +109,28 @@ def test_gpu_path_only_where_it_matches_encode(real_embedder, monkeypatch):
     monkeypatch.setattr(real_embedder, "_tok_local", __import__("threading").local())
     monkeypatch.setattr(real_embedder, "tokenizer_file", "/nonexistent/tokenizer.json")
     assert not real_embedder._overlap_safe()
+
+
+def test_doc_view_brings_a_described_function_closer(repo, settings, real_embedder):
+    """The real model, on a function whose docstring says what its code hides: its doc view is
+    nearer to a question about it than its full text is, and search ranks it by the doc view."""
+    import numpy as np
+
+    (repo / "src" / "indent.py").write_text(
+        "import re\nfrom functools import reduce\nfrom math import gcd\n\n\n"
+        "def detect_indentation(plain: str) -> int:\n"
+        '    """Auto-detect the indentation of code.\n\n    Returns:\n        int: Number of spaces used to indent code.\n    """\n'
+        "    found = {len(m.group(1)) for m in re.finditer(r'^( *)(.*)$', plain, flags=re.MULTILINE)}\n"
+        "    try:\n        return reduce(gcd, [i for i in found if not i % 2]) or 1\n"
+        "    except TypeError:\n        return 1\n")
+    cs = CodeSight(repo, settings=settings, embedder=real_embedder)
+    cs.index()
+    query = "guess how many spaces a snippet uses for each nesting level"
+    hit = cs.search(query, mode="vector", top_k=1)[0]
+    assert hit.path == "src/indent.py" and "detect_indentation" in hit.scope
+    table = cs._vectors.table().to_arrow()
+    vec = dict(zip(table.column("id").to_pylist(), table.column("vector").to_pylist()))
+    q = real_embedder.encode_query(query)
+    doc_d, text_d = (1 - float(np.dot(q, vec[i])) for i in (-hit.chunk_id, hit.chunk_id))
+    assert doc_d < text_d
+    assert cs._vectors.search(q, 1)[0] == (hit.chunk_id, pytest.approx(doc_d, abs=1e-4))

@@ -45,6 +45,55 @@ def embed_text(path: str, scope: str, content: str) -> str:
     return f"{header}\n{content}"
 
 
+_DOCSTRING = re.compile(r"^[rRbBuUfF]{0,2}(\"\"\"|\'\'\')")
+_COMMENT = ("#", "//", "/*", "*", "--", ";;")
+
+
+def doc_view(content: str) -> str | None:
+    """A chunk's comments and docstrings under its first line of code (the signature): what the
+    code says about itself, without the code. None if the chunk has no comment or docstring.
+
+    A question about behaviour ("guess how many spaces a snippet indents by") often matches the
+    words of a docstring ("Auto-detect indentation of code") far better than the whole chunk,
+    whose vector the code's own tokens dominate. Each such chunk gets this second, short vector,
+    and vector search takes the closer of the two (devset NDCG@10 0.752 -> 0.767; README)."""
+    out: list[str] = []
+    first: str | None = None
+    inside: str | None = None
+    for line in content.split("\n"):
+        s = line.strip()
+        if not s:
+            continue
+        if inside:
+            out.append(s)
+            if inside in s:
+                inside = None
+            continue
+        m = _DOCSTRING.match(s)
+        if m:
+            out.append(s)
+            quote = m.group(1)
+            if s.count(quote) == 1:
+                inside = quote
+        elif s.startswith(_COMMENT) and not s.startswith("#!"):
+            out.append(s)
+        elif first is None and not s.startswith("@"):
+            first = s
+            out.append(s)
+    if len(out) == (first is not None):
+        return None
+    return "\n".join(out)
+
+
+def doc_text(path: str, scope: str, content: str, language: str | None) -> str | None:
+    """The embedding text of a code chunk's ``doc_view`` (same header as ``embed_text``), or None
+    if it has none or it would be the chunk's own text (a chunk of nothing but comments)."""
+    if language not in CODE_LANGUAGES:
+        return None
+    view = doc_view(content)
+    return None if view is None or view == content else embed_text(path, scope, view)
+
+
 # --- tree-sitter configuration ----------------------------------------------------------------
 
 @dataclass(frozen=True)

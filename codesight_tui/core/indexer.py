@@ -20,9 +20,10 @@ from typing import Callable
 
 import numpy as np
 
-from codesight_tui.core.chunker import Chunker, embed_text
+from codesight_tui.core.chunker import Chunker, doc_text, embed_text
 from codesight_tui.core.languages import detect_language
 from codesight_tui.core.paths import VALUE_ORDER, classify, git_head
+from codesight_tui.core.text import content_hash
 from codesight_tui.core.walker import FileEntry, WalkStats, read_text, walk
 
 # Files handled per lexical transaction: big enough to amortise commits, small enough that
@@ -57,6 +58,7 @@ class IndexReport:
     chunks_removed: int = 0
     embedded: int = 0
     cache_hits: int = 0
+    doc_views: int = 0  # doc views embedded (not from the cache), beside the chunks' own texts
     skipped: Counter = field(default_factory=Counter)
     lexical_seconds: float = 0.0
     embed_seconds: float = 0.0
@@ -247,10 +249,13 @@ def drop_orphan_vectors(store, vectors) -> tuple[set[int], set[int]]:
 
 @dataclass
 class _EmbedJob:
-    """One batch of chunks on its way to the vector store."""
+    """One batch of chunks on its way to the vector store: each chunk's text, and its doc view
+    where it has one (stored under the negated chunk id, see ``VectorStore``)."""
 
     rows: list
-    keys: list[str]
+    ids: list[int]  # LanceDB ids, one per vector
+    languages: list[str]
+    keys: list[str]  # embed key of each vector's text
     found: dict  # embed key -> vector already in the cache
     todo: dict  # embed key -> text to embed
     future: Future | None = None
@@ -292,14 +297,21 @@ def index_vectors(store, vectors, embedder, cache, *, batch: int = 128,
                 return None
         rows, window = window[:batch], window[batch:]
         taken += len(rows)
-        keys = [r.embed_key for r in rows]
-        found = cache.get_many(keys) if cache is not None else {}
-        todo: dict[str, str] = {}
+        ids, languages, keys, texts = [], [], [], {}
         for r in rows:
-            if r.embed_key not in found and r.embed_key not in todo:
-                todo[r.embed_key] = embed_text(r.path, r.scope, r.content)
+            views = [(r.id, r.embed_key, None)]
+            doc = doc_text(r.path, r.scope, r.content, r.language)
+            if doc is not None:
+                views.append((-r.id, content_hash(doc), doc))
+            for vid, key, text in views:
+                ids.append(vid)
+                languages.append(r.language or "")
+                keys.append(key)
+                texts.setdefault(key, text if text is not None else (r.path, r.scope, r.content))
+        found = cache.get_many(keys) if cache is not None else {}
+        todo = {k: t if isinstance(t, str) else embed_text(*t) for k, t in texts.items() if k not in found}
         in_flight.update(r.id for r in rows)
-        return _EmbedJob(rows, keys, found, todo)
+        return _EmbedJob(rows, ids, languages, keys, found, todo)
 
     def write(job: _EmbedJob) -> None:
         nonlocal done
@@ -310,10 +322,12 @@ def index_vectors(store, vectors, embedder, cache, *, batch: int = 128,
             if cache is not None:
                 cache.put_many(list(fresh.items()))
             found.update(fresh)
-        report.cache_hits += len(rows) - len(job.todo)
-        report.embedded += len(job.todo)
-        matrix = np.stack([found[k] for k in job.keys])
-        vectors.add([r.id for r in rows], [r.language or "" for r in rows], matrix)
+        # Counted per chunk as before doc views: a chunk's text embedded or found in the cache.
+        docs = sum(1 for vid, key in zip(job.ids, job.keys) if vid < 0 and key in job.todo)
+        report.cache_hits += len(rows) - (len(job.todo) - docs)
+        report.embedded += len(job.todo) - docs
+        report.doc_views += docs
+        vectors.add(job.ids, job.languages, np.stack([found[k] for k in job.keys]))
         store.mark_embedded([r.id for r in rows])
         in_flight.difference_update(r.id for r in rows)
         done += len(rows)

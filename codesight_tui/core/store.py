@@ -20,7 +20,7 @@ from codesight_tui.core.chunker import Chunk, embed_text
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.text import content_hash, expansion_terms, fts_query
 
-SCHEMA_VERSION = "3"  # bumped when the stored rows change meaning (v3: TS signatures are scopes)
+SCHEMA_VERSION = "4"  # bumped when the stored rows change meaning (v3: TS signatures are scopes; v4: doc views)
 
 # BM25 column weights: path, scope, content, identifier expansions.
 BM25_WEIGHTS = (2.0, 2.0, 1.0, 1.0)

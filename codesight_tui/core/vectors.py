@@ -1,4 +1,7 @@
-"""The LanceDB side of an index: one row per embedded chunk id, cosine search."""
+"""The LanceDB side of an index: one row per embedded chunk id, cosine search.
+
+A chunk with comments or docstrings has a second row, its doc view (``chunker.doc_view``), under
+the negated chunk id. Search takes each chunk's closer row and returns chunk ids only."""
 
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ ANN_REFINE = 10
 
 
 class VectorStore:
-    """Vectors keyed by chunk id. lancedb is imported only when vectors are actually used."""
+    """Vectors keyed by chunk id (``-id`` for a chunk's doc view). lancedb is imported only when
+    vectors are actually used."""
 
     def __init__(self, directory: Path, ann_min_rows: int = ANN_MIN_ROWS) -> None:
         self.directory = directory
@@ -71,39 +75,49 @@ class VectorStore:
         }))
 
     def ids(self) -> list[int]:
+        """The chunk ids that have a vector."""
         t = self.table()
-        if t is None:
+        if t is None or not t.count_rows():
             return []
-        return t.to_arrow().column("id").to_pylist() if t.count_rows() else []
+        return [i for i in t.to_arrow().column("id").to_pylist() if i > 0]
 
     def delete_ids(self, ids) -> None:
+        """Delete these chunks' vectors, doc views included."""
         t = self.table()
-        ids = list(ids)
+        ids = [abs(int(i)) for i in ids]
         if t is None or not ids:
             return
-        for k in range(0, len(ids), 2000):
-            t.delete("id IN (" + ",".join(str(int(i)) for i in ids[k : k + 2000]) + ")")
+        for k in range(0, len(ids), 1000):
+            part = ids[k : k + 1000]
+            t.delete("id IN (" + ",".join(f"{i},{-i}" for i in part) + ")")
 
     def count(self) -> int:
+        """Rows, doc views included."""
         t = self.table()
         return t.count_rows() if t is not None else 0
 
     def search(self, vector: np.ndarray, limit: int, language: str | None = None) -> list[tuple[int, float]]:
-        """``(chunk id, cosine distance)`` nearest first."""
+        """``(chunk id, cosine distance)`` nearest first, each chunk once: at the distance of the
+        closer of its rows (text or doc view)."""
         t = self.table()
         if t is None:
             return []
-        q = t.search(np.asarray(vector, dtype=np.float32)).distance_type("cosine").limit(limit)
+        # Twice the rows: a chunk whose two rows both come back takes two places.
+        q = t.search(np.asarray(vector, dtype=np.float32)).distance_type("cosine").limit(limit * 2)
         if self.has_ann():  # rows added since the index was built are scanned exactly by LanceDB
             q = q.nprobes(ANN_NPROBES).refine_factor(ANN_REFINE)
         if language:
             q = q.where(f"language = '{language.replace(chr(39), '')}'", prefilter=True)
         res = q.select(["id", "_distance"]).to_arrow()
-        return list(zip(res.column("id").to_pylist(), res.column("_distance").to_pylist()))
+        out: dict[int, float] = {}
+        for i, d in zip(res.column("id").to_pylist(), res.column("_distance").to_pylist()):
+            out.setdefault(abs(i), d)  # rows come nearest first
+        return list(out.items())[:limit]
 
     def vectors(self, ids) -> dict[int, np.ndarray]:
         """The stored vectors of ``ids`` (those that have one), by id: 3-5 ms for a hundred ids,
-        at 300 or at 100,000 rows (the embedding cache answers faster, see ``CodeSight``)."""
+        at 300 or at 100,000 rows (the embedding cache answers faster, see ``CodeSight``). Text
+        vectors only, not doc views."""
         t = self.table()
         ids = [int(i) for i in ids]
         out: dict[int, np.ndarray] = {}
