@@ -330,3 +330,17 @@ def test_doc_views_are_a_second_row_that_search_folds_into_its_chunk(tmp_path, s
     (repo / "pkg" / "text.py").unlink()
     cs.index()
     assert cs._vectors.count() == 1 and lance_ids(cs) == sqlite_ids(cs)  # both rows of the removed chunk went
+
+
+def test_a_doc_view_two_chunks_share_is_embedded_once_and_counted_once(tmp_path, settings, hash_embedder):
+    """A redefinition with the same signature and docstring (same file, same scope) has the same doc
+    view as the first: one text to embed, while both chunks' own texts are embedded."""
+    body = "\n".join(f"    total = total + value_{i} * weight_{i} - offset_{i}" for i in range(5))
+    fn = 'def parse(text):\n    """Parse the text into fields."""\n    total = 0\n{}\n    return total\n'
+    repo = tmp_path / "r"
+    repo.mkdir()
+    (repo / "p.py").write_text(fn.format(body) + "\n\n" + fn.format(body.replace("offset", "shift")))
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    report = cs.index()
+    assert report.chunks == 2 and report.embedded == 2 and report.doc_views == 1
+    assert len(hash_embedder.calls) == 3

@@ -258,6 +258,7 @@ class _EmbedJob:
     keys: list[str]  # embed key of each vector's text
     found: dict  # embed key -> vector already in the cache
     todo: dict  # embed key -> text to embed
+    docs: int  # how many of ``todo`` are doc views
     future: Future | None = None
 
 
@@ -297,21 +298,23 @@ def index_vectors(store, vectors, embedder, cache, *, batch: int = 128,
                 return None
         rows, window = window[:batch], window[batch:]
         taken += len(rows)
-        ids, languages, keys, texts = [], [], [], {}
+        views = []  # (LanceDB id, embed key, the row, its doc view's text or None for its own text)
         for r in rows:
-            views = [(r.id, r.embed_key, None)]
+            views.append((r.id, r.embed_key, r, None))
             doc = doc_text(r.path, r.scope, r.content, r.language)
             if doc is not None:
-                views.append((-r.id, content_hash(doc), doc))
-            for vid, key, text in views:
-                ids.append(vid)
-                languages.append(r.language or "")
-                keys.append(key)
-                texts.setdefault(key, text if text is not None else (r.path, r.scope, r.content))
+                views.append((-r.id, content_hash(doc), r, doc))
+        keys = [key for _, key, _, _ in views]
         found = cache.get_many(keys) if cache is not None else {}
-        todo = {k: t if isinstance(t, str) else embed_text(*t) for k, t in texts.items() if k not in found}
+        todo: dict[str, str] = {}
+        docs = 0
+        for _, key, r, doc in views:
+            if key not in found and key not in todo:
+                todo[key] = embed_text(r.path, r.scope, r.content) if doc is None else doc
+                docs += doc is not None
         in_flight.update(r.id for r in rows)
-        return _EmbedJob(rows, ids, languages, keys, found, todo)
+        return _EmbedJob(rows, [v[0] for v in views], [r.language or "" for _, _, r, _ in views], keys,
+                         found, todo, docs)
 
     def write(job: _EmbedJob) -> None:
         nonlocal done
@@ -322,11 +325,10 @@ def index_vectors(store, vectors, embedder, cache, *, batch: int = 128,
             if cache is not None:
                 cache.put_many(list(fresh.items()))
             found.update(fresh)
-        # Counted per chunk as before doc views: a chunk's text embedded or found in the cache.
-        docs = sum(1 for vid, key in zip(job.ids, job.keys) if vid < 0 and key in job.todo)
-        report.cache_hits += len(rows) - (len(job.todo) - docs)
-        report.embedded += len(job.todo) - docs
-        report.doc_views += docs
+        # Chunks count as before doc views (their own text embedded or found in the cache).
+        report.cache_hits += len(rows) - (len(job.todo) - job.docs)
+        report.embedded += len(job.todo) - job.docs
+        report.doc_views += job.docs
         vectors.add(job.ids, job.languages, np.stack([found[k] for k in job.keys]))
         store.mark_embedded([r.id for r in rows])
         in_flight.difference_update(r.id for r in rows)
