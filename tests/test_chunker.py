@@ -1,4 +1,5 @@
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from codesight_tui.config import DEFAULT_MODEL
 from codesight_tui.core.chunker import Chunker, doc_text, doc_view, embed_text, has_grammar
@@ -129,6 +130,7 @@ def test_cached_line_counts_equal_tokenising_each_text_whole():
         "x" * 5000 + "\n  \n" + "a.b(c)[d] -> {e: f}\n",
         "tokens = ['[CLS]', '[sep]', x]  # special-token text\nPageBreak\x0cHere\nURL_PATTERN=r'^https?://[\\w.-]+$'\n",
         "supercalifragilisticexpialidocious " + "Z" * 150 + " HTTPServer2 parseConfigFile __init__ 3.14e-10\n",
+        "naïve\x85café a\u200bb\u00a0c\u2028d é\tü\r\n",  # characters the tokenizer drops, keeps or splits on
     ]
     counter = TokenCounter(INFO.tokenizer_file)
     assert counter._words is not None  # MiniLM's tokenizer takes the fast path for plain ASCII
@@ -141,6 +143,21 @@ def test_cached_line_counts_equal_tokenising_each_text_whole():
         for text, counts in zip(texts, got):
             assert counts == [exact(line) for line in text.split("\n")]
             assert counter.count(text) == exact(text)
+
+
+_PIECES = ["def", "Foo", "bar_baz", "x", "3.14", " ", "  ", "\t", "\r", "\n", "(", ")", "[", "]", "CLS", "[SEP]",
+           "[cls]", "é", "ü", "日本", "\u00a0", "\u0301", "\x0c", "\x1c", "\x85", "\x00", "\ufffd", "#", "'", "\u200b",
+           "Z" * 120]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=30).map("".join), min_size=1, max_size=6))
+def test_batched_line_counts_equal_the_tokenizer_on_any_text(texts):
+    """The vectorised counter (byte classes, distinct lines, space-separated words for
+    non-ASCII) agrees with the tokenizer itself on every line of any mix of characters."""
+    counter = TokenCounter(INFO.tokenizer_file)
+    for text, counts in zip(texts, counter.line_counts_batch(texts)):
+        assert counts == [len(COUNTER._tk.encode(line, add_special_tokens=False).ids) for line in text.split("\n")]
 
 
 def test_doc_view_keeps_signature_comments_and_docstrings_only():

@@ -12,6 +12,7 @@ import importlib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate
 
 from codesight_tui.core.languages import CODE_LANGUAGES
 from codesight_tui.core.text import content_hash
@@ -215,12 +216,10 @@ def _node_name(node) -> str:
 class _TreeChunker:
     """Turns one parsed file into line-range segments ``(start, end, scope)``, 0-based."""
 
-    def __init__(self, grammar: _Grammar, lines: list[str], line_tokens: list[int], budget_for):
+    def __init__(self, grammar: _Grammar, lines: list[str], prefix: list[int], budget_for):
         self.g = grammar
         self.lines = lines
-        self.prefix = [0]
-        for n in line_tokens:
-            self.prefix.append(self.prefix[-1] + n)
+        self.prefix = prefix  # prefix[i]: tokens in lines[:i]
         self.budget_for = budget_for
         self.out: list[tuple[int, int, str]] = []
 
@@ -445,6 +444,7 @@ class Chunker:
         self.max_tokens = max_tokens
         self.tiny = int(max_tokens * tiny_fraction)
         self._header_cost: dict[str, int] = {}
+        self._scope_costs: dict[str, int] = {}
 
     def _label_cost(self, label: str) -> int:
         cost = self._header_cost.get(label)
@@ -455,22 +455,26 @@ class Chunker:
             self._header_cost[label] = cost
         return cost
 
+    def _scope_cost(self, scope: str) -> int:
+        """Tokens that ``"\nscope: " + scope`` adds to the header (remembered per process)."""
+        cost = self._scope_costs.get(scope)
+        if cost is None:
+            parts = scope.split(" > ")
+            cost = 2 + sum(map(self._label_cost, parts)) + len(parts) - 1
+            if len(self._scope_costs) > 200_000:
+                self._scope_costs.clear()
+            self._scope_costs[scope] = cost
+        return cost
+
     def _budget_fn(self, path: str):
         # embed_text's header is "file: PATH\nscope: A > B". The tokenizer splits on whitespace
         # and punctuation, so the header's cost is the sum of its parts' costs: the path once per
         # file, each scope label once per distinct label.
-        base = self.counter.count(embed_text(path, "", "")) + 1
-        memo: dict[str, int] = {}
+        room = self.max_tokens - self.counter.count(embed_text(path, "", "")) - 1
+        scope_cost = self._scope_cost
 
         def budget(scope: str) -> int:
-            b = memo.get(scope)
-            if b is None:
-                cost = base
-                if scope:
-                    parts = scope.split(" > ")
-                    cost += 2 + sum(self._label_cost(p) for p in parts) + len(parts) - 1
-                b = memo[scope] = max(16, self.max_tokens - cost)
-            return b
+            return max(16, room - scope_cost(scope)) if scope else max(16, room)
 
         return budget
 
@@ -505,9 +509,7 @@ class Chunker:
         lines = text.split("\n")
         if line_tokens is None:
             line_tokens = self.counter.line_counts_batch([text])[0]
-        prefix = [0]
-        for n in line_tokens:
-            prefix.append(prefix[-1] + n)
+        prefix = list(accumulate(line_tokens, initial=0))
         budget_for = self._budget_fn(path)
 
         segs: list[tuple[int, int, str]] | None = None
@@ -515,7 +517,7 @@ class Chunker:
         if parser is not None:
             try:
                 tree = parser.parse(text.encode("utf-8", errors="surrogatepass"))
-                tc = _TreeChunker(GRAMMARS[language], lines, line_tokens, budget_for)
+                tc = _TreeChunker(GRAMMARS[language], lines, prefix, budget_for)
                 segs = tc.run(tree.root_node)
             except Exception:  # a grammar bug must never lose a file: fall back to blocks
                 segs = None

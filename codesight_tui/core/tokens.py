@@ -75,6 +75,43 @@ _BERT_PRETOKEN = re.compile(r"[A-Za-z0-9]+|[!-/:-@\[-`{-~]|\0")
 WORD_CACHE_MAX = 1_000_000
 
 
+@lru_cache(maxsize=None)
+def _byte_tables(lowercase: bool):
+    """Per byte value: its class (``_PUNCT``, ``_NON_ASCII``, ``_CONTROL`` or 0) and what it
+    becomes in a word (a letter, lower-cased if the model's normaliser does, or a digit; else a
+    space)."""
+    import numpy as np
+
+    kind = np.zeros(256, np.uint8)
+    word = np.full(256, ord(" "), np.uint8)
+    for b in range(256):
+        c = chr(b)
+        if b >= 128:
+            kind[b] = _NON_ASCII
+        elif c.isalnum():
+            word[b] = ord(c.lower() if lowercase else c)
+        elif 33 <= b <= 126:
+            kind[b] = _PUNCT
+        elif c not in " \t\n\r":
+            kind[b] = _CONTROL
+    return kind, word
+
+
+# Byte classes for ``_WordPieceCounter.line_counts``.
+_PUNCT, _NON_ASCII, _CONTROL = 1, 2, 4
+_SPACED = re.compile(r"[^ \t\r]+")
+
+
+def _segment_sums(values, offsets, dtype):
+    """Sums of ``values[offsets[i]:offsets[i + 1]]`` for each i, as int64."""
+    import numpy as np
+
+    cs = np.empty(len(values) + 1, dtype)
+    cs[0] = 0
+    np.cumsum(values, dtype=dtype, out=cs[1:])
+    return (cs[offsets[1:]] - cs[offsets[:-1]]).astype(np.int64)
+
+
 class _WordPieceCounter:
     """Exact token counts for printable-ASCII text under a BERT-style tokenizer (BertNormalizer,
     BertPreTokenizer, WordPiece: MiniLM's), without running the tokenizer over every line.
@@ -91,6 +128,11 @@ class _WordPieceCounter:
         self._other = re.compile("|".join([r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", *(re.escape(t) for t in specials if t)]),
                                  re.IGNORECASE)
         self._pieces: dict[str, int] = {"\0": 0}
+        self._raw: dict[str, int] = {}  # non-ASCII words, as written
+        specials = [t for t in specials if t]
+        self._special = re.compile("|".join(re.escape(t) for t in specials), re.IGNORECASE) if specials else None
+        self._special_starts = sorted({ord(t[0].lower()) for t in specials if t[0].isascii()}
+                                      | {ord(t[0].upper()) for t in specials if t[0].isascii()})
 
     @classmethod
     def for_file(cls, tk, tokenizer_file: Path) -> _WordPieceCounter | None:
@@ -121,6 +163,95 @@ class _WordPieceCounter:
         ends = np.append(np.flatnonzero(n == 0), len(n))  # every real word has at least one piece
         totals = np.concatenate(([0], np.cumsum(n)))[ends]
         return np.diff(totals, prepend=0).tolist()
+
+    def line_counts(self, texts: list[str], encoded) -> list[list[int]]:
+        """Token counts of every line of every text, in vectorised passes over the batch.
+
+        The lines are stripped and deduplicated (code repeats about 60% of its lines), then the
+        distinct lines are counted at once: one pass over their bytes classifies each character
+        (letter or digit, ASCII punctuation: a token each, anything else), and the runs of
+        letters and digits are looked up as words. Lines with other characters take a slower
+        path: non-ASCII lines are the sum of their space-separated words, each tokenised once
+        per process; lines with control characters or special-token text go to ``encoded``.
+        """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not texts:
+            return []
+        files = pc.split_pattern(pa.array(texts, pa.large_string()), "\n")
+        distinct = pc.dictionary_encode(pc.utf8_trim_whitespace(files.values))
+        counts = self._distinct_counts(distinct.dictionary, encoded)[distinct.indices.to_numpy()].tolist()
+        bounds = files.offsets.to_numpy().tolist()
+        return [counts[a:b] for a, b in zip(bounds, bounds[1:])]
+
+    def _distinct_counts(self, lines, encoded):
+        """Token counts of a pyarrow large_string array of stripped lines, as a numpy array."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        n = len(lines)
+        offsets = np.frombuffer(lines.buffers()[1], np.int64)[lines.offset : lines.offset + n + 1]
+        base = int(offsets[0])
+        data = np.frombuffer(lines.buffers()[2] or b"", np.uint8)[base : int(offsets[-1])]
+        offsets = offsets - base
+        kind_of, word_of = _byte_tables(self._lower)
+        kind = kind_of[data]
+        # ASCII punctuation: one token per character.
+        total = _segment_sums(kind & _PUNCT, offsets, np.int32)
+        # Runs of letters and digits (lower-cased): the pieces of each distinct word.
+        words = pc.ascii_split_whitespace(pa.LargeStringArray.from_buffers(
+            n, pa.py_buffer(offsets), pa.py_buffer(word_of[data])))
+        total += _segment_sums(self._piece_counts(words.values), words.offsets.to_numpy(), np.int64)
+        # Lines the byte classes can't count: non-ASCII, control characters, special tokens.
+        line_of = lambda pos: np.searchsorted(offsets, pos, "right") - 1  # noqa: E731
+        odd = np.zeros(n, np.uint8)
+        odd[line_of(np.flatnonzero(kind & _NON_ASCII))] = _NON_ASCII
+        odd[line_of(np.flatnonzero(kind & _CONTROL))] = _CONTROL
+        if self._special is not None:
+            starts = np.flatnonzero(np.isin(data, self._special_starts))
+            maybe = np.union1d(line_of(starts), np.flatnonzero(odd == _NON_ASCII))
+            if len(maybe):
+                hit = pc.match_substring_regex(lines.take(pa.array(maybe)), self._special.pattern, ignore_case=True)
+                odd[maybe[hit.to_numpy(zero_copy_only=False)]] = _CONTROL
+        for flag in (_NON_ASCII, _CONTROL):
+            which = np.flatnonzero(odd == flag)
+            if len(which):
+                texts = lines.take(pa.array(which)).to_pylist()
+                total[which] = self._spaced_counts(texts) if flag == _NON_ASCII else encoded(texts)[1]
+        return total
+
+    def _piece_counts(self, words):
+        """WordPiece counts of a pyarrow array of lower-case ASCII words."""
+        import numpy as np
+        import pyarrow.compute as pc
+
+        enc = pc.dictionary_encode(words)
+        distinct = enc.dictionary.to_pylist()
+        self._learn(distinct, self._pieces)
+        known = np.fromiter(map(self._pieces.__getitem__, distinct), dtype=np.int64, count=len(distinct))
+        return known[enc.indices.to_numpy()]
+
+    def _spaced_counts(self, lines: list[str]) -> list[int]:
+        """Counts of lines made of space-separated words (no control characters): nothing joins
+        or splits across a space, so a line's count is the sum of its words', and each word is
+        tokenised once per process."""
+        split = [_SPACED.findall(line) for line in lines]
+        self._learn({w for ws in split for w in ws}, self._raw)
+        raw = self._raw
+        return [sum(map(raw.__getitem__, ws)) for ws in split]
+
+    def _learn(self, words, cache: dict[str, int]) -> None:
+        new = [w for w in words if w not in cache]
+        if not new:
+            return
+        if len(cache) + len(new) > WORD_CACHE_MAX:
+            keep = {"\0": 0} if "\0" in cache else {}
+            cache.clear()
+            cache.update(keep)
+        encs = self._tk.encode_batch(new, add_special_tokens=False)
+        cache.update(zip(new, (len(e) for e in encs)))
 
     def _words(self, text: str) -> list[str]:
         """Pre-tokenise ``text``, making sure every word's piece count is known."""
@@ -185,24 +316,26 @@ class TokenCounter:
         """For each text, the token count of each of its ``\\n``-separated lines."""
         if self._tk is None:
             return [[len(l) // 2 + 1 for l in t.split("\n")] for t in texts]
-        # Whitespace never makes a token, so a line counts as its stripped text does; code repeats
-        # lines a lot (about 60% of a large Python tree's lines), so each distinct line is
-        # tokenised once per process and remembered.
+        if self._words is not None:
+            return self._words.line_counts(texts, self._encoded_line_counts)
+        keys = [[line.strip() for line in t.split("\n")] for t in texts]
+        counts = dict(zip(*self._encoded_line_counts(list(dict.fromkeys(k for ks in keys for k in ks)))))
+        return [[counts[k] for k in ks] for ks in keys]
+
+    def _encoded_line_counts(self, lines: list[str]) -> tuple[list[str], list[int]]:
+        """``(lines, counts)`` by running the tokenizer itself (for what the word counter does not
+        take). Whitespace never makes a token, so callers pass stripped lines; each distinct line
+        is tokenised once per process and remembered."""
         cache = self._line_cache
         if len(cache) > LINE_CACHE_MAX:
             cache.clear()
-        keys = [[line.strip() for line in t.split("\n")] for t in texts]
-        new = list(dict.fromkeys(k for ks in keys for k in ks if k not in cache))
-        if new and self._words is not None:
-            plain = [k for k in new if self._words.handles(k)]
-            cache.update(zip(plain, self._words.counts(plain)))
-            new = [k for k in new if k not in cache]
+        new = list(dict.fromkeys(k for k in lines if k not in cache))
         if new:
             blocks = ["\n".join(new[i : i + 256]) for i in range(0, len(new), 256)]
             # encode_batch releases the GIL (encode would not) and spreads blocks over the cores.
             encs = self._tk.encode_batch(blocks, add_special_tokens=False)
             cache.update(zip(new, (n for b, e in zip(blocks, encs) for n in _per_line(b, e.offsets))))
-        return [[cache[k] for k in ks] for ks in keys]
+        return lines, [cache[k] for k in lines]
 
 
 def _per_line(text: str, offsets) -> list[int]:
