@@ -23,6 +23,7 @@ import numpy as np
 from codesight_tui.core.chunker import Chunker, doc_text, embed_text
 from codesight_tui.core.languages import detect_language
 from codesight_tui.core.paths import VALUE_ORDER, classify, git_head
+from codesight_tui.core.store import derived_fields
 from codesight_tui.core.text import content_hash
 from codesight_tui.core.walker import FileEntry, WalkStats, read_text, walk
 
@@ -92,7 +93,8 @@ def _batches(entries: list[FileEntry]):
 
 
 def _prepare(chunker: Chunker, batch: list[FileEntry]):
-    """Read and chunk one batch: ``([(entry, language)], [(entry, why unreadable)], [[Chunk]])``."""
+    """Read and chunk one batch: ``([(entry, language)], [(entry, why unreadable)], [[Chunk]],
+    [[derived fields]])``, the last being each chunk's ``store.derived_fields``."""
     items: list[tuple[FileEntry, str]] = []
     texts: list[tuple[str, str, str]] = []
     unreadable: list[tuple[FileEntry, str]] = []
@@ -104,7 +106,8 @@ def _prepare(chunker: Chunker, batch: list[FileEntry]):
         lang = detect_language(e.rel_path, text[:200].encode())
         items.append((e, lang))
         texts.append((e.rel_path, lang, text))
-    return items, unreadable, chunker.chunk_many(texts)
+    chunked = chunker.chunk_many(texts)
+    return items, unreadable, chunked, [derived_fields(e.rel_path, chunks) for (e, _), chunks in zip(items, chunked)]
 
 
 _WORKER_CHUNKER: Chunker | None = None
@@ -185,7 +188,7 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
             if cancel is not None and cancel.is_set():
                 report.cancelled = True
                 break
-            items, unreadable, chunked = queue.pop(0).result()
+            items, unreadable, chunked, fields = queue.pop(0).result()
             if i + ahead < len(batches):
                 queue.append(submit(batches[i + ahead]))
             with store.transaction():
@@ -195,9 +198,9 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
                         report.chunks_removed += store.write_skipped(e.rel_path, e.mtime_ns, e.size, why)
                     else:  # unreadable now: drop what it had, try again next run
                         report.chunks_removed += store.delete_file(e.rel_path)
-                for (e, lang), chunks in zip(items, chunked):
+                for (e, lang), chunks, derived in zip(items, chunked, fields):
                     added, removed = store.write_file(
-                        e.rel_path, e.mtime_ns, e.size, lang, chunks, _priority(e.rel_path, e.mtime_ns)
+                        e.rel_path, e.mtime_ns, e.size, lang, chunks, _priority(e.rel_path, e.mtime_ns), derived
                     )
                     report.chunks_added += added
                     report.chunks_removed += removed
