@@ -107,6 +107,22 @@ def test_minified_single_line_is_cut_to_fit(chunker):
         assert COUNTER.count(embed_text(c.path, c.scope, c.content)) <= BUDGET
 
 
+@pytest.mark.parametrize("line", [
+    "var a=" + "+".join(f"f{i}(x)" for i in range(4000)) + ";",  # plain ASCII: cut between words
+    '<p class="x">' + "Le café déjà vu, ¶ naïve ".join(str(i) for i in range(900)) + "</p>",  # non-ASCII
+    "  " + "z" * 130 + " " + " ".join(["parseConfigFile"] * 700) + "  ",  # an over-long word, edge spaces
+])
+def test_an_over_long_line_is_cut_into_pieces_that_fit_and_rejoin(chunker, line):
+    """Each piece fits the budget by the model's own count, the pieces rejoin to the line, and
+    plain ASCII is never cut inside a word (so BM25 sees whole words)."""
+    pieces = chunker._cut_long_line(line, 60)
+    assert len(pieces) > 1 and "".join(pieces) == line
+    for p in pieces:
+        assert len(COUNTER._tk.encode(p, add_special_tokens=False).ids) <= 60
+    if line.isascii():
+        assert all(not (a[-1:].isalnum() and b[:1].isalnum()) for a, b in zip(pieces, pieces[1:]))
+
+
 def test_header_is_prepended_for_embedding_but_content_stays_raw(chunker):
     c = chunker.chunk("src/a.py", "python", "def f():\n    return 1\n")[0]
     assert c.content == "def f():\n    return 1"

@@ -479,8 +479,12 @@ class Chunker:
         return budget
 
     def _cut_long_line(self, line: str, budget: int) -> list[str]:
-        """Cut one over-long line (minified code, data) at token boundaries into pieces that each
-        fit ``budget``, checked exactly."""
+        """Cut one over-long line (minified code, data) into pieces that each fit ``budget``:
+        at word boundaries where the counter can do so exactly (plain ASCII), else at the model's
+        token boundaries, checked exactly."""
+        exact = self.counter.cut(line, budget)
+        if exact is not None:
+            return exact
         starts = self.counter.token_starts(line)
         step = max(1, budget - 4)
         cuts = [starts[k] for k in range(step, len(starts), step)] + [len(line)]

@@ -253,6 +253,57 @@ class _WordPieceCounter:
         encs = self._tk.encode_batch(new, add_special_tokens=False)
         cache.update(zip(new, (len(e) for e in encs)))
 
+    def cut(self, text: str, budget: int) -> list[str] | None:
+        """``text`` cut between words into pieces of at most ``budget`` tokens each, exactly, or
+        None if that takes the tokenizer itself (control characters, special-token text, or a
+        space-separated word over the budget). Nothing joins across a word boundary, so a
+        piece's count is the sum of its words' counts."""
+        if self.handles(text):
+            return self._cut_ascii(text, budget)
+        if self._other.search(text) is not None:
+            return None
+        spans = [(m.start(), m.group()) for m in _SPACED.finditer(text)]
+        self._learn({w for _, w in spans}, self._raw)
+        pieces: list[str] = []
+        prev = used = 0
+        for start, word in spans:
+            n = self._raw[word]
+            if n > budget:
+                return None
+            if used + n > budget:
+                pieces.append(text[prev:start])
+                prev, used = start, 0
+            used += n
+        pieces.append(text[prev:])
+        return pieces
+
+    def _cut_ascii(self, text: str, budget: int) -> list[str]:
+        """``cut`` for text ``handles`` accepted, between BERT words (letter-and-digit runs and
+        punctuation marks); WordPiece makes a word over 100 characters one unknown token, so no
+        word exceeds the budget."""
+        import numpy as np
+
+        low = text.lower() if self._lower else text
+        words = _BERT_PRETOKEN.findall(low)
+        self._learn(set(words), self._pieces)
+        counts = np.fromiter(map(self._pieces.__getitem__, words), dtype=np.int64, count=len(words))
+        kind_of, word_of = _byte_tables(self._lower)
+        data = np.frombuffer(low.encode("ascii"), np.uint8)
+        alnum = word_of[data] != ord(" ")
+        first = alnum.copy()
+        first[1:] &= ~alnum[:-1]
+        starts = np.flatnonzero(first | (kind_of[data] == _PUNCT))  # where each word starts
+        total = np.concatenate(([0], np.cumsum(counts)))
+        pieces: list[str] = []
+        k, prev = 0, 0
+        while k < len(words):
+            end = int(np.searchsorted(total, total[k] + budget, "right")) - 1  # words k..end-1 fit
+            end = max(end, k + 1)
+            cut = int(starts[end]) if end < len(words) else len(text)
+            pieces.append(text[prev:cut])
+            k, prev = end, cut
+        return pieces or [text]
+
     def _words(self, text: str) -> list[str]:
         """Pre-tokenise ``text``, making sure every word's piece count is known."""
         words = _BERT_PRETOKEN.findall(text.lower() if self._lower else text)
@@ -297,6 +348,11 @@ class TokenCounter:
         if self._words is not None and self._words.handles(text):
             return self._words.counts([text])[0]
         return len(self._encode(text).ids)
+
+    def cut(self, text: str, budget: int) -> list[str] | None:
+        """``text`` cut between words into pieces of at most ``budget`` tokens, exactly, or None
+        where only the tokenizer itself can say (see ``token_starts``)."""
+        return self._words.cut(text, budget) if self._words is not None else None
 
     def token_starts(self, text: str) -> list[int]:
         """Character offset where each token of ``text`` starts (estimated without a tokenizer)."""
