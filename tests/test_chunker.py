@@ -176,6 +176,19 @@ def test_batched_line_counts_equal_the_tokenizer_on_any_text(texts):
         assert counts == [len(COUNTER._tk.encode(line, add_special_tokens=False).ids) for line in text.split("\n")]
 
 
+def test_line_counts_stay_exact_when_the_word_caches_overflow(monkeypatch):
+    from codesight_tui.core import tokens
+
+    monkeypatch.setattr(tokens, "WORD_CACHE_MAX", 8)
+    counter = TokenCounter(INFO.tokenizer_file)
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho".split()
+    for k in range(4):  # each batch shares words with the last and brings new ones
+        texts = [" ".join(words[k * 3 : k * 3 + 9]) + "(x_y)\ncafé naïve " + " ".join(f"é{w}" for w in words[k : k + 9])]
+        for text, counts in zip(texts, counter.line_counts_batch(texts)):
+            assert counts == [len(COUNTER._tk.encode(line, add_special_tokens=False).ids) for line in text.split("\n")]
+        assert counter.cut("alpha beta gamma delta epsilon zeta eta theta", 3) is not None
+
+
 def test_doc_view_keeps_signature_comments_and_docstrings_only():
     py = ('@property\ndef detect_indentation(self) -> int:\n    """Auto-detect indentation of code.\n\n'
           '    Returns:\n        int: Number of spaces.\n    """\n    # the gcd of all indents\n'

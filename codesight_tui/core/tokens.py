@@ -246,10 +246,11 @@ class _WordPieceCounter:
         new = [w for w in words if w not in cache]
         if not new:
             return
-        if len(cache) + len(new) > WORD_CACHE_MAX:
+        if len(cache) + len(new) > WORD_CACHE_MAX:  # start afresh, keeping what the caller needs
             keep = {"\0": 0} if "\0" in cache else {}
             cache.clear()
             cache.update(keep)
+            new = [w for w in words if w not in cache]
         encs = self._tk.encode_batch(new, add_special_tokens=False)
         cache.update(zip(new, (len(e) for e in encs)))
 
