@@ -170,14 +170,12 @@ class Store:
         return {p: (m, s) for p, m, s in self.conn.execute("SELECT path, mtime_ns, size FROM files")}
 
     def write_file(self, path: str, mtime_ns: int, size: int, language: str, chunks: list[Chunk],
-                   priority: int, fields: list[tuple[str, str, str]] | None = None) -> tuple[int, int]:
+                   priority: int, fields: list[tuple[str, str, str]]) -> tuple[int, int]:
         """Replace a file's chunks, keeping rows (and so their vectors) whose text is unchanged.
 
-        ``fields`` are the chunks' ``derived_fields`` if already computed. Must run inside
-        ``transaction()``. Returns ``(added, removed)`` chunk counts.
+        ``fields`` are the chunks' ``derived_fields``. Must run inside ``transaction()``.
+        Returns ``(added, removed)`` chunk counts.
         """
-        if fields is None:
-            fields = derived_fields(path, chunks)
         c = self.conn
         old: dict[str, list[tuple[int, int, int]]] = {}
         for cid, key, s, e in c.execute("SELECT id, embed_key, start_line, end_line FROM chunks WHERE path=?", (path,)):

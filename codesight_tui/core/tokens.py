@@ -124,15 +124,14 @@ class _WordPieceCounter:
     def __init__(self, tk, lowercase: bool, specials: list[str]) -> None:
         self._tk = tk
         self._lower = lowercase
+        specials = [t for t in specials if t]
+        escaped = [re.escape(t) for t in specials]
         # ASCII text outside the fast path: control characters, or a special token's text.
-        self._other = re.compile("|".join([r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", *(re.escape(t) for t in specials if t)]),
-                                 re.IGNORECASE)
+        self._other = re.compile("|".join([r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", *escaped]), re.IGNORECASE)
+        self._special = re.compile("|".join(escaped), re.IGNORECASE) if specials else None
         self._pieces: dict[str, int] = {"\0": 0}
         self._raw: dict[str, int] = {}  # non-ASCII words, as written
-        specials = [t for t in specials if t]
-        self._special = re.compile("|".join(re.escape(t) for t in specials), re.IGNORECASE) if specials else None
-        self._special_starts = sorted({ord(t[0].lower()) for t in specials if t[0].isascii()}
-                                      | {ord(t[0].upper()) for t in specials if t[0].isascii()})
+        self._special_starts = sorted({ord(c) for t in specials if t[0].isascii() for c in (t[0].lower(), t[0].upper())})
 
     @classmethod
     def for_file(cls, tk, tokenizer_file: Path) -> _WordPieceCounter | None:
@@ -219,7 +218,7 @@ class _WordPieceCounter:
             which = np.flatnonzero(odd == flag)
             if len(which):
                 texts = lines.take(pa.array(which)).to_pylist()
-                total[which] = self._spaced_counts(texts) if flag == _NON_ASCII else encoded(texts)[1]
+                total[which] = self._spaced_counts(texts) if flag == _NON_ASCII else encoded(texts)
         return total
 
     def _piece_counts(self, words):
@@ -284,12 +283,10 @@ class _WordPieceCounter:
         word exceeds the budget."""
         import numpy as np
 
-        low = text.lower() if self._lower else text
-        words = _BERT_PRETOKEN.findall(low)
-        self._learn(set(words), self._pieces)
+        words = self._words(text)
         counts = np.fromiter(map(self._pieces.__getitem__, words), dtype=np.int64, count=len(words))
         kind_of, word_of = _byte_tables(self._lower)
-        data = np.frombuffer(low.encode("ascii"), np.uint8)
+        data = np.frombuffer(text.encode("ascii"), np.uint8)
         alnum = word_of[data] != ord(" ")
         first = alnum.copy()
         first[1:] &= ~alnum[:-1]
@@ -308,16 +305,7 @@ class _WordPieceCounter:
     def _words(self, text: str) -> list[str]:
         """Pre-tokenise ``text``, making sure every word's piece count is known."""
         words = _BERT_PRETOKEN.findall(text.lower() if self._lower else text)
-        pieces = self._pieces
-        new = set(words).difference(pieces)
-        if new:
-            if len(pieces) + len(new) > WORD_CACHE_MAX:
-                pieces.clear()
-                pieces["\0"] = 0
-                new = set(words).difference(pieces)
-            new_words = list(new)
-            encs = self._tk.encode_batch(new_words, add_special_tokens=False)
-            pieces.update(zip(new_words, (len(e) for e in encs)))
+        self._learn(set(words), self._pieces)
         return words
 
 
@@ -376,11 +364,12 @@ class TokenCounter:
         if self._words is not None:
             return self._words.line_counts(texts, self._encoded_line_counts)
         keys = [[line.strip() for line in t.split("\n")] for t in texts]
-        counts = dict(zip(*self._encoded_line_counts(list(dict.fromkeys(k for ks in keys for k in ks)))))
+        distinct = list(dict.fromkeys(k for ks in keys for k in ks))
+        counts = dict(zip(distinct, self._encoded_line_counts(distinct)))
         return [[counts[k] for k in ks] for ks in keys]
 
-    def _encoded_line_counts(self, lines: list[str]) -> tuple[list[str], list[int]]:
-        """``(lines, counts)`` by running the tokenizer itself (for what the word counter does not
+    def _encoded_line_counts(self, lines: list[str]) -> list[int]:
+        """Token counts of ``lines`` by running the tokenizer itself (for what the word counter does not
         take). Whitespace never makes a token, so callers pass stripped lines; each distinct line
         is tokenised once per process and remembered."""
         cache = self._line_cache
@@ -392,7 +381,7 @@ class TokenCounter:
             # encode_batch releases the GIL (encode would not) and spreads blocks over the cores.
             encs = self._tk.encode_batch(blocks, add_special_tokens=False)
             cache.update(zip(new, (n for b, e in zip(blocks, encs) for n in _per_line(b, e.offsets))))
-        return lines, [cache[k] for k in lines]
+        return [cache[k] for k in lines]
 
 
 def _per_line(text: str, offsets) -> list[int]:
