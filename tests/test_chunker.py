@@ -162,7 +162,7 @@ def test_cached_line_counts_equal_tokenising_each_text_whole():
 
 
 _PIECES = ["def", "Foo", "bar_baz", "x", "3.14", " ", "  ", "\t", "\r", "\n", "(", ")", "[", "]", "CLS", "[SEP]",
-           "[cls]", "é", "ü", "日本", "\u00a0", "\u0301", "\x0c", "\x1c", "\x85", "\x00", "\ufffd", "#", "'", "\u200b",
+           "[cls]", "é", "ü", "日本", "🙂", "𝔘x", "\u00a0", "\u0301", "\x0c", "\x1c", "\x85", "\x00", "\ufffd", "#", "'", "\u200b",
            "Z" * 120]
 
 

@@ -1,3 +1,5 @@
+import re
+
 from hypothesis import given, settings, strategies as st
 
 from codesight_tui.core.text import expansion_terms, fts_query, query_terms, split_identifier
@@ -13,6 +15,30 @@ def test_split_identifier_styles():
 def test_expansion_terms_add_parts_and_joined_form():
     terms = expansion_terms("def parse_config_file(): return loadJSONData()").split()
     assert {"parse", "config", "file", "parseconfigfile", "load", "json", "data", "loadjsondata"} <= set(terms)
+
+
+def _expansions_by_every_identifier(text: str) -> set[str]:
+    """The definition: split every identifier, keep those of more than one part."""
+    out: set[str] = set()
+    for ident in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text):
+        parts = split_identifier(ident)
+        if len(parts) > 1:
+            out.update(parts + ["".join(parts)])
+    return out
+
+
+@given(st.text(alphabet=st.sampled_from("aAbBzZ09_ .(é\n"), max_size=120))
+@settings(max_examples=500, deadline=None)
+def test_expansion_terms_equal_splitting_every_identifier(text):
+    terms = expansion_terms(text).split()
+    assert len(terms) == len(set(terms))
+    assert set(terms) == _expansions_by_every_identifier(text)
+
+
+def test_expansion_terms_edge_identifiers_and_long_words():
+    assert set(expansion_terms("2fooBar __init__ x9 ABC HTTPServer foo_").split()) == {
+        "foo", "bar", "foobar", "x", "9", "x9", "http", "server", "httpserver"}
+    assert expansion_terms("a" * 200_000 + " b" * 1000) == ""  # linear, not quadratic
 
 
 def test_query_terms_drop_stopwords_unless_nothing_left():

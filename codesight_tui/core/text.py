@@ -7,7 +7,6 @@ import hashlib
 import re
 from functools import lru_cache
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -36,25 +35,31 @@ def split_identifier(word: str) -> list[str]:
     return list(_split_cached(word))
 
 
+# An identifier of more than one part has an upper-case letter, a digit or an underscore after its
+# first character, so plain words ("return", "Self") are never even extracted. The look-behind
+# starts a match only where the identifier starts (a digit may precede it: "2fooBar" holds
+# "fooBar"), which keeps the scan linear on long plain words.
+_COMPOUND = re.compile(r"(?<![A-Za-z_])[A-Za-z_][a-z]*[A-Z0-9_][A-Za-z0-9_]*")
+_EXPANSIONS: dict[str, tuple[str, ...]] = {}
+
+
 def expansion_terms(text: str) -> str:
     """Extra index terms for compound identifiers: their parts and their joined form.
 
     The FTS tokenizer already splits on ``_`` but keeps ``parseConfigFile`` whole; adding both
     the parts and the joined form makes every spelling of a name match every other.
     """
-    seen: set[str] = set()
     out: list[str] = []
-    for ident in set(_IDENT.findall(text)):
-        if ident.islower() and "_" not in ident.strip("_") and ident.isalpha():
-            continue  # a plain word: nothing to expand
-        parts = _split_cached(ident)
-        if len(parts) < 2:
-            continue
-        for term in (*parts, "".join(parts)):
-            if term not in seen:
-                seen.add(term)
-                out.append(term)
-    return " ".join(out)
+    for ident in set(_COMPOUND.findall(text)):
+        terms = _EXPANSIONS.get(ident)
+        if terms is None:
+            parts = _split_cached(ident)
+            terms = (*parts, "".join(parts)) if len(parts) > 1 else ()
+            if len(_EXPANSIONS) >= 200_000:
+                _EXPANSIONS.clear()
+            _EXPANSIONS[ident] = terms
+        out.extend(terms)
+    return " ".join(dict.fromkeys(out))
 
 
 def query_terms(query: str) -> list[str]:
