@@ -285,14 +285,22 @@ def test_lexical_phase_in_worker_processes_matches_the_thread_path(repo, tmp_pat
     for i in range(40):
         (repo / "src" / f"mod_{i}.py").write_text(f"def handler_{i}(event):\n    return event * {i}\n")
     monkeypatch.setattr(indexer, "LEXICAL_BATCH_FILES", 8)
-    assert indexer._worker_count(6, True) >= (2 if (len(os.sched_getaffinity(0)) > 1) else 0)
+    monkeypatch.setattr(indexer, "EARLY_WORKERS_FILES", 32)
+    multi = len(os.sched_getaffinity(0)) > 1
+    assert indexer._worker_count(6, True) >= (2 if multi else 0)
+    events: list[str] = []
+    start = indexer._Workers.start_processes
+    monkeypatch.setattr(indexer._Workers, "start_processes",
+                        lambda self, n: (events.append(f"workers {n}"), start(self, n)))
     rows = {}
     for processes in (True, False):
         s = settings.model_copy(update={"data_dir": tmp_path / f"data-{processes}"})
         cs = CodeSight(repo, settings=s, embedder=hash_embedder)
         cs.lexical_processes = processes
-        report = cs.index(embed=False)
+        report = cs.index(embed=False, progress=lambda p: events.append(p.phase))
         assert report.files_changed >= 48 and not report.cancelled
+        if processes and multi:  # a first index of a big tree starts its workers during the walk
+            assert events.index("workers 2") < events.index("scan") and events.count("workers 2") == 1
         rows[processes] = cs.store.conn.execute(
             "SELECT path, start_line, end_line, scope, content, hash FROM chunks ORDER BY path, start_line").fetchall()
         assert cs.search("handler_17", mode="bm25")[0].path == "src/mod_17.py"

@@ -103,6 +103,7 @@ class _Grammar:
     func: str
     defs: dict[str, str]  # node type -> label keyword
     wrappers: frozenset[str] = frozenset()  # nodes that wrap a definition (decorators, export)
+    opaque: frozenset[str] = frozenset()  # nodes that never hold a definition (expressions)
 
 
 _JS_DEFS = {
@@ -122,7 +123,13 @@ _C_DEFS = {"function_definition": "function", "struct_specifier": "struct", "enu
 GRAMMARS: dict[str, _Grammar] = {
     "python": _Grammar("tree_sitter_python", "language",
                        {"function_definition": "def", "class_definition": "class"},
-                       frozenset({"decorated_definition"})),
+                       frozenset({"decorated_definition"}),
+                       # Python defines things in statements only, never inside an expression:
+                       # the walk for definitions skips the (big) literals, calls and signatures.
+                       frozenset({"expression_statement", "return_statement", "assert_statement",
+                                  "raise_statement", "import_statement", "import_from_statement",
+                                  "future_import_statement", "delete_statement", "print_statement",
+                                  "global_statement", "nonlocal_statement", "parameters", "decorator"})),
     "javascript": _Grammar("tree_sitter_javascript", "language", _JS_DEFS, frozenset({"export_statement"})),
     "typescript": _Grammar("tree_sitter_typescript", "language_typescript", _TS_DEFS,
                            frozenset({"export_statement"})),
@@ -222,6 +229,7 @@ class _TreeChunker:
         self.prefix = prefix  # prefix[i]: tokens in lines[:i]
         self.budget_for = budget_for
         self.out: list[tuple[int, int, str]] = []
+        self.opaque = _NO_DEFS_INSIDE | grammar.opaque
 
     def tokens(self, s: int, e: int) -> int:
         return self.prefix[e + 1] - self.prefix[s]
@@ -266,7 +274,7 @@ class _TreeChunker:
             c = stack.pop()
             if self.is_def(c):
                 found.append(c)
-            elif c.end_point[0] > c.start_point[0] and c.type not in _NO_DEFS_INSIDE:
+            elif c.end_point[0] > c.start_point[0] and c.type not in self.opaque:
                 # A node on one line holds no definition worth a chunk of its own: skipping
                 # those keeps this walk off the (huge) expression subtrees.
                 stack.extend(reversed(c.named_children))

@@ -131,19 +131,69 @@ def _prepare_in_worker(batch: list[FileEntry]):
     return _prepare(_WORKER_CHUNKER, batch)
 
 
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def _worker_count(n_batches: int, processes: bool) -> int:
     """Worker processes for the lexical phase: none for small change sets (starting them costs
     about a second), nor on one core, nor when the caller asked for threads only."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if not processes or cores < 2 or n_batches < 4:
+    if not processes or _cores() < 2 or n_batches < 4:
         return 0
-    return min(cores, 4)
+    return min(_cores(), 4)
 
 
-def scan_changes(root, store, max_file_size: int, exclude: list[str], stats: WalkStats | None = None):
-    """Walk ``root`` and compare with the index: ``(entries, changed, deleted_paths)``."""
+class _Workers:
+    """Where batches are read and chunked: worker processes when there is a lot to do and more
+    than one core (tree-sitter and the chunker's Python logic hold the GIL), else one thread
+    (SQLite's FTS5 inserts, tree-sitter parsing and batch tokenisation release the GIL, so even
+    that overlaps with the writer)."""
+
+    def __init__(self, chunker: Chunker) -> None:
+        self.chunker = chunker
+        self.pool = None
+        self.ahead = 1
+
+    def start_processes(self, n: int) -> None:
+        from concurrent.futures import ProcessPoolExecutor
+        import multiprocessing as mp
+
+        self.pool = ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context("spawn"),
+                                        initializer=_init_worker,
+                                        initargs=(self.chunker.counter.tokenizer_file, self.chunker.max_tokens))
+        self.ahead = n + 1
+        for _ in range(n):  # the pool starts a process per task it cannot hand to an idle one
+            self.pool.submit(os.getpid)
+
+    def submit(self, batch: list[FileEntry]) -> Future:
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="codesight-chunk")
+        if isinstance(self.pool, ThreadPoolExecutor):
+            return self.pool.submit(_prepare, self.chunker, batch)
+        return self.pool.submit(_prepare_in_worker, batch)
+
+    def shutdown(self, wait: bool) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=wait, cancel_futures=True)
+
+
+# A first index of a tree with at least this many files starts its worker processes while the
+# walk goes on, so their start-up (imports, the tokenizer) overlaps the walk instead of following it.
+EARLY_WORKERS_FILES = LEXICAL_BATCH_FILES * 8
+
+
+def scan_changes(root, store, max_file_size: int, exclude: list[str], stats: WalkStats | None = None,
+                 on_big_first_index: Callable[[], None] | None = None):
+    """Walk ``root`` and compare with the index: ``(entries, changed, deleted_paths)``.
+
+    ``on_big_first_index`` is called once, mid-walk, if the index is empty and the walk has found
+    ``EARLY_WORKERS_FILES`` files."""
     known = store.file_states()
-    entries = list(walk(root, max_file_size=max_file_size, exclude=exclude, stats=stats))
+    entries = []
+    for e in walk(root, max_file_size=max_file_size, exclude=exclude, stats=stats):
+        entries.append(e)
+        if len(entries) == EARLY_WORKERS_FILES and not known and on_big_first_index is not None:
+            on_big_first_index()
     changed = [e for e in entries if known.get(e.rel_path) != (e.mtime_ns, e.size)]
     seen = {e.rel_path for e in entries}
     deleted = [p for p in known if p not in seen]
@@ -157,46 +207,36 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
     report = report or IndexReport()
     t0 = time.perf_counter()
     stats = WalkStats()
-    entries, changed, deleted = scan_changes(root, store, max_file_size, exclude, stats)
-    if progress:
-        progress(Progress("scan", len(entries), len(entries), f"{len(changed)} changed, {len(deleted)} removed",
-                          tuple(e.rel_path for e in changed) + tuple(deleted)))
-    if deleted:
-        with store.transaction():
-            for p in deleted:
-                report.chunks_removed += store.delete_file(p)
-    report.files_deleted = len(deleted)
-    done = 0
-
-    batches = list(_batches(changed))
-    # Reading and chunking a batch needs no database, so it runs ahead of the writer: in worker
-    # processes when there is a lot to do and more than one core (tree-sitter and the chunker's
-    # Python logic hold the GIL), else in one thread (SQLite's FTS5 inserts, tree-sitter parsing
-    # and batch tokenisation release the GIL, so even that overlaps).
-    n_proc = _worker_count(len(batches), processes)
-    if n_proc:
-        from concurrent.futures import ProcessPoolExecutor
-        import multiprocessing as mp
-
-        pool = ProcessPoolExecutor(max_workers=n_proc, mp_context=mp.get_context("spawn"),
-                                   initializer=_init_worker, initargs=(chunker.counter.tokenizer_file,
-                                                                       chunker.max_tokens))
-        submit = lambda b: pool.submit(_prepare_in_worker, b)  # noqa: E731
-        ahead = n_proc + 1
-    else:
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="codesight-chunk")
-        submit = lambda b: pool.submit(_prepare, chunker, b)  # noqa: E731
-        ahead = 1
+    workers = _Workers(chunker)
     queue: list = []
     try:
-        queue = [submit(b) for b in batches[:ahead]]
+        early = _worker_count(EARLY_WORKERS_FILES // LEXICAL_BATCH_FILES, processes)
+        entries, changed, deleted = scan_changes(root, store, max_file_size, exclude, stats,
+                                                 (lambda: workers.start_processes(early)) if early else None)
+        if progress:
+            progress(Progress("scan", len(entries), len(entries), f"{len(changed)} changed, {len(deleted)} removed",
+                              tuple(e.rel_path for e in changed) + tuple(deleted)))
+        if deleted:
+            with store.transaction():
+                for p in deleted:
+                    report.chunks_removed += store.delete_file(p)
+        report.files_deleted = len(deleted)
+        done = 0
+
+        batches = list(_batches(changed))
+        if workers.pool is None:
+            n_proc = _worker_count(len(batches), processes)
+            if n_proc:
+                workers.start_processes(n_proc)
+        ahead = workers.ahead
+        queue = [workers.submit(b) for b in batches[:ahead]]
         for i, batch in enumerate(batches):
             if cancel is not None and cancel.is_set():
                 report.cancelled = True
                 break
             items, unreadable, rows = queue.pop(0).result()
             if i + ahead < len(batches):
-                queue.append(submit(batches[i + ahead]))
+                queue.append(workers.submit(batches[i + ahead]))
             with store.transaction():
                 for e, why in unreadable:
                     stats.skip(why)
@@ -216,7 +256,7 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
     finally:  # on cancel or Ctrl-C, don't wait for batches nobody will write
         for f in queue:
             f.cancel()
-        pool.shutdown(wait=not report.cancelled, cancel_futures=True)
+        workers.shutdown(wait=not report.cancelled)
     if not report.cancelled:
         store.set_meta(last_indexed=time.time(), git_head=git_head(root) or "", root=str(root),
                        symlink_dirs=stats.symlink_dirs)
