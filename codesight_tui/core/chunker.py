@@ -479,10 +479,13 @@ class Chunker:
         # and punctuation, so the header's cost is the sum of its parts' costs: the path once per
         # file, each scope label once per distinct label.
         room = self.max_tokens - self.counter.count(embed_text(path, "", "")) - 1
-        scope_cost = self._scope_cost
+        known, scope_cost = self._scope_costs, self._scope_cost
 
         def budget(scope: str) -> int:
-            return max(16, room - scope_cost(scope)) if scope else max(16, room)
+            if not scope:
+                return max(16, room)
+            cost = known.get(scope)
+            return max(16, room - (scope_cost(scope) if cost is None else cost))
 
         return budget
 

@@ -244,12 +244,12 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
                         report.chunks_removed += store.write_skipped(e.rel_path, e.mtime_ns, e.size, why)
                     else:  # unreadable now: drop what it had, try again next run
                         report.chunks_removed += store.delete_file(e.rel_path)
-                for (e, lang), file_rows in zip(items, rows):
-                    added, removed = store.write_file(e.rel_path, e.mtime_ns, e.size, lang, file_rows,
-                                                      _priority(e.rel_path, e.mtime_ns))
-                    report.chunks_added += added
-                    report.chunks_removed += removed
-                    report.files_changed += 1
+                added, removed = store.write_files([
+                    (e.rel_path, e.mtime_ns, e.size, lang, file_rows, _priority(e.rel_path, e.mtime_ns))
+                    for (e, lang), file_rows in zip(items, rows)])
+                report.chunks_added += added
+                report.chunks_removed += removed
+                report.files_changed += len(items)
             done += len(batch)
             if progress:
                 progress(Progress("lexical", done, len(changed), batch[-1].rel_path))

