@@ -352,3 +352,45 @@ def test_a_doc_view_two_chunks_share_is_embedded_once_and_counted_once(tmp_path,
     report = cs.index()
     assert report.chunks == 2 and report.embedded == 2 and report.doc_views == 1
     assert len(hash_embedder.calls) == 3
+
+
+def test_worker_processes_start_when_stderr_has_no_file_descriptor(tmp_path):
+    """Under Textual, sys.stderr is a capture object without a file descriptor, which made
+    multiprocessing's resource tracker (started with our stderr's fd) fail to start; the TUI
+    now chunks big first indexes in worker processes too. A fresh interpreter, since the tracker
+    starts once per process."""
+    import subprocess
+    import sys
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    for i in range(40):
+        (repo / f"m{i}.py").write_text(f"def handler_{i}(event):\n    return event * {i}\n")
+    script = (
+        "import io, sys\n"
+        "from pathlib import Path\n"
+        "from codesight_tui.core import indexer\n"
+        "from codesight_tui.core.chunker import Chunker\n"
+        "from codesight_tui.core.store import Store\n"
+        "from codesight_tui.core.tokens import TokenCounter, resolve_model\n"
+        "if __name__ == '__main__':\n"
+        "    indexer.LEXICAL_BATCH_FILES = 8\n"
+        "    class Capture(io.StringIO):  # what Textual leaves in place while the app runs\n"
+        "        def fileno(self):\n"
+        "            return -1\n"
+        "    sys.stderr = Capture()\n"
+        "    started = []\n"
+        "    start = indexer._Workers.start_processes\n"
+        "    indexer._Workers.start_processes = lambda self, n: (started.append(n), start(self, n))\n"
+        "    info = resolve_model('minilm')\n"
+        f"    store = Store(Path({str(tmp_path / 'i.db')!r}))\n"
+        f"    r = indexer.index_lexical(Path({str(repo)!r}), store, Chunker(TokenCounter(info.tokenizer_file)),\n"
+        "                              max_file_size=10**6, exclude=[], processes=True)\n"
+        "    print(r.files_changed, r.chunks, started)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    files, chunks, started = out.stdout.split(maxsplit=2)
+    assert files == "40" and chunks == "40"
+    if len(os.sched_getaffinity(0)) > 1:
+        assert started.strip() == "[2]"

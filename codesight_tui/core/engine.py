@@ -57,7 +57,7 @@ class CodeSight:
         self.model_process = model_process  # run the model in a child process (interactive apps)
         # Chunk big change sets in worker processes (multiprocessing "spawn"). Off by default: spawn
         # re-imports the caller's main module, which a script without a __main__ guard can't
-        # survive, and it cannot start under Textual (stderr is captured). The CLI turns it on.
+        # survive. The CLI and the TUI turn it on.
         self.lexical_processes = False
         self._embedder_error: str | None = None
         self._model_lock = threading.Lock()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import os
 import signal
+import sys
 import threading
 import time
 from collections import Counter
@@ -114,9 +115,14 @@ def _prepare(chunker: Chunker, batch: list[FileEntry]):
 _WORKER_CHUNKER: Chunker | None = None
 
 
-def _init_worker(tokenizer_file, max_tokens: int) -> None:
+def _init_worker(tokenizer_file, max_tokens: int, quiet: bool = False) -> None:
     global _WORKER_CHUNKER
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    if quiet:  # the parent draws a terminal UI on the fds we inherited: never write over it
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        os.close(null)
     from codesight_tui.core.tokens import TokenCounter
 
     _WORKER_CHUNKER = Chunker(TokenCounter(tokenizer_file), max_tokens)
@@ -143,6 +149,28 @@ def _worker_count(n_batches: int, processes: bool) -> int:
     return min(_cores(), 4)
 
 
+def _has_stderr_fd() -> bool:
+    try:
+        return sys.stderr is not None and sys.stderr.fileno() >= 0
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _start_resource_tracker_quietly() -> None:
+    """multiprocessing starts its resource tracker with our stderr's fd. Under Textual, stderr is
+    a capture object without one, and the start fails ("bad value(s) in fds_to_keep"): start it
+    with stderr on /dev/null instead (once per process; later pools reuse it)."""
+    from multiprocessing import resource_tracker
+
+    saved = sys.stderr
+    with open(os.devnull, "w") as null:
+        sys.stderr = null
+        try:
+            resource_tracker.ensure_running()
+        finally:
+            sys.stderr = saved
+
+
 class _Workers:
     """Where batches are read and chunked: worker processes when there is a lot to do and more
     than one core (tree-sitter and the chunker's Python logic hold the GIL), else one thread
@@ -158,9 +186,13 @@ class _Workers:
         from concurrent.futures import ProcessPoolExecutor
         import multiprocessing as mp
 
+        quiet = not _has_stderr_fd()
+        if quiet:
+            _start_resource_tracker_quietly()
         self.pool = ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context("spawn"),
                                         initializer=_init_worker,
-                                        initargs=(self.chunker.counter.tokenizer_file, self.chunker.max_tokens))
+                                        initargs=(self.chunker.counter.tokenizer_file, self.chunker.max_tokens,
+                                                  quiet))
         self.ahead = n + 1
         for _ in range(n):  # the pool starts a process per task it cannot hand to an idle one
             self.pool.submit(os.getpid)

@@ -542,6 +542,7 @@ def run_app(root: Path) -> int:
     from codesight_tui.core.engine import CodeSight
 
     engine = CodeSight(root, model_process=True)  # validates the path and settings before the screen changes
+    engine.lexical_processes = True  # our entry points are guarded, so a big first index can spawn workers
     app = CodeSightApp(root, engine=engine)
     rc = app.run() or 0
     app._stop.set()
