@@ -394,3 +394,14 @@ def test_worker_processes_start_when_stderr_has_no_file_descriptor(tmp_path):
     assert files == "40" and chunks == "40"
     if len(os.sched_getaffinity(0)) > 1:
         assert started.strip() == "[2]"
+
+
+def test_embed_phase_is_announced_before_the_model_loads(repo, settings, hash_embedder, monkeypatch):
+    """The first "embed" event comes as soon as the lexical phase has committed, before the
+    model is loaded (seconds, in a fresh process), so the TUI says BM25 is ready at once."""
+    cs = CodeSight(repo, settings=settings)
+    events = []
+    monkeypatch.setattr(cs, "embedder", lambda: (events.append("model loaded"), hash_embedder)[1])
+    report = cs.index(progress=lambda p: events.append((p.phase, p.done, cs.store.counts()["chunks"])))
+    first = next(i for i, e in enumerate(events) if e[0] == "embed")
+    assert events[first] == ("embed", 0, report.chunks) and events.index("model loaded") > first

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 from codesight_tui.core.errors import CodeSightError, IndexBusyError
-from codesight_tui.core.indexer import (IndexReport, ProgressFn, drop_orphan_vectors, index_lexical, index_vectors,
-                                        scan_changes)
+from codesight_tui.core.indexer import (IndexReport, Progress, ProgressFn, drop_orphan_vectors, index_lexical,
+                                        index_vectors, scan_changes)
 from codesight_tui.core.paths import index_dir_for
 from codesight_tui.core.searcher import MODES, SearchResult, search
 from codesight_tui.core.store import SCHEMA_VERSION, Store
@@ -208,6 +208,8 @@ class CodeSight:
             report.vectors_pending = store.counts()["pending"]
             model_changed = store.get_meta("model") not in (None, info.name)
             if embed and not report.cancelled and (report.vectors_pending or model_changed):
+                if progress:  # the lexical phase has committed: say so now, not once the model is up
+                    progress(Progress("embed", 0, report.vectors_pending, "loading the model"))
                 try:
                     embedder = self.embedder()
                 except CodeSightError as exc:

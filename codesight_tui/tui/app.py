@@ -263,10 +263,10 @@ class CodeSightApp(App[int]):
     def _index_job(self, force: bool) -> None:
         worker = get_current_worker()
         engine = self.engine
-        # Import the vector store's libraries now and move every long-lived object out of the
-        # garbage collector's sight: a full collection over them stalls every thread (85 ms here).
-        import lancedb  # noqa: F401
-
+        # Move every long-lived object out of the garbage collector's sight: a full collection
+        # over them stalls every thread (85 ms here). Again once the vector store's libraries are
+        # in, when the embedding phase starts: importing them first (about 1 s) would delay the
+        # lexical phase, which a first index is waiting on.
         gc.freeze()
 
         first_run = not engine.is_indexed()
@@ -276,6 +276,8 @@ class CodeSightApp(App[int]):
         def progress(ev) -> None:
             if worker.is_cancelled:
                 return
+            if ev.phase == "embed" and not ev.done:
+                gc.freeze()
             if ev.phase == "embed" and not announced and engine.embedder_loaded:
                 announced.append(True)  # the model is up: say so now, not when embedding ends
                 self.post_message(ModelReady(engine.model_info.name))
