@@ -97,6 +97,11 @@ def doc_text(path: str, scope: str, content: str, language: str | None) -> str |
 
 # --- tree-sitter configuration ----------------------------------------------------------------
 
+# Nodes of any grammar that hold no definition: the walk for definitions never enters them.
+_NO_DEFS_INSIDE = frozenset({"string", "comment", "template_string", "string_literal", "raw_string_literal",
+                             "heredoc_body", "line_comment", "block_comment", "concatenated_string"})
+
+
 @dataclass(frozen=True)
 class _Grammar:
     module: str
@@ -104,6 +109,9 @@ class _Grammar:
     defs: dict[str, str]  # node type -> label keyword
     wrappers: frozenset[str] = frozenset()  # nodes that wrap a definition (decorators, export)
     opaque: frozenset[str] = frozenset()  # nodes that never hold a definition (expressions)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "opaque", _NO_DEFS_INSIDE | self.opaque)
 
 
 _JS_DEFS = {
@@ -157,8 +165,6 @@ GRAMMARS: dict[str, _Grammar] = {
 }
 
 _FUNC_VALUES = frozenset({"arrow_function", "function_expression", "function", "class", "generator_function"})
-_NO_DEFS_INSIDE = frozenset({"string", "comment", "template_string", "string_literal", "raw_string_literal",
-                             "heredoc_body", "line_comment", "block_comment", "concatenated_string"})
 _NAME_TYPES = frozenset({"identifier", "field_identifier", "type_identifier", "qualified_identifier",
                          "destructor_name", "operator_name", "property_identifier", "constant",
                          "name", "scoped_identifier"})
@@ -229,7 +235,6 @@ class _TreeChunker:
         self.prefix = prefix  # prefix[i]: tokens in lines[:i]
         self.budget_for = budget_for
         self.out: list[tuple[int, int, str]] = []
-        self.opaque = _NO_DEFS_INSIDE | grammar.opaque
 
     def tokens(self, s: int, e: int) -> int:
         return self.prefix[e + 1] - self.prefix[s]
@@ -274,7 +279,7 @@ class _TreeChunker:
             c = stack.pop()
             if self.is_def(c):
                 found.append(c)
-            elif c.end_point[0] > c.start_point[0] and c.type not in self.opaque:
+            elif c.end_point[0] > c.start_point[0] and c.type not in self.g.opaque:
                 # A node on one line holds no definition worth a chunk of its own: skipping
                 # those keeps this walk off the (huge) expression subtrees.
                 stack.extend(reversed(c.named_children))

@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -144,9 +145,10 @@ def _cores() -> int:
 def _worker_count(n_batches: int, processes: bool) -> int:
     """Worker processes for the lexical phase: none for small change sets (starting them costs
     about a second), nor on one core, nor when the caller asked for threads only."""
-    if not processes or _cores() < 2 or n_batches < 4:
+    cores = _cores()
+    if not processes or cores < 2 or n_batches < 4:
         return 0
-    return min(_cores(), 4)
+    return min(cores, 4)
 
 
 def _has_stderr_fd() -> bool:
@@ -181,6 +183,7 @@ class _Workers:
         self.chunker = chunker
         self.pool = None
         self.ahead = 1
+        self._task = partial(_prepare, chunker)  # what a batch is given to, in the pool
 
     def start_processes(self, n: int) -> None:
         from concurrent.futures import ProcessPoolExecutor
@@ -194,15 +197,14 @@ class _Workers:
                                         initargs=(self.chunker.counter.tokenizer_file, self.chunker.max_tokens,
                                                   quiet))
         self.ahead = n + 1
+        self._task = _prepare_in_worker
         for _ in range(n):  # the pool starts a process per task it cannot hand to an idle one
             self.pool.submit(os.getpid)
 
     def submit(self, batch: list[FileEntry]) -> Future:
         if self.pool is None:
             self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="codesight-chunk")
-        if isinstance(self.pool, ThreadPoolExecutor):
-            return self.pool.submit(_prepare, self.chunker, batch)
-        return self.pool.submit(_prepare_in_worker, batch)
+        return self.pool.submit(self._task, batch)
 
     def shutdown(self, wait: bool) -> None:
         if self.pool is not None:

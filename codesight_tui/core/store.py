@@ -102,7 +102,7 @@ def chunk_fields(path: str, chunks: list[Chunk]) -> list[ChunkFields]:
     compute these off the writer's thread, and plain tuples cross the process boundary about four
     times cheaper than ``Chunk`` objects (pickled both ways)."""
     return [(c.start_line, c.end_line, c.scope, c.content, embed_key(path, c.scope, c.content),
-             expansion_terms(c.content + " " + c.scope), content_hash(c.content)) for c in chunks]
+             expansion_terms(c.content + " " + c.scope), c.hash) for c in chunks]
 
 
 class Store:
