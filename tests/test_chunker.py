@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from codesight_tui.config import DEFAULT_MODEL
-from codesight_tui.core.chunker import Chunker, doc_text, doc_view, embed_text, has_grammar
+from codesight_tui.core.chunker import Chunker, doc_text, doc_view, embed_text, has_grammar, label_text, scope_text
 from codesight_tui.core.tokens import TokenCounter, resolve_model
 
 INFO = resolve_model(DEFAULT_MODEL)
@@ -128,6 +128,28 @@ def test_header_is_prepended_for_embedding_but_content_stays_raw(chunker):
     assert c.content == "def f():\n    return 1"
     text = embed_text(c.path, c.scope, c.content)
     assert text.startswith("file: src/a.py\nscope: def f\n") and text.endswith(c.content)
+
+
+def test_the_embedded_scope_spells_out_compound_names():
+    assert label_text("method _checkForConflicts") == "method _checkForConflicts (check for conflicts)"
+    assert label_text("class Command") == "class Command"
+    assert label_text("def a_b, def c") == "def a_b (a b), def c"
+    assert (scope_text("class HTTPServer > def parse_config_file")
+            == "class HTTPServer (http server) > def parse_config_file (parse config file)")
+    text = embed_text("a.js", "class Command > method _checkForConflicts", "x")
+    assert text == "file: a.js\nscope: class Command > method _checkForConflicts (check for conflicts)\nx"
+
+
+def test_chunks_under_long_compound_names_still_fit_the_window(chunker):
+    """The header's words count against the budget: a class full of long camelCase methods."""
+    name = "handleIncomingWebSocketConnectionUpgradeRequestForTheReverseProxyServerInstance"
+    src = "class ProxyConnectionManagerForWebSocketUpgrades:\n" + "".join(
+        f"    def {name}{i}(self, value):\n" + "".join(f"        value = value + {j}\n" for j in range(60)) + "\n"
+        for i in range(3))
+    chunks = chunker.chunk("proxy.py", "python", src)
+    assert any("(handle incoming web socket" in embed_text(c.path, c.scope, c.content) for c in chunks)
+    for c in chunks:
+        assert COUNTER.count(embed_text(c.path, c.scope, c.content)) <= BUDGET
 
 
 def test_empty_and_whitespace_files_have_no_chunks(chunker):

@@ -46,6 +46,11 @@ except re.error:  # Python 3.10: the same matches, with backtracking that can ne
 _EXPANSIONS: dict[str, tuple[str, ...]] = {}
 
 
+def has_compound_name(text: str) -> bool:
+    """Whether ``text`` holds an identifier of more than one part (``fooBar``, ``foo_bar``, ``HTTP2``)."""
+    return _COMPOUND.search(text) is not None
+
+
 def expansion_terms(text: str) -> str:
     """Extra index terms for compound identifiers: their parts and their joined form.
 
