@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from codesight_tui.config import DEFAULT_MODEL
-from codesight_tui.core.chunker import Chunker, doc_text, doc_view, embed_text, has_grammar, label_text, scope_text
+from codesight_tui.core.chunker import Chunker, doc_text, doc_view, embed_text, has_grammar, scope_text
 from codesight_tui.core.tokens import TokenCounter, resolve_model
 
 INFO = resolve_model(DEFAULT_MODEL)
@@ -131,9 +131,9 @@ def test_header_is_prepended_for_embedding_but_content_stays_raw(chunker):
 
 
 def test_the_embedded_scope_spells_out_compound_names():
-    assert label_text("method _checkForConflicts") == "method _checkForConflicts (check for conflicts)"
-    assert label_text("class Command") == "class Command"
-    assert label_text("def a_b, def c") == "def a_b (a b), def c"
+    assert scope_text("method _checkForConflicts") == "method _checkForConflicts (check for conflicts)"
+    assert scope_text("class Command") == "class Command"
+    assert scope_text("def a_b, def c") == "def a_b (a b), def c"
     assert (scope_text("class HTTPServer > def parse_config_file")
             == "class HTTPServer (http server) > def parse_config_file (parse config file)")
     text = embed_text("a.js", "class Command > method _checkForConflicts", "x")

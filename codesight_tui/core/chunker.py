@@ -15,7 +15,7 @@ from functools import lru_cache
 from itertools import accumulate
 
 from codesight_tui.core.languages import CODE_LANGUAGES
-from codesight_tui.core.text import content_hash, has_compound_name, split_identifier
+from codesight_tui.core.text import content_hash, spell_out_names
 
 
 @dataclass(slots=True)
@@ -34,30 +34,16 @@ class Chunk:
         return content_hash(self.content)
 
 
-_NAME = re.compile(r"[A-Za-z_$][\w$]*")
-
-
-def _with_words(m: re.Match) -> str:
-    name = m.group(0)
-    parts = split_identifier(name)
-    return f"{name} ({' '.join(parts)})" if len(parts) > 1 else name
-
-
 @lru_cache(maxsize=100_000)
-def label_text(label: str) -> str:
-    """A scope label as the model reads it: each compound name followed by its words,
-    ``method _checkForConflicts`` -> ``method _checkForConflicts (check for conflicts)``.
+def scope_text(scope: str) -> str:
+    """A scope as the model reads it: each compound name followed by its words,
+    ``class Command > method _checkForConflicts`` ->
+    ``class Command > method _checkForConflicts (check for conflicts)``.
 
     The model's word pieces cut a glued name into fragments (``##fl``, ``##ict``) that mean little;
     its words are what a question uses. Measured on the devset: vector search 0.634 -> 0.644,
     hybrid 0.767 -> 0.777 (README)."""
-    return _NAME.sub(_with_words, label) if has_compound_name(label) else label
-
-
-@lru_cache(maxsize=100_000)
-def scope_text(scope: str) -> str:
-    """``scope`` with each label as ``label_text`` gives it."""
-    return " > ".join(map(label_text, scope.split(" > ")))
+    return spell_out_names(scope)
 
 
 def embed_text(path: str, scope: str, content: str) -> str:
@@ -488,7 +474,7 @@ class Chunker:
     def _label_cost(self, label: str) -> int:
         cost = self._header_cost.get(label)
         if cost is None:
-            cost = self.counter.count(label_text(label))
+            cost = self.counter.count(spell_out_names(label))
             if len(self._header_cost) > 100_000:
                 self._header_cost.clear()
             self._header_cost[label] = cost

@@ -46,9 +46,15 @@ except re.error:  # Python 3.10: the same matches, with backtracking that can ne
 _EXPANSIONS: dict[str, tuple[str, ...]] = {}
 
 
-def has_compound_name(text: str) -> bool:
-    """Whether ``text`` holds an identifier of more than one part (``fooBar``, ``foo_bar``, ``HTTP2``)."""
-    return _COMPOUND.search(text) is not None
+def _with_words(m: re.Match) -> str:
+    parts = _split_cached(m.group(0))
+    return f"{m.group(0)} ({' '.join(parts)})" if len(parts) > 1 else m.group(0)
+
+
+def spell_out_names(text: str) -> str:
+    """Each compound identifier in ``text`` followed by its words:
+    ``method _checkForConflicts`` -> ``method _checkForConflicts (check for conflicts)``."""
+    return _COMPOUND.sub(_with_words, text)
 
 
 def expansion_terms(text: str) -> str:
