@@ -217,19 +217,21 @@ async def test_watcher_marks_stale_then_reindexes(repo, settings):
 
 class SlowEmbedder(HashEmbedder):
     def encode(self, texts):
-        time.sleep(0.2)
+        time.sleep(0.3)
         return super().encode(texts)
 
 
 async def test_quit_during_indexing_is_immediate_and_cancels(repo, settings):
-    for i in range(30):
+    for i in range(120):  # about 1,000 chunks: 8 batches of 128, so a Ctrl+C after the first leaves work
         (repo / f"bulk_{i}.py").write_text("".join(f"def f_{i}_{j}(x):\n    return x + {j}\n\n\n" for j in range(60)))
     app = make_app(repo, settings, embedder=SlowEmbedder())
     async with app.run_test(size=SIZE) as pilot:
         deadline = time.monotonic() + 20
-        while app.state.phase != "embed" and time.monotonic() < deadline:
+        # Wait for the first batch to be written (progress comes after the write): a Ctrl+C
+        # before it leaves nothing to keep, and the check below would race the embedder.
+        while not (app.state.phase == "embed" and app.state.phase_done > 0) and time.monotonic() < deadline:
             await pilot.pause(0.05)
-        assert app.state.phase == "embed"
+        assert app.state.phase == "embed" and app.state.phase_done > 0
         t0 = time.monotonic()
         await pilot.press("ctrl+c")
         await pilot.pause(0.05)
