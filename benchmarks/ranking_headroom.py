@@ -15,13 +15,10 @@ the usual data directory, so a run after eval_devset.sh embeds nothing.
 
 from __future__ import annotations
 
-import argparse
-import os
-import subprocess
 import sys
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from seed_baseline import devset_suites  # the devset's arguments and sources, shared
+
 POOLS = (10, 20, 40)  # 10 first: it is also the ranking's own top 10
 
 
@@ -43,28 +40,19 @@ def oracle_order(results, targets):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--devset", type=Path, default=Path(os.environ.get("DEVSET", HERE.parent.parent / "shared/eval/devset")))
-    ap.add_argument("--cache", type=Path, default=Path(os.environ.get("DEVSET_CACHE", HERE.parent / ".cache/devset")),
-                    help="where fetch.sh puts the packages' sources")
-    args = ap.parse_args()
-    src = args.cache / "src"
-    if not (src / "commander-12.1.0" / "package").is_dir():
-        subprocess.run(["bash", str(args.devset / "fetch.sh"), str(args.cache)], check=True)
+    suites = devset_suites(__doc__)
 
     from codesight_tui.config import Settings, load_settings
     from codesight_tui.core.engine import CodeSight
     from codesight_tui.core.evaluation import load_queries, score
 
-    suites = [("rich", src / "rich-13.9.4"), ("jinja2", src / "jinja2-3.1.4"),
-              ("commander", src / "commander-12.1.0" / "package")]
     depth = Settings.model_fields["retriever_depth"].default
     rankings = {"final ranking": load_settings(ranking="stack", retriever_depth=depth),
                 "plain RRF": load_settings(ranking="plain", retriever_depth=20)}
     # per ranking: per file: per category: list of (actual, oracle@10, oracle@20, oracle@40)
     table: dict[str, list[dict[str, list[tuple[float, ...]]]]] = {name: [] for name in rankings}
-    for suite, root in suites:
-        queries = load_queries(args.devset / f"{suite}.json")
+    for query_file, root in suites:
+        queries = load_queries(query_file)
         for name, settings in rankings.items():
             cs = CodeSight(root, settings=settings)
             cs.index()

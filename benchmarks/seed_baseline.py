@@ -30,8 +30,10 @@ SEED = HERE / ".data" / "seed"
 WINDOW = 40
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def devset_suites(description: str) -> list[tuple[Path, Path]]:
+    """``[(query file, package root)]`` of the devset's three packages, from the command line's
+    ``--devset`` and ``--cache`` (fetched with the devset's fetch.sh on first use)."""
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--devset", type=Path, default=Path(os.environ.get("DEVSET", HERE.parent.parent / "shared/eval/devset")))
     ap.add_argument("--cache", type=Path, default=Path(os.environ.get("DEVSET_CACHE", HERE.parent / ".cache/devset")),
                     help="where fetch.sh puts the packages' sources")
@@ -39,6 +41,12 @@ def main() -> None:
     src = args.cache / "src"
     if not (src / "commander-12.1.0" / "package").is_dir():
         subprocess.run(["bash", str(args.devset / "fetch.sh"), str(args.cache)], check=True)
+    return [(args.devset / f"{name}.json", src / sub) for name, sub in
+            (("rich", "rich-13.9.4"), ("jinja2", "jinja2-3.1.4"), ("commander", "commander-12.1.0/package"))]
+
+
+def main() -> None:
+    suites = devset_suites(__doc__)
     os.environ["CODESIGHT_DATA_DIR"] = str(SEED / "data")
     os.environ["CODESIGHT_CACHE_DIR"] = str(SEED / "cache")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -61,8 +69,6 @@ def main() -> None:
     indexer.embed_text = store.embed_text = bare
     store.expansion_terms = lambda text: ""
 
-    suites = [(args.devset / f"{name}.json", src / sub) for name, sub in
-              (("rich", "rich-13.9.4"), ("jinja2", "jinja2-3.1.4"), ("commander", "commander-12.1.0/package"))]
     settings = Settings(ranking="plain", retriever_depth=20, rrf_k=60)
     res = evaluate(suites, ["hybrid", "bm25", "vector"], settings=settings)
 
