@@ -8,7 +8,7 @@ what the seed design did differently:
 
 - chunks are plain 40-line windows (no scopes, no language awareness); the model truncates each
   window at its 256-token window as sentence-transformers does;
-- the embedded text is the window alone (no file/scope header);
+- the embedded text is the window alone (no file/scope header, no doc view);
 - BM25 is FTS5 over the text as it is (no identifier expansions);
 - fusion is plain RRF, k=60, top 20 from each retriever, with and without keeping only the best
   chunk of each file (the seed implementation did).
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +48,9 @@ def devset_suites(description: str) -> list[tuple[Path, Path]]:
 
 def main() -> None:
     suites = devset_suites(__doc__)
+    # The index is rebuilt every run (the vectors come back from the seed's own cache), so that it
+    # always holds what the patches below make, whatever an older codesight left there.
+    shutil.rmtree(SEED / "data", ignore_errors=True)
     os.environ["CODESIGHT_DATA_DIR"] = str(SEED / "data")
     os.environ["CODESIGHT_CACHE_DIR"] = str(SEED / "cache")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -67,6 +71,7 @@ def main() -> None:
     chunker.Chunker.chunk_many = windows
     bare = lambda path, scope, content: content  # noqa: E731
     indexer.embed_text = store.embed_text = bare
+    indexer.doc_text = lambda path, scope, content, language: None  # no doc views: the window alone
     store.expansion_terms = lambda text: ""
 
     settings = Settings(ranking="plain", retriever_depth=20, rrf_k=60)
