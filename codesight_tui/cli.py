@@ -62,13 +62,25 @@ def _parser() -> argparse.ArgumentParser:
                         description="Run annotated queries through the same search users get and print NDCG@10,"
                         " NDCG@5, MRR@10 and recall@10: overall, per category and per mode. Several query files"
                         " may be given, each with its own --path (in order); scores are averaged per file, then"
-                        " across files.")
-    pe.add_argument("queries", nargs="+", type=Path, metavar="QUERIES.json",
-                    help="list of {query, category, relevant: [path | {path, start_line, end_line}], secondary}")
+                        " across files. A directory with repos.json and annotations/ (the multi-repository"
+                        " layout) evaluates every repository in it, with a table per language and the"
+                        " published scores of other tools beside ours when published.json is there.")
+    pe.add_argument("queries", nargs="+", type=Path, metavar="QUERIES.json|DIR",
+                    help="list of {query, category, relevant: [path | {path, start_line, end_line}], secondary},"
+                    " or a multi-repository directory")
     pe.add_argument("--path", action="append", default=None,
                     help="repository root of the query file(s): once for all, or once per file (default .)")
+    pe.add_argument("--repo", action="append", default=None, metavar="NAME",
+                    help="with a directory: only this repository (repeatable)")
+    pe.add_argument("--language", action="append", default=None, metavar="LANG",
+                    help="with a directory: only repositories of this language (repeatable)")
     pe.add_argument("--mode", choices=(*MODES, "all"), default="all", help="mode(s) to score (default all)")
+    pe.add_argument("--coverage", default=None, metavar="PCTS",
+                    help="score at these shares of chunks with vectors, e.g. 0,10,50,100 (rebuilds vectors"
+                    " from the cache, most valuable first)")
     pe.add_argument("--limit", type=int, default=10, help="results per query (default 10)")
+    pe.add_argument("--no-index", action="store_true",
+                    help="score each index as it is, without bringing it up to date first")
     pe.add_argument("--json", action="store_true", help="print everything, per-query ranks included, as JSON")
     return p
 
@@ -132,6 +144,14 @@ class _ProgressView:
     def __exit__(self, *exc):
         if self.progress is not None:
             self.progress.__exit__(*exc)
+
+    def suite(self, name: str, n: int, total: int) -> None:
+        """A multi-repository run moves on to the next repository."""
+        if self.progress is None or total < 2:
+            return
+        if "suite" not in self.tasks:
+            self.tasks["suite"] = self.progress.add_task("repos", total=total)
+        self.progress.update(self.tasks["suite"], completed=n - 1, description=f"{name[:10]:<10}")
 
     def __call__(self, ev) -> None:
         if self.progress is None:
@@ -328,39 +348,98 @@ def cmd_cache(args) -> int:
     return EXIT_OK
 
 
-def cmd_eval(args) -> int:
+def _eval_suites(args):
+    """The suites ``codesight eval`` was given: query files with --path, or one collection directory."""
     from codesight_tui.core.errors import CodeSightError
-    from codesight_tui.core.evaluation import METRICS, evaluate
+    from codesight_tui.core.evaluation import is_collection, load_collection
 
+    if len(args.queries) == 1 and args.queries[0].is_dir():
+        if not is_collection(args.queries[0]):
+            raise CodeSightError(f"{args.queries[0]} is a directory without repos.json and annotations/",
+                                 exit_code=EXIT_USAGE)
+        if args.path:
+            raise CodeSightError("--path goes with query files; a directory names its own repositories",
+                                 exit_code=EXIT_USAGE)
+        return load_collection(args.queries[0], args.repo, args.language)
+    if args.repo or args.language:
+        raise CodeSightError("--repo and --language select repositories of a directory", exit_code=EXIT_USAGE)
     paths = args.path or ["."]
     if len(paths) == 1:
         paths = paths * len(args.queries)
     if len(paths) != len(args.queries):
         raise CodeSightError(f"give --path once, or once per query file ({len(args.queries)})", exit_code=EXIT_USAGE)
+    return list(zip(args.queries, map(Path, paths))), {}
+
+
+def _coverage(text: str | None) -> list[float] | None:
+    from codesight_tui.core.errors import CodeSightError
+
+    if text is None:
+        return None
+    try:
+        pcts = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        pcts = []
+    if not pcts or any(not 0 <= x <= 100 for x in pcts):
+        raise CodeSightError("--coverage takes percentages from 0 to 100, e.g. 0,10,50,100", exit_code=EXIT_USAGE)
+    return [x / 100 for x in pcts]
+
+
+def cmd_eval(args) -> int:
+    from codesight_tui.core.errors import CodeSightError
+    from codesight_tui.core.evaluation import evaluate
+
     if args.limit < 1:
         raise CodeSightError("--limit must be at least 1", exit_code=EXIT_USAGE)
+    suites, published = _eval_suites(args)
+    coverage = _coverage(args.coverage)
     modes = list(MODES) if args.mode == "all" else [args.mode]
+    if coverage is not None and args.mode == "all":
+        modes = ["hybrid"]
     progress = _ProgressView(_progress_wanted(not args.json))
     with progress:
-        report = evaluate(list(zip(args.queries, map(Path, paths))), modes, limit=args.limit, progress=progress,
-                          processes=True)
+        report = evaluate(suites, modes, limit=args.limit, index=not args.no_index, progress=progress, processes=True,
+                          published=published, coverage=coverage, on_suite=progress.suite)
     if args.json:
         print(json.dumps(report, indent=2))
         return EXIT_OK
+    print_eval_report(report)
+    return EXIT_OK
+
+
+def print_eval_report(report: dict) -> None:
+    """The tables of ``codesight eval``: each metric per category and mode, NDCG@10 per language
+    beside the published peers, and query latency."""
+    from codesight_tui.core.evaluation import METRICS
+
     summary = report["modes"]
+    labels = list(summary)
     cats = sorted({c for m in summary.values() for c in m["categories"]})
-    n = sum(len(f["modes"][modes[0]]["queries"]) for f in report["files"])
+    n = sum(len(f["modes"][labels[0]]["queries"]) for f in report["files"])
     print(f"{n} queries in {len(report['files'])} file(s); scores averaged per file, then across files\n")
     for metric in METRICS:
-        print(f"{metric:<10}" + "".join(f"{c:>14}" for c in [*cats, "overall"]))
-        for mode in modes:
-            row = [summary[mode]["categories"][c][metric] for c in cats] + [summary[mode]["overall"][metric]]
-            print(f"  {mode:<8}" + "".join(f"{v:>14.3f}" for v in row))
+        print(f"{metric:<14}" + "".join(f"{c:>14}" for c in [*cats, "overall"]))
+        for label in labels:
+            row = [summary[label]["categories"].get(c, {}).get(metric, float("nan")) for c in cats]
+            print(f"  {label:<12}" + "".join(f"{v:>14.3f}" for v in row + [summary[label]["overall"][metric]]))
         print()
-    for mode in modes:
-        lat = summary[mode]["latency_ms"]
-        print(f"latency {mode:<7} p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms")
-    return EXIT_OK
+    peers = report.get("published") or {}
+    langs = sorted({lang for m in summary.values() for lang in m["languages"]})
+    if len(langs) > 1 or peers:
+        cols = labels + list(peers)
+        print("ndcg@10 by language" + (" (published peers on the same repositories)" if peers else ""))
+        print(f"{'language':<12}{'repos':>6}" + "".join(f"{c[:13]:>14}" for c in cols))
+        for lang in langs:
+            first = summary[labels[0]]["languages"][lang]
+            row = [summary[lb]["languages"][lang]["ndcg@10"] for lb in labels]
+            row += [peers[k]["languages"].get(lang, float("nan")) for k in peers]
+            print(f"{lang:<12}{first['repos']:>6}" + "".join(f"{v:>14.3f}" for v in row))
+        row = [summary[lb]["overall"]["ndcg@10"] for lb in labels] + [peers[k]["ndcg@10"] for k in peers]
+        print(f"{'mean':<12}{len(report['files']):>6}" + "".join(f"{v:>14.3f}" for v in row))
+        print()
+    for label in labels:
+        lat = summary[label]["latency_ms"]
+        print(f"latency {label:<10} p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms")
 
 
 def cmd_tui(args) -> int:

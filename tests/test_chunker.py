@@ -32,6 +32,24 @@ SAMPLES = {
           ["function add", "struct point"]),
     "cpp": ("a.cpp", "namespace geo {\nclass Shape {\n public:\n  int area() const { return 0; }\n};\n}\n\nint main() { return 0; }\n",
             ["namespace geo", "function main"]),
+    "csharp": ("A.cs", "namespace Geo\n{\n    public class Shape\n    {\n        public int Area() { return 0; }\n    }\n}\n",
+               ["namespace Geo"]),
+    "kotlin": ("a.kt", "class Shape {\n    fun area(): Int = 0\n}\n\nobject Registry {\n    val shapes = listOf<Shape>()\n}\n",
+               ["class Shape", "object Registry"]),
+    "scala": ("a.scala", "trait Functor[F[_]] {\n  def map[A, B](fa: F[A])(f: A => B): F[B]\n}\n\nobject Functor {\n  val x = 1\n}\n",
+              ["trait Functor", "object Functor"]),
+    "swift": ("a.swift", "public struct Point {\n    var x: Int\n}\n\nextension Point: Equatable {\n    func norm() -> Int { x }\n}\n",
+              ["struct Point", "extension Point"]),
+    "lua": ("a.lua", "local M = {}\n\nfunction M.setup(opts)\n  return opts\nend\n\nlocal function helper()\nend\n\nreturn M\n",
+            ["function M.setup", "function helper"]),
+    "shell": ("a.sh", "#!/bin/bash\nnvm_ls() {\n  echo ls\n}\n\nfunction nvm_use {\n  echo use\n}\n",
+              ["function nvm_ls", "function nvm_use"]),
+    "haskell": ("A.hs", "module A where\n\n-- | Run it.\nrunX :: Int -> Int\nrunX x = x\n\ndata Shape = Circle | Square\n  deriving Show\n",
+                ["function runX", "data Shape"]),
+    "elixir": ("a.ex", "defmodule Phoenix.Router do\n  @doc \"Match a route.\"\n  def match(conn, path) do\n    conn\n  end\n\n"
+               "  defp helper, do: :ok\nend\n", ["defmodule Phoenix.Router"]),
+    "zig": ("a.zig", "const Point = struct {\n    x: i32,\n};\n\npub fn norm(p: Point) i32 {\n    return p.x;\n}\n",
+            ["const Point", "fn norm"]),
 }
 
 
@@ -224,3 +242,15 @@ def test_doc_view_keeps_signature_comments_and_docstrings_only():
     assert doc_text("src/a.py", "def f", py, "python").startswith("file: src/a.py\nscope: def f\ndef detect")
     assert doc_text("README.md", "", "# Title\ntext", "markdown") is None  # prose is its own doc view
     assert doc_text("a.py", "", "# only a comment", "python") is None  # the view would equal the text
+
+
+def test_attributes_stay_with_their_definition(chunker):
+    # Elixir's @doc above a def, Haskell's type signature above a function, Rust's #[derive]
+    # above a struct belong to the definition's chunk, as comments do.
+    big = "\n".join(f"    x{i} = {i}" for i in range(60))
+    src = f'defmodule A do\n  @doc """\n  Parse the thing.\n  """\n  def parse(s) do\n{big}\n  end\nend\n'
+    (c,) = [c for c in chunker.chunk("a.ex", "elixir", src) if "def parse" in c.scope][:1]
+    assert c.content.lstrip().startswith("@doc")
+    src = "module A where\n\n" + "\n\n".join(f"f{i} :: Int -> Int\nf{i} x = x + {i}" for i in range(3))
+    scopes = [c for c in chunker.chunk("A.hs", "haskell", src) if "function f1" in c.scope]
+    assert scopes and "f1 :: Int -> Int" in scopes[0].content

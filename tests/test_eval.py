@@ -86,3 +86,71 @@ def test_eval_command_end_to_end(repo, tmp_path):
     assert r.returncode == 0 and "ndcg@10" in r.stdout and "bm25" in r.stdout and "symbol" in r.stdout
     r = subprocess.run([*cmd[:-2], "--path", str(repo), "--path", str(repo)], capture_output=True, text=True)
     assert r.returncode == 2 and "once per query file" in r.stderr and "Traceback" not in r.stderr
+
+
+def _collection(tmp_path):
+    """A two-repository eval directory in the polyglot layout: one target written from the
+    checkout (src/pkg/...), one from the benchmark root."""
+    d = tmp_path / "set"
+    py = d / "repos" / "pyrepo" / "src" / "pkg"
+    js = d / "repos" / "jsrepo"
+    py.mkdir(parents=True)
+    js.mkdir(parents=True)
+    (py / "retry.py").write_text("class RetryPolicy:\n    def delays(self):\n        return [1, 2, 4]\n")
+    (py / "util.py").write_text("def slugify(text):\n    return text.lower().replace(' ', '-')\n")
+    (js / "parser.js").write_text("function parseArgs(argv) {\n  return argv.slice(2);\n}\n")
+    (d / "repos.json").write_text(json.dumps([
+        {"name": "pyrepo", "language": "python", "benchmark_root": "src/pkg"},
+        {"name": "jsrepo", "language": "javascript", "benchmark_root": None}]))
+    (d / "annotations").mkdir()
+    (d / "annotations" / "pyrepo.json").write_text(json.dumps([
+        {"query": "RetryPolicy", "category": "symbol", "relevant": ["src/pkg/retry.py"]},
+        {"query": "slugify", "category": "symbol", "relevant": [{"path": "util.py", "start_line": 1, "end_line": 2}]}]))
+    (d / "annotations" / "jsrepo.json").write_text(json.dumps([
+        {"query": "parseArgs", "category": "symbol", "relevant": ["parser.js"]}]))
+    (d / "published.json").write_text(json.dumps({"methods": {
+        "peer": {"repos": {"pyrepo": {"ndcg10": 0.5}, "jsrepo": {"ndcg10": 1.0}}}}}))
+    return d
+
+
+def test_eval_over_a_multi_repository_directory(tmp_path):
+    d = _collection(tmp_path)
+    cmd = [sys.executable, "-m", "codesight_tui", "eval", str(d), "--mode", "bm25"]
+    r = subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert [f["name"] for f in rep["files"]] == ["pyrepo", "jsrepo"]
+    assert rep["modes"]["bm25"]["overall"]["ndcg@10"] == 1.0  # targets from the checkout or the root both match
+    langs = rep["modes"]["bm25"]["languages"]
+    assert set(langs) == {"python", "javascript"} and langs["python"]["repos"] == 1
+    assert rep["published"]["peer"]["ndcg@10"] == 0.75 and rep["published"]["peer"]["languages"]["python"] == 0.5
+    assert rep["files"][0]["modes"]["bm25"]["queries"][0]["target_ranks"] == [1]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "by language" in r.stdout and "peer" in r.stdout and "javascript" in r.stdout
+    r = subprocess.run([*cmd, "--repo", "jsrepo", "--json", "--no-index"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and [f["name"] for f in json.loads(r.stdout)["files"]] == ["jsrepo"]
+    assert json.loads(r.stdout)["published"]["peer"]["ndcg@10"] == 1.0  # peers over the same subset
+    for bad, msg in ((["--repo", "nope"], "no repository named"), (["--coverage", "150"], "--coverage"),
+                     (["--path", "."], "--path goes with query files")):
+        r = subprocess.run([*cmd, *bad], capture_output=True, text=True, timeout=600)
+        assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, (bad, r.stderr)
+    r = subprocess.run([sys.executable, "-m", "codesight_tui", "eval", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 2 and "repos.json" in r.stderr
+
+
+@pytest.mark.model
+def test_coverage_levels_rebuild_vectors_most_valuable_first(tmp_path, settings, hash_embedder):
+    from codesight_tui import CodeSight
+    from codesight_tui.core.evaluation import evaluate, load_collection
+
+    d = _collection(tmp_path)
+    suites, published = load_collection(d, ["pyrepo"])
+    rep = evaluate(suites, ["hybrid"], settings=settings, coverage=[0.0, 0.5, 1.0], published=published)
+    assert list(rep["modes"]) == ["hybrid@0%", "hybrid@50%", "hybrid@100%"]
+    cs = CodeSight(suites[0].root, settings=settings, embedder=hash_embedder)
+    cs.index()
+    total = cs.store.counts()["chunks"]
+    assert cs.limit_vectors(0.5) == round(total * 0.5) and cs.status()["pending"] == total - round(total * 0.5)
+    assert cs.limit_vectors(0.0) == 0 and cs._vectors.count() == 0
+    cs.index()
+    assert cs.status()["pending"] == 0

@@ -134,3 +134,12 @@ def test_doc_view_brings_a_described_function_closer(repo, settings, real_embedd
     doc_d, text_d = (1 - float(np.dot(q, vec[i])) for i in (-hit.chunk_id, hit.chunk_id))
     assert doc_d < text_d
     assert cs._vectors.search(q, 1)[0] == (hit.chunk_id, pytest.approx(doc_d, abs=1e-4))
+
+
+@pytest.mark.parametrize("query", ["!!! ???", "()[]{}", "zzkq vvbx plorf", "purple elephant banana"])
+def test_nonsense_gets_no_results_not_nearest_neighbours(repo, settings, real_embedder, query):
+    cs = CodeSight(repo, settings=settings, embedder=real_embedder)
+    cs.index()
+    assert cs.search(query, mode="hybrid") == []
+    # A real question that shares no word with the code still gets its answer.
+    assert cs.search(PARAPHRASE, mode="hybrid", top_k=1)[0].path == "src/geo.py"

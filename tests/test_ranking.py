@@ -219,3 +219,117 @@ def test_search_reads_feedback_vectors_from_the_cache(cs, monkeypatch):
         p.unlink()
     other = CodeSight(cs.root, settings=cs.settings, embedder=cs._embedder)
     assert [h.chunk_id for h in other.search("retry a failed upload", top_k=5)] == expect
+
+
+# --- the lexical stack, saturation, coverage, data files --------------------------------------
+
+def test_bm25_mode_gets_the_lexical_stack(repo2, settings):
+    # No vectors at all: bm25 mode still puts the definition first, above tests that repeat the name.
+    c = CodeSight(repo2, settings=settings)
+    c.index(embed=False)
+    top = c.search("RetryPolicy", top_k=5, mode="bm25")
+    assert top[0].path == "uploads/retry.py" and top[0].definition
+    paths = [h.path for h in c.search("retry policy", top_k=10, mode="bm25")]
+    assert paths.index("uploads/retry.py") < paths.index("tests/test_retry.py")
+
+
+def test_qualified_names_in_other_spellings():
+    assert analyze("Rack::Builder").identifiers == ["Rack.Builder"] and analyze("Rack::Builder").kind == "symbol"
+    assert analyze("Illuminate\\Http\\Request").identifiers == ["Illuminate.Http.Request"]
+
+
+def test_the_file_named_after_a_symbol_comes_first(tmp_path, settings):
+    root = tmp_path / "r"
+    for rel, text in {"src/client/Request.php": "<?php\nclass Request extends Message\n{\n    public $uri;\n}\n",
+                      "src/client/Pending.php": "<?php\nclass Pending\n{\n    // Request Request Request\n}\n"
+                                                "class Request\n{\n    public $body;\n}\n"}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    c = CodeSight(root, settings=settings)
+    c.index(embed=False)
+    hits = c.search("Request", top_k=5, mode="bm25")
+    assert hits[0].path == "src/client/Request.php" and hits[0].definition
+
+
+def test_saturation_lets_the_next_file_up_for_short_queries():
+    from codesight_tui.core import ranking
+
+    class Row:
+        def __init__(self, path, scope, start, end):
+            self.path, self.scope, self.start_line, self.end_line = path, scope, start, end
+
+    # 1, 2 and 5 are three definitions in a.py; 3 continues 1 (the next window of the same definition)
+    rows = {1: Row("a.py", "def f", 1, 10), 2: Row("a.py", "def g", 20, 30), 3: Row("a.py", "def f", 11, 15),
+            4: Row("b.py", "def h", 1, 9), 5: Row("a.py", "def k", 40, 50)}
+    scored = [(1.0, 1), (0.9, 2), (0.8, 3), (0.6, 4), (0.55, 5)]
+    assert [cid for _, cid in ranking._saturate(scored, rows)] == [1, 3, 4, 2, 5]
+    assert len(ranking.analyze("session management").words) <= ranking.SATURATION_MAX_WORDS
+    assert len(ranking.analyze("How does the auto-updating live display redraw itself on a timer, and what "
+                               "decides its refresh rate").words) > ranking.SATURATION_MAX_WORDS
+
+
+def test_partial_vectors_count_by_coverage(cs):
+    from codesight_tui.core.ranking import rerank
+
+    ids = [r[0] for r in cs.store.conn.execute("SELECT id FROM chunks WHERE path LIKE 'uploads/%' ORDER BY id")]
+    a, b = ids[0], ids[-1]
+    rankings = {"bm25": [a], "vector": [b]}
+    full = rerank(cs.store, rankings, "how do uploads get retried", coverage=1.0)
+    partial = rerank(cs.store, rankings, "how do uploads get retried", coverage=0.05)
+    assert full[0][0] == b  # a question leans on vectors when they are all there
+    assert partial[0][0] == a  # but 5% of the vectors can't outvote BM25
+
+
+def test_translation_catalogs_are_data():
+    from codesight_tui.core.indexer import _priority
+    from codesight_tui.core.paths import DATA, SOURCE, classify
+
+    assert classify("django/conf/locale/de/LC_MESSAGES/django.po") == DATA
+    assert classify("app/i18n/fr.json") == DATA and classify("res/strings.xliff") == DATA
+    assert classify("src/locale.py") == SOURCE and classify("src/config.json") == SOURCE
+    from codesight_tui.core.paths import DOCS
+
+    # scaffolding templates that generators copy into new projects rank as docs
+    assert classify("Routing/Console/stubs/controller.plain.stub") == DOCS
+    assert classify("generators/rails/app/templates/Gemfile.tt") == DOCS
+    # embedded last: after docs and tests
+    assert _priority("conf/locale/de/django.po", 0) > _priority("docs/index.md", 0) > _priority("src/a.py", 0)
+
+
+def test_catalog_hits_rank_below_code_unless_asked_for(tmp_path, settings):
+    root = tmp_path / "r"
+    (root / "middleware").mkdir(parents=True)
+    (root / "locale" / "de").mkdir(parents=True)
+    (root / "middleware" / "csrf.py").write_text("def check_token(request):\n    # the csrf token is checked here\n"
+                                                 "    return request.token == request.cookie\n")
+    (root / "locale" / "de" / "django.po").write_text(
+        "".join(f'msgid "csrf token check failed {i}"\nmsgstr "CSRF-Token {i}"\n\n' for i in range(40)))
+    c = CodeSight(root, settings=settings)
+    c.index(embed=False)
+    assert c.search("where is the csrf token checked", top_k=3, mode="bm25")[0].path == "middleware/csrf.py"
+    assert any(h.path.endswith(".po") for h in c.search("csrf token translation", top_k=3, mode="bm25"))
+
+
+def test_a_qualified_definition_defines_its_last_part(tmp_path, settings):
+    root = tmp_path / "r"
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "router.ex").write_text("defmodule Phoenix.Router do\n  def match(conn), do: conn\nend\n")
+    (root / "lib" / "helpers.ex").write_text("defmodule Phoenix.Router.Helpers do\n  def url(x), do: x\nend\n")
+    c = CodeSight(root, settings=settings)
+    c.index(embed=False)
+    (row,) = c.store.get_chunks(definitions(c.store, "Router")).values()
+    assert row.path == "lib/router.ex"
+    assert c.search("Router", top_k=3, mode="bm25")[0].path == "lib/router.ex"
+
+
+def test_a_qualifier_may_name_the_module_file(tmp_path, settings):
+    # Zig, Python, Rust: std.testing.expect is `expect` in std/testing.zig, not inside a scope `testing`.
+    root = tmp_path / "r"
+    (root / "std").mkdir(parents=True)
+    (root / "std" / "testing.zig").write_text("pub fn expect(ok: bool) !void {\n    if (!ok) return error.Fail;\n}\n")
+    (root / "std" / "debug.zig").write_text("pub fn expect(ok: bool) void {\n    _ = ok;\n}\n")
+    c = CodeSight(root, settings=settings)
+    c.index(embed=False)
+    (row,) = c.store.get_chunks(definitions(c.store, "std.testing.expect")).values()
+    assert row.path == "std/testing.zig"
+    assert definitions(c.store, "nope.expect") == []

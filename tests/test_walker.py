@@ -47,10 +47,17 @@ def test_symlink_out_of_root_is_not_followed(tmp_path, repo):
     assert stats.skipped["symlink_outside_root"] == 2
 
 
-def test_symlink_inside_root_is_followed(repo):
-    os.symlink(repo / "src" / "geo.py", repo / "geo_link.py")
-    found, _ = paths(repo)
-    assert "geo_link.py" in found
+def test_each_file_once_under_its_real_path(tmp_path):
+    # As git and ripgrep do: a link to something inside the root is not followed, so a file is
+    # indexed once, under the path people (and annotations) use, even where the link sorts first.
+    root = tmp_path / "r"
+    (root / "pkg_core" / "src").mkdir(parents=True)
+    (root / "pkg_core" / "src" / "engine.py").write_text("def run():\n    return 1\n")
+    (root / "a_pkg" / "src").mkdir(parents=True)
+    os.symlink("../../pkg_core/src", root / "a_pkg" / "src" / "core")  # 'a_pkg' walks before 'pkg_core'
+    os.symlink("pkg_core/src/engine.py", root / "engine_link.py")
+    found, _ = paths(root)
+    assert found == {"pkg_core/src/engine.py"}
 
 
 def test_unreadable_files_are_counted_not_fatal(repo, monkeypatch):

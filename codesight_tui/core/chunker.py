@@ -121,6 +121,7 @@ class _Grammar:
     defs: dict[str, str]  # node type -> label keyword
     wrappers: frozenset[str] = frozenset()  # nodes that wrap a definition (decorators, export)
     opaque: frozenset[str] = frozenset()  # nodes that never hold a definition (expressions)
+    attached: frozenset[str] = frozenset()  # nodes right above a definition that belong to it, as comments do
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "opaque", _NO_DEFS_INSIDE | self.opaque)
@@ -158,7 +159,8 @@ GRAMMARS: dict[str, _Grammar] = {
                    {"function_declaration": "func", "method_declaration": "func", "type_declaration": "type"}),
     "rust": _Grammar("tree_sitter_rust", "language",
                      {"function_item": "fn", "impl_item": "impl", "struct_item": "struct", "enum_item": "enum",
-                      "trait_item": "trait", "mod_item": "mod", "macro_definition": "macro"}),
+                      "trait_item": "trait", "mod_item": "mod", "macro_definition": "macro"},
+                     attached=frozenset({"attribute_item"})),
     "java": _Grammar("tree_sitter_java", "language",
                      {"class_declaration": "class", "interface_declaration": "interface",
                       "enum_declaration": "enum", "record_declaration": "record",
@@ -174,7 +176,42 @@ GRAMMARS: dict[str, _Grammar] = {
     "cpp": _Grammar("tree_sitter_cpp", "language",
                     {**_C_DEFS, "class_specifier": "class", "namespace_definition": "namespace"},
                     frozenset({"template_declaration"})),
+    "csharp": _Grammar("tree_sitter_c_sharp", "language",
+                       {"namespace_declaration": "namespace", "class_declaration": "class",
+                        "interface_declaration": "interface", "struct_declaration": "struct",
+                        "enum_declaration": "enum", "record_declaration": "record",
+                        "method_declaration": "method", "constructor_declaration": "constructor",
+                        "property_declaration": "property", "operator_declaration": "operator"}),
+    "kotlin": _Grammar("tree_sitter_kotlin", "language",
+                       {"class_declaration": "class", "object_declaration": "object",
+                        "function_declaration": "fun", "secondary_constructor": "constructor"}),
+    "scala": _Grammar("tree_sitter_scala", "language",
+                      {"class_definition": "class", "object_definition": "object", "trait_definition": "trait",
+                       "enum_definition": "enum", "function_definition": "def", "given_definition": "given"}),
+    # Swift's class_declaration also covers struct, enum, extension and actor (see _keyword).
+    "swift": _Grammar("tree_sitter_swift", "language",
+                      {"class_declaration": "class", "protocol_declaration": "protocol",
+                       "function_declaration": "func", "init_declaration": "init",
+                       "typealias_declaration": "typealias"}),
+    "lua": _Grammar("tree_sitter_lua", "language", {"function_declaration": "function"}),
+    "shell": _Grammar("tree_sitter_bash", "language", {"function_definition": "function"}),
+    "haskell": _Grammar("tree_sitter_haskell", "language",
+                        {"function": "function", "bind": "bind", "data_type": "data", "newtype": "newtype",
+                         "class": "class", "instance": "instance", "type_synomym": "type",
+                         "type_family": "type family"},
+                        attached=frozenset({"signature", "haddock"})),
+    # Elixir defines with macro calls (defmodule, def, ...): see _ELIXIR_DEFS.
+    "elixir": _Grammar("tree_sitter_elixir", "language", {"call": ""},
+                       attached=frozenset({"unary_operator"})),  # @doc, @spec, @impl above a def
+    # Zig: functions, and containers bound to a name (const Foo = struct { ... }).
+    "zig": _Grammar("tree_sitter_zig", "language",
+                    {"function_declaration": "fn", "variable_declaration": "const", "test_declaration": "test"}),
 }
+
+_ELIXIR_DEFS = frozenset({"defmodule", "def", "defp", "defmacro", "defmacrop", "defprotocol", "defimpl",
+                          "defstruct", "defexception", "defguard", "defdelegate"})
+_ZIG_CONTAINERS = frozenset({"struct_declaration", "enum_declaration", "union_declaration", "opaque_declaration"})
+_SWIFT_KINDS = frozenset({"class", "struct", "enum", "extension", "actor"})
 
 _FUNC_VALUES = frozenset({"arrow_function", "function_expression", "function", "class", "generator_function"})
 _NAME_TYPES = frozenset({"identifier", "field_identifier", "type_identifier", "qualified_identifier",
@@ -219,11 +256,32 @@ def _declarator_name(node) -> str:
     return _text(d) if d is not node and d.type in _NAME_TYPES else ""
 
 
+def _keyword(node) -> str:
+    """The defining keyword where one node type covers several (Swift, Elixir), else ''."""
+    if node.type == "call":  # Elixir: defmodule, def, defp, ...
+        return _text(node.child_by_field_name("target"))
+    if node.type == "class_declaration":  # Swift: struct Foo, extension Foo, ...
+        for c in node.children:
+            if not c.is_named and c.type in _SWIFT_KINDS:
+                return c.type
+    return ""
+
+
 def _node_name(node) -> str:
+    t = node.type
+    if t == "call":  # Elixir: `defmodule A.B do`, `def name(args) do`, `def name, do: ...`
+        args = next((c for c in node.named_children if c.type == "arguments"), None)
+        first = args.named_children[0] if args is not None and args.named_children else None
+        while first is not None and first.type in ("call", "binary_operator"):  # name(args), name(a) when g
+            first = first.child_by_field_name("target") or first.child_by_field_name("left")
+        return _text(first)
     n = node.child_by_field_name("name")
     if n is not None:
         return _text(n)
-    t = node.type
+    if t in ("variable_declaration", "test_declaration"):  # Zig: const Foo = struct {...}; test "name"
+        for c in node.named_children:
+            if c.type in ("identifier", "string"):
+                return _text(c).strip('"')
     if t == "impl_item":
         trait, typ = node.child_by_field_name("trait"), node.child_by_field_name("type")
         return f"{_text(trait)} for {_text(typ)}" if trait is not None else _text(typ)
@@ -257,6 +315,8 @@ class _TreeChunker:
             return any(self.is_def(c) for c in node.named_children)
         if t not in self.g.defs:
             return False
+        if t == "variable_declaration" and self.g.module == "tree_sitter_zig":
+            return any(c.type in _ZIG_CONTAINERS for c in node.named_children)
         if t in ("lexical_declaration", "variable_declaration"):
             # only `const f = () => ...` / `const C = class ...` count as definitions
             return any(
@@ -266,6 +326,8 @@ class _TreeChunker:
             )
         if t in ("struct_specifier", "enum_specifier", "union_specifier", "class_specifier"):
             return node.child_by_field_name("body") is not None
+        if t == "call":  # Elixir
+            return _text(node.child_by_field_name("target")) in _ELIXIR_DEFS
         return True
 
     def unwrap(self, node):
@@ -279,7 +341,7 @@ class _TreeChunker:
     def label(self, node) -> str:
         node = self.unwrap(node)
         name = _node_name(node).strip()
-        kw = self.g.defs.get(node.type, node.type)
+        kw = _keyword(node) or self.g.defs.get(node.type, node.type)
         name = " ".join(name.split())[:80]
         return f"{kw} {name}".strip()
 
@@ -303,7 +365,8 @@ class _TreeChunker:
             e -= 1
         # Attach the comment block (docs, annotations) right above a definition.
         sib = node.prev_named_sibling
-        while sib is not None and "comment" in sib.type and sib.end_point[0] >= s - 2 and sib.start_point[0] > prev_end:
+        while (sib is not None and ("comment" in sib.type or sib.type in self.g.attached)
+               and sib.end_point[0] >= s - 2 and sib.start_point[0] > prev_end):
             s = sib.start_point[0]
             sib = sib.prev_named_sibling
         return s, e

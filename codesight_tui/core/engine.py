@@ -231,6 +231,30 @@ class CodeSight:
         finally:
             self._lock.release()
 
+    def limit_vectors(self, fraction: float, progress: ProgressFn | None = None) -> int:
+        """Rebuild the vectors so that only ``fraction`` (0 to 1) of the chunks have one, the most
+        valuable first, in the order indexing embeds them: search as it is part-way through a first
+        index (``codesight eval --coverage``). Cached vectors make it cheap; the next ``index``
+        embeds the rest. Returns how many chunks have a vector."""
+        from codesight_tui.core.cache import EmbeddingCache
+
+        store = self.store
+        self._acquire_writer(wait=True)
+        try:
+            total = store.counts()["chunks"]
+            store.reset_embedded()
+            self._vectors.drop()
+            want = round(max(0.0, min(1.0, fraction)) * total)
+            if want:
+                embedder = self.embedder()
+                cache = EmbeddingCache(self.settings.cache_dir.expanduser(), embedder.name, embedder.dim)
+                gpu = getattr(embedder, "device", "cpu") == "cuda"
+                index_vectors(store, self._vectors, embedder, cache, batch=4096 if gpu else 128,
+                              progress=progress, limit=want, overlap=gpu)
+            return store.counts()["vectors"]
+        finally:
+            self._lock.release()
+
     # --- search ---------------------------------------------------------------------------
     def search(self, query: str, top_k: int = 10, mode: str | None = None, *, glob: str | None = None,
                language: str | None = None, load_model: bool = True) -> list[SearchResult]:

@@ -55,8 +55,11 @@ def _target(raw, where: str) -> Target:
     raise CodeSightError(f"{where}: a target must be a path or {{path, start_line, end_line}}", exit_code=2)
 
 
-def load_queries(path: Path) -> list[Query]:
-    """Read and validate a query file; any problem is one clear ``CodeSightError`` (exit 2)."""
+def load_queries(path: Path, prefix: str = "") -> list[Query]:
+    """Read and validate a query file; any problem is one clear ``CodeSightError`` (exit 2).
+
+    ``prefix``: the indexed root's path inside the checkout the targets were written against
+    (``src/flask``); a target under it is made relative to the indexed root."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -73,6 +76,10 @@ def load_queries(path: Path) -> list[Query]:
         if not isinstance(item, dict) or not isinstance(item.get("query"), str) or not item["query"].strip():
             raise CodeSightError(f"{where}: each entry needs a non-empty \"query\" string", exit_code=2)
         targets = [_target(t, where) for key in ("relevant", "secondary") for t in item.get(key) or []]
+        if prefix:
+            cut = prefix.strip("/") + "/"
+            targets = [Target(t.path[len(cut):], t.start, t.end) if t.path.startswith(cut) else t
+                       for t in targets]
         if not targets:
             raise CodeSightError(f"{where}: no targets in \"relevant\" or \"secondary\"", exit_code=2)
         out.append(Query(item["query"], str(item.get("category") or "uncategorized"), targets))
@@ -105,54 +112,174 @@ def _mean(rows: list[dict]) -> dict:
     return {m: (sum(r[m] for r in rows) / len(rows) if rows else 0.0) for m in METRICS}
 
 
-def evaluate(suites: list[tuple[Path, Path]], modes: list[str], limit: int = 10, index: bool = True,
-             settings=None, progress=None, processes: bool = False) -> dict:
-    """Score every (query file, repository root) pair in each mode.
+@dataclass
+class Suite:
+    """One query file and the repository root its targets are relative to."""
 
-    Returns ``{"modes": {mode: {"overall": {...}, "categories": {cat: {...}}, "latency_ms": {...}}},
-    "files": [{"file", "root", "modes": {mode: {"overall", "categories", "queries": [...]}}}]}``.
-    Overall and per-category figures are the mean over files of each file's mean.
+    queries: Path
+    root: Path
+    name: str = ""
+    language: str = ""
+    prefix: str = ""  # the root's path inside the checkout, where targets are written from the checkout
+
+
+def _read_json(path: Path, what: str):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CodeSightError(f"no {what} at {path}", exit_code=2) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CodeSightError(f"cannot read {what} {path}: {exc}", exit_code=2) from None
+
+
+def is_collection(path: Path) -> bool:
+    """Whether ``path`` is a directory in the multi-repository layout (``repos.json`` beside
+    ``annotations/``)."""
+    return path.is_dir() and (path / "repos.json").is_file() and (path / "annotations").is_dir()
+
+
+def load_collection(path: Path, names: list[str] | None = None,
+                    languages: list[str] | None = None) -> tuple[list[Suite], dict]:
+    """The suites of a multi-repository eval directory, and its published peers' scores.
+
+    Layout: ``repos.json`` (``[{name, language, benchmark_root}, ...]``), ``annotations/<name>.json``
+    (query files), ``repos/<name>/<benchmark_root>/`` (the code; targets are relative to it) and an
+    optional ``published.json`` (``{"methods": {key: {"repos": {name: {"ndcg10": x}}}}}``).
+    Targets may be written from the checkout (``src/flask/app.py``) or from the benchmark root
+    (``app.py``). ``names`` and ``languages`` keep only those repositories."""
+    path = Path(path)
+    repos = _read_json(path / "repos.json", "repository list")
+    if not isinstance(repos, list):
+        raise CodeSightError(f"{path / 'repos.json'}: expected a JSON list of repositories", exit_code=2)
+    known = {r.get("name") for r in repos if isinstance(r, dict)}
+    for n in names or []:
+        if n not in known:
+            raise CodeSightError(f"no repository named {n!r} in {path / 'repos.json'}", exit_code=2)
+    suites = []
+    for r in repos:
+        if not isinstance(r, dict) or not isinstance(r.get("name"), str):
+            raise CodeSightError(f"{path / 'repos.json'}: each entry needs a \"name\"", exit_code=2)
+        name, lang = r["name"], str(r.get("language") or "")
+        if (names and name not in names) or (languages and lang not in languages):
+            continue
+        root = path / "repos" / name
+        if r.get("benchmark_root"):
+            root = root / r["benchmark_root"]
+        if not root.is_dir():
+            raise CodeSightError(f"sources of {name} missing: {root} (unpack the set first)", exit_code=2)
+        suites.append(Suite(path / "annotations" / f"{name}.json", root, name, lang, r.get("benchmark_root") or ""))
+    if not suites:
+        raise CodeSightError(f"no repositories selected in {path}", exit_code=2)
+    published = {}
+    if (path / "published.json").is_file():
+        methods = (_read_json(path / "published.json", "published scores") or {}).get("methods") or {}
+        published = {key: {n: v["ndcg10"] for n, v in (m.get("repos") or {}).items()
+                           if isinstance(v, dict) and isinstance(v.get("ndcg10"), (int, float))}
+                     for key, m in methods.items() if isinstance(m, dict)}
+    return suites, published
+
+
+def _group_means(per_file: list[dict], key) -> dict:
+    """Mean over files of each file's overall metrics, per group (``key(file)``)."""
+    groups: dict[str, list[dict]] = {}
+    for pf in per_file:
+        groups.setdefault(key(pf), []).append(pf["overall"])
+    return {g: {m: sum(r[m] for r in rows) / len(rows) for m in METRICS} | {"repos": len(rows)}
+            for g, rows in sorted(groups.items())}
+
+
+def evaluate(suites, modes: list[str], limit: int = 10, index: bool = True,
+             settings=None, progress=None, processes: bool = False, published: dict | None = None,
+             coverage: list[float] | None = None, on_suite=None) -> dict:
+    """Score every suite (a ``Suite`` or a (query file, repository root) pair) in each mode.
+
+    Returns ``{"modes": {mode: {"overall": {...}, "categories": {...}, "languages": {...},
+    "latency_ms": {...}}}, "files": [{"file", "root", "name", "language", "modes": {mode: {"overall",
+    "categories", "queries": [...]}}}], "published": {...}}``. Overall, per-category and
+    per-language figures are the mean over files of each file's mean.
+
+    ``index`` brings each index up to date first; vectors are embedded only if a mode uses them.
+    ``coverage`` (fractions of the chunks that have vectors, e.g. ``[0, 0.1, 1]``) scores the
+    modes once per fraction, as modes named ``hybrid@10%``: each repository's vectors are rebuilt
+    up to that share, most valuable first as indexing orders them (cached vectors make it cheap).
+    ``on_suite(name, n, total)`` is called as each repository starts.
     """
     from codesight_tui.core.engine import CodeSight
 
-    loaded = [(Path(f), Path(root), load_queries(Path(f))) for f, root in suites]
+    suites = [s if isinstance(s, Suite) else Suite(Path(s[0]), Path(s[1])) for s in suites]
+    loaded = [(s, load_queries(s.queries, s.prefix)) for s in suites]
+    wants_vectors = coverage is not None or any(m != "bm25" for m in modes)
+    levels = [None] if coverage is None else list(coverage)
+    labels = [m if lv is None else f"{m}@{lv:.0%}" for lv in levels for m in modes]
     files_out = []
-    for qfile, root, queries in loaded:
-        cs = CodeSight(root, settings=settings)
+    for n, (suite, queries) in enumerate(loaded, start=1):
+        cs = CodeSight(suite.root, settings=settings)
         cs.lexical_processes = processes
+        if on_suite is not None:
+            on_suite(suite.name or suite.root.name, n, len(loaded))
         if index:
-            cs.index(progress=progress)
+            cs.index(progress=progress, embed=wants_vectors)
         per_mode = {}
-        for mode in modes:
-            rows, lat = [], []
-            for q in queries:
-                t0 = time.perf_counter()
-                results = cs.search(q.text, top_k=limit, mode=mode)
-                lat.append((time.perf_counter() - t0) * 1000)
-                s = score(results, q.targets)
-                rows.append({"query": q.text, "category": q.category, **s,
-                             "results": [f"{r.path}:{r.start_line}-{r.end_line}" for r in results]})
-            cats = sorted({r["category"] for r in rows})
-            per_mode[mode] = {
-                "overall": _mean(rows),
-                "categories": {c: _mean([r for r in rows if r["category"] == c]) for c in cats},
-                "queries": rows, "latency_ms": lat,
-            }
-        files_out.append({"file": str(qfile), "root": str(root), "modes": per_mode})
+        for level in levels:
+            if level is not None:
+                cs.limit_vectors(level)
+            for mode in modes:
+                label = mode if level is None else f"{mode}@{level:.0%}"
+                per_mode[label] = _run_queries(cs, queries, mode, limit)
+        files_out.append({"file": str(suite.queries), "root": str(suite.root), "name": suite.name,
+                          "language": suite.language, "modes": per_mode})
         cs.close()
 
     summary = {}
-    for mode in modes:
-        per_file = [f["modes"][mode] for f in files_out]
+    for label in labels:
+        per_file = [f["modes"][label] | {"language": f["language"]} for f in files_out]
         cats = sorted({c for pf in per_file for c in pf["categories"]})
         lat = sorted(x for pf in per_file for x in pf["latency_ms"])
-        summary[mode] = {
+        summary[label] = {
             "overall": {m: sum(pf["overall"][m] for pf in per_file) / len(per_file) for m in METRICS},
             "categories": {
                 c: {m: sum(pf["categories"][c][m] for pf in per_file if c in pf["categories"])
                     / sum(1 for pf in per_file if c in pf["categories"]) for m in METRICS}
                 for c in cats
             },
+            "languages": _group_means(per_file, lambda pf: pf["language"] or "?"),
             "latency_ms": {"p50": lat[len(lat) // 2], "p95": lat[min(len(lat) - 1, int(0.95 * (len(lat) - 1)))]},
         }
-    return {"modes": summary, "files": files_out}
+    out = {"modes": summary, "files": files_out}
+    if published:
+        out["published"] = _published_summary(published, files_out)
+    return out
+
+
+def _run_queries(cs, queries: list[Query], mode: str, limit: int) -> dict:
+    rows, lat = [], []
+    for q in queries:
+        t0 = time.perf_counter()
+        results = cs.search(q.text, top_k=limit, mode=mode)
+        lat.append((time.perf_counter() - t0) * 1000)
+        s = score(results, q.targets)
+        rows.append({"query": q.text, "category": q.category, **s,
+                     "results": [f"{r.path}:{r.start_line}-{r.end_line}" for r in results]})
+    cats = sorted({r["category"] for r in rows})
+    return {
+        "overall": _mean(rows),
+        "categories": {c: _mean([r for r in rows if r["category"] == c]) for c in cats},
+        "queries": rows, "latency_ms": lat,
+    }
+
+
+def _published_summary(published: dict, files_out: list[dict]) -> dict:
+    """Each published method's NDCG@10 over the repositories evaluated here (those it has), overall
+    and per language, so that a subset is compared with the same subset."""
+    out = {}
+    for key, scores in published.items():
+        have = [f for f in files_out if f["name"] in scores]
+        if not have:
+            continue
+        langs: dict[str, list[float]] = {}
+        for f in have:
+            langs.setdefault(f["language"] or "?", []).append(scores[f["name"]])
+        out[key] = {"ndcg@10": sum(scores[f["name"]] for f in have) / len(have), "repos": len(have),
+                    "languages": {lang: sum(v) / len(v) for lang, v in sorted(langs.items())},
+                    "per_repo": {f["name"]: scores[f["name"]] for f in have}}
+    return out

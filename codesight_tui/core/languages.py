@@ -8,17 +8,17 @@ EXTENSIONS: dict[str, str] = {
     ".py": "python", ".pyi": "python", ".pyw": "python",
     ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
     ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
-    ".go": "go", ".rs": "rust", ".java": "java", ".rb": "ruby", ".php": "php",
+    ".go": "go", ".rs": "rust", ".java": "java", ".rb": "ruby", ".rake": "ruby", ".gemspec": "ruby", ".php": "php",
     ".c": "c", ".h": "c",
     ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp",
     ".cs": "csharp", ".kt": "kotlin", ".kts": "kotlin", ".swift": "swift", ".scala": "scala",
     ".lua": "lua", ".pl": "perl", ".r": "r", ".jl": "julia", ".ex": "elixir", ".exs": "elixir",
-    ".erl": "erlang", ".hs": "haskell", ".ml": "ocaml", ".clj": "clojure", ".dart": "dart",
+    ".erl": "erlang", ".hs": "haskell", ".zig": "zig", ".ml": "ocaml", ".clj": "clojure", ".dart": "dart",
     ".vue": "vue", ".svelte": "svelte",
     ".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text", ".adoc": "asciidoc",
     ".yml": "yaml", ".yaml": "yaml", ".toml": "toml", ".json": "json", ".ini": "ini", ".cfg": "ini",
     ".conf": "ini", ".xml": "xml", ".html": "html", ".htm": "html", ".css": "css", ".scss": "css",
-    ".sql": "sql", ".sh": "shell", ".bash": "shell", ".zsh": "shell", ".fish": "shell",
+    ".sql": "sql", ".sh": "shell", ".bash": "shell", ".bats": "shell", ".zsh": "shell", ".fish": "shell",
     ".ps1": "powershell", ".bat": "batch", ".proto": "protobuf", ".graphql": "graphql",
     ".tf": "terraform", ".cmake": "cmake", ".gradle": "groovy", ".groovy": "groovy",
 }
@@ -46,7 +46,7 @@ BINARY_EXTENSIONS = frozenset(
 # Languages with a scope-aware parser (tree-sitter, or the indentation fallback).
 CODE_LANGUAGES = frozenset(
     "python javascript typescript tsx go rust java ruby php c cpp csharp kotlin swift scala"
-    " lua perl r julia elixir erlang haskell ocaml clojure dart shell".split()
+    " lua perl r julia elixir erlang haskell ocaml clojure dart shell zig".split()
 )
 
 

@@ -6,9 +6,10 @@ import hashlib
 import re
 from pathlib import Path
 
-SOURCE, TEST, DOCS, VENDOR, DECLARATIONS = 0, 1, 2, 3, 4
-# Embedding order: source first, then type declarations, tests, docs, vendored/generated files.
-VALUE_ORDER = {SOURCE: 0, DECLARATIONS: 1, TEST: 2, DOCS: 3, VENDOR: 4}
+SOURCE, TEST, DOCS, VENDOR, DECLARATIONS, DATA = 0, 1, 2, 3, 4, 5
+# Embedding order: source first, then type declarations, tests, docs, vendored/generated files, and
+# data last (translation catalogs, tables).
+VALUE_ORDER = {SOURCE: 0, DECLARATIONS: 1, TEST: 2, DOCS: 3, VENDOR: 4, DATA: 5}
 
 _VENDOR = re.compile(
     r"(^|/)(vendor|vendored|third_party|third-party|thirdparty|node_modules|external|extern|deps|"
@@ -22,16 +23,25 @@ _TEST = re.compile(
 )
 _DOCS = re.compile(
     r"(^|/)(docs?|documentation|examples?|samples?|demos?|tutorials?|site|man)/"
+    r"|\.(stub|tt|tpl|mustache)$"  # scaffolding templates that generators copy into new projects
     r"|\.(md|rst|txt|adoc|markdown)$|(^|/)(README|CHANGELOG|CHANGES|HISTORY|LICENSE|COPYING|NOTICE|AUTHORS)[^/]*$",
     re.IGNORECASE,
 )
+
+# Data rather than code: translation catalogs (gettext, XLIFF, Apple strings, .NET resources) and
+# tables. Thousands of near-identical entries would otherwise crowd out code in vector search.
+_DATA = re.compile(r"\.(po|pot|mo|xliff|xlf|strings|stringsdict|resx|csv|tsv|arb)$"
+                   r"|(^|/)(locales?|i18n|l10n|translations)/[^/]*\.(json|ya?ml|properties|toml|ini)$", re.IGNORECASE)
 
 # Type declarations and stubs that restate an implementation's API (TypeScript .d.ts, Python .pyi).
 _DECLARATIONS = re.compile(r"\.d\.[cm]?ts$|\.pyi$")
 
 
 def classify(rel_path: str) -> int:
-    """SOURCE, TEST, DOCS, VENDOR (vendored, generated, minified, lock files) or DECLARATIONS."""
+    """SOURCE, TEST, DOCS, VENDOR (vendored, generated, minified, lock files), DECLARATIONS or DATA
+    (translation catalogs, tables)."""
+    if _DATA.search(rel_path):
+        return DATA
     if _VENDOR.search(rel_path):
         return VENDOR
     if _TEST.search(rel_path):

@@ -1,29 +1,36 @@
-"""The ranking stack that runs on top of fusion in hybrid mode.
+"""The ranking stack that runs on top of retrieval, in hybrid and in bm25 mode.
 
 Plain RRF treats every query and every file alike. Each step here was kept only because it raised
-NDCG@10 on the development set (`codesight eval`, README table), and none of them knows anything
-about a particular repository:
+NDCG@10 on the 49-repository polyglot set without lowering it on the devset (`codesight eval`,
+benchmarks/README.md), and none of them knows anything about a particular repository:
 
 1. Query routing: a query that is just an identifier leans on BM25, a question leans on vectors
-   (weighted RRF).
+   (weighted RRF). Part-way through embedding, the vector list counts by sqrt(coverage).
 2. Symbol definitions: an identifier in the query (``RetryPolicy``, ``retry_policy``,
-   ``Client.send``) that the repository defines puts the defining chunk first, fetched from the
-   scope index even when neither retriever found it.
+   ``Client.send``, ``Rack::Builder``) that the repository defines puts the defining chunk first,
+   fetched from the scope index even when neither retriever found it; among several, the one in
+   the file named after the symbol (``Request.php``) first.
 3. Path signal: query words that name a file or directory (``lexer``, ``oauth2``) lift its chunks.
-4. Penalties: tests, docs, examples, vendored or generated files, and type declarations or stubs
-   that restate an implementation (``.d.ts``, ``.pyi``) rank lower, unless the query asks for
-   them; a declaration of a symbol the query names keeps its place.
-5. Grouping (in ``searcher``): a chunk that continues a better-ranked hit of the same definition
+4. Penalties: tests, docs, examples, vendored or generated files, data (translation catalogs,
+   tables) and type declarations or stubs that restate an implementation (``.d.ts``, ``.pyi``)
+   rank lower, unless the query asks for them; a declaration of a symbol the query names keeps
+   its place.
+5. File saturation: for a short query, each later chunk of a file already listed counts half as
+   much as the one before, so the next file about the topic comes up (polyglot +0.04). Long
+   queries describe one piece of code and are left alone: there a uniform decay cost the devset
+   0.03 to 0.08.
+6. Grouping (in ``searcher``): a chunk that continues a better-ranked hit of the same definition
    is folded into it, so one long function is one result, not five.
-6. Feedback: the vector ranking is redone once over every candidate, by cosine to the query vector
+7. Feedback: the vector ranking is redone once over every candidate, by cosine to the query vector
    plus the first ranking's top hit (Rocchio pseudo-relevance feedback), and fused again. The top
    hit is right most of the time, and the other answers tend to resemble it: a lexical hit that
    looks like it gains a vector rank it lacked. Only the top hit is used; the top two or three
    measured worse, since a wrong second hit drags the query off.
 
-Measured and dropped: a per-file decay of later chunks (diversity: -0.02 to -0.06 NDCG@10, since
-the answers to a question often sit in one file) and file-level score aggregation (-0.005 to
--0.08).
+Measured and dropped: file-level score aggregation (-0.005 to -0.08), saturation that spares
+chunks both retrievers found or that score near their file's best (polyglot +0.001 to +0.007, devset
+-0.01), heavier path or scope columns in BM25, other penalty strengths, and merging small scopes
+into bigger chunks (bm25 polyglot -0.001).
 """
 
 from __future__ import annotations
@@ -35,19 +42,30 @@ from typing import Callable
 
 import numpy as np
 
-from codesight_tui.core.paths import DECLARATIONS, DOCS, SOURCE, TEST, VENDOR, classify
+from codesight_tui.core.paths import DATA, DECLARATIONS, DOCS, SOURCE, TEST, VENDOR, classify
 from codesight_tui.core.text import STOPWORDS, split_identifier
 
 # Weighted RRF per query kind: (bm25, vector).
 WEIGHTS = {"symbol": (1.0, 0.5), "mixed": (1.0, 1.0), "natural": (0.7, 1.0)}
 DEFINITION_BONUS = 1.0  # in units of the best fused score: a definition goes to the top
-CLASS_FACTOR = {SOURCE: 1.0, TEST: 0.4, DOCS: 0.4, VENDOR: 0.3, DECLARATIONS: 0.6}
+CLASS_FACTOR = {SOURCE: 1.0, TEST: 0.4, DOCS: 0.4, VENDOR: 0.3, DECLARATIONS: 0.6, DATA: 0.2}
 ASKS_FOR = {TEST: {"test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock", "pytest"},
             DOCS: {"doc", "docs", "documentation", "example", "examples", "readme", "tutorial", "guide"},
             VENDOR: {"vendor", "vendored", "generated", "minified", "third", "party"},
-            DECLARATIONS: {"typings", "stub", "stubs", "pyi"}}
+            DECLARATIONS: {"typings", "stub", "stubs", "pyi"},
+            DATA: {"translation", "translations", "translated", "locale", "locales", "i18n", "l10n", "catalog",
+                   "catalogs", "gettext", "csv", "tsv"}}
 PATH_BONUS = 0.25  # per query word naming a path component (at most two count)
 FEEDBACK_WEIGHT = 1.0  # of the top hit's vector, added to the query vector (step 6)
+
+FILE_STEM_BONUS = 1.0  # a symbol query's chunks in the file named after it (Request -> Request.php)
+# File saturation (step 5): the n-th chunk of a file scores FILE_SATURATION ** (n - 1) of itself, for
+# queries of at most SATURATION_MAX_WORDS content words. A short query names a topic ("session
+# management"), and the next file about it is worth more than a second chunk of the first. A long
+# query describes one piece of code, which may well sit below another chunk of the same file.
+FILE_SATURATION = 0.5
+SATURATION_MAX_WORDS = 7
+COVERAGE_EXPONENT = 0.5  # the vector list's weight scales with coverage ** this (see rerank)
 
 _TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*|\w+")
 _CAMEL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2,}[a-z]")
@@ -68,7 +86,8 @@ class QueryInfo:
 
 
 def analyze(query: str) -> QueryInfo:
-    tokens = _TOKEN.findall(query)
+    # Ruby, Rust, C++ and PHP qualify names with :: or \ (Rack::Builder, Foo\Bar): read them as dots.
+    tokens = _TOKEN.findall(re.sub(r"::|\\", ".", query))
     idents = [t for t in tokens if is_code_like(t)]
     if len(tokens) == 1:
         idents = tokens  # a lone word may be a name: ``Cycler``, ``slugify``
@@ -94,14 +113,20 @@ def _names(segment: str) -> list[str]:
     for label in segment.split(", "):
         parts = label.split()
         if parts:
-            out.append(parts[-1].split("(")[0])
+            name = parts[-1].split("(")[0]
+            out.append(name)
+            # A qualified name (Elixir's Phoenix.Router, Lua's M.setup, Rust's fmt::Display) also
+            # defines its last part.
+            last = re.split(r"[.:]+", name)[-1]
+            if last and last != name:
+                out.append(last)
     return out
 
 
 def definitions(store, ident: str) -> list[int]:
     """Chunk ids where ``ident`` is defined: for each (file, enclosing scope) the first chunk of
-    the definition. ``a.b`` needs ``b`` defined inside a scope named ``a``. Exact case first,
-    then case-insensitive."""
+    the definition. ``a.b`` needs ``b`` defined inside a scope named ``a``, or in a file or
+    directory named ``a``. Exact case first, then case-insensitive."""
     parts = [p for p in ident.split(".") if p]
     if not parts:
         return []
@@ -117,7 +142,9 @@ def definitions(store, ident: str) -> list[int]:
                 if target not in (norm(n) for n in _names(seg)):
                     continue
                 outer = [norm(n) for s in segs[:i] for n in _names(s)]
-                if all(norm(q) in outer for q in quals):
+                # A qualifier is an enclosing scope, or the module the file is: std.testing.expect is
+                # `expect` in std/testing.zig, utils.slugify is `slugify` in utils.py.
+                if all(norm(q) in outer or norm(q) in (norm(c) for c in _modules(path)) for q in quals):
                     key = (path, " > ".join(segs[:i]))
                     if key not in first or start < first[key][0]:
                         first[key] = (start, cid)
@@ -127,8 +154,25 @@ def definitions(store, ident: str) -> list[int]:
     return []
 
 
+@lru_cache(maxsize=65_536)
+def _modules(path: str) -> tuple[str, ...]:
+    """The directories and the file name without extension: ``lib/std/testing.zig`` -> (lib, std, testing)."""
+    *dirs, name = path.split("/")
+    return (*dirs, name.split(".", 1)[0])
+
+
 def _stem(w: str) -> str:
     return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+
+
+def _squash(name: str) -> str:
+    return re.sub(r"[-_.\s]+", "", name).casefold()
+
+
+@lru_cache(maxsize=65_536)
+def _file_stem(path: str) -> str:
+    """A file's name without extensions or separators, folded: ``src/Http/Request.php`` -> request."""
+    return _squash(path.rsplit("/", 1)[-1].split(".", 1)[0])
 
 
 @lru_cache(maxsize=65_536)
@@ -146,18 +190,21 @@ def _path_words(path: str) -> frozenset[str]:
 
 
 def rerank(store, rankings: dict[str, list[int]], query: str, *, rrf_k: int = 60, glob: str | None = None,
-           language: str | None = None, query_vector=None,
+           language: str | None = None, query_vector=None, coverage: float = 1.0,
            vectors_for: Callable[[list], dict[int, np.ndarray]] | None = None,
            ) -> list[tuple[int, float, dict[str, int], bool]]:
     """``(chunk id, score, {retriever: rank}, is_definition)``, best first.
 
+    ``coverage`` is the share of chunks that have a vector (it weights the vector list).
     With ``query_vector`` and ``vectors_for`` (the stored vectors of ``ChunkRow``s, by id), the
     vector ranking is redone once by feedback from the first ranking's top hit (step 6)."""
     from codesight_tui.core.store import path_matches
 
     q = analyze(query)
     wb, wv = WEIGHTS[q.kind]
-    weight = {"bm25": wb, "vector": wv}
+    # Part-way through embedding, the vector list ranks only the chunks that have a vector: its
+    # "best" hits are the best of a sample. It counts less the smaller the share it can see.
+    weight = {"bm25": wb, "vector": wv * max(0.0, min(1.0, coverage)) ** COVERAGE_EXPONENT}
     defs: set[int] = set()
     for ident in q.identifiers[:4]:
         defs.update(definitions(store, ident)[:8])
@@ -165,6 +212,8 @@ def rerank(store, rankings: dict[str, list[int]], query: str, *, rrf_k: int = 60
     rows = store.get_chunks(list(candidates | defs))
     qwords = {_stem(w) for w in q.words}
     asks = {cls for cls, words in ASKS_FOR.items() if words & q.words}
+    stems = {_squash(i.split(".")[-1]) for i in q.identifiers} if q.kind == "symbol" else set()
+    saturate = FILE_SATURATION < 1.0 and len(q.words) <= SATURATION_MAX_WORDS
     factor: dict[int, float] = {}  # everything but fusion: class penalty and path bonus
     for cid, row in rows.items():
         if cid not in candidates:  # a definition neither retriever found: it must pass the filters too
@@ -176,6 +225,8 @@ def rerank(store, rankings: dict[str, list[int]], query: str, *, rrf_k: int = 60
         if cls not in asks and not (cls == DECLARATIONS and cid in defs):
             f *= CLASS_FACTOR[cls]
         hits = len(qwords & _path_words(row.path))
+        if stems and _file_stem(row.path) in stems:
+            f *= 1 + FILE_STEM_BONUS
         factor[cid] = f * (1 + PATH_BONUS * min(hits, 2))
 
     def score(rankings: dict[str, list[int]]):
@@ -189,16 +240,38 @@ def rerank(store, rankings: dict[str, list[int]], query: str, *, rrf_k: int = 60
         scored = [((fused.get(cid, 0.0) + (DEFINITION_BONUS * best if cid in defs else 0.0)) * f, cid)
                   for cid, f in factor.items()]
         scored.sort(key=lambda t: (-t[0], t[1]))
+        if saturate:
+            scored = _saturate(scored, rows)
         return [(cid, s, ranks.get(cid, {}), cid in defs) for s, cid in scored]
 
     out = score(rankings)
-    if out and query_vector is not None and vectors_for is not None and rankings.get("vector"):
+    if out and FEEDBACK_WEIGHT and query_vector is not None and vectors_for is not None and rankings.get("vector"):
         pool = [cid for cid, *_ in out]
         redone = feedback_ranking(query_vector, pool[0], pool, vectors_for([rows[cid] for cid in pool]),
                                   len(rankings["vector"]))
         if redone:  # the ranks shown stay those the retrievers gave
             ranks = {cid: r for cid, _, r, _ in out}
             out = [(cid, s, ranks[cid], d) for cid, s, _, d in score({**rankings, "vector": redone})]
+    return out
+
+
+def _saturate(scored: list[tuple[float, int]], rows) -> list[tuple[float, int]]:
+    """Step 5: each later chunk of a file already listed scores less (``scored`` is best first).
+    A window that continues a listed chunk of the same definition (same scope, touching lines)
+    keeps that chunk's place: grouping folds the two into one hit."""
+    count: dict[str, int] = {}
+    listed: dict[tuple[str, str], list[tuple[int, int, int]]] = {}
+    out = []
+    for sc, cid in scored:
+        row = rows[cid]
+        spans = listed.setdefault((row.path, row.scope or ""), [])
+        n = next((k for s, e, k in spans if row.start_line <= e + 1 and s <= row.end_line + 1), None)
+        if n is None:
+            n = count.get(row.path, 0)
+            count[row.path] = n + 1
+        spans.append((row.start_line, row.end_line, n))
+        out.append((sc * FILE_SATURATION ** n, cid))
+    out.sort(key=lambda t: (-t[0], t[1]))
     return out
 
 

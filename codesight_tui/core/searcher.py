@@ -6,6 +6,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
+from codesight_tui.core.text import fts_query
+
 MODES = ("hybrid", "bm25", "vector")
 
 
@@ -53,6 +55,11 @@ def rrf_fuse(rankings: dict[str, list[int]], k: int = 60) -> list[tuple[int, flo
     return [(c, scores[c], ranks[c]) for c in order]
 
 
+# Cosine similarity under which the nearest chunk counts as unrelated (all-MiniLM-L6-v2: a real
+# question's best hit scores 0.35 to 0.8; punctuation and random words score below 0.2).
+RELEVANCE_FLOOR = 0.25
+
+
 _POOL: ThreadPoolExecutor | None = None
 
 
@@ -70,18 +77,25 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
     ``hybrid`` and ``vector`` modes, and only if the index holds vectors. ``vectors_for(rows)``
     gives the stored vectors of ``ChunkRow``s by id (default: looked up in ``vectors``).
 
-    ``bm25`` and ``vector`` return one retriever's ranking as it is. ``hybrid`` fuses both by RRF;
-    with ``ranking="stack"`` (the default) the ranking stack of ``core.ranking`` runs on top,
-    with ``"plain"`` the fused list is returned as it is."""
+    ``vector`` returns the vector ranking as it is. ``hybrid`` fuses both retrievers by RRF and
+    ``bm25`` takes BM25 alone; in both, with ``ranking="stack"`` (the default) the ranking stack of
+    ``core.ranking`` runs on top, and with ``"plain"`` the list is returned as it is. A query that
+    matches nothing lexically and whose nearest vector is under ``RELEVANCE_FLOOR`` gets no
+    results."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
     if not query or not query.strip():
         return []
     depth = max(depth, top_k)
-    stack = mode == "hybrid" and ranking == "stack"
+    stack = mode in ("hybrid", "bm25") and ranking == "stack"
     rankings: dict[str, list[int]] = {}
     nearest = None
-    if mode in ("hybrid", "vector") and query_vector_fn is not None and vectors.count():
+    n_vectors = vectors.count() if mode in ("hybrid", "vector") and query_vector_fn is not None else 0
+    coverage = 0.0
+    if n_vectors:
+        # The share of chunks with a vector (doc views are extra rows, not extra chunks).
+        counts = store.counts()
+        coverage = min(1.0, counts["vectors"] / max(1, counts["chunks"]))
         # The query embedding and the vector search (both release the GIL) run in a second thread
         # while SQLite answers BM25 in this one: a hybrid query costs the slower of the two. A
         # path filter cannot run inside LanceDB, so with a glob over-fetch and filter below.
@@ -102,10 +116,15 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
             rows = store.get_chunks(ids)
             ids = [i for i in ids if i in rows and path_matches(rows[i].path, glob)]
         rankings["vector"] = ids[:depth]
+        lexical_none = not rankings.get("bm25") if mode == "hybrid" else fts_query(query) is None
+        if lexical_none and (not hits or 1.0 - hits[0][1] < RELEVANCE_FLOOR):
+            # Nothing matches lexically and even the nearest vector is far: a nonsense query
+            # (punctuation, random words) gets no results rather than arbitrary neighbours.
+            return []
     if stack:
         from codesight_tui.core.ranking import rerank
 
-        fused = rerank(store, rankings, query, rrf_k=rrf_k, glob=glob, language=language,
+        fused = rerank(store, rankings, query, rrf_k=rrf_k, glob=glob, language=language, coverage=coverage,
                        query_vector=query_vector, vectors_for=vectors_for or (lambda rows: vectors.vectors([r.id for r in rows])))
     else:
         fused = [(cid, s, r, False) for cid, s, r in rrf_fuse(rankings, k=rrf_k)]

@@ -20,8 +20,9 @@ from codesight_tui.core.chunker import Chunk, embed_text
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.text import content_hash, expansion_terms, fts_query
 
-SCHEMA_VERSION = "5"  # bumped when the stored rows change meaning (v3: TS signatures are scopes; v4: doc views;
-# v5: compound names in the embedded scope header are followed by their words)
+SCHEMA_VERSION = "6"  # bumped when the stored rows change meaning (v3: TS signatures are scopes; v4: doc views;
+# v5: compound names in the embedded scope header are followed by their words; v6: grammars for C#, Kotlin,
+# Scala, Swift, Lua, shell, Haskell, Elixir and Zig, and attributes attached to definitions)
 
 FTS_AUTOMERGE = 8
 

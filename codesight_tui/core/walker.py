@@ -102,8 +102,10 @@ def walk(root: str | Path, *, max_file_size: int = 1_000_000, exclude: list[str]
          stats: WalkStats | None = None):
     """Yield every indexable ``FileEntry`` under ``root``, sorted per directory.
 
-    Skips ignored paths, VCS directories, files over ``max_file_size`` bytes, well-known binary
-    extensions, and symlinks that lead outside the root. Symlink loops are visited once.
+    Skips ignored paths, VCS directories, files over ``max_file_size`` bytes and well-known binary
+    extensions. Symlinks are not followed: one that leads out of the root is counted as skipped,
+    and one inside it points at a file the walk reaches under its real path anyway (so each file is
+    indexed once, and a symlink loop costs nothing).
     Unreadable directories and files are counted in ``stats`` and never raise.
     """
     root_path = Path(root).resolve()
@@ -142,13 +144,14 @@ def walk(root: str | Path, *, max_file_size: int = 1_000_000, exclude: list[str]
                 real = os.path.realpath(entry.path)
                 if not inside(real):
                     stats.skip("symlink_outside_root")
-                    continue
-                if not (is_dir or is_file):
+                elif not (is_dir or is_file):
                     stats.skip("broken_symlink")
-                    continue
+                # A link to something inside the root is never followed (as git and ripgrep do):
+                # its target is walked under its real path, which is the path people use.
+                continue
             if is_dir:
                 real = os.path.realpath(entry.path)
-                if real in visited:  # symlink loop, or a second link to the same directory
+                if real in visited:  # a bind mount seen twice
                     continue
                 visited.add(real)
                 yield from visit(Path(entry.path), rel, stack)
