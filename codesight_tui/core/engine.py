@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import errno
+import re
 import sqlite3
 import threading
 import time
@@ -23,6 +24,23 @@ from codesight_tui.core.searcher import MODES, SearchResult, search
 from codesight_tui.core.store import SCHEMA_VERSION, Store
 from codesight_tui.core.tokens import ModelInfo, resolve_model
 from codesight_tui.core.vectors import VectorStore
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clean(text: str | None) -> str | None:
+    return _SURROGATE.sub("\ufffd", text) if text else text
+
+
+def _check_glob(glob: str) -> None:
+    """A path filter that is no gitignore-style pattern is a usage error, said in one line."""
+    from codesight_tui.core.store import path_matches
+
+    try:
+        path_matches("probe", glob)
+    except Exception as exc:
+        raise CodeSightError(f"invalid path filter {glob!r}: {exc}", exit_code=2) from None
 
 
 def _settings(settings, overrides):
@@ -268,6 +286,11 @@ class CodeSight:
         mode = mode or self.settings.default_mode
         if mode not in MODES:
             raise CodeSightError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}", exit_code=2)
+        # Arguments that were not valid UTF-8 arrive with lone surrogates, which neither the
+        # tokenizer nor SQLite accepts: read those bytes as the replacement character.
+        query, glob, language = (_clean(x) for x in (query, glob, language))
+        if glob is not None:
+            _check_glob(glob)
         if not self.has_index():
             return []
         qfn = None

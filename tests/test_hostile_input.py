@@ -1,0 +1,67 @@
+"""Hostile input never raises a traceback: file names that are not UTF-8, arguments with bytes that
+are not UTF-8, bad path filters, and any query string at all (issue 22, faults 1 to 3)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+
+from codesight_tui import CodeSight
+from codesight_tui.core.errors import CodeSightError
+
+
+@pytest.fixture
+def cs(repo, settings, hash_embedder):
+    c = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    c.index()
+    return c
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_and_counted(tmp_path, settings):
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "ok.py").write_text("def router():\n    return 1\n")
+    with open(os.fsencode(root) + b"/bad\xff.py", "wb") as fh:
+        fh.write(b"x = 1\n")
+    c = CodeSight(root, settings=settings)
+    report = c.index(embed=False)
+    assert report.skipped["non_utf8_name"] == 1 and report.files == 1
+    assert c.search("router", mode="bm25")[0].path == "ok.py"
+
+
+def test_arguments_with_bytes_that_are_not_utf8(cs):
+    bad = os.fsdecode(b"haversine\xff")  # what Python makes of such an argv entry
+    for mode in ("hybrid", "bm25", "vector"):
+        cs.search(bad, mode=mode)
+        cs.search("haversine", mode=mode, glob=os.fsdecode(b"src/\xff*"), language=os.fsdecode(b"py\xff"))
+    assert cs.search(bad, mode="bm25")[0].path == "src/geo.py"
+
+
+@pytest.mark.parametrize("glob", ["!", "\\"])
+def test_a_bad_path_filter_is_a_usage_error_in_every_mode(cs, glob):
+    for mode in ("hybrid", "bm25", "vector"):
+        with pytest.raises(CodeSightError) as exc:
+            cs.search("haversine", mode=mode, glob=glob)
+        assert exc.value.exit_code == 2 and "invalid path filter" in str(exc.value)
+
+
+def test_the_cli_says_so_in_one_line(repo, tmp_path):
+    env = dict(os.environ, CODESIGHT_DATA_DIR=str(tmp_path / "data"))
+    subprocess.run([sys.executable, "-m", "codesight_tui", "index", "--no-embed", str(repo)], env=env, check=True,
+                   capture_output=True)
+    r = subprocess.run([sys.executable, "-m", "codesight_tui", "search", "geo", "--path", str(repo), "--glob", "!",
+                        "--mode", "bm25"], env=env, capture_output=True, text=True)
+    assert r.returncode == 2 and "invalid path filter" in r.stderr and "Traceback" not in r.stderr
+
+
+_QUERY = st.text(st.characters(blacklist_categories=()), max_size=200) | st.sampled_from(
+    ['"', 'a NEAR b', 'path:src', '* OR -', '(((', 'NOT', '^x', 'col : "v"', "\x00", "\udcff", "🙂" * 50])
+
+
+@hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=_QUERY, mode=st.sampled_from(["hybrid", "bm25", "vector"]))
+def test_any_query_string_is_safe(cs, query, mode):
+    hits = cs.search(query, mode=mode, top_k=5)
+    assert len(hits) <= 5 and all(h.start_line <= h.end_line for h in hits)
