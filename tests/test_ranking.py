@@ -223,6 +223,17 @@ def test_search_reads_feedback_vectors_from_the_cache(cs, monkeypatch):
 
 # --- the lexical stack, saturation, coverage, data files --------------------------------------
 
+def _lexical(tmp_path, settings, files: dict[str, str]) -> CodeSight:
+    """A repository of ``files`` with its lexical index (no vectors)."""
+    root = tmp_path / "r"
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    c = CodeSight(root, settings=settings)
+    c.index(embed=False)
+    return c
+
+
 def test_bm25_mode_gets_the_lexical_stack(repo2, settings):
     # No vectors at all: bm25 mode still puts the definition first, above tests that repeat the name.
     c = CodeSight(repo2, settings=settings)
@@ -239,14 +250,10 @@ def test_qualified_names_in_other_spellings():
 
 
 def test_the_file_named_after_a_symbol_comes_first(tmp_path, settings):
-    root = tmp_path / "r"
-    for rel, text in {"src/client/Request.php": "<?php\nclass Request extends Message\n{\n    public $uri;\n}\n",
-                      "src/client/Pending.php": "<?php\nclass Pending\n{\n    // Request Request Request\n}\n"
-                                                "class Request\n{\n    public $body;\n}\n"}.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    c = CodeSight(root, settings=settings)
-    c.index(embed=False)
+    c = _lexical(tmp_path, settings, {
+        "src/client/Request.php": "<?php\nclass Request extends Message\n{\n    public $uri;\n}\n",
+        "src/client/Pending.php": "<?php\nclass Pending\n{\n    // Request Request Request\n}\n"
+                                  "class Request\n{\n    public $body;\n}\n"})
     hits = c.search("Request", top_k=5, mode="bm25")
     assert hits[0].path == "src/client/Request.php" and hits[0].definition
 
@@ -297,39 +304,26 @@ def test_translation_catalogs_are_data():
 
 
 def test_catalog_hits_rank_below_code_unless_asked_for(tmp_path, settings):
-    root = tmp_path / "r"
-    (root / "middleware").mkdir(parents=True)
-    (root / "locale" / "de").mkdir(parents=True)
-    (root / "middleware" / "csrf.py").write_text("def check_token(request):\n    # the csrf token is checked here\n"
-                                                 "    return request.token == request.cookie\n")
-    (root / "locale" / "de" / "django.po").write_text(
-        "".join(f'msgid "csrf token check failed {i}"\nmsgstr "CSRF-Token {i}"\n\n' for i in range(40)))
-    c = CodeSight(root, settings=settings)
-    c.index(embed=False)
+    c = _lexical(tmp_path, settings, {
+        "middleware/csrf.py": "def check_token(request):\n    # the csrf token is checked here\n"
+                              "    return request.token == request.cookie\n",
+        "locale/de/django.po": "".join(f'msgid "csrf token check failed {i}"\nmsgstr "CSRF-Token {i}"\n\n'
+                                       for i in range(40))})
     assert c.search("where is the csrf token checked", top_k=3, mode="bm25")[0].path == "middleware/csrf.py"
     assert any(h.path.endswith(".po") for h in c.search("csrf token translation", top_k=3, mode="bm25"))
 
 
-def test_a_qualified_definition_defines_its_last_part(tmp_path, settings):
-    root = tmp_path / "r"
-    (root / "lib").mkdir(parents=True)
-    (root / "lib" / "router.ex").write_text("defmodule Phoenix.Router do\n  def match(conn), do: conn\nend\n")
-    (root / "lib" / "helpers.ex").write_text("defmodule Phoenix.Router.Helpers do\n  def url(x), do: x\nend\n")
-    c = CodeSight(root, settings=settings)
-    c.index(embed=False)
-    (row,) = c.store.get_chunks(definitions(c.store, "Router")).values()
-    assert row.path == "lib/router.ex"
-    assert c.search("Router", top_k=3, mode="bm25")[0].path == "lib/router.ex"
-
-
-def test_a_qualifier_may_name_the_module_file(tmp_path, settings):
-    # Zig, Python, Rust: std.testing.expect is `expect` in std/testing.zig, not inside a scope `testing`.
-    root = tmp_path / "r"
-    (root / "std").mkdir(parents=True)
-    (root / "std" / "testing.zig").write_text("pub fn expect(ok: bool) !void {\n    if (!ok) return error.Fail;\n}\n")
-    (root / "std" / "debug.zig").write_text("pub fn expect(ok: bool) void {\n    _ = ok;\n}\n")
-    c = CodeSight(root, settings=settings)
-    c.index(embed=False)
-    (row,) = c.store.get_chunks(definitions(c.store, "std.testing.expect")).values()
-    assert row.path == "std/testing.zig"
-    assert definitions(c.store, "nope.expect") == []
+@pytest.mark.parametrize("files, ident, where", [
+    # a qualified definition (Elixir's defmodule Phoenix.Router) also defines its last part
+    ({"lib/router.ex": "defmodule Phoenix.Router do\n  def match(conn), do: conn\nend\n",
+      "lib/helpers.ex": "defmodule Phoenix.Router.Helpers do\n  def url(x), do: x\nend\n"}, "Router", "lib/router.ex"),
+    # a qualifier may name the module file (Zig, Python, Rust): std.testing.expect is in std/testing.zig
+    ({"std/testing.zig": "pub fn expect(ok: bool) !void {\n    if (!ok) return error.Fail;\n}\n",
+      "std/debug.zig": "pub fn expect(ok: bool) void {\n    _ = ok;\n}\n"}, "std.testing.expect", "std/testing.zig"),
+])
+def test_qualified_names_find_their_definition(tmp_path, settings, files, ident, where):
+    c = _lexical(tmp_path, settings, files)
+    (row,) = c.store.get_chunks(definitions(c.store, ident)).values()
+    assert row.path == where
+    assert c.search(ident, top_k=3, mode="bm25")[0].path == where
+    assert definitions(c.store, "nope." + ident.split(".")[-1]) == []
