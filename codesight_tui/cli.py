@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -91,8 +92,17 @@ def _tui_parser() -> argparse.ArgumentParser:
     return p
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _safe(text: str) -> str:
+    """Text from file names and contents, with control characters shown as ``?``: an escape
+    sequence in a file must never drive the user's terminal."""
+    return _CONTROL.sub("?", text)
+
+
 def _err(msg: str) -> None:
-    print(f"codesight: {msg}", file=sys.stderr)
+    print(f"codesight: {_safe(msg)}", file=sys.stderr)
 
 
 def _human_size(n: int) -> str:
@@ -249,13 +259,13 @@ def cmd_search(args) -> int:
     else:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         for r in results:
-            loc = f"{r.path}:{r.start_line}-{r.end_line}"
+            loc = _safe(f"{r.path}:{r.start_line}-{r.end_line}")
             tag = {"both": "bm25+vec", "bm25": "bm25", "vector": "vec", "symbol": "definition"}[r.found_by]
             if color:
-                print(f"\x1b[35m{loc}\x1b[0m  \x1b[1m{r.scope}\x1b[0m  \x1b[2m[{tag} {r.score:.4f}]\x1b[0m")
+                print(f"\x1b[35m{loc}\x1b[0m  \x1b[1m{_safe(r.scope)}\x1b[0m  \x1b[2m[{tag} {r.score:.4f}]\x1b[0m")
             else:
-                print(f"{loc}  {r.scope}  [{tag} {r.score:.4f}]")
-            print("\n".join(_snippet(r.content)))
+                print(f"{loc}  {_safe(r.scope)}  [{tag} {r.score:.4f}]")
+            print("\n".join(_safe(line) for line in _snippet(r.content)))
         if not results:
             _err("no results")
     return EXIT_OK if results else EXIT_ERROR

@@ -65,3 +65,57 @@ _QUERY = st.text(st.characters(blacklist_categories=()), max_size=200) | st.samp
 def test_any_query_string_is_safe(cs, query, mode):
     hits = cs.search(query, mode=mode, top_k=5)
     assert len(hits) <= 5 and all(h.start_line <= h.end_line for h in hits)
+
+
+def test_a_huge_query_is_cut_not_ground_through(cs):
+    # 130,000 characters of one "identifier" took 159 s of splitting before; now it is cut at
+    # MAX_QUERY_CHARS and answered like any other query.
+    from codesight_tui.core.engine import MAX_QUERY_CHARS
+
+    assert cs.search("F" * 130_000, mode="bm25") == []
+    assert cs.search("haversine " + "x" * (MAX_QUERY_CHARS * 3), mode="bm25")[0].path == "src/geo.py"
+
+
+def test_fifos_are_counted_never_opened_and_utf16_is_text(tmp_path, settings):
+    root = tmp_path / "r"
+    root.mkdir()
+    os.mkfifo(root / "pipe.py")  # opening it for reading would block the walk forever
+    (root / "win.py").write_bytes("def greet_from_windows():\r\n    return 'hi'\r\n".encode("utf-16"))
+    c = CodeSight(root, settings=settings)
+    report = c.index(embed=False)
+    assert report.skipped["special_file"] == 1
+    (hit,) = c.search("greet_from_windows", mode="bm25", top_k=1)
+    assert hit.path == "win.py" and hit.start_line == 1 and "return 'hi'" in hit.content
+
+
+def test_vectors_of_removed_chunks_go_without_the_model(repo, settings, hash_embedder):
+    c = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    c.index()
+    (repo / "src" / "geo.py").unlink()
+    report = c.index(embed=False)
+    assert report.chunks_removed
+    ids = set(c._vectors.ids())
+    assert ids == c.store.embedded_ids()  # no vector is left for a chunk that is gone
+
+
+def test_plain_output_never_passes_escape_sequences_through(tmp_path):
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "evil.py").write_text("def paint():\n    return '\x1b]0;pwned\x07\x1b[31mred'\n")
+    env = dict(os.environ, CODESIGHT_DATA_DIR=str(tmp_path / "data"))
+    r = subprocess.run([sys.executable, "-m", "codesight_tui", "search", "paint", "--path", str(root), "--mode", "bm25"],
+                       env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and "paint" in r.stdout
+    assert "\x1b" not in r.stdout and "\x07" not in r.stdout and "\x1b" not in r.stderr
+
+
+async def test_notices_show_paths_as_text_not_markup(repo, settings, hash_embedder):
+    from codesight_tui.tui.app import CodeSightApp
+
+    app = CodeSightApp(repo, engine=CodeSight(repo, settings=settings, embedder=hash_embedder), watch=False,
+                       auto_index=False)
+    async with app.run_test() as pilot:
+        app.notify("cannot read src/[/].py: [bold]x")  # shown as markup, it raised a MarkupError
+        await pilot.pause(0.1)
+        (note,) = [n for n in app._notifications if "[/].py" in n.message]
+        assert note.markup is False

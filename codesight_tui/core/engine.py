@@ -27,6 +27,9 @@ from codesight_tui.core.vectors import VectorStore
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# Longer queries are cut here: a pasted file or a hostile 100 KB string gets an answer in
+# milliseconds instead of minutes of identifier splitting, and no question is that long.
+MAX_QUERY_CHARS = 2000
 
 
 def _clean(text: str | None) -> str | None:
@@ -241,7 +244,7 @@ class CodeSight:
                                   progress=progress, cancel=cancel, report=report, overlap=gpu)
                     report.warnings.extend(cache.notices)
                     self._bound_cache(cache)
-            elif embed and report.chunks_removed and self._vectors.directory.exists():
+            elif report.chunks_removed and self._vectors.directory.exists():
                 # Nothing to embed, but vectors of removed chunks must go; no model needed.
                 drop_orphan_vectors(store, self._vectors)
             report.seconds = time.perf_counter() - t0
@@ -289,6 +292,7 @@ class CodeSight:
         # Arguments that were not valid UTF-8 arrive with lone surrogates, which neither the
         # tokenizer nor SQLite accepts: read those bytes as the replacement character.
         query, glob, language = (_clean(x) for x in (query, glob, language))
+        query = query[:MAX_QUERY_CHARS] if query else query
         if glob is not None:
             _check_glob(glob)
         if not self.has_index():

@@ -97,7 +97,8 @@ def analyze(query: str) -> QueryInfo:
             low = part.lower()
             if low not in STOPWORDS and len(low) > 1:
                 words.add(low)
-            words.update(p for p in split_identifier(part) if p not in STOPWORDS and len(p) > 2)
+            if len(part) <= 256:  # no name is longer; splitting a huge token costs seconds
+                words.update(p for p in split_identifier(part) if p not in STOPWORDS and len(p) > 2)
     if tokens and len(idents) == len(tokens) and len(tokens) <= 2:
         kind = "symbol"
     elif idents:

@@ -155,6 +155,9 @@ def walk(root: str | Path, *, max_file_size: int = 1_000_000, exclude: list[str]
                 # A link to something inside the root is never followed (as git and ripgrep do):
                 # its target is walked under its real path, which is the path people use.
                 continue
+            if not (is_dir or is_file):  # FIFO, socket, device: never opened
+                stats.skip("special_file")
+                continue
             if is_dir:
                 real = os.path.realpath(entry.path)
                 if real in visited:  # a bind mount seen twice
@@ -188,6 +191,12 @@ def read_text(abs_path: str) -> tuple[str | None, str | None]:
             data = fh.read()
     except OSError:
         return None, "unreadable"
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 with its byte-order mark (Windows editors)
+        try:
+            text = data.decode("utf-16")
+        except UnicodeDecodeError:
+            return None, "binary"
+        data = text.encode("utf-8")
     if b"\x00" in data[:SNIFF_BYTES]:
         return None, "binary"
     text = data.decode("utf-8", errors="replace")

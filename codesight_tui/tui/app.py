@@ -102,6 +102,10 @@ class CodeSightApp(App[int]):
         return self._engine
 
     # --- layout -------------------------------------------------------------------------
+    def notify(self, message: str, *, markup: bool = False, **kwargs) -> None:
+        """Notices carry paths and error text (``[/].py``, ``[x]``): plain text unless asked."""
+        super().notify(message, markup=markup, **kwargs)
+
     def compose(self) -> ComposeResult:
         yield QueryInput(placeholder="Search: words, a question, or an identifier…  (F1 help)", id="query")
         with Horizontal(id="main"):
