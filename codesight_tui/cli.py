@@ -204,6 +204,16 @@ def _run_index(cs, *, embed: bool, force: bool = False, wait: bool = False, show
             raise
 
 
+def _check_language(lang: str) -> None:
+    """An unknown ``--lang`` is a usage error that lists the languages codesight knows."""
+    from codesight_tui.core.errors import CodeSightError
+    from codesight_tui.core.languages import known_languages
+
+    known = known_languages()
+    if lang not in known:
+        raise CodeSightError(f"unknown language {lang!r}; known: {', '.join(sorted(known))}", exit_code=EXIT_USAGE)
+
+
 def cmd_index(args) -> int:
     from codesight_tui.core.engine import CodeSight
 
@@ -236,13 +246,25 @@ def cmd_search(args) -> int:
     if args.limit < 1:
         _err("--limit must be at least 1")
         return EXIT_USAGE
+    if not args.query.strip():
+        _err("the query is empty: say what to look for, e.g. codesight search \"parse config file\"")
+        return EXIT_USAGE
     cs = CodeSight(args.path)
+    if args.lang:
+        _check_language(args.lang)
     mode = args.mode or cs.settings.default_mode
     if not cs.is_indexed():
+        from codesight_tui.core.errors import IndexBusyError
+
         _err(f"no index for {cs.root} yet: indexing first")
-        report = _run_index(cs, embed=mode != "bm25")
-        for w in report.warnings:
-            _err(w)
+        try:
+            report = _run_index(cs, embed=mode != "bm25")
+        except IndexBusyError:
+            # Another process is building it: search what it has committed so far.
+            _err("another codesight process is indexing this repository: searching what it has indexed so far")
+        else:
+            for w in report.warnings:
+                _err(w)
     results = cs.search(args.query, top_k=args.limit, mode=mode, glob=args.glob, language=args.lang)
     for n in cs.notices:
         _err(n)
@@ -462,6 +484,10 @@ def cmd_tui(args) -> int:
     if not start.is_dir():
         raise CodeSightError(f"not a directory: {args.path}", exit_code=EXIT_USAGE)
     root = start.resolve() if args.path else find_repo_root(start)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise CodeSightError("the terminal UI needs a terminal; to search from a script or a pipe use"
+                             " `codesight search \"QUERY\"` (add --json for machine-readable output)",
+                             exit_code=EXIT_USAGE)
     try:
         from codesight_tui.tui.app import run_app
     except ImportError:

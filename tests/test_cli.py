@@ -149,3 +149,40 @@ def test_light_commands_never_import_torch(repo, argv):
     argv = [a.format(repo=repo) for a in argv]
     r = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv)], capture_output=True, text=True)
     assert "HEAVY=\n" in r.stderr or r.stderr.rstrip().endswith("HEAVY="), r.stderr
+
+
+def test_search_during_another_process_first_index_searches_what_is_there(repo, tmp_path):
+    # Issue 22, fault 5: a search while another process builds the first index used to exit 3 ("busy").
+    import os
+    import subprocess
+    import sys
+
+    from filelock import FileLock
+
+    from codesight_tui import CodeSight
+
+    env = dict(os.environ, CODESIGHT_DATA_DIR=str(tmp_path / "data"))
+    cs = CodeSight(repo, data_dir=tmp_path / "data")
+    cs.index(embed=False)
+    cs.store.conn.execute("DELETE FROM meta WHERE key='last_indexed'")  # as if its first run were still going
+    with FileLock(str(cs.index_dir / "write.lock")):
+        r = subprocess.run([sys.executable, "-m", "codesight_tui", "search", "haversine", "--path", str(repo),
+                            "--mode", "bm25"], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "src/geo.py" in r.stdout and "searching what it has indexed so far" in r.stderr
+
+
+def test_usage_errors_say_what_is_wrong(repo, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, CODESIGHT_DATA_DIR=str(tmp_path / "data"))
+    run = lambda *a: subprocess.run([sys.executable, "-m", "codesight_tui", *a], env=env, capture_output=True,
+                                    text=True, timeout=120, stdin=subprocess.DEVNULL)
+    r = run("search", "  ", "--path", str(repo))
+    assert r.returncode == 2 and "query is empty" in r.stderr
+    r = run("search", "geo", "--lang", "klingon", "--path", str(repo))
+    assert r.returncode == 2 and "unknown language 'klingon'" in r.stderr and "python" in r.stderr
+    r = run(str(repo))  # the TUI with no terminal: a hint, not a megabyte of escape codes
+    assert r.returncode == 2 and "codesight search" in r.stderr and r.stdout == ""

@@ -70,3 +70,8 @@ def detect_language(rel_path: str, head: bytes = b"") -> str:
 def is_binary_name(rel_path: str) -> bool:
     """True for file names whose extension marks them as binary (no read needed)."""
     return PurePosixPath(rel_path).suffix.lower() in BINARY_EXTENSIONS
+
+
+def known_languages() -> frozenset[str]:
+    """Every language name ``detect_language`` can give (what ``--lang`` accepts)."""
+    return frozenset(EXTENSIONS.values()) | frozenset(FILENAMES.values()) | frozenset(SHEBANGS.values()) | {"text"}
