@@ -21,6 +21,7 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="codesight",
+        usage="codesight [PATH]\n       codesight {index,search,status,eval,cache} ...",
         description="Local hybrid code search. `codesight [PATH]` opens the terminal UI.",
         epilog="Configuration: CODESIGHT_* environment variables or ~/.config/codesight/config.toml.",
     )

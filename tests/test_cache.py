@@ -4,9 +4,11 @@ the cache line in `status`."""
 import json
 import subprocess
 import sys
+import sqlite3
 import time
 
 import numpy as np
+import pytest
 
 from codesight_tui import CodeSight
 from codesight_tui.core import cache as cache_mod
@@ -89,3 +91,34 @@ def test_index_survives_a_damaged_cache(repo, settings, hash_embedder):
     assert report.vectors_pending == 0 and any("damaged" in w for w in report.warnings)
     assert list(settings.cache_dir.glob("*.damaged-*"))
     assert EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim).stats()["entries"] > 0
+
+
+def test_a_full_disk_or_lock_never_sets_a_healthy_cache_aside(settings, hash_embedder, monkeypatch):
+    # Issue 22, fault 7: any SQLite error used to move a healthy cache aside and start an empty one.
+    from codesight_tui.core import cache as cache_mod
+    from codesight_tui.core.errors import CodeSightError
+
+    c = EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim)
+    c.put_many([("k", np.ones(hash_embedder.dim, dtype=np.float32))])
+    real_connect = sqlite3.connect
+
+    def full(*a, **kw):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(cache_mod.sqlite3, "connect", full)
+    with pytest.raises(CodeSightError, match="disk is full"):
+        EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim).get_many(["k"])
+    monkeypatch.setattr(cache_mod.sqlite3, "connect", real_connect)
+    assert not list(settings.cache_dir.glob("*.damaged-*"))
+    assert "k" in EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim).get_many(["k"])
+
+
+def test_damaged_copies_do_not_pile_up(settings, hash_embedder):
+    for n in range(3):
+        c = EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim)
+        c.path.write_bytes(b"garbage" * 1000)
+        for side in settings.cache_dir.glob("*-wal"):
+            side.unlink()
+        EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim).get_many(["x"])
+        time.sleep(1.1)  # set-aside names carry the second
+    assert len([p for p in settings.cache_dir.glob("*.damaged-*") if not p.name.endswith(("-wal", "-shm"))]) == 1

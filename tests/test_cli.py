@@ -186,3 +186,11 @@ def test_usage_errors_say_what_is_wrong(repo, tmp_path):
     assert r.returncode == 2 and "unknown language 'klingon'" in r.stderr and "python" in r.stderr
     r = run(str(repo))  # the TUI with no terminal: a hint, not a megabyte of escape codes
     assert r.returncode == 2 and "codesight search" in r.stderr and r.stdout == ""
+
+
+def test_help_shows_the_terminal_ui_form_first():
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "codesight_tui", "--help"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("usage: codesight [PATH]\n")

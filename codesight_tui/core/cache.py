@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from codesight_tui.core.errors import CodeSightError
+
 
 def _slug(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_")[-120:] or "model"
@@ -63,10 +65,16 @@ class EmbeddingCache:
         if c is None:
             try:
                 c = self._open()
+            except sqlite3.OperationalError as exc:
+                # Locked, read-only, out of space: the file itself may be fine, so it stays as it is.
+                raise CodeSightError(f"cannot open the embedding cache {self.path}: {exc}") from None
             except sqlite3.DatabaseError:
                 if not self.repair:
                     raise
-                # A damaged cache is only lost time, never lost data: set it aside, start afresh.
+                # A damaged cache is only lost time, never lost data: set it aside (replacing an
+                # older copy set aside, so they never pile up) and start afresh.
+                for old in self.path.parent.glob(f"{self.path.name}.damaged-*"):
+                    old.unlink(missing_ok=True)
                 aside = self.path.with_name(f"{self.path.name}.damaged-{int(time.time())}")
                 for suffix in ("-wal", "-shm"):  # a journal of the old file must not replay into the new
                     side = self.path.with_name(self.path.name + suffix)
