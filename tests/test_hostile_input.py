@@ -119,3 +119,29 @@ async def test_notices_show_paths_as_text_not_markup(repo, settings, hash_embedd
         await pilot.pause(0.1)
         (note,) = [n for n in app._notifications if "[/].py" in n.message]
         assert note.markup is False
+
+
+def test_a_bad_page_inside_the_index_is_reported_then_repaired(repo, settings, hash_embedder):
+    # Issue 22, fault 8: damage in the middle of index.db made every search fail until --force.
+    for i in range(60):
+        (repo / f"gen_{i}.py").write_text("".join(f"def f{i}_{j}(x):\n    return x * {j}  # words\n\n" for j in range(40)))
+    c = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    c.index()
+    c.close()
+    size = c.db_path.stat().st_size
+    with open(c.db_path, "r+b") as fh:  # a third of the pages, in the middle
+        fh.seek(size // 3)
+        fh.write(b"\xde\xad" * (size // 6))
+    c = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    errors = []
+    for q in ("f3_4", "words", "return x", "haversine", "f59_39"):
+        try:
+            c.search(q, mode="bm25")
+        except CodeSightError as exc:
+            errors.append(str(exc))
+    assert errors and all("damaged" in e and "codesight index" in e for e in errors)
+    report = c.index()
+    assert any("damaged" in n and "rebuilt" in n for n in c.notices)
+    assert report.chunks > 300 and c.search("f3_4", mode="bm25")[0].path == "gen_3.py"
+    c.index()  # rebuilt once, not on every run
+    assert sum("rebuilt" in n for n in c.notices) == 1

@@ -142,6 +142,10 @@ class CodeSight:
         except sqlite3.DatabaseError as exc:
             return self._rebuild(exc)
 
+    @property
+    def _damaged_marker(self) -> Path:
+        return self.index_dir / "damaged"
+
     def _rebuild(self, exc: Exception) -> Store:
         self.notices.append(f"index at {self.index_dir} was unreadable ({exc}); rebuilt it from scratch")
         self._wipe()
@@ -217,9 +221,14 @@ class CodeSight:
             raise CodeSightError(f"index at {self.index_dir} is read-only: cannot update it", exit_code=2)
         self._acquire_writer(wait)
         try:
+            if self._damaged_marker.exists() and not force:
+                self.notices.append(f"index at {self.index_dir} was damaged (a search found a bad page);"
+                                    " rebuilt it (cached vectors are reused)")
+                force = True
             if force:
                 self._wipe()
                 store = self.store
+                self._damaged_marker.unlink(missing_ok=True)
             report = IndexReport()
             info = self.model_info
             chunker = Chunker(TokenCounter(info.tokenizer_file), info.max_seq_length - 2)
@@ -310,9 +319,18 @@ class CodeSight:
                     raise
                 if str(exc) not in " ".join(self.notices):
                     self.notices.append(f"{exc}; showing BM25 results only")
-        return search(self.store, self._vectors, qfn, query, top_k=top_k, mode=mode, glob=glob,
-                      language=language, depth=self.settings.retriever_depth, rrf_k=self.settings.rrf_k,
-                      ranking=self.settings.ranking, vectors_for=self._vectors_for)
+        try:
+            return search(self.store, self._vectors, qfn, query, top_k=top_k, mode=mode, glob=glob,
+                          language=language, depth=self.settings.retriever_depth, rrf_k=self.settings.rrf_k,
+                          ranking=self.settings.ranking, vectors_for=self._vectors_for)
+        except sqlite3.OperationalError as exc:
+            raise CodeSightError(f"search failed: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            # Damage inside the file (a bad page) shows only when a query reads it. Remember it, so
+            # that the next `index` rebuilds instead of leaving every search to fail.
+            self._damaged_marker.touch()
+            raise CodeSightError(f"the index of {self.root} is damaged ({exc}): run `codesight index`"
+                                 " to rebuild it (cached vectors are reused)") from None
 
     def _vectors_for(self, rows) -> dict:
         """Stored vectors of chunk rows, by id: from the embedding cache (a key lookup, well under
