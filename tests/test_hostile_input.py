@@ -145,3 +145,31 @@ def test_a_bad_page_inside_the_index_is_reported_then_repaired(repo, settings, h
     assert report.chunks > 300 and c.search("f3_4", mode="bm25")[0].path == "gen_3.py"
     c.index()  # rebuilt once, not on every run
     assert sum("rebuilt" in n for n in c.notices) == 1
+
+
+@pytest.mark.parametrize("damage", ["data files deleted", "versions deleted"])
+def test_a_damaged_vector_store_falls_back_to_bm25_then_is_rebuilt(repo, settings, hash_embedder, damage):
+    # Issue 22, fault 9: deleted data files gave RuntimeError tracebacks, lost manifests an empty
+    # vector search, and `index` repaired neither.
+    import shutil
+
+    c = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    c.index()
+    table = c.index_dir / "vectors.lance" / "chunks.lance"
+    c.close()
+    if damage == "data files deleted":
+        for f in (table / "data").iterdir():
+            f.unlink()
+    else:
+        shutil.rmtree(table / "_versions")
+    c = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    if damage == "data files deleted":
+        hits = c.search("haversine", mode="hybrid")
+        assert hits and hits[0].path == "src/geo.py" and any("BM25" in n for n in c.notices)
+        with pytest.raises(CodeSightError, match="codesight index"):
+            c.search("haversine", mode="vector")
+    report = c.index()
+    assert any("rebuilt it from the embedding cache" in n for n in c.notices)
+    assert report.embedded == 0 and report.cache_hits > 0  # nothing embedded again
+    assert c.search("haversine", mode="vector")  # vector search answers again
+    assert c._vectors.count() >= c.store.counts()["vectors"]

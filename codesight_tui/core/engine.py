@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from codesight_tui.core.errors import CodeSightError, IndexBusyError
+from codesight_tui.core.errors import CodeSightError, IndexBusyError, VectorStoreError
 from codesight_tui.core.indexer import (IndexReport, Progress, ProgressFn, drop_orphan_vectors, index_lexical,
                                         index_vectors, scan_changes)
 from codesight_tui.core.paths import index_dir_for
@@ -146,6 +146,21 @@ class CodeSight:
     def _damaged_marker(self) -> Path:
         return self.index_dir / "damaged"
 
+    @property
+    def _vectors_damaged_marker(self) -> Path:
+        return self.index_dir / "vectors-damaged"
+
+    def _vector_table_readable(self) -> bool:
+        """Whether the vectors SQLite counts can be read from LanceDB: one embedded chunk's vector
+        is read back (files deleted or truncated, manifests lost or garbled all fail here)."""
+        row = self.store.conn.execute("SELECT id FROM chunks WHERE embedded=1 LIMIT 1").fetchone()
+        if row is None:
+            return True
+        try:
+            return row[0] in self._vectors.vectors([row[0]])
+        except Exception:
+            return False
+
     def _rebuild(self, exc: Exception) -> Store:
         self.notices.append(f"index at {self.index_dir} was unreadable ({exc}); rebuilt it from scratch")
         self._wipe()
@@ -229,6 +244,13 @@ class CodeSight:
                 self._wipe()
                 store = self.store
                 self._damaged_marker.unlink(missing_ok=True)
+            elif self._vectors_damaged_marker.exists() or not self._vector_table_readable():
+                # Vectors that can't be read are rebuilt from the embedding cache: no model work.
+                self.notices.append(f"vector index at {self.index_dir} was damaged or missing; rebuilt it"
+                                    " from the embedding cache")
+                self._vectors.drop()
+                store.reset_embedded()
+            self._vectors_damaged_marker.unlink(missing_ok=True)
             report = IndexReport()
             info = self.model_info
             chunker = Chunker(TokenCounter(info.tokenizer_file), info.max_seq_length - 2)
@@ -320,9 +342,21 @@ class CodeSight:
                 if str(exc) not in " ".join(self.notices):
                     self.notices.append(f"{exc}; showing BM25 results only")
         try:
-            return search(self.store, self._vectors, qfn, query, top_k=top_k, mode=mode, glob=glob,
-                          language=language, depth=self.settings.retriever_depth, rrf_k=self.settings.rrf_k,
-                          ranking=self.settings.ranking, vectors_for=self._vectors_for)
+            try:
+                return search(self.store, self._vectors, qfn, query, top_k=top_k, mode=mode, glob=glob,
+                              language=language, depth=self.settings.retriever_depth, rrf_k=self.settings.rrf_k,
+                              ranking=self.settings.ranking, vectors_for=self._vectors_for)
+            except VectorStoreError as exc:
+                self._vectors_damaged_marker.touch()
+                if mode == "vector":
+                    raise CodeSightError(f"{exc}: run `codesight index` to rebuild it from the embedding"
+                                         " cache") from None
+                note = f"{exc}; showing BM25 results until `codesight index` rebuilds it"
+                if note not in self.notices:
+                    self.notices.append(note)
+                return search(self.store, self._vectors, None, query, top_k=top_k, mode="bm25", glob=glob,
+                              language=language, depth=self.settings.retriever_depth, rrf_k=self.settings.rrf_k,
+                              ranking=self.settings.ranking)
         except sqlite3.OperationalError as exc:
             raise CodeSightError(f"search failed: {exc}") from None
         except sqlite3.DatabaseError as exc:
@@ -346,7 +380,9 @@ class CodeSight:
             out = {r.id: found[r.embed_key] for r in rows if r.embed_key in found}
         rest = [r.id for r in rows if r.id not in out]
         if rest:
-            out.update(self._vectors.vectors(rest))
+            from codesight_tui.core.searcher import _read_vectors
+
+            out.update(_read_vectors(self._vectors.vectors, rest))
         return out
 
     def _read_cache(self):

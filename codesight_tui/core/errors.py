@@ -17,3 +17,8 @@ class IndexBusyError(CodeSightError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, exit_code=3)
+
+
+class VectorStoreError(CodeSightError):
+    """The vector table could not be read (missing or damaged files): BM25 still works, and the
+    next index run rebuilds the vectors from the embedding cache."""
