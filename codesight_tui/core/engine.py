@@ -23,7 +23,7 @@ from codesight_tui.core.paths import index_dir_for
 from codesight_tui.core.searcher import MODES, SearchResult, search
 from codesight_tui.core.store import SCHEMA_VERSION, Store
 from codesight_tui.core.tokens import ModelInfo, resolve_model
-from codesight_tui.core.vectors import VectorStore
+from codesight_tui.core.vectors import TABLE, VectorStore
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -150,16 +150,15 @@ class CodeSight:
     def _vectors_damaged_marker(self) -> Path:
         return self.index_dir / "vectors-damaged"
 
-    def _vector_table_readable(self) -> bool:
-        """Whether the vectors SQLite counts can be read from LanceDB: one embedded chunk's vector
-        is read back (files deleted or truncated, manifests lost or garbled all fail here)."""
-        row = self.store.conn.execute("SELECT id FROM chunks WHERE embedded=1 LIMIT 1").fetchone()
-        if row is None:
+    def _vector_files_present(self) -> bool:
+        """Whether the vector table SQLite counts on still has its files: a cheap look at the
+        folder, so that a run with nothing to do never imports LanceDB. Damage it can't see (one
+        data file of several gone, a garbled manifest) is found by the next search that reads it,
+        which leaves ``_vectors_damaged_marker`` for the next run."""
+        if not self.store.conn.execute("SELECT 1 FROM chunks WHERE embedded=1 LIMIT 1").fetchone():
             return True
-        try:
-            return row[0] in self._vectors.vectors([row[0]])
-        except Exception:
-            return False
+        table = self._vectors.directory / f"{TABLE}.lance"
+        return all((table / sub).is_dir() and any((table / sub).iterdir()) for sub in ("_versions", "data"))
 
     def _rebuild(self, exc: Exception) -> Store:
         self.notices.append(f"index at {self.index_dir} was unreadable ({exc}); rebuilt it from scratch")
@@ -244,7 +243,7 @@ class CodeSight:
                 self._wipe()
                 store = self.store
                 self._damaged_marker.unlink(missing_ok=True)
-            elif self._vectors_damaged_marker.exists() or not self._vector_table_readable():
+            elif self._vectors_damaged_marker.exists() or not self._vector_files_present():
                 # Vectors that can't be read are rebuilt from the embedding cache: no model work.
                 self.notices.append(f"vector index at {self.index_dir} was damaged or missing; rebuilt it"
                                     " from the embedding cache")
