@@ -173,3 +173,22 @@ def test_a_damaged_vector_store_falls_back_to_bm25_then_is_rebuilt(repo, setting
     assert report.embedded == 0 and report.cache_hits > 0  # nothing embedded again
     assert c.search("haversine", mode="vector")  # vector search answers again
     assert c._vectors.count() >= c.store.counts()["vectors"]
+
+
+def test_a_full_disk_is_one_clear_error_and_nothing_is_lost(repo, settings):
+    # Issue 22, fault 6: a full disk gave "cannot rollback - no transaction is active". SQLite's
+    # page cap gives the same SQLITE_FULL a full file system does.
+    c = CodeSight(repo, settings=settings)
+    c.index(embed=False)
+    before = [h.path for h in c.search("haversine", mode="bm25")]
+    for i in range(40):
+        (repo / f"more_{i}.py").write_text("".join(f"def g{i}_{j}(x):\n    return x + {j}\n\n" for j in range(50)))
+    pages = c.store.conn.execute("PRAGMA page_count").fetchone()[0]
+    c.store.conn.execute(f"PRAGMA max_page_count={pages + 2}")
+    with pytest.raises(CodeSightError, match="no space left"):
+        c.index(embed=False)
+    assert [h.path for h in c.search("haversine", mode="bm25")] == before  # still searchable
+    c.close()
+    c = CodeSight(repo, settings=settings)  # space freed: the next run completes
+    c.index(embed=False)
+    assert c.search("g39_49", mode="bm25")[0].path == "more_39.py"

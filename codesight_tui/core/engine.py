@@ -224,8 +224,18 @@ class CodeSight:
         ``embed=False`` stops after the lexical phase. ``force`` rebuilds from scratch (the shared
         embedding cache still spares re-embedding). ``cancel`` stops between batches; everything
         committed so far stays valid and the next run resumes. Raises ``IndexBusyError`` if another
-        process is indexing and ``wait`` is false.
+        process is indexing and ``wait`` is false. A full disk is one clear ``CodeSightError``.
         """
+        try:
+            return self._index(progress, embed=embed, force=force, cancel=cancel, wait=wait)
+        except (sqlite3.OperationalError, OSError) as exc:
+            full = isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "full" in str(exc).lower()
+            if not full:
+                raise
+            raise CodeSightError(f"no space left to write the index at {self.index_dir}: free some space and"
+                                 " run it again (everything committed so far is kept and searchable)") from None
+
+    def _index(self, progress, *, embed: bool, force: bool, cancel, wait: bool) -> IndexReport:
         from codesight_tui.core.chunker import Chunker
         from codesight_tui.core.tokens import TokenCounter
 

@@ -344,6 +344,11 @@ class _Tx:
     def __exit__(self, exc_type, exc, tb):
         if exc_type is None:
             self.conn.execute("COMMIT")
-        else:
-            self.conn.execute("ROLLBACK")
+        elif self.conn.in_transaction:
+            # SQLite may have rolled back already (a full disk does): the first error is the one
+            # that says what happened, so a failed ROLLBACK must not replace it.
+            try:
+                self.conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
         return False
