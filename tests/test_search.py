@@ -82,3 +82,24 @@ def test_search_works_before_vectors_exist(repo, settings, hash_embedder):
     assert cs.store.counts()["vectors"] == 0
     hits = cs.search("haversine")  # hybrid on a lexical-only index degrades to BM25
     assert hits and hits[0].path == "src/geo.py" and hits[0].vector_rank is None
+
+
+
+def test_each_hit_says_which_line_to_open(tmp_path, settings):
+    # Issue 20, item 1: a definition opens at its own line, under decorators and comments; any
+    # other hit at its first line holding a query word.
+    from codesight_tui import CodeSight
+
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "widgets.py").write_text(
+        "import functools\n\n\n# Frobnicate every widget in the tray.\n# Slow on big trays.\n"
+        "@functools.lru_cache\n@other.decorator(frobnicate_the_widgets=1)\ndef frobnicate_the_widgets(tray):\n"
+        "    count = 0\n    for w in tray:\n        count += w.spin()\n    return count\n")
+    c = CodeSight(root, settings=settings)
+    c.index(embed=False)
+    (hit,) = c.search("frobnicate_the_widgets", mode="bm25", top_k=1)
+    assert hit.definition and hit.start_line < 8 and hit.line == 8
+    (hit,) = c.search("spin the widgets in a tray", mode="bm25", top_k=1)
+    assert hit.line == hit.start_line + next(k for k, ln in enumerate(hit.content.split("\n")) if "widget" in ln.lower())
+    assert hit.to_dict()["line"] == hit.line

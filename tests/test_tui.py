@@ -144,11 +144,13 @@ async def test_open_in_editor_runs_the_editor_with_the_line(repo, settings, tmp_
         await pilot.press("enter")  # open
         await pilot.pause(0.2)
         hit = app.hits[0]
-        assert log.read_text().split("\n")[:2] == [f"+{hit.start_line}", str(repo / hit.path)]
+        # at the definition's own line, not the chunk's first (issue 20, item 1)
+        defline = _line_of(repo / hit.path, "def haversine")
+        assert log.read_text().split("\n")[:2] == [f"+{defline}", str(repo / hit.path)]
         log.unlink()
         await pilot.press("o")
         await pilot.pause(0.2)
-        assert log.read_text().startswith(f"+{hit.start_line}\n")
+        assert log.read_text().startswith(f"+{defline}\n")
 
 
 async def test_open_in_editor_when_suspend_is_not_supported(repo, settings, tmp_path, monkeypatch):
@@ -164,6 +166,10 @@ async def test_open_in_editor_when_suspend_is_not_supported(repo, settings, tmp_
         assert any("can't be suspended" in n.message for n in app._notifications)
 
 
+def _line_of(path, prefix: str) -> int:
+    return next(n for n, line in enumerate(path.read_text().split("\n"), 1) if line.startswith(prefix))
+
+
 async def test_copy_location_and_snippet(repo, settings):
     app = make_app(repo, settings)
     async with app.run_test(size=SIZE) as pilot:
@@ -171,7 +177,7 @@ async def test_copy_location_and_snippet(repo, settings):
         await search(app, pilot, "haversine")
         await pilot.press("enter", "y")
         hit = app.hits[0]
-        assert app.clipboard == f"{hit.path}:{hit.start_line}"
+        assert app.clipboard == f"{hit.path}:{_line_of(repo / hit.path, 'def haversine')}"
         await pilot.press("Y")
         assert app.clipboard == hit.content
         assert any("Copied" in n.message for n in app._notifications)

@@ -3,6 +3,7 @@ Fusion. Every result keeps its rank in each retriever, so the caller can show wh
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
@@ -26,6 +27,7 @@ class SearchResult:
     content: str
     chunk_id: int
     definition: bool = False  # the query names what this chunk defines
+    line: int = 0  # where to open it: the definition's own line, else the first line with a query word
 
     @property
     def found_by(self) -> str:
@@ -154,7 +156,34 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
         ))
         if len(results) >= top_k:
             break
+    _set_target_lines(results, query)
     return results
+
+
+_COMMENT_OR_DECORATOR = ("#", "//", "/*", "*", "--", ";", "@", "%", '"""', "'''")
+
+
+def _set_target_lines(results: list[SearchResult], query: str) -> None:
+    """Each hit's ``line``: for a definition the query names, the line that defines it (not the
+    decorator or comment block above it); otherwise the first line holding a word of the query.
+    The chunk's first line where neither is found."""
+    from codesight_tui.core.ranking import analyze
+
+    q = analyze(query)
+    names = [i.split(".")[-1] for i in q.identifiers]
+    name_res = [re.compile(rf"(?<![\w$]){re.escape(n)}(?![\w$])") for n in names if n]
+    words = sorted({w for w in q.words if len(w) > 2}, key=len, reverse=True)
+    for r in results:
+        lines = r.content.split("\n")
+        found = None
+        if r.definition and name_res:
+            found = next((k for k, ln in enumerate(lines)
+                          if not ln.lstrip().startswith(_COMMENT_OR_DECORATOR) and any(x.search(ln) for x in name_res)),
+                         None)
+        if found is None and words:
+            low = [ln.lower() for ln in lines]
+            found = next((k for k, ln in enumerate(low) if any(w in ln for w in words)), None)
+        r.line = r.start_line + (found or 0)
 
 
 def _top_scope(scope: str | None) -> str:

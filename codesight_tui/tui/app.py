@@ -490,7 +490,7 @@ class CodeSightApp(App[int]):
         hit = self._current_hit()
         if hit is None:
             return
-        argv = editor_argv(str(self.root / hit.path), hit.start_line, template=self.engine.settings.editor)
+        argv = editor_argv(str(self.root / hit.path), hit.line or hit.start_line, template=self.engine.settings.editor)
         error: Exception | None = None
         try:
             with self.suspend():
@@ -499,7 +499,7 @@ class CodeSightApp(App[int]):
                 except Exception as exc:  # anything escaping here would leave the terminal broken
                     error = exc
         except SuspendNotSupported:
-            self.notify(f"This terminal can't be suspended to run an editor. Location: {hit.path}:{hit.start_line}",
+            self.notify(f"This terminal can't be suspended to run an editor. Location: {hit.path}:{hit.line or hit.start_line}",
                         severity="warning", timeout=8)
             return
         if error is not None:
@@ -518,7 +518,8 @@ class CodeSightApp(App[int]):
     def action_copy_location(self) -> None:
         hit = self._current_hit()
         if hit is not None:
-            self._copy(f"{hit.path}:{hit.start_line}", f"{hit.path}:{hit.start_line}")
+            where = f"{hit.path}:{hit.line or hit.start_line}"
+            self._copy(where, where)
 
     def action_copy_snippet(self) -> None:
         hit = self._current_hit()

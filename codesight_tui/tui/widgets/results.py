@@ -11,13 +11,13 @@ BADGES = {"both": ("BV", "bold green"), "bm25": ("B ", "cyan"), "vector": (" V",
 
 
 def result_row(rank: int, hit, stale: bool = False) -> Text:
-    """``rank  path:start-end  scope  badge  score`` as one non-wrapping line."""
+    """``rank  badge  path:line  scope  score`` as one non-wrapping line (``line``: where Enter opens)."""
     badge, style = BADGES[hit.found_by]
     row = Text(no_wrap=True, overflow="ellipsis")
     row.append(f"{rank:>2} ", style="dim")
     row.append(badge, style=style)
     row.append(f" {hit.path}", style="bold")
-    row.append(f":{hit.start_line}-{hit.end_line}", style="yellow")
+    row.append(f":{hit.line or hit.start_line}", style="yellow")
     if stale:
         row.append(" stale", style="bold red")
     if hit.scope:
