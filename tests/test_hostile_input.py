@@ -192,3 +192,13 @@ def test_a_full_disk_is_one_clear_error_and_nothing_is_lost(repo, settings):
     c = CodeSight(repo, settings=settings)  # space freed: the next run completes
     c.index(embed=False)
     assert c.search("g39_49", mode="bm25")[0].path == "more_39.py"
+
+
+def test_a_search_failure_that_was_transient_does_not_cost_a_rebuild(repo, settings, hash_embedder):
+    # A reader left on a version that compaction removed fails once; the table itself is fine,
+    # so the next index run checks by reading it back and keeps it.
+    c = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    c.index()
+    c._vectors_damaged_marker.touch()
+    c.index()
+    assert not any("rebuilt" in n for n in c.notices) and not c._vectors_damaged_marker.exists()
