@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import errno
-import re
+import functools
 import sqlite3
 import threading
 import time
@@ -22,18 +22,18 @@ from codesight_tui.core.indexer import (IndexReport, Progress, ProgressFn, drop_
 from codesight_tui.core.paths import index_dir_for
 from codesight_tui.core.searcher import MODES, SearchResult, search
 from codesight_tui.core.store import SCHEMA_VERSION, Store
+from codesight_tui.core.text import LONE_SURROGATE
 from codesight_tui.core.tokens import ModelInfo, resolve_model
 from codesight_tui.core.vectors import TABLE, VectorStore
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 # Longer queries are cut here: a pasted file or a hostile 100 KB string gets an answer in
 # milliseconds instead of minutes of identifier splitting, and no question is that long.
 MAX_QUERY_CHARS = 2000
 
 
 def _clean(text: str | None) -> str | None:
-    return _SURROGATE.sub("\ufffd", text) if text else text
+    return LONE_SURROGATE.sub("\ufffd", text) if text else text
 
 
 def _check_glob(glob: str) -> None:
@@ -288,12 +288,7 @@ class CodeSight:
                 except CodeSightError as exc:
                     report.warnings.append(f"{exc}; lexical search only")
                 else:
-                    from codesight_tui.core.cache import EmbeddingCache
-
-                    cache = EmbeddingCache(self.settings.cache_dir.expanduser(), embedder.name, embedder.dim)
-                    gpu = getattr(embedder, "device", "cpu") == "cuda"
-                    index_vectors(store, self._vectors, embedder, cache, batch=4096 if gpu else 128,
-                                  progress=progress, cancel=cancel, report=report, overlap=gpu)
+                    cache = self._embed(embedder, progress=progress, cancel=cancel, report=report)
                     report.warnings.extend(cache.notices)
                     self._bound_cache(cache)
             elif report.chunks_removed and self._vectors.directory.exists():
@@ -304,13 +299,21 @@ class CodeSight:
         finally:
             self._lock.release()
 
+    def _embed(self, embedder, **kwargs):
+        """Embed pending chunks through the shared cache (on a GPU in big overlapped batches);
+        returns the cache. ``kwargs`` go to ``index_vectors``."""
+        from codesight_tui.core.cache import EmbeddingCache
+
+        cache = EmbeddingCache(self.settings.cache_dir.expanduser(), embedder.name, embedder.dim)
+        gpu = getattr(embedder, "device", "cpu") == "cuda"
+        index_vectors(self.store, self._vectors, embedder, cache, batch=4096 if gpu else 128, overlap=gpu, **kwargs)
+        return cache
+
     def limit_vectors(self, fraction: float, progress: ProgressFn | None = None) -> int:
         """Rebuild the vectors so that only ``fraction`` (0 to 1) of the chunks have one, the most
         valuable first, in the order indexing embeds them: search as it is part-way through a first
         index (``codesight eval --coverage``). Cached vectors make it cheap; the next ``index``
         embeds the rest. Returns how many chunks have a vector."""
-        from codesight_tui.core.cache import EmbeddingCache
-
         store = self.store
         self._acquire_writer(wait=True)
         try:
@@ -319,11 +322,7 @@ class CodeSight:
             self._vectors.drop()
             want = round(max(0.0, min(1.0, fraction)) * total)
             if want:
-                embedder = self.embedder()
-                cache = EmbeddingCache(self.settings.cache_dir.expanduser(), embedder.name, embedder.dim)
-                gpu = getattr(embedder, "device", "cpu") == "cuda"
-                index_vectors(store, self._vectors, embedder, cache, batch=4096 if gpu else 128,
-                              progress=progress, limit=want, overlap=gpu)
+                self._embed(self.embedder(), progress=progress, limit=want)
             return store.counts()["vectors"]
         finally:
             self._lock.release()
@@ -362,11 +361,12 @@ class CodeSight:
                     raise
                 if str(exc) not in " ".join(self.notices):
                     self.notices.append(f"{exc}; showing BM25 results only")
+        run = functools.partial(search, self.store, self._vectors, query=query, top_k=top_k, glob=glob,
+                                language=language, depth=self.settings.retriever_depth, rrf_k=self.settings.rrf_k,
+                                ranking=self.settings.ranking)
         try:
             try:
-                return search(self.store, self._vectors, qfn, query, top_k=top_k, mode=mode, glob=glob,
-                              language=language, depth=self.settings.retriever_depth, rrf_k=self.settings.rrf_k,
-                              ranking=self.settings.ranking, vectors_for=self._vectors_for)
+                return run(qfn, mode=mode, vectors_for=self._vectors_for)
             except VectorStoreError as exc:
                 self._vectors_damaged_marker.touch()
                 if mode == "vector":
@@ -375,9 +375,7 @@ class CodeSight:
                 note = f"{exc}; showing BM25 results until `codesight index` rebuilds it"
                 if note not in self.notices:
                     self.notices.append(note)
-                return search(self.store, self._vectors, None, query, top_k=top_k, mode="bm25", glob=glob,
-                              language=language, depth=self.settings.retriever_depth, rrf_k=self.settings.rrf_k,
-                              ranking=self.settings.ranking)
+                return run(None, mode="bm25")
         except sqlite3.OperationalError as exc:
             raise CodeSightError(f"search failed: {exc}") from None
         except sqlite3.DatabaseError as exc:
@@ -401,9 +399,7 @@ class CodeSight:
             out = {r.id: found[r.embed_key] for r in rows if r.embed_key in found}
         rest = [r.id for r in rows if r.id not in out]
         if rest:
-            from codesight_tui.core.searcher import _read_vectors
-
-            out.update(_read_vectors(self._vectors.vectors, rest))
+            out.update(self._vectors.vectors(rest))
         return out
 
     def _read_cache(self):

@@ -62,17 +62,6 @@ def rrf_fuse(rankings: dict[str, list[int]], k: int = 60) -> list[tuple[int, flo
 RELEVANCE_FLOOR = 0.25
 
 
-def _read_vectors(fn, *args, **kwargs):
-    """A read of the vector table; a failure there (a missing or damaged file) is a
-    ``VectorStoreError``, which the engine answers from BM25 and repairs on the next index run."""
-    try:
-        return fn(*args, **kwargs)
-    except Exception as exc:
-        from codesight_tui.core.errors import VectorStoreError
-
-        raise VectorStoreError(f"the vector index is damaged ({str(exc).splitlines()[0][:160]})") from exc
-
-
 _POOL: ThreadPoolExecutor | None = None
 
 
@@ -103,18 +92,15 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
     stack = mode in ("hybrid", "bm25") and ranking == "stack"
     rankings: dict[str, list[int]] = {}
     nearest = None
-    n_vectors = _read_vectors(vectors.count) if mode in ("hybrid", "vector") and query_vector_fn is not None else 0
-    coverage = 0.0
+    n_vectors = vectors.count() if mode in ("hybrid", "vector") and query_vector_fn is not None else 0
+    coverage = store.vector_coverage() if n_vectors else 0.0
     if n_vectors:
-        # The share of chunks with a vector (doc views are extra rows, not extra chunks).
-        counts = store.counts()
-        coverage = min(1.0, counts["vectors"] / max(1, counts["chunks"]))
         # The query embedding and the vector search (both release the GIL) run in a second thread
         # while SQLite answers BM25 in this one: a hybrid query costs the slower of the two. A
         # path filter cannot run inside LanceDB, so with a glob over-fetch and filter below.
         def nearest_fn():
             qv = query_vector_fn(query)
-            return qv, _read_vectors(vectors.search, qv, depth * 10 if glob else depth, language=language)
+            return qv, vectors.search(qv, depth * 10 if glob else depth, language=language)
 
         nearest = _pool().submit(nearest_fn)
     if mode in ("hybrid", "bm25"):
@@ -139,7 +125,7 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
 
         fused = rerank(store, rankings, query, rrf_k=rrf_k, glob=glob, language=language, coverage=coverage,
                        query_vector=query_vector,
-                       vectors_for=vectors_for or (lambda rows: _read_vectors(vectors.vectors, [r.id for r in rows])))
+                       vectors_for=vectors_for or (lambda rows: vectors.vectors([r.id for r in rows])))
     else:
         fused = [(cid, s, r, False) for cid, s, r in rrf_fuse(rankings, k=rrf_k)]
     rows = store.get_chunks([cid for cid, *_ in fused[: top_k * (4 if stack else 2)]])

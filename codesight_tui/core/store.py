@@ -266,6 +266,14 @@ class Store:
         with self.transaction():
             self.conn.execute("UPDATE chunks SET embedded=0 WHERE embedded=1")
 
+    def vector_coverage(self) -> float:
+        """The share of chunks that have a vector; nothing pending (the usual case) is one lookup
+        in the partial index of pending chunks, without counting every chunk."""
+        pending = self.conn.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
+        if not pending:
+            return 1.0
+        return 1.0 - pending / max(1, self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+
     def counts(self) -> dict[str, int]:
         c = self.conn
         files = c.execute("SELECT count(*) FROM files WHERE skipped IS NULL").fetchone()[0]

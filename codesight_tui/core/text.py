@@ -92,6 +92,11 @@ def query_terms(query: str) -> list[str]:
     return content or terms
 
 
+# What os.fsdecode (file names, argv) makes of bytes that are not UTF-8: lone surrogates, which
+# neither the tokenizer nor SQLite accepts.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def fts_query(query: str) -> str | None:
     """A safe FTS5 MATCH expression (OR of quoted terms) for any input, or None if it has no words.
 

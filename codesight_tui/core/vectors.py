@@ -5,10 +5,13 @@ the negated chunk id. Search takes each chunk's closer row and returns chunk ids
 
 from __future__ import annotations
 
+import functools
 import shutil
 from pathlib import Path
 
 import numpy as np
+
+from codesight_tui.core.errors import VectorStoreError
 
 TABLE = "chunks"
 # Approximate search above this many vectors. Measured (benchmarks/bench_ann.py, MiniLM, 2 cores):
@@ -18,6 +21,20 @@ TABLE = "chunks"
 ANN_MIN_ROWS = 40_000
 ANN_NPROBES = 40
 ANN_REFINE = 10
+
+
+def _read(fn):
+    """A read of the table: any failure there (a file missing, truncated or garbled) is a
+    ``VectorStoreError``, which search answers from BM25 and the next index run repairs."""
+    @functools.wraps(fn)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return fn(self, *args, **kwargs)
+        except VectorStoreError:
+            raise
+        except Exception as exc:
+            raise VectorStoreError(f"the vector index is damaged ({str(exc).splitlines()[0][:160]})") from exc
+    return wrapper
 
 
 class VectorStore:
@@ -74,6 +91,7 @@ class VectorStore:
             "vector": pa.FixedSizeListArray.from_arrays(flat, dim),
         }))
 
+    @_read
     def ids(self) -> list[int]:
         """The chunk ids that have a vector."""
         t = self.table()
@@ -92,11 +110,13 @@ class VectorStore:
             part = ids[k : k + 1000]
             t.delete("id IN (" + ",".join(f"{i},{-i}" for i in part) + ")")
 
+    @_read
     def count(self) -> int:
         """Rows, doc views included."""
         t = self.table()
         return t.count_rows() if t is not None else 0
 
+    @_read
     def search(self, vector: np.ndarray, limit: int, language: str | None = None) -> list[tuple[int, float]]:
         """``(chunk id, cosine distance)`` nearest first, each chunk once: at the distance of the
         closer of its rows (text or doc view)."""
@@ -115,6 +135,7 @@ class VectorStore:
             out.setdefault(abs(i), d)  # rows come nearest first
         return list(out.items())[:limit]
 
+    @_read
     def vectors(self, ids) -> dict[int, np.ndarray]:
         """The stored vectors of ``ids`` (those that have one), by id: 3-5 ms for a hundred ids,
         at 300 or at 100,000 rows (the embedding cache answers faster, see ``CodeSight``). Text

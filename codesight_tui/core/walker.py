@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,10 +10,10 @@ from pathlib import Path
 import pathspec
 
 from codesight_tui.core.languages import is_binary_name
+from codesight_tui.core.text import LONE_SURROGATE
 
 IGNORE_FILES = (".gitignore", ".codesightignore")
 ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
-_SURROGATE = re.compile("[\ud800-\udfff]")  # os.fsdecode's stand-ins for bytes that are not UTF-8
 SNIFF_BYTES = 8192
 
 
@@ -128,7 +127,7 @@ def walk(root: str | Path, *, max_file_size: int = 1_000_000, exclude: list[str]
             stats.skip("unreadable")
             return
         for entry in entries:
-            if _SURROGATE.search(entry.name):
+            if LONE_SURROGATE.search(entry.name):
                 # A name that is not valid UTF-8 can't be stored, tokenised or shown as it is.
                 stats.skip("non_utf8_name")
                 continue
