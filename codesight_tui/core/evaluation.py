@@ -210,7 +210,7 @@ def evaluate(suites, modes: list[str], limit: int = 10, index: bool = True,
     loaded = [(s, load_queries(s.queries, s.prefix)) for s in suites]
     wants_vectors = coverage is not None or any(m != "bm25" for m in modes)
     levels = [None] if coverage is None else list(coverage)
-    labels = [m if lv is None else f"{m}@{lv:.0%}" for lv in levels for m in modes]
+    labels = [_label(m, lv) for lv in levels for m in modes]
     files_out = []
     for n, (suite, queries) in enumerate(loaded, start=1):
         cs = CodeSight(suite.root, settings=settings)
@@ -224,8 +224,7 @@ def evaluate(suites, modes: list[str], limit: int = 10, index: bool = True,
             if level is not None:
                 cs.limit_vectors(level)
             for mode in modes:
-                label = mode if level is None else f"{mode}@{level:.0%}"
-                per_mode[label] = _run_queries(cs, queries, mode, limit)
+                per_mode[_label(mode, level)] = _run_queries(cs, queries, mode, limit)
         files_out.append({"file": str(suite.queries), "root": str(suite.root), "name": suite.name,
                           "language": suite.language, "modes": per_mode})
         cs.close()
@@ -249,6 +248,11 @@ def evaluate(suites, modes: list[str], limit: int = 10, index: bool = True,
     if published:
         out["published"] = _published_summary(published, files_out)
     return out
+
+
+def _label(mode: str, level: float | None) -> str:
+    """A mode's name in the report: ``hybrid``, or ``hybrid@10%`` at a coverage level."""
+    return mode if level is None else f"{mode}@{level:.0%}"
 
 
 def _run_queries(cs, queries: list[Query], mode: str, limit: int) -> dict:
