@@ -103,3 +103,44 @@ def test_each_hit_says_which_line_to_open(tmp_path, settings):
     (hit,) = c.search("spin the widgets in a tray", mode="bm25", top_k=1)
     assert hit.line == hit.start_line + next(k for k, ln in enumerate(hit.content.split("\n")) if "widget" in ln.lower())
     assert hit.to_dict()["line"] == hit.line
+
+
+def test_one_long_definition_is_one_result():
+    # Issue 20, item 4: flask's Flask.url_for came back three times in a top 5, as windows 966-988,
+    # 1018-1064 and 1084-1090 that do not touch. A definition is listed once, at its best window.
+    from types import SimpleNamespace as Row
+
+    from codesight_tui.core.searcher import SearchResult, _merge_into
+
+    def hit(start, end, scope="class Flask > def url_for", path="src/flask/app.py"):
+        return SearchResult(path, start, end, scope, "python", 1.0, 1, 1, "x\n" * (end - start) + "x", 1)
+
+    def row(start, end, scope="class Flask > def url_for", path="src/flask/app.py"):
+        return Row(path=path, start_line=start, end_line=end, scope=scope, content="y\n" * (end - start) + "y")
+
+    results = [hit(966, 988)]
+    assert _merge_into(results, row(1018, 1064)) and _merge_into(results, row(1084, 1090))
+    assert [(r.start_line, r.end_line) for r in results] == [(966, 988)]
+    assert _merge_into(results, row(989, 1000))  # a touching window still extends it
+    assert [(r.start_line, r.end_line) for r in results] == [(966, 1000)]
+    # other definitions, other files and merged small definitions stay separate results
+    assert not _merge_into(results, row(1200, 1210, "class Flask > def url_map"))
+    assert not _merge_into(results, row(1018, 1064, path="src/flask/helpers.py"))
+    assert not _merge_into([hit(1, 9, "def a, def b")], row(30, 39, "def a, def b"))
+
+
+@pytest.mark.parametrize("query", ["!!!", "...", "()", "-> =>", "{}[]", "¿?"])
+def test_punctuation_only_queries_have_no_results(cs, query):
+    # Issue 20, item 13: not arbitrary vector neighbours
+    for mode in ("hybrid", "bm25", "vector"):
+        assert cs.search(query, mode=mode) == []
+
+
+def test_result_names_drop_the_keywords():
+    from codesight_tui.core.searcher import short_scope
+
+    assert short_scope("class Flask > def url_for") == "Flask.url_for"
+    assert short_scope("class SecureCookieSessionInterface > def open_session") == \
+        "SecureCookieSessionInterface.open_session"
+    assert short_scope("impl Display for Foo > fn fmt") == "Display for Foo.fmt"
+    assert short_scope("") == ""

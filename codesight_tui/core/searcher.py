@@ -30,6 +30,11 @@ class SearchResult:
     line: int = 0  # where to open it: the definition's own line, else the first line with a query word
 
     @property
+    def name(self) -> str:
+        """The scope as a reader names it: ``class Flask > def url_for`` -> ``Flask.url_for``."""
+        return short_scope(self.scope)
+
+    @property
     def found_by(self) -> str:
         """``both``, ``bm25``, ``vector``, or ``symbol`` (a definition neither retriever ranked)."""
         if self.bm25_rank and self.vector_rank:
@@ -86,8 +91,8 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
     results."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
-    if not query or not query.strip():
-        return []
+    if not query or not any(ch.isalnum() for ch in query):
+        return []  # blank or punctuation only: nothing to look for, not arbitrary neighbours
     depth = max(depth, top_k)
     stack = mode in ("hybrid", "bm25") and ranking == "stack"
     rankings: dict[str, list[int]] = {}
@@ -172,6 +177,19 @@ def _set_target_lines(results: list[SearchResult], query: str) -> None:
         r.line = r.start_line + (found or 0)
 
 
+_KEYWORDS = re.compile(r"^(?:[a-z_]+\s+)+(?=[^\s])")
+
+
+def short_scope(scope: str | None) -> str:
+    """``class Flask > def url_for`` -> ``Flask.url_for``; ``impl Display for Foo`` -> ``Display for Foo``:
+    the names without the keywords that introduce them."""
+    parts = []
+    for segment in (scope or "").split(" > "):
+        names = [_KEYWORDS.sub("", label.strip()) or label.strip() for label in segment.split(", ")]
+        parts.append(", ".join(n for n in names if n))
+    return ".".join(p for p in parts if p)
+
+
 def _top_scope(scope: str | None) -> str:
     return (scope or "").split(" > ")[0]
 
@@ -193,10 +211,20 @@ def _absorb(r: SearchResult, row) -> None:
     r.start_line, r.end_line = min(r.start_line, row.start_line), max(r.end_line, row.end_line)
 
 
+def _same_definition(r: SearchResult, row) -> bool:
+    """Windows of one long definition: same file, same innermost scope naming one definition."""
+    return (r.path == row.path and bool(r.scope) and r.scope == (row.scope or "")
+            and ", " not in r.scope.rsplit(" > ", 1)[-1])
+
+
 def _merge_into(results: list[SearchResult], row) -> bool:
     """Fold a lower-ranked chunk into a better hit it continues (same file, same top-level scope,
     overlapping or touching lines): one definition is one result, not five in a row. A hit that
-    grows until it touches a later hit swallows that one too."""
+    grows until it touches a later hit swallows that one too. A window of a long definition that
+    does not touch its better-ranked window is dropped: that definition is already listed."""
+    for r in results:
+        if _same_definition(r, row) and not _touches(r, row):
+            return True
     for i, r in enumerate(results):
         if not _touches(r, row):
             continue
