@@ -17,6 +17,72 @@ MODES = ("hybrid", "bm25", "vector")
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
+ROOT_HELP = "a directory: the git repository around it is indexed, else the directory itself (default: .)"
+YES_HELP = "index a large tree that is not a repository without asking"
+LARGE_TREE_FILES = 20_000  # outside a repository, more files than this (or the home directory) ask first
+
+
+def _count_files(root: Path, cap: int) -> int:
+    """Files under ``root``, counting stops past ``cap`` (a home directory answers in a moment)."""
+    n = 0
+    stack = [root]
+    while stack and n <= cap:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for e in it:
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            stack.append(Path(e.path))
+                        elif e.is_file(follow_symlinks=False):
+                            n += 1
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+    return n
+
+
+def resolve_root(path: str | Path, *, yes: bool = False, indexing: bool = True) -> Path:
+    """The one root rule of every surface: the git repository around ``path``, else ``path``.
+
+    Outside a repository, a tree of more than ``LARGE_TREE_FILES`` files (or the home directory)
+    that has no index yet is indexed only after the user says yes: asked on a terminal, else
+    ``--yes``."""
+    from codesight_tui.core.errors import CodeSightError
+    from codesight_tui.core.paths import find_repo_root
+
+    start = Path(path).expanduser()
+    if not start.exists():
+        raise CodeSightError(f"no such directory: {path}", exit_code=EXIT_USAGE)
+    if not start.is_dir():
+        raise CodeSightError(f"not a directory: {path}", exit_code=EXIT_USAGE)
+    root = find_repo_root(start)
+    if yes or not indexing or (root / ".git").exists():
+        return root
+    from codesight_tui.core.engine import CodeSight
+
+    if CodeSight(root).has_index():
+        return root
+    home = root == Path.home().resolve()
+    n = _count_files(root, LARGE_TREE_FILES)
+    if not home and n <= LARGE_TREE_FILES:
+        return root
+    what = "your home directory" if home else f"over {LARGE_TREE_FILES:,} files"
+    question = f"codesight: {root} is not a git repository and holds {what}. Index all of it?"
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        sys.stderr.write(question + " [y/N] ")
+        sys.stderr.flush()
+        try:
+            answer = sys.stdin.readline().strip().lower()
+        except (OSError, KeyboardInterrupt):
+            answer = ""
+        if answer in ("y", "yes"):
+            return root
+        raise CodeSightError("nothing indexed: run codesight in a repository, or name a smaller directory",
+                             exit_code=EXIT_USAGE)
+    raise CodeSightError(f"{root} is not a git repository and holds {what}: run codesight in a repository,"
+                         " name a smaller directory, or pass --yes to index it anyway", exit_code=EXIT_USAGE)
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -31,7 +97,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="{index,search,status,eval,cache}")
 
     pi = sub.add_parser("index", help="build or update the index of a repository")
-    pi.add_argument("path", nargs="?", default=".", help="repository root (default: current directory)")
+    pi.add_argument("path", nargs="?", default=".", help=ROOT_HELP)
+    pi.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
     pi.add_argument("--force", action="store_true", help="rebuild from scratch")
     pi.add_argument("--no-embed", action="store_true", help="lexical phase only (BM25 ready, no vectors)")
     pi.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="extra pattern to skip (repeatable)")
@@ -40,7 +107,8 @@ def _parser() -> argparse.ArgumentParser:
 
     ps = sub.add_parser("search", help="search a repository (indexes it first if needed)")
     ps.add_argument("query", help="words, a question, or an identifier")
-    ps.add_argument("--path", default=".", help="repository root (default: current directory)")
+    ps.add_argument("--path", default=".", help=ROOT_HELP)
+    ps.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
     ps.add_argument("--limit", "-n", type=int, default=10, help="number of results (default 10)")
     ps.add_argument("--mode", choices=MODES, default=None, help="retrieval mode (default hybrid)")
     ps.add_argument("--glob", "-g", default=None, help="only paths matching this gitignore-style glob")
@@ -48,7 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     ps.add_argument("--json", action="store_true", help="machine-readable output")
 
     pt = sub.add_parser("status", help="show what is indexed and how fresh it is")
-    pt.add_argument("path", nargs="?", default=".", help="repository root (default: current directory)")
+    pt.add_argument("path", nargs="?", default=".", help=ROOT_HELP)
     pt.add_argument("--json", action="store_true", help="machine-readable output")
 
     pc = sub.add_parser("cache", help="show or prune the shared embedding cache",
@@ -89,7 +157,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _tui_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="codesight", description="Open the codesight terminal UI.")
-    p.add_argument("path", nargs="?", default=None, help="repository (default: the one around the current directory)")
+    p.add_argument("path", nargs="?", default=None, help=ROOT_HELP)
+    p.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
     return p
 
 
@@ -218,7 +287,7 @@ def _check_language(lang: str) -> None:
 def cmd_index(args) -> int:
     from codesight_tui.core.engine import CodeSight
 
-    cs = CodeSight(args.path, exclude=args.exclude or None)
+    cs = CodeSight(resolve_root(args.path, yes=args.yes), exclude=args.exclude or None)
     report = _run_index(cs, embed=not args.no_embed, force=args.force, wait=args.wait)
     for n in cs.notices:
         _err(n)
@@ -250,7 +319,7 @@ def cmd_search(args) -> int:
     if not args.query.strip():
         _err("the query is empty: say what to look for, e.g. codesight search \"parse config file\"")
         return EXIT_USAGE
-    cs = CodeSight(args.path)
+    cs = CodeSight(resolve_root(args.path, yes=args.yes))
     if args.lang:
         _check_language(args.lang)
     mode = args.mode or cs.settings.default_mode
@@ -297,7 +366,7 @@ def cmd_search(args) -> int:
 def cmd_status(args) -> int:
     from codesight_tui.core.engine import CodeSight
 
-    cs = CodeSight(args.path)
+    cs = CodeSight(resolve_root(args.path, indexing=False))
     st = cs.status()
     if args.json:
         print(json.dumps(st, indent=2))
@@ -477,18 +546,13 @@ def print_eval_report(report: dict) -> None:
 
 def cmd_tui(args) -> int:
     from codesight_tui.core.errors import CodeSightError
-    from codesight_tui.core.paths import find_repo_root
 
-    start = Path(args.path).expanduser() if args.path else Path.cwd()
-    if not start.exists():
-        raise CodeSightError(f"no such directory: {args.path}", exit_code=EXIT_USAGE)
-    if not start.is_dir():
-        raise CodeSightError(f"not a directory: {args.path}", exit_code=EXIT_USAGE)
-    root = start.resolve() if args.path else find_repo_root(start)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        resolve_root(args.path or ".", indexing=False)  # a bad path is still named first
         raise CodeSightError("the terminal UI needs a terminal; to search from a script or a pipe use"
                              " `codesight search \"QUERY\"` (add --json for machine-readable output)",
                              exit_code=EXIT_USAGE)
+    root = resolve_root(args.path or ".", yes=args.yes)
     try:
         from codesight_tui.tui.app import run_app
     except ImportError:

@@ -194,3 +194,51 @@ def test_help_shows_the_terminal_ui_form_first():
 
     r = subprocess.run([sys.executable, "-m", "codesight_tui", "--help"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.startswith("usage: codesight [PATH]\n")
+
+
+def test_every_surface_uses_the_repository_root(repo, tmp_path):
+    # Issue 20, item 11: `codesight search` in a sub-directory built a separate index of it.
+    (repo / ".git").mkdir()
+    sub = repo / "src"
+    r = run("index", "--no-embed", "--json", cwd=sub)
+    assert r.returncode == 0, r.stderr
+    r = run("status", "--json", cwd=sub)
+    assert json.loads(r.stdout)["root"] == str(repo) and json.loads(r.stdout)["files"] >= 8
+    r = run("search", "start server", "--mode", "bm25", "--json", cwd=sub)
+    assert any(h["path"] == "server/main.go" for h in json.loads(r.stdout))  # the whole repository
+    r = run("status", "--json", "src", cwd=repo)
+    assert json.loads(r.stdout)["root"] == str(repo)
+
+
+def test_a_large_tree_outside_a_repository_asks_first(tmp_path, monkeypatch, capsys):
+    from codesight_tui import cli
+
+    tree = tmp_path / "big"
+    for d in range(3):
+        (tree / f"d{d}").mkdir(parents=True)
+        for f in range(4):
+            (tree / f"d{d}" / f"f{f}.py").write_text(f"x = {f}\n")
+    monkeypatch.setattr(cli, "LARGE_TREE_FILES", 10)
+    assert cli.main(["index", str(tree), "--no-embed"]) == 2  # no terminal to ask on: say how
+    err = capsys.readouterr().err
+    assert "not a git repository" in err and "over 10 files" in err and "--yes" in err
+    assert cli.main(["search", "x", "--path", str(tree), "--mode", "bm25"]) == 2
+    assert cli.main(["index", str(tree), "--no-embed", "--yes"]) == 0
+    assert cli.main(["search", "x", "--path", str(tree), "--mode", "bm25"]) == 0  # indexed: no question
+    # on a terminal, the answer decides
+    other = tmp_path / "big2"
+    other.mkdir()
+    for f in range(12):
+        (other / f"f{f}.py").write_text("y = 1\n")
+    import io
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Tty("n\n"))
+    monkeypatch.setattr(sys, "stderr", Tty())
+    assert cli.main(["index", str(other), "--no-embed"]) == 2
+    assert "Index all of it? [y/N]" in sys.stderr.getvalue()
+    monkeypatch.setattr(sys, "stdin", Tty("y\n"))
+    assert cli.main(["index", str(other), "--no-embed"]) == 0
