@@ -66,18 +66,15 @@ async def test_typing_shows_results_and_preview(repo, settings):
         finished = [m.key[0] for m in messages if isinstance(m, SearchFinished) and m.key[0].startswith("hav")]
         assert 1 <= len(finished) <= len("haversine") and finished[-1] == "haversine"
         assert all(len(a) < len(b) for a, b in zip(finished, finished[1:]))
-        # Down moves into the list; j/k navigate; the preview follows the selection
-        await pilot.press("down")
-        assert app.focused is results
+        # fzf: the query keeps the focus; Down/Up move the selection; the preview follows it
         await search(app, pilot, "password")
-        await pilot.press("enter")  # Enter in the query box moves to the results
-        assert app.focused is results
-        await pilot.press("j")
-        assert results.highlighted == 1 and preview.current is app.hits[1]
-        await pilot.press("k")
+        query = app.query_one("#query")
+        await pilot.press("down")
+        assert app.focused is query and results.highlighted == 1 and preview.current is app.hits[1]
+        await pilot.press("up")
         assert results.highlighted == 0 and preview.current is app.hits[0]
-        await pilot.press("escape")
-        assert app.focused is app.query_one("#query")
+        await pilot.press("pagedown")
+        assert results.highlighted == len(app.hits) - 1 or results.highlighted > 1
 
 
 async def test_late_result_of_an_old_query_is_dropped(repo, settings):
@@ -140,15 +137,15 @@ async def test_open_in_editor_runs_the_editor_with_the_line(repo, settings, tmp_
         monkeypatch.setattr(app, "suspend", contextlib.nullcontext)
         await settle(app, pilot)
         await search(app, pilot, "haversine")
-        await pilot.press("enter")  # to the results
-        await pilot.press("enter")  # open
+        await pilot.press("enter")  # Enter in the query box opens the selected hit
         await pilot.pause(0.2)
         hit = app.hits[0]
         # at the definition's own line, not the chunk's first (issue 20, item 1)
         defline = _line_of(repo / hit.path, "def haversine")
         assert log.read_text().split("\n")[:2] == [f"+{defline}", str(repo / hit.path)]
         log.unlink()
-        await pilot.press("o")
+        app.action_focus_results()  # and so does Enter in the list
+        await pilot.press("enter")
         await pilot.pause(0.2)
         assert log.read_text().startswith(f"+{defline}\n")
 
@@ -160,7 +157,7 @@ async def test_open_in_editor_when_suspend_is_not_supported(repo, settings, tmp_
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         await search(app, pilot, "haversine")
-        await pilot.press("enter", "o")
+        await pilot.press("enter")
         await pilot.pause(0.2)
         assert not log.exists()  # nothing ran, nothing crashed
         assert any("can't be suspended" in n.message for n in app._notifications)
@@ -175,12 +172,12 @@ async def test_copy_location_and_snippet(repo, settings):
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         await search(app, pilot, "haversine")
-        await pilot.press("enter", "y")
+        await pilot.press("ctrl+y")
         hit = app.hits[0]
-        assert app.clipboard == f"{hit.path}:{_line_of(repo / hit.path, 'def haversine')}"
-        await pilot.press("Y")
+        where = f"{hit.path}:{_line_of(repo / hit.path, 'def haversine')}"
+        assert app.clipboard == where
+        await pilot.press("alt+y")
         assert app.clipboard == hit.content
-        assert any("Copied" in n.message for n in app._notifications)
 
 
 async def test_reindex_picks_up_changes(repo, settings):
@@ -324,3 +321,242 @@ async def test_same_hits_are_not_repainted_but_new_stale_marks_are(repo, setting
         assert results.highlighted == min(1, results.option_count - 1)
         assert results.show(list(app.hits), {app.hits[0].path}) is True  # a stale mark must show
         assert "stale" in str(results.get_option_at_index(0).prompt)
+
+
+def test_editor_template_through_a_shell_quotes_the_path(tmp_path):
+    # Issue 22, fault 14: `sh -c "ed {path}"` ran `$(…)` from a file name.
+    import subprocess
+
+    from codesight_tui.tui.editor import editor_argv
+
+    name = tmp_path / "$(touch pwned).py"
+    name.write_text("x = 1\n")
+    argv = editor_argv(str(name), 1, template=f"sh -c 'cat {{path}} > {tmp_path}/out.txt'")
+    subprocess.run(argv, check=True, cwd=tmp_path)
+    assert not (tmp_path / "pwned").exists()
+    assert (tmp_path / "out.txt").read_text() == "x = 1\n"
+
+
+# --- issue 20: the terminal experience -------------------------------------------------------
+
+
+async def test_letters_typed_in_the_results_go_to_the_query(repo, settings, tmp_path, monkeypatch):
+    # Item 6: `app.config["SECRET_KEY"]` typed into the list opened the editor (the `o`) and a `q`
+    # would have quit. Letters reach the query, wherever the focus is.
+    script, log = _fake_editor(tmp_path)
+    monkeypatch.setenv("VISUAL", str(script))
+    app = make_app(repo, settings)
+    async with app.run_test(size=SIZE) as pilot:
+        monkeypatch.setattr(app, "suspend", contextlib.nullcontext)
+        await settle(app, pilot)
+        await search(app, pilot, "config")
+        app.action_focus_results()
+        await pilot.pause(0.05)
+        assert app.focused is app.query_one(ResultsList)
+        await pilot.press(*' loader.oq?jkyY')
+        await settle(app, pilot)
+        box = app.query_one("#query")
+        assert box.value == "config loader.oq?jkyY" and app.focused is box
+        assert not log.exists() and app.is_running  # nothing opened, nothing quit
+        app.action_focus_results()
+        await pilot.press("backspace")
+        assert box.value == "config loader.oq?jkyY"[:-1] and app.focused is box
+
+
+async def test_selection_is_kept_across_refreshes(repo, settings):
+    # Item 3: vectors arriving re-searched and reset the highlight to #1; a user selected #2,
+    # pressed Enter and got #1. The hit stays selected by identity, and a re-order is signalled.
+    app = make_app(repo, settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await search(app, pilot, "config")
+        results = app.query_one(ResultsList)
+        assert len(app.hits) >= 3
+        await pilot.press("down", "down")
+        chosen = results.current
+        app.run_search()  # the same query again, as when vectors arrive or the editor returns
+        await settle(app, pilot)
+        assert results.current.path == chosen.path and results.current.scope == chosen.scope
+        # the same query, re-ranked under the cursor: it follows the hit and says so
+        reordered = [app.hits[2], app.hits[0], app.hits[1], *app.hits[3:]]
+        assert results.show(reordered, set(), refresh=True)
+        assert results.highlighted == 0 and results.current is reordered[0]
+        assert "updated" in str(results.border_subtitle)
+        # a new query starts at the top
+        await search(app, pilot, "server")
+        assert results.highlighted == 0
+
+
+async def test_preview_is_centred_on_the_line_and_marks_the_query(tmp_path, settings):
+    # Item 2: at 80x24 the preview showed 6 lines above the hit and only its first line.
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "widgets.py").write_text(
+        "import functools\n\n" + "".join(f"# comment line {i}\n" for i in range(30))
+        + "@functools.lru_cache\ndef frobnicate_the_widgets(tray):\n" + "".join(f"    step_{i} = {i}\n" for i in range(60)))
+    app = make_app(root, settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await search(app, pilot, "frobnicate_the_widgets")
+        from codesight_tui.tui.widgets.preview import CodeView
+
+        hit = app.hits[0]
+        assert hit.line == 34
+        view = app.query_one(CodeView)
+        await pilot.pause(0.1)
+        top, height = view.scroll_offset.y, view.scrollable_content_region.height
+        first = int(view._strips[0].text.split()[0])
+        target_row = hit.line - first
+        assert top <= target_row < top + height and abs(target_row - (top + height // 2)) <= 1
+        row = view._strips[target_row]
+        assert "frobnicate_the_widgets" in row.text and "▶" in row.text
+        assert any(seg.style and seg.style.reverse and "frobnicate" in seg.text for seg in row)  # the query's word
+        await pilot.press("shift+down")  # the preview scrolls without leaving the query
+        await pilot.pause(0.05)
+        assert view.scroll_offset.y == top + 3 and app.focused is app.query_one("#query")
+        await pilot.press("f2")
+        await pilot.pause(0.1)
+        assert app.screen.has_class("-zoom")
+        assert app.query_one("#preview").size.height > app.query_one("#results-pane").size.height
+
+
+async def test_rows_show_location_and_name_and_scores_only_on_request(repo, settings):
+    # Item 5: path:line, the definition's name in full, badges; no raw fusion score by default.
+    app = make_app(repo, settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await search(app, pilot, "verify password")
+        results = app.query_one(ResultsList)
+        text = str(results.get_option_at_index(0).prompt)
+        hit = app.hits[0]
+        assert f"{hit.path}:{hit.line}" in text and "verify_password" in text and "BV" in text
+        assert f"{hit.score:.4f}" not in text
+        await pilot.press("alt+s")
+        assert f"{hit.score:.4f}" in str(results.get_option_at_index(0).prompt)
+
+
+def test_long_paths_shrink_before_the_name_does():
+    from types import SimpleNamespace
+
+    from codesight_tui.tui.widgets.results import result_row
+
+    hit = SimpleNamespace(found_by="both", path="src/flask/sansio/scaffold/deeply/nested/app.py", line=966,
+                          start_line=960, name="SecureCookieSessionInterface.open_session", score=0.02)
+    row = result_row(1, hit, width=76)
+    assert row.cell_len <= 76 and row.plain.endswith("SecureCookieSessionInterface.open_session")
+    assert "nested/app.py:966" in row.plain
+
+
+async def test_copy_says_where_the_text_went(repo, settings, monkeypatch, tmp_path):
+    # Item 7: under tmux's default `set-clipboard external`, "Copied" showed while nothing arrived.
+    import pyperclip
+
+    from codesight_tui.tui import app as app_module
+
+    def no_clipboard(text):
+        raise pyperclip.PyperclipException("no copy mechanism")
+
+    monkeypatch.setattr(pyperclip, "copy", no_clipboard)
+    monkeypatch.setattr(app_module, "tmux_clipboard", lambda: "external")
+    app = make_app(repo, settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await search(app, pilot, "haversine")
+        await pilot.press("ctrl+y")
+        hit = app.hits[0]
+        note = app._notifications.last if hasattr(app._notifications, "last") else list(app._notifications)[-1]
+        assert "Copied" not in note.message and "set -g set-clipboard on" in note.message
+        assert f"{hit.path}:{hit.line}" in note.message  # the text itself is shown
+        monkeypatch.setattr(app_module, "tmux_clipboard", lambda: None)
+        await pilot.press("alt+y")
+        note = list(app._notifications)[-1]
+        assert "OSC 52" in note.message
+        saved = settings.data_dir / "last-copy.txt"
+        assert str(saved) in note.message and saved.read_text() == hit.content
+
+
+async def test_help_and_palette(repo, settings):
+    # Item 8: help explains every badge (S included) and spells keys one way; "Keys" once in the palette.
+    from codesight_tui.tui.screens.help import HelpScreen
+
+    app = make_app(repo, settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert titles.count("Keys") == 1
+        await pilot.press("f1")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, HelpScreen)
+        from rich.console import Console
+
+        console = Console(width=200, record=True, file=open(os.devnull, "w"))
+        for w in app.screen.query("Static"):
+            console.print(w.content)
+        text = console.export_text()
+        assert "S" in text and "definition of the name" in text
+        for spelled in ("Esc", "Tab", "Ctrl+C", "Ctrl+Y", "Alt+Y", "Enter", "F1", "Shift+Down"):
+            assert spelled in text, spelled
+        for wrong in ("escape", "ctrl+", "^c"):
+            assert wrong not in text
+
+
+async def test_status_bar_keeps_mode_filter_and_freshness_at_80_columns(repo, settings):
+    # Items 9 and 10.
+    from rich.text import Text
+
+    from codesight_tui.tui.widgets.status import IndexState, StatusBar
+
+    bar = StatusBar()
+    st = IndexState(files=1204, chunks=8311, vectors=8311, phase="idle", last_indexed=100.0, model="x/all-MiniLM-L6-v2",
+                    model_state="ready", mode="hybrid", filters="glob:tests/ lang:python", stale={"a", "b", "c"})
+    plain = lambda markup: Text.from_markup(markup).plain  # noqa: E731
+    text = plain(bar.render_state(st, now=112.0, width=78))
+    assert "hybrid glob:tests/ lang:python" in text and "indexed 12s ago" in text and "3 stale" in text
+    assert "MiniLM" not in text and len(text) <= 78
+    assert "MiniLM-L6-v2" in bar.render_state(st, now=112.0, width=200)
+    # while vectors are coming, never "indexed 34s ago": lexical ready, vectors N%
+    st.phase, st.vectors = "embed", 500
+    st.start_phase("embed", 0.0, 0)
+    st.progress(500, 8311, 10.0)
+    text = bar.render_state(st, now=10.0, width=200)
+    assert "lexical ready · vectors 6%" in text and "indexed" not in text
+    # idle with vectors missing (cancelled, or the model failed): say both
+    st.phase = "idle"
+    assert "vectors 6%" in bar.render_state(st, now=112.0, width=200)
+    # the first pass: no "0 files · 0 chunks" while results may already be listed
+    first = IndexState(phase="lexical", phase_total=500, phase_done=120)
+    assert not bar.render_state(first, now=1.0, width=200).startswith("0 files")
+
+
+def test_eta_follows_the_recent_rate():
+    # Item 10: the ETA rose from 4 to 8 minutes while 2.5 remained: it used the whole phase's rate.
+    from codesight_tui.tui.widgets.status import IndexState
+
+    st = IndexState(phase="embed")
+    st.start_phase("embed", 0.0, 0)
+    for t in range(0, 300, 10):  # a slow start: 1 chunk/s for 5 minutes ...
+        st.progress(t, 10_000, float(t))
+    for t in range(300, 420, 10):  # ... then 20 chunks/s
+        st.progress(300 + (t - 300) * 20, 10_000, float(t))
+    left = 10_000 - st.phase_done
+    assert st.phase_eta(410.0) == pytest.approx(left / 20, rel=0.05)
+
+
+async def test_footer_fits_80_columns(repo, settings):
+    from textual.widgets import Footer
+
+    app = make_app(repo, settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        footer = app.query_one(Footer)
+        width = sum(w.outer_size.width for w in footer.children)
+        assert width <= 80, width
+
+
+async def test_punctuation_query_shows_no_results(repo, settings):
+    # Item 13.
+    app = make_app(repo, settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await search(app, pilot, "!!! ...")
+        assert app.hits == [] and app.query_one(ResultsList).option_count == 0

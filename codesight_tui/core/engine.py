@@ -385,6 +385,16 @@ class CodeSight:
             raise CodeSightError(f"the index of {self.root} is damaged ({exc}): run `codesight index`"
                                  " to rebuild it (cached vectors are reused)") from None
 
+    @staticmethod
+    def query_terms(query: str) -> list[str]:
+        """The words of ``query`` worth marking in a hit (names, their parts, plain words; no
+        stopwords), longest first: what a preview highlights."""
+        from codesight_tui.core.ranking import analyze
+
+        q = analyze(_clean(query)[:MAX_QUERY_CHARS])
+        names = {i.split(".")[-1] for i in q.identifiers}
+        return sorted({t for t in names | set(q.words) if len(t) > 1}, key=lambda t: (-len(t), t))
+
     def _vectors_for(self, rows) -> dict:
         """Stored vectors of chunk rows, by id: from the embedding cache (a key lookup, well under
         a millisecond for a hundred rows), else from LanceDB (about 4 ms at 100,000 rows)."""

@@ -41,29 +41,43 @@ TOP_K = 50
 
 
 class QueryInput(Input):
-    """The query box. Enter or Down moves to the results."""
+    """The query box keeps the focus, as in fzf: arrows and PgUp/PgDn move the selection in the
+    results, Enter opens it."""
 
     BINDINGS = [
-        Binding("down", "app.focus_results", "Results", show=False, id="query.to_results"),
+        Binding("enter", "app.open_editor", "Open", key_display="⏎", id="query.open"),
+        Binding("down", "app.cursor('cursor_down')", "Next hit", show=False, id="query.next"),
+        Binding("up", "app.cursor('cursor_up')", "Previous hit", show=False, id="query.previous"),
+        Binding("pagedown", "app.cursor('page_down')", "Page down", show=False, id="query.page_down"),
+        Binding("pageup", "app.cursor('page_up')", "Page up", show=False, id="query.page_up"),
     ]
 
 
 class CodeSightApp(App[int]):
     """``CodeSightApp(root)``; tests may inject ``engine`` (a ``CodeSight``) and turn off the
-    automatic index run and the file watcher."""
+    automatic index run and the file watcher.
+
+    Every action is on a key that cannot be typed into a query by accident (Enter, Tab, Esc,
+    Ctrl+…, Alt+…, Shift+arrows, F-keys): letters always reach the query box."""
 
     CSS_PATH = "app.tcss"
     TITLE = "codesight"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
 
     BINDINGS = [
-        Binding("ctrl+c", "quit", "Quit", priority=True, id="app.quit"),
-        Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="app.quit_alt"),
+        Binding("ctrl+y", "copy_location", "Copy", id="app.copy_location"),
+        Binding("alt+y", "copy_snippet", "Copy snippet", show=False, id="app.copy_snippet"),
         Binding("tab", "cycle_mode", "Mode", priority=True, id="app.cycle_mode"),
         Binding("ctrl+f", "filter", "Filter", id="app.filter"),
-        Binding("ctrl+r", "reindex", "Re-index", id="app.reindex"),
+        Binding("shift+down", "scroll_preview(3)", "Scroll preview down", show=False, id="app.preview_down"),
+        Binding("shift+up", "scroll_preview(-3)", "Scroll preview up", show=False, id="app.preview_up"),
+        Binding("f2", "zoom_preview", "Zoom", show=False, id="app.zoom_preview"),
+        Binding("alt+s", "toggle_scores", "Show scores", show=False, id="app.toggle_scores"),
+        Binding("ctrl+r", "reindex", "Re-index", show=False, id="app.reindex"),
         Binding("f1", "help", "Help", id="app.help"),
-        Binding("escape", "focus_query", "Query", show=False, id="app.focus_query"),
+        Binding("escape", "focus_query", "Back to the query", show=False, id="app.focus_query"),
+        Binding("ctrl+c", "quit", "Quit", priority=True, id="app.quit"),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="app.quit_alt"),
     ]
 
     def __init__(self, root: Path, *, engine=None, auto_index: bool = True, watch: bool = True,
@@ -107,7 +121,8 @@ class CodeSightApp(App[int]):
         super().notify(message, markup=markup, **kwargs)
 
     def compose(self) -> ComposeResult:
-        yield QueryInput(placeholder="Search: words, a question, or an identifier…  (F1 help)", id="query")
+        yield QueryInput(placeholder="Search: words, a question, or an identifier…  (F1 help)", id="query",
+                         select_on_focus=False)
         with Horizontal(id="main"):
             with Vertical(id="results-pane"):
                 yield ResultsList(id="results")
@@ -162,9 +177,14 @@ class CodeSightApp(App[int]):
     def _query_changed(self, event: Input.Changed) -> None:
         self.run_search()
 
-    @on(Input.Submitted, "#query")
-    def _query_submitted(self, event: Input.Submitted) -> None:
-        self.action_focus_results()
+    def type_into_query(self, character: str | None) -> None:
+        """A key typed anywhere else lands in the query (``None``: Backspace)."""
+        box = self.query_one("#query", Input)
+        box.focus()
+        if character is None:
+            box.action_delete_left()
+        else:
+            box.insert_text_at_cursor(character)
 
     @property
     def search_busy(self) -> bool:
@@ -206,12 +226,14 @@ class CodeSightApp(App[int]):
     def _search_finished(self, msg: SearchFinished) -> None:
         self._search_running = False
         if msg.key == self._search_key():
+            refresh = msg.key == self._shown_key
             self.hits = msg.results
             self.last_search_ms = msg.elapsed_ms
             self._shown_key = msg.key
-            if self.query_one(ResultsList).show(msg.results, self.state.stale):
+            results = self.query_one(ResultsList)
+            if results.show(msg.results, self.state.stale, refresh=refresh):
                 if msg.results:
-                    self._show_preview(0)
+                    self._show_preview(results.highlighted)
                 else:
                     self.query_one(Preview).clear("No results.")
         if self._search_pending or msg.key != self._search_key():
@@ -221,20 +243,23 @@ class CodeSightApp(App[int]):
         if index is None or index >= len(self.hits):
             return
         hit = self.hits[index]
-        self.query_one(Preview).select(hit)
-        self.preview_worker(hit, hit.path in self.state.stale)
+        preview = self.query_one(Preview)
+        if preview.current is hit:
+            return  # already on show (the list was refreshed around the same hit)
+        preview.select(hit)
+        self.preview_worker(hit, hit.path in self.state.stale, self._shown_key[0] if self._shown_key else "")
 
     @work(thread=True, exclusive=True, group="preview", exit_on_error=False)
-    def preview_worker(self, hit, stale: bool) -> None:
+    def preview_worker(self, hit, stale: bool, query: str = "") -> None:
         """Read and highlight off the event loop; the preview drops it if the selection moved on."""
         try:
-            title, body = render_hit(self.root, hit, stale)
+            title, body, row = render_hit(self.root, hit, stale, terms=self.engine.query_terms(query))
         except Exception as exc:  # never lose the app over a preview
-            title, body = Text(f"{hit.path}: cannot show this file: {exc}", style="dim"), []
+            title, body, row = Text(f"{hit.path}: cannot show this file: {exc}", style="dim"), [], 0
         if not get_current_worker().is_cancelled:
             def paint() -> None:
                 with contextlib.suppress(NoMatches):  # the app is closing
-                    self.query_one(Preview).update(hit, title, body)
+                    self.query_one(Preview).update(hit, title, body, row)
 
             with contextlib.suppress(RuntimeError):  # the app closed meanwhile
                 self.call_from_thread(paint)
@@ -318,11 +343,11 @@ class CodeSightApp(App[int]):
     def _index_progress(self, msg: IndexProgress) -> None:
         st = self.state
         if msg.phase != st.phase:
-            st.phase, st.phase_started, st.phase_started_done = msg.phase, self.clock(), msg.done
+            st.start_phase(msg.phase, self.clock(), msg.done)
             if msg.phase == "embed":  # the lexical phase just committed: BM25 answers are complete
                 self._load_counts()
                 self.run_search()
-        st.phase_done, st.phase_total = msg.done, msg.total
+        st.progress(msg.done, msg.total, self.clock())
         if msg.phase == "embed":
             st.vectors = max(st.vectors, st.chunks - (msg.total - msg.done))
             if msg.done and msg.done % 512 < 128 and self.query_one("#query", Input).value.strip():
@@ -427,7 +452,7 @@ class CodeSightApp(App[int]):
     def _files_changed(self, msg: FilesChanged) -> None:
         self.state.stale |= msg.paths
         if self.hits:
-            self.query_one(ResultsList).show(self.hits, self.state.stale)
+            self.query_one(ResultsList).show(self.hits, self.state.stale, refresh=True)
         self.refresh_status()
         if not msg.reindex:
             return
@@ -442,6 +467,22 @@ class CodeSightApp(App[int]):
             results.focus()
             if results.highlighted is None:
                 results.highlighted = 0
+
+    def action_cursor(self, where: str) -> None:
+        """Move the selection in the results while the query box keeps the focus."""
+        results = self.query_one(ResultsList)
+        if results.option_count:
+            getattr(results, f"action_{where}")()
+
+    def action_scroll_preview(self, lines: int) -> None:
+        self.query_one(Preview).scroll_lines(lines)
+
+    def action_zoom_preview(self) -> None:
+        """F2: the preview takes most of the screen, and back."""
+        self.screen.toggle_class("-zoom")
+
+    def action_toggle_scores(self) -> None:
+        self.query_one(ResultsList).toggle_scores()
 
     def action_focus_query(self) -> None:
         self.query_one("#query").focus()
@@ -473,10 +514,8 @@ class CodeSightApp(App[int]):
             return
         groups = [
             ("Everywhere", list(self.BINDINGS)),
-            ("Query box", list(QueryInput.BINDINGS) + [Binding("enter", "", "Go to results")]),
-            ("Results", [Binding("enter", "", "Open in $EDITOR at the line")] + list(ResultsList.BINDINGS)
-             + [Binding("up,down", "", "Move"), Binding("escape", "", "Back to the query")]),
-            ("Other", [Binding("ctrl+p", "", "Command palette")]),
+            ("Moving through the results", list(QueryInput.BINDINGS)
+             + [Binding("ctrl+p", "", "Command palette: every action by name", id="app.command_palette")]),
         ]
         self.push_screen(HelpScreen(groups))
 
@@ -506,14 +545,37 @@ class CodeSightApp(App[int]):
             self.notify(f"could not run {argv[0]}: {error}", severity="error", timeout=8)
 
     def _copy(self, text: str, what: str) -> None:
-        self.copy_to_clipboard(text)  # OSC 52: works over ssh and in tmux with set-clipboard
+        """Copy, and say truthfully where it went. OSC 52 cannot be confirmed, so the text is also
+        kept in a file the message names (and shown, when it is one line)."""
+        self.copy_to_clipboard(text)  # OSC 52: works over ssh, and in tmux with set-clipboard on
+        local = False
         try:
             import pyperclip
 
             pyperclip.copy(text)
-        except Exception:  # no local clipboard (headless, ssh): OSC 52 already did the job
+            local = True
+        except Exception:  # no local clipboard (headless, ssh, no xclip): say so below
             pass
-        self.notify(f"Copied {what}")
+        kept = ""
+        try:
+            path = Path(self.engine.settings.data_dir).expanduser() / "last-copy.txt"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            kept = f" Also saved to {path}."
+        except OSError:
+            pass
+        shown = f" {text}" if "\n" not in text and len(text) <= 200 else f" {what}"
+        if local:
+            self.notify(f"Copied to the clipboard:{shown}")
+            return
+        tmux = tmux_clipboard()
+        if tmux is not None and tmux != "on":
+            self.notify(f"Not copied: tmux's set-clipboard is {tmux!r}, so the terminal never sees it"
+                        f" (add `set -g set-clipboard on` to ~/.tmux.conf).{shown}.{kept}", severity="warning",
+                        timeout=12)
+        else:
+            self.notify(f"Sent to the terminal clipboard (OSC 52), if your terminal accepts it:{shown}.{kept}",
+                        timeout=8)
 
     def action_copy_location(self) -> None:
         hit = self._current_hit()
@@ -534,14 +596,31 @@ class CodeSightApp(App[int]):
         self.exit(0)
 
     def get_system_commands(self, screen: Screen):
-        yield from super().get_system_commands(screen)
-        yield SystemCommand("Open in editor", "Open the selected hit in $VISUAL / $EDITOR", self.action_open_editor)
-        yield SystemCommand("Copy path:line", "Copy the selected hit's location", self.action_copy_location)
-        yield SystemCommand("Copy snippet", "Copy the selected hit's code", self.action_copy_snippet)
-        yield SystemCommand("Cycle search mode", "hybrid → bm25 → vector", self.action_cycle_mode)
-        yield SystemCommand("Filter results", "By path glob and/or language", self.action_filter)
-        yield SystemCommand("Re-index", "Update the index now", self.action_reindex)
-        yield SystemCommand("Keys", "Show every key binding", self.action_help)
+        for command in super().get_system_commands(screen):
+            if command.title != "Keys":  # ours lists every binding with its id; one "Keys" only
+                yield command
+        yield SystemCommand("Open in editor", "Open the selected hit in $VISUAL / $EDITOR (Enter)", self.action_open_editor)
+        yield SystemCommand("Copy path:line", "Copy the selected hit's location (Ctrl+Y)", self.action_copy_location)
+        yield SystemCommand("Copy snippet", "Copy the selected hit's code (Alt+Y)", self.action_copy_snippet)
+        yield SystemCommand("Cycle search mode", "hybrid → bm25 → vector (Tab)", self.action_cycle_mode)
+        yield SystemCommand("Filter results", "By path glob and/or language (Ctrl+F)", self.action_filter)
+        yield SystemCommand("Zoom preview", "Give the preview most of the screen, and back (F2)", self.action_zoom_preview)
+        yield SystemCommand("Show scores", "Show or hide each hit's fusion score (Alt+S)", self.action_toggle_scores)
+        yield SystemCommand("Re-index", "Update the index now (Ctrl+R)", self.action_reindex)
+        yield SystemCommand("Keys", "Show every key binding (F1)", self.action_help)
+
+
+def tmux_clipboard() -> str | None:
+    """tmux's ``set-clipboard`` option when running inside tmux (``on`` passes OSC 52 on to the
+    terminal; the default ``external`` drops it), else None."""
+    if not os.environ.get("TMUX"):
+        return None
+    try:
+        out = subprocess.run(["tmux", "show-options", "-gv", "set-clipboard"], capture_output=True, text=True,
+                             timeout=1.0)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
 
 
 def run_app(root: Path) -> int:

@@ -12,6 +12,8 @@ PLUS_LINE = {"vi", "vim", "nvim", "gvim", "mvim", "view", "emacs", "emacsclient"
 GOTO_FLAG = {"code", "code-insiders", "codium", "vscodium", "cursor", "windsurf"}
 # Editors that take `FILE:LINE`.
 COLON_LINE = {"subl", "sublime_text", "zed", "mate"}
+# A template that runs one of these with -c hands its script to a shell: the path is quoted there.
+SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "fish", "ash", "busybox"}
 
 
 def editor_argv(path: str, line: int, *, template: str | None = None, environ: dict | None = None) -> list[str]:
@@ -26,7 +28,11 @@ def editor_argv(path: str, line: int, *, template: str | None = None, environ: d
         parts = shlex.split(template)
         if not any("{path}" in p for p in parts):
             parts.append("{path}")
-        return [p.replace("{path}", path).replace("{line}", str(line)) for p in parts]
+        # `sh -c "ed {path}"` would run `$(…)` in a file name: inside a shell script, quote it.
+        shell = bool(parts) and os.path.basename(parts[0]) in SHELLS and "-c" in parts
+        safe = shlex.quote(path) if shell else path
+        return [p.replace("{path}", safe if shell and p != "{path}" else path).replace("{line}", str(line))
+                for p in parts]
     editor = env.get("VISUAL") or env.get("EDITOR") or "vi"
     argv = shlex.split(editor) or ["vi"]
     name = os.path.basename(argv[0]).lower()

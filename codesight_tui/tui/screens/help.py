@@ -9,8 +9,19 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 
-def _key_label(key: str) -> str:
-    return ", ".join(k.replace("ctrl+", "Ctrl+").replace("question_mark", "?") for k in key.split(","))
+_NAMES = {"escape": "Esc", "enter": "Enter", "tab": "Tab", "pageup": "PgUp", "pagedown": "PgDn",
+          "question_mark": "?", "up": "Up", "down": "Down", "backspace": "Backspace"}
+
+
+def key_label(key: str) -> str:
+    """One spelling for every key: ``Esc``, ``Tab``, ``Ctrl+C``, ``Alt+Y``, ``Shift+Up``, ``F1``."""
+    out = []
+    for k in key.split(","):
+        *mods, base = k.strip().split("+")
+        base = _NAMES.get(base, base.upper() if len(base) == 1 or base[0] == "f" and base[1:].isdigit()
+                          else base.capitalize())
+        out.append("+".join([m.capitalize() for m in mods] + [base]))
+    return ", ".join(out)
 
 
 def bindings_table(groups: list[tuple[str, list[Binding]]]) -> Table:
@@ -21,12 +32,12 @@ def bindings_table(groups: list[tuple[str, list[Binding]]]) -> Table:
     for title, bindings in groups:
         table.add_row(f"[b]{title}[/b]", "", "")
         for b in bindings:
-            table.add_row(_key_label(b.key_display or b.key), b.description, b.id or "")
+            table.add_row(key_label(b.key), b.description, b.id or "")
     return table
 
 
 class HelpScreen(ModalScreen[None]):
-    """Lists all bindings; any of Esc, q, F1 or ? closes it."""
+    """Lists all bindings; Esc, F1, q or ? closes it (nothing is typed here)."""
 
     BINDINGS = [
         Binding("escape,q,f1,question_mark", "dismiss", "Close help", id="help.close"),
@@ -44,9 +55,15 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self):
         with VerticalScroll():
-            yield Static("[b]codesight keys[/b]  (Esc closes)\n")
+            yield Static("[b]codesight keys[/b]  (Esc closes)\n"
+                         "Letters always go to the query; every action is on Enter, Tab, Esc, Ctrl, Alt,"
+                         " Shift+arrows or an F-key.\n")
             yield Static(bindings_table(self.groups))
             yield Static(
                 "\nIn the query box, type words, a question or an identifier. Results update as you type."
-                "\nBadges: [green]BV[/] found by both retrievers, [cyan]B[/] BM25 only, [magenta]V[/] vectors only."
+                "\nBadges: [b green]BV[/] found by both retrievers, [cyan]B[/] BM25 (words) only,"
+                " [magenta]V[/] vectors (meaning) only, [b yellow]S[/] a definition of the name you typed,"
+                " found by its name alone."
+                "\nRows: rank, badge, path:line (where Enter opens), the definition's name."
+                " [b]stale[/b]: the file changed since it was indexed."
             )

@@ -1,5 +1,6 @@
 """Syntax-highlighted preview of the selected hit: only a window of lines is ever read into the
-widget, the hit's lines are marked, and the view starts just above the hit."""
+widget, the hit's lines are marked, the query's words are highlighted, and the view is centred on
+the line Enter opens."""
 
 from __future__ import annotations
 
@@ -15,17 +16,19 @@ from textual.strip import Strip
 from textual.widgets import Static
 
 CONTEXT_BEFORE = 6
+CENTRE_CONTEXT = 40  # lines read above the target line, so that a tall preview can centre it
 CONTEXT_AFTER = 20
 MAX_LINES = 400
 
 LEXERS = {"tsx": "tsx", "shell": "bash", "make": "make", "docker": "docker", "text": "text", "ini": "ini"}
 
 
-def read_window(path: Path, start: int, end: int) -> tuple[int, list[str]] | None:
-    """Lines ``start - CONTEXT_BEFORE .. end + CONTEXT_AFTER`` (capped) of a file, streamed so a
-    huge file is never held whole; None if unreadable."""
-    first = max(1, start - CONTEXT_BEFORE)
-    last = min(end + CONTEXT_AFTER, first + MAX_LINES - 1)
+def read_window(path: Path, start: int, end: int, target: int = 0) -> tuple[int, list[str]] | None:
+    """Lines ``start - CONTEXT_BEFORE .. end + CONTEXT_AFTER`` (at most ``MAX_LINES``, always
+    around ``target``) of a file, streamed so a huge file is never held whole; None if unreadable."""
+    target = target or start
+    first = max(1, min(start - CONTEXT_BEFORE, target - CENTRE_CONTEXT), target - MAX_LINES // 2)
+    last = min(max(end, target) + CONTEXT_AFTER, first + MAX_LINES - 1)
     out: list[str] = []
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
@@ -39,11 +42,17 @@ def read_window(path: Path, start: int, end: int) -> tuple[int, list[str]] | Non
     return first, out
 
 
-def render_hit(root: Path, hit, stale: bool = False, theme: str = "ansi_dark") -> tuple[Text, list[Strip]]:
-    """(title, lines) for a hit, all the expensive work done: Pygments runs once, and every line
-    becomes a ``Strip`` with a line-number gutter, the hit's lines marked. Meant for a worker
-    thread; the widget then only ever paints the strips that are on screen."""
-    window = None if stale else read_window(root / hit.path, hit.start_line, hit.end_line)
+TERM_STYLE = "bold reverse"
+
+
+def render_hit(root: Path, hit, stale: bool = False, theme: str = "ansi_dark",
+               terms: list[str] | tuple = ()) -> tuple[Text, list[Strip], int]:
+    """(title, lines, target row) for a hit, all the expensive work done: Pygments runs once, and
+    every line becomes a ``Strip`` with a line-number gutter, the hit's lines marked, the line
+    Enter opens pointed at and ``terms`` highlighted. Meant for a worker thread; the widget then
+    only ever paints the strips that are on screen."""
+    target = hit.line or hit.start_line
+    window = None if stale else read_window(root / hit.path, hit.start_line, hit.end_line, target)
     if window is None or not window[1]:
         # Stale or unreadable on disk: show the indexed text, at its indexed lines.
         first, lines = hit.start_line, hit.content.split("\n")
@@ -62,35 +71,50 @@ def render_hit(root: Path, hit, stale: bool = False, theme: str = "ansi_dark") -
         n = first + i
         hit_line = hit.start_line <= n <= hit.end_line
         row = Text(no_wrap=True, end="")
-        row.append(f"{n:>{width}} ", style="bold yellow" if hit_line else "dim")
-        row.append("▌ " if hit_line else "  ", style="yellow")
+        row.append(f"{n:>{width}} ", style="bold reverse yellow" if n == target else "bold yellow" if hit_line else "dim")
+        row.append("▶ " if n == target else "▌ " if hit_line else "  ", style="yellow")
+        if terms:
+            line.highlight_words(terms, TERM_STYLE, case_sensitive=False)
         row.append_text(line)
         strips.append(Strip(list(row.render(console)), row.cell_len))
     title = Text(no_wrap=True, overflow="ellipsis")
-    title.append(f"{hit.path}:{hit.start_line}-{hit.end_line}", style="bold")
-    if hit.scope:
-        title.append(f"  {hit.scope}")
+    title.append(f"{hit.path}:{target}", style="bold")
+    title.append(f" ({hit.start_line}-{hit.end_line})", style="dim")
+    if hit.name:
+        title.append(f"  {hit.name}")
     if stale:
         title.append("  (changed on disk: showing indexed text)", style="bold red")
-    return title, strips
+    return title, strips, max(0, min(len(strips) - 1, target - first))
 
 
 class CodeView(ScrollView, can_focus=False):
     """Pre-rendered lines, painted a screen at a time (Textual's line API): a long preview costs
     the event loop nothing more than a short one."""
 
-    DEFAULT_CSS = "CodeView { height: 1fr; }"
+    DEFAULT_CSS = "CodeView { height: 1fr; scrollbar-size-horizontal: 0; }"
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self._strips: list[Strip] = []
 
-    def set_lines(self, strips: list[Strip]) -> None:
+    _focus_row = 0
+
+    def set_lines(self, strips: list[Strip], focus_row: int = 0) -> None:
+        """Show ``strips`` with row ``focus_row`` in the middle of the view."""
         self._strips = strips
+        self._focus_row = focus_row
         width = max((s.cell_length for s in strips), default=0)
         self.virtual_size = Size(width, len(strips))
-        self.scroll_to(0, 0, animate=False)
+        self._centre()
+        self.call_after_refresh(self._centre)  # again once the new size is laid out
         self.refresh()
+
+    def _centre(self) -> None:
+        height = self.scrollable_content_region.height
+        self.scroll_to(0, max(0, self._focus_row - max(0, height - 1) // 2), animate=False, immediate=True)
+
+    def on_resize(self) -> None:
+        self._centre()
 
     def render_line(self, y: int) -> Strip:
         x, top = self.scroll_offset
@@ -125,13 +149,18 @@ class Preview(Vertical):
     def select(self, hit) -> None:
         self.current = hit
 
-    def update(self, hit, title: Text, strips: list[Strip]) -> None:
+    def update(self, hit, title: Text, strips: list[Strip], focus_row: int = 0) -> None:
         if hit is not self.current:
             return
         self.query_one("#preview-title", Static).update(title)
-        self.query_one(CodeView).set_lines(strips)
+        self.query_one(CodeView).set_lines(strips, focus_row)
 
-    def show(self, root: Path, hit, stale: bool = False) -> None:
+    def scroll_lines(self, n: int) -> None:
+        """Scroll the code by ``n`` lines (negative: up)."""
+        view = self.query_one(CodeView)
+        view.scroll_to(y=max(0, view.scroll_offset.y + n), animate=False)
+
+    def show(self, root: Path, hit, stale: bool = False, terms: list[str] | tuple = ()) -> None:
         """Select and paint at once (on the calling thread)."""
         self.select(hit)
-        self.update(hit, *render_hit(root, hit, stale))
+        self.update(hit, *render_hit(root, hit, stale, terms=terms))

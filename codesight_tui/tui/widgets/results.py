@@ -1,8 +1,13 @@
-"""The ranked hit list: a virtualised OptionList, one line per hit."""
+"""The ranked hit list: a virtualised OptionList, one line per hit.
+
+Typing always reaches the query, as in fzf: the list binds no printable key, and a letter typed
+while it has focus goes back to the query box. The selected hit is kept by identity when the list
+is refreshed (vectors arriving, a re-index, coming back from the editor)."""
 
 from __future__ import annotations
 
 from rich.text import Text
+from textual import events
 from textual.binding import Binding
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
@@ -10,53 +15,127 @@ from textual.widgets.option_list import Option
 BADGES = {"both": ("BV", "bold green"), "bm25": ("B ", "cyan"), "vector": (" V", "magenta"), "symbol": ("S ", "bold yellow")}
 
 
-def result_row(rank: int, hit, stale: bool = False) -> Text:
-    """``rank  badge  path:line  scope  score`` as one non-wrapping line (``line``: where Enter opens)."""
+def _short_path(path: str, room: int) -> str:
+    """Shorten leading directories to their first letter (``src/flask/sansio/app.py`` ->
+    ``s/f/sansio/app.py``), from the left, until the path fits ``room`` cells or only the last
+    directory and the file name are left whole."""
+    parts = path.split("/")
+    i = 0
+    while len("/".join(parts)) > room and i < len(parts) - 2:
+        parts[i] = parts[i][:1] if not parts[i].startswith(".") else parts[i][:2]
+        i += 1
+    return "/".join(parts)
+
+
+def result_row(rank: int, hit, stale: bool = False, width: int = 0, scores: bool = False) -> Text:
+    """``rank  badge  path:line  name`` as one non-wrapping line (``line``: where Enter opens).
+
+    With a ``width``, the path's leading directories shrink first, so that the definition's name
+    stays readable at 80 columns; the fusion score shows only when ``scores`` is on."""
     badge, style = BADGES[hit.found_by]
+    loc = f":{hit.line or hit.start_line}"
+    name = hit.name
+    tail = (" stale" if stale else "") + (f"  {name}" if name else "") + (f"  {hit.score:.4f}" if scores else "")
+    path = hit.path
+    if width:
+        path = _short_path(path, max(12, width - 6 - len(loc) - len(tail)))
     row = Text(no_wrap=True, overflow="ellipsis")
     row.append(f"{rank:>2} ", style="dim")
     row.append(badge, style=style)
-    row.append(f" {hit.path}", style="bold")
-    row.append(f":{hit.line or hit.start_line}", style="yellow")
+    row.append(f" {path}", style="bold")
+    row.append(loc, style="yellow")
     if stale:
         row.append(" stale", style="bold red")
-    if hit.scope:
-        row.append(f"  {hit.scope}", style="italic")
-    row.append(f"  {hit.score:.4f}", style="dim")
+    if name:
+        row.append(f"  {name}", style="italic")
+    if scores:
+        row.append(f"  {hit.score:.4f}", style="dim")
     return row
 
 
+def hit_identity(hit) -> tuple:
+    """What makes two hits of two searches "the same result" for the cursor: the file and the
+    definition (chunk ids change when a file is re-indexed, line numbers when it is edited)."""
+    return (hit.path, hit.scope or hit.start_line)
+
+
 class ResultsList(OptionList):
-    """Hits for the current query. j/k and arrows move; Esc goes back to the query."""
+    """Hits for the current query. Arrows, PgUp/PgDn move; Enter opens; any printable key goes
+    back to the query box."""
 
-    BINDINGS = [
-        Binding("o", "app.open_editor", "Open", id="results.open"),
-        Binding("y", "app.copy_location", "Copy path:line", id="results.copy_location"),
-        Binding("Y", "app.copy_snippet", "Copy snippet", id="results.copy_snippet"),
-        Binding("j", "cursor_down", "Down", show=False, id="results.down"),
-        Binding("k", "cursor_up", "Up", show=False, id="results.up"),
-        Binding("question_mark", "app.help", "Help", show=False, id="results.help"),
-        Binding("q", "app.quit", "Quit", show=False, id="results.quit"),
-    ]
+    BINDINGS: list[Binding] = []  # Up/Down/PgUp/PgDn/Home/End and Enter come from OptionList
 
-    def show(self, hits: list, stale: set[str]) -> bool:
-        """List ``hits``; returns False (and repaints nothing) when they are the ones on show."""
+    hits: list = []
+    show_scores = False
+
+    def show(self, hits: list, stale: set[str], refresh: bool = False) -> bool:
+        """List ``hits``; returns False (and repaints nothing) when they are the ones on show.
+        A ``refresh`` (the same query searched again) keeps the highlighted hit highlighted when
+        it is still in the list, and says so when the list changed under it; a new query starts
+        at the top."""
         sig = [(h.chunk_id, h.score, h.start_line, h.end_line, h.path in stale) for h in hits]
         if sig == getattr(self, "_shown", None) and self.option_count == len(hits):
             self.hits = hits  # one more key, the same hits: nothing to repaint
             return False
+        keep, before = (self.current, self.highlighted) if refresh else (None, None)
+        old = [hit_identity(h) for h in self.hits]
         self.hits = hits
         self._shown = sig
-        self.set_options(
-            Option(result_row(i, h, h.path in stale), id=str(i - 1)) for i, h in enumerate(hits, start=1)
-        )
+        self._stale = stale
+        self._fill()
+        self.border_title = f"{len(hits)} result{'s' if len(hits) != 1 else ''}" if hits else ""
         if hits:
-            self.highlighted = 0
+            found = None
+            if keep is not None:
+                want = hit_identity(keep)
+                found = next((i for i, h in enumerate(hits) if hit_identity(h) == want), None)
+            index = found or 0
+            self.highlighted = index
+            # The user had moved off the top and the list changed under the cursor: say so.
+            if before and old and [hit_identity(h) for h in hits[: len(old)]] != old[: len(hits)]:
+                self.border_subtitle = "updated: re-ranked" if found is not None else "updated: selection gone"
+                if self._subtitle_timer is not None:
+                    self._subtitle_timer.stop()
+                self._subtitle_timer = self.set_timer(4.0, self._clear_subtitle)
         return True
+
+    _subtitle_timer = None
+
+    def _clear_subtitle(self) -> None:
+        self.border_subtitle = ""
+
+    def _fill(self) -> None:
+        width = self.scrollable_content_region.width or self.size.width or 80
+        stale = getattr(self, "_stale", set())
+        self.set_options(
+            Option(result_row(i, h, h.path in stale, width, self.show_scores), id=str(i - 1))
+            for i, h in enumerate(self.hits, start=1)
+        )
+
+    def toggle_scores(self) -> None:
+        self.show_scores = not self.show_scores
+        keep = self.highlighted
+        self._fill()
+        if self.hits and keep is not None:
+            self.highlighted = min(keep, len(self.hits) - 1)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.hits:
+            keep = self.highlighted
+            self._fill()
+            if keep is not None:
+                self.highlighted = min(keep, len(self.hits) - 1)
+
+    def on_key(self, event: events.Key) -> None:
+        # fzf: whatever is typed goes to the query, wherever the focus is.
+        if event.is_printable and event.character or event.key == "backspace":
+            event.stop()
+            event.prevent_default()
+            self.app.type_into_query(event.character if event.key != "backspace" else None)
 
     @property
     def current(self):
-        hits = getattr(self, "hits", [])
+        hits = self.hits
         if self.highlighted is None or not hits or self.highlighted >= len(hits):
             return None
         return hits[self.highlighted]

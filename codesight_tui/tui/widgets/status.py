@@ -1,11 +1,18 @@
-"""The status bar: index size, vector progress with ETA, staleness, freshness, model and mode."""
+"""The status bar: mode and filter, index freshness and progress, staleness, size, model.
+
+Laid out by priority: at 80 columns the mode, the filter and the freshness always show; the model
+name goes first, then the sizes."""
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
+from rich.text import Text
 from textual.widgets import Static
+
+ETA_WINDOW_S = 60.0  # the rate behind an ETA: the batches of the last minute, not the whole phase
 
 
 def ago(seconds: float) -> str:
@@ -54,44 +61,73 @@ class IndexState:
     model_state: str = "loading"  # loading, ready, failed
     mode: str = "hybrid"
     filters: str = ""
+    samples: deque = field(default_factory=lambda: deque(maxlen=512))  # (time, done) of this phase
+
+    def start_phase(self, phase: str, now: float, done: int) -> None:
+        self.phase, self.phase_started, self.phase_started_done = phase, now, done
+        self.samples.clear()
+        self.samples.append((now, done))
+
+    def progress(self, done: int, total: int, now: float) -> None:
+        self.phase_done, self.phase_total = done, total
+        self.samples.append((now, done))
 
     def phase_eta(self, now: float) -> float | None:
-        done = self.phase_done - self.phase_started_done
-        elapsed = now - self.phase_started
-        if done <= 0 or elapsed <= 0.5:
+        """Seconds left in this phase, at the rate of the last ``ETA_WINDOW_S`` seconds of
+        batches: a slow start (the model loading, long chunks first) does not inflate it later."""
+        recent = [s for s in self.samples if s[0] >= now - ETA_WINDOW_S]
+        if len(recent) < 2:
+            recent = list(self.samples)[-2:]
+        if len(recent) < 2:
             return None
-        return (self.phase_total - self.phase_done) / (done / elapsed)
+        (t0, d0), (t1, d1) = recent[0], recent[-1]
+        if d1 <= d0 or t1 - t0 <= 0.5:
+            return None
+        return (self.phase_total - self.phase_done) / ((d1 - d0) / (t1 - t0))
+
+    def freshness(self, now: float) -> str:
+        """One phrase that never contradicts itself: what is searchable now, what is still coming."""
+        if self.phase in ("starting", "scan"):
+            return "scanning…"
+        if self.phase == "lexical":
+            return f"indexing {self.phase_done:,}/{self.phase_total:,} files (ETA {eta(self.phase_eta(now))})"
+        if self.phase == "embed":
+            pct = int(100 * self.phase_done / self.phase_total) if self.phase_total else 100
+            return f"lexical ready · vectors {pct}% (ETA {eta(self.phase_eta(now))})"
+        if self.phase == "failed":
+            return "[b red]index failed[/]"
+        when = f"indexed {ago(now - self.last_indexed)}" if self.last_indexed else "not indexed"
+        if self.chunks and self.vectors < self.chunks:
+            return f"lexical {when} · vectors {int(100 * self.vectors / self.chunks)}%"
+        return when
 
 
 class StatusBar(Static):
-    """``1,204 files · 8,311 chunks · vectors 62% (ETA 3m) · 3 stale · indexed 12s ago · MiniLM-L6-v2 · hybrid``"""
+    """``1,204 files · 8,311 chunks · lexical ready · vectors 62% (ETA 3m) · 3 stale · hybrid · MiniLM-L6-v2``"""
 
     DEFAULT_CSS = "StatusBar { height: 1; background: $panel; color: $text; padding: 0 1; }"
 
-    def render_state(self, st: IndexState, now: float | None = None) -> str:
+    def render_state(self, st: IndexState, now: float | None = None, width: int | None = None) -> str:
         now = time.time() if now is None else now
-        parts = [f"{st.files:,} files", f"{st.chunks:,} chunks"]
-        if st.phase in ("starting", "scan"):
-            parts.append("scanning…")
-        elif st.phase == "lexical":
-            parts.append(f"indexing {st.phase_done:,}/{st.phase_total:,} files (ETA {eta(st.phase_eta(now))})")
-        elif st.phase == "embed":
-            pct = int(100 * st.phase_done / st.phase_total) if st.phase_total else 100
-            parts.append(f"vectors {pct}% (ETA {eta(st.phase_eta(now))})")
-        elif st.chunks:
-            pct = int(100 * st.vectors / st.chunks)
-            parts.append("vectors 100%" if pct == 100 else f"vectors {pct}%")
+        width = width or (self.size.width - 2 if self.size.width else 0) or 10_000
+        counting = st.phase in ("starting", "scan", "lexical") and not st.files
+        # (priority, text): 0 always shows; higher numbers are dropped first when space is short.
+        parts: list[tuple[int, str]] = []
+        if not counting:
+            parts += [(2, f"{st.files:,} files"), (3, f"{st.chunks:,} chunks")]
+        parts.append((0, st.freshness(now)))
         if st.stale:
-            parts.append(f"[b]{len(st.stale)} stale[/b]")
-        if st.phase == "failed":
-            parts.append("[b red]index failed[/]")
-        elif st.last_indexed:
-            parts.append(f"indexed {ago(now - st.last_indexed)}")
-        parts.append(f"[b]{st.mode}[/b]" + (f" {st.filters}" if st.filters else ""))
+            parts.append((1, f"[b]{len(st.stale)} stale[/b]"))
+        parts.append((0, f"[b]{st.mode}[/b]" + (f" {st.filters}" if st.filters else "")))
         if st.model_state == "failed":
-            parts.append("[b yellow]model unavailable: lexical only[/]")
+            parts.append((1, "[b yellow]lexical only: model unavailable[/]"))
         else:
-            parts.append(short_model(st.model) + (" (loading)" if st.model_state == "loading" else ""))
-        text = " · ".join(parts)
+            parts.append((4, short_model(st.model) + (" (loading)" if st.model_state == "loading" else "")))
+        for drop in (4, 3, 2, 1):
+            text = " · ".join(t for _, t in parts)
+            if Text.from_markup(text).cell_len <= width:
+                break
+            parts = [(p, t) for p, t in parts if p < drop]
+        text = " · ".join(t for _, t in parts)
         self.update(text)
         return text
