@@ -3,7 +3,7 @@
     python benchmarks/bench_tui.py                  # Django 5.1.4 sdist, as bench_core.py uses
     python benchmarks/bench_tui.py --corpus DIR     # any tree
 
-The real app (headless, 120x36, real model) on the real engine. Three runs, each in a fresh app:
+The real app (headless, 120x36 or --size, real model) on the real engine. Three runs, each in a fresh app:
 
 1. Full index in the app (fresh index directory, warm shared embedding cache): a 10 ms interval
    timer records every tick, and the largest gap between ticks is the longest event-loop stall.
@@ -121,10 +121,11 @@ async def keystroke_run(corpus: Path, queries: list[str], cadence_ms: float, mod
         rendered: list[tuple[str, float]] = []
         show = results.show
 
-        def show_and_stamp(hits, stale):
-            show(hits, stale)
+        def show_and_stamp(hits, stale, refresh=False):
+            changed = show(hits, stale, refresh=refresh)
             text = app._shown_key[0] if app._shown_key else ""
             app.call_after_refresh(lambda: rendered.append((text, time.perf_counter())))
+            return changed
 
         results.show = show_and_stamp
         await pilot.click("#query")
@@ -165,7 +166,10 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--embed-seconds", type=float, default=45.0)
     ap.add_argument("--skip-cold", action="store_true")
+    ap.add_argument("--size", default="120x36", help="terminal size, e.g. 80x24")
     args = ap.parse_args()
+    global SIZE
+    SIZE = tuple(int(x) for x in args.size.lower().split("x"))
 
     corpus = args.corpus.resolve() if args.corpus else fetch_django()
     exclude = EXCLUDE if args.corpus is None else []
@@ -173,7 +177,7 @@ def main() -> int:
     os.environ["CODESIGHT_EXCLUDE"] = json.dumps(exclude)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     queries = (NL_QUERIES[::3] + SYMBOLS)[: args.queries]
-    print(f"corpus: {corpus}  exclude={exclude}; machine: {os.cpu_count()} cpus")
+    print(f"corpus: {corpus}  exclude={exclude}; machine: {os.cpu_count()} cpus; terminal {SIZE[0]}x{SIZE[1]}")
 
     # 1. a full index inside the app, warm shared cache
     shutil.rmtree(run_dir, ignore_errors=True)

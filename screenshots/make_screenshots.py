@@ -1,5 +1,8 @@
 """Regenerate the SVG screenshots in this folder from the real app: the real bundled model, a real
-index of codesight's own source. Run: python screenshots/make_screenshots.py"""
+index of codesight's own source. Run: python screenshots/make_screenshots.py
+
+Shots at 80x24 (ssh, tmux) and at 160x48 (side by side), and one taken in the middle of a first
+index: a fresh index directory and an empty embedding cache, so the model is really embedding."""
 
 from __future__ import annotations
 
@@ -10,6 +13,17 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+EXCLUDE = ["tests/", "screenshots/", "benchmarks/"]
+
+
+async def settle(app, pilot, query: str) -> None:
+    await pilot.press(*query)
+    for _ in range(100):  # keystrokes coalesce: wait for the search of the full text
+        await pilot.pause(0.05)
+        if not app.search_busy:
+            break
+    await app.workers.wait_for_complete()
+    await pilot.pause(0.3)
 
 
 async def main() -> None:
@@ -20,12 +34,13 @@ async def main() -> None:
     from codesight_tui import CodeSight
     from codesight_tui.tui.app import CodeSightApp
 
-    engine = CodeSight(REPO, exclude=["tests/", "screenshots/", "benchmarks/"])
+    engine = CodeSight(REPO, exclude=EXCLUDE)
     engine.index()
     shots = [
         ("results.svg", (120, 34), "where do we cut over-long lines into pieces", []),
+        ("wide-160x48.svg", (160, 48), "keep the selected hit when the list is refreshed", []),
         ("symbol.svg", (120, 34), "reconcile_vectors", []),
-        ("narrow-80x24.svg", (80, 24), "open the selected hit in the editor", ["enter", "j"]),
+        ("narrow-80x24.svg", (80, 24), "open the selected hit in the editor", ["down"]),
         ("help.svg", (100, 30), "", ["f1"]),
     ]
     for name, size, query, keys in shots:
@@ -36,18 +51,27 @@ async def main() -> None:
                 if app.index_idle.is_set() and not app._indexing and app.state.model_state == "ready":
                     break
             if query:
-                await pilot.press(*query)
-                for _ in range(100):  # keystrokes coalesce: wait for the search of the full text
-                    await pilot.pause(0.05)
-                    if not app.search_busy:
-                        break
-                await app.workers.wait_for_complete()
-                await pilot.pause(0.3)
+                await settle(app, pilot, query)
             for k in keys:
                 await pilot.press(k)
                 await pilot.pause(0.3)
             app.save_screenshot(name, path=str(HERE))
         print("wrote", HERE / name)
+
+    # In the middle of a first index: lexical search answers while the model embeds.
+    os.environ["CODESIGHT_DATA_DIR"] = str(tmp / "data-cold")
+    os.environ["CODESIGHT_CACHE_DIR"] = str(tmp / "cache-cold")
+    engine = CodeSight(REPO, exclude=EXCLUDE, model_process=True)
+    app = CodeSightApp(REPO, engine=engine, watch=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(1200):
+            await pilot.pause(0.05)
+            if app.state.phase == "embed" and app.state.phase_done >= 256:
+                break
+        await settle(app, pilot, "retry a failed batch")
+        app.save_screenshot("indexing-80x24.svg", path=str(HERE))
+        await pilot.press("ctrl+c")
+    print("wrote", HERE / "indexing-80x24.svg")
 
 
 if __name__ == "__main__":
