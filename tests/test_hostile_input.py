@@ -202,3 +202,50 @@ def test_a_search_failure_that_was_transient_does_not_cost_a_rebuild(repo, setti
     c._vectors_damaged_marker.touch()
     c.index()
     assert not any("rebuilt" in n for n in c.notices) and not c._vectors_damaged_marker.exists()
+
+
+def _read_only(path):
+    """Make ``path`` read-only for real: a read-only bind mount as root (root ignores permission
+    bits), else the permission bits. Returns the undo function, or skips where neither works."""
+    if os.geteuid() != 0:
+        for d, _, files in os.walk(path):
+            os.chmod(d, 0o555)
+            for f in files:
+                os.chmod(os.path.join(d, f), 0o444)
+        return lambda: [os.chmod(d, 0o755) for d, _, _ in os.walk(path)]
+    p = str(path)
+    if subprocess.run(["mount", "--bind", p, p], capture_output=True).returncode != 0:
+        pytest.skip("cannot mount here (root without CAP_SYS_ADMIN)")
+    if subprocess.run(["mount", "-o", "remount,bind,ro", p, p], capture_output=True).returncode != 0:
+        subprocess.run(["umount", p])
+        pytest.skip("cannot remount read-only here")
+    return lambda: subprocess.run(["umount", p], check=True)
+
+
+def test_a_read_only_index_can_still_be_searched(repo, tmp_path):
+    # Fault 4: with the data directory on a read-only mount, status and search failed with
+    # "unable to open database file" (WAL needs a -shm file there) and a vector read tried to
+    # create the vector directory.
+    env = dict(os.environ, CODESIGHT_DATA_DIR=str(tmp_path / "data"), CODESIGHT_CACHE_DIR=str(tmp_path / "cache"))
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "codesight_tui", *args], capture_output=True, text=True,
+                              env=env, timeout=300)
+
+    assert run("index", str(repo), "--no-embed").returncode == 0
+    undo = [_read_only(tmp_path / "data"), _read_only(tmp_path / "cache") if (tmp_path / "cache").exists() else None]
+    try:
+        r = run("status", str(repo), "--json")
+        assert r.returncode == 0, r.stderr
+        r = run("search", "haversine", "--path", str(repo), "--mode", "bm25", "--json")
+        assert r.returncode == 0 and "src/geo.py" in r.stdout, r.stderr
+        assert "read-only" in r.stderr and "Traceback" not in r.stderr
+        for mode in ("hybrid", "vector"):  # no vectors were written: BM25 answers, nothing raises
+            r = run("search", "haversine", "--path", str(repo), "--mode", mode)
+            assert "Traceback" not in r.stderr and r.returncode in (0, 1), r.stderr
+        r = run("index", str(repo), "--no-embed")
+        assert r.returncode == 2 and "read-only" in r.stderr and "Traceback" not in r.stderr
+    finally:
+        for u in undo:
+            if u:
+                u()

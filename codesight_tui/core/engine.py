@@ -54,6 +54,14 @@ def _settings(settings, overrides):
     return settings.model_copy(update={k: v for k, v in overrides.items() if v is not None}) if overrides else settings
 
 
+def _mark(marker: Path) -> None:
+    """Leave a marker for the next index run; on a read-only index there is no next run to tell."""
+    try:
+        marker.touch()
+    except OSError:
+        pass
+
+
 class CodeSight:
     """A repository's index: build it, search it, report on it.
 
@@ -368,7 +376,7 @@ class CodeSight:
             try:
                 return run(qfn, mode=mode, vectors_for=self._vectors_for)
             except VectorStoreError as exc:
-                self._vectors_damaged_marker.touch()
+                _mark(self._vectors_damaged_marker)
                 if mode == "vector":
                     raise CodeSightError(f"{exc}: run `codesight index` to rebuild it from the embedding"
                                          " cache") from None
@@ -381,7 +389,7 @@ class CodeSight:
         except sqlite3.DatabaseError as exc:
             # Damage inside the file (a bad page) shows only when a query reads it. Remember it, so
             # that the next `index` rebuilds instead of leaving every search to fail.
-            self._damaged_marker.touch()
+            _mark(self._damaged_marker)
             raise CodeSightError(f"the index of {self.root} is damaged ({exc}): run `codesight index`"
                                  " to rebuild it (cached vectors are reused)") from None
 

@@ -130,8 +130,16 @@ class Store:
 
     def _connect(self) -> sqlite3.Connection:
         if self.readonly:
-            uri = f"file:{self.db_path}?mode=ro"
-            c = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=30, isolation_level=None)
+            uri = Path(self.db_path).resolve().as_uri()
+            c = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False, timeout=30, isolation_level=None)
+            try:
+                c.execute("SELECT 1 FROM meta LIMIT 1").fetchone()
+            except sqlite3.OperationalError:
+                # WAL needs its -shm file, which a read-only directory cannot hold: nothing can
+                # write there anyway, so read the file as immutable (no locks, no WAL).
+                c.close()
+                c = sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False, timeout=30,
+                                    isolation_level=None)
         else:
             c = sqlite3.connect(self.db_path, check_same_thread=False, timeout=30, isolation_level=None)
             c.execute("PRAGMA journal_mode=WAL")

@@ -58,6 +58,8 @@ class VectorStore:
     def table(self):
         """The table, or None if no vector was ever written."""
         if self._table is None:
+            if self._db is None and not self.directory.is_dir():
+                return None  # never written (and a read must not create it: the index may be read-only)
             db = self._connect()
             try:
                 self._table = db.open_table(TABLE)
