@@ -249,3 +249,58 @@ def test_a_read_only_index_can_still_be_searched(repo, tmp_path):
         for u in undo:
             if u:
                 u()
+
+
+def _children(pid: int) -> set[int]:
+    out: set[int] = set()
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                out |= {int(x) for x in fh.read().split()}
+    except OSError:
+        pass
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return "zombie" not in fh.read().lower()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs Linux /proc")
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="worker processes need 2 cores")
+def test_kill_9_during_chunking_leaves_no_worker_behind(tmp_path):
+    # Fault 13: a kill -9 during chunking left two worker processes and the resource tracker
+    # alive, still there after 120 s.
+    import signal
+    import time
+
+    root = tmp_path / "big"
+    for d in range(40):
+        (root / f"pkg{d}").mkdir(parents=True)
+        for f in range(60):
+            (root / f"pkg{d}" / f"m{f}.py").write_text(
+                "".join(f"def fn_{d}_{f}_{k}(x):\n    return x * {k}\n\n\n" for k in range(40)))
+    env = dict(os.environ, CODESIGHT_DATA_DIR=str(tmp_path / "data"), CODESIGHT_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.Popen([sys.executable, "-m", "codesight_tui", "index", str(root), "--no-embed", "--yes"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    kids: set[int] = set()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        kids |= _children(proc.pid)
+        if len(kids) >= 3:  # the resource tracker and the workers
+            break
+        time.sleep(0.05)
+    if proc.poll() is not None:
+        pytest.skip("the index finished before its workers could be seen")
+    time.sleep(0.5)
+    kids |= _children(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(k) for k in kids):
+        time.sleep(0.1)
+    assert not [k for k in kids if _alive(k)], "orphans left behind"

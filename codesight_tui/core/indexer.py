@@ -116,9 +116,24 @@ def _prepare(chunker: Chunker, batch: list[FileEntry]):
 _WORKER_CHUNKER: Chunker | None = None
 
 
+def _exit_with_parent(every: float = 0.5) -> None:
+    """A worker whose parent died (kill -9 leaves no one to shut the pool down) exits within
+    ``every`` seconds: it is re-parented, so its parent pid changes."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(every)
+            if os.getppid() != parent:
+                os._exit(0)
+
+    threading.Thread(target=watch, name="codesight-parent-watch", daemon=True).start()
+
+
 def _init_worker(tokenizer_file, max_tokens: int, quiet: bool = False) -> None:
     global _WORKER_CHUNKER
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _exit_with_parent()
     if quiet:  # the parent draws a terminal UI on the fds we inherited: never write over it
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 1)
