@@ -405,3 +405,37 @@ def test_embed_phase_is_announced_before_the_model_loads(repo, settings, hash_em
     report = cs.index(progress=lambda p: events.append((p.phase, p.done, cs.store.counts()["chunks"])))
     first = next(i for i, e in enumerate(events) if e[0] == "embed")
     assert events[first] == ("embed", 0, report.chunks) and events.index("model loaded") > first
+
+
+def test_small_edits_do_not_pile_up_vector_versions(repo, settings, hash_embedder, monkeypatch):
+    # Issue 22, fault 12: 200 one-line edits, each followed by an index run, took the vector table
+    # from 15 to 753 versions and 5.3 MB to 330 MB: old versions went only in runs that embedded,
+    # and only after 5 minutes. Every run that changes the table (deletions included) now compacts
+    # it and drops versions older than KEEP_VERSIONS_S (1 s here, so that the test waits little).
+    import time
+
+    from codesight_tui.core import vectors as vectors_module
+
+    monkeypatch.setattr(vectors_module, "KEEP_VERSIONS_S", 1)
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    cs.index()
+    geo = repo / "src" / "geo.py"
+    base = geo.read_text()
+    versions, sizes = [], []
+    for i in range(12):
+        geo.write_text(base + f"\n\ndef edit_{i}():\n    return {i}\n")
+        cs.index()
+        versions.append(cs._vectors.version_count())
+        sizes.append(cs._vectors.size_bytes())
+        time.sleep(0.3)
+    assert max(versions[4:]) <= 16, versions  # a 5-minute window kept every one: 3 or more per edit
+    assert sizes[-1] <= 2 * sizes[0] + 100_000, sizes
+    # files removed in lexical-only runs: their vectors are deleted, and those versions go too
+    time.sleep(1.1)
+    for f in ("src/auth.py", "src/config_loader.py", "web/client.js"):
+        (repo / f).unlink()
+        cs.index(embed=False)
+        time.sleep(1.1)
+    assert cs._vectors.version_count() <= 3
+    hits = cs.search("edit_11", mode="bm25")
+    assert hits and hits[0].path == "src/geo.py"

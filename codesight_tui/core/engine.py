@@ -302,6 +302,8 @@ class CodeSight:
             elif report.chunks_removed and self._vectors.directory.exists():
                 # Nothing to embed, but vectors of removed chunks must go; no model needed.
                 drop_orphan_vectors(store, self._vectors)
+            if self._vectors.dirty:  # deletions (a file changed or removed) leave versions too
+                self._vectors.optimize()
             report.seconds = time.perf_counter() - t0
             return report
         finally:

@@ -457,8 +457,9 @@ def index_vectors(store, vectors, embedder, cache, *, batch: int = 128,
     finally:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
-    if done:
+    if done or vectors.dirty:
         vectors.optimize()
+    if done:
         if not report.cancelled:
             vectors.ensure_ann()  # large tables get an approximate index (see vectors.ANN_MIN_ROWS)
     report.vectors_pending = store.counts()["pending"]

@@ -21,6 +21,10 @@ TABLE = "chunks"
 ANN_MIN_ROWS = 40_000
 ANN_NPROBES = 40
 ANN_REFINE = 10
+# Old table versions are deleted once this old: long enough for a search in another process to
+# finish on the version it opened, short enough that a stream of small edits cannot pile them up
+# (200 one-line edits took the table from 15 to 753 versions and 330 MB with a 5-minute window).
+KEEP_VERSIONS_S = 30
 
 
 def _read(fn):
@@ -47,6 +51,7 @@ class VectorStore:
         self._db = None
         self._table = None
         self._has_ann: bool | None = None
+        self.dirty = False  # written since the last optimize
 
     def _connect(self):
         if self._db is None:
@@ -87,6 +92,7 @@ class VectorStore:
         dim = vectors.shape[1]
         t = self.ensure(dim)
         flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel())
+        self.dirty = True
         t.add(pa.table({
             "id": pa.array(ids, pa.int64()),
             "language": pa.array(languages, pa.string()),
@@ -108,6 +114,7 @@ class VectorStore:
         ids = [abs(int(i)) for i in ids]
         if t is None or not ids:
             return
+        self.dirty = True
         for k in range(0, len(ids), 1000):
             part = ids[k : k + 1000]
             t.delete("id IN (" + ",".join(f"{i},{-i}" for i in part) + ")")
@@ -158,21 +165,27 @@ class VectorStore:
         return out
 
     def optimize(self) -> None:
-        """Compact the many small appends of an indexing run into few files, drop old versions."""
+        """Compact the many small appends and deletes of an indexing run into few files, and drop
+        versions older than ``KEEP_VERSIONS_S``."""
         t = self.table()
+        self.dirty = False
         if t is None:
             return
         from datetime import timedelta
 
         import warnings
 
-        # Keep a few minutes of old versions: a concurrent reader may still be using one.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                t.optimize(cleanup_older_than=timedelta(minutes=5))
+                t.optimize(cleanup_older_than=timedelta(seconds=KEEP_VERSIONS_S))
             except TypeError:  # older lancedb
                 t.optimize()
+
+    def version_count(self) -> int:
+        """How many versions of the table are kept on disk."""
+        t = self.table()
+        return len(t.list_versions()) if t is not None else 0
 
     def has_ann(self) -> bool:
         if self._has_ann is None:
