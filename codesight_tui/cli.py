@@ -368,6 +368,8 @@ def cmd_status(args) -> int:
 
     cs = CodeSight(resolve_root(args.path, indexing=False))
     st = cs.status()
+    for n in cs.notices:  # a rebuilt or read-only index is said, never silent
+        _err(n)
     if args.json:
         print(json.dumps(st, indent=2))
         return EXIT_OK
@@ -388,6 +390,7 @@ def cmd_status(args) -> int:
         ("indexed", time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st["last_indexed"])) + f" ({_ago(st['last_indexed'])})"
          if st["last_indexed"] else "never"),
         ("changed", f"{st['changed']} files on disk since" + (f" ({detail})" if detail else "")),
+        ("skipped", ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in st["skipped"].items()) or "none"),
     ]
     for k, v in rows:
         print(f"{k:<9}{v}")

@@ -304,3 +304,34 @@ def test_kill_9_during_chunking_leaves_no_worker_behind(tmp_path):
     while time.monotonic() < deadline and any(_alive(k) for k in kids):
         time.sleep(0.1)
     assert not [k for k in kids if _alive(k)], "orphans left behind"
+
+
+def test_status_lists_skips_and_says_when_it_rebuilt(tmp_path):
+    # Fault 14: `status --json` listed no skips; `status` rebuilt a corrupt index silently.
+    import json
+
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "ok.py").write_text("def router():\n    return 1\n")
+    (root / "blob.py").write_bytes(b"\x00\x01binary" * 100)
+    (root / "big.py").write_text("x = 1\n" * 400_000)
+    os.mkfifo(root / "pipe.py")
+    with open(os.fsencode(root) + b"/bad\xff.py", "wb") as fh:
+        fh.write(b"x = 1\n")
+    env = dict(os.environ, CODESIGHT_DATA_DIR=str(tmp_path / "data"), CODESIGHT_CACHE_DIR=str(tmp_path / "cache"))
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "codesight_tui", *args], capture_output=True, text=True,
+                              env=env, timeout=300)
+
+    assert run("index", str(root), "--no-embed").returncode == 0
+    for _ in range(2):  # the second time from what the first run remembered
+        st = json.loads(run("status", str(root), "--json").stdout)
+        assert st["skipped"]["binary"] == 1 and st["skipped"]["non_utf8_name"] == 1
+        assert sum(st["skipped"].values()) == 4, st["skipped"]  # + the big file and the FIFO
+        assert run("index", str(root), "--no-embed").returncode == 0
+    assert "skipped" in run("status", str(root)).stdout
+    db = next((tmp_path / "data").glob("*/index.db"))
+    db.write_bytes(b"this is not a database" * 100)
+    r = run("status", str(root), "--json")
+    assert r.returncode == 0 and "rebuilt" in r.stderr and "Traceback" not in r.stderr

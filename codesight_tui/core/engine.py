@@ -473,6 +473,9 @@ class CodeSight:
             last_indexed=last,
             git_head=meta.get("git_head") or None,
             index_bytes=store.size_bytes() + self._vectors.size_bytes(),
+            skipped=store.skipped(),
+            read_only=store.readonly,
+            notices=list(self.notices),
         )
         try:
             out["cache"] = self.cache_status()

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import os
 import signal
 import sys
@@ -307,8 +308,10 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
             f.cancel()
         workers.shutdown(wait=not report.cancelled)
     if not report.cancelled:
+        # Skips this walk met, for `status`; binary files are remembered per file in the table.
+        walk_skips = {k: v for k, v in stats.skipped.items() if k != "binary"}
         store.set_meta(last_indexed=time.time(), git_head=git_head(root) or "", root=str(root),
-                       symlink_dirs=stats.symlink_dirs)
+                       symlink_dirs=stats.symlink_dirs, skipped=json.dumps(walk_skips, sort_keys=True))
     report.skipped.update(stats.skipped)
     counts = store.counts()
     report.files, report.chunks = counts["files"], counts["chunks"]

@@ -292,6 +292,21 @@ class Store:
         return {"files": files, "chunks": chunks, "vectors": chunks - pending, "pending": pending}
 
     # --- reads ---------------------------------------------------------------------------
+    def skipped(self) -> dict[str, int]:
+        """Files the last walk did not index, by reason (binary, too large, special files, names
+        that are not UTF-8, links out of the tree, unreadable, ...)."""
+        import json
+
+        out: dict[str, int] = {}
+        try:
+            out.update(json.loads(self.get_meta("skipped") or "{}"))
+        except ValueError:
+            pass
+        for reason, n in self.conn.execute("SELECT skipped, count(*) FROM files WHERE skipped IS NOT NULL"
+                                           " GROUP BY skipped"):
+            out[reason] = out.get(reason, 0) + n
+        return dict(sorted(out.items()))
+
     def get_chunks(self, ids: list[int]) -> dict[int, ChunkRow]:
         out: dict[int, ChunkRow] = {}
         for k in range(0, len(ids), 500):
