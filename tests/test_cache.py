@@ -122,3 +122,25 @@ def test_damaged_copies_do_not_pile_up(settings, hash_embedder):
         EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim).get_many(["x"])
         time.sleep(1.1)  # set-aside names carry the second
     assert len([p for p in settings.cache_dir.glob("*.damaged-*") if not p.name.endswith(("-wal", "-shm"))]) == 1
+
+
+def test_damage_in_the_middle_of_the_cache_never_blocks_embedding(repo, settings, hash_embedder):
+    # Issue 22, fault 10: garbage inside the file (its header intact, so it opens) gave a
+    # "malformed" traceback on every index run, for every repository.
+    c = EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim)
+    fill(c, 3000, int(time.time()))
+    c.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    c.conn.close()
+    data = bytearray(c.path.read_bytes())
+    assert len(data) > 200_000
+    body = len(data) - 4096  # every page after the first (the header) is garbage
+    data[4096:] = (b"\xde\xad\xbe\xef" * (body // 4 + 1))[:body]
+    c.path.write_bytes(bytes(data))
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    report = cs.index()
+    assert report.vectors_pending == 0 and any("damaged" in w for w in report.warnings), report.warnings
+    assert len(list(settings.cache_dir.glob("*.damaged-*"))) >= 1
+    assert cs.search("haversine", mode="vector")  # the vectors were written
+    fresh = EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim)
+    fresh.get_many(["k1"])  # the new file works
+    assert fresh.stats()["entries"] > 0

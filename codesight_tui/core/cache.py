@@ -71,21 +71,37 @@ class EmbeddingCache:
             except sqlite3.DatabaseError:
                 if not self.repair:
                     raise
-                # A damaged cache is only lost time, never lost data: set it aside (replacing an
-                # older copy set aside, so they never pile up) and start afresh.
-                for old in self.path.parent.glob(f"{self.path.name}.damaged-*"):
-                    old.unlink(missing_ok=True)
-                aside = self.path.with_name(f"{self.path.name}.damaged-{int(time.time())}")
-                for suffix in ("-wal", "-shm"):  # a journal of the old file must not replay into the new
-                    side = self.path.with_name(self.path.name + suffix)
-                    if side.exists():
-                        side.rename(aside.with_name(aside.name + suffix))
-                self.path.rename(aside)
-                self.notices.append(f"embedding cache {self.path.name} was damaged: moved to {aside.name},"
-                                    " starting a new one")
+                self._set_aside()
                 c = self._open()
             self._local.conn = c
         return c
+
+    def _set_aside(self) -> None:
+        """A damaged cache is only lost time, never lost data: set it aside (replacing an older
+        copy set aside, so they never pile up) so that a new one starts."""
+        c = getattr(self._local, "conn", None)
+        if c is not None:
+            c.close()
+            self._local.conn = None
+        for old in self.path.parent.glob(f"{self.path.name}.damaged-*"):
+            old.unlink(missing_ok=True)
+        aside = self.path.with_name(f"{self.path.name}.damaged-{int(time.time())}")
+        for suffix in ("-wal", "-shm"):  # a journal of the old file must not replay into the new
+            side = self.path.with_name(self.path.name + suffix)
+            if side.exists():
+                side.rename(aside.with_name(aside.name + suffix))
+        if self.path.exists():
+            self.path.rename(aside)
+        self.notices.append(f"embedding cache {self.path.name} was damaged: moved to {aside.name},"
+                            " starting a new one")
+
+    def _damaged(self, exc: sqlite3.DatabaseError) -> bool:
+        """Damage found inside the file (a bad page) after it opened: set aside when repairing.
+        Locked, read-only or full (OperationalError) is not damage."""
+        if isinstance(exc, sqlite3.OperationalError) or not self.repair:
+            return False
+        self._set_aside()
+        return True
 
     def _open(self) -> sqlite3.Connection:
         c = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
@@ -100,7 +116,16 @@ class EmbeddingCache:
 
     def get_many(self, keys: list[str], touch: bool = True) -> dict[str, np.ndarray]:
         """The cached vectors of ``keys``; with ``touch`` an entry's last use is refreshed (at most
-        daily). Searches don't touch: a read must never wait on an indexer's write lock."""
+        daily). Searches don't touch: a read must never wait on an indexer's write lock. A cache
+        found damaged here is set aside: nothing is cached any more, and embedding goes on."""
+        try:
+            return self._get_many(keys, touch)
+        except sqlite3.DatabaseError as exc:
+            if not self._damaged(exc):
+                raise
+            return {}
+
+    def _get_many(self, keys: list[str], touch: bool) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         stale: list[str] = []
         now = int(time.time())
@@ -121,6 +146,15 @@ class EmbeddingCache:
         return out
 
     def put_many(self, items: list[tuple[str, np.ndarray]]) -> None:
+        """Store vectors by key; a cache found damaged is set aside and the write goes to a new one."""
+        try:
+            self._put_many(items)
+        except sqlite3.DatabaseError as exc:
+            if not self._damaged(exc):
+                raise
+            self._put_many(items)
+
+    def _put_many(self, items: list[tuple[str, np.ndarray]]) -> None:
         now = int(time.time())
         c = self.conn
         c.execute("BEGIN IMMEDIATE")
