@@ -439,3 +439,23 @@ def test_small_edits_do_not_pile_up_vector_versions(repo, settings, hash_embedde
     assert cs._vectors.version_count() <= 3
     hits = cs.search("edit_11", mode="bm25")
     assert hits and hits[0].path == "src/geo.py"
+
+
+def test_sqlite_file_shrinks_after_most_of_it_is_deleted(tmp_path, settings, hash_embedder):
+    # Issue 22, item 8: the SQLite file is vacuumed when it is mostly free pages.
+    root = tmp_path / "r"
+    (root / "gen").mkdir(parents=True)
+    for i in range(300):
+        (root / "gen" / f"m{i}.py").write_text("".join(f"def f_{i}_{k}(x):\n    return x + {k}  # {'pad ' * 20}\n\n\n"
+                                                        for k in range(120)))
+    (root / "keep.py").write_text("def keep():\n    return 1\n")
+    cs = CodeSight(root, settings=settings, embedder=hash_embedder)
+    cs.index(embed=False)
+    before = cs.store.size_bytes()
+    assert before > 8 << 20
+    for f in (root / "gen").iterdir():
+        f.unlink()
+    cs.index(embed=False)
+    after = cs.store.size_bytes()
+    assert after < before / 4, (before, after)
+    assert cs.search("keep", mode="bm25")[0].path == "keep.py"

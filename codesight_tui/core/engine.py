@@ -304,6 +304,11 @@ class CodeSight:
                 drop_orphan_vectors(store, self._vectors)
             if self._vectors.dirty:  # deletions (a file changed or removed) leave versions too
                 self._vectors.optimize()
+            if not report.cancelled and report.chunks_removed:
+                try:
+                    store.maybe_vacuum()  # mostly free pages after big deletions: give them back
+                except sqlite3.OperationalError:  # busy readers or no space: the next run tries again
+                    pass
             report.seconds = time.perf_counter() - t0
             return report
         finally:

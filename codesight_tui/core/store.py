@@ -292,6 +292,19 @@ class Store:
         return {"files": files, "chunks": chunks, "vectors": chunks - pending, "pending": pending}
 
     # --- reads ---------------------------------------------------------------------------
+    def maybe_vacuum(self, min_bytes: int = 8 << 20, free_share: float = 0.5) -> bool:
+        """VACUUM when more than ``free_share`` of a file over ``min_bytes`` is free pages (after
+        big deletions): the file shrinks back instead of keeping its high-water mark."""
+        c = self.conn
+        pages = c.execute("PRAGMA page_count").fetchone()[0]
+        free = c.execute("PRAGMA freelist_count").fetchone()[0]
+        size = c.execute("PRAGMA page_size").fetchone()[0]
+        if pages * size < min_bytes or free < pages * free_share:
+            return False
+        c.execute("VACUUM")
+        c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return True
+
     def skipped(self) -> dict[str, int]:
         """Files the last walk did not index, by reason (binary, too large, special files, names
         that are not UTF-8, links out of the tree, unreadable, ...)."""
