@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     default_mode: Literal["hybrid", "bm25", "vector"] = "hybrid"
     ranking: Literal["stack", "plain"] = Field(
         default="stack", description="Hybrid ranking: the ranking stack on top of RRF, or plain RRF.")
+    integrity_check_hours: float = Field(
+        default=24.0, ge=0, description="An index run checks the index file for damage (SQLite quick_check,"
+        " about 11 ms per MB) when the last check is older than this; 0 checks on every run.")
     editor: str | None = Field(
         default=None, description="Command template for opening a hit, e.g. 'nvim +{line} {path}'."
     )

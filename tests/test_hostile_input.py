@@ -335,3 +335,36 @@ def test_status_lists_skips_and_says_when_it_rebuilt(tmp_path):
     db.write_bytes(b"this is not a database" * 100)
     r = run("status", str(root), "--json")
     assert r.returncode == 0 and "rebuilt" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_damage_no_query_touches_is_found_by_the_periodic_check(tmp_path, settings, hash_embedder):
+    # Found by benchmarks/torture.py: garbage in the middle of index.db that no search reads went
+    # unnoticed; searches and index runs all succeeded on a damaged file. An index run checks the
+    # file once every integrity_check_hours (0 here: every run).
+    import sqlite3
+
+    root = tmp_path / "r"
+    root.mkdir()
+    for i in range(150):
+        (root / f"m{i}.py").write_text("".join(f"def f_{i}_{k}(x):\n    return x + {k}\n\n\n" for k in range(30)))
+    c = CodeSight(root, settings=settings, embedder=hash_embedder)
+    c.index()
+    c.close()
+    db = next(settings.data_dir.glob("*/index.db"))
+    sqlite3.connect(db).execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    raw = bytearray(db.read_bytes())
+    mid = len(raw) // 2
+    raw[mid : mid + 8192] = bytes(range(256)) * 32
+    db.write_bytes(bytes(raw))
+    daily = CodeSight(root, settings=settings, embedder=hash_embedder)
+    daily.index()  # checked less than a day ago: not yet
+    assert not any("integrity" in n for n in daily.notices)
+    daily.close()
+    every = CodeSight(root, settings=settings.model_copy(update={"integrity_check_hours": 0}), embedder=hash_embedder)
+    report = every.index()
+    assert any("integrity check" in n and "rebuilt" in n for n in every.notices), every.notices
+    assert report.embedded == 0 and report.vectors_pending == 0  # vectors came from the cache
+    assert every.store.quick_check() is None
+    again = CodeSight(root, settings=settings.model_copy(update={"integrity_check_hours": 0}), embedder=hash_embedder)
+    again.index()
+    assert not any("rebuilt" in n for n in again.notices)  # once, not in a loop

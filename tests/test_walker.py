@@ -98,3 +98,31 @@ def test_read_text_binary_invalid_utf8_and_crlf(repo):
     assert why is None and "caf\ufffd" in text
     text, _ = read_text(str(repo / "notes" / "crlf.txt"))
     assert text == "first line\nsecond line\nthird line\n"
+
+
+def test_invalid_gitignore_patterns_are_skipped_not_fatal(tmp_path):
+    # Found by benchmarks/torture.py: a .gitignore holding `!` stopped the whole walk with a
+    # GitIgnorePatternError traceback. Git ignores such lines; so do we, and the rest still apply.
+    (tmp_path / ".gitignore").write_text("!\n[\n\\\n*.log\n[z-a]\nx" + "*?" * 150 + "y\n")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "debug.log").write_text("noise\n")
+    found, _ = paths(tmp_path)
+    assert found == {"a.py", ".gitignore"} or found == {"a.py"}
+    found, _ = paths(tmp_path, exclude=["!", "*.py"])
+    assert "a.py" not in found
+
+
+def test_pathological_gitignore_patterns_match_in_linear_time(tmp_path):
+    # Found by benchmarks/torture.py: `x*?*?…y` (150 wildcards) against a 255-byte name that
+    # starts with x backtracked for minutes, and the walk hung.
+    import time
+
+    (tmp_path / ".gitignore").write_text("x" + "*?" * 150 + "y\n**/**/**/**/*.log\n")
+    (tmp_path / ("x" * 251 + ".js")).write_text("x = 1\n")
+    (tmp_path / ("x" * 200 + "zy")).write_text("ignored\n")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "b.log").write_text("ignored\n")
+    t0 = time.monotonic()
+    found, _ = paths(tmp_path)
+    assert time.monotonic() - t0 < 5
+    assert "x" * 251 + ".js" in found and "x" * 200 + "zy" not in found and "a/b.log" not in found

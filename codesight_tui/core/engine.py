@@ -268,10 +268,20 @@ class CodeSight:
                 self.notices.append(f"index at {self.index_dir} was damaged (a search found a bad page);"
                                     " rebuilt it (cached vectors are reused)")
                 force = True
+            elif not force and self._integrity_due(store):
+                # Damage no query has touched yet (a bad page under rows nobody read) is found here.
+                found = store.quick_check()
+                if found:
+                    self.notices.append(f"index at {self.index_dir} was damaged (integrity check: {found});"
+                                        " rebuilt it (cached vectors are reused)")
+                    force = True
+                else:
+                    store.set_meta(checked_at=time.time())
             if force:
                 self._wipe()
                 store = self.store
                 self._damaged_marker.unlink(missing_ok=True)
+                store.set_meta(checked_at=time.time())
             elif not self._vector_files_present() or (self._vectors_damaged_marker.exists()
                                                       and not self._vectors_read_back()):
                 # Vectors that can't be read are rebuilt from the embedding cache: no model work.
@@ -313,6 +323,14 @@ class CodeSight:
             return report
         finally:
             self._lock.release()
+
+    def _integrity_due(self, store) -> bool:
+        """Whether this run checks the file for damage: once every ``integrity_check_hours``."""
+        try:
+            last = float(store.get_meta("checked_at") or 0)
+        except (ValueError, sqlite3.DatabaseError):
+            return True
+        return time.time() - last >= self.settings.integrity_check_hours * 3600
 
     def _embed(self, embedder, **kwargs):
         """Embed pending chunks through the shared cache (on a GPU in big overlapped batches);

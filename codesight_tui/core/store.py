@@ -292,6 +292,14 @@ class Store:
         return {"files": files, "chunks": chunks, "vectors": chunks - pending, "pending": pending}
 
     # --- reads ---------------------------------------------------------------------------
+    def quick_check(self) -> str | None:
+        """None when SQLite's quick_check finds the file sound, else what it found."""
+        try:
+            rows = [r[0] for r in self.conn.execute("PRAGMA quick_check(3)").fetchall()]
+        except sqlite3.DatabaseError as exc:
+            return str(exc)
+        return None if rows == ["ok"] else "; ".join(rows)[:200]
+
     def maybe_vacuum(self, min_bytes: int = 8 << 20, free_share: float = 0.5) -> bool:
         """VACUUM when more than ``free_share`` of a file over ``min_bytes`` is free pages (after
         big deletions): the file shrinks back instead of keeping its high-water mark."""

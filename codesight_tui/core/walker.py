@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,12 +39,49 @@ class WalkStats:
         self.skipped[reason] += n
 
 
+_WILDCARD_RUN = re.compile(r"[*?]{2,}")
+
+
+def _tame(line: str) -> str:
+    """The same pattern without the shapes that make a regex backtrack for minutes: a run of
+    wildcards (``*?*?*?``, 150 of them hung the walk on a 255-byte name) is "at least k
+    characters", ``?`` k times then ``*``; repeated ``**/`` segments are one."""
+    if "[" in line or "\\" in line:
+        return line
+    parts = []
+    for seg in line.split("/"):
+        if seg != "**":
+            seg = _WILDCARD_RUN.sub(lambda m: "?" * m.group().count("?") + ("*" if "*" in m.group() else ""), seg)
+        elif parts and parts[-1] == "**":
+            continue
+        parts.append(seg)
+    return "/".join(parts)
+
+
+def spec_from_lines(lines: list[str]) -> pathspec.GitIgnoreSpec:
+    """A gitignore spec that skips the patterns git would ignore as invalid (``!``, ``[``): one
+    bad line in a .gitignore must not stop the whole walk. Pathological wildcard runs are
+    rewritten to equivalent patterns that match in linear time (``_tame``)."""
+    lines = [_tame(line) for line in lines]
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except Exception:  # GitIgnorePatternError, or a regex that cannot compile
+        good = []
+        for line in lines:
+            try:
+                pathspec.GitIgnoreSpec.from_lines([line])
+            except Exception:
+                continue
+            good.append(line)
+        return pathspec.GitIgnoreSpec.from_lines(good)
+
+
 def _read_spec(path: Path) -> pathspec.GitIgnoreSpec | None:
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    return pathspec.GitIgnoreSpec.from_lines(lines) if any(l.strip() for l in lines) else None
+    return spec_from_lines(lines) if any(l.strip() for l in lines) else None
 
 
 class IgnoreRules:
@@ -52,7 +90,7 @@ class IgnoreRules:
 
     def __init__(self, root: Path, exclude: list[str] | None = None) -> None:
         self.root = root
-        self.exclude = pathspec.GitIgnoreSpec.from_lines(exclude) if exclude else None
+        self.exclude = spec_from_lines(exclude) if exclude else None
         base: list[tuple[str, pathspec.GitIgnoreSpec]] = []
         info = _read_spec(root / ".git" / "info" / "exclude")
         if info:
