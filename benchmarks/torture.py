@@ -1,0 +1,784 @@
+"""Torture harness (issue 22): crash, fault and hostile-input testing, with figures.
+
+    python benchmarks/torture.py                 # everything, with the issue's numbers
+    python benchmarks/torture.py --fast          # the quick subset the test suite runs (< 1 min)
+    python benchmarks/torture.py --only kill,faults --kills 50
+
+Sections (``--only`` picks some):
+  kill         kill -9 of `codesight index` (and of the TUI, under tmux) at random moments across
+               both phases; after each kill the index is checked for consistency, and `status` and
+               `search` must work; a last run must complete
+  concurrency  an indexer, two CLI search loops and an API reader on one repository while files
+               change; errors, "database is locked", reader latency
+  faults       read-only data directory, a full disk (a small tmpfs), a truncated or garbled
+               index.db, a deleted vector file, a vector manifest from the future, a schema change
+  hostile      a generated repository of hostile files (binary, 50 MB, minified, bad encodings,
+               FIFOs, sockets, symlink loops, odd names, 50,000 files in one directory, 200-deep
+               directories, a pathological .gitignore)
+  queries      hypothesis-generated queries through the API and random ones through the CLI
+  footprint    many small edits, each indexed: vector versions and bytes, SQLite bytes, cache bytes
+
+Throughout: every repository's bytes and mtimes are compared before and after (target: untouched),
+and every child process runs with a socket guard that records any network connection (target: 0).
+Prints figures; exits 1 if any target is missed. Real model, real SQLite and LanceDB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PROBLEMS: list[str] = []  # every missed target, for the summary and the exit code
+FIGURES: list[str] = []
+
+GUARD = '''
+import socket, os
+_log = os.environ.get("CODESIGHT_TORTURE_NETLOG")
+_orig = socket.socket.connect
+def _connect(self, address, *a, **k):
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        with open(_log, "a") as fh:
+            fh.write(f"{os.getpid()} {address!r}\\n")
+        raise OSError("network access blocked by the torture harness")
+    return _orig(self, address, *a, **k)
+socket.socket.connect = _connect
+'''
+
+
+def figure(text: str) -> None:
+    FIGURES.append(text)
+    print("  " + text, flush=True)
+
+
+def problem(text: str) -> None:
+    PROBLEMS.append(text)
+    print("  PROBLEM: " + text, flush=True)
+
+
+class Env:
+    """Child-process environment: an isolated data and cache directory, the socket guard."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.netlog = work / "net.log"
+        guard = work / "guard"
+        guard.mkdir(parents=True, exist_ok=True)
+        (guard / "sitecustomize.py").write_text(GUARD)
+        self.base = dict(os.environ, PYTHONPATH=str(guard), CODESIGHT_TORTURE_NETLOG=str(self.netlog),
+                         HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
+
+    def env(self, data: Path, cache: Path) -> dict:
+        return dict(self.base, CODESIGHT_DATA_DIR=str(data), CODESIGHT_CACHE_DIR=str(cache))
+
+    def cli(self, args: list[str], data: Path, cache: Path, timeout: float = 600,
+            extra: dict | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "codesight_tui", *args], capture_output=True, text=True,
+                              env={**self.env(data, cache), **(extra or {})}, timeout=timeout)
+
+    def connections(self) -> int:
+        return len(self.netlog.read_text().splitlines()) if self.netlog.exists() else 0
+
+
+def snapshot(root: Path) -> dict[str, tuple]:
+    """Bytes (hashed) and mtimes of every entry, symlinks as their targets."""
+    import hashlib
+
+    out: dict[str, tuple] = {}
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for name in filenames + dirnames:
+            p = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(p)
+                if os.path.islink(p):
+                    out[p] = ("link", os.readlink(p))
+                elif os.path.isfile(p) and st.st_mode & 0o444:
+                    h = hashlib.sha1()
+                    try:
+                        with open(p, "rb") as fh:
+                            for block in iter(lambda: fh.read(1 << 20), b""):
+                                h.update(block)
+                    except OSError:
+                        pass
+                    out[p] = ("file", h.hexdigest(), st.st_mtime_ns, st.st_size)
+                else:
+                    out[p] = ("other", st.st_mode, st.st_mtime_ns)
+            except OSError:
+                continue
+    return out
+
+
+def check_untouched(name: str, before: dict, root: Path) -> None:
+    after = snapshot(root)
+    changed = [k for k in set(before) | set(after) if before.get(k) != after.get(k)]
+    figure(f"{name}: repository entries changed by codesight: {len(changed)} of {len(before):,}")
+    if changed:
+        problem(f"{name}: the repository was modified: {sorted(changed)[:3]}")
+
+
+def consistency(data: Path, root: Path) -> list[str]:
+    """What is wrong with the index of ``root`` under ``data`` (empty when consistent): one row per
+    file; the FTS index matches the chunks; every embedded chunk has exactly one vector and at
+    most one doc view; no vector without an embedded chunk; no duplicate ids."""
+    from codesight_tui.core.paths import index_dir_for
+
+    d = index_dir_for(root, data)
+    db = d / "index.db"
+    if not db.exists():
+        return []
+    out: list[str] = []
+    c = sqlite3.connect(db, timeout=30)
+    try:
+        return _consistency(c, d, out)
+    except sqlite3.DatabaseError as exc:
+        return [f"index.db unreadable: {exc}"]
+    finally:
+        c.close()
+
+
+def _consistency(c: sqlite3.Connection, d: Path, out: list[str]) -> list[str]:
+    """The checks themselves, on an open connection to the index database."""
+    dup = c.execute("SELECT count(*) FROM (SELECT path FROM files GROUP BY path HAVING count(*) > 1)").fetchone()[0]
+    if dup:
+        out.append(f"{dup} files with more than one row")
+    orphan_chunks = c.execute("SELECT count(*) FROM chunks WHERE path NOT IN (SELECT path FROM files)").fetchone()[0]
+    if orphan_chunks:
+        out.append(f"{orphan_chunks} chunks of no file")
+    try:
+        c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
+    except sqlite3.DatabaseError as exc:
+        out.append(f"FTS index does not match the chunks: {exc}")
+    n_chunks = c.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    n_fts = c.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()[0]
+    if n_chunks != n_fts:
+        out.append(f"{n_chunks} chunks but {n_fts} FTS rows")
+    embedded = {i for (i,) in c.execute("SELECT id FROM chunks WHERE embedded = 1")}
+    lance = d / "vectors.lance"
+    ids: list[int] = []
+    if lance.is_dir():
+        import lancedb
+
+        try:
+            t = lancedb.connect(str(lance)).open_table("chunks")
+            ids = t.search().select(["id"]).limit(None).to_arrow().column("id").to_pylist()
+        except Exception as exc:  # noqa: BLE001 (damage is reported, never raised)
+            if embedded:
+                out.append(f"vector table unreadable: {str(exc).splitlines()[0][:100]}")
+    pos = [i for i in ids if i > 0]
+    neg = [-i for i in ids if i < 0]
+    if len(pos) != len(set(pos)) or len(neg) != len(set(neg)):
+        out.append(f"duplicate vector ids: {len(pos) - len(set(pos))} chunks, {len(neg) - len(set(neg))} doc views")
+    missing, orphans = len(embedded - set(pos)), len(set(pos) - embedded)
+    if missing or orphans:
+        out.append(f"{missing} embedded chunks without a vector, {orphans} vectors without an embedded chunk")
+    if set(neg) - embedded:
+        out.append(f"{len(set(neg) - embedded)} doc views without an embedded chunk")
+    return out
+
+
+CORPUS_FILES: int | None = None  # --fast: only this many files of the corpus
+
+
+def corpus_copy(work: Path, name: str, source: Path | None) -> Path:
+    """A private copy of the corpus (default: the installed `rich` package's source, about
+    3,000 chunks; with --fast its first files only): the harness may kill and fault, but never
+    near the user's files."""
+    if source is None:
+        import rich
+
+        source = Path(rich.__file__).parent
+    dest = work / name
+    if CORPUS_FILES is None:
+        shutil.copytree(source, dest, ignore=shutil.ignore_patterns("__pycache__"), symlinks=True)
+        return dest
+    for f in sorted(source.rglob("*.py"))[:CORPUS_FILES]:
+        target = dest / f.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(f, target)
+    return dest
+
+
+INDEX_CHILD = r'''
+import sys, json
+from codesight_tui import CodeSight
+cs = CodeSight(sys.argv[1])
+cs.lexical_processes = True
+def progress(ev):
+    print(json.dumps([ev.phase, ev.done, ev.total]), flush=True)
+cs.index(progress=progress, force=sys.argv[2] == "force")
+print(json.dumps(["finished", 0, 0]), flush=True)
+'''
+
+
+# --- 1. kill -9 ---------------------------------------------------------------------------
+def section_kill(env: Env, args) -> None:
+    print(f"\n[kill] {args.kills} kill -9 of index runs at random moments", flush=True)
+    work = env.work / "kill"
+    root = corpus_copy(work, "repo", args.corpus)
+    data, cache = work / "data", env.work / "cache"  # empty at first: the model really embeds
+    before = snapshot(root)
+    rng = random.Random(args.seed)
+    phases: dict[str, int] = {}
+    bad = 0
+    recovered = 0
+    lost: list[int] = []
+    for k in range(args.kills):
+        force = k % 3 == 2  # a third rebuild from scratch: kills in the walk, lexical writes, FTS merge
+        proc = subprocess.Popen([sys.executable, "-c", INDEX_CHILD, str(root), "force" if force else "resume"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env.env(data, cache))
+        last = ["start", 0, 0]
+
+        def read(p=proc):
+            nonlocal last
+            for line in p.stdout:
+                try:
+                    last = json.loads(line)
+                except ValueError:
+                    pass
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        time.sleep(rng.uniform(0.05, args.kill_window))
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        reader.join(2)
+        phase = last[0] if proc.returncode == -signal.SIGKILL else "finished"
+        phases[phase] = phases.get(phase, 0) + 1
+        issues = consistency(data, root)
+        st = env.cli(["status", str(root), "--json"], data, cache)
+        se = env.cli(["search", "render a table", "--path", str(root), "--mode", "bm25"], data, cache)
+        ok = not issues and st.returncode == 0 and se.returncode in (0, 1) and "Traceback" not in st.stderr + se.stderr
+        if not ok:
+            bad += 1
+            problem(f"kill {k} in {phase}: {issues or (st.returncode, se.returncode, (st.stderr + se.stderr)[-300:])}")
+        else:
+            recovered += 1
+        if phase == "embed":  # progress is reported after each commit: what was reported must be kept
+            c = sqlite3.connect(next(data.glob("*/index.db")))
+            kept = c.execute("SELECT count(*) FROM chunks WHERE embedded = 1").fetchone()[0]
+            c.close()
+            lost.append(max(0, last[1] - kept) if not force else 0)
+    tui = tui_kills(env, root, data, cache, rng, args) if shutil.which("tmux") else 0
+    final = env.cli(["index", str(root), "--json"], data, cache, timeout=3600)
+    issues = consistency(data, root)
+    report = json.loads(final.stdout) if final.returncode == 0 else {}
+    figure(f"kill -9: {args.kills} index runs killed (+{tui} TUI runs), by phase at the kill: "
+           + ", ".join(f"{p} {n}" for p, n in sorted(phases.items())))
+    figure(f"kill -9: recovered {recovered} of {args.kills}; inconsistent or failing after a kill: {bad}")
+    figure(f"kill -9: reported progress lost by a kill: {max(lost) if lost else 0} chunks"
+           " (progress is reported after each batch commits; at most the batch in flight is redone)")
+    figure(f"kill -9: final run exit {final.returncode}, pending {report.get('vectors_pending')},"
+           f" consistent: {not issues}")
+    if final.returncode != 0 or issues or report.get("vectors_pending"):
+        problem(f"final index after the kills: exit {final.returncode}, {issues}, {final.stderr[-300:]}")
+    check_untouched("kill", before, root)
+
+
+def tui_kills(env: Env, root: Path, data: Path, cache: Path, rng, args) -> int:
+    """kill -9 of the TUI mid-index, under tmux (the terminal it needs)."""
+    n = 0
+    for k in range(args.tui_kills):
+        session = f"torture{os.getpid()}_{k}"
+        cmd = (f"env CODESIGHT_DATA_DIR={data} CODESIGHT_CACHE_DIR={cache} PYTHONPATH={env.base['PYTHONPATH']}"
+               f" CODESIGHT_TORTURE_NETLOG={env.netlog} HF_HUB_OFFLINE=1 {sys.executable} -m codesight_tui {root}")
+        subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd], check=True)
+        time.sleep(rng.uniform(2.0, args.kill_window + 2))
+        pane = subprocess.run(["tmux", "list-panes", "-t", session, "-F", "#{pane_pid}"], capture_output=True,
+                              text=True).stdout.split()
+        for pid in pane:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        time.sleep(1.0)  # the model's child process notices its parent is gone
+        issues = consistency(data, root)
+        if issues:
+            problem(f"TUI kill {k}: {issues}")
+        n += 1
+    return n
+
+
+# --- 2. concurrency -------------------------------------------------------------------------
+CONCURRENT_INDEXER = r'''
+import sys, time
+from codesight_tui import CodeSight
+from codesight_tui.core.errors import IndexBusyError
+cs = CodeSight(sys.argv[1])
+end = time.time() + float(sys.argv[2])
+runs = busy = 0
+while time.time() < end:
+    try:
+        cs.index(wait=False)
+        runs += 1
+    except IndexBusyError:
+        busy += 1
+    time.sleep(0.2)
+print(runs, busy, flush=True)
+'''
+
+
+def section_concurrency(env: Env, args) -> None:
+    secs = args.concurrency_seconds
+    print(f"\n[concurrency] {secs:.0f} s: 2 indexers, 2 CLI search loops, an API reader, files changing", flush=True)
+    work = env.work / "concurrency"
+    root = corpus_copy(work, "repo", args.corpus)
+    data, cache = work / "data", env.work / "cache"
+    init = env.cli(["index", str(root), "--no-embed"], data, cache)
+    if init.returncode != 0:
+        problem(f"concurrency: first index failed: {init.stderr[-300:]}")
+        return
+    stop = threading.Event()
+    errors: list[str] = []
+    cli_runs = [0]
+    reader_ms: list[float] = []
+    edits = [0]
+
+    def cli_loop(query: str) -> None:
+        while not stop.is_set():
+            r = env.cli(["search", query, "--path", str(root), "--mode", "bm25", "--json"], data, cache)
+            cli_runs[0] += 1
+            if r.returncode not in (0, 1) or "Traceback" in r.stderr or "locked" in r.stderr:
+                errors.append(f"cli exit {r.returncode}: {r.stderr[-200:]}")
+
+    def api_reader() -> None:
+        os.environ["CODESIGHT_DATA_DIR"], os.environ["CODESIGHT_CACHE_DIR"] = str(data), str(cache)
+        from codesight_tui import CodeSight
+
+        cs = CodeSight(root)
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            try:
+                cs.search("measure the width of text", mode="bm25")
+                cs.changed_files()  # what the TUI's poll watcher runs
+            except Exception as exc:  # noqa: BLE001
+                errors.append(f"api reader: {type(exc).__name__}: {exc}")
+            reader_ms.append((time.perf_counter() - t0) * 1000)
+            time.sleep(0.05)
+
+    def mutator() -> None:
+        rng = random.Random(args.seed)
+        files = sorted(root.rglob("*.py"))
+        while not stop.wait(0.5):
+            f = rng.choice(files)
+            if rng.random() < 0.8 and f.exists():
+                f.write_text(f.read_text() + f"\n\ndef torture_edit_{edits[0]}():\n    return {edits[0]}\n")
+            else:
+                (root / f"new_{edits[0]}.py").write_text(f"def added_{edits[0]}():\n    pass\n")
+            edits[0] += 1
+
+    indexers = [subprocess.Popen([sys.executable, "-c", CONCURRENT_INDEXER, str(root), str(secs)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env.env(data, cache))
+                for _ in range(2)]
+    threads = [threading.Thread(target=f, args=a, daemon=True) for f, a in
+               ((cli_loop, ("render a table",)), (cli_loop, ("Console",)), (api_reader, ()), (mutator, ()))]
+    for t in threads:
+        t.start()
+    outs = [p.communicate(timeout=secs + 900) for p in indexers]
+    stop.set()
+    for t in threads:
+        t.join(120)
+    runs = busy = 0
+    for (out, err), p in zip(outs, indexers):
+        if p.returncode != 0 or "Traceback" in err:
+            errors.append(f"indexer exit {p.returncode}: {err[-300:]}")
+        else:
+            r, b = out.split()
+            runs, busy = runs + int(r), busy + int(b)
+    final = env.cli(["index", str(root)], data, cache, timeout=3600)
+    issues = consistency(data, root)
+    figure(f"concurrency: {runs} index runs ({busy} found the other indexer busy), {cli_runs[0]} CLI searches,"
+           f" {len(reader_ms)} API reads, {edits[0]} file edits in {secs:.0f} s; errors {len(errors)},"
+           f" 'database is locked' {sum('locked' in e for e in errors)}")
+    if reader_ms:
+        q = statistics.quantiles(reader_ms, n=100) if len(reader_ms) > 1 else reader_ms * 99
+        figure(f"concurrency: API reader latency p50 {statistics.median(reader_ms):.1f} ms, p99 {q[98]:.1f} ms,"
+               f" max {max(reader_ms):.1f} ms (target: never blocked over 200 ms)")
+    figure(f"concurrency: final index exit {final.returncode}, consistent: {not issues}")
+    for e in errors[:5]:
+        problem("concurrency: " + e)
+    if issues or final.returncode:
+        problem(f"concurrency: final state {issues} {final.stderr[-300:]}")
+
+
+# --- 3. storage faults ----------------------------------------------------------------------
+def _mount(*args: str) -> bool:
+    return os.geteuid() == 0 and subprocess.run(["mount", *args], capture_output=True).returncode == 0
+
+
+def section_faults(env: Env, args) -> None:
+    print("\n[faults] read-only, disk full, damaged files, schema change", flush=True)
+    work = env.work / "faults"
+    root = corpus_copy(work, "repo", args.corpus)
+    before = snapshot(root)
+    cache = env.work / "cache"
+    results: list[tuple[str, bool, str]] = []
+
+    def traceback_free(*runs) -> bool:
+        return all("Traceback" not in r.stderr for r in runs)
+
+    # a warm cache first, so that every rebuild below reuses vectors instead of embedding
+    data = work / "data"
+    first = env.cli(["index", str(root), "--json"], data, cache, timeout=3600)
+    if first.returncode != 0:
+        problem(f"faults: first index failed: {first.stderr[-300:]}")
+        return
+
+    def want(key: str) -> bool:
+        return not args.faults or key in args.faults.split(",")
+
+    # read-only data directory
+    ro = work / "data-ro"
+    if not want("read-only"):
+        pass
+    elif shutil.copytree(data, ro) and _mount("--bind", str(ro), str(ro)) and _mount("-o", "remount,bind,ro", str(ro), str(ro)):
+        try:
+            s = env.cli(["search", "render a table", "--path", str(root)], ro, cache)
+            st = env.cli(["status", str(root)], ro, cache)
+            ix = env.cli(["index", str(root)], ro, cache)
+            ok = (s.returncode == 0 and st.returncode == 0 and ix.returncode == 2 and "read-only" in ix.stderr
+                  and traceback_free(s, st, ix))
+            results.append(("read-only data directory: search and status work, index says why not", ok,
+                            ix.stderr.strip()[-160:]))
+        finally:
+            subprocess.run(["umount", str(ro)])
+    else:
+        results.append(("read-only data directory (needs a bind mount as root: skipped)", True, "skipped"))
+
+    # disk full: a small tmpfs as the data directory, then room again
+    full = work / "data-full"
+    full.mkdir()
+    if not want("disk"):
+        pass
+    elif _mount("-t", "tmpfs", "-o", f"size={'160k' if CORPUS_FILES else '2m'}", "tmpfs", str(full)):
+        try:
+            ix = env.cli(["index", str(root)], full, cache, timeout=3600)
+            s = env.cli(["search", "render a table", "--path", str(root), "--mode", "bm25"], full, cache)
+            _mount("-o", "remount,size=512m", str(full))
+            again = env.cli(["index", str(root), "--json"], full, cache, timeout=3600)
+            issues = consistency(full, root)
+            ok = (ix.returncode != 0 and traceback_free(ix, s, again) and len(ix.stderr.strip().splitlines()) <= 3
+                  and s.returncode in (0, 1) and again.returncode == 0 and not issues)
+            results.append(("disk full mid-index: one clear error, still searchable, the next run completes", ok,
+                            ix.stderr.strip()[-160:]))
+        finally:
+            subprocess.run(["umount", str(full)])
+    else:
+        results.append(("disk full (needs a tmpfs mount as root: skipped)", True, "skipped"))
+
+    def damaged(name: str, damage) -> None:
+        d = work / f"data-{name.split()[0]}"
+        shutil.copytree(data, d)
+        damage(next(d.glob("*/")))
+        s = env.cli(["search", "render a table", "--path", str(root)], d, cache)
+        v = env.cli(["search", "render a table", "--path", str(root), "--mode", "vector"], d, cache)
+        # Damage no query touches is found by the periodic check (daily by default; every run here).
+        check = {"CODESIGHT_INTEGRITY_CHECK_HOURS": "0"}
+        runs = [env.cli(["index", str(root), "--json"], d, cache, timeout=3600, extra=check) for _ in range(2)]
+        after = env.cli(["search", "render a table", "--path", str(root), "--mode", "vector"], d, cache)
+        issues = consistency(d, root)
+        rep = [json.loads(r.stdout) if r.returncode == 0 else {} for r in runs]
+        rebuilt_once = "rebuilt" in runs[0].stderr + s.stderr and "rebuilt" not in runs[1].stderr
+        ok = (traceback_free(s, v, after, *runs) and all(r.returncode == 0 for r in runs) and not issues
+              and rep[0].get("embedded", 1) == 0 and rebuilt_once and s.returncode == 0 and after.returncode == 0)
+        results.append((f"{name}: detected, rebuilt once with a notice, cached vectors reused, no loop", ok,
+                        f"search {s.returncode}, vector {v.returncode}, index {[r.returncode for r in runs]},"
+                        f" then vector {after.returncode}, issues {issues}, rebuilt once {rebuilt_once}: "
+                        + (s.stderr + v.stderr + runs[0].stderr).strip().replace("\n", " | ")[-300:]))
+
+    def truncate(d: Path) -> None:
+        db = d / "index.db"
+        subprocess.run([sys.executable, "-c", f"import sqlite3; sqlite3.connect({str(db)!r}).execute("
+                        "'PRAGMA wal_checkpoint(TRUNCATE)')"], check=True)
+        os.truncate(db, db.stat().st_size // 2)
+
+    def garble(d: Path) -> None:
+        db = d / "index.db"
+        subprocess.run([sys.executable, "-c", f"import sqlite3; sqlite3.connect({str(db)!r}).execute("
+                        "'PRAGMA wal_checkpoint(TRUNCATE)')"], check=True)
+        raw = bytearray(db.read_bytes())
+        mid = len(raw) // 2
+        raw[mid : mid + 8192] = os.urandom(8192)
+        db.write_bytes(bytes(raw))
+
+    def drop_fragment(d: Path) -> None:
+        # the largest data file: after compaction, the one the current version reads
+        files = (d / "vectors.lance" / "chunks.lance" / "data").glob("*")
+        max(files, key=lambda p: p.stat().st_size).unlink()
+
+    def future_manifest(d: Path) -> None:
+        # manifests are named u64::MAX - version: a newer version has a smaller number
+        versions = d / "vectors.lance" / "chunks.lance" / "_versions"
+        newest = min(int(p.name.split(".")[0]) for p in versions.glob("*.manifest"))
+        (versions / f"{newest - 3}.manifest").write_bytes(b"\x00garbage from the future" * 40)
+
+    def old_schema(d: Path) -> None:
+        c = sqlite3.connect(d / "index.db")
+        c.execute("UPDATE meta SET value = '0' WHERE key = 'schema_version'")
+        c.commit()
+        c.close()
+
+    for name, fn in (("truncated index.db", truncate), ("garbage page in index.db", garble),
+                     ("deleted vector data file", drop_fragment), ("vector manifest from the future", future_manifest),
+                     ("schema change", old_schema)):
+        if not want(name.split()[0]):
+            continue
+        try:
+            damaged(name, fn)
+        except Exception as exc:  # noqa: BLE001
+            results.append((name, False, f"{type(exc).__name__}: {exc}"))
+    for name, ok, detail in results:
+        figure(f"fault: {name}: {'ok' if ok else 'FAILED'}" + (f"  [{detail}]" if detail and not ok else ""))
+        if not ok:
+            problem(f"fault {name}: {detail}")
+    figure(f"faults survived: {sum(ok for _, ok, _ in results)} of {len(results)}")
+    check_untouched("faults", before, root)
+
+
+# --- 4. hostile repositories -----------------------------------------------------------------
+def hostile_tree(root: Path, fast: bool) -> dict[str, int]:
+    """Write the hostile corpus; returns what was made."""
+    made: dict[str, int] = {}
+    root.mkdir(parents=True)
+    (root / "ok.py").write_text("def hostile_corpus_marker():\n    return 'found me'\n")
+    (root / "binary.py").write_bytes(bytes(range(256)) * 64)
+    (root / "huge.py").write_bytes(b"x = 1  # padding line\n" * (50 * 1024 * 1024 // 22))
+    (root / "minified.js").write_text("var a=1;" * (1024 * 1024 // 8))
+    (root / "latin1.py").write_bytes("caf\xe9 = 'cr\xe8me'\n".encode("latin-1"))
+    (root / "utf16.py").write_bytes("def utf16_function():\n    return 1\n".encode("utf-16"))
+    (root / "crlf.py").write_bytes(b"def crlf_function():\r\n    return 1\r\n")
+    (root / "cr.py").write_bytes(b"def lone_cr_function():\r    return 1\r")
+    (root / "late_nul.py").write_bytes(b"# text\n" * 1300 + b"\x00\x00binary after 8 KB\n")
+    os.symlink(".", root / "loop")
+    os.symlink("/etc", root / "outside")
+    os.symlink(root / "missing-target", root / "dangling.py")
+    os.mkfifo(root / "fifo.py")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(root / "sock.py"))
+    sock.close()
+    (root / "noperm.py").write_text("def secret():\n    pass\n")
+    os.chmod(root / "noperm.py", 0)
+    for name in ("new\nline.py", "-leading-dash.py", "with spaces.py", "x" * 251 + ".py"):
+        (root / name).write_text("def odd_name():\n    pass\n")
+    with open(os.fsencode(root) + b"/bad\xff\xfename.py", "wb") as fh:
+        fh.write(b"x = 1\n")
+    n_flat = 1_000 if fast else 50_000
+    flat = root / "flat"
+    flat.mkdir()
+    for i in range(n_flat):
+        (flat / f"f{i}.txt").write_text(f"flat file {i}\n")
+    made["files in one directory"] = n_flat
+    deep = root
+    for i in range(200):
+        deep = deep / f"d{i % 10}"
+    deep.mkdir(parents=True)
+    (deep / "deep.py").write_text("def two_hundred_deep():\n    pass\n")
+    (root / ".gitignore").write_text("\n".join(["**/**/**/**/**/*a*b*c*d*e*f*", "[", "!", "\\", "a***b", "a/**/b/**/c/**/d",
+                                                "x" + "*?" * 150 + "y", "!flat/", "[z-a]"] + [f"ignored_{i}/" for i in range(1000)]))
+    made["hostile entries"] = 24
+    return made
+
+
+def section_hostile(env: Env, args) -> None:
+    print("\n[hostile] a generated repository of hostile files", flush=True)
+    work = env.work / "hostile"
+    root = work / "repo"
+    made = hostile_tree(root, args.fast)
+    before = snapshot(root)
+    data, cache = work / "data", env.work / "cache"
+    t0 = time.perf_counter()
+    try:
+        ix = env.cli(["index", str(root), "--json", "--yes"], data, cache, timeout=args.hostile_timeout)
+    except subprocess.TimeoutExpired:
+        problem(f"hostile: index hung for {args.hostile_timeout} s")
+        return
+    secs = time.perf_counter() - t0
+    st = env.cli(["status", str(root), "--json"], data, cache)
+    found = env.cli(["search", "hostile_corpus_marker", "--path", str(root), "--mode", "bm25", "--json"], data, cache)
+    queries = [env.cli(["search", q, "--path", str(root), "--json"], data, cache)
+               for q in ("two_hundred_deep", "utf16_function", "crlf_function", "lone_cr_function", "odd_name")]
+    crashes = [r for r in (ix, st, found, *queries) if r.returncode not in (0, 1) or "Traceback" in r.stderr]
+    skipped = json.loads(st.stdout).get("skipped", {}) if st.returncode == 0 else {}
+    hits = {q: bool(json.loads(r.stdout)) for q, r in zip(("deep", "utf16", "crlf", "cr", "odd names"), queries)
+            if r.returncode in (0, 1) and r.stdout.strip()}
+    figure(f"hostile: {sum(made.values()):,} entries indexed in {secs:.1f} s; crashes {len(crashes)}, hangs 0")
+    figure("hostile: skipped by reason (status --json): " + ", ".join(f"{k} {v}" for k, v in skipped.items()))
+    figure("hostile: found: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in hits.items()))
+    if crashes:
+        problem(f"hostile: {len(crashes)} crashes: {crashes[0].stderr[-300:]}")
+    if not found.stdout.strip() or not json.loads(found.stdout or "[]"):
+        problem("hostile: the ordinary file beside the hostile ones was not found")
+    for reason in ("binary", "too_large", "special", "non_utf8_name"):
+        if not any(k.startswith(reason) for k in skipped):
+            problem(f"hostile: no skip counted as {reason!r}: {skipped}")
+    check_untouched("hostile", before, root)
+
+
+# --- 5. hostile queries ------------------------------------------------------------------------
+def section_queries(env: Env, args) -> None:
+    print(f"\n[queries] {args.queries:,} hypothesis queries through the API, {args.cli_queries} through the CLI",
+          flush=True)
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    work = env.work / "queries"
+    root = corpus_copy(work, "repo", args.corpus)
+    data, cache = work / "data", env.work / "cache"
+    env.cli(["index", str(root)], data, cache, timeout=3600)
+    os.environ["CODESIGHT_DATA_DIR"], os.environ["CODESIGHT_CACHE_DIR"] = str(data), str(cache)
+    from codesight_tui import CodeSight
+    from codesight_tui.core.errors import CodeSightError
+
+    cs = CodeSight(root)
+    counts = {"queries": 0, "exceptions": 0, "malformed": 0, "usage errors": 0}
+    fts = st.sampled_from(['"', "NEAR(", "AND", "OR", "NOT", "*", "^", ":", "col:", "(", ")", "{", "}", "-",
+                           "\x00", "\x1b[31m", "\ud800", "検索", "🙂", "a" * 100_000])
+    query = st.one_of(st.text(max_size=200), st.lists(st.one_of(fts, st.text(max_size=12)), max_size=12).map(" ".join))
+    glob = st.one_of(st.none(), st.sampled_from(["*.py", "[", "!", "**/", "src/", "\\", ""]), st.text(max_size=8))
+    lang = st.one_of(st.none(), st.sampled_from(["python", "klingon", "", "py\x00"]))
+    mode = st.sampled_from(["hybrid", "bm25", "vector"])
+
+    @settings(max_examples=args.queries, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(query, glob, lang, mode)
+    def fuzz(q, g, lg, m):
+        counts["queries"] += 1
+        try:
+            hits = cs.search(q, mode=m, glob=g, language=lg, top_k=5)
+        except CodeSightError:
+            counts["usage errors"] += 1  # a bad glob: one clear line, as the CLI shows it
+            return
+        except Exception as exc:  # noqa: BLE001
+            counts["exceptions"] += 1
+            if counts["exceptions"] <= 3:
+                problem(f"queries: {type(exc).__name__}: {exc} for {q[:60]!r} {m} {g!r} {lg!r}")
+            return
+        for h in hits:
+            if not (isinstance(h.path, str) and 1 <= h.start_line <= h.line <= h.end_line and h.score >= 0):
+                counts["malformed"] += 1
+
+    t0 = time.perf_counter()
+    fuzz()
+    api_s = time.perf_counter() - t0
+    rng = random.Random(args.seed)
+    alphabet = "abcdefXYZ _-.:*\"'()[]{}^$\\/!?<>|&;`~#%@+=,\t" + "éü検索🙂"
+    cli_bad = 0
+    for i in range(args.cli_queries):
+        q = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40)))
+        r = env.cli(["search", q, "--path", str(root), "--mode", "bm25", "--json", "-n", "3"], data, cache)
+        if r.returncode not in (0, 1, 2) or "Traceback" in r.stderr or (r.returncode == 0 and not
+                                                                          isinstance(json.loads(r.stdout), list)):
+            cli_bad += 1
+            if cli_bad <= 3:
+                problem(f"queries: CLI exit {r.returncode} for {q!r}: {r.stderr[-200:]}")
+    figure(f"queries: {counts['queries']:,} API queries in {api_s:.0f} s: exceptions {counts['exceptions']},"
+           f" malformed results {counts['malformed']}, clear usage errors {counts['usage errors']};"
+           f" CLI: {args.cli_queries} queries, failures {cli_bad}")
+    if counts["malformed"]:
+        problem(f"queries: {counts['malformed']} malformed results")
+
+
+# --- 8. footprint -----------------------------------------------------------------------------
+def section_footprint(env: Env, args) -> None:
+    print(f"\n[footprint] {args.edits} small edits, each followed by an index run (API, real model)", flush=True)
+    work = env.work / "footprint"
+    root = corpus_copy(work, "repo", args.corpus)
+    data, cache = work / "data", env.work / "cache"
+    env.cli(["index", str(root)], data, cache, timeout=3600)
+    os.environ["CODESIGHT_DATA_DIR"], os.environ["CODESIGHT_CACHE_DIR"] = str(data), str(cache)
+    from codesight_tui import CodeSight
+
+    cs = CodeSight(root)
+    files = sorted(root.rglob("*.py"))
+    rng = random.Random(args.seed)
+    originals = {f: f.read_text() for f in files}
+    samples = []
+    t0 = time.perf_counter()
+    for i in range(args.edits):
+        f = rng.choice(files)
+        f.write_text(originals[f] + f"\n\ndef footprint_edit_{i}():\n    return {i}\n")
+        cs.index()
+        if i % max(1, args.edits // 10) == 0 or i == args.edits - 1:
+            samples.append((i + 1, cs._vectors.version_count(), cs._vectors.size_bytes(), cs.store.size_bytes()))
+    secs = time.perf_counter() - t0
+    repo_bytes = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    cache_bytes = sum(p.stat().st_size for p in cache.glob("*.sqlite*"))
+    for n, versions, lance, sql in samples:
+        figure(f"footprint: after {n:>4} edits: {versions} vector versions, vectors {lance / 1e6:.1f} MB,"
+               f" SQLite {sql / 1e6:.1f} MB")
+    figure(f"footprint: {args.edits} edits in {secs:.0f} s ({secs / args.edits * 1000:.0f} ms each);"
+           f" repository {repo_bytes / 1e6:.1f} MB, index {(samples[-1][2] + samples[-1][3]) / 1e6:.1f} MB,"
+           f" shared cache {cache_bytes / 1e6:.1f} MB")
+    issues = consistency(data, root)
+    if issues:
+        problem(f"footprint: {issues}")
+    if samples[-1][1] > 200:
+        problem(f"footprint: {samples[-1][1]} vector versions after {args.edits} edits")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="kill,concurrency,faults,hostile,queries,footprint")
+    ap.add_argument("--fast", action="store_true", help="small numbers: the subset the test suite runs")
+    ap.add_argument("--corpus", type=Path, default=None, help="source tree to copy (default: the rich package)")
+    ap.add_argument("--kills", type=int, default=50)
+    ap.add_argument("--tui-kills", type=int, default=3)
+    ap.add_argument("--kill-window", type=float, default=10.0, help="kills land within this many seconds")
+    ap.add_argument("--concurrency-seconds", type=float, default=300.0)
+    ap.add_argument("--queries", type=int, default=10_000)
+    ap.add_argument("--cli-queries", type=int, default=100)
+    ap.add_argument("--edits", type=int, default=1000)
+    ap.add_argument("--hostile-timeout", type=float, default=900.0)
+    ap.add_argument("--faults", default=None, help="comma-separated names of the fault cases to run (default all)")
+    ap.add_argument("--seed", type=int, default=22)
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = ap.parse_args()
+    global CORPUS_FILES
+    if args.fast:
+        CORPUS_FILES = 8
+        args.kills, args.tui_kills, args.kill_window = min(args.kills, 3), 0, 2.5
+        args.concurrency_seconds, args.queries, args.cli_queries, args.edits = 10.0, 200, 5, 20
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    work = Path(tempfile.mkdtemp(prefix="codesight-torture-"))
+    env = Env(work)
+    exec(GUARD.replace('os.environ.get("CODESIGHT_TORTURE_NETLOG")', repr(str(env.netlog))), {})  # this process too
+    sections = {"kill": section_kill, "concurrency": section_concurrency, "faults": section_faults,
+                "hostile": section_hostile, "queries": section_queries, "footprint": section_footprint}
+    t0 = time.perf_counter()
+    print(f"torture: {args.only}; work directory {work}; {os.cpu_count()} cpus", flush=True)
+    try:
+        for name in args.only.split(","):
+            sections[name.strip()](env, args)
+    finally:
+        if not args.keep:
+            subprocess.run(["chmod", "-R", "u+rwx", str(work)], capture_output=True)
+            shutil.rmtree(work, ignore_errors=True)
+    figure(f"network connections attempted by any codesight process: {env.connections()}")
+    if env.connections():
+        problem("a network connection was attempted")
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    figure(f"peak RSS of any child process: {peak:.0f} MB; harness itself"
+           f" {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    print(f"\n== {len(PROBLEMS)} problems in {time.perf_counter() - t0:.0f} s", flush=True)
+    for p in PROBLEMS:
+        print("  - " + p)
+    return 1 if PROBLEMS else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
