@@ -126,3 +126,19 @@ def test_pathological_gitignore_patterns_match_in_linear_time(tmp_path):
     found, _ = paths(tmp_path)
     assert time.monotonic() - t0 < 5
     assert "x" * 251 + ".js" in found and "x" * 200 + "zy" not in found and "a/b.log" not in found
+
+
+def test_binary_without_a_nul_in_its_first_8_kb_is_skipped(tmp_path):
+    # Issue 22, fault 14: a binary file with no NUL byte in its first 8 KB got indexed.
+    from codesight_tui.core.walker import read_text
+
+    late = tmp_path / "late.py"
+    late.write_bytes(b"# text\n" * 1300 + b"\x00\x01binary after 8 KB\n")
+    noisy = tmp_path / "noisy.py"
+    noisy.write_bytes(bytes(range(128, 256)) * 200)
+    latin = tmp_path / "latin1.py"
+    latin.write_bytes("caf\xe9 = 'cr\xe8me br\xfbl\xe9e'\n".encode("latin-1") * 50)
+    assert read_text(str(late)) == (None, "binary")
+    assert read_text(str(noisy)) == (None, "binary")
+    text, why = read_text(str(latin))
+    assert why is None and text.startswith("caf")  # a few bad bytes are still text

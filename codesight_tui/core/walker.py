@@ -234,9 +234,12 @@ def read_text(abs_path: str) -> tuple[str | None, str | None]:
         except UnicodeDecodeError:
             return None, "binary"
         data = text.encode("utf-8")
-    if b"\x00" in data[:SNIFF_BYTES]:
+    if b"\x00" in data:  # anywhere, not just the first 8 KB: the whole file is read anyway
         return None, "binary"
     text = data.decode("utf-8", errors="replace")
+    head = text[:SNIFF_BYTES]
+    if head.count("\ufffd") > len(head) * 0.3:  # mostly bytes that are not text (no NUL among them)
+        return None, "binary"
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text, None
