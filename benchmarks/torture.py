@@ -224,40 +224,59 @@ print(json.dumps(["finished", 0, 0]), flush=True)
 
 
 # --- 1. kill -9 ---------------------------------------------------------------------------
+KILL_TARGETS = ("scan", "lexical", "embed")
+
+
 def section_kill(env: Env, args) -> None:
-    print(f"\n[kill] {args.kills} kill -9 of index runs at random moments", flush=True)
+    """Each run gets work first (files edited, or a rebuild, a third of them with an empty cache
+    so the model really embeds), then is killed at a chosen point: a phase, picked in turn, and
+    a random fraction of it, read from the run's own progress; otherwise at a random moment."""
+    print(f"\n[kill] {args.kills} kill -9 of index runs at chosen points of each phase", flush=True)
     work = env.work / "kill"
     root = corpus_copy(work, "repo", args.corpus)
-    data, cache = work / "data", env.work / "cache"  # empty at first: the model really embeds
-    before = snapshot(root)
+    data = work / "data"
     rng = random.Random(args.seed)
     phases: dict[str, int] = {}
-    bad = 0
-    recovered = 0
+    bad = recovered = changed_by_us = 0
     lost: list[int] = []
+    files = sorted(root.rglob("*.py"))
+    originals = {f: f.read_text() for f in files}
     for k in range(args.kills):
-        force = k % 3 == 2  # a third rebuild from scratch: kills in the walk, lexical writes, FTS merge
-        proc = subprocess.Popen([sys.executable, "-c", INDEX_CHILD, str(root), "force" if force else "resume"],
+        kind = ("edits", "rebuild", "cold")[k % 3]
+        cache = env.work / ("cache" if kind != "cold" else f"cache-cold-{k}")  # cold: the model embeds
+        if kind == "edits":
+            for f in rng.sample(files, min(len(files), 12)):
+                f.write_text(originals[f] + f"\n\ndef killed_run_{k}():\n    return {k}\n")
+        target, fraction = KILL_TARGETS[k % 3 if kind != "cold" else 2], rng.random()
+        before = snapshot(root)
+        proc = subprocess.Popen([sys.executable, "-c", INDEX_CHILD, str(root), "resume" if kind == "edits" else "force"],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env.env(data, cache))
         last = ["start", 0, 0]
+        hit = threading.Event()
 
-        def read(p=proc):
+        def read(p=proc, target=target, fraction=fraction):
             nonlocal last
             for line in p.stdout:
                 try:
                     last = json.loads(line)
                 except ValueError:
-                    pass
+                    continue
+                ph, done, total = last
+                past = KILL_TARGETS.index(ph) > KILL_TARGETS.index(target) if ph in KILL_TARGETS else ph == "finished"
+                if (ph == target and done >= fraction * max(total, 1)) or past:
+                    hit.set()
 
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
-        time.sleep(rng.uniform(0.05, args.kill_window))
+        hit.wait(args.kill_window)
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         reader.join(2)
         phase = last[0] if proc.returncode == -signal.SIGKILL else "finished"
         phases[phase] = phases.get(phase, 0) + 1
+        after = snapshot(root)
+        changed_by_us += sum(before.get(x) != after.get(x) for x in set(before) | set(after))
         issues = consistency(data, root)
         st = env.cli(["status", str(root), "--json"], data, cache)
         se = env.cli(["search", "render a table", "--path", str(root), "--mode", "bm25"], data, cache)
@@ -267,12 +286,14 @@ def section_kill(env: Env, args) -> None:
             problem(f"kill {k} in {phase}: {issues or (st.returncode, se.returncode, (st.stderr + se.stderr)[-300:])}")
         else:
             recovered += 1
-        if phase == "embed":  # progress is reported after each commit: what was reported must be kept
+        if phase == "embed" and kind == "edits":  # progress follows each commit: reported work is kept
             c = sqlite3.connect(next(data.glob("*/index.db")))
             kept = c.execute("SELECT count(*) FROM chunks WHERE embedded = 1").fetchone()[0]
             c.close()
-            lost.append(max(0, last[1] - kept) if not force else 0)
+            lost.append(max(0, last[1] - kept))
+    cache = env.work / "cache"
     tui = tui_kills(env, root, data, cache, rng, args) if shutil.which("tmux") else 0
+    before = snapshot(root)
     final = env.cli(["index", str(root), "--json"], data, cache, timeout=3600)
     issues = consistency(data, root)
     report = json.loads(final.stdout) if final.returncode == 0 else {}
@@ -283,6 +304,9 @@ def section_kill(env: Env, args) -> None:
            " (progress is reported after each batch commits; at most the batch in flight is redone)")
     figure(f"kill -9: final run exit {final.returncode}, pending {report.get('vectors_pending')},"
            f" consistent: {not issues}")
+    figure(f"kill: repository entries changed by codesight during the killed runs: {changed_by_us}")
+    if changed_by_us:
+        problem(f"kill: codesight changed {changed_by_us} repository entries")
     if final.returncode != 0 or issues or report.get("vectors_pending"):
         problem(f"final index after the kills: exit {final.returncode}, {issues}, {final.stderr[-300:]}")
     check_untouched("kill", before, root)
@@ -296,7 +320,7 @@ def tui_kills(env: Env, root: Path, data: Path, cache: Path, rng, args) -> int:
         cmd = (f"env CODESIGHT_DATA_DIR={data} CODESIGHT_CACHE_DIR={cache} PYTHONPATH={env.base['PYTHONPATH']}"
                f" CODESIGHT_TORTURE_NETLOG={env.netlog} HF_HUB_OFFLINE=1 {sys.executable} -m codesight_tui {root}")
         subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd], check=True)
-        time.sleep(rng.uniform(2.0, args.kill_window + 2))
+        time.sleep(rng.uniform(2.0, 15.0))
         pane = subprocess.run(["tmux", "list-panes", "-t", session, "-F", "#{pane_pid}"], capture_output=True,
                               text=True).stdout.split()
         for pid in pane:
@@ -736,7 +760,8 @@ def main() -> int:
     ap.add_argument("--corpus", type=Path, default=None, help="source tree to copy (default: the rich package)")
     ap.add_argument("--kills", type=int, default=50)
     ap.add_argument("--tui-kills", type=int, default=3)
-    ap.add_argument("--kill-window", type=float, default=10.0, help="kills land within this many seconds")
+    ap.add_argument("--kill-window", type=float, default=60.0,
+                    help="a run that has not reached its kill point by then is killed anyway")
     ap.add_argument("--concurrency-seconds", type=float, default=300.0)
     ap.add_argument("--queries", type=int, default=10_000)
     ap.add_argument("--cli-queries", type=int, default=100)
@@ -749,7 +774,7 @@ def main() -> int:
     global CORPUS_FILES
     if args.fast:
         CORPUS_FILES = 8
-        args.kills, args.tui_kills, args.kill_window = min(args.kills, 3), 0, 2.5
+        args.kills, args.tui_kills, args.kill_window = min(args.kills, 3), 0, 20.0
         args.concurrency_seconds, args.queries, args.cli_queries, args.edits = 10.0, 200, 5, 20
     os.environ["HF_HUB_OFFLINE"] = "1"
     work = Path(tempfile.mkdtemp(prefix="codesight-torture-"))

@@ -459,3 +459,24 @@ def test_sqlite_file_shrinks_after_most_of_it_is_deleted(tmp_path, settings, has
     after = cs.store.size_bytes()
     assert after < before / 4, (before, after)
     assert cs.search("keep", mode="bm25")[0].path == "keep.py"
+
+
+def test_an_indexer_that_held_an_old_table_version_writes_no_duplicate_vectors(repo, settings, hash_embedder):
+    # Found by benchmarks/torture.py (concurrency): two long-lived indexers took turns; the second
+    # read the vector table at the version it had opened earlier, took the other's new vectors for
+    # missing, and embedded those chunks again: 266 chunks ended up with two vectors.
+    from collections import Counter
+
+    from codesight_tui.core.vectors import VectorStore
+
+    b = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    b.index()
+    a = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    (repo / "src" / "fresh_a.py").write_text("def made_while_b_waited():\n    return 1\n")
+    a.index()
+    (repo / "src" / "fresh_b.py").write_text("def made_later():\n    return 2\n")
+    b.index()
+    table = VectorStore(b._vectors.directory).table()
+    ids = Counter(table.search().select(["id"]).limit(None).to_arrow().column("id").to_pylist())
+    assert not [i for i, n in ids.items() if n > 1]
+    assert set(i for i in ids if i > 0) == b.store.embedded_ids()

@@ -264,6 +264,7 @@ class CodeSight:
             raise CodeSightError(f"index at {self.index_dir} is read-only: cannot update it", exit_code=2)
         self._acquire_writer(wait)
         try:
+            self._vectors.refresh()  # another process may have written since this one last looked
             if self._damaged_marker.exists() and not force:
                 self.notices.append(f"index at {self.index_dir} was damaged (a search found a bad page);"
                                     " rebuilt it (cached vectors are reused)")

@@ -61,10 +61,20 @@ class VectorStore:
             # LanceDB's Rust logger writes warnings straight to fd 2, under the TUI over the screen
             # ("training 136 of the 186 requested IVF partitions"): only errors.
             os.environ.setdefault("LANCEDB_LOG", "error")
+            from datetime import timedelta
+
             import lancedb
 
-            self._db = lancedb.connect(str(self.directory))
+            # A long-lived reader (the TUI) sees what another process wrote within a second.
+            self._db = lancedb.connect(str(self.directory), read_consistency_interval=timedelta(seconds=1))
         return self._db
+
+    def refresh(self) -> None:
+        """Forget the open table: the next use opens its latest version. An index run starts
+        with this: a handle left at an older version takes another process's new vectors for
+        missing, and embeds those chunks a second time."""
+        self._table = None
+        self._has_ann = None
 
     def table(self):
         """The table, or None if no vector was ever written."""

@@ -1,0 +1,18 @@
+"""The fast subset of the torture harness (issue 22): kill -9 at random moments, storage faults,
+a hostile repository and fuzzed queries, through real processes with the real model, with the
+repository checked untouched and every network connection refused and counted."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+HARNESS = Path(__file__).resolve().parent.parent / "benchmarks" / "torture.py"
+
+
+def test_torture_fast_subset(tmp_path):
+    r = subprocess.run([sys.executable, str(HARNESS), "--fast", "--only", "kill,faults,hostile,queries",
+                        "--faults", "read-only,disk,garbage"],
+                       capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert r.returncode == 0 and "== 0 problems" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "repository entries changed by codesight: 0" in r.stdout
+    assert "network connections attempted by any codesight process: 0" in r.stdout
