@@ -25,9 +25,15 @@ ANN_MIN_ROWS = 20_000
 ANN_NPROBES = 40
 ANN_REFINE = 10
 # Old table versions are deleted once this old: long enough for a search in another process to
-# finish on the version it opened, short enough that a stream of small edits cannot pile them up
-# (200 one-line edits took the table from 15 to 753 versions and 330 MB with a 5-minute window).
-KEEP_VERSIONS_S = 30
+# finish on the version it opened (milliseconds; readers re-check the latest version every second),
+# short enough that a stream of small edits cannot pile them up (200 one-line edits took the table
+# from 15 to 753 versions and 330 MB with a 5-minute window).
+KEEP_VERSIONS_S = 10
+# Compaction rewrites the small fragments into one, which is the whole table when it has one big
+# fragment: only once this many have piled up (1,000 edits compacting every time left ~650
+# versions and 700 MB within the window; benchmarks/torture.py).
+COMPACT_FRAGMENTS = 24
+COMPACT_VERSIONS = 100  # or this many versions after the last compaction (runs that only delete add no fragment)
 
 
 def _read(fn):
@@ -180,9 +186,12 @@ class VectorStore:
                 out.update(zip(res.column("id").to_pylist(), flat.astype(np.float32, copy=False)))
         return out
 
-    def optimize(self) -> None:
-        """Compact the many small appends and deletes of an indexing run into few files, and drop
-        versions older than ``KEEP_VERSIONS_S``."""
+    def optimize(self, compact: bool | None = None) -> None:
+        """Compact the small appends of indexing runs into few files, fold them into the
+        approximate index and drop versions older than ``KEEP_VERSIONS_S``: once
+        ``COMPACT_FRAGMENTS`` fragments or ``COMPACT_VERSIONS`` versions have piled up, or when
+        ``compact`` says so. (Dropping old versions without compacting needs the separate pylance
+        package.)"""
         t = self.table()
         self.dirty = False
         if t is None:
@@ -191,12 +200,24 @@ class VectorStore:
 
         import warnings
 
+        keep = timedelta(seconds=KEEP_VERSIONS_S)
+        mark = self.directory / "compacted-at-version"
+        if compact is None:
+            try:
+                last = int(mark.read_text()) if mark.exists() else 0
+                compact = (t.stats()["fragment_stats"]["num_fragments"] >= COMPACT_FRAGMENTS
+                           or t.version - last >= COMPACT_VERSIONS)
+            except Exception:  # an older lancedb without stats: compact every time
+                compact = True
+        if not compact:
+            return
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            try:
-                t.optimize(cleanup_older_than=timedelta(seconds=KEEP_VERSIONS_S))
-            except TypeError:  # older lancedb
-                t.optimize()
+            t.optimize(cleanup_older_than=keep)
+        try:
+            mark.write_text(str(t.version))
+        except OSError:
+            pass
 
     def version_count(self) -> int:
         """How many versions of the table are kept on disk."""
