@@ -16,14 +16,15 @@ REPO = HERE.parent
 EXCLUDE = ["tests/", "screenshots/", "benchmarks/"]
 
 
-async def settle(app, pilot, query: str) -> None:
+async def settle(app, pilot, query: str, all_workers: bool = True) -> None:
     await pilot.press(*query)
     for _ in range(100):  # keystrokes coalesce: wait for the search of the full text
         await pilot.pause(0.05)
         if not app.search_busy:
             break
-    await app.workers.wait_for_complete()
-    await pilot.pause(0.3)
+    if all_workers:  # not mid-index: that would wait for the index run to end
+        await app.workers.wait_for_complete()
+    await pilot.pause(0.5)
 
 
 async def main() -> None:
@@ -66,9 +67,9 @@ async def main() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         for _ in range(1200):
             await pilot.pause(0.05)
-            if app.state.phase == "embed" and app.state.phase_done >= 256:
+            if app.state.phase == "embed" and app.state.phase_done >= 128:
                 break
-        await settle(app, pilot, "retry a failed batch")
+        await settle(app, pilot, "retry a failed batch", all_workers=False)
         app.save_screenshot("indexing-80x24.svg", path=str(HERE))
         await pilot.press("ctrl+c")
     print("wrote", HERE / "indexing-80x24.svg")
