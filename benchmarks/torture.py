@@ -211,6 +211,23 @@ def corpus_copy(work: Path, name: str, source: Path | None) -> Path:
     return dest
 
 
+
+def indexed_copy(env: Env, name: str, args) -> tuple[Path, Path, Path]:
+    """A private copy of the corpus, indexed by the CLI into its own data directory with the
+    shared cache: (root, data, cache)."""
+    work = env.work / name
+    root = corpus_copy(work, "repo", args.corpus)
+    data, cache = work / "data", env.work / "cache"
+    env.cli(["index", str(root)], data, cache, timeout=3600)
+    return root, data, cache
+
+
+def engine(root: Path, data: Path, cache: Path):
+    """An in-process ``CodeSight`` on that index (the harness's own reader and editor)."""
+    from codesight_tui import CodeSight
+
+    return CodeSight(root, data_dir=data, cache_dir=cache)
+
 INDEX_CHILD = r'''
 import sys, json
 from codesight_tui import CodeSight
@@ -380,10 +397,7 @@ def section_concurrency(env: Env, args) -> None:
                 errors.append(f"cli exit {r.returncode}: {r.stderr[-200:]}")
 
     def api_reader() -> None:
-        os.environ["CODESIGHT_DATA_DIR"], os.environ["CODESIGHT_CACHE_DIR"] = str(data), str(cache)
-        from codesight_tui import CodeSight
-
-        cs = CodeSight(root)
+        cs = engine(root, data, cache)
         while not stop.is_set():
             t0 = time.perf_counter()
             try:
@@ -658,15 +672,10 @@ def section_queries(env: Env, args) -> None:
           flush=True)
     from hypothesis import HealthCheck, given, settings, strategies as st
 
-    work = env.work / "queries"
-    root = corpus_copy(work, "repo", args.corpus)
-    data, cache = work / "data", env.work / "cache"
-    env.cli(["index", str(root)], data, cache, timeout=3600)
-    os.environ["CODESIGHT_DATA_DIR"], os.environ["CODESIGHT_CACHE_DIR"] = str(data), str(cache)
-    from codesight_tui import CodeSight
     from codesight_tui.core.errors import CodeSightError
 
-    cs = CodeSight(root)
+    root, data, cache = indexed_copy(env, "queries", args)
+    cs = engine(root, data, cache)
     counts = {"queries": 0, "exceptions": 0, "malformed": 0, "usage errors": 0}
     fts = st.sampled_from(['"', "NEAR(", "AND", "OR", "NOT", "*", "^", ":", "col:", "(", ")", "{", "}", "-",
                            "\x00", "\x1b[31m", "\ud800", "検索", "🙂", "a" * 100_000])
@@ -718,14 +727,8 @@ def section_queries(env: Env, args) -> None:
 # --- 8. footprint -----------------------------------------------------------------------------
 def section_footprint(env: Env, args) -> None:
     print(f"\n[footprint] {args.edits} small edits, each followed by an index run (API, real model)", flush=True)
-    work = env.work / "footprint"
-    root = corpus_copy(work, "repo", args.corpus)
-    data, cache = work / "data", env.work / "cache"
-    env.cli(["index", str(root)], data, cache, timeout=3600)
-    os.environ["CODESIGHT_DATA_DIR"], os.environ["CODESIGHT_CACHE_DIR"] = str(data), str(cache)
-    from codesight_tui import CodeSight
-
-    cs = CodeSight(root)
+    root, data, cache = indexed_copy(env, "footprint", args)
+    cs = engine(root, data, cache)
     files = sorted(root.rglob("*.py"))
     rng = random.Random(args.seed)
     originals = {f: f.read_text() for f in files}
