@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-COMMANDS = ("index", "search", "status", "eval", "cache")
+COMMANDS = ("index", "search", "status", "watch", "mcp", "eval", "cache")
 MODES = ("hybrid", "bm25", "vector")
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -87,14 +87,14 @@ def resolve_root(path: str | Path, *, yes: bool = False, indexing: bool = True) 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="codesight",
-        usage="codesight [PATH]\n       codesight {index,search,status,eval,cache} ...",
+        usage="codesight [PATH]\n       codesight {index,search,status,watch,mcp,eval,cache} ...",
         description="Local hybrid code search. `codesight [PATH]` opens the terminal UI.",
         epilog="Configuration: CODESIGHT_* environment variables or ~/.config/codesight/config.toml.",
     )
     from codesight_tui import __version__
 
     p.add_argument("--version", action="version", version=f"codesight {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="{index,search,status,eval,cache}")
+    sub = p.add_subparsers(dest="command", metavar="{index,search,status,watch,mcp,eval,cache}")
 
     pi = sub.add_parser("index", help="build or update the index of a repository")
     pi.add_argument("path", nargs="?", default=".", help=ROOT_HELP)
@@ -107,7 +107,9 @@ def _parser() -> argparse.ArgumentParser:
 
     ps = sub.add_parser("search", help="search a repository (indexes it first if needed)")
     ps.add_argument("query", help="words, a question, or an identifier")
-    ps.add_argument("--path", default=".", help=ROOT_HELP)
+    ps.add_argument("--path", action="append", default=None,
+                    help=ROOT_HELP + "; repeat it to search several repositories as one ranked list")
+    ps.add_argument("--all", action="store_true", help="search every repository saved in the config (repos)")
     ps.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
     ps.add_argument("--limit", "-n", type=int, default=10, help="number of results (default 10)")
     ps.add_argument("--mode", choices=MODES, default=None, help="retrieval mode (default hybrid)")
@@ -118,6 +120,24 @@ def _parser() -> argparse.ArgumentParser:
     pt = sub.add_parser("status", help="show what is indexed and how fresh it is")
     pt.add_argument("path", nargs="?", default=".", help=ROOT_HELP)
     pt.add_argument("--json", action="store_true", help="machine-readable output")
+
+    pw = sub.add_parser("watch", help="keep the index current as files change (Ctrl-C stops)",
+                        description="Bring the index up to date, then re-index changed files as they are"
+                        " saved: one batch per burst of changes (a branch switch is one), only changed files"
+                        " re-chunked, only new text embedded. One line per batch.")
+    pw.add_argument("path", nargs="?", default=".", help=ROOT_HELP)
+    pw.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
+    pw.add_argument("--no-embed", action="store_true", help="keep BM25 current only (no vectors)")
+    pw.add_argument("--json", action="store_true", help="one JSON object per batch")
+
+    pm = sub.add_parser("mcp", help="serve search to AI assistants over MCP (stdio)",
+                        description="A Model Context Protocol server on stdin/stdout with the tools search,"
+                        " index, status, watch and unwatch. It reads only repositories under the allowed roots:"
+                        " each --root, else the repository around the current directory (and the config's"
+                        " saved repos).")
+    pm.add_argument("--root", action="append", default=None, metavar="PATH",
+                    help="a directory whose repositories the server may search (repeatable)")
+    pm.add_argument("--watch", action="store_true", help="watch every root that is a repository from the start")
 
     pc = sub.add_parser("cache", help="show or prune the shared embedding cache",
                         description="The embedding cache is shared by every repository (one file per model)."
@@ -289,8 +309,6 @@ def cmd_index(args) -> int:
 
     cs = CodeSight(resolve_root(args.path, yes=args.yes), exclude=args.exclude or None)
     report = _run_index(cs, embed=not args.no_embed, force=args.force, wait=args.wait)
-    for n in cs.notices:
-        _err(n)
     for w in report.warnings:
         _err(w)
     if args.json:
@@ -310,6 +328,42 @@ def _snippet(content: str, width: int = 100, lines: int = 3) -> list[str]:
     return out
 
 
+def _ready(cs, mode: str) -> None:
+    """Index a repository that has none yet before searching it (what a first search needs)."""
+    if cs.is_indexed():
+        return
+    from codesight_tui.core.errors import IndexBusyError
+
+    _err(f"no index for {cs.root} yet: indexing first")
+    try:
+        report = _run_index(cs, embed=mode != "bm25")
+    except IndexBusyError:
+        # Another process is building it: search what it has committed so far.
+        _err("another codesight process is indexing this repository: searching what it has indexed so far")
+    else:
+        for w in report.warnings:
+            _err(w)
+
+
+def _search_roots(args) -> list[Path]:
+    from codesight_tui.config import load_settings
+    from codesight_tui.core.errors import CodeSightError
+
+    paths = list(args.path or [])
+    if args.all:
+        saved = load_settings().repos
+        if not saved:
+            raise CodeSightError("no saved repositories: list them as repos = [\"~/src/a\", \"~/src/b\"] in the"
+                                 " config file", exit_code=EXIT_USAGE)
+        paths += saved
+    roots: list[Path] = []
+    for p in paths or ["."]:
+        root = resolve_root(p, yes=args.yes)
+        if root not in roots:
+            roots.append(root)
+    return roots
+
+
 def cmd_search(args) -> int:
     from codesight_tui.core.engine import CodeSight
 
@@ -319,39 +373,36 @@ def cmd_search(args) -> int:
     if not args.query.strip():
         _err("the query is empty: say what to look for, e.g. codesight search \"parse config file\"")
         return EXIT_USAGE
-    cs = CodeSight(resolve_root(args.path, yes=args.yes))
+    engines = [CodeSight(root) for root in _search_roots(args)]
     if args.lang:
         _check_language(args.lang)
-    mode = args.mode or cs.settings.default_mode
-    if not cs.is_indexed():
-        from codesight_tui.core.errors import IndexBusyError
-
-        _err(f"no index for {cs.root} yet: indexing first")
-        try:
-            report = _run_index(cs, embed=mode != "bm25")
-        except IndexBusyError:
-            # Another process is building it: search what it has committed so far.
-            _err("another codesight process is indexing this repository: searching what it has indexed so far")
-        else:
-            for w in report.warnings:
-                _err(w)
-    results = cs.search(args.query, top_k=args.limit, mode=mode, glob=args.glob, language=args.lang)
-    for n in cs.notices:
+    mode = args.mode or engines[0].settings.default_mode
+    for cs in engines:
+        _ready(cs, mode)
+    several = len(engines) > 1
+    results = CodeSight.search_many(engines, args.query, top_k=args.limit, mode=mode, glob=args.glob,
+                                    language=args.lang)
+    for n in results.notices:
         _err(n)
-    counts = cs.store.counts() if cs.has_index() else {"pending": 0}
-    if counts["pending"] and mode != "bm25":
-        _err(f"index incomplete: {counts['pending']:,} chunks still without vectors (run `codesight index`)")
+    for cs in engines:
+        pending = cs.counts()["pending"]
+        if pending and mode != "bm25":
+            _err(f"index incomplete{f' ({cs.root.name})' if several else ''}: {pending:,} chunks still without"
+                 " vectors (run `codesight index`)")
     if args.json:
         out = []
         for r in results:
             d = r.to_dict()
             d.pop("chunk_id", None)
+            if not several:
+                d.pop("repo", None)
             out.append(d)
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         for r in results:
-            loc = _safe(f"{r.path}:{r.start_line}-{r.end_line}")
+            where = f"[{Path(r.repo).name}] " if several else ""
+            loc = _safe(f"{where}{r.path}:{r.start_line}-{r.end_line}")
             tag = {"both": "bm25+vec", "bm25": "bm25", "vector": "vec", "symbol": "definition"}[r.found_by]
             if color:
                 print(f"\x1b[35m{loc}\x1b[0m  \x1b[1m{_safe(r.scope)}\x1b[0m  \x1b[2m[{tag} {r.score:.4f}]\x1b[0m")
@@ -363,12 +414,64 @@ def cmd_search(args) -> int:
     return EXIT_OK if results else EXIT_ERROR
 
 
+def _batch_line(batch, report) -> dict:
+    kinds: dict[str, int] = {}
+    for kind in batch.changes.values():
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return {"time": time.strftime("%H:%M:%S"), "full": batch.full, "paths": len(batch.changes), "changes": kinds,
+            "files_changed": report.files_changed, "files_deleted": report.files_deleted,
+            "chunks_added": report.chunks_added, "chunks_removed": report.chunks_removed,
+            "embedded": report.embedded, "cache_hits": report.cache_hits, "vectors_pending": report.vectors_pending,
+            "seconds": round(report.seconds, 3), "warnings": report.warnings}
+
+
+def cmd_watch(args) -> int:
+    import threading
+
+    from codesight_tui.core.engine import CodeSight
+
+    cs = CodeSight(resolve_root(args.path, yes=args.yes))
+    cs.lexical_processes = True
+
+    def on_batch(batch, report) -> None:
+        line = _batch_line(batch, report)
+        if args.json:
+            print(json.dumps(line), flush=True)
+            return
+        what = "caught up" if batch.full else ", ".join(f"{n} {k}" for k, n in sorted(line["changes"].items()))
+        vec = f"; {report.embedded} embedded" + (f", {report.vectors_pending:,} pending" if report.vectors_pending else "")
+        print(f"{line['time']}  {what}: {report.files_changed} files re-indexed, +{report.chunks_added}"
+              f" -{report.chunks_removed} chunks{vec if not args.no_embed else ''} ({report.seconds:.2f}s)", flush=True)
+        for w in report.warnings:
+            _err(w)
+
+    watcher = cs.watch(on_batch, embed=not args.no_embed)
+    if not args.json:
+        _err(f"watching {cs.root} ({watcher.mode}); Ctrl-C stops")
+    done = threading.Event()
+    try:
+        while not done.wait(0.5):
+            for e in watcher.errors:
+                _err(e)
+            watcher.errors.clear()
+    except KeyboardInterrupt:
+        watcher.stop(timeout=2)
+        _err("stopped watching: everything indexed so far is saved")
+    return EXIT_OK
+
+
+def cmd_mcp(args) -> int:
+    from codesight_tui.mcp_server import serve
+
+    return serve(args.root, watch=args.watch)
+
+
 def cmd_status(args) -> int:
     from codesight_tui.core.engine import CodeSight
 
     cs = CodeSight(resolve_root(args.path, indexing=False))
     st = cs.status()
-    for n in cs.notices:  # a rebuilt or read-only index is said, never silent
+    for n in st.get("notices", []):  # a rebuilt or read-only index is said, never silent
         _err(n)
     if args.json:
         print(json.dumps(st, indent=2))
@@ -568,8 +671,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help", "--version")):
         args = _parser().parse_args(argv)
-        handler = {"index": cmd_index, "search": cmd_search, "status": cmd_status,
-                   "eval": cmd_eval, "cache": cmd_cache}.get(args.command)
+        handler = {"index": cmd_index, "search": cmd_search, "status": cmd_status, "watch": cmd_watch,
+                   "mcp": cmd_mcp, "eval": cmd_eval, "cache": cmd_cache}.get(args.command)
     else:
         args = _tui_parser().parse_args(argv)
         handler = cmd_tui

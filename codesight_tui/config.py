@@ -65,6 +65,9 @@ class Settings(BaseSettings):
     integrity_check_hours: float = Field(
         default=24.0, ge=0, description="An index run checks the index file for damage (SQLite quick_check,"
         " about 11 ms per MB) when the last check is older than this; 0 checks on every run.")
+    repos: list[str] = Field(
+        default_factory=list, description="A saved set of repositories: `codesight search --all` searches them"
+        " together, and `codesight mcp` serves them beside the current repository.")
     editor: str | None = Field(
         default=None, description="Command template for opening a hit, e.g. 'nvim +{line} {path}'."
     )

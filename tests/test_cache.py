@@ -45,9 +45,9 @@ def test_index_run_bounds_the_cache(repo, settings, hash_embedder, monkeypatch):
     c = EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim)
     fill(c, 6000, 1, "junk")  # ~1.3 MB of vectors nobody has used for decades
     assert c.stats()["bytes"] > 1024 * 1024
-    cs.index()
+    report = cs.index()
     assert c.stats()["bytes"] <= 1024 * 1024
-    assert any("least recently used" in n for n in cs.notices)
+    assert any("least recently used" in n for n in report.warnings)
     st = cs.status()
     assert st["cache"]["entries"] > 0 and st["vectors"] == st["chunks"]
     assert c.get_many([r.embed_key for r in cs.store.get_chunks(list(range(1, 5))).values()])  # kept

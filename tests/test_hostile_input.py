@@ -141,10 +141,10 @@ def test_a_bad_page_inside_the_index_is_reported_then_repaired(repo, settings, h
             errors.append(str(exc))
     assert errors and all("damaged" in e and "codesight index" in e for e in errors)
     report = c.index()
-    assert any("damaged" in n and "rebuilt" in n for n in c.notices)
+    assert any("damaged" in n and "rebuilt" in n for n in report.warnings)
     assert report.chunks > 300 and c.search("f3_4", mode="bm25")[0].path == "gen_3.py"
-    c.index()  # rebuilt once, not on every run
-    assert sum("rebuilt" in n for n in c.notices) == 1
+    again = c.index()  # rebuilt once, not on every run
+    assert not any("rebuilt" in n for n in again.warnings)
 
 
 @pytest.mark.parametrize("damage", ["data files deleted", "versions deleted"])
@@ -165,11 +165,11 @@ def test_a_damaged_vector_store_falls_back_to_bm25_then_is_rebuilt(repo, setting
     c = CodeSight(repo, settings=settings, embedder=hash_embedder)
     if damage == "data files deleted":
         hits = c.search("haversine", mode="hybrid")
-        assert hits and hits[0].path == "src/geo.py" and any("BM25" in n for n in c.notices)
+        assert hits and hits[0].path == "src/geo.py" and any("BM25" in n for n in hits.notices)
         with pytest.raises(CodeSightError, match="codesight index"):
             c.search("haversine", mode="vector")
     report = c.index()
-    assert any("rebuilt it from the embedding cache" in n for n in c.notices)
+    assert any("rebuilt it from the embedding cache" in n for n in report.warnings)
     assert report.embedded == 0 and report.cache_hits > 0  # nothing embedded again
     assert c.search("haversine", mode="vector")  # vector search answers again
     assert c._vectors.count() >= c.store.counts()["vectors"]
@@ -200,8 +200,8 @@ def test_a_search_failure_that_was_transient_does_not_cost_a_rebuild(repo, setti
     c = CodeSight(repo, settings=settings, embedder=hash_embedder)
     c.index()
     c._vectors_damaged_marker.touch()
-    c.index()
-    assert not any("rebuilt" in n for n in c.notices) and not c._vectors_damaged_marker.exists()
+    report = c.index()
+    assert not any("rebuilt" in n for n in report.warnings) and not c._vectors_damaged_marker.exists()
 
 
 def _read_only(path):
@@ -357,14 +357,14 @@ def test_damage_no_query_touches_is_found_by_the_periodic_check(tmp_path, settin
     raw[mid : mid + 8192] = bytes(range(256)) * 32
     db.write_bytes(bytes(raw))
     daily = CodeSight(root, settings=settings, embedder=hash_embedder)
-    daily.index()  # checked less than a day ago: not yet
-    assert not any("integrity" in n for n in daily.notices)
+    report = daily.index()  # checked less than a day ago: not yet
+    assert not any("integrity" in n for n in report.warnings)
     daily.close()
     every = CodeSight(root, settings=settings.model_copy(update={"integrity_check_hours": 0}), embedder=hash_embedder)
     report = every.index()
-    assert any("integrity check" in n and "rebuilt" in n for n in every.notices), every.notices
+    assert any("integrity check" in n and "rebuilt" in n for n in report.warnings), report.warnings
     assert report.embedded == 0 and report.vectors_pending == 0  # vectors came from the cache
     assert every.store.quick_check() is None
     again = CodeSight(root, settings=settings.model_copy(update={"integrity_check_hours": 0}), embedder=hash_embedder)
-    again.index()
-    assert not any("rebuilt" in n for n in again.notices)  # once, not in a loop
+    report = again.index()
+    assert not any("rebuilt" in n for n in report.warnings)  # once, not in a loop

@@ -242,7 +242,7 @@ def test_corrupt_index_is_detected_and_rebuilt(repo, settings, hash_embedder):
     (cs.index_dir / "index.db").write_bytes(b"this is not a database" * 100)
     cs2 = CodeSight(repo, settings=settings, embedder=hash_embedder)
     r = cs2.index()
-    assert any("rebuilt" in n for n in cs2.notices)
+    assert any("rebuilt" in n for n in r.warnings)
     assert r.chunks > 0 and cs2.search("haversine", mode="bm25")
 
 

@@ -83,7 +83,7 @@ async def test_late_result_of_an_old_query_is_dropped(repo, settings):
         await settle(app, pilot)
         await search(app, pilot, "haversine")
         shown = list(app.hits)
-        app.post_message(SearchFinished("an older query", "hybrid", [], 1.0))
+        app.post_message(SearchFinished(("an older query", "hybrid", "", ""), [], 1.0))
         await pilot.pause(0.1)
         assert app.hits == shown
 

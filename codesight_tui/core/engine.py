@@ -20,7 +20,7 @@ from codesight_tui.core.errors import CodeSightError, IndexBusyError, VectorStor
 from codesight_tui.core.indexer import (IndexReport, Progress, ProgressFn, drop_orphan_vectors, index_lexical,
                                         index_vectors, scan_changes)
 from codesight_tui.core.paths import index_dir_for
-from codesight_tui.core.searcher import MODES, SearchResult, search
+from codesight_tui.core.searcher import MODES, Hits, rrf_fuse, search
 from codesight_tui.core.store import SCHEMA_VERSION, Store
 from codesight_tui.core.text import LONE_SURROGATE
 from codesight_tui.core.tokens import ModelInfo, resolve_model
@@ -54,6 +54,51 @@ def _settings(settings, overrides):
     return settings.model_copy(update={k: v for k, v in overrides.items() if v is not None}) if overrides else settings
 
 
+_MODELS: dict[tuple, object] = {}  # one loaded model per (model, device, batch, process) for the whole process
+_MODELS_LOCK = threading.Lock()
+
+
+def shared_embedder(info: ModelInfo, device: str, batch_size: int, in_child: bool):
+    """The process's one instance of a model: the first caller loads it, every repository's
+    ``CodeSight`` after that gets the same object (the MCP server serves many repositories)."""
+    key = (info.name, str(info.load_from), device, batch_size, in_child)
+    with _MODELS_LOCK:
+        model = _MODELS.get(key)
+        if model is None:
+            from codesight_tui.core.embedder import ProcessEmbedder, SentenceTransformerEmbedder
+
+            cls = ProcessEmbedder if in_child else SentenceTransformerEmbedder
+            model = _MODELS[key] = cls(info, device, batch_size)
+        return model
+
+
+def release_shared(model) -> None:
+    """Forget a shared model that is being closed, so the next caller loads a fresh one."""
+    with _MODELS_LOCK:
+        for key in [k for k, v in _MODELS.items() if v is model]:
+            del _MODELS[key]
+
+
+def writer_active(lock_path: Path) -> bool:
+    """Whether some process holds the index's writer lock (a flock, as filelock takes it)."""
+    import fcntl
+    import os
+
+    try:
+        fd = os.open(lock_path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
 def _mark(marker: Path) -> None:
     """Leave a marker for the next index run; on a read-only index there is no next run to tell."""
     try:
@@ -79,7 +124,9 @@ class CodeSight:
         self.root = root.resolve()
         self.settings = _settings(settings, overrides)
         self.index_dir = index_dir_for(self.root, self.settings.data_dir)
-        self.notices: list[str] = []
+        self._events: list[str] = []  # what happened to the index (rebuilt, read-only): told once
+        self._events_lock = threading.Lock()
+        self._indexing = threading.Event()  # this process's writer is running
         self._store: Store | None = None
         self._vectors = VectorStore(self.index_dir / "vectors.lance")
         self._embedder = embedder
@@ -129,7 +176,7 @@ class CodeSight:
             version = store.get_meta("schema_version")
             if version != SCHEMA_VERSION:
                 store.close()
-                self.notices.append(f"index format changed (v{version} -> v{SCHEMA_VERSION});"
+                self._note(f"index format changed (v{version} -> v{SCHEMA_VERSION});"
                                     " rebuilt it (cached vectors are reused)")
                 self._wipe()
                 return Store(self.db_path)
@@ -139,7 +186,7 @@ class CodeSight:
             if "readonly" in msg or "read-only" in msg or "unable to open" in msg:
                 if self.db_path.exists():
                     try:  # a read-only index can still be searched
-                        self.notices.append(f"index at {self.index_dir} is read-only: searching without updating")
+                        self._note(f"index at {self.index_dir} is read-only: searching without updating")
                         return Store(self.db_path, readonly=True)
                     except sqlite3.Error:
                         pass
@@ -180,7 +227,7 @@ class CodeSight:
             return False
 
     def _rebuild(self, exc: Exception) -> Store:
-        self.notices.append(f"index at {self.index_dir} was unreadable ({exc}); rebuilt it from scratch")
+        self._note(f"index at {self.index_dir} was unreadable ({exc}); rebuilt it from scratch")
         self._wipe()
         try:
             return Store(self.db_path)
@@ -213,19 +260,17 @@ class CodeSight:
 
     # --- model --------------------------------------------------------------------------
     def embedder(self):
-        """The embedding model, loaded once (thread-safe). Raises ``CodeSightError`` if it can't load."""
+        """The embedding model, loaded on first need and shared by every ``CodeSight`` of this
+        process that uses the same model (thread-safe). Raises ``CodeSightError`` if it can't load."""
         if self._embedder is not None:
             return self._embedder
         with self._model_lock:
             if self._embedder is None:
                 if self._embedder_error:
                     raise CodeSightError(self._embedder_error)
-                from codesight_tui.core.embedder import ProcessEmbedder, SentenceTransformerEmbedder
-
-                cls = ProcessEmbedder if self.model_process else SentenceTransformerEmbedder
                 try:
-                    self._embedder = cls(
-                        self.model_info, self.settings.device, self.settings.batch_size)
+                    self._embedder = shared_embedder(self.model_info, self.settings.device, self.settings.batch_size,
+                                                     self.model_process)
                 except CodeSightError as exc:
                     self._embedder_error = str(exc)
                     raise
@@ -235,18 +280,26 @@ class CodeSight:
     def embedder_loaded(self) -> bool:
         return self._embedder is not None
 
+    @property
+    def model_error(self) -> str | None:
+        """Why the model could not load, once it has been tried and failed; else None."""
+        return self._embedder_error
+
     # --- indexing -------------------------------------------------------------------------
     def index(self, progress: ProgressFn | None = None, *, embed: bool = True, force: bool = False,
-              cancel: threading.Event | None = None, wait: bool = False) -> IndexReport:
+              cancel: threading.Event | None = None, wait: bool = False,
+              paths: list[str] | None = None) -> IndexReport:
         """Bring the index up to date: lexical phase first (BM25 works after it), then vectors.
 
         ``embed=False`` stops after the lexical phase. ``force`` rebuilds from scratch (the shared
         embedding cache still spares re-embedding). ``cancel`` stops between batches; everything
         committed so far stays valid and the next run resumes. Raises ``IndexBusyError`` if another
         process is indexing and ``wait`` is false. A full disk is one clear ``CodeSightError``.
+        ``paths`` (relative, from a file watcher) limits the lexical phase to those files where
+        that is enough to tell what changed; the tree is walked otherwise.
         """
         try:
-            return self._index(progress, embed=embed, force=force, cancel=cancel, wait=wait)
+            return self._index(progress, embed=embed, force=force, cancel=cancel, wait=wait, paths=paths)
         except (sqlite3.OperationalError, OSError) as exc:
             full = isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "full" in str(exc).lower()
             if not full:
@@ -254,7 +307,7 @@ class CodeSight:
             raise CodeSightError(f"no space left to write the index at {self.index_dir}: free some space and"
                                  " run it again (everything committed so far is kept and searchable)") from None
 
-    def _index(self, progress, *, embed: bool, force: bool, cancel, wait: bool) -> IndexReport:
+    def _index(self, progress, *, embed: bool, force: bool, cancel, wait: bool, paths) -> IndexReport:
         from codesight_tui.core.chunker import Chunker
         from codesight_tui.core.tokens import TokenCounter
 
@@ -263,17 +316,18 @@ class CodeSight:
         if store.readonly:
             raise CodeSightError(f"index at {self.index_dir} is read-only: cannot update it", exit_code=2)
         self._acquire_writer(wait)
+        self._indexing.set()
         try:
             self._vectors.refresh()  # another process may have written since this one last looked
             if self._damaged_marker.exists() and not force:
-                self.notices.append(f"index at {self.index_dir} was damaged (a search found a bad page);"
+                self._note(f"index at {self.index_dir} was damaged (a search found a bad page);"
                                     " rebuilt it (cached vectors are reused)")
                 force = True
             elif not force and self._integrity_due(store):
                 # Damage no query has touched yet (a bad page under rows nobody read) is found here.
                 found = store.quick_check()
                 if found:
-                    self.notices.append(f"index at {self.index_dir} was damaged (integrity check: {found});"
+                    self._note(f"index at {self.index_dir} was damaged (integrity check: {found});"
                                         " rebuilt it (cached vectors are reused)")
                     force = True
                 else:
@@ -286,7 +340,7 @@ class CodeSight:
             elif not self._vector_files_present() or (self._vectors_damaged_marker.exists()
                                                       and not self._vectors_read_back()):
                 # Vectors that can't be read are rebuilt from the embedding cache: no model work.
-                self.notices.append(f"vector index at {self.index_dir} was damaged or missing; rebuilt it"
+                self._note(f"vector index at {self.index_dir} was damaged or missing; rebuilt it"
                                     " from the embedding cache")
                 self._vectors.drop()
                 store.reset_embedded()
@@ -294,9 +348,11 @@ class CodeSight:
             report = IndexReport()
             info = self.model_info
             chunker = Chunker(TokenCounter(info.tokenizer_file), info.max_seq_length - 2)
+            if force or store.get_meta("last_indexed") is None:
+                paths = None  # a first or rebuilt index walks the whole tree
             index_lexical(self.root, store, chunker, max_file_size=self.settings.max_file_size,
                           exclude=list(self.settings.exclude), progress=progress, cancel=cancel, report=report,
-                          processes=self.lexical_processes)
+                          processes=self.lexical_processes, paths=paths)
             report.vectors_pending = store.counts()["pending"]
             model_changed = store.get_meta("model") not in (None, info.name)
             if embed and not report.cancelled and (report.vectors_pending or model_changed):
@@ -321,9 +377,68 @@ class CodeSight:
                 except sqlite3.OperationalError:  # busy readers or no space: the next run tries again
                     pass
             report.seconds = time.perf_counter() - t0
+            report.warnings[:0] = self.take_notices()
             return report
         finally:
+            self._indexing.clear()
             self._lock.release()
+
+    def watch(self, on_batch=None, *, embed: bool = True, quiet: float = 0.3, catch_up: bool = True,
+              poll: bool | None = None):
+        """Keep the index current as files change: returns a started ``core.watch.Watcher``.
+
+        Each batch of changes is one ``index(paths=...)`` run: only the named files are looked
+        at, re-chunked and (their new text only) embedded, and the vector store gets one version
+        per batch. A change that arrives while a batch is embedding interrupts the embedding, so a
+        save is searchable in about a second even during a long first embedding; the next batch
+        resumes it. Another process's writer makes the batch wait (``RetryLater``), not fail.
+        ``on_batch(batch, report)`` is called after each batch. ``catch_up`` first brings the
+        index up to date with a full walk. ``poll`` forces a stat poll instead of inotify (the
+        default polls only where the tree has symlinked directories).
+        """
+        from codesight_tui.core.watch import RetryLater
+
+        embedding = threading.Event()
+        interrupt = threading.Event()
+
+        def progress(ev: Progress) -> None:
+            if ev.phase == "embed":
+                embedding.set()
+
+        def on_event() -> None:
+            if embedding.is_set():
+                interrupt.set()  # the lexical phase of the next batch goes first
+
+        def handle(batch) -> None:
+            embedding.clear()
+            interrupt.clear()
+            try:
+                report = self.index(progress, embed=embed, cancel=interrupt,
+                                    paths=None if batch.full else batch.paths)
+            except IndexBusyError:
+                raise RetryLater from None
+            finally:
+                embedding.clear()
+            if on_batch is not None:
+                on_batch(batch, report)
+
+        return self.watcher(handle, quiet=quiet, poll=poll, on_event=on_event).start(full=catch_up)
+
+    def watcher(self, handler, *, quiet: float = 0.3, poll: bool | None = None, scan=None, on_event=None,
+                poll_every: float = 2.0):
+        """A ``core.watch.Watcher`` of this repository (not started) that hands its batches to
+        ``handler(batch)``, with this index's ignore rules. It polls (``scan``, by default
+        ``changed_files``) where the tree has symlinked directories, which inotify watchers follow
+        into loops or out of the repository, or where ``poll`` says so."""
+        from codesight_tui.core.watch import Watcher
+
+        if poll is None:
+            try:
+                poll = int(self.store.get_meta("symlink_dirs") or 0) > 0 if self.is_indexed() else False
+            except Exception:
+                poll = True
+        return Watcher(self.root, handler, exclude=list(self.settings.exclude), quiet=quiet, poll=poll,
+                       scan=scan or self.changed_files, on_event=on_event, poll_every=poll_every)
 
     def _integrity_due(self, store) -> bool:
         """Whether this run checks the file for damage: once every ``integrity_check_hours``."""
@@ -363,13 +478,14 @@ class CodeSight:
 
     # --- search ---------------------------------------------------------------------------
     def search(self, query: str, top_k: int = 10, mode: str | None = None, *, glob: str | None = None,
-               language: str | None = None, load_model: bool = True) -> list[SearchResult]:
+               language: str | None = None, load_model: bool = True) -> Hits:
         """Search the index. ``mode`` is ``hybrid`` (default), ``bm25`` or ``vector``.
 
-        Hybrid search uses whatever vectors exist; if the model cannot load it falls back to BM25
-        and records a notice. With ``load_model=False`` a model that is not loaded yet is not
-        waited for (hybrid answers from BM25 alone, vector mode returns nothing). Any query
-        string is safe.
+        Returns ``Hits``: a list of ``SearchResult`` whose ``notices`` say what this answer lacks
+        (no model: BM25 only; a damaged vector table) and what happened to the index since the
+        last call (rebuilt, read-only). Hybrid search uses whatever vectors exist. With
+        ``load_model=False`` a model that is not loaded yet is not waited for (hybrid answers from
+        BM25 alone, vector mode returns nothing). Any query string is safe.
         """
         mode = mode or self.settings.default_mode
         if mode not in MODES:
@@ -381,35 +497,32 @@ class CodeSight:
         if glob is not None:
             _check_glob(glob)
         if not self.has_index():
-            return []
+            return Hits()
+        notes: list[str] = []
         qfn = None
         if mode != "bm25" and not load_model and self._embedder is None:
             if mode == "vector":
-                return []
+                return Hits(notices=self.take_notices())
         elif mode != "bm25":
             try:
-                self.embedder()
-                qfn = self._embedder.encode_query
+                qfn = self.embedder().encode_query
             except CodeSightError as exc:
                 if mode == "vector":
                     raise
-                if str(exc) not in " ".join(self.notices):
-                    self.notices.append(f"{exc}; showing BM25 results only")
+                notes.append(f"{exc}; showing BM25 results only")
         run = functools.partial(search, self.store, self._vectors, query=query, top_k=top_k, glob=glob,
                                 language=language, depth=self.settings.retriever_depth, rrf_k=self.settings.rrf_k,
                                 ranking=self.settings.ranking)
         try:
             try:
-                return run(qfn, mode=mode, vectors_for=self._vectors_for)
+                hits = run(qfn, mode=mode, vectors_for=self._vectors_for)
             except VectorStoreError as exc:
                 _mark(self._vectors_damaged_marker)
                 if mode == "vector":
                     raise CodeSightError(f"{exc}: run `codesight index` to rebuild it from the embedding"
                                          " cache") from None
-                note = f"{exc}; showing BM25 results until `codesight index` rebuilds it"
-                if note not in self.notices:
-                    self.notices.append(note)
-                return run(None, mode="bm25")
+                notes.append(f"{exc}; showing BM25 results until `codesight index` rebuilds it")
+                hits = run(None, mode="bm25")
         except sqlite3.OperationalError as exc:
             raise CodeSightError(f"search failed: {exc}") from None
         except sqlite3.DatabaseError as exc:
@@ -418,6 +531,42 @@ class CodeSight:
             _mark(self._damaged_marker)
             raise CodeSightError(f"the index of {self.root} is damaged ({exc}): run `codesight index`"
                                  " to rebuild it (cached vectors are reused)") from None
+        return Hits(hits, notices=self.take_notices() + notes)
+
+    @staticmethod
+    def search_many(engines: list[CodeSight], query: str, top_k: int = 10, mode: str | None = None,
+                    **kwargs) -> Hits:
+        """One ranked list across several repositories: each is searched on its own, and the lists
+        are fused by rank (the same RRF as hybrid search), each hit labelled with its repository
+        (``SearchResult.repo``). Equal fused scores go to the better-scored hit."""
+        per_repo = [engine.search(query, top_k=top_k, mode=mode, **kwargs) for engine in engines]
+        if len(engines) == 1:
+            for hit in per_repo[0]:
+                hit.repo = str(engines[0].root)
+            return per_repo[0]
+        hits = {}
+        rankings = {}
+        for n, (engine, found) in enumerate(zip(engines, per_repo)):
+            rankings[str(n)] = [(n, i) for i in range(len(found))]
+            for i, hit in enumerate(found):
+                hit.repo = str(engine.root)
+                hits[(n, i)] = hit
+        fused = rrf_fuse(rankings)
+        order = sorted(fused, key=lambda f: (-f[1], -hits[f[0]].score))
+        return Hits([hits[key] for key, _, _ in order[:top_k]],
+                    notices=[f"{Path(e.root).name}: {n}" for e, found in zip(engines, per_repo) for n in found.notices])
+
+    def take_notices(self) -> list[str]:
+        """What happened to the index since the last call that reported it (rebuilt after damage,
+        format change, read-only): each is told once, with the next result."""
+        with self._events_lock:
+            out, self._events = self._events, []
+        return out
+
+    def _note(self, message: str) -> None:
+        with self._events_lock:
+            if message not in self._events:
+                self._events.append(message)
 
     @staticmethod
     def query_terms(query: str) -> list[str]:
@@ -469,6 +618,26 @@ class CodeSight:
         return path if path.is_file() else None
 
     # --- status ---------------------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        """``files``, ``chunks``, ``vectors`` and ``pending`` (chunks without a vector); zeros
+        before the first index. Cheap: for status lines and progress."""
+        if not self.has_index():
+            return {"files": 0, "chunks": 0, "vectors": 0, "pending": 0}
+        return self.store.counts()
+
+    def last_indexed(self) -> float | None:
+        """When a lexical pass last completed (a Unix time), or None."""
+        if not self.has_index():
+            return None
+        value = self.store.get_meta("last_indexed")
+        return float(value) if value else None
+
+    def indexing_now(self) -> bool:
+        """Whether an indexer (this process's or another's) is writing this index now."""
+        if self._indexing.is_set():
+            return True
+        return writer_active(self.index_dir / "write.lock")
+
     def changed_files(self) -> dict[str, list[str]]:
         """Files that differ on disk from the index: ``{"added", "modified", "deleted"}``."""
         if not self.has_index():
@@ -485,7 +654,8 @@ class CodeSight:
         out: dict = {"root": str(self.root), "index_dir": str(self.index_dir), "indexed": self.has_index()}
         if not self.has_index():
             out.update(files=0, chunks=0, vectors=0, pending=0, model=self.model_info.name,
-                       last_indexed=None, changed=None, index_bytes=0)
+                       last_indexed=None, changed=None, index_bytes=0, vector_coverage=0.0,
+                       indexing=self.indexing_now(), notices=[])
             return out
         store = self.store
         meta = store.meta()
@@ -499,7 +669,9 @@ class CodeSight:
             index_bytes=store.size_bytes() + self._vectors.size_bytes(),
             skipped=store.skipped(),
             read_only=store.readonly,
-            notices=list(self.notices),
+            vector_coverage=round(out["vectors"] / out["chunks"], 4) if out["chunks"] else 1.0,
+            indexing=self.indexing_now(),
+            notices=self.take_notices() + (["index is read-only: searching without updating"] if store.readonly else []),
         )
         try:
             out["cache"] = self.cache_status()
@@ -518,10 +690,10 @@ class CodeSight:
         try:
             if cache.stats()["bytes"] > cap:
                 done = cache.prune(max_bytes=int(cap * 0.9))
-                self.notices.append(f"embedding cache over {self.settings.cache_max_mb} MB: dropped"
+                self._note(f"embedding cache over {self.settings.cache_max_mb} MB: dropped"
                                     f" {done['removed']:,} least recently used vectors")
         except Exception as exc:  # a cache that can't be pruned now is not worth failing an index run for
-            self.notices.append(f"could not prune the embedding cache: {exc}")
+            self._note(f"could not prune the embedding cache: {exc}")
 
     def cache_status(self) -> dict | None:
         """Stats of this model's cache file, if it exists (never creates one or loads the model)."""
@@ -533,6 +705,7 @@ class CodeSight:
     def release_model(self) -> None:
         """End a model running in a child process (at once, even mid-batch)."""
         if self.model_process and self._embedder is not None and hasattr(self._embedder, "close"):
+            release_shared(self._embedder)
             self._embedder.close()
 
     def close(self) -> None:

@@ -29,7 +29,8 @@ from codesight_tui.core.languages import detect_language
 from codesight_tui.core.paths import VALUE_ORDER, classify, git_head
 from codesight_tui.core.store import chunk_fields
 from codesight_tui.core.text import content_hash
-from codesight_tui.core.walker import FileEntry, WalkStats, read_text, walk
+from codesight_tui.core.walker import (IGNORE_FILES, FileEntry, IgnoreMatcher, WalkStats, entry_for, read_text,
+                                      walk)
 
 # Files handled per lexical transaction: big enough to amortise commits, small enough that
 # Ctrl-C loses little and readers see progress.
@@ -70,6 +71,7 @@ class IndexReport:
     seconds: float = 0.0
     cancelled: bool = False
     vectors_pending: int = 0
+    full_scan: bool = True  # the whole tree was walked (not only the paths a watcher named)
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -250,10 +252,42 @@ def scan_changes(root, store, max_file_size: int, exclude: list[str], stats: Wal
     return entries, changed, deleted
 
 
+def scan_paths(root, store, paths, max_file_size: int, exclude: list[str], stats: WalkStats | None = None):
+    """``scan_changes`` for the paths a file watcher named, without walking the tree:
+    ``(entries, changed, deleted_paths)``, or None where only a full walk can tell (a directory
+    appeared, or an ignore file changed)."""
+    from pathlib import Path
+
+    root = Path(root)
+    known = store.file_states()
+    ignored = IgnoreMatcher(root, exclude)
+    entries, deleted = [], []
+    for rel in sorted(set(paths)):
+        name = rel.rsplit("/", 1)[-1]
+        if name in IGNORE_FILES or rel == ".git/info/exclude":
+            return None
+        e = entry_for(root, rel, max_file_size=max_file_size, stats=stats, ignored=ignored)
+        if e is not None:
+            entries.append(e)
+            continue
+        if (root / rel).is_dir() and not (root / rel).is_symlink():
+            return None  # a directory created or moved in: its files are only found by walking it
+        # Gone, or no longer indexable: what the index holds at this path, or under it (a
+        # directory deleted or moved away), goes.
+        prefix = rel + "/"
+        deleted += [p for p in known if p == rel or p.startswith(prefix)]
+    changed = [e for e in entries if known.get(e.rel_path) != (e.mtime_ns, e.size)]
+    return entries, changed, sorted(set(deleted))
+
+
 def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude: list[str],
                   progress: ProgressFn | None = None, cancel: threading.Event | None = None,
-                  report: IndexReport | None = None, processes: bool = True) -> IndexReport:
-    """Phase 1: bring files, chunks and the FTS5 table in line with the tree."""
+                  report: IndexReport | None = None, processes: bool = True,
+                  paths: list[str] | None = None) -> IndexReport:
+    """Phase 1: bring files, chunks and the FTS5 table in line with the tree.
+
+    ``paths`` (from a file watcher) looks at those files only, not the whole tree, when that
+    is enough to tell what changed."""
     report = report or IndexReport()
     t0 = time.perf_counter()
     stats = WalkStats()
@@ -261,8 +295,10 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
     queue: list = []
     try:
         early = _worker_count(EARLY_WORKERS_FILES // LEXICAL_BATCH_FILES, processes)
-        entries, changed, deleted = scan_changes(root, store, max_file_size, exclude, stats,
-                                                 (lambda: workers.start_processes(early)) if early else None)
+        scanned = scan_paths(root, store, paths, max_file_size, exclude) if paths is not None else None
+        partial_scan = scanned is not None
+        entries, changed, deleted = scanned or scan_changes(
+            root, store, max_file_size, exclude, stats, (lambda: workers.start_processes(early)) if early else None)
         if progress:
             progress(Progress("scan", len(entries), len(entries), f"{len(changed)} changed, {len(deleted)} removed",
                               tuple(e.rel_path for e in changed) + tuple(deleted)))
@@ -307,11 +343,14 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
         for f in queue:
             f.cancel()
         workers.shutdown(wait=not report.cancelled)
-    if not report.cancelled:
+    if not report.cancelled and partial_scan:
+        store.set_meta(last_indexed=time.time())
+    elif not report.cancelled:
         # Skips this walk met, for `status`; binary files are remembered per file in the table.
         walk_skips = {k: v for k, v in stats.skipped.items() if k != "binary"}
         store.set_meta(last_indexed=time.time(), git_head=git_head(root) or "", root=str(root),
                        symlink_dirs=stats.symlink_dirs, skipped=json.dumps(walk_skips, sort_keys=True))
+    report.full_scan = not partial_scan
     report.skipped.update(stats.skipped)
     counts = store.counts()
     report.files, report.chunks = counts["files"], counts["chunks"]

@@ -28,6 +28,7 @@ class SearchResult:
     chunk_id: int
     definition: bool = False  # the query names what this chunk defines
     line: int = 0  # where to open it: the definition's own line, else the first line with a query word
+    repo: str = ""  # the repository's root, set when several repositories are searched at once
 
     @property
     def name(self) -> str:
@@ -45,6 +46,16 @@ class SearchResult:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+class Hits(list):
+    """A search's results (a list of ``SearchResult``), with the notices that belong to this
+    answer: what it lacks (BM25 only, no model) and what happened to the index since the last
+    call."""
+
+    def __init__(self, hits=(), notices: list[str] | None = None) -> None:
+        super().__init__(hits)
+        self.notices: list[str] = list(notices or [])
 
 
 def rrf_fuse(rankings: dict[str, list[int]], k: int = 60) -> list[tuple[int, float, dict[str, int]]]:

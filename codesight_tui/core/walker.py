@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,22 +120,80 @@ class IgnoreRules:
         return False
 
 
-def is_ignored(root: Path, rel_path: str, exclude: list[str] | None = None) -> bool:
-    """Whether the walk would skip ``rel_path`` (a file, existing or not) by the ignore rules:
-    any ignored parent directory, VCS directories, ``--exclude`` and every level's ignore files."""
-    parts = rel_path.split("/")
-    if any(p in ALWAYS_SKIPPED_DIRS for p in parts[:-1]):
-        return True
-    rules = IgnoreRules(root, exclude)
-    stack = list(rules.base)
-    rel_dir = ""
-    for i, part in enumerate(parts):
-        stack += rules.dir_specs(root / rel_dir if rel_dir else root, rel_dir)
-        rel = f"{rel_dir}/{part}" if rel_dir else part
-        if rules.ignored(rel, i < len(parts) - 1, stack):
+class IgnoreMatcher:
+    """``is_ignored`` for many paths of one tree: each directory's ignore files are read once.
+    ``forget()`` drops what was read (an ignore file changed)."""
+
+    def __init__(self, root: Path, exclude: list[str] | None = None) -> None:
+        self.root = Path(root)
+        self.exclude = exclude
+        self.rules = IgnoreRules(self.root, exclude)
+        self._specs: dict[str, list[tuple[str, pathspec.GitIgnoreSpec]]] = {}
+
+    def forget(self) -> None:
+        self.rules = IgnoreRules(self.root, self.exclude)
+        self._specs.clear()
+
+    def _dir_specs(self, rel_dir: str):
+        specs = self._specs.get(rel_dir)
+        if specs is None:
+            specs = self._specs[rel_dir] = self.rules.dir_specs(self.root / rel_dir if rel_dir else self.root, rel_dir)
+        return specs
+
+    def __call__(self, rel_path: str) -> bool:
+        """Whether the walk would skip ``rel_path`` (a file, existing or not) by the ignore rules:
+        any ignored parent directory, VCS directories, ``--exclude`` and every level's ignore files."""
+        parts = rel_path.split("/")
+        if any(p in ALWAYS_SKIPPED_DIRS for p in parts[:-1]):
             return True
-        rel_dir = rel
-    return False
+        stack = list(self.rules.base)
+        rel_dir = ""
+        for i, part in enumerate(parts):
+            stack += self._dir_specs(rel_dir)
+            rel = f"{rel_dir}/{part}" if rel_dir else part
+            if self.rules.ignored(rel, i < len(parts) - 1, stack):
+                return True
+            rel_dir = rel
+        return False
+
+
+def is_ignored(root: Path, rel_path: str, exclude: list[str] | None = None) -> bool:
+    """Whether the walk would skip ``rel_path`` by the ignore rules (see ``IgnoreMatcher``)."""
+    return IgnoreMatcher(root, exclude)(rel_path)
+
+
+def entry_for(root: Path, rel_path: str, *, max_file_size: int = 1_000_000, stats: WalkStats | None = None,
+              ignored: IgnoreMatcher | None = None) -> FileEntry | None:
+    """The ``FileEntry`` the walk would yield for ``rel_path``, or None where the walk would
+    yield none (gone, ignored, reached through a symlink, special, binary by name, too large):
+    the same rules as ``walk`` for one file, without walking the tree."""
+    root = Path(root)
+    if LONE_SURROGATE.search(rel_path):
+        return None
+    ignored = ignored or IgnoreMatcher(root)
+    if ignored(rel_path):
+        return None
+    parts = rel_path.split("/")
+    path = root
+    for part in parts:  # the walk never follows a symlink, so no path through one is indexed
+        path = path / part
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    if is_binary_name(rel_path):
+        if stats is not None:
+            stats.skip("binary")
+        return None
+    if st.st_size > max_file_size:
+        if stats is not None:
+            stats.skip("too_large")
+        return None
+    return FileEntry(rel_path, str(path), st.st_size, st.st_mtime_ns)
 
 
 def walk(root: str | Path, *, max_file_size: int = 1_000_000, exclude: list[str] | None = None,

@@ -101,6 +101,9 @@ class CodeSightApp(App[int]):
         self._indexing = False
         self._stop = threading.Event()
         self._watching = False
+        self._watcher = None
+        self._watched: set[str] = set()  # files the watcher saw change since the last index run
+        self._told: set[str] = set()  # notices already shown
         self.index_idle = threading.Event()  # clear while an index worker runs
         self.index_idle.set()
         self.last_search_ms: float | None = None
@@ -147,6 +150,8 @@ class CodeSightApp(App[int]):
         # However the app ends, background threads must stop: the watcher waits on this event and
         # the index worker on its cancelled_event (set by cancel_all).
         self._stop.set()
+        if self._watcher is not None:
+            self._watcher.stop(timeout=0)
         self.workers.cancel_all()
         if self._engine is not None:
             self._engine.release_model()  # a batch in flight ends now, not when it is done
@@ -155,12 +160,12 @@ class CodeSightApp(App[int]):
         if not self.engine.has_index():
             return
         try:
-            counts = self.engine.store.counts()
-            last = self.engine.store.get_meta("last_indexed")
+            counts = self.engine.counts()
+            last = self.engine.last_indexed()
         except Exception:  # a corrupt index is rebuilt by the index worker
             return
         self.state.files, self.state.chunks, self.state.vectors = counts["files"], counts["chunks"], counts["vectors"]
-        self.state.last_indexed = float(last) if last else None
+        self.state.last_indexed = last
 
     def refresh_status(self) -> None:
         try:
@@ -220,11 +225,16 @@ class CodeSightApp(App[int]):
         except Exception as exc:  # CodeSightError or a bug: show it, keep the app alive
             self.call_from_thread(self.notify, str(exc), severity="error")
         finally:  # always report back, or the next keystroke would wait forever
-            self.post_message(SearchFinished(key, hits, (time.perf_counter() - t0) * 1000, list(self.engine.notices)))
+            self.post_message(SearchFinished(key, hits, (time.perf_counter() - t0) * 1000,
+                                             list(getattr(hits, "notices", []))))
 
     @on(SearchFinished)
     def _search_finished(self, msg: SearchFinished) -> None:
         self._search_running = False
+        for note in msg.notices:  # a rebuilt index, a model that can't load: said once, not per keystroke
+            if note not in self._told:
+                self._told.add(note)
+                self.notify(note, severity="warning", timeout=8)
         if msg.key == self._search_key():
             refresh = msg.key == self._shown_key
             self.hits = msg.results
@@ -279,17 +289,20 @@ class CodeSightApp(App[int]):
             return
         self._indexing = True
         self.state.phase = "scan"
-        self.index_worker(force)
+        # Changes the watcher named are looked at alone; a first run, Ctrl+R or a rebuild walk the tree.
+        paths = None if force or not self._watched else sorted(self._watched)
+        self._watched = set()
+        self.index_worker(force, paths)
 
     @work(thread=True, exclusive=True, group="index", exit_on_error=False)
-    def index_worker(self, force: bool = False) -> None:
+    def index_worker(self, force: bool = False, paths: list[str] | None = None) -> None:
         self.index_idle.clear()
         try:
-            self._index_job(force)
+            self._index_job(force, paths)
         finally:
             self.index_idle.set()
 
-    def _index_job(self, force: bool) -> None:
+    def _index_job(self, force: bool, paths: list[str] | None = None) -> None:
         worker = get_current_worker()
         engine = self.engine
         # Move every long-lived object out of the garbage collector's sight: a full collection
@@ -315,9 +328,9 @@ class CodeSightApp(App[int]):
             self.post_message(IndexProgress(ev.phase, ev.done, ev.total))
 
         try:
-            report = engine.index(progress=progress, cancel=worker.cancelled_event, force=force)
+            report = engine.index(progress=progress, cancel=worker.cancelled_event, force=force, paths=paths)
         except IndexBusyError as exc:
-            self.post_message(IndexFailed(f"{exc}"))
+            self.post_message(IndexFailed(str(exc), busy=True))
             return
         except CodeSightError as exc:
             self.post_message(IndexFailed(str(exc)))
@@ -327,9 +340,9 @@ class CodeSightApp(App[int]):
             return
         if worker.is_cancelled:
             return
-        self.post_message(IndexFinished(report, engine.store.counts()))
-        if engine._embedder_error:
-            self.post_message(ModelFailed(engine._embedder_error))
+        self.post_message(IndexFinished(report, engine.counts()))
+        if engine.model_error:
+            self.post_message(ModelFailed(engine.model_error))
         elif not engine.embedder_loaded:
             try:  # queries need the model even when nothing was left to embed
                 engine.embedder()
@@ -363,11 +376,8 @@ class CodeSightApp(App[int]):
         st.files, st.chunks, st.vectors = msg.counts["files"], msg.counts["chunks"], msg.counts["vectors"]
         st.last_indexed = self.clock()
         st.stale = set()
-        for w in getattr(msg.report, "warnings", []):
+        for w in getattr(msg.report, "warnings", []):  # what the run met, a rebuilt index included
             self.notify(w, severity="warning", timeout=8)
-        for n in self.engine.notices:
-            if "rebuilt" in n or "read-only" in n:
-                self.notify(n, severity="warning", timeout=8)
         self.refresh_status()
         self.run_search()
         if self.watch_files and not self._watching:
@@ -379,8 +389,8 @@ class CodeSightApp(App[int]):
     @on(IndexFailed)
     def _index_failed(self, msg: IndexFailed) -> None:
         self._indexing = False
-        self.state.phase = "idle" if "busy" in msg.error else "failed"
-        self.notify(msg.error, severity="warning" if "busy" in msg.error else "error", timeout=10)
+        self.state.phase = "idle" if msg.busy else "failed"
+        self.notify(msg.error, severity="warning" if msg.busy else "error", timeout=10)
         self.refresh_status()
 
     @on(ModelReady)
@@ -397,56 +407,18 @@ class CodeSightApp(App[int]):
 
     # --- freshness ------------------------------------------------------------------------
     def watch_worker(self) -> None:
-        """Start noticing files changed on disk, in a daemon thread: a watcher runs for the app's
-        whole life, so it must never hold up an exit (``_stop`` ends it)."""
+        """Start noticing files changed on disk: the core's watcher (inotify, or a stat poll where
+        the tree has symlinked directories), batched; its threads end with the app."""
         self._watching = True
-        threading.Thread(target=self._watch, name="codesight-watch", daemon=True).start()
-
-    def _watch(self) -> None:
-        """inotify through watchfiles, or a cheap stat poll when the tree has symlinked
-        directories (watchers follow those, into loops or out of the repo)."""
         engine = self.engine
-        try:
-            symlinks = int(engine.store.get_meta("symlink_dirs") or 0) if engine.has_index() else 1
-        except Exception:
-            symlinks = 1
-        if symlinks == 0:
-            try:
-                self._watch_events(list(engine.settings.exclude))
-                return
-            except Exception:  # no inotify (limits, odd file systems): poll instead
-                pass
-        self._watch_poll()
 
-    def _watch_events(self, exclude: list[str]) -> None:
-        from watchfiles import watch
+        def scan() -> dict:  # poll mode: what differs from the index, looked at only between index runs
+            return engine.changed_files() if self.index_idle.is_set() else {}
 
-        from codesight_tui.core.walker import is_ignored
+        def handle(batch) -> None:
+            self.post_message(FilesChanged(set(batch.paths)))
 
-        for changes in watch(self.root, stop_event=self._stop, debounce=400, raise_interrupt=False,
-                             ignore_permission_denied=True):
-            rel = set()
-            for _, p in changes:
-                try:
-                    r = Path(p).relative_to(self.root).as_posix()
-                except ValueError:
-                    continue
-                if not is_ignored(self.root, r, exclude):  # build outputs never count as stale
-                    rel.add(r)
-            if rel:
-                self.post_message(FilesChanged(rel))
-
-    def _watch_poll(self, every: float = 3.0) -> None:
-        while not self._stop.wait(every):
-            if not self.index_idle.is_set():
-                continue
-            try:
-                changed = self.engine.changed_files()
-            except Exception:
-                continue
-            rel = {p for paths in changed.values() for p in paths}
-            if rel - self.state.stale:
-                self.post_message(FilesChanged(rel))
+        self._watcher = engine.watcher(handle, quiet=0.2, scan=scan, poll_every=3.0).start()
 
     @on(FilesChanged)
     def _files_changed(self, msg: FilesChanged) -> None:
@@ -456,9 +428,10 @@ class CodeSightApp(App[int]):
         self.refresh_status()
         if not msg.reindex:
             return
+        self._watched |= msg.paths  # the next run looks at these files only
         if self._reindex_timer is not None:
             self._reindex_timer.stop()
-        self._reindex_timer = self.set_timer(0.5, self.start_index)
+        self._reindex_timer = self.set_timer(0.1, self.start_index)
 
     # --- actions ------------------------------------------------------------------------
     def action_focus_results(self) -> None:

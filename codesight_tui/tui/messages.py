@@ -25,6 +25,7 @@ class IndexFinished(Message):
 @dataclass
 class IndexFailed(Message):
     error: str
+    busy: bool = False  # another process holds the writer lock: not a failure, it is indexing for us
 
 
 @dataclass
