@@ -108,15 +108,20 @@ class Watcher:
         """Start watching; ``full`` queues a walk of the whole tree first (catch up on what changed
         while nobody watched)."""
         if full:
-            with self._cond:
-                self._pending.full = True
-                self._pending.first_event = self._pending.last_event = time.monotonic() - self.quiet
-                self._cond.notify_all()
+            self.request_full()
         for target, name in ((self._collect, "codesight-watch-events"), (self._dispatch, "codesight-watch")):
             t = threading.Thread(target=target, name=name, daemon=True)
             t.start()
             self._threads.append(t)
         return self
+
+    def request_full(self) -> None:
+        """Queue a walk of the whole tree (an explicit re-index while watching)."""
+        with self._cond:
+            self._pending.full = True
+            if not self._pending.first_event:
+                self._pending.first_event = self._pending.last_event = time.monotonic() - self.quiet
+            self._cond.notify_all()
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()

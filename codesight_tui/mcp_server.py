@@ -1,0 +1,472 @@
+"""``codesight mcp``: the search engine served to AI assistants over the Model Context Protocol
+(stdio), built on the official SDK's ``MCPServer``.
+
+Five tools, whose signatures are a public contract: ``search(query, repo_path?, top_k?,
+file_glob?)``, ``index(repo_path?, force_rebuild?)``, ``status(repo_path?)``, ``watch(repo_path?)``
+and ``unwatch(repo_path?)``; ``search`` also takes ``mode``, ``language`` and ``roots`` (several
+repositories, one ranked list). Each declares an output schema and returns structured content.
+
+No call waits for embedding: a repository without an index is indexed in the background and
+searched with BM25 as soon as its lexical phase commits (seconds); every answer says how complete
+the index is. The model loads lazily, once per process, in a child process shared by every
+repository. Only repositories under the allowed roots are read, and nothing is written inside
+them. Like the CLI and the TUI, this module uses only the public ``CodeSight`` API.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+from codesight_tui.core.engine import CodeSight
+from codesight_tui.core.errors import CodeSightError, IndexBusyError
+from codesight_tui.core.paths import find_repo_root
+
+# How long a tool call waits for a lexical phase to commit before answering with what exists: well
+# under the 30 to 60 s tool timeouts assistants use.
+LEXICAL_WAIT_S = 20.0
+SNIPPET_CHARS = 4000
+
+INSTRUCTIONS = """codesight searches local code repositories: BM25 and embeddings fused, with a ranking
+tuned for code. Use `search` with plain words ("where do we retry failed uploads") or a symbol
+(`RetryPolicy`). A repository without an index is indexed on first use: answers come from BM25
+within seconds while vectors are computed in the background (see `index` in each answer).
+`watch` keeps an index current while files change."""
+
+
+# --- output schemas (the structured content of each tool) -------------------------------------
+class IndexState(BaseModel):
+    """How complete a repository's index is right now."""
+
+    repo: str = Field(description="the repository's root")
+    indexed: bool = Field(description="a lexical pass has completed: BM25 search covers the repository")
+    files: int
+    chunks: int
+    vectors: int = Field(description="chunks with an embedding")
+    vector_coverage: float = Field(description="share of chunks with an embedding, 0 to 1")
+    indexing: bool = Field(description="an indexer (this server or another process) is writing now")
+    phase: str | None = Field(default=None, description="this server's indexer: scan, lexical or embed")
+    progress: str | None = Field(default=None, description="e.g. 'embed 1200/5000'")
+    watching: bool = False
+    model: str = Field(description="the embedding model: name and state (loading, ready, failed: ...)")
+    last_indexed: str | None = Field(default=None, description="ISO time of the last completed lexical pass")
+
+
+class Hit(BaseModel):
+    repo: str
+    path: str = Field(description="relative to repo")
+    start_line: int
+    end_line: int
+    line: int = Field(description="the line to open: the definition's own line, else the first matching line")
+    scope: str = Field(description="enclosing definitions, e.g. 'class Flask > def url_for'")
+    name: str = Field(description="compact scope, e.g. 'Flask.url_for'")
+    language: str
+    score: float
+    found_by: list[str] = Field(description="retrievers that found it: bm25, vector, symbol")
+    bm25_rank: int | None = None
+    vector_rank: int | None = None
+    snippet: str
+
+
+class SearchOutput(BaseModel):
+    query: str
+    mode: str
+    results: list[Hit]
+    index: list[IndexState] = Field(description="completeness of each repository searched")
+    notices: list[str] = Field(default_factory=list, description="what this answer lacks, in words")
+
+
+class IndexOutput(BaseModel):
+    repo: str
+    started: bool = Field(description="this call started an index run (false: one was already running)")
+    message: str
+    state: IndexState
+
+
+class StatusOutput(BaseModel):
+    state: IndexState
+    pending: int = Field(description="chunks still without an embedding")
+    stale_files: int | None = Field(description="files changed on disk since the last index run")
+    changed: dict[str, list[str]] = Field(default_factory=dict, description="added, modified, deleted (first 50 each)")
+    index_bytes: int
+    skipped: dict[str, int] = Field(default_factory=dict, description="files passed over, by reason")
+    read_only: bool = False
+    notices: list[str] = Field(default_factory=list)
+
+
+class WatchOutput(BaseModel):
+    repo: str
+    watching: bool
+    mode: str | None = Field(default=None, description="events (inotify) or poll")
+    batches: int = Field(default=0, description="batches of changes indexed so far")
+    message: str
+
+
+# --- state -----------------------------------------------------------------------------------
+@dataclass
+class Job:
+    """One background index run of one repository."""
+
+    phase: str = "scan"
+    done: int = 0
+    total: int = 0
+    error: str | None = None
+    lexical_done: threading.Event = field(default_factory=threading.Event)
+    finished: threading.Event = field(default_factory=threading.Event)
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+class Repos:
+    """The server's repositories: allowed roots, one engine per repository, background index
+    runs, watchers. Thread-safe: tools run in worker threads, in parallel."""
+
+    def __init__(self, roots: list[Path]) -> None:
+        self.roots = [Path(os.path.realpath(r)) for r in roots]
+        self._lock = threading.RLock()
+        self.engines: dict[Path, CodeSight] = {}
+        self.jobs: dict[Path, Job] = {}
+        self.watchers: dict[Path, object] = {}
+        self.caught_up: set[Path] = set()
+        self.model_thread: threading.Thread | None = None
+
+    # --- where ------------------------------------------------------------------------------
+    def _allowed(self, real: Path) -> bool:
+        return any(real == r or r in real.parents for r in self.roots)
+
+    def resolve(self, repo_path: str | None) -> Path:
+        """The repository a tool call names: inside the allowed roots (after ``..`` and symlinks
+        are resolved), widened to its git repository where that stays inside them."""
+        if repo_path is None or not str(repo_path).strip():
+            if not self.roots:
+                raise CodeSightError("no allowed roots: start the server with --root PATH")
+            base = self.roots[0]
+        else:
+            given = Path(str(repo_path)).expanduser()
+            if not given.is_absolute():
+                given = (self.roots[0] if self.roots else Path.cwd()) / given
+            base = Path(os.path.realpath(given))
+            if not self._allowed(base):
+                allowed = ", ".join(map(str, self.roots))
+                raise CodeSightError(f"repo_path {repo_path} is outside the allowed roots ({allowed});"
+                                     " start the server with --root to allow it")
+        if not base.is_dir():
+            raise CodeSightError(f"repo_path {repo_path or base}: no such directory")
+        repo = Path(os.path.realpath(find_repo_root(base)))
+        return repo if self._allowed(repo) else base
+
+    def engine(self, repo: Path) -> CodeSight:
+        with self._lock:
+            cs = self.engines.get(repo)
+            if cs is None:
+                # The model runs in a child process, shared by every repository's engine.
+                cs = self.engines[repo] = CodeSight(repo, model_process=True)
+            return cs
+
+    # --- indexing ---------------------------------------------------------------------------
+    def start_index(self, repo: Path, force: bool = False) -> tuple[Job, bool]:
+        """A background index run of ``repo``: ``(job, started)``; a run already going is reused.
+        A watched repository is indexed by its watcher (asked for a full walk)."""
+        with self._lock:
+            job = self.jobs.get(repo)
+            if job is not None and not job.finished.is_set():
+                return job, False
+            watcher = self.watchers.get(repo)
+            if watcher is not None and watcher.running and not force:
+                watcher.request_full()
+                job = Job(phase="watch")
+                job.lexical_done.set()
+                job.finished.set()
+                return job, False
+            job = self.jobs[repo] = Job()
+            self.caught_up.add(repo)
+        threading.Thread(target=self._index, args=(repo, job, force), name=f"codesight-index-{repo.name}",
+                         daemon=True).start()
+        return job, True
+
+    def _index(self, repo: Path, job: Job, force: bool) -> None:
+        cs = self.engine(repo)
+
+        def progress(ev) -> None:
+            job.phase, job.done, job.total = ev.phase, ev.done, ev.total
+            if ev.phase == "embed":
+                job.lexical_done.set()  # BM25 answers are complete from here on
+
+        try:
+            cs.index(progress, force=force, cancel=job.cancel)
+        except IndexBusyError:
+            job.error = "another process is indexing this repository: searching what it has committed so far"
+        except CodeSightError as exc:
+            job.error = str(exc)
+        except Exception as exc:  # never lose the server to one repository
+            job.error = f"indexing failed: {type(exc).__name__}: {exc}"
+        finally:
+            job.phase = "done"
+            job.lexical_done.set()
+            job.finished.set()
+
+    def running(self, repo: Path) -> Job | None:
+        job = self.jobs.get(repo)
+        return job if job is not None and not job.finished.is_set() else None
+
+    def load_model(self, cs: CodeSight) -> None:
+        """Load the shared model in the background (a first search never waits for it)."""
+        with self._lock:
+            if cs.embedder_loaded or cs.model_error or (self.model_thread and self.model_thread.is_alive()):
+                return
+
+            def load() -> None:
+                try:
+                    cs.embedder()
+                except CodeSightError:
+                    pass
+
+            self.model_thread = threading.Thread(target=load, name="codesight-model", daemon=True)
+            self.model_thread.start()
+
+    def model_state(self, cs: CodeSight) -> str:
+        if cs.embedder_loaded:
+            return f"{cs.model_info.name} (ready)"
+        if cs.model_error:
+            return f"{cs.model_info.name} (failed: {cs.model_error}; BM25 only)"
+        return f"{cs.model_info.name} (loading)" if self.model_thread else f"{cs.model_info.name} (not loaded yet)"
+
+    def state(self, repo: Path) -> IndexState:
+        cs = self.engine(repo)
+        counts = cs.counts()
+        job = self.running(repo)
+        last = cs.last_indexed()
+        watcher = self.watchers.get(repo)
+        return IndexState(
+            repo=str(repo), indexed=cs.is_indexed(), files=counts["files"], chunks=counts["chunks"],
+            vectors=counts["vectors"],
+            vector_coverage=round(counts["vectors"] / counts["chunks"], 4) if counts["chunks"] else 0.0,
+            indexing=job is not None or cs.indexing_now(), phase=job.phase if job else None,
+            progress=f"{job.phase} {job.done}/{job.total}" if job else None,
+            watching=watcher is not None and watcher.running, model=self.model_state(cs),
+            last_indexed=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(last)) if last else None)
+
+    def close(self) -> None:
+        for w in list(self.watchers.values()):
+            w.stop(timeout=1)
+        for job in self.jobs.values():
+            job.cancel.set()
+        for job in self.jobs.values():
+            job.finished.wait(2)
+        for cs in self.engines.values():
+            cs.close()
+
+
+def _hit(r) -> Hit:
+    found = {"both": ["bm25", "vector"], "bm25": ["bm25"], "vector": ["vector"], "symbol": ["symbol"]}[r.found_by]
+    if r.definition and "symbol" not in found:
+        found.append("symbol")
+    snippet = r.content if len(r.content) <= SNIPPET_CHARS else r.content[:SNIPPET_CHARS] + "\n…"
+    return Hit(repo=r.repo, path=r.path, start_line=r.start_line, end_line=r.end_line, line=r.line or r.start_line,
+               scope=r.scope, name=r.name, language=r.language or "", score=round(r.score, 6), found_by=found,
+               bm25_rank=r.bm25_rank, vector_rank=r.vector_rank, snippet=snippet)
+
+
+async def _wait_lexical(job: Job, ctx, cs: CodeSight, limit: float = LEXICAL_WAIT_S) -> None:
+    """Wait (up to ``limit``) for a run's lexical phase to commit, reporting progress to the client.
+    A run that found another writer at work waits for that writer's lexical phase instead."""
+    end = time.monotonic() + limit
+    last = None
+    while time.monotonic() < end:
+        if job.lexical_done.is_set() and (job.error is None or cs.is_indexed() or not cs.indexing_now()):
+            return
+        now = (job.phase, job.done, job.total)
+        if ctx is not None and now != last:
+            last = now
+            try:
+                await ctx.report_progress(job.done, job.total or None, f"{job.phase} {job.done}/{job.total}")
+            except Exception:
+                pass
+        await anyio.sleep(0.1)
+
+
+def build_server(roots: list[Path], *, watch_roots: bool = False):
+    """The ``MCPServer`` with codesight's five tools over ``roots``; returns ``(server, repos)``."""
+    from codesight_tui import __version__
+
+    repos = Repos(roots)
+    server = MCPServer("codesight", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+
+    def where(repo_path):
+        try:
+            return repos.resolve(repo_path)
+        except CodeSightError as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool(annotations=ToolAnnotations(title="Search code", readOnlyHint=True, openWorldHint=False))
+    async def search(query: str, ctx: Context, repo_path: str | None = None, top_k: int = 10,
+                     file_glob: str | None = None, mode: str | None = None, language: str | None = None,
+                     roots: list[str] | None = None) -> SearchOutput:
+        """Search code by meaning or by name: plain words ("where do we retry failed uploads") or a
+        symbol ("RetryPolicy"). Returns ranked hits with path, lines, enclosing scope and snippet.
+        repo_path: the repository (default: the first allowed root). roots: several repositories,
+        one ranked list. file_glob: gitignore-style path filter, e.g. "src/**/*.py". mode: hybrid
+        (default), bm25 or vector. language: e.g. python, go. A repository never indexed is indexed
+        now: the first answer comes from BM25 within seconds, vectors follow in the background."""
+        if not query or not query.strip():
+            raise ToolError("the query is empty: say what to look for, e.g. \"parse config file\"")
+        top_k = max(1, min(int(top_k), 100))
+        targets = [where(r) for r in roots] if roots else [where(repo_path)]
+        targets = list(dict.fromkeys(targets))
+        notes: list[str] = []
+        for repo in targets:
+            cs = repos.engine(repo)
+            if repo not in repos.caught_up and repos.running(repo) is None:
+                job, _ = repos.start_index(repo)  # first use in this server: bring it up to date
+                if not cs.is_indexed():
+                    await _wait_lexical(job, ctx, cs)
+            elif not cs.is_indexed() and (job := repos.running(repo)) is not None:
+                await _wait_lexical(job, ctx, cs)
+            job = repos.jobs.get(repo)
+            if job is not None and job.error and job.finished.is_set():
+                notes.append(f"{repo.name}: {job.error}")
+            if (mode or cs.settings.default_mode) != "bm25":
+                repos.load_model(cs)
+        engines = [repos.engine(r) for r in targets]
+
+        def run():
+            return CodeSight.search_many(engines, query, top_k=top_k, mode=mode, glob=file_glob, language=language,
+                                         load_model=False)
+
+        try:
+            hits = await anyio.to_thread.run_sync(run)
+        except CodeSightError as exc:
+            raise ToolError(str(exc)) from None
+        states = [repos.state(r) for r in targets]
+        used = mode or engines[0].settings.default_mode
+        for st in states:
+            if not st.indexed:
+                notes.append(f"{Path(st.repo).name}: not indexed yet ({st.progress or 'starting'}); search again"
+                             " in a few seconds")
+            elif used != "bm25" and st.vector_coverage < 1:
+                notes.append(f"{Path(st.repo).name}: vectors cover {st.vector_coverage:.0%} of chunks so far"
+                             f" ({st.progress or 'run index to finish'}); uncovered chunks are found by BM25 only")
+        if used != "bm25" and not engines[0].embedder_loaded:
+            notes.append("the embedding model is " + ("unavailable" if engines[0].model_error else "still loading")
+                         + ": this answer is BM25 only")
+        return SearchOutput(query=query, mode=used, results=[_hit(h) for h in hits], index=states,
+                            notices=hits.notices + notes)
+
+    @server.tool(annotations=ToolAnnotations(title="Index a repository", readOnlyHint=False,
+                                             destructiveHint=False, idempotentHint=True, openWorldHint=False))
+    async def index(ctx: Context, repo_path: str | None = None, force_rebuild: bool = False) -> IndexOutput:
+        """Bring a repository's index up to date (force_rebuild: from scratch; cached embeddings are
+        reused). Returns as soon as BM25 search covers the repository, with progress notifications
+        until then; embeddings continue in the background (see state.vector_coverage, or call
+        status)."""
+        repo = where(repo_path)
+        job, started = repos.start_index(repo, force=force_rebuild)
+        await _wait_lexical(job, ctx, repos.engine(repo))
+        state = repos.state(repo)
+        if job.error:
+            message = job.error
+        elif not job.lexical_done.is_set():
+            message = f"indexing continues in the background ({state.progress})"
+        elif state.vector_coverage < 1 and state.indexing:
+            message = (f"BM25 search covers the repository; embedding continues in the background"
+                       f" ({state.vector_coverage:.0%} done)")
+        else:
+            message = "index is up to date"
+        if not started:
+            message = "an index run was already going: " + message
+        return IndexOutput(repo=str(repo), started=started, message=message, state=state)
+
+    @server.tool(annotations=ToolAnnotations(title="Index status", readOnlyHint=True, openWorldHint=False))
+    async def status(repo_path: str | None = None) -> StatusOutput:
+        """What is indexed and how fresh it is: files, chunks, vector coverage, last index time,
+        files changed on disk since, the model, and whether an indexer is running now."""
+        repo = where(repo_path)
+        cs = repos.engine(repo)
+        st = await anyio.to_thread.run_sync(cs.status)
+        changed = {k: v[:50] for k, v in (st.get("changed_files") or {}).items()}
+        return StatusOutput(state=repos.state(repo), pending=st.get("pending", 0), stale_files=st.get("changed"),
+                            changed=changed, index_bytes=st.get("index_bytes", 0), skipped=st.get("skipped") or {},
+                            read_only=bool(st.get("read_only")), notices=st.get("notices") or [])
+
+    @server.tool(annotations=ToolAnnotations(title="Watch a repository", readOnlyHint=False,
+                                             destructiveHint=False, idempotentHint=True, openWorldHint=False))
+    def watch(repo_path: str | None = None) -> WatchOutput:
+        """Keep a repository's index current while files change: each burst of saves is indexed as
+        one batch (only changed files; only new text embedded), searchable within about a second."""
+        repo = where(repo_path)
+        return _watch(repos, repo)
+
+    @server.tool(annotations=ToolAnnotations(title="Stop watching", readOnlyHint=False, destructiveHint=False,
+                                             idempotentHint=True, openWorldHint=False))
+    def unwatch(repo_path: str | None = None) -> WatchOutput:
+        """Stop keeping a repository's index current (the index stays as it is)."""
+        repo = where(repo_path)
+        with repos._lock:
+            watcher = repos.watchers.pop(repo, None)
+        if watcher is None:
+            return WatchOutput(repo=str(repo), watching=False, message="was not being watched")
+        watcher.stop(timeout=2)
+        return WatchOutput(repo=str(repo), watching=False, mode=watcher.mode, batches=watcher.batches,
+                           message=f"stopped watching after {watcher.batches} batches")
+
+    if watch_roots:
+        for root in repos.roots:
+            if (root / ".git").exists():
+                _watch(repos, root)
+    return server, repos
+
+
+def _watch(repos: Repos, repo: Path) -> WatchOutput:
+    with repos._lock:
+        watcher = repos.watchers.get(repo)
+        if watcher is not None and watcher.running:
+            return WatchOutput(repo=str(repo), watching=True, mode=watcher.mode, batches=watcher.batches,
+                               message="already watching")
+        cs = repos.engine(repo)
+        repos.caught_up.add(repo)  # the watcher's first batch catches up with the whole tree
+        job = repos.running(repo)
+    if job is not None:  # the watcher takes over: its runs give way to each new change, a plain run doesn't
+        job.cancel.set()
+        job.finished.wait(30)
+    with repos._lock:
+        watcher = repos.watchers[repo] = cs.watch()
+    return WatchOutput(repo=str(repo), watching=True, mode=watcher.mode, batches=0,
+                       message="watching: changes are indexed in batches as they are saved")
+
+
+def default_roots(given: list[str] | None) -> list[Path]:
+    """``--root`` paths, else the repository around the current directory plus the config's
+    saved repositories."""
+    if given:
+        out = []
+        for g in given:
+            p = Path(g).expanduser()
+            if not p.is_dir():
+                raise CodeSightError(f"--root {g}: no such directory", exit_code=2)
+            out.append(p.resolve())
+        return out
+    from codesight_tui.config import load_settings
+
+    roots = [find_repo_root(Path.cwd())]
+    roots += [Path(r).expanduser().resolve() for r in load_settings().repos if Path(r).expanduser().is_dir()]
+    return list(dict.fromkeys(roots))
+
+
+def serve(roots: list[str] | None = None, *, watch: bool = False) -> int:
+    """Run the server on stdin/stdout until the client goes away."""
+    server, repos = build_server(default_roots(roots), watch_roots=watch)
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        repos.close()
+    return 0

@@ -1,0 +1,223 @@
+"""The MCP server end to end (issue 19): ``codesight mcp`` spawned as a real process and driven
+with the SDK's own stdio client, the real model in its child process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+TOOLS = {"search", "index", "status", "watch", "unwatch"}
+HIT_FIELDS = {"repo", "path", "start_line", "end_line", "line", "scope", "name", "language", "score", "found_by",
+              "bm25_rank", "vector_rank", "snippet"}
+
+
+@asynccontextmanager
+async def server(*roots: Path, extra: tuple[str, ...] = ()):
+    args = ["-m", "codesight_tui", "mcp", *[a for r in roots for a in ("--root", str(r))], *extra]
+    params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ), cwd=str(roots[0]))
+    async with Client(params, read_timeout_seconds=120) as client:
+        yield client
+
+
+def add_bulk(repo: Path, files: int = 30, per_file: int = 25) -> None:
+    """Enough code that the real model needs a minute to embed it all on this CPU."""
+    for i in range(files):
+        (repo / f"bulk_{i}.py").write_text("".join(
+            f"def compute_{i}_{j}(value, factor):\n    \"\"\"Scale the value {j} times.\"\"\"\n"
+            f"    total = value * factor + {j}\n    for step in range({j}):\n        total += step\n"
+            f"    return total\n\n\n" for j in range(per_file)))
+
+
+async def test_tools_declare_their_contract(repo):
+    async with server(repo) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == TOOLS
+    search = tools["search"].input_schema
+    assert search["required"] == ["query"]
+    assert {"query", "repo_path", "top_k", "file_glob", "mode", "language", "roots"} <= set(search["properties"])
+    assert set(tools["index"].input_schema["properties"]) == {"repo_path", "force_rebuild"}
+    for name in ("status", "watch", "unwatch"):
+        assert set(tools[name].input_schema["properties"]) == {"repo_path"}
+    for t in tools.values():  # structured output everywhere
+        assert t.output_schema and t.output_schema["type"] == "object", t.name
+        assert t.description
+    hit = tools["search"].output_schema["$defs"]["Hit"]["properties"]
+    assert HIT_FIELDS <= set(hit)
+    assert tools["search"].annotations.read_only_hint and tools["status"].annotations.read_only_hint
+    assert not tools["index"].annotations.read_only_hint and not tools["watch"].annotations.read_only_hint
+
+
+@pytest.mark.model
+async def test_a_cold_search_answers_from_bm25_while_vectors_are_still_coming(repo):
+    add_bulk(repo)
+    async with server(repo) as client:
+        progress = []
+
+        async def on_progress(done, total, message):
+            progress.append((done, total, message))
+
+        t0 = time.monotonic()
+        r = await client.call_tool("search", {"query": "haversine distance", "top_k": 5}, progress_callback=on_progress)
+        first_answer = time.monotonic() - t0
+        assert not r.is_error, r.content
+        out = r.structured_content
+        assert json.loads(r.content[0].text) == out  # the same JSON as text, for older clients
+        assert first_answer < 10 and out["results"] and out["results"][0]["path"] == "src/geo.py"
+        hit = out["results"][0]
+        assert set(hit) == HIT_FIELDS and hit["repo"] == str(repo) and "bm25" in hit["found_by"]
+        assert hit["start_line"] <= hit["line"] <= hit["end_line"] and "haversine" in hit["snippet"]
+        state = out["index"][0]
+        assert state["indexed"] and state["indexing"] and state["vector_coverage"] < 1
+        assert any("BM25" in n or "vectors cover" in n for n in out["notices"])
+
+        r = await client.call_tool("index", {})  # returns at once: a run is already going
+        assert not r.is_error and not r.structured_content["started"]
+        assert "background" in r.structured_content["message"] or "already" in r.structured_content["message"]
+
+        r = await client.call_tool("status", {})
+        st = r.structured_content
+        assert st["state"]["files"] >= 30 and st["state"]["indexing"] and st["pending"] > 0
+        assert st["stale_files"] == 0 and st["state"]["last_indexed"]
+
+        deadline = time.monotonic() + 240  # the vectors arrive: hybrid answers use both retrievers
+        while time.monotonic() < deadline:
+            r = await client.call_tool("search", {"query": "great-circle distance between two points", "top_k": 5})
+            out = r.structured_content
+            if out["index"][0]["vector_coverage"] > 0 and any("vector" in h["found_by"] for h in out["results"]):
+                break
+            await asyncio.sleep(1)
+        else:
+            pytest.fail("vectors never arrived")
+
+
+async def test_paths_outside_the_allowed_roots_are_refused(repo, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("def secret_key():\n    return 42\n")
+    (repo / "escape").symlink_to(outside)
+    async with server(repo) as client:
+        for path in ("/etc", str(outside), str(repo / ".." / "outside"), str(repo / "escape"), "../outside"):
+            r = await client.call_tool("search", {"query": "secret_key", "repo_path": path, "mode": "bm25"})
+            assert r.is_error and "outside the allowed roots" in r.content[0].text, (path, r.content)
+            r = await client.call_tool("status", {"repo_path": path})
+            assert r.is_error and "outside the allowed roots" in r.content[0].text
+        r = await client.call_tool("search", {"query": "secret_key", "repo_path": str(repo / "src"), "mode": "bm25"})
+        assert not r.is_error and all(h["repo"] == str(repo) for h in r.structured_content["results"])
+        assert not any("secret" in h["path"] for h in r.structured_content["results"])
+        r = await client.call_tool("search", {"query": "  "})
+        assert r.is_error and "empty" in r.content[0].text
+    assert not (outside / ".codesight").exists() and sorted(p.name for p in outside.iterdir()) == ["secret.py"]
+
+
+async def test_several_repositories_are_one_ranked_list(repo, tmp_path):
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    (other / "distance.py").write_text("def haversine_km(a, b):\n    \"\"\"Great-circle distance.\"\"\"\n    return 0\n")
+    async with server(tmp_path) as client:
+        r = await client.call_tool("search", {"query": "haversine", "roots": [str(repo), str(other)], "mode": "bm25",
+                                              "top_k": 6})
+        out = r.structured_content
+        assert not r.is_error, r.content
+        repos = [h["repo"] for h in out["results"]]
+        assert {str(repo), str(other)} <= set(repos) and len(out["index"]) == 2
+        r = await client.call_tool("search", {"query": "haversine", "roots": [str(other)], "mode": "bm25",
+                                              "file_glob": "*.py"})
+        assert [h["path"] for h in r.structured_content["results"]] == ["distance.py"]
+
+
+async def test_watch_keeps_the_index_current_and_unwatch_stops(repo):
+    (repo / "src" / "loop").unlink()  # inotify, not the poll a symlinked directory asks for
+    async with server(repo) as client:
+        r = await client.call_tool("watch", {})
+        assert not r.is_error and r.structured_content["watching"] and r.structured_content["mode"] == "events"
+        r = await client.call_tool("watch", {})
+        assert r.structured_content["message"] == "already watching"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the catch-up run commits the lexical phase
+            r = await client.call_tool("status", {})
+            if r.structured_content["state"]["indexed"]:
+                break
+            await asyncio.sleep(0.2)
+        (repo / "src" / "fresh.py").write_text("def mongoose_dispatch():\n    pass\n")
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 15:
+            r = await client.call_tool("search", {"query": "mongoose_dispatch", "mode": "bm25"})
+            if any(h["path"] == "src/fresh.py" for h in r.structured_content["results"]):
+                break
+            await asyncio.sleep(0.1)
+        else:
+            pytest.fail("a saved file was not found while watching")
+        r = await client.call_tool("status", {})
+        assert r.structured_content["state"]["watching"]
+        r = await client.call_tool("unwatch", {})
+        assert not r.structured_content["watching"] and r.structured_content["batches"] >= 1
+        r = await client.call_tool("status", {})
+        assert not r.structured_content["state"]["watching"]
+
+
+def _consistency(data: Path, root: Path) -> list[str]:
+    """The torture harness's consistency check (benchmarks/torture.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("torture", Path(__file__).parent.parent / "benchmarks" / "torture.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.consistency(data, root)
+
+
+@pytest.mark.model
+async def test_an_indexer_a_watcher_and_parallel_mcp_searches_at_once(repo):
+    """One writer at a time, by a file lock; everyone else searches what is there. No errors, and
+    a consistent index at the end: one row per file, chunks = FTS rows, one vector per embedded
+    chunk."""
+    import subprocess
+
+    (repo / "src" / "loop").unlink()
+    add_bulk(repo, files=8, per_file=10)
+    env = dict(os.environ, CODESIGHT_PROGRESS="0")
+    cli = [sys.executable, "-m", "codesight_tui"]
+    watcher = subprocess.Popen([*cli, "watch", str(repo)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=env)
+    indexers, errors, searches = [], [], 0
+    try:
+        async with server(repo) as client:
+            t_end = time.monotonic() + 25
+            n = 0
+            while time.monotonic() < t_end:
+                n += 1
+                (repo / f"bulk_{n % 8}.py").open("a").write(f"\n\ndef edited_{n}(x):\n    return x + {n}\n")
+                if n % 10 == 1:
+                    indexers.append(subprocess.Popen([*cli, "index", str(repo)], stdout=subprocess.PIPE,
+                                                     stderr=subprocess.PIPE, text=True, env=env))
+                results = await asyncio.gather(*[client.call_tool("search", {"query": q, "top_k": 5}) for q in
+                                                 ("haversine", "scale the value", f"edited_{n - 3}", "compute_3_4")])
+                searches += len(results)
+                errors += [r.content[0].text for r in results if r.is_error]
+                await asyncio.sleep(0.2)
+    finally:
+        watcher.send_signal(2)
+        _, werr = watcher.communicate(timeout=60)
+        outs = [p.communicate(timeout=300) + (p.returncode,) for p in indexers]
+    assert not errors and searches >= 40
+    assert "Traceback" not in werr and watcher.returncode == 0, werr[-2000:]
+    for out, err, rc in outs:  # each finished, or said in one line that another process was writing
+        assert rc in (0, 3) and "Traceback" not in err, err[-2000:]
+    assert any(rc == 3 and "busy" in err for _, err, rc in outs) or any(rc == 0 for *_, rc in outs)
+    done = subprocess.run([*cli, "index", str(repo), "--wait", "--json"], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["vectors_pending"] == 0 and report["files_changed"] == 0  # the watcher had kept up
+    assert _consistency(Path(os.environ["CODESIGHT_DATA_DIR"]), repo) == []
+    status = json.loads(subprocess.run([*cli, "status", str(repo), "--json"], capture_output=True, text=True,
+                                       env=env).stdout)
+    assert status["changed"] == 0 and status["vectors"] == status["chunks"] and not status["indexing"]
