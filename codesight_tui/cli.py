@@ -87,7 +87,7 @@ def resolve_root(path: str | Path, *, yes: bool = False, indexing: bool = True) 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="codesight",
-        usage="codesight [PATH]\n       codesight {index,search,status,watch,mcp,eval,cache} ...",
+        usage="codesight [PATH ...]\n       codesight {index,search,status,watch,mcp,eval,cache} ...",
         description="Local hybrid code search. `codesight [PATH]` opens the terminal UI.",
         epilog="Configuration: CODESIGHT_* environment variables or ~/.config/codesight/config.toml.",
     )
@@ -177,7 +177,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _tui_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="codesight", description="Open the codesight terminal UI.")
-    p.add_argument("path", nargs="?", default=None, help=ROOT_HELP)
+    p.add_argument("path", nargs="*", default=None,
+                   help=ROOT_HELP + "; several paths are searched together as one ranked list")
     p.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
     return p
 
@@ -653,17 +654,19 @@ def print_eval_report(report: dict) -> None:
 def cmd_tui(args) -> int:
     from codesight_tui.core.errors import CodeSightError
 
+    paths = args.path or ["."]
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        resolve_root(args.path or ".", indexing=False)  # a bad path is still named first
+        for p in paths:
+            resolve_root(p, indexing=False)  # a bad path is still named first
         raise CodeSightError("the terminal UI needs a terminal; to search from a script or a pipe use"
                              " `codesight search \"QUERY\"` (add --json for machine-readable output)",
                              exit_code=EXIT_USAGE)
-    root = resolve_root(args.path or ".", yes=args.yes)
+    roots = list(dict.fromkeys(resolve_root(p, yes=args.yes) for p in paths))
     try:
         from codesight_tui.tui.app import run_app
     except ImportError:
         raise CodeSightError("the terminal UI is not available in this build; use `codesight search`") from None
-    return run_app(root)
+    return run_app(roots[0], roots[1:])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -193,7 +193,7 @@ def test_help_shows_the_terminal_ui_form_first():
     import sys
 
     r = subprocess.run([sys.executable, "-m", "codesight_tui", "--help"], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0 and r.stdout.startswith("usage: codesight [PATH]\n")
+    assert r.returncode == 0 and r.stdout.startswith("usage: codesight [PATH ...]\n")
 
 
 def test_every_surface_uses_the_repository_root(repo, tmp_path):
@@ -242,3 +242,28 @@ def test_a_large_tree_outside_a_repository_asks_first(tmp_path, monkeypatch, cap
     assert "Index all of it? [y/N]" in sys.stderr.getvalue()
     monkeypatch.setattr(sys, "stdin", Tty("y\n"))
     assert cli.main(["index", str(other), "--no-embed"]) == 0
+
+
+def test_search_across_repositories_is_one_labelled_list(repo, tmp_path, monkeypatch, capsys):
+    # Issue 19: `codesight search Q --path A --path B`, and `--all` over the config's saved set.
+    import json
+
+    from codesight_tui.cli import main
+
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    (other / "distance.py").write_text("def haversine_miles(a, b):\n    return 0\n")
+    assert main(["search", "haversine", "--path", str(repo), "--path", str(other), "--mode", "bm25", "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert {h["repo"] for h in hits} == {str(repo), str(other)}
+    assert main(["search", "haversine", "--path", str(repo), "--path", str(other), "--mode", "bm25"]) == 0
+    out = capsys.readouterr().out
+    assert "[other] distance.py:1-2" in out and "[repo] src/geo.py" in out
+    config = tmp_path / "config.toml"
+    config.write_text(f'repos = ["{repo}", "{other}"]\n')
+    monkeypatch.setenv("CODESIGHT_CONFIG", str(config))
+    assert main(["search", "haversine", "--all", "--mode", "bm25", "--json"]) == 0
+    assert {h["repo"] for h in json.loads(capsys.readouterr().out)} == {str(repo), str(other)}
+    monkeypatch.setenv("CODESIGHT_CONFIG", str(tmp_path / "none.toml"))
+    assert main(["search", "haversine", "--all"]) == 2
+    assert "no saved repositories" in capsys.readouterr().err

@@ -560,3 +560,39 @@ async def test_punctuation_query_shows_no_results(repo, settings):
         await settle(app, pilot)
         await search(app, pilot, "!!! ...")
         assert app.hits == [] and app.query_one(ResultsList).option_count == 0
+
+
+async def test_several_repositories_are_searched_as_one_list(repo, settings, tmp_path, monkeypatch):
+    """`codesight A B`: one ranked list, each row labelled with its repository; the preview,
+    the editor and copy use the hit's own repository; each is indexed and watched."""
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    (other / "distance.py").write_text("def haversine_miles(a, b):\n    \"\"\"Great-circle distance.\"\"\"\n    return 0\n")
+    embedder = HashEmbedder()
+    more = CodeSight(other, settings=settings, embedder=embedder)
+    app = make_app(repo, settings, embedder, more_roots=[other], more_engines=[more], watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert more.is_indexed() and app.state.files == app.engine.counts()["files"] + more.counts()["files"]
+        await search(app, pilot, "haversine")
+        repos = {h.repo for h in app.hits}
+        assert repos == {str(repo), str(other)}
+        results = app.query_one(ResultsList)
+        theirs = next(i for i, h in enumerate(app.hits) if h.repo == str(other))
+        results.highlighted = theirs
+        await pilot.pause(0.3)
+        assert "other:" in str(results.get_option_at_index(theirs).prompt)
+        assert app.query_one(Preview).current is app.hits[theirs]
+        copied = []
+        monkeypatch.setattr(app, "_copy", lambda text, what: copied.append(text))
+        await pilot.press("ctrl+y")
+        assert copied == [f"{other / 'distance.py'}:1"]
+        # The second repository is watched too: a new file there is found.
+        (other / "more.py").write_text("def meerkat_lookup():\n    pass\n")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            await pilot.pause(0.2)
+            if any(h.path == "more.py" for h in more.search("meerkat_lookup", mode="bm25")):
+                break
+        else:
+            pytest.fail("a change in the second repository was not indexed")

@@ -58,10 +58,14 @@ _MODELS: dict[tuple, object] = {}  # one loaded model per (model, device, batch,
 _MODELS_LOCK = threading.Lock()
 
 
+def _model_key(info: ModelInfo, device: str, batch_size: int, in_child: bool) -> tuple:
+    return (info.name, str(info.load_from), device, batch_size, in_child)
+
+
 def shared_embedder(info: ModelInfo, device: str, batch_size: int, in_child: bool):
     """The process's one instance of a model: the first caller loads it, every repository's
     ``CodeSight`` after that gets the same object (the MCP server serves many repositories)."""
-    key = (info.name, str(info.load_from), device, batch_size, in_child)
+    key = _model_key(info, device, batch_size, in_child)
     with _MODELS_LOCK:
         model = _MODELS.get(key)
         if model is None:
@@ -70,6 +74,12 @@ def shared_embedder(info: ModelInfo, device: str, batch_size: int, in_child: boo
             cls = ProcessEmbedder if in_child else SentenceTransformerEmbedder
             model = _MODELS[key] = cls(info, device, batch_size)
         return model
+
+
+def loaded_shared(info: ModelInfo, device: str, batch_size: int, in_child: bool):
+    """The shared model if some engine of this process has loaded it, else None (never loads)."""
+    with _MODELS_LOCK:
+        return _MODELS.get(_model_key(info, device, batch_size, in_child))
 
 
 def release_shared(model) -> None:
@@ -500,6 +510,9 @@ class CodeSight:
             return Hits()
         notes: list[str] = []
         qfn = None
+        if mode != "bm25" and self._embedder is None:
+            self._embedder = loaded_shared(self.model_info, self.settings.device, self.settings.batch_size,
+                                           self.model_process)  # another repository's engine loaded it
         if mode != "bm25" and not load_model and self._embedder is None:
             if mode == "vector":
                 return Hits(notices=self.take_notices())
@@ -667,6 +680,9 @@ class CodeSight:
             last_indexed=last,
             git_head=meta.get("git_head") or None,
             index_bytes=store.size_bytes() + self._vectors.size_bytes(),
+            db_bytes=store.size_bytes(),
+            vector_bytes=self._vectors.size_bytes(),
+            vector_versions=self._vector_versions(),
             skipped=store.skipped(),
             read_only=store.readonly,
             vector_coverage=round(out["vectors"] / out["chunks"], 4) if out["chunks"] else 1.0,
@@ -682,6 +698,15 @@ class CodeSight:
             out["changed"] = sum(len(v) for v in ch.values())
             out["changed_files"] = ch
         return out
+
+    def _vector_versions(self) -> int:
+        """LanceDB versions kept on disk (0 before any vector; never raises)."""
+        if not self._vectors.directory.exists():
+            return 0
+        try:
+            return self._vectors.version_count()
+        except Exception:
+            return 0
 
     def _bound_cache(self, cache) -> None:
         """Keep the shared cache under ``cache_max_mb``: drop the least recently used vectors (down

@@ -81,10 +81,13 @@ class CodeSightApp(App[int]):
     ]
 
     def __init__(self, root: Path, *, engine=None, auto_index: bool = True, watch: bool = True,
-                 clock=time.time) -> None:
+                 clock=time.time, more_roots: list[Path] | tuple = (), more_engines: list | None = None) -> None:
         super().__init__()
         self.root = Path(root).resolve()
         self._engine = engine
+        # Further repositories searched beside the first: one ranked list, each hit labelled.
+        self.more_roots = [Path(r).resolve() for r in more_roots]
+        self._more_engines = more_engines
         self.auto_index = auto_index
         self.watch_files = watch
         self.clock = clock
@@ -101,8 +104,8 @@ class CodeSightApp(App[int]):
         self._indexing = False
         self._stop = threading.Event()
         self._watching = False
-        self._watcher = None
-        self._watched: set[str] = set()  # files the watcher saw change since the last index run
+        self._watchers: list = []
+        self._watched: dict[Path, set[str]] = {}  # files the watchers saw change since the last index run
         self._told: set[str] = set()  # notices already shown
         self.index_idle = threading.Event()  # clear while an index worker runs
         self.index_idle.set()
@@ -117,6 +120,18 @@ class CodeSightApp(App[int]):
             # The model runs in a child process: torch never shares this process's GIL with the UI.
             self._engine = CodeSight(self.root, model_process=True)
         return self._engine
+
+    @property
+    def engines(self) -> list:
+        """Every repository's engine, the first one's first."""
+        if self._more_engines is None:
+            from codesight_tui.core.engine import CodeSight
+
+            self._more_engines = [CodeSight(r, model_process=True) for r in self.more_roots]
+        return [self.engine, *self._more_engines]
+
+    def root_of(self, hit) -> Path:
+        return Path(hit.repo) if getattr(hit, "repo", "") else self.root
 
     # --- layout -------------------------------------------------------------------------
     def notify(self, message: str, *, markup: bool = False, **kwargs) -> None:
@@ -150,22 +165,30 @@ class CodeSightApp(App[int]):
         # However the app ends, background threads must stop: the watcher waits on this event and
         # the index worker on its cancelled_event (set by cancel_all).
         self._stop.set()
-        if self._watcher is not None:
-            self._watcher.stop(timeout=0)
+        for watcher in self._watchers:
+            watcher.stop(timeout=0)
         self.workers.cancel_all()
         if self._engine is not None:
             self._engine.release_model()  # a batch in flight ends now, not when it is done
 
+    def _counts(self) -> dict:
+        """Counts over every repository searched."""
+        total = {"files": 0, "chunks": 0, "vectors": 0, "pending": 0}
+        for engine in self.engines:
+            for k, v in engine.counts().items():
+                total[k] = total.get(k, 0) + v
+        return total
+
     def _load_counts(self) -> None:
-        if not self.engine.has_index():
+        if not any(e.has_index() for e in self.engines):
             return
         try:
-            counts = self.engine.counts()
-            last = self.engine.last_indexed()
+            counts = self._counts()
+            times = [t for t in (e.last_indexed() for e in self.engines) if t]
         except Exception:  # a corrupt index is rebuilt by the index worker
             return
         self.state.files, self.state.chunks, self.state.vectors = counts["files"], counts["chunks"], counts["vectors"]
-        self.state.last_indexed = last
+        self.state.last_indexed = min(times) if times else None
 
     def refresh_status(self) -> None:
         try:
@@ -220,8 +243,10 @@ class CodeSightApp(App[int]):
         t0 = time.perf_counter()
         hits: list = []
         try:
-            hits = self.engine.search(query, top_k=TOP_K, mode=mode, glob=glob or None, language=language or None,
-                                      load_model=False)
+            args = dict(top_k=TOP_K, mode=mode, glob=glob or None, language=language or None, load_model=False)
+            engines = self.engines
+            hits = self.engine.search_many(engines, query, **args) if len(engines) > 1 else \
+                self.engine.search(query, **args)
         except Exception as exc:  # CodeSightError or a bug: show it, keep the app alive
             self.call_from_thread(self.notify, str(exc), severity="error")
         finally:  # always report back, or the next keystroke would wait forever
@@ -263,7 +288,7 @@ class CodeSightApp(App[int]):
     def preview_worker(self, hit, stale: bool, query: str = "") -> None:
         """Read and highlight off the event loop; the preview drops it if the selection moved on."""
         try:
-            title, body, row = render_hit(self.root, hit, stale, terms=self.engine.query_terms(query))
+            title, body, row = render_hit(self.root_of(hit), hit, stale, terms=self.engine.query_terms(query))
         except Exception as exc:  # never lose the app over a preview
             title, body, row = Text(f"{hit.path}: cannot show this file: {exc}", style="dim"), [], 0
         if not get_current_worker().is_cancelled:
@@ -289,22 +314,31 @@ class CodeSightApp(App[int]):
             return
         self._indexing = True
         self.state.phase = "scan"
-        # Changes the watcher named are looked at alone; a first run, Ctrl+R or a rebuild walk the tree.
-        paths = None if force or not self._watched else sorted(self._watched)
-        self._watched = set()
-        self.index_worker(force, paths)
+        # Changes the watchers named are looked at alone, in their repositories only; a first run,
+        # Ctrl+R or a rebuild walk every tree.
+        if force or not self._watched:
+            todo = [(e, None) for e in self.engines]
+        else:
+            todo = [(e, sorted(self._watched[e.root])) for e in self.engines if self._watched.get(e.root)]
+        self._watched = {}
+        self.index_worker(force, todo)
 
     @work(thread=True, exclusive=True, group="index", exit_on_error=False)
-    def index_worker(self, force: bool = False, paths: list[str] | None = None) -> None:
+    def index_worker(self, force: bool = False, todo: list | None = None) -> None:
         self.index_idle.clear()
         try:
-            self._index_job(force, paths)
+            report = None
+            for engine, paths in todo or [(self.engine, None)]:  # one repository after another
+                report = self._index_job(engine, force, paths)
+                if report is None:
+                    return
+            self._index_done(report)
         finally:
             self.index_idle.set()
 
-    def _index_job(self, force: bool, paths: list[str] | None = None) -> None:
+    def _index_job(self, engine, force: bool, paths: list[str] | None = None):
+        """One repository's index run; returns its report, or None if it failed or was cancelled."""
         worker = get_current_worker()
-        engine = self.engine
         # Move every long-lived object out of the garbage collector's sight: a full collection
         # over them stalls every thread (85 ms here). Again once the vector store's libraries are
         # in, when the embedding phase starts: importing them first (about 1 s) would delay the
@@ -331,16 +365,22 @@ class CodeSightApp(App[int]):
             report = engine.index(progress=progress, cancel=worker.cancelled_event, force=force, paths=paths)
         except IndexBusyError as exc:
             self.post_message(IndexFailed(str(exc), busy=True))
-            return
+            return None
         except CodeSightError as exc:
             self.post_message(IndexFailed(str(exc)))
-            return
+            return None
         except Exception as exc:  # never die silently: say what broke, keep searching what exists
             self.post_message(IndexFailed(f"indexing failed: {type(exc).__name__}: {exc}"))
-            return
+            return None
         if worker.is_cancelled:
-            return
-        self.post_message(IndexFinished(report, engine.counts()))
+            return None
+        return report
+
+    def _index_done(self, report) -> None:
+        """Every repository's run is done: counts, and the model's state (loaded for queries)."""
+        worker = get_current_worker()
+        engine = self.engine
+        self.post_message(IndexFinished(report, self._counts()))
         if engine.model_error:
             self.post_message(ModelFailed(engine.model_error))
         elif not engine.embedder_loaded:
@@ -410,15 +450,17 @@ class CodeSightApp(App[int]):
         """Start noticing files changed on disk: the core's watcher (inotify, or a stat poll where
         the tree has symlinked directories), batched; its threads end with the app."""
         self._watching = True
-        engine = self.engine
+        for engine in self.engines:
+            self._watchers.append(self._watch_one(engine))
 
+    def _watch_one(self, engine):
         def scan() -> dict:  # poll mode: what differs from the index, looked at only between index runs
             return engine.changed_files() if self.index_idle.is_set() else {}
 
         def handle(batch) -> None:
-            self.post_message(FilesChanged(set(batch.paths)))
+            self.post_message(FilesChanged(set(batch.paths), root=engine.root))
 
-        self._watcher = engine.watcher(handle, quiet=0.2, scan=scan, poll_every=3.0).start()
+        return engine.watcher(handle, quiet=0.2, scan=scan, poll_every=3.0).start()
 
     @on(FilesChanged)
     def _files_changed(self, msg: FilesChanged) -> None:
@@ -428,7 +470,7 @@ class CodeSightApp(App[int]):
         self.refresh_status()
         if not msg.reindex:
             return
-        self._watched |= msg.paths  # the next run looks at these files only
+        self._watched.setdefault(msg.root or self.root, set()).update(msg.paths)  # the next run looks at these only
         if self._reindex_timer is not None:
             self._reindex_timer.stop()
         self._reindex_timer = self.set_timer(0.1, self.start_index)
@@ -502,7 +544,8 @@ class CodeSightApp(App[int]):
         hit = self._current_hit()
         if hit is None:
             return
-        argv = editor_argv(str(self.root / hit.path), hit.line or hit.start_line, template=self.engine.settings.editor)
+        argv = editor_argv(str(self.root_of(hit) / hit.path), hit.line or hit.start_line,
+                           template=self.engine.settings.editor)
         error: Exception | None = None
         try:
             with self.suspend():
@@ -553,7 +596,8 @@ class CodeSightApp(App[int]):
     def action_copy_location(self) -> None:
         hit = self._current_hit()
         if hit is not None:
-            where = f"{hit.path}:{hit.line or hit.start_line}"
+            path = hit.path if not getattr(hit, "repo", "") else str(self.root_of(hit) / hit.path)
+            where = f"{path}:{hit.line or hit.start_line}"
             self._copy(where, where)
 
     def action_copy_snippet(self) -> None:
@@ -596,13 +640,16 @@ def tmux_clipboard() -> str | None:
     return out.stdout.strip() or None
 
 
-def run_app(root: Path) -> int:
-    """Run the TUI on ``root``; returns the exit code. Quits promptly even mid-index."""
+def run_app(root: Path, more_roots: list[Path] | tuple = ()) -> int:
+    """Run the TUI on ``root`` (and ``more_roots``, searched beside it as one ranked list);
+    returns the exit code. Quits promptly even mid-index."""
     from codesight_tui.core.engine import CodeSight
 
-    engine = CodeSight(root, model_process=True)  # validates the path and settings before the screen changes
-    engine.lexical_processes = True  # our entry points are guarded, so a big first index can spawn workers
-    app = CodeSightApp(root, engine=engine)
+    # Engines first: they validate the paths and settings before the screen changes.
+    engines = [CodeSight(r, model_process=True) for r in (root, *more_roots)]
+    for engine in engines:
+        engine.lexical_processes = True  # our entry points are guarded, so a big first index can spawn workers
+    app = CodeSightApp(root, engine=engines[0], more_roots=list(more_roots), more_engines=engines[1:])
     rc = app.run() or 0
     app._stop.set()
     # A thread worker cannot be killed: the index stops at its next batch boundary. Don't keep

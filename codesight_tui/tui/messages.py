@@ -50,3 +50,4 @@ class ModelFailed(Message):
 class FilesChanged(Message):
     paths: set
     reindex: bool = True  # False when the index run itself reports them (it is already on it)
+    root: object = None  # the repository they are in (None: the first)

@@ -6,6 +6,8 @@ is refreshed (vectors arriving, a re-index, coming back from the editor)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
@@ -37,12 +39,15 @@ def result_row(rank: int, hit, stale: bool = False, width: int = 0, scores: bool
     name = hit.name
     tail = (" stale" if stale else "") + (f"  {name}" if name else "") + (f"  {hit.score:.4f}" if scores else "")
     path = hit.path
+    repo = f"{Path(hit.repo).name}:" if getattr(hit, "repo", "") else ""  # several repositories: whose hit
     if width:
-        path = _short_path(path, max(12, width - 6 - len(loc) - len(tail)))
+        path = _short_path(path, max(12, width - 6 - len(repo) - len(loc) - len(tail)))
     row = Text(no_wrap=True, overflow="ellipsis")
     row.append(f"{rank:>2} ", style="dim")
     row.append(badge, style=style)
-    row.append(f" {path}", style="bold")
+    if repo:
+        row.append(f" {repo}", style="cyan")
+    row.append(f" {path}" if not repo else path, style="bold")
     row.append(loc, style="yellow")
     if stale:
         row.append(" stale", style="bold red")
@@ -56,7 +61,7 @@ def result_row(rank: int, hit, stale: bool = False, width: int = 0, scores: bool
 def hit_identity(hit) -> tuple:
     """What makes two hits of two searches "the same result" for the cursor: the file and the
     definition (chunk ids change when a file is re-indexed, line numbers when it is edited)."""
-    return (hit.path, hit.scope or hit.start_line)
+    return (getattr(hit, "repo", ""), hit.path, hit.scope or hit.start_line)
 
 
 class ResultsList(OptionList):
