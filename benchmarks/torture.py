@@ -310,11 +310,12 @@ def section_kill(env: Env, args) -> None:
             lost.append(max(0, last[1] - kept))
     cache = env.work / "cache"
     tui = tui_kills(env, root, data, cache, rng, args) if shutil.which("tmux") else 0
+    mcp = mcp_kills(env, root, data, cache, rng, args)
     before = snapshot(root)
     final = env.cli(["index", str(root), "--json"], data, cache, timeout=3600)
     issues = consistency(data, root)
     report = json.loads(final.stdout) if final.returncode == 0 else {}
-    figure(f"kill -9: {args.kills} index runs killed (+{tui} TUI runs), by phase at the kill: "
+    figure(f"kill -9: {args.kills} index runs killed (+{tui} TUI runs, +{mcp} MCP server runs), by phase at the kill: "
            + ", ".join(f"{p} {n}" for p, n in sorted(phases.items())))
     figure(f"kill -9: recovered {recovered} of {args.kills}; inconsistent or failing after a kill: {bad}")
     figure(f"kill -9: reported progress lost by a kill: {max(lost) if lost else 0} chunks"
@@ -350,6 +351,37 @@ def tui_kills(env: Env, root: Path, data: Path, cache: Path, rng, args) -> int:
         issues = consistency(data, root)
         if issues:
             problem(f"TUI kill {k}: {issues}")
+        n += 1
+    return n
+
+
+def mcp_kills(env: Env, root: Path, data: Path, cache: Path, rng, args) -> int:
+    """kill -9 of `codesight mcp` while its `index` tool rebuilds the index in the background
+    (spoken to in raw JSON-RPC over its stdin, so the kill hits the server itself)."""
+    calls = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "torture", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "index",
+                                                                       "arguments": {"force_rebuild": True}}},
+    ]
+    n = 0
+    for k in range(args.mcp_kills):
+        proc = subprocess.Popen([sys.executable, "-m", "codesight_tui", "mcp", "--root", str(root)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=env.env(data, cache), text=True)
+        for c in calls:
+            proc.stdin.write(json.dumps(c) + "\n")
+            proc.stdin.flush()
+        time.sleep(rng.uniform(1.0, 12.0))
+        alive = proc.poll() is None
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        proc.stdin.close()
+        time.sleep(1.0)  # the model's child process notices its parent is gone
+        issues = consistency(data, root)
+        if issues or not alive:
+            problem(f"MCP kill {k}: {issues or 'the server had exited before the kill: ' + proc.stderr.read()[-300:]}")
         n += 1
     return n
 
@@ -763,6 +795,7 @@ def main() -> int:
     ap.add_argument("--corpus", type=Path, default=None, help="source tree to copy (default: the rich package)")
     ap.add_argument("--kills", type=int, default=50)
     ap.add_argument("--tui-kills", type=int, default=3)
+    ap.add_argument("--mcp-kills", type=int, default=3)
     ap.add_argument("--kill-window", type=float, default=60.0,
                     help="a run that has not reached its kill point by then is killed anyway")
     ap.add_argument("--concurrency-seconds", type=float, default=300.0)
@@ -777,7 +810,7 @@ def main() -> int:
     global CORPUS_FILES
     if args.fast:
         CORPUS_FILES = 8
-        args.kills, args.tui_kills, args.kill_window = min(args.kills, 3), 0, 20.0
+        args.kills, args.tui_kills, args.mcp_kills, args.kill_window = min(args.kills, 3), 0, 1, 20.0
         args.concurrency_seconds, args.queries, args.cli_queries, args.edits = 10.0, 200, 5, 20
     os.environ["HF_HUB_OFFLINE"] = "1"
     work = Path(tempfile.mkdtemp(prefix="codesight-torture-"))
