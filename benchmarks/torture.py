@@ -407,7 +407,8 @@ print(runs, busy, flush=True)
 
 def section_concurrency(env: Env, args) -> None:
     secs = args.concurrency_seconds
-    print(f"\n[concurrency] {secs:.0f} s: 2 indexers, 2 CLI search loops, an API reader, files changing", flush=True)
+    print(f"\n[concurrency] {secs:.0f} s: 2 indexers, a watcher, 2 CLI search loops, an API reader, files changing",
+          flush=True)
     work = env.work / "concurrency"
     root = corpus_copy(work, "repo", args.corpus)
     data, cache = work / "data", env.work / "cache"
@@ -454,11 +455,19 @@ def section_concurrency(env: Env, args) -> None:
     indexers = [subprocess.Popen([sys.executable, "-c", CONCURRENT_INDEXER, str(root), str(secs)],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env.env(data, cache))
                 for _ in range(2)]
+    # `codesight watch` (inotify, the batches the TUI and the MCP server use too) beside them.
+    watcher = subprocess.Popen([sys.executable, "-m", "codesight_tui", "watch", str(root), "--json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env.env(data, cache))
     threads = [threading.Thread(target=f, args=a, daemon=True) for f, a in
                ((cli_loop, ("render a table",)), (cli_loop, ("Console",)), (api_reader, ()), (mutator, ()))]
     for t in threads:
         t.start()
     outs = [p.communicate(timeout=secs + 900) for p in indexers]
+    watcher.send_signal(signal.SIGINT)
+    wout, werr = watcher.communicate(timeout=300)
+    batches = [json.loads(x) for x in wout.splitlines() if x.startswith("{")]
+    if watcher.returncode != 0 or "Traceback" in werr:
+        errors.append(f"watcher exit {watcher.returncode}: {werr[-300:]}")
     stop.set()
     for t in threads:
         t.join(120)
@@ -471,6 +480,8 @@ def section_concurrency(env: Env, args) -> None:
             runs, busy = runs + int(r), busy + int(b)
     final = env.cli(["index", str(root)], data, cache, timeout=3600)
     issues = consistency(data, root)
+    figure(f"concurrency: watcher ({'inotify' if 'file events' in werr else 'poll'}): {len(batches)} batches,"
+           f" {sum(b['files_changed'] for b in batches)} files re-indexed by it")
     figure(f"concurrency: {runs} index runs ({busy} found the other indexer busy), {cli_runs[0]} CLI searches,"
            f" {len(reader_ms)} API reads, {edits[0]} file edits in {secs:.0f} s; errors {len(errors)},"
            f" 'database is locked' {sum('locked' in e for e in errors)}")

@@ -447,8 +447,7 @@ def cmd_watch(args) -> int:
             _err(w)
 
     watcher = cs.watch(on_batch, embed=not args.no_embed)
-    if not args.json:
-        _err(f"watching {cs.root} ({watcher.mode}); Ctrl-C stops")
+    _err(f"watching {cs.root} ({'file events' if watcher.mode == 'events' else 'polling'}); Ctrl-C stops")
     done = threading.Event()
     try:
         while not done.wait(0.5):

@@ -83,6 +83,7 @@ class SearchOutput(BaseModel):
     results: list[Hit]
     index: list[IndexState] = Field(description="completeness of each repository searched")
     notices: list[str] = Field(default_factory=list, description="what this answer lacks, in words")
+    elapsed_ms: float = Field(description="time the server spent on this call")
 
 
 class IndexOutput(BaseModel):
@@ -169,6 +170,7 @@ class Repos:
             if cs is None:
                 # The model runs in a child process, shared by every repository's engine.
                 cs = self.engines[repo] = CodeSight(repo, model_process=True)
+                cs.lexical_processes = True  # `codesight mcp` is a guarded entry point: workers can spawn
             return cs
 
     # --- indexing ---------------------------------------------------------------------------
@@ -316,6 +318,7 @@ def build_server(roots: list[Path], *, watch_roots: bool = False):
         one ranked list. file_glob: gitignore-style path filter, e.g. "src/**/*.py". mode: hybrid
         (default), bm25 or vector. language: e.g. python, go. A repository never indexed is indexed
         now: the first answer comes from BM25 within seconds, vectors follow in the background."""
+        t0 = time.perf_counter()
         if not query or not query.strip():
             raise ToolError("the query is empty: say what to look for, e.g. \"parse config file\"")
         top_k = max(1, min(int(top_k), 100))
@@ -358,7 +361,7 @@ def build_server(roots: list[Path], *, watch_roots: bool = False):
             notes.append("the embedding model is " + ("unavailable" if engines[0].model_error else "still loading")
                          + ": this answer is BM25 only")
         return SearchOutput(query=query, mode=used, results=[_hit(h) for h in hits], index=states,
-                            notices=hits.notices + notes)
+                            notices=hits.notices + notes, elapsed_ms=round((time.perf_counter() - t0) * 1000, 1))
 
     @server.tool(annotations=ToolAnnotations(title="Index a repository", readOnlyHint=False,
                                              destructiveHint=False, idempotentHint=True, openWorldHint=False))

@@ -55,7 +55,8 @@ def _settings(settings, overrides):
 
 
 _MODELS: dict[tuple, object] = {}  # one loaded model per (model, device, batch, process) for the whole process
-_MODELS_LOCK = threading.Lock()
+_MODELS_LOCK = threading.Lock()  # guards the two dicts, never held while a model loads
+_LOADING: dict[tuple, threading.Lock] = {}  # one lock per model being loaded
 
 
 def _model_key(info: ModelInfo, device: str, batch_size: int, in_child: bool) -> tuple:
@@ -64,15 +65,24 @@ def _model_key(info: ModelInfo, device: str, batch_size: int, in_child: bool) ->
 
 def shared_embedder(info: ModelInfo, device: str, batch_size: int, in_child: bool):
     """The process's one instance of a model: the first caller loads it, every repository's
-    ``CodeSight`` after that gets the same object (the MCP server serves many repositories)."""
+    ``CodeSight`` after that gets the same object (the MCP server serves many repositories).
+    Loading holds only this model's own lock: ``loaded_shared`` never waits for it."""
     key = _model_key(info, device, batch_size, in_child)
     with _MODELS_LOCK:
         model = _MODELS.get(key)
+        if model is not None:
+            return model
+        loading = _LOADING.setdefault(key, threading.Lock())
+    with loading:
+        with _MODELS_LOCK:
+            model = _MODELS.get(key)
         if model is None:
             from codesight_tui.core.embedder import ProcessEmbedder, SentenceTransformerEmbedder
 
             cls = ProcessEmbedder if in_child else SentenceTransformerEmbedder
-            model = _MODELS[key] = cls(info, device, batch_size)
+            model = cls(info, device, batch_size)
+            with _MODELS_LOCK:
+                _MODELS[key] = model
         return model
 
 
