@@ -103,12 +103,29 @@ def start_watch(repo: Path, env: dict) -> subprocess.Popen:
     proc = subprocess.Popen([*CLI, "watch", str(repo), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
     first = json.loads(proc.stdout.readline())  # the catch-up batch: the copy is indexed (vectors from the cache)
+    proc.lines = []  # one JSON line per batch, read as they come (a full pipe would stop the watcher)
+
+    def drain() -> None:
+        for text in proc.stdout:
+            proc.lines.append(text)
+
+    import threading
+
+    threading.Thread(target=drain, daemon=True).start()
     line(f"[watch] catch-up of the copy: {first['files_changed']:,} files in {first['seconds']:.1f}s,"
          f" {first['embedded']} embedded, {first['cache_hits']:,} from the cache")
     return proc
 
 
-def edit_and_find(repo: Path, files: list[Path], n: int, settle: float):
+def dump_stacks(pid: int) -> str:
+    """The watcher's threads, where a save was not found in time (py-spy, when installed)."""
+    spy = shutil.which("py-spy")
+    if spy is None:
+        return "(py-spy not installed: no stacks)"
+    return subprocess.run([spy, "dump", "--pid", str(pid)], capture_output=True, text=True).stdout
+
+
+def edit_and_find(repo: Path, files: list[Path], n: int, settle: float, watcher_pid: int | None = None):
     """Append a new function to a file, then poll BM25 (another process) until it is found."""
     from codesight_tui import CodeSight
 
@@ -116,14 +133,16 @@ def edit_and_find(repo: Path, files: list[Path], n: int, settle: float):
     times = []
     for i in range(n):
         f = files[(i * 7919) % len(files)]
-        name = f"zq_saved_marker_{i}_{os.getpid()}"
+        # One word of letters only: a token no other chunk holds, whatever the identifier splitting.
+        name = "zqmark" + "".join(chr(97 + int(d)) for d in f"{i:05d}{os.getpid() % 100000:05d}")
         with f.open("a") as fh:
             fh.write(f"\n\ndef {name}():\n    return {i}\n")
         t0 = time.perf_counter()
         rel = f.relative_to(repo).as_posix()
-        while not any(h.path == rel for h in cs.search(name, mode="bm25", top_k=3)):
-            if time.perf_counter() - t0 > 30:
-                raise SystemExit(f"{rel}: not found 30 s after the save")
+        while not any(h.path == rel for h in cs.search(name, mode="bm25", top_k=10)):
+            if time.perf_counter() - t0 > 60:
+                stacks = dump_stacks(watcher_pid) if watcher_pid else ""
+                raise SystemExit(f"{rel}: not found 60 s after the save (edit {i})\n{stacks}")
             time.sleep(0.005)
         times.append(time.perf_counter() - t0)
         time.sleep(settle)
@@ -136,10 +155,10 @@ def section_save(corpus: Path, env: dict, edits: int) -> None:
         proc = start_watch(repo, env)
         try:
             files = sorted(p for p in repo.rglob("*.py") if "/tests/" not in str(p) and "locale" not in str(p))
-            _, times = edit_and_find(repo, files, edits, settle=0.3)
+            _, times = edit_and_find(repo, files, edits, settle=0.3, watcher_pid=proc.pid)
         finally:
             proc.send_signal(2)
-            proc.communicate(timeout=60)
+            proc.wait(timeout=60)
         line(f"[save] save -> found by BM25 (watcher in its own process), {len(times)} edits:"
              f" p50 {pct(times, 50) * 1000:.0f} ms, p95 {pct(times, 95) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms")
 
@@ -175,7 +194,7 @@ def section_versions(corpus: Path, env: dict, edits: int) -> None:
             before = CodeSight(repo).status(check_disk=False)
             line(f"[versions] before: {before['vector_versions']} versions, vectors {before['vector_bytes'] / 1e6:.1f} MB")
             t0 = time.perf_counter()
-            _, times = edit_and_find(repo, files, edits, settle=0.05)
+            _, times = edit_and_find(repo, files, edits, settle=0.05, watcher_pid=proc.pid)
             # The last edits' vectors: wait until nothing is pending.
             cs = CodeSight(repo)
             while cs.counts()["pending"]:
@@ -183,10 +202,16 @@ def section_versions(corpus: Path, env: dict, edits: int) -> None:
             time.sleep(1.0)
         finally:
             proc.send_signal(2)
-            _, err = proc.communicate(timeout=120)
+            proc.wait(timeout=120)
+            err = proc.stderr.read()
+            if sys.exc_info()[0] is not None:
+                line("[versions] the watcher's last words:\n" + "".join(proc.lines[-3:]) + err[-1500:])
         after = CodeSight(repo).status(check_disk=False)
         line(f"[versions] {edits:,} single-file edits under watch in {time.perf_counter() - t0:.0f}s (each found"
-             f" before the next; save -> found p50 {pct(times, 50) * 1000:.0f} ms, p95 {pct(times, 95) * 1000:.0f} ms)")
+             f" before the next; save -> found p50 {pct(times, 50) * 1000:.0f} ms, p95 {pct(times, 95) * 1000:.0f} ms,"
+             f" max {max(times) * 1000:.0f} ms)")
+        batches = [json.loads(x) for x in proc.lines if x.startswith("{")]
+        line(f"[versions] the watcher indexed {len(batches):,} batches; slowest {max(b['seconds'] for b in batches):.2f}s")
         line(f"[versions] after: {after['vector_versions']} LanceDB versions, vectors {after['vector_bytes'] / 1e6:.1f} MB,"
              f" index.db {after['db_bytes'] / 1e6:.1f} MB; {after['chunks']:,} chunks, {after['vectors']:,} vectors")
         if "Traceback" in err:

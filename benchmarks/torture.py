@@ -760,11 +760,71 @@ def section_queries(env: Env, args) -> None:
             cli_bad += 1
             if cli_bad <= 3:
                 problem(f"queries: CLI exit {r.returncode} for {q!r}: {r.stderr[-200:]}")
+    mcp = mcp_fuzz(env, root, data, cache, rng, args.mcp_queries)
     figure(f"queries: {counts['queries']:,} API queries in {api_s:.0f} s: exceptions {counts['exceptions']},"
            f" malformed results {counts['malformed']}, clear usage errors {counts['usage errors']};"
-           f" CLI: {args.cli_queries} queries, failures {cli_bad}")
+           f" CLI: {args.cli_queries} queries, failures {cli_bad}; MCP search over stdio: {mcp['queries']:,} queries,"
+           f" failures {mcp['failures']}, malformed {mcp['malformed']}, clear tool errors {mcp['tool errors']}")
     if counts["malformed"]:
         problem(f"queries: {counts['malformed']} malformed results")
+
+
+MCP_TOKENS = ['"', "NEAR(", "AND", "OR", "NOT", "*", "^", ":", "col:", "(", ")", "{", "}", "-", "\x00", "\x1b[31m",
+              "検索", "🙂", "a" * 100_000, "\t", "\\", "'", "%", "_"]
+
+
+def mcp_fuzz(env: Env, root: Path, data: Path, cache: Path, rng, n: int) -> dict:
+    """Random queries, globs, languages and modes through `codesight mcp` over stdio (the SDK's
+    client): every answer must be a result or one clear tool error, never a broken server."""
+    import asyncio
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    counts = {"queries": 0, "failures": 0, "malformed": 0, "tool errors": 0}
+    alphabet = "abcdefXYZ _-.:*\"'()[]{}^$\\/!?<>|&;`~#%@+=,\t" + "éü検索🙂"
+
+    def one() -> dict:
+        words = [rng.choice(MCP_TOKENS) if rng.random() < 0.4 else
+                 "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12))) for _ in range(rng.randint(1, 8))]
+        args = {"query": " ".join(words), "top_k": rng.choice([1, 5, 10, 0, -3, 1000]),
+                "mode": rng.choice([None, "hybrid", "bm25", "vector", "nonsense"])}
+        if rng.random() < 0.3:
+            args["file_glob"] = rng.choice(["*.py", "[", "!", "**/", "src/", "\\", "", "*" * 50])
+        if rng.random() < 0.2:
+            args["language"] = rng.choice(["python", "klingon", "", "py\x00"])
+        return {k: v for k, v in args.items() if v is not None}
+
+    async def run() -> None:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "codesight_tui", "mcp", "--root", str(root)],
+                                       env=env.env(data, cache), cwd=str(root))
+        async with Client(params, read_timeout_seconds=120) as client:
+            for _ in range(n):
+                args = one()
+                counts["queries"] += 1
+                try:
+                    r = await client.call_tool("search", args)
+                except Exception as exc:  # noqa: BLE001 (the transport or the server broke)
+                    counts["failures"] += 1
+                    if counts["failures"] <= 3:
+                        problem(f"queries: MCP {type(exc).__name__}: {exc} for {str(args)[:120]}")
+                    continue
+                if r.is_error:
+                    text = r.content[0].text if r.content else ""
+                    counts["tool errors"] += 1
+                    if "Traceback" in text or "\n" in text.strip():
+                        counts["malformed"] += 1
+                    continue
+                out = r.structured_content or {}
+                for h in out.get("results", []):
+                    if not (isinstance(h.get("path"), str) and 1 <= h["start_line"] <= h["line"] <= h["end_line"]):
+                        counts["malformed"] += 1
+
+    if n:
+        asyncio.run(run())
+    if counts["malformed"]:
+        problem(f"queries: {counts['malformed']} malformed MCP answers")
+    return counts
 
 
 # --- 8. footprint -----------------------------------------------------------------------------
@@ -807,6 +867,7 @@ def main() -> int:
     ap.add_argument("--kills", type=int, default=50)
     ap.add_argument("--tui-kills", type=int, default=3)
     ap.add_argument("--mcp-kills", type=int, default=3)
+    ap.add_argument("--mcp-queries", type=int, default=1000, help="random queries through `codesight mcp`")
     ap.add_argument("--kill-window", type=float, default=60.0,
                     help="a run that has not reached its kill point by then is killed anyway")
     ap.add_argument("--concurrency-seconds", type=float, default=300.0)
@@ -823,6 +884,7 @@ def main() -> int:
         CORPUS_FILES = 8
         args.kills, args.tui_kills, args.mcp_kills, args.kill_window = min(args.kills, 3), 0, 1, 20.0
         args.concurrency_seconds, args.queries, args.cli_queries, args.edits = 10.0, 200, 5, 20
+        args.mcp_queries = min(args.mcp_queries, 50)
     os.environ["HF_HUB_OFFLINE"] = "1"
     work = Path(tempfile.mkdtemp(prefix="codesight-torture-"))
     env = Env(work)

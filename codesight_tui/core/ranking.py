@@ -199,6 +199,7 @@ def rerank(store, rankings: dict[str, list[int]], query: str, *, rrf_k: int = 60
     ``coverage`` is the share of chunks that have a vector (it weights the vector list).
     With ``query_vector`` and ``vectors_for`` (the stored vectors of ``ChunkRow``s, by id), the
     vector ranking is redone once by feedback from the first ranking's top hit (step 6)."""
+    from codesight_tui.core.searcher import rrf_scores
     from codesight_tui.core.store import path_matches
 
     q = analyze(query)
@@ -231,12 +232,7 @@ def rerank(store, rankings: dict[str, list[int]], query: str, *, rrf_k: int = 60
         factor[cid] = f * (1 + PATH_BONUS * min(hits, 2))
 
     def score(rankings: dict[str, list[int]]):
-        fused: dict[int, float] = {}
-        ranks: dict[int, dict[str, int]] = {}
-        for name, ids in rankings.items():
-            for rank, cid in enumerate(ids, start=1):
-                fused[cid] = fused.get(cid, 0.0) + weight.get(name, 1.0) / (rrf_k + rank)
-                ranks.setdefault(cid, {})[name] = rank
+        fused, ranks = rrf_scores(rankings, rrf_k, weight)
         best = max(fused.values(), default=1.0 / (rrf_k + 1))
         scored = [((fused.get(cid, 0.0) + (DEFINITION_BONUS * best if cid in defs else 0.0)) * f, cid)
                   for cid, f in factor.items()]

@@ -58,17 +58,24 @@ class Hits(list):
         self.notices: list[str] = list(notices or [])
 
 
-def rrf_fuse(rankings: dict[str, list[int]], k: int = 60) -> list[tuple[int, float, dict[str, int]]]:
-    """Reciprocal Rank Fusion: ``score(d) = sum over retrievers of 1 / (k + rank(d))``.
-
-    Returns ``(id, score, {retriever: rank})`` sorted by score, ties broken by best single rank.
-    """
-    scores: dict[int, float] = {}
-    ranks: dict[int, dict[str, int]] = {}
+def rrf_scores(rankings: dict[str, list], k: int = 60, weights: dict[str, float] | None = None):
+    """Reciprocal Rank Fusion, the one implementation behind hybrid search, the ranking stack and
+    several repositories' lists: ``score(d) = sum over lists of weight / (k + rank(d))`` (weight 1
+    unless given). Returns ``({id: score}, {id: {list: rank}})``; ids may be any hashable."""
+    scores: dict = {}
+    ranks: dict = {}
     for name, ids in rankings.items():
+        w = 1.0 if weights is None else weights.get(name, 1.0)
         for rank, cid in enumerate(ids, start=1):
-            scores[cid] = scores.get(cid, 0.0) + 1.0 / (k + rank)
+            scores[cid] = scores.get(cid, 0.0) + w / (k + rank)
             ranks.setdefault(cid, {})[name] = rank
+    return scores, ranks
+
+
+def rrf_fuse(rankings: dict[str, list], k: int = 60) -> list[tuple[int, float, dict[str, int]]]:
+    """``rrf_scores`` in order: ``(id, score, {list: rank})`` by score, ties broken by best
+    single rank."""
+    scores, ranks = rrf_scores(rankings, k)
     order = sorted(scores, key=lambda c: (-scores[c], min(ranks[c].values())))
     return [(c, scores[c], ranks[c]) for c in order]
 
