@@ -203,6 +203,12 @@ async def test_an_indexer_a_watcher_and_parallel_mcp_searches_at_once(repo):
                 searches += len(results)
                 errors += [r.content[0].text for r in results if r.is_error]
                 await asyncio.sleep(0.2)
+            deadline = time.monotonic() + 60  # the last edits reach the index before the watcher stops
+            while time.monotonic() < deadline:
+                r = await client.call_tool("status", {})
+                if r.structured_content["stale_files"] == 0 and not r.structured_content["state"]["indexing"]:
+                    break
+                await asyncio.sleep(0.5)
     finally:
         watcher.send_signal(2)
         _, werr = watcher.communicate(timeout=60)
