@@ -267,3 +267,16 @@ def test_search_across_repositories_is_one_labelled_list(repo, tmp_path, monkeyp
     monkeypatch.setenv("CODESIGHT_CONFIG", str(tmp_path / "none.toml"))
     assert main(["search", "haversine", "--all"]) == 2
     assert "no saved repositories" in capsys.readouterr().err
+
+
+def test_a_repository_json_py_does_not_shadow_the_standard_library(tmp_path):
+    # Found by the torture harness: `python -m codesight_tui mcp` run inside rich's source (which
+    # has a json.py) died on its first import.
+    import subprocess
+    import sys
+
+    (tmp_path / "json.py").write_text("raise SystemExit('shadowed')\n")
+    (tmp_path / "typing.py").write_text("raise SystemExit('shadowed')\n")
+    r = subprocess.run([sys.executable, "-m", "codesight_tui", "index", ".", "--no-embed", "--json"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "shadowed" not in r.stderr, r.stderr
