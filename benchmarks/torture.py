@@ -895,7 +895,9 @@ def main() -> int:
     print(f"torture: {args.only}; work directory {work}; {os.cpu_count()} cpus", flush=True)
     try:
         for name in args.only.split(","):
+            started = time.perf_counter()
             sections[name.strip()](env, args)
+            figure(f"{name.strip()}: section took {time.perf_counter() - started:.0f} s")
     finally:
         if not args.keep:
             subprocess.run(["chmod", "-R", "u+rwx", str(work)], capture_output=True)

@@ -101,6 +101,8 @@ def _parser() -> argparse.ArgumentParser:
     pi.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
     pi.add_argument("--force", action="store_true", help="rebuild from scratch")
     pi.add_argument("--no-embed", action="store_true", help="lexical phase only (BM25 ready, no vectors)")
+    pi.add_argument("--static-only", action="store_true",
+                    help="lexical phase and the static tier's vectors (seconds), not the full model's")
     pi.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="extra pattern to skip (repeatable)")
     pi.add_argument("--wait", action="store_true", help="wait for another indexer instead of failing")
     pi.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -115,6 +117,8 @@ def _parser() -> argparse.ArgumentParser:
     ps.add_argument("--mode", choices=MODES, default=None, help="retrieval mode (default hybrid)")
     ps.add_argument("--glob", "-g", default=None, help="only paths matching this gitignore-style glob")
     ps.add_argument("--lang", "-l", default=None, help="only this language (python, go, ...)")
+    ps.add_argument("--full", action="store_true",
+                    help="use the full model's vectors too (loads torch: seconds; default: BM25 + the static tier)")
     ps.add_argument("--json", action="store_true", help="machine-readable output")
 
     pt = sub.add_parser("status", help="show what is indexed and how fresh it is")
@@ -164,7 +168,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="with a directory: only this repository (repeatable)")
     pe.add_argument("--language", action="append", default=None, metavar="LANG",
                     help="with a directory: only repositories of this language (repeatable)")
-    pe.add_argument("--mode", choices=(*MODES, "all"), default="all", help="mode(s) to score (default all)")
+    pe.add_argument("--mode", choices=(*MODES, "fast", "all"), default="all",
+                    help="mode(s) to score (default all; fast: BM25 + the static tier, no full model)")
     pe.add_argument("--coverage", default=None, metavar="PCTS",
                     help="score at these shares of chunks with vectors, e.g. 0,10,50,100 (rebuilds vectors"
                     " from the cache, most valuable first)")
@@ -257,7 +262,8 @@ class _ProgressView:
     def __call__(self, ev) -> None:
         if self.progress is None:
             return
-        label = {"scan": "scanning", "lexical": "lexical", "embed": "vectors"}[ev.phase]
+        label = {"scan": "scanning", "lexical": "lexical", "distill": "static model (once)", "static": "static vectors",
+                 "embed": "vectors"}[ev.phase]
         if ev.phase not in self.tasks:
             self.tasks[ev.phase] = self.progress.add_task(label, total=ev.total or None)
         self.progress.update(self.tasks[ev.phase], completed=ev.done, total=max(ev.total, 1))
@@ -277,19 +283,24 @@ def _summary(report) -> str:
         f" {report.chunks_removed} removed), {report.files_deleted} files deleted",
         f"  vectors: {vec}",
     ]
+    if report.static_embedded or report.distill_seconds:
+        lines.append(f"  static tier: {report.static_embedded:,} chunks in {report.static_seconds:.1f}s"
+                     + (f" (model distilled in {report.distill_seconds:.0f}s, once per machine)"
+                        if report.distill_seconds else ""))
     if skipped:
         lines.append(f"  skipped: {skipped}")
     return "\n".join(lines)
 
 
-def _run_index(cs, *, embed: bool, force: bool = False, wait: bool = False, show: bool = True):
+def _run_index(cs, *, embed: bool, force: bool = False, wait: bool = False, show: bool = True,
+               static: bool | None = None):
     import threading
 
     cancel = threading.Event()
     cs.lexical_processes = True  # our main module is guarded, so worker processes can spawn
     with _ProgressView(_progress_wanted(show)) as view:
         try:
-            return cs.index(progress=view, embed=embed, force=force, cancel=cancel, wait=wait)
+            return cs.index(progress=view, embed=embed, force=force, cancel=cancel, wait=wait, static=static)
         except KeyboardInterrupt:
             cancel.set()
             raise
@@ -309,7 +320,8 @@ def cmd_index(args) -> int:
     from codesight_tui.core.engine import CodeSight
 
     cs = CodeSight(resolve_root(args.path, yes=args.yes), exclude=args.exclude or None)
-    report = _run_index(cs, embed=not args.no_embed, force=args.force, wait=args.wait)
+    report = _run_index(cs, embed=not (args.no_embed or args.static_only), force=args.force, wait=args.wait,
+                        static=args.static_only or not args.no_embed)
     for w in report.warnings:
         _err(w)
     if args.json:
@@ -329,15 +341,19 @@ def _snippet(content: str, width: int = 100, lines: int = 3) -> list[str]:
     return out
 
 
-def _ready(cs, mode: str) -> None:
-    """Index a repository that has none yet before searching it (what a first search needs)."""
+def _ready(cs, mode: str, full: bool) -> None:
+    """Index a repository that has none yet before searching it (what a first search needs): the
+    lexical phase and the static tier for a hybrid search, which answers from those in seconds;
+    the full model's vectors only for ``--full`` or vector mode, or where the static tier is off."""
     if cs.is_indexed():
         return
     from codesight_tui.core.errors import IndexBusyError
 
     _err(f"no index for {cs.root} yet: indexing first")
+    static = mode == "hybrid" and cs.static_path() is not None
     try:
-        report = _run_index(cs, embed=mode != "bm25")
+        report = _run_index(cs, embed=mode == "vector" or (mode == "hybrid" and (full or not static)),
+                            static=static)
     except IndexBusyError:
         # Another process is building it: search what it has committed so far.
         _err("another codesight process is indexing this repository: searching what it has indexed so far")
@@ -379,15 +395,18 @@ def cmd_search(args) -> int:
         _check_language(args.lang)
     mode = args.mode or engines[0].settings.default_mode
     for cs in engines:
-        _ready(cs, mode)
+        _ready(cs, mode, args.full)
     several = len(engines) > 1
+    # A fresh process answers from BM25 and the static tier (no torch: well under a second) where
+    # every repository has static vectors; --full (or no static tier) loads the full model.
+    fast = mode == "hybrid" and not args.full and all(cs.static_ready() for cs in engines)
     results = CodeSight.search_many(engines, args.query, top_k=args.limit, mode=mode, glob=args.glob,
-                                    language=args.lang)
+                                    language=args.lang, fast=fast)
     for n in results.notices:
         _err(n)
     for cs in engines:
         pending = cs.counts()["pending"]
-        if pending and mode != "bm25":
+        if pending and mode != "bm25" and not fast:
             _err(f"index incomplete{f' ({cs.root.name})' if several else ''}: {pending:,} chunks still without"
                  " vectors (run `codesight index`)")
     if args.json:
@@ -404,7 +423,8 @@ def cmd_search(args) -> int:
         for r in results:
             where = f"[{Path(r.repo).name}] " if several else ""
             loc = _safe(f"{where}{r.path}:{r.start_line}-{r.end_line}")
-            tag = {"both": "bm25+vec", "bm25": "bm25", "vector": "vec", "symbol": "definition"}[r.found_by]
+            tag = {"both": "bm25+vec", "bm25": "bm25", "vector": "vec", "static": "static",
+                   "symbol": "definition"}[r.found_by]
             if color:
                 print(f"\x1b[35m{loc}\x1b[0m  \x1b[1m{_safe(r.scope)}\x1b[0m  \x1b[2m[{tag} {r.score:.4f}]\x1b[0m")
             else:
@@ -488,6 +508,8 @@ def cmd_status(args) -> int:
         ("chunks", f"{st['chunks']:,}"),
         ("vectors", f"{st['vectors']:,} done, {st['pending']:,} pending"),
         ("model", f"{st['model']}" + (f" ({st['dim']}d)" if st.get("dim") else "")),
+        ("static", f"{st['static_vectors']:,} vectors ({st['static_coverage']:.0%}), {st['static_model']}"
+         if st.get("static_model") else "off"),
         ("cache", f"{st['cache']['entries']:,} vectors, {_human_size(st['cache']['bytes'])} (shared; `codesight cache`)"
          if st.get("cache") else "none yet"),
         ("indexed", time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st["last_indexed"])) + f" ({_ago(st['last_indexed'])})"
@@ -601,7 +623,7 @@ def cmd_eval(args) -> int:
         raise CodeSightError("--limit must be at least 1", exit_code=EXIT_USAGE)
     suites, published = _eval_suites(args)
     coverage = _coverage(args.coverage)
-    modes = list(MODES) if args.mode == "all" else [args.mode]
+    modes = [*MODES, "fast"] if args.mode == "all" else [args.mode]
     if coverage is not None and args.mode == "all":
         modes = ["hybrid"]
     progress = _ProgressView(_progress_wanted(not args.json))

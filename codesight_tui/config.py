@@ -49,6 +49,9 @@ class Settings(BaseSettings):
         default=DEFAULT_MODEL,
         description="sentence-transformers model name or local path; the default is bundled.",
     )
+    static_model: str = Field(
+        default="auto", description="The static tier (fast semantic search without torch): 'auto' distils one"
+        " from embedding_model once per machine, a path names a model2vec model folder, 'off' turns it off.")
     device: Literal["auto", "cpu", "cuda", "mps"] = Field(
         default="auto", description="Where the model runs: auto picks cuda, then mps, then cpu."
     )

@@ -71,9 +71,10 @@ class Hit(BaseModel):
     name: str = Field(description="compact scope, e.g. 'Flask.url_for'")
     language: str
     score: float
-    found_by: list[str] = Field(description="retrievers that found it: bm25, vector, symbol")
+    found_by: list[str] = Field(description="retrievers that found it: bm25, static, vector, symbol")
     bm25_rank: int | None = None
     vector_rank: int | None = None
+    static_rank: int | None = Field(default=None, description="rank in the static tier's list")
     snippet: str
 
 
@@ -81,6 +82,8 @@ class SearchOutput(BaseModel):
     query: str
     mode: str
     results: list[Hit]
+    retrievers: list[str] = Field(default_factory=list, description="the lists fused for this answer: bm25,"
+                                  " static (fast static-model vectors), vector (the full model)")
     index: list[IndexState] = Field(description="completeness of each repository searched")
     notices: list[str] = Field(default_factory=list, description="what this answer lacks, in words")
     elapsed_ms: float = Field(description="time the server spent on this call")
@@ -268,13 +271,14 @@ class Repos:
 
 
 def _hit(r) -> Hit:
-    found = {"both": ["bm25", "vector"], "bm25": ["bm25"], "vector": ["vector"], "symbol": ["symbol"]}[r.found_by]
-    if r.definition and "symbol" not in found:
+    found = [name for name, rank in (("bm25", r.bm25_rank), ("static", r.static_rank), ("vector", r.vector_rank))
+             if rank]
+    if r.definition or not found:
         found.append("symbol")
     snippet = r.content if len(r.content) <= SNIPPET_CHARS else r.content[:SNIPPET_CHARS] + "\n…"
     return Hit(repo=r.repo, path=r.path, start_line=r.start_line, end_line=r.end_line, line=r.line or r.start_line,
                scope=r.scope, name=r.name, language=r.language or "", score=round(r.score, 6), found_by=found,
-               bm25_rank=r.bm25_rank, vector_rank=r.vector_rank, snippet=snippet)
+               bm25_rank=r.bm25_rank, vector_rank=r.vector_rank, static_rank=r.static_rank, snippet=snippet)
 
 
 async def _wait_lexical(job: Job, ctx, cs: CodeSight, limit: float = LEXICAL_WAIT_S) -> None:
@@ -359,8 +363,10 @@ def build_server(roots: list[Path], *, watch_roots: bool = False):
                              f" ({st.progress or 'run index to finish'}); uncovered chunks are found by BM25 only")
         if used != "bm25" and not engines[0].embedder_loaded:
             notes.append("the embedding model is " + ("unavailable" if engines[0].model_error else "still loading")
-                         + ": this answer is BM25 only")
-        return SearchOutput(query=query, mode=used, results=[_hit(h) for h in hits], index=states,
+                         + ": this answer is " + ("BM25 + the static tier" if "static" in hits.retrievers
+                                                  else "BM25 only"))
+        return SearchOutput(query=query, mode=used, results=[_hit(h) for h in hits], retrievers=hits.retrievers,
+                            index=states,
                             notices=hits.notices + notes, elapsed_ms=round((time.perf_counter() - t0) * 1000, 1))
 
     @server.tool(annotations=ToolAnnotations(title="Index a repository", readOnlyHint=False,

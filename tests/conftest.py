@@ -22,6 +22,9 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("CODESIGHT_CACHE_DIR", str(base / "cache"))
     monkeypatch.setenv("CODESIGHT_CONFIG", str(base / "no-config.toml"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # The static tier distils its model once per cache directory, which every test has its own
+    # of: it is off here, and tests/test_static.py turns it on with one real distillation.
+    monkeypatch.setenv("CODESIGHT_STATIC_MODEL", "off")
     yield base
 
 
@@ -59,6 +62,18 @@ class HashEmbedder:
 
     def encode_query(self, text: str) -> np.ndarray:
         return self._vec(text)
+
+
+@pytest.fixture(scope="session")
+def static_model_dir(tmp_path_factory) -> Path:
+    """A static model distilled for real from the bundled MiniLM (``core.static.distill``, in its
+    child process), once for the whole session."""
+    from codesight_tui.core.static import distill
+    from codesight_tui.core.tokens import resolve_model
+
+    dest = tmp_path_factory.mktemp("static") / "minilm-static"
+    distill(Path(resolve_model("minilm").load_from), dest)
+    return dest
 
 
 @pytest.fixture

@@ -75,7 +75,7 @@ def test_eval_command_end_to_end(repo, tmp_path):
     r = subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     rep = json.loads(r.stdout)
-    assert set(rep["modes"]) == {"hybrid", "bm25", "vector"}
+    assert set(rep["modes"]) == {"hybrid", "bm25", "vector", "fast"}
     for mode in ("hybrid", "bm25"):
         sym = rep["modes"][mode]["categories"]["symbol"]
         assert sym["ndcg@10"] == 1.0 and sym["mrr@10"] == 1.0, mode

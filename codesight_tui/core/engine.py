@@ -18,7 +18,7 @@ from pathlib import Path
 
 from codesight_tui.core.errors import CodeSightError, IndexBusyError, VectorStoreError
 from codesight_tui.core.indexer import (IndexReport, Progress, ProgressFn, drop_orphan_vectors, index_lexical,
-                                        index_vectors, scan_changes)
+                                        index_static, index_vectors, scan_changes)
 from codesight_tui.core.paths import index_dir_for
 from codesight_tui.core.searcher import MODES, Hits, rrf_fuse, search
 from codesight_tui.core.store import SCHEMA_VERSION, Store
@@ -160,6 +160,10 @@ class CodeSight:
         self._lock = None
         self._search_cache = None  # the embedding cache, opened for lookups (see _read_cache)
         self._search_cache_tried = False
+        self._static_error: str | None = None  # why the static tier could not be had (tried once)
+        self._static_lock = threading.Lock()
+        self._static_cache: tuple[str, object] | None = None  # (static_version, StaticIndex)
+        self._injected = embedder is not None
         if embedder is not None:
             self.model_info = ModelInfo(embedder.name, embedder.name, None, getattr(embedder, "max_seq_length", 256))
         else:
@@ -305,10 +309,127 @@ class CodeSight:
         """Why the model could not load, once it has been tried and failed; else None."""
         return self._embedder_error
 
+    # --- static tier ----------------------------------------------------------------------
+    def static_path(self) -> Path | None:
+        """The static model's folder: distilled from the full model (``static_model = "auto"``),
+        a configured model2vec folder, or None when the tier is off (or the model was injected)."""
+        value = (self.settings.static_model or "auto").strip()
+        if value.lower() == "off":
+            return None
+        if value.lower() == "auto":
+            if self._injected:
+                return None
+            from codesight_tui.core.static import distilled_dir
+
+            return distilled_dir(self.settings.cache_dir, self.model_info.name, self.model_info.load_from)
+        return Path(value).expanduser()
+
+    def static_model(self, *, create: bool = False, progress: ProgressFn | None = None,
+                     cancel: threading.Event | None = None, report: IndexReport | None = None):
+        """The static model (``core.static.StaticEmbedder``), or None where the tier is off or its
+        model is not there. With ``create`` an ``auto`` model is distilled first if it is missing
+        (once per machine; minutes on a CPU). Raises ``CodeSightError`` if it can't be had."""
+        from codesight_tui.core import static
+
+        path = self.static_path()
+        if path is None:
+            return None
+        if not static.is_model_dir(path):
+            if not create:
+                return None
+            if self.settings.static_model.strip().lower() != "auto":
+                raise CodeSightError(f"no model2vec model at {path} (static_model)", exit_code=2)
+            if progress:
+                progress(Progress("distill", 0, 1, "distilling the static model (once per machine)"))
+            seconds = static.distill(Path(self.model_info.load_from), path, cancel=cancel)
+            if report is not None:
+                report.distill_seconds = seconds
+            if progress:
+                progress(Progress("distill", 1, 1, "static model ready"))
+        return static.load(path)
+
+    def _gpu_likely(self) -> bool:
+        """Whether the full model runs (or will run) on a CUDA GPU, known without importing torch:
+        the configured device, the loaded model's, or an NVIDIA driver on the machine."""
+        if self.settings.device != "auto":
+            return self.settings.device == "cuda"
+        if self._embedder is not None:
+            return getattr(self._embedder, "device", "cpu") == "cuda"
+        gpus = Path("/proc/driver/nvidia/gpus")
+        try:
+            return gpus.is_dir() and any(gpus.iterdir())
+        except OSError:
+            return False
+
+    def _index_static(self, store, progress, cancel, report) -> None:
+        """Static vectors for every chunk without one; a tier that can't be had is a warning,
+        told once per process (the lexical index and the full model go on without it)."""
+        if self._static_error is not None:
+            return
+        try:
+            model = self.static_model(create=True, progress=progress, cancel=cancel, report=report)
+        except CodeSightError as exc:
+            if cancel is not None and cancel.is_set():
+                report.cancelled = True
+                return
+            self._static_error = str(exc)
+            report.warnings.append(f"{exc}; no static tier")
+            return
+        if model is not None:
+            index_static(store, model, progress=progress, cancel=cancel, report=report)
+
+    def _static_index(self):
+        """``(StaticIndex, coverage)`` of this index's static vectors for search, or None where
+        there are none or they came from another static model. Cached until they change."""
+        if self._static_error is not None:
+            return None
+        try:
+            store = self.store
+            version = store.get_meta("static_version")
+            if not version:
+                return None
+            with self._static_lock:
+                cached = self._static_cache
+                if cached is None or cached[0] != version:
+                    model = self.static_model()
+                    if model is None or model.name != store.get_meta("static_model"):
+                        return None
+                    from codesight_tui.core.static import StaticIndex
+
+                    ids, matrix = store.static_matrix(model.dim)
+                    cached = self._static_cache = (version, StaticIndex(model, ids, matrix))
+            index = cached[1]
+            if not len(index):
+                return None
+            # Chunks newer than the last static vector have none yet (a static pass goes by id).
+            newer = store.conn.execute("SELECT count(*) FROM chunks WHERE id > ?", (int(index.ids[-1]),)).fetchone()[0]
+            return index, len(index) / (len(index) + newer)
+        except CodeSightError as exc:
+            self._static_error = str(exc)
+            return None
+        except sqlite3.Error:
+            return None
+
+    def static_ready(self) -> bool:
+        """Whether hybrid search can use the static tier now (its vectors exist, from the model
+        configured): what lets a fresh process answer without the full model."""
+        return self.has_index() and self._static_index() is not None
+
+    def _static_status(self) -> dict:
+        try:
+            n = self.store.static_count()
+        except sqlite3.Error:  # an index from before the static tier, opened read-only
+            n = 0
+        path = self.static_path()
+        chunks = self.store.counts()["chunks"]
+        return {"static_model": str(path) if path else None, "static_vectors": n,
+                "static_coverage": round(n / chunks, 4) if chunks else 1.0,
+                "static_error": self._static_error}
+
     # --- indexing -------------------------------------------------------------------------
     def index(self, progress: ProgressFn | None = None, *, embed: bool = True, force: bool = False,
               cancel: threading.Event | None = None, wait: bool = False,
-              paths: list[str] | None = None) -> IndexReport:
+              paths: list[str] | None = None, static: bool | None = None) -> IndexReport:
         """Bring the index up to date: lexical phase first (BM25 works after it), then vectors.
 
         ``embed=False`` stops after the lexical phase. ``force`` rebuilds from scratch (the shared
@@ -316,10 +437,13 @@ class CodeSight:
         committed so far stays valid and the next run resumes. Raises ``IndexBusyError`` if another
         process is indexing and ``wait`` is false. A full disk is one clear ``CodeSightError``.
         ``paths`` (relative, from a file watcher) limits the lexical phase to those files where
-        that is enough to tell what changed; the tree is walked otherwise.
+        that is enough to tell what changed; the tree is walked otherwise. ``static`` (default: as
+        ``embed``) gives every chunk a static-tier vector right after the lexical phase, before
+        the full model starts (``core.static``; the first run on a machine distils its model).
         """
         try:
-            return self._index(progress, embed=embed, force=force, cancel=cancel, wait=wait, paths=paths)
+            return self._index(progress, embed=embed, force=force, cancel=cancel, wait=wait, paths=paths,
+                               static=embed if static is None else static)
         except (sqlite3.OperationalError, OSError) as exc:
             full = isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "full" in str(exc).lower()
             if not full:
@@ -327,7 +451,7 @@ class CodeSight:
             raise CodeSightError(f"no space left to write the index at {self.index_dir}: free some space and"
                                  " run it again (everything committed so far is kept and searchable)") from None
 
-    def _index(self, progress, *, embed: bool, force: bool, cancel, wait: bool, paths) -> IndexReport:
+    def _index(self, progress, *, embed: bool, force: bool, cancel, wait: bool, paths, static: bool) -> IndexReport:
         from codesight_tui.core.chunker import Chunker
         from codesight_tui.core.tokens import TokenCounter
 
@@ -375,20 +499,32 @@ class CodeSight:
                           processes=self.lexical_processes, paths=paths)
             report.vectors_pending = store.counts()["pending"]
             model_changed = store.get_meta("model") not in (None, info.name)
-            if embed and not report.cancelled and (report.vectors_pending or model_changed):
+            full_work = embed and (report.vectors_pending or model_changed)
+            # On a CPU the static tier goes first: semantic search in seconds, not hours. On a GPU
+            # the full model is done about as soon, so it goes first and keeps its speed.
+            static_later = static and full_work and self._gpu_likely()
+            if static and not static_later and not report.cancelled:
+                self._index_static(store, progress, cancel, report)
+            if full_work and not report.cancelled:
                 if progress:  # the lexical phase has committed: say so now, not once the model is up
                     progress(Progress("embed", 0, report.vectors_pending, "loading the model"))
                 try:
                     embedder = self.embedder()
                 except CodeSightError as exc:
-                    report.warnings.append(f"{exc}; lexical search only")
+                    report.warnings.append(f"{exc}; " + ("BM25 and the static tier only" if static and
+                                                         self._static_error is None else "lexical search only"))
                 else:
+                    if static_later and getattr(embedder, "device", "cpu") != "cuda":
+                        static_later = False  # the guess was wrong: the model runs on the CPU
+                        self._index_static(store, progress, cancel, report)
                     cache = self._embed(embedder, progress=progress, cancel=cancel, report=report)
                     report.warnings.extend(cache.notices)
                     self._bound_cache(cache)
             elif report.chunks_removed and self._vectors.directory.exists():
                 # Nothing to embed, but vectors of removed chunks must go; no model needed.
                 drop_orphan_vectors(store, self._vectors)
+            if static_later and not report.cancelled:
+                self._index_static(store, progress, cancel, report)
             if self._vectors.dirty:  # deletions (a file changed or removed) leave versions too
                 self._vectors.optimize()
             if not report.cancelled and report.chunks_removed:
@@ -498,14 +634,18 @@ class CodeSight:
 
     # --- search ---------------------------------------------------------------------------
     def search(self, query: str, top_k: int = 10, mode: str | None = None, *, glob: str | None = None,
-               language: str | None = None, load_model: bool = True) -> Hits:
+               language: str | None = None, load_model: bool = True, fast: bool = False) -> Hits:
         """Search the index. ``mode`` is ``hybrid`` (default), ``bm25`` or ``vector``.
 
         Returns ``Hits``: a list of ``SearchResult`` whose ``notices`` say what this answer lacks
         (no model: BM25 only; a damaged vector table) and what happened to the index since the
-        last call (rebuilt, read-only). Hybrid search uses whatever vectors exist. With
-        ``load_model=False`` a model that is not loaded yet is not waited for (hybrid answers from
-        BM25 alone, vector mode returns nothing). Any query string is safe.
+        last call (rebuilt, read-only), and whose ``retrievers`` say which lists were fused
+        (``bm25``, ``static``, ``vector``). Hybrid search fuses whatever exists: BM25, the static
+        tier's vectors and the full model's, each weighted by its coverage. With
+        ``load_model=False`` a full model that is not loaded yet is not waited for (hybrid answers
+        from BM25 and the static tier, vector mode returns nothing): no torch import, the fast
+        path of a fresh CLI process. ``fast`` answers that way even where the full model is loaded.
+        Any query string is safe.
         """
         mode = mode or self.settings.default_mode
         if mode not in MODES:
@@ -520,32 +660,37 @@ class CodeSight:
             return Hits()
         notes: list[str] = []
         qfn = None
+        if fast and mode == "hybrid":
+            load_model = False
         if mode != "bm25" and self._embedder is None:
             self._embedder = loaded_shared(self.model_info, self.settings.device, self.settings.batch_size,
                                            self.model_process)  # another repository's engine loaded it
         if mode != "bm25" and not load_model and self._embedder is None:
             if mode == "vector":
                 return Hits(notices=self.take_notices())
-        elif mode != "bm25":
+        elif mode != "bm25" and not (fast and mode == "hybrid"):
             try:
                 qfn = self.embedder().encode_query
             except CodeSightError as exc:
                 if mode == "vector":
                     raise
                 notes.append(f"{exc}; showing BM25 results only")
+        static = self._static_index() if mode == "hybrid" else None
+        used: list[str] = []
         run = functools.partial(search, self.store, self._vectors, query=query, top_k=top_k, glob=glob,
                                 language=language, depth=self.settings.retriever_depth, rrf_k=self.settings.rrf_k,
-                                ranking=self.settings.ranking)
+                                ranking=self.settings.ranking, used=used)
         try:
             try:
-                hits = run(qfn, mode=mode, vectors_for=self._vectors_for)
+                hits = run(qfn, mode=mode, vectors_for=self._vectors_for, static=static)
             except VectorStoreError as exc:
                 _mark(self._vectors_damaged_marker)
                 if mode == "vector":
                     raise CodeSightError(f"{exc}: run `codesight index` to rebuild it from the embedding"
                                          " cache") from None
                 notes.append(f"{exc}; showing BM25 results until `codesight index` rebuilds it")
-                hits = run(None, mode="bm25")
+                used.clear()
+                hits = run(None, mode="hybrid", static=static)
         except sqlite3.OperationalError as exc:
             raise CodeSightError(f"search failed: {exc}") from None
         except sqlite3.DatabaseError as exc:
@@ -554,7 +699,7 @@ class CodeSight:
             _mark(self._damaged_marker)
             raise CodeSightError(f"the index of {self.root} is damaged ({exc}): run `codesight index`"
                                  " to rebuild it (cached vectors are reused)") from None
-        return Hits(hits, notices=self.take_notices() + notes)
+        return Hits(hits, notices=self.take_notices() + notes, retrievers=used)
 
     @staticmethod
     def search_many(engines: list[CodeSight], query: str, top_k: int = 10, mode: str | None = None,
@@ -577,7 +722,8 @@ class CodeSight:
         fused = rrf_fuse(rankings)
         order = sorted(fused, key=lambda f: (-f[1], -hits[f[0]].score))
         return Hits([hits[key] for key, _, _ in order[:top_k]],
-                    notices=[f"{Path(e.root).name}: {n}" for e, found in zip(engines, per_repo) for n in found.notices])
+                    notices=[f"{Path(e.root).name}: {n}" for e, found in zip(engines, per_repo) for n in found.notices],
+                    retrievers=[r for r in ("bm25", "static", "vector") if any(r in f.retrievers for f in per_repo)])
 
     def take_notices(self) -> list[str]:
         """What happened to the index since the last call that reported it (rebuilt after damage,
@@ -676,7 +822,7 @@ class CodeSight:
         """Counts, model, freshness and size of the index; never loads the model."""
         out: dict = {"root": str(self.root), "index_dir": str(self.index_dir), "indexed": self.has_index()}
         if not self.has_index():
-            out.update(files=0, chunks=0, vectors=0, pending=0, model=self.model_info.name,
+            out.update(files=0, chunks=0, vectors=0, pending=0, model=self.model_info.name, static_vectors=0,
                        last_indexed=None, changed=None, index_bytes=0, vector_coverage=0.0,
                        indexing=self.indexing_now(), notices=[])
             return out
@@ -695,6 +841,7 @@ class CodeSight:
             vector_versions=self._vector_versions(),
             skipped=store.skipped(),
             read_only=store.readonly,
+            **self._static_status(),
             vector_coverage=round(out["vectors"] / out["chunks"], 4) if out["chunks"] else 1.0,
             indexing=self.indexing_now(),
             notices=self.take_notices() + (["index is read-only: searching without updating"] if store.readonly else []),

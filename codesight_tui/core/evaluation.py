@@ -199,6 +199,8 @@ def evaluate(suites, modes: list[str], limit: int = 10, index: bool = True,
     per-language figures are the mean over files of each file's mean.
 
     ``index`` brings each index up to date first; vectors are embedded only if a mode uses them.
+    Mode ``fast`` is hybrid search from BM25 and the static tier alone (``search(fast=True)``,
+    what a fresh CLI process answers with); it needs no full-model vectors.
     ``coverage`` (fractions of the chunks that have vectors, e.g. ``[0, 0.1, 1]``) scores the
     modes once per fraction, as modes named ``hybrid@10%``: each repository's vectors are rebuilt
     up to that share, most valuable first as indexing orders them (cached vectors make it cheap).
@@ -208,7 +210,8 @@ def evaluate(suites, modes: list[str], limit: int = 10, index: bool = True,
 
     suites = [s if isinstance(s, Suite) else Suite(Path(s[0]), Path(s[1])) for s in suites]
     loaded = [(s, load_queries(s.queries, s.prefix)) for s in suites]
-    wants_vectors = coverage is not None or any(m != "bm25" for m in modes)
+    wants_vectors = coverage is not None or any(m in ("hybrid", "vector") for m in modes)
+    wants_static = coverage is not None or any(m in ("hybrid", "fast") for m in modes)
     levels = [None] if coverage is None else list(coverage)
     labels = [_label(m, lv) for lv in levels for m in modes]
     files_out = []
@@ -218,7 +221,7 @@ def evaluate(suites, modes: list[str], limit: int = 10, index: bool = True,
         if on_suite is not None:
             on_suite(suite.name or suite.root.name, n, len(loaded))
         if index:
-            cs.index(progress=progress, embed=wants_vectors)
+            cs.index(progress=progress, embed=wants_vectors, static=wants_static)
         per_mode = {}
         for level in levels:
             if level is not None:
@@ -259,7 +262,7 @@ def _run_queries(cs, queries: list[Query], mode: str, limit: int) -> dict:
     rows, lat = [], []
     for q in queries:
         t0 = time.perf_counter()
-        results = cs.search(q.text, top_k=limit, mode=mode)
+        results = cs.search(q.text, top_k=limit, mode="hybrid" if mode == "fast" else mode, fast=mode == "fast")
         lat.append((time.perf_counter() - t0) * 1000)
         s = score(results, q.targets)
         rows.append({"query": q.text, "category": q.category, **s,

@@ -2,7 +2,9 @@
 
 1. Lexical: walk, compare mtime and size, chunk what changed, write SQLite + FTS5. BM25 search
    works as soon as this commits, in seconds even for large trees.
-2. Vectors: embed chunks that have no vector yet, most valuable first (source before tests and
+2. Static vectors (``core.static``): every chunk without one gets a static-model vector, about
+   10,000 chunks a second on a CPU, so semantic search follows the lexical phase within seconds.
+3. Vectors: embed chunks that have no vector yet, most valuable first (source before tests and
    docs, recent before old), through the shared content-addressed cache. Each batch commits on its
    own, so an interrupted run loses at most the batch in flight and the next run resumes.
 """
@@ -40,7 +42,7 @@ LEXICAL_BATCH_BYTES = 4_000_000
 
 @dataclass
 class Progress:
-    """A progress event: ``phase`` is ``scan``, ``lexical`` or ``embed``."""
+    """A progress event: ``phase`` is ``scan``, ``lexical``, ``distill``, ``static`` or ``embed``."""
 
     phase: str
     done: int
@@ -68,6 +70,9 @@ class IndexReport:
     skipped: Counter = field(default_factory=Counter)
     lexical_seconds: float = 0.0
     embed_seconds: float = 0.0
+    static_embedded: int = 0  # chunks given a static vector
+    static_seconds: float = 0.0
+    distill_seconds: float = 0.0  # distilling the static model (once per machine)
     seconds: float = 0.0
     cancelled: bool = False
     vectors_pending: int = 0
@@ -399,6 +404,35 @@ class _EmbedJob:
     todo: dict  # embed key -> text to embed
     docs: int  # how many of ``todo`` are doc views
     future: Future | None = None
+
+
+def index_static(store, model, *, progress: ProgressFn | None = None, cancel: threading.Event | None = None,
+                 report: IndexReport | None = None, batch: int = 4096) -> IndexReport:
+    """Give every chunk without one a static vector (``model``: a ``core.static.StaticEmbedder``),
+    batch by batch, each committed on its own. Vectors of another static model are dropped first."""
+    report = report or IndexReport()
+    t0 = time.perf_counter()
+    if store.get_meta("static_model") != model.name:
+        store.clear_static()
+        store.set_meta(static_model=model.name, static_dim=model.dim)
+    total = store.counts()["chunks"] - store.static_count()
+    done = 0
+    last = 0
+    while total > 0:
+        if cancel is not None and cancel.is_set():
+            report.cancelled = True
+            break
+        rows = store.static_pending(last, batch)
+        if not rows:
+            break
+        store.put_static([r.id for r in rows], model.encode([embed_text(r.path, r.scope, r.content) for r in rows]))
+        last = rows[-1].id
+        done += len(rows)
+        if progress:
+            progress(Progress("static", done, max(total, done), rows[-1].path))
+    report.static_embedded += done
+    report.static_seconds += time.perf_counter() - t0
+    return report
 
 
 def index_vectors(store, vectors, embedder, cache, *, batch: int = 128,

@@ -29,6 +29,7 @@ class SearchResult:
     definition: bool = False  # the query names what this chunk defines
     line: int = 0  # where to open it: the definition's own line, else the first line with a query word
     repo: str = ""  # the repository's root, set when several repositories are searched at once
+    static_rank: int | None = None  # rank in the static tier's list (core.static)
 
     @property
     def name(self) -> str:
@@ -37,12 +38,18 @@ class SearchResult:
 
     @property
     def found_by(self) -> str:
-        """``both``, ``bm25``, ``vector``, or ``symbol`` (a definition neither retriever ranked)."""
-        if self.bm25_rank and self.vector_rank:
+        """``both`` (BM25 and a vector list), ``bm25``, ``vector`` (the full model), ``static``
+        (the static tier alone), or ``symbol`` (a definition no retriever ranked)."""
+        dense = self.vector_rank or self.static_rank
+        if self.bm25_rank and dense:
             return "both"
-        if not self.bm25_rank and not self.vector_rank:
-            return "symbol" if self.definition else "bm25"
-        return "bm25" if self.bm25_rank else "vector"
+        if self.bm25_rank:
+            return "bm25"
+        if self.vector_rank:
+            return "vector"
+        if self.static_rank:
+            return "static"
+        return "symbol" if self.definition else "bm25"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -53,9 +60,10 @@ class Hits(list):
     answer: what it lacks (BM25 only, no model) and what happened to the index since the last
     call."""
 
-    def __init__(self, hits=(), notices: list[str] | None = None) -> None:
+    def __init__(self, hits=(), notices: list[str] | None = None, retrievers: list[str] | None = None) -> None:
         super().__init__(hits)
         self.notices: list[str] = list(notices or [])
+        self.retrievers: list[str] = list(retrievers or [])  # the lists fused: bm25, static, vector
 
 
 def rrf_scores(rankings: dict[str, list], k: int = 60, weights: dict[str, float] | None = None):
@@ -83,6 +91,10 @@ def rrf_fuse(rankings: dict[str, list], k: int = 60) -> list[tuple[int, float, d
 # Cosine similarity under which the nearest chunk counts as unrelated (all-MiniLM-L6-v2: a real
 # question's best hit scores 0.35 to 0.8; punctuation and random words score below 0.2).
 RELEVANCE_FLOOR = 0.25
+# The same for the static tier. Static similarities separate nonsense from questions far less well
+# (random words reach 0.45 to 0.6 on rich's source, a real question 0.4 to 0.6): this floor only
+# drops the emptiest queries ("the", unrelated everyday words score about 0.2).
+STATIC_RELEVANCE_FLOOR = 0.3
 
 
 _POOL: ThreadPoolExecutor | None = None
@@ -95,12 +107,26 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL
 
 
+def _filtered(store, ids: list[int], glob: str | None, language: str | None) -> list[int]:
+    """``ids`` whose chunk passes the path and language filters (vector lists are over-fetched
+    and filtered here: LanceDB and the static matrix know neither)."""
+    from codesight_tui.core.store import path_matches
+
+    rows = store.get_chunks(ids)
+    return [i for i in ids if i in rows and (not glob or path_matches(rows[i].path, glob))
+            and (not language or rows[i].language == language)]
+
+
 def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode: str = "hybrid",
            glob: str | None = None, language: str | None = None, depth: int = 20,
-           rrf_k: int = 60, ranking: str = "stack", vectors_for=None) -> list[SearchResult]:
+           rrf_k: int = 60, ranking: str = "stack", vectors_for=None, static=None,
+           used: list[str] | None = None) -> list[SearchResult]:
     """Run one query. ``query_vector_fn(query)`` embeds the query; it is only called in the
     ``hybrid`` and ``vector`` modes, and only if the index holds vectors. ``vectors_for(rows)``
     gives the stored vectors of ``ChunkRow``s by id (default: looked up in ``vectors``).
+    ``static`` is ``(core.static.StaticIndex, coverage)``: in ``hybrid`` the static tier is a third
+    list, weighted by its coverage and by the share of chunks the full model has not embedded.
+    ``used`` collects the names of the lists that were fused.
 
     ``vector`` returns the vector ranking as it is. ``hybrid`` fuses both retrievers by RRF and
     ``bm25`` takes BM25 alone; in both, with ``ranking="stack"`` (the default) the ranking stack of
@@ -128,27 +154,42 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
         nearest = _pool().submit(nearest_fn)
     if mode in ("hybrid", "bm25"):
         rankings["bm25"] = store.bm25(query, depth, language=language, glob=glob)
+    static_index, static_coverage = static if static is not None and mode == "hybrid" else (None, 0.0)
+    # The full model's vectors leave the static tier less to add: it fades as they cover the index.
+    static_weight = static_coverage * (1.0 - coverage) if static_index is not None else 0.0
+    static_vector = None
+    near_static = False
+    if static_weight > 0:
+        static_vector = static_index.model.encode_query(query)
+        found = static_index.nearest(static_vector, depth * 10 if glob or language else depth)
+        near_static = bool(found) and found[0][1] >= STATIC_RELEVANCE_FLOOR
+        if not rankings.get("bm25") and not n_vectors and not near_static:
+            return []  # as below: nothing lexical, nothing near
+        ids = [cid for cid, _ in found]
+        rankings["static"] = (_filtered(store, ids, glob, language) if glob or language else ids)[:depth]
     query_vector = None
     if nearest is not None:
         query_vector, hits = nearest.result()
         ids = [cid for cid, _ in hits]
         if glob:
-            from codesight_tui.core.store import path_matches
-
-            rows = store.get_chunks(ids)
-            ids = [i for i in ids if i in rows and path_matches(rows[i].path, glob)]
+            ids = _filtered(store, ids, glob, None)
         rankings["vector"] = ids[:depth]
         lexical_none = not rankings.get("bm25") if mode == "hybrid" else fts_query(query) is None
-        if lexical_none and (not hits or 1.0 - hits[0][1] < RELEVANCE_FLOOR):
+        if lexical_none and not near_static and (not hits or 1.0 - hits[0][1] < RELEVANCE_FLOOR):
             # Nothing matches lexically and even the nearest vector is far: a nonsense query
             # (punctuation, random words) gets no results rather than arbitrary neighbours.
             return []
+    if used is not None:
+        used.extend(name for name in ("bm25", "static", "vector") if name in rankings)
     if stack:
         from codesight_tui.core.ranking import rerank
 
         fused = rerank(store, rankings, query, rrf_k=rrf_k, glob=glob, language=language, coverage=coverage,
                        query_vector=query_vector,
-                       vectors_for=vectors_for or (lambda rows: vectors.vectors([r.id for r in rows])))
+                       vectors_for=vectors_for or (lambda rows: vectors.vectors([r.id for r in rows])),
+                       static_weight=static_weight, static_vector=static_vector,
+                       static_vectors_for=(lambda rows: static_index.vectors([r.id for r in rows]))
+                       if static_vector is not None else None)
     else:
         fused = [(cid, s, r, False) for cid, s, r in rrf_fuse(rankings, k=rrf_k)]
     rows = store.get_chunks([cid for cid, *_ in fused[: top_k * (4 if stack else 2)]])
@@ -161,7 +202,7 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
             continue
         results.append(SearchResult(
             row.path, row.start_line, row.end_line, row.scope or "", row.language or "", round(score, 6),
-            ranks.get("bm25"), ranks.get("vector"), row.content, cid, is_def,
+            ranks.get("bm25"), ranks.get("vector"), row.content, cid, is_def, static_rank=ranks.get("static"),
         ))
         if len(results) >= top_k:
             break

@@ -56,6 +56,11 @@ CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
     INSERT INTO chunks_fts(chunks_fts, rowid, path, scope, content, terms)
     VALUES ('delete', old.id, old.path, old.scope, old.content, old.terms);
 END;
+-- Static-tier vectors (core.static), one float16 row per chunk; they go with their chunk.
+CREATE TABLE IF NOT EXISTS static_vectors (id INTEGER PRIMARY KEY, vector BLOB NOT NULL);
+CREATE TRIGGER IF NOT EXISTS chunks_ad_static AFTER DELETE ON chunks BEGIN
+    DELETE FROM static_vectors WHERE id = old.id;
+END;
 CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF path, scope, content, terms ON chunks BEGIN
     INSERT INTO chunks_fts(chunks_fts, rowid, path, scope, content, terms)
     VALUES ('delete', old.id, old.path, old.scope, old.content, old.terms);
@@ -290,6 +295,51 @@ class Store:
         chunks = c.execute("SELECT count(*) FROM chunks").fetchone()[0]
         pending = c.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
         return {"files": files, "chunks": chunks, "vectors": chunks - pending, "pending": pending}
+
+    # --- static tier -------------------------------------------------------------------
+    def static_pending(self, after: int, limit: int) -> list[ChunkRow]:
+        """Chunks above id ``after`` without a static vector, by id (new chunks get higher ids,
+        so a caller pages with the last id it saw)."""
+        rows = self.conn.execute(
+            "SELECT id, path, start_line, end_line, language, scope, content, embed_key FROM chunks c"
+            " WHERE id > ? AND NOT EXISTS (SELECT 1 FROM static_vectors s WHERE s.id = c.id) ORDER BY id LIMIT ?",
+            (after, limit)).fetchall()
+        return [ChunkRow(*r) for r in rows]
+
+    def put_static(self, ids: list[int], vectors) -> None:
+        """Store static vectors (float16) of chunk ids, in one transaction; a chunk deleted in
+        the meantime gets none."""
+        import numpy as np
+
+        blobs = np.asarray(vectors, dtype=np.float16)
+        with self.transaction():
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO static_vectors SELECT id, ? FROM chunks WHERE id = ?",
+                [(blobs[k].tobytes(), cid) for k, cid in enumerate(ids)])
+            self._bump_static()
+
+    def clear_static(self) -> None:
+        with self.transaction():
+            self.conn.execute("DELETE FROM static_vectors")
+            self._bump_static()
+
+    def _bump_static(self) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('static_version', ?)", (str(time.time_ns()),))
+
+    def static_count(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM static_vectors").fetchone()[0]
+
+    def static_matrix(self, dim: int):
+        """``(ids, vectors)``: every static vector as one float32 matrix (rows L2-normalised
+        when stored), with the chunk id of each row."""
+        import numpy as np
+
+        rows = self.conn.execute("SELECT id, vector FROM static_vectors ORDER BY id").fetchall()
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        blob = b"".join(r[1] for r in rows)
+        if len(blob) != len(rows) * dim * 2:  # vectors of another size: a model change half done
+            return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
+        return ids, np.frombuffer(blob, dtype=np.float16).reshape(len(rows), dim).astype(np.float32)
 
     # --- reads ---------------------------------------------------------------------------
     def quick_check(self) -> str | None:

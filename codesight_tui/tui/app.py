@@ -251,7 +251,8 @@ class CodeSightApp(App[int]):
             self.call_from_thread(self.notify, str(exc), severity="error")
         finally:  # always report back, or the next keystroke would wait forever
             self.post_message(SearchFinished(key, hits, (time.perf_counter() - t0) * 1000,
-                                             list(getattr(hits, "notices", []))))
+                                             list(getattr(hits, "notices", [])),
+                                             list(getattr(hits, "retrievers", []))))
 
     @on(SearchFinished)
     def _search_finished(self, msg: SearchFinished) -> None:
@@ -264,6 +265,8 @@ class CodeSightApp(App[int]):
             refresh = msg.key == self._shown_key
             self.hits = msg.results
             self.last_search_ms = msg.elapsed_ms
+            self.state.retrievers = tuple(msg.retrievers)
+            self.refresh_status()
             self._shown_key = msg.key
             results = self.query_one(ResultsList)
             if results.show(msg.results, self.state.stale, refresh=refresh):
@@ -397,7 +400,7 @@ class CodeSightApp(App[int]):
         st = self.state
         if msg.phase != st.phase:
             st.start_phase(msg.phase, self.clock(), msg.done)
-            if msg.phase == "embed":  # the lexical phase just committed: BM25 answers are complete
+            if msg.phase in ("distill", "static", "embed"):  # the phase before committed: search again
                 self._load_counts()
                 self.run_search()
         st.progress(msg.done, msg.total, self.clock())

@@ -34,6 +34,7 @@ class SearchFinished(Message):
     results: list
     elapsed_ms: float
     notices: list = field(default_factory=list)
+    retrievers: list = field(default_factory=list)  # the lists fused: bm25, static, vector
 
 
 @dataclass

@@ -14,7 +14,8 @@ from textual.binding import Binding
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-BADGES = {"both": ("BV", "bold green"), "bm25": ("B ", "cyan"), "vector": (" V", "magenta"), "symbol": ("S ", "bold yellow")}
+BADGES = {"both": ("BV", "bold green"), "bm25": ("B ", "cyan"), "vector": (" V", "magenta"),
+          "static": (" v", "magenta"), "symbol": ("S ", "bold yellow")}  # v: the static tier's vectors
 
 
 def _short_path(path: str, room: int) -> str:

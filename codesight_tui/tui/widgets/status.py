@@ -60,6 +60,7 @@ class IndexState:
     model: str = ""
     model_state: str = "loading"  # loading, ready, failed
     mode: str = "hybrid"
+    retrievers: tuple = ()  # the lists the last answer fused (bm25, static, vector)
     filters: str = ""
     samples: deque = field(default_factory=lambda: deque(maxlen=512))  # (time, done) of this phase
 
@@ -91,6 +92,11 @@ class IndexState:
             return "scanning…"
         if self.phase == "lexical":
             return f"indexing {self.phase_done:,}/{self.phase_total:,} files (ETA {eta(self.phase_eta(now))})"
+        if self.phase == "distill":
+            return "lexical ready · distilling the static model (once per machine)"
+        if self.phase == "static":
+            pct = int(100 * self.phase_done / self.phase_total) if self.phase_total else 100
+            return f"lexical ready · static vectors {pct}%"
         if self.phase == "embed":
             pct = int(100 * self.phase_done / self.phase_total) if self.phase_total else 100
             return f"lexical ready · vectors {pct}% (ETA {eta(self.phase_eta(now))})"
@@ -118,9 +124,13 @@ class StatusBar(Static):
         parts.append((0, st.freshness(now)))
         if st.stale:
             parts.append((1, f"[b]{len(st.stale)} stale[/b]"))
-        parts.append((0, f"[b]{st.mode}[/b]" + (f" {st.filters}" if st.filters else "")))
+        # Which tiers answered, where the static tier did: "hybrid: bm25+static" while the full
+        # model is loading or embedding, "bm25+static+vector" part-way through it.
+        tiers = f": {'+'.join(st.retrievers)}" if st.mode == "hybrid" and "static" in st.retrievers else ""
+        parts.append((0, f"[b]{st.mode}[/b]{tiers}" + (f" {st.filters}" if st.filters else "")))
         if st.model_state == "failed":
-            parts.append((1, "[b yellow]lexical only: model unavailable[/]"))
+            parts.append((1, "[b yellow]" + ("full model unavailable" if "static" in st.retrievers
+                                             else "lexical only: model unavailable") + "[/]"))
         else:
             parts.append((4, short_model(st.model) + (" (loading)" if st.model_state == "loading" else "")))
         for drop in (4, 3, 2, 1):

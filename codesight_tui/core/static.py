@@ -1,0 +1,200 @@
+"""The static tier: a model2vec model distilled from the bundled sentence-transformers model.
+
+A static model is a table of token vectors: a text's vector is the mean of its tokens' rows, with
+no transformer at index or query time. It embeds about 700 times faster than MiniLM on a CPU and
+loads without torch, so a repository gets semantic search seconds after its lexical phase, and a
+fresh ``codesight search`` process answers in well under a second.
+
+The model is distilled once per machine and base model (``model2vec.distill``: every token of the
+base model's vocabulary through the base model, PCA to ``PCA_DIMS``, Zipf weighting), offline,
+into ``<cache_dir>/static/``: in a child process (torch stays out of the caller), under a file
+lock (two indexers distil once), into a temporary folder renamed into place (a crash leaves
+nothing half-written). ``static_model`` in the settings may instead name any model2vec folder, or
+``off``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from codesight_tui.core.errors import CodeSightError
+
+PCA_DIMS = 256  # measured against 128 and no PCA: see benchmarks/README.md, "Static tier"
+ENCODE_BATCH = 2048  # texts per call: large enough to amortise, small enough to cancel between
+DISTILL_TIMEOUT = 1800  # seconds: a distillation that has not finished by then is abandoned
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")[-60:] or "model"
+
+
+def distilled_dir(cache_dir: Path, base_name: str, base_path: Path | None) -> Path:
+    """Where the static model distilled from ``base_name`` lives (one per base model and
+    ``PCA_DIMS``; the base model's folder is part of the key, so another copy distils anew)."""
+    digest = hashlib.sha256(f"{base_name}\0{base_path}\0{PCA_DIMS}".encode()).hexdigest()[:10]
+    return Path(cache_dir).expanduser() / "static" / f"{_slug(base_name)}-pca{PCA_DIMS}-{digest}"
+
+
+def is_model_dir(path: Path) -> bool:
+    """Whether ``path`` holds a model2vec model (its vectors and its tokenizer)."""
+    return (path / "model.safetensors").is_file() and (path / "tokenizer.json").is_file()
+
+
+def distill(base_path: Path, dest: Path, *, timeout: float = DISTILL_TIMEOUT,
+            cancel: threading.Event | None = None) -> float:
+    """Distil the sentence-transformers model in ``base_path`` into ``dest`` (unless another
+    process did already); returns the seconds it took (0 if nothing was done). Raises
+    ``CodeSightError`` with one line if it can't. The work runs in a child process, so that torch
+    and its threads never load into the caller; ``cancel`` ends the child."""
+    from filelock import FileLock
+
+    if is_model_dir(dest):
+        return 0.0
+    base_path, dest = Path(base_path).expanduser().resolve(), Path(dest).expanduser().resolve()
+    if not base_path.is_dir():
+        raise CodeSightError(f"cannot distil a static model from {base_path}: not a local model folder"
+                             " (set static_model to a model2vec folder, or off)")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(dest) + ".lock"):
+        if is_model_dir(dest):  # another process distilled it while this one waited
+            return 0.0
+        tmp = dest.with_name(f"{dest.name}.tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "codesight_tui.core.static", str(base_path), str(tmp)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                # from the folder holding this package: `-m` must never pick up a
+                                # `codesight_tui/` or `json.py` that sits in the caller's directory
+                                cwd=str(Path(__file__).resolve().parents[2]),
+                                text=True, env={**os.environ, "TOKENIZERS_PARALLELISM": "false",
+                                                "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+        try:
+            deadline = time.monotonic() + timeout
+            while proc.poll() is None:
+                if (cancel is not None and cancel.is_set()) or time.monotonic() > deadline:
+                    proc.kill()
+                    proc.wait()
+                    raise CodeSightError("distilling the static model was "
+                                         + ("cancelled" if cancel is not None and cancel.is_set() else "too slow"))
+                time.sleep(0.1)
+            out = proc.stdout.read() if proc.stdout else ""
+            if proc.returncode != 0 or not is_model_dir(tmp):
+                last = next((ln for ln in reversed(out.strip().splitlines()) if ln.strip()), "no output")
+                raise CodeSightError(f"could not distil a static model from {base_path}: {last[-300:]}")
+            os.replace(tmp, dest)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            shutil.rmtree(tmp, ignore_errors=True)
+        return time.perf_counter() - t0
+
+
+class StaticEmbedder:
+    """A model2vec model behind the same interface as the full model: L2-normalised float32
+    vectors, ``encode`` for chunks and ``encode_query`` for a query. Loads in tens of
+    milliseconds and never imports torch."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            from model2vec import StaticModel
+
+            self.model = StaticModel.from_pretrained(str(path), normalize=True)
+        except Exception as exc:
+            raise CodeSightError(f"cannot load the static model at {path}: {exc}") from None
+        self.path = Path(path)
+        self.dim = int(self.model.dim)
+        # The name identifies the vectors: another distillation (or another folder) means others.
+        stamp = (path / "model.safetensors").stat()
+        self.name = f"static:{self.path.name}:{stamp.st_size}:{int(stamp.st_mtime)}"
+        self.device = "cpu"
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out = self.model.encode(list(texts), use_multiprocessing=False, batch_size=ENCODE_BATCH)
+        return _normalise(np.asarray(out, dtype=np.float32))
+
+    def encode_query(self, text: str) -> np.ndarray:
+        return self.encode([text])[0]
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
+class StaticIndex:
+    """Every static vector of an index in memory (float32; 100,000 chunks are 100 MB at 256
+    dimensions), searched exactly: one matrix product, a few milliseconds."""
+
+    def __init__(self, model: StaticEmbedder, ids: np.ndarray, matrix: np.ndarray) -> None:
+        self.model = model
+        self.ids = ids  # ascending
+        self.matrix = matrix
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def nearest(self, query_vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        """``(chunk id, cosine)`` of the ``limit`` nearest chunks, nearest first."""
+        if not len(self.ids) or limit <= 0:
+            return []
+        sims = self.matrix @ np.asarray(query_vector, dtype=np.float32)
+        limit = min(limit, len(sims))
+        top = np.argpartition(-sims, limit - 1)[:limit]
+        top = top[np.argsort(-sims[top], kind="stable")]
+        return [(int(self.ids[k]), float(sims[k])) for k in top]
+
+    def vectors(self, ids) -> dict[int, np.ndarray]:
+        """Stored static vectors of chunk ids, by id (those it has)."""
+        ids = list(ids)
+        if not ids or not len(self.ids):
+            return {}
+        rows = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
+        return {cid: self.matrix[r] for cid, r in zip(ids, rows.tolist()) if self.ids[r] == cid}
+
+
+_LOADED: dict[str, StaticEmbedder] = {}
+_LOADED_LOCK = threading.Lock()
+
+
+def load(path: Path) -> StaticEmbedder:
+    """The process's one instance of the static model in ``path`` (every repository shares it)."""
+    key = str(Path(path).resolve())
+    with _LOADED_LOCK:
+        model = _LOADED.get(key)
+        if model is None:
+            model = _LOADED[key] = StaticEmbedder(Path(path))
+        return model
+
+
+def _distill_main(base: str, dest: str) -> None:
+    """The child process of ``distill``: offline, on the best device there is."""
+    import logging
+
+    logging.disable(logging.WARNING)
+    from model2vec.distill import distill as m2v_distill
+
+    try:
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        device = "cpu"
+    model = m2v_distill(model_name=base, pca_dims=PCA_DIMS, device=device)
+    model.save_pretrained(dest)
+
+
+if __name__ == "__main__":
+    _distill_main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,209 @@
+"""The static tier (issue 18): a model2vec model distilled for real from the bundled MiniLM,
+static vectors right after the lexical phase, search from BM25 + static without the full model,
+and a CLI that answers without importing torch."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codesight_tui.core.engine import CodeSight
+from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.static import StaticEmbedder, distill, distilled_dir, is_model_dir
+
+GEO_QUERY = "great-circle distance between two places on the globe"
+
+
+def _consistent(cs: CodeSight) -> bool:
+    c = cs.store.conn
+    chunks = {i for (i,) in c.execute("SELECT id FROM chunks")}
+    static = {i for (i,) in c.execute("SELECT id FROM static_vectors")}
+    return chunks == static
+
+
+def test_distilled_model_is_a_real_static_model(static_model_dir):
+    assert is_model_dir(static_model_dir)
+    assert not list(static_model_dir.parent.glob("*.tmp-*"))  # nothing half-written left beside it
+    model = StaticEmbedder(static_model_dir)
+    assert model.dim == 256 and model.device == "cpu"
+    v = model.encode(["def haversine(lat1, lon1, lat2, lon2):", "class ConfigLoader:", ""])
+    assert v.shape == (3, 256) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v[:2], axis=1), 1.0, atol=1e-5)
+    q = model.encode_query("distance on a sphere")
+    # Related text is nearer than unrelated text: the vectors carry meaning, not noise.
+    assert float(v[0] @ q) > float(v[1] @ q)
+
+
+def test_distill_cancelled_leaves_nothing(tmp_path):
+    from codesight_tui.core.tokens import resolve_model
+
+    cancel = threading.Event()
+    cancel.set()
+    dest = tmp_path / "static" / "m"
+    with pytest.raises(CodeSightError, match="cancelled"):
+        distill(Path(resolve_model("minilm").load_from), dest, cancel=cancel)
+    assert not dest.exists() and not list(dest.parent.glob("*.tmp-*"))
+
+
+def test_distill_bad_base_model_is_one_clear_error(tmp_path):
+    (tmp_path / "notamodel").mkdir()
+    with pytest.raises(CodeSightError, match="could not distil"):
+        distill(tmp_path / "notamodel", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_static_vectors_follow_the_lexical_phase(repo, settings, hash_embedder, static_model_dir):
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder, static_model=str(static_model_dir))
+    report = cs.index(embed=False, static=True)
+    n = cs.counts()["chunks"]
+    assert report.static_embedded == n > 0 and not report.warnings
+    assert hash_embedder.calls == []  # the full model did nothing
+    assert _consistent(cs)
+
+    hits = cs.search(GEO_QUERY, fast=True)
+    assert hits.retrievers == ["bm25", "static"]
+    assert hits[0].path == "src/geo.py" and hits[0].found_by == "static" and hits[0].static_rank == 1
+
+    # Edits: the chunks of a changed or deleted file take their static vectors with them, and only
+    # the new chunks are embedded by the next run.
+    (repo / "src" / "geo.py").write_text((repo / "src" / "geo.py").read_text() + "\n\ndef bearing(a, b):\n"
+                                         "    return math.atan2(b, a)\n")
+    (repo / "server" / "main.go").unlink()
+    again = cs.index(embed=False, static=True)
+    assert 0 < again.static_embedded < n
+    assert _consistent(cs)
+    assert not any(h.path == "server/main.go" for h in cs.search("listening port server start", fast=True))
+
+
+def test_full_vectors_take_over_from_the_static_tier(repo, settings, hash_embedder, static_model_dir):
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder, static_model=str(static_model_dir))
+    cs.index()  # static first, then the full model
+    assert cs.counts()["pending"] == 0 and _consistent(cs)
+    # Full coverage: the static list has nothing left to add and is not fused.
+    assert cs.search("read the config file").retrievers == ["bm25", "vector"]
+    # ``fast`` answers without the full model even where it is loaded.
+    assert cs.search("read the config file", fast=True).retrievers == ["bm25", "static"]
+    # Filters hold for the static list too.
+    assert all(h.language == "go" for h in cs.search(GEO_QUERY, fast=True, language="go"))
+    assert all(h.path.startswith("web/") for h in cs.search(GEO_QUERY, fast=True, glob="web/**"))
+
+
+def test_another_static_model_replaces_the_vectors(repo, settings, hash_embedder, static_model_dir, tmp_path):
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder, static_model=str(static_model_dir))
+    cs.index(embed=False, static=True)
+    other = tmp_path / "other-static"
+    shutil.copytree(static_model_dir, other)
+    cs2 = CodeSight(repo, settings=settings, embedder=hash_embedder, static_model=str(other))
+    # Vectors of another model are never mixed in: until re-indexed, the static list is not used.
+    assert cs2.search(GEO_QUERY, fast=True).retrievers == ["bm25"]
+    report = cs2.index(embed=False, static=True)
+    assert report.static_embedded == cs2.counts()["chunks"] and _consistent(cs2)
+    assert cs2.search(GEO_QUERY, fast=True).retrievers == ["bm25", "static"]
+
+
+def test_missing_static_model_is_a_warning_not_a_failure(repo, settings, hash_embedder, tmp_path):
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder, static_model=str(tmp_path / "nothing"))
+    report = cs.index(embed=False, static=True)
+    assert report.files > 0 and any("no model2vec model" in w for w in report.warnings)
+    assert cs.search("haversine", fast=True)[0].path == "src/geo.py"
+
+
+def _auto_home(settings, static_model_dir) -> Path:
+    """Put the session's distilled model where ``static_model = "auto"`` looks for it."""
+    from codesight_tui.core.tokens import resolve_model
+
+    info = resolve_model(settings.embedding_model)
+    dest = distilled_dir(settings.cache_dir, info.name, info.load_from)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(static_model_dir, dest)
+    return dest
+
+
+def test_cli_search_answers_without_torch(repo, settings, static_model_dir, monkeypatch):
+    """A fresh `codesight search` on a fresh repository indexes the lexical phase and the static
+    tier only, and answers from BM25 + static without importing torch."""
+    _auto_home(settings, static_model_dir)
+    monkeypatch.setenv("CODESIGHT_STATIC_MODEL", "auto")
+    probe = ("import sys, json; from codesight_tui.cli import main; rc = main(sys.argv[1:]);"
+             " print(json.dumps({'rc': rc, 'torch': 'torch' in sys.modules}))")
+    run = subprocess.run([sys.executable, "-c", probe, "search", GEO_QUERY, "--path", str(repo), "--json", "-y"],
+                         capture_output=True, text=True, timeout=300, cwd=repo)
+    *hits_json, tail = run.stdout.strip().splitlines()
+    assert json.loads(tail) == {"rc": 0, "torch": False}, run.stderr[-2000:]
+    hits = json.loads("\n".join(hits_json))
+    assert hits[0]["path"] == "src/geo.py" and hits[0]["static_rank"] == 1
+    status = CodeSight(repo).status(check_disk=False)
+    assert status["static_vectors"] == status["chunks"] > 0 and status["vectors"] == 0
+    # --full loads the full model, searches the vectors there are, and says what is missing.
+    full = subprocess.run([sys.executable, "-m", "codesight_tui", "search", "haversine", "--path", str(repo),
+                           "--json", "--full"], capture_output=True, text=True, timeout=600, cwd=repo)
+    assert full.returncode == 0, full.stderr[-2000:]
+    assert json.loads(full.stdout)[0]["path"] == "src/geo.py"
+    assert "still without vectors (run `codesight index`)" in full.stderr
+
+
+@pytest.mark.model
+def test_auto_tier_with_the_real_model(repo, settings, static_model_dir):
+    """``static_model = "auto"`` finds the distilled model; part-way through the full model, hybrid
+    search fuses all three lists."""
+    _auto_home(settings, static_model_dir)
+    cs = CodeSight(repo, settings=settings.model_copy(update={"static_model": "auto"}))
+    cs.index(embed=False, static=True)
+    assert cs.static_path() is not None and cs.status(check_disk=False)["static_coverage"] == 1.0
+    cs.limit_vectors(0.5)
+    hits = cs.search(GEO_QUERY)
+    assert hits.retrievers == ["bm25", "static", "vector"]
+    geo = next(h for h in hits if h.path == "src/geo.py")
+    assert geo.static_rank == 1 and any(h.vector_rank for h in hits)
+    cs.close()
+
+
+
+async def test_tui_answers_from_the_static_tier_while_the_full_model_is_missing(repo, settings, static_model_dir):
+    """The TUI's index run gives every chunk a static vector without the full model; hybrid
+    results then come from BM25 + the static tier (badge ``v``), and the status bar says so."""
+    from test_tui import BrokenModelEngine, search, settle
+
+    from rich.text import Text
+
+    from codesight_tui.tui.app import CodeSightApp
+    from codesight_tui.tui.messages import ModelFailed
+    from codesight_tui.tui.widgets.results import result_row
+    from codesight_tui.tui.widgets.status import StatusBar
+
+    engine = BrokenModelEngine(repo, settings=settings, static_model=str(static_model_dir))
+    app = CodeSightApp(repo, engine=engine, watch=False)
+    messages = []
+    async with app.run_test(size=(80, 24), message_hook=messages.append) as pilot:
+        await settle(app, pilot)
+        assert any(isinstance(m, ModelFailed) for m in messages)
+        assert engine.status(check_disk=False)["static_coverage"] == 1.0
+        await search(app, pilot, GEO_QUERY)
+        assert app.state.retrievers == ("bm25", "static")
+        assert app.hits[0].path == "src/geo.py" and app.hits[0].found_by == "static"
+        assert result_row(1, app.hits[0], width=76).plain.split()[1] == "v"
+        text = Text.from_markup(app.query_one(StatusBar).render_state(app.state, width=78)).plain
+        assert "hybrid: bm25+static" in text and "lexical only" not in text
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_static_goes_first_on_a_cpu_and_after_the_full_model_on_a_gpu(repo, settings, static_model_dir, device):
+    """On a CPU the static tier comes right after the lexical phase (semantic search in seconds);
+    where the full model runs on a GPU it is done about as soon, so it goes first at full speed."""
+    from conftest import HashEmbedder
+
+    embedder = HashEmbedder()
+    embedder.device = device  # the stand-in says where it runs, as the real models do
+    cs = CodeSight(repo, settings=settings, embedder=embedder, static_model=str(static_model_dir))
+    phases: list[str] = []
+    cs.index(progress=lambda ev: phases.append(ev.phase) if ev.phase not in phases else None)
+    assert phases.index("lexical") < phases.index("static")
+    assert (phases.index("static") < phases.index("embed")) == (device == "cpu")
+    assert _consistent(cs) and cs.counts()["pending"] == 0
