@@ -114,6 +114,7 @@ def main() -> int:
             report(args.corpus.name, args.corpus.resolve(), env, args.runs, args.full_runs)
         else:
             django = fetch_django()
+            (django / ".git").mkdir(exist_ok=True)  # its own root, not the repository around benchmarks/
             report("1,000 files", slice_of(django, 1000, DATA / "corpus" / "django-1000"), env, args.runs,
                    args.full_runs)
             report("Django", django, dict(env, CODESIGHT_EXCLUDE=json.dumps(EXCLUDE)), args.runs, args.full_runs)

@@ -39,6 +39,15 @@ def test_distilled_model_is_a_real_static_model(static_model_dir):
     q = model.encode_query("distance on a sphere")
     # Related text is nearer than unrelated text: the vectors carry meaning, not noise.
     assert float(v[0] @ q) > float(v[1] @ q)
+    # The same vectors as model2vec's own StaticModel (codesight reads the folder itself, to keep
+    # huggingface_hub out of a fresh CLI process).
+    from model2vec import StaticModel
+
+    ref = StaticModel.from_pretrained(str(static_model_dir), normalize=True)
+    texts = ["def haversine(lat1, lon1, lat2, lon2):", "class ConfigLoader:\n    def reload(self): ...",
+             "naïve café ✓", "x" * 5000, ""]
+    assert np.allclose(model.encode(texts), ref.encode(texts, use_multiprocessing=False), atol=2e-3)
+    assert np.allclose(model.encode_query("parse a date"), ref.encode(["parse a date"])[0], atol=2e-3)
 
 
 def test_distill_cancelled_leaves_nothing(tmp_path):

@@ -102,28 +102,83 @@ def distill(base_path: Path, dest: Path, *, timeout: float = DISTILL_TIMEOUT,
 
 class StaticEmbedder:
     """A model2vec model behind the same interface as the full model: L2-normalised float32
-    vectors, ``encode`` for chunks and ``encode_query`` for a query. Loads in tens of
-    milliseconds and never imports torch."""
+    vectors, ``encode`` for chunks and ``encode_query`` for a query.
+
+    It reads model2vec's folder layout itself (``model.safetensors`` with ``embeddings`` and the
+    optional ``weights`` and ``mapping``, ``tokenizer.json``, ``config.json``) and encodes as
+    ``StaticModel.encode`` does: the tokens' rows, averaged, normalised (a test checks the vectors
+    against model2vec's own). Importing model2vec pulls in huggingface_hub, 0.4 s of a fresh CLI
+    process's budget; this loads in tens of milliseconds and never imports torch."""
 
     def __init__(self, path: Path) -> None:
-        try:
-            from model2vec import StaticModel
+        import json
 
-            self.model = StaticModel.from_pretrained(str(path), normalize=True)
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        self.path = Path(path)
+        try:
+            tensors = load_file(str(self.path / "model.safetensors"))
+            tokenizer = Tokenizer.from_file(str(self.path / "tokenizer.json"))
+            config = json.loads((self.path / "config.json").read_text()) if (self.path / "config.json").is_file() else {}
+            embeddings = tensors.get("embeddings", tensors.get("embedding.weight"))
+            if embeddings is None or embeddings.ndim != 2:
+                raise ValueError("no embeddings matrix in model.safetensors")
         except Exception as exc:
             raise CodeSightError(f"cannot load the static model at {path}: {exc}") from None
-        self.path = Path(path)
-        self.dim = int(self.model.dim)
+        self.embeddings = embeddings.astype(np.float32)
+        self.weights = tensors.get("weights")
+        self.mapping = tensors.get("mapping")
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        self.tokenizer = tokenizer
+        self.max_length = int(config.get("max_length") or 512)
+        unk = getattr(tokenizer.model, "unk_token", None)
+        self.unk_id = tokenizer.token_to_id(unk) if unk else None
+        self.dim = int(self.embeddings.shape[1])
+        # As model2vec does: texts are cut to max_length times the median token's length in
+        # characters before tokenising (the tokens past max_length are dropped anyway).
+        self.max_chars = self.max_length * int(np.median([len(t) for t in tokenizer.get_vocab()]) or 1)
         # The name identifies the vectors: another distillation (or another folder) means others.
-        stamp = (path / "model.safetensors").stat()
+        stamp = (self.path / "model.safetensors").stat()
         self.name = f"static:{self.path.name}:{stamp.st_size}:{int(stamp.st_mtime)}"
         self.device = "cpu"
 
     def encode(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        out = self.model.encode(list(texts), use_multiprocessing=False, batch_size=ENCODE_BATCH)
-        return _normalise(np.asarray(out, dtype=np.float32))
+            return out
+        rows: list[np.ndarray] = []
+        cut = [t[: self.max_chars] for t in texts]
+        for enc in self.tokenizer.encode_batch_fast(cut, add_special_tokens=False):
+            ids = np.asarray(enc.ids[: self.max_length], dtype=np.int64)
+            if self.unk_id is not None:
+                ids = ids[ids != self.unk_id]
+            rows.append(ids)
+        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+        have = lengths > 0
+        if not have.any():
+            return out
+        if len(rows) == 1:  # a query: its rows, averaged
+            ids = rows[0]
+            vecs = self.embeddings[ids if self.mapping is None else self.mapping[ids]]
+            if self.weights is not None:
+                vecs = vecs * self.weights[ids][:, None]
+            out[0] = vecs.mean(axis=0)
+            return _normalise(out)
+        # A batch: one sparse (texts x vocabulary) matrix of token weights times the embeddings,
+        # without materialising a row per token (a batch of chunks holds half a million tokens).
+        from scipy.sparse import csr_matrix
+
+        ids = np.concatenate(rows)
+        weight = np.repeat(1.0 / np.maximum(lengths, 1), lengths).astype(np.float32)
+        if self.weights is not None:
+            weight *= self.weights[ids]
+        cols = ids if self.mapping is None else self.mapping[ids]
+        counts = csr_matrix((weight, cols, np.concatenate(([0], np.cumsum(lengths)))),
+                            shape=(len(rows), self.embeddings.shape[0]))
+        out[:] = counts @ self.embeddings
+        return _normalise(out)
 
     def encode_query(self, text: str) -> np.ndarray:
         return self.encode([text])[0]
