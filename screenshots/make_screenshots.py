@@ -2,7 +2,8 @@
 index of codesight's own source. Run: python screenshots/make_screenshots.py
 
 Shots at 80x24 (ssh, tmux) and at 160x48 (side by side), and one taken in the middle of a first
-index: a fresh index directory and an empty embedding cache, so the model is really embedding."""
+index: a fresh index directory and an empty embedding cache, so the model is really embedding
+(the status bar then says which lists answered: "hybrid: bm25+static")."""
 
 from __future__ import annotations
 
@@ -59,7 +60,11 @@ async def main() -> None:
             app.save_screenshot(name, path=str(HERE))
         print("wrote", HERE / name)
 
-    # In the middle of a first index: lexical search answers while the model embeds.
+    # In the middle of a first index: BM25 + the static tier answer while the model embeds (the
+    # static model distilled for the shots above is reused; the embedding cache starts empty).
+    static_model = engine.static_path()
+    if static_model is not None:
+        os.environ["CODESIGHT_STATIC_MODEL"] = str(static_model)
     os.environ["CODESIGHT_DATA_DIR"] = str(tmp / "data-cold")
     os.environ["CODESIGHT_CACHE_DIR"] = str(tmp / "cache-cold")
     engine = CodeSight(REPO, exclude=EXCLUDE, model_process=True)
