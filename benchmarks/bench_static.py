@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -36,17 +35,19 @@ def distill_time(dest: Path) -> float:
     return distill(Path(resolve_model("minilm").load_from), dest)
 
 
-def child_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-
-
 def index_static(corpus: Path, env: dict) -> dict:
+    """One `codesight index --static-only` from nothing, under /usr/bin/time for its own peak RSS
+    (the index process and its chunking workers, each counted on its own)."""
+    rss_file = Path(tempfile.mktemp(suffix=".rss"))
     t = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "codesight_tui", "index", "--static-only", "--json", str(corpus)],
+    out = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", str(rss_file), sys.executable, "-m", "codesight_tui",
+                          "index", "--static-only", "--json", str(corpus)],
                          capture_output=True, text=True, env=env, check=True)
     wall = time.perf_counter() - t
     rep = json.loads(out.stdout)
-    return {"wall": wall, **rep}
+    rss = int(rss_file.read_text().split()[-1]) / 1024
+    rss_file.unlink()
+    return {"wall": wall, "rss": rss, **rep}
 
 
 def cold_searches(corpus: Path, env: dict, queries: list[str], extra: list[str]) -> list[float]:
@@ -73,13 +74,11 @@ def slice_of(corpus: Path, n: int, dest: Path) -> Path:
 
 
 def report(name: str, corpus: Path, env: dict, runs: int, full_runs: int) -> None:
-    rss0 = child_rss_mb()
     rep = index_static(corpus, env)
-    rss = child_rss_mb()
     print(f"[{name}] {rep['files']:,} files, {rep['chunks']:,} chunks: `index --static-only` {rep['wall']:.1f}s"
           f" (lexical {rep['lexical_seconds']:.1f}s, static {rep['static_seconds']:.1f}s ="
           f" {rep['static_embedded'] / max(rep['static_seconds'], 1e-9):,.0f} chunks/s);"
-          f" peak RSS of the index process {max(rss, rss0):,.0f} MB (max over this run's children)")
+          f" peak RSS of the index process {rep['rss']:,.0f} MB")
     qs = NL_QUERIES[:runs]
     fast = cold_searches(corpus, env, qs, [])
     print(f"[{name}] fresh `codesight search` (BM25 + static, no torch): p50 {statistics.median(fast) * 1000:.0f} ms,"
@@ -109,7 +108,9 @@ def main() -> int:
         if args.scale:
             from bench_scale import fetch
 
-            report("scale", fetch(), env, args.runs, args.full_runs)
+            root = fetch()
+            (root / ".git").mkdir(exist_ok=True)  # its own root, not the repository around benchmarks/
+            report("scale", root, env, args.runs, args.full_runs)
         elif args.corpus:
             report(args.corpus.name, args.corpus.resolve(), env, args.runs, args.full_runs)
         else:
