@@ -359,8 +359,9 @@ def build_server(roots: list[Path], *, watch_roots: bool = False):
                 notes.append(f"{Path(st.repo).name}: not indexed yet ({st.progress or 'starting'}); search again"
                              " in a few seconds")
             elif used != "bm25" and st.vector_coverage < 1:
+                by = "BM25 and the static tier" if "static" in hits.retrievers else "BM25 only"
                 notes.append(f"{Path(st.repo).name}: vectors cover {st.vector_coverage:.0%} of chunks so far"
-                             f" ({st.progress or 'run index to finish'}); uncovered chunks are found by BM25 only")
+                             f" ({st.progress or 'run index to finish'}); uncovered chunks are found by {by}")
         if used != "bm25" and not engines[0].embedder_loaded:
             notes.append("the embedding model is " + ("unavailable" if engines[0].model_error else "still loading")
                          + ": this answer is " + ("BM25 + the static tier" if "static" in hits.retrievers
