@@ -415,13 +415,12 @@ class CodeSight:
         configured): what lets a fresh process answer without the full model."""
         return self.has_index() and self._static_index() is not None
 
-    def _static_status(self) -> dict:
+    def _static_status(self, chunks: int) -> dict:
         try:
             n = self.store.static_count()
         except sqlite3.Error:  # an index from before the static tier, opened read-only
             n = 0
         path = self.static_path()
-        chunks = self.store.counts()["chunks"]
         return {"static_model": str(path) if path else None, "static_vectors": n,
                 "static_coverage": round(n / chunks, 4) if chunks else 1.0,
                 "static_error": self._static_error}
@@ -660,22 +659,24 @@ class CodeSight:
             return Hits()
         notes: list[str] = []
         qfn = None
-        if fast and mode == "hybrid":
-            load_model = False
-        if mode != "bm25" and self._embedder is None:
+        full = mode == "vector" or (mode == "hybrid" and not fast)  # the full model's vectors are wanted
+        if full and self._embedder is None:
             self._embedder = loaded_shared(self.model_info, self.settings.device, self.settings.batch_size,
                                            self.model_process)  # another repository's engine loaded it
-        if mode != "bm25" and not load_model and self._embedder is None:
+        if full and not load_model and self._embedder is None:
             if mode == "vector":
                 return Hits(notices=self.take_notices())
-        elif mode != "bm25" and not (fast and mode == "hybrid"):
+        elif full:
             try:
                 qfn = self.embedder().encode_query
             except CodeSightError as exc:
                 if mode == "vector":
                     raise
                 notes.append(f"{exc}; showing BM25 results only")
-        static = self._static_index() if mode == "hybrid" else None
+        # The static tier has weight 0 once the full model answers over every chunk: its vectors
+        # are not even loaded then (a 341k-chunk index holds 350 MB of them).
+        static = (self._static_index() if mode == "hybrid" and not (qfn and self.store.vector_coverage() >= 1.0)
+                  else None)
         used: list[str] = []
         run = functools.partial(search, self.store, self._vectors, query=query, top_k=top_k, glob=glob,
                                 language=language, depth=self.settings.retriever_depth, rrf_k=self.settings.rrf_k,
@@ -690,7 +691,7 @@ class CodeSight:
                                          " cache") from None
                 notes.append(f"{exc}; showing BM25 results until `codesight index` rebuilds it")
                 used.clear()
-                hits = run(None, mode="hybrid", static=static)
+                hits = run(None, mode="hybrid", static=static or self._static_index())
         except sqlite3.OperationalError as exc:
             raise CodeSightError(f"search failed: {exc}") from None
         except sqlite3.DatabaseError as exc:
@@ -841,7 +842,7 @@ class CodeSight:
             vector_versions=self._vector_versions(),
             skipped=store.skipped(),
             read_only=store.readonly,
-            **self._static_status(),
+            **self._static_status(out["chunks"]),
             vector_coverage=round(out["vectors"] / out["chunks"], 4) if out["chunks"] else 1.0,
             indexing=self.indexing_now(),
             notices=self.take_notices() + (["index is read-only: searching without updating"] if store.readonly else []),

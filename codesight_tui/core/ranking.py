@@ -71,7 +71,6 @@ COVERAGE_EXPONENT = 0.5  # the vector list's weight scales with coverage ** this
 # 0.7 measured better than 0.35, 0.5, 1.0, 1.5 and 2.0 on the polyglot set (bm25 + static) without
 # losing on the devset; feedback from the top hit helps it as it helps the full model's list.
 STATIC_WEIGHT = 0.7
-STATIC_FEEDBACK = True
 
 _TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*|\w+")
 _CAMEL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2,}[a-z]")
@@ -258,7 +257,7 @@ def rerank(store, rankings: dict[str, list[int]], query: str, *, rrf_k: int = 60
         pool = [cid for cid, *_ in out]
         redone = {}
         for name, qv, lookup in (("vector", query_vector, vectors_for),
-                                 ("static", static_vector if STATIC_FEEDBACK else None, static_vectors_for)):
+                                 ("static", static_vector, static_vectors_for)):
             if qv is not None and lookup is not None and rankings.get(name):
                 again = feedback_ranking(qv, pool[0], pool, lookup([rows[cid] for cid in pool]), len(rankings[name]))
                 if again:

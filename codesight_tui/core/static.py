@@ -30,7 +30,6 @@ import numpy as np
 from codesight_tui.core.errors import CodeSightError
 
 PCA_DIMS = 256  # measured against 128 and no PCA: see benchmarks/README.md, "Static tier"
-ENCODE_BATCH = 2048  # texts per call: large enough to amortise, small enough to cancel between
 DISTILL_TIMEOUT = 1800  # seconds: a distillation that has not finished by then is abandoned
 
 
