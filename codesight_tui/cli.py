@@ -413,6 +413,7 @@ def cmd_search(args) -> int:
         out = []
         for r in results:
             d = r.to_dict()
+            d["location"] = r.location
             d.pop("chunk_id", None)
             if not several:
                 d.pop("repo", None)
@@ -422,7 +423,7 @@ def cmd_search(args) -> int:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         for r in results:
             where = f"[{Path(r.repo).name}] " if several else ""
-            loc = _safe(f"{where}{r.path}:{r.start_line}-{r.end_line}")
+            loc = _safe(f"{where}{r.location if r.page or r.slide else f'{r.path}:{r.start_line}-{r.end_line}'}")
             tag = {"both": "bm25+vec", "bm25": "bm25", "vector": "vec", "static": "static",
                    "symbol": "definition"}[r.found_by]
             if color:
@@ -517,6 +518,12 @@ def cmd_status(args) -> int:
         ("changed", f"{st['changed']} files on disk since" + (f" ({detail})" if detail else "")),
         ("skipped", ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in st["skipped"].items()) or "none"),
     ]
+    docs = st.get("documents") or {}
+    if docs.get("indexed") or docs.get("skipped"):
+        bad = docs.get("skipped") or {}
+        listed = ", ".join(f"{p} ({why.replace('_', ' ')})" for p, why in list(bad.items())[:3])
+        more = f", {len(bad) - 3:,} more (status --json)" if len(bad) > 3 else ""
+        rows.append(("docs", f"{docs.get('indexed', 0):,} indexed" + (f"; skipped {_safe(listed)}{more}" if bad else "")))
     for k, v in rows:
         print(f"{k:<9}{v}")
     return EXIT_OK

@@ -57,6 +57,10 @@ class Settings(BaseSettings):
     )
     batch_size: int = Field(default=0, ge=0, description="Embedding batch size (0: 32 on CPU, 256 on GPU).")
     max_file_size: int = Field(default=1_000_000, ge=1, description="Files larger than this (bytes) are skipped.")
+    max_document_size: int = Field(default=50_000_000, ge=1, description="PDF, DOCX and PPTX files larger than"
+                                   " this (bytes) are skipped.")
+    document_timeout: float = Field(default=60.0, gt=0, description="Seconds one document may take to read;"
+                                    " a file that takes longer is skipped (status says so) until it changes.")
     exclude: list[str] = Field(default_factory=list, description="Extra gitignore-style patterns to skip.")
     rrf_k: int = Field(default=30, ge=1, description="Reciprocal Rank Fusion constant (30 measured better"
                        " than 15, 20, 40, 60 and 120 on the polyglot set and the devset).")
@@ -74,6 +78,9 @@ class Settings(BaseSettings):
     editor: str | None = Field(
         default=None, description="Command template for opening a hit, e.g. 'nvim +{line} {path}'."
     )
+    viewer: str | None = Field(
+        default=None, description="Command template for opening a PDF, DOCX or PPTX hit, e.g. 'zathura"
+        " --page={page} {path}' (default: xdg-open, or open on macOS, which take no page).")
 
     @classmethod
     def settings_customise_sources(

@@ -75,6 +75,9 @@ class Hit(BaseModel):
     bm25_rank: int | None = None
     vector_rank: int | None = None
     static_rank: int | None = Field(default=None, description="rank in the static tier's list")
+    page: int | None = Field(default=None, description="a PDF hit's page (its lines are those of the extracted text)")
+    slide: int | None = Field(default=None, description="a PPTX hit's slide")
+    location: str = Field(description="where a person finds it: 'src/app.py:42', 'spec.pdf p.12', 'deck.pptx slide 4'")
     snippet: str
 
 
@@ -278,7 +281,8 @@ def _hit(r) -> Hit:
     snippet = r.content if len(r.content) <= SNIPPET_CHARS else r.content[:SNIPPET_CHARS] + "\n…"
     return Hit(repo=r.repo, path=r.path, start_line=r.start_line, end_line=r.end_line, line=r.line or r.start_line,
                scope=r.scope, name=r.name, language=r.language or "", score=round(r.score, 6), found_by=found,
-               bm25_rank=r.bm25_rank, vector_rank=r.vector_rank, static_rank=r.static_rank, snippet=snippet)
+               bm25_rank=r.bm25_rank, vector_rank=r.vector_rank, static_rank=r.static_rank, page=r.page,
+               slide=r.slide, location=r.location, snippet=snippet)
 
 
 async def _wait_lexical(job: Job, ctx, cs: CodeSight, limit: float = LEXICAL_WAIT_S) -> None:

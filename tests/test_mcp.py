@@ -17,7 +17,7 @@ from mcp.client.stdio import StdioServerParameters
 
 TOOLS = {"search", "index", "status", "watch", "unwatch"}
 HIT_FIELDS = {"repo", "path", "start_line", "end_line", "line", "scope", "name", "language", "score", "found_by",
-              "bm25_rank", "vector_rank", "static_rank", "snippet"}
+              "bm25_rank", "vector_rank", "static_rank", "page", "slide", "location", "snippet"}
 
 
 @asynccontextmanager

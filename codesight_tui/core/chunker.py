@@ -501,6 +501,20 @@ def _merge_tiny(segs, prefix, budget_for, tiny: int, lines):
     return out
 
 
+def _pack(segs, prefix, budget_for):
+    """Adjacent segments of one scope (a document's paragraphs on one page, in one section) joined
+    while the result fits the budget: chunks of whole paragraphs, as large as the model reads."""
+    out: list[tuple[int, int, str]] = []
+    for s, e, scope in segs:
+        if out:
+            ps, pe, pscope = out[-1]
+            if pscope == scope and s > pe and prefix[e + 1] - prefix[ps] <= budget_for(scope):
+                out[-1] = (ps, e, scope)
+                continue
+        out.append((s, e, scope))
+    return out
+
+
 def _merge_scope(a: str, b: str) -> str:
     """Scope of two merged segments: the deeper one if one contains the other, else
     ``common > tail_a, tail_b``."""
@@ -597,8 +611,13 @@ class Chunker:
         counts = self.counter.line_counts_batch([t for _, _, t in files])
         return [self.chunk(p, lang, t, c) for (p, lang, t), c in zip(files, counts)]
 
-    def chunk(self, path: str, language: str, text: str, line_tokens: list[int] | None = None) -> list[Chunk]:
-        """Chunk one file. ``line_tokens`` are per-line token counts if already known."""
+    def chunk(self, path: str, language: str, text: str, line_tokens: list[int] | None = None,
+              blocks: list[tuple[int, int, str]] | None = None) -> list[Chunk]:
+        """Chunk one file. ``line_tokens`` are per-line token counts if already known.
+
+        ``blocks`` (0-based inclusive line ranges with their scope; ``core.extract``) are a
+        document's own structure: paragraphs, sections, slides. Adjacent blocks of one scope are
+        packed up to the budget, and a block over it is windowed; no block is ever split otherwise."""
         if not text.strip():
             return []
         lines = text.split("\n")
@@ -608,7 +627,8 @@ class Chunker:
         budget_for = self._budget_fn(path)
 
         segs: list[tuple[int, int, str]] | None = None
-        parser = _parser(language)
+        packed = blocks is not None
+        parser = None if packed else _parser(language)
         if parser is not None:
             try:
                 tree = parser.parse(text.encode("utf-8", errors="surrogatepass"))
@@ -618,11 +638,12 @@ class Chunker:
                 segs = None
         if segs is None:
             segs = []
-            blocks = (
-                _fallback_blocks(lines, language)
-                if language in CODE_LANGUAGES or language == "markdown"
-                else [(0, len(lines) - 1, "")]
-            )
+            if blocks is None:
+                blocks = (
+                    _fallback_blocks(lines, language)
+                    if language in CODE_LANGUAGES or language == "markdown"
+                    else [(0, len(lines) - 1, "")]
+                )
             for s, e, scope in blocks:
                 while s <= e and not lines[s].strip():
                     s += 1
@@ -635,7 +656,10 @@ class Chunker:
                 else:
                     segs.extend(window_segments(lines, prefix, s, e, scope, budget_for(scope)))
 
-        segs = _merge_tiny(segs, prefix, budget_for, self.tiny, lines)
+        if packed:  # a document: never merged across pages, sections or slides
+            segs = _pack(segs, prefix, budget_for)
+        else:
+            segs = _merge_tiny(segs, prefix, budget_for, self.tiny, lines)
         chunks: list[Chunk] = []
         for s, e, scope in segs:
             n = prefix[e + 1] - prefix[s]

@@ -19,6 +19,7 @@ from pathlib import Path
 from codesight_tui.core.errors import CodeSightError, IndexBusyError, VectorStoreError
 from codesight_tui.core.indexer import (IndexReport, Progress, ProgressFn, drop_orphan_vectors, index_lexical,
                                         index_static, index_vectors, scan_changes)
+from codesight_tui.core.languages import is_document
 from codesight_tui.core.paths import index_dir_for
 from codesight_tui.core.searcher import MODES, Hits, rrf_fuse, search
 from codesight_tui.core.store import SCHEMA_VERSION, Store
@@ -493,9 +494,12 @@ class CodeSight:
             chunker = Chunker(TokenCounter(info.tokenizer_file), info.max_seq_length - 2)
             if force or store.get_meta("last_indexed") is None:
                 paths = None  # a first or rebuilt index walks the whole tree
+            store.retry_documents()
             index_lexical(self.root, store, chunker, max_file_size=self.settings.max_file_size,
                           exclude=list(self.settings.exclude), progress=progress, cancel=cancel, report=report,
-                          processes=self.lexical_processes, paths=paths)
+                          processes=self.lexical_processes, paths=paths,
+                          max_document_size=self.settings.max_document_size,
+                          document_timeout=self.settings.document_timeout)
             report.vectors_pending = store.counts()["pending"]
             model_changed = store.get_meta("model") not in (None, info.name)
             full_work = embed and (report.vectors_pending or model_changed)
@@ -788,6 +792,14 @@ class CodeSight:
         return path if path.is_file() else None
 
     # --- status ---------------------------------------------------------------------------
+    def document_text(self, path: str) -> str | None:
+        """A document's extracted text (PDF, DOCX, PPTX), as its hits' lines count it; None for
+        anything else, or before it is indexed."""
+        if not is_document(path) or not self.has_index():
+            return None
+        found = self.store.document(path)
+        return found[0] if found else None
+
     def counts(self) -> dict[str, int]:
         """``files``, ``chunks``, ``vectors`` and ``pending`` (chunks without a vector); zeros
         before the first index. Cheap: for status lines and progress."""
@@ -814,7 +826,8 @@ class CodeSight:
             return {"added": [], "modified": [], "deleted": []}
         known = self.store.file_states()
         entries, changed, deleted = scan_changes(self.root, self.store, self.settings.max_file_size,
-                                                 list(self.settings.exclude))
+                                                 list(self.settings.exclude),
+                                                 max_document_size=self.settings.max_document_size)
         added = [e.rel_path for e in changed if e.rel_path not in known]
         modified = [e.rel_path for e in changed if e.rel_path in known]
         return {"added": added, "modified": modified, "deleted": deleted}
@@ -841,6 +854,7 @@ class CodeSight:
             vector_bytes=self._vectors.size_bytes(),
             vector_versions=self._vector_versions(),
             skipped=store.skipped(),
+            documents=store.document_status(),
             read_only=store.readonly,
             **self._static_status(out["chunks"]),
             vector_coverage=round(out["vectors"] / out["chunks"], 4) if out["chunks"] else 1.0,

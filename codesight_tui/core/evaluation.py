@@ -1,10 +1,12 @@
 """Retrieval quality: run annotated queries through the same search users get, and score them.
 
 The query file is a JSON list of ``{query, category, relevant: [...], secondary: [...]}``; a target
-is a path (the whole file) or ``{path, start_line, end_line}`` (1-based, inclusive).
+is a path (the whole file), ``{path, start_line, end_line}`` (1-based, inclusive), or for a document
+``{path, page}`` (PDF) or ``{path, slide}`` (PPTX).
 
 The metric, exactly: every target in ``relevant`` and ``secondary`` counts, with gain 1. A result
-matches a target when the paths are equal and, if the target has a span, the line ranges overlap.
+matches a target when the paths are equal and, if the target has a span, the line ranges overlap
+(a page or slide: the hit is on it).
 Each target takes the rank of the first result that matches it; targets first matched by the same
 result count once. DCG@k sums 1/log2(rank+1) over those ranks <= k; IDCG@k sums 1/log2(i+1) for
 i = 1..min(k, number of targets). MRR@10 is 1/rank of the first matching result; recall@10 the
@@ -29,10 +31,16 @@ class Target:
     path: str
     start: int | None = None
     end: int | None = None
+    page: int | None = None  # a PDF's page, or
+    slide: int | None = None  # a deck's slide: a document target names where a person looks
 
-    def matches(self, path: str, start: int, end: int) -> bool:
+    def matches(self, path: str, start: int, end: int, page: int | None = None, slide: int | None = None) -> bool:
         if path != self.path:
             return False
+        if self.page is not None:
+            return page == self.page
+        if self.slide is not None:
+            return slide == self.slide
         return self.start is None or (start <= self.end and end >= self.start)
 
 
@@ -47,12 +55,16 @@ def _target(raw, where: str) -> Target:
     if isinstance(raw, str) and raw:
         return Target(raw.lstrip("./"))
     if isinstance(raw, dict) and isinstance(raw.get("path"), str):
+        for key in ("page", "slide"):
+            if isinstance(raw.get(key), int) and raw[key] >= 1:
+                return Target(raw["path"].lstrip("./"), **{key: raw[key]})
         s, e = raw.get("start_line"), raw.get("end_line")
         if s is None and e is None:
             return Target(raw["path"].lstrip("./"))
         if isinstance(s, int) and isinstance(e, int) and 1 <= s <= e:
             return Target(raw["path"].lstrip("./"), s, e)
-    raise CodeSightError(f"{where}: a target must be a path or {{path, start_line, end_line}}", exit_code=2)
+    raise CodeSightError(f"{where}: a target must be a path, {{path, start_line, end_line}}, {{path, page}} or"
+                         " {path, slide}", exit_code=2)
 
 
 def load_queries(path: Path, prefix: str = "") -> list[Query]:
@@ -78,7 +90,7 @@ def load_queries(path: Path, prefix: str = "") -> list[Query]:
         targets = [_target(t, where) for key in ("relevant", "secondary") for t in item.get(key) or []]
         if prefix:
             cut = prefix.strip("/") + "/"
-            targets = [Target(t.path[len(cut):], t.start, t.end) if t.path.startswith(cut) else t
+            targets = [Target(t.path[len(cut):], t.start, t.end, t.page, t.slide) if t.path.startswith(cut) else t
                        for t in targets]
         if not targets:
             raise CodeSightError(f"{where}: no targets in \"relevant\" or \"secondary\"", exit_code=2)
@@ -91,7 +103,8 @@ def score(results, targets: list[Target]) -> dict:
     first: dict[int, int] = {}  # target index -> rank of the first result matching it
     for rank, r in enumerate(results, start=1):
         for ti, t in enumerate(targets):
-            if ti not in first and t.matches(r.path, r.start_line, r.end_line):
+            if ti not in first and t.matches(r.path, r.start_line, r.end_line, getattr(r, "page", None),
+                                             getattr(r, "slide", None)):
                 first[ti] = rank
     ranks = sorted(set(first.values()))  # targets first matched by the same result count once
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import signal
-import sys
 import threading
 import time
 from collections import Counter
@@ -26,13 +24,15 @@ from typing import Callable
 
 import numpy as np
 
+from codesight_tui.core.child import init_child, quiet_for_children
 from codesight_tui.core.chunker import Chunker, doc_text, embed_text
-from codesight_tui.core.languages import detect_language
+from codesight_tui.core.extract import DOCUMENT_REASONS, DocumentReader, ExtractError, extract
+from codesight_tui.core.languages import is_document
 from codesight_tui.core.paths import VALUE_ORDER, classify, git_head
 from codesight_tui.core.store import chunk_fields
 from codesight_tui.core.text import content_hash
-from codesight_tui.core.walker import (IGNORE_FILES, FileEntry, IgnoreMatcher, WalkStats, entry_for, read_text,
-                                      walk)
+from codesight_tui.core.walker import (IGNORE_FILES, MAX_DOCUMENT_SIZE, FileEntry, IgnoreMatcher, WalkStats,
+                                      entry_for, walk)
 
 # Files handled per lexical transaction: big enough to amortise commits, small enough that
 # Ctrl-C loses little and readers see progress.
@@ -110,13 +110,13 @@ def _prepare(chunker: Chunker, batch: list[FileEntry]):
     texts: list[tuple[str, str, str]] = []
     unreadable: list[tuple[FileEntry, str]] = []
     for e in batch:
-        text, why = read_text(e.abs_path)
-        if text is None:
-            unreadable.append((e, why))
+        try:
+            ex = extract(e.abs_path, e.rel_path)
+        except ExtractError as err:
+            unreadable.append((e, err.reason))
             continue
-        lang = detect_language(e.rel_path, text[:200].encode())
-        items.append((e, lang))
-        texts.append((e.rel_path, lang, text))
+        items.append((e, ex.language))
+        texts.append((e.rel_path, ex.language, ex.text))
     chunked = chunker.chunk_many(texts)
     return items, unreadable, [chunk_fields(e.rel_path, chunks) for (e, _), chunks in zip(items, chunked)]
 
@@ -124,29 +124,9 @@ def _prepare(chunker: Chunker, batch: list[FileEntry]):
 _WORKER_CHUNKER: Chunker | None = None
 
 
-def _exit_with_parent(every: float = 0.5) -> None:
-    """A worker whose parent died (kill -9 leaves no one to shut the pool down) exits within
-    ``every`` seconds: it is re-parented, so its parent pid changes."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while True:
-            time.sleep(every)
-            if os.getppid() != parent:
-                os._exit(0)
-
-    threading.Thread(target=watch, name="codesight-parent-watch", daemon=True).start()
-
-
 def _init_worker(tokenizer_file, max_tokens: int, quiet: bool = False) -> None:
     global _WORKER_CHUNKER
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    _exit_with_parent()
-    if quiet:  # the parent draws a terminal UI on the fds we inherited: never write over it
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 1)
-        os.dup2(null, 2)
-        os.close(null)
+    init_child(quiet)
     from codesight_tui.core.tokens import TokenCounter
 
     _WORKER_CHUNKER = Chunker(TokenCounter(tokenizer_file), max_tokens)
@@ -174,28 +154,6 @@ def _worker_count(n_batches: int, processes: bool) -> int:
     return min(cores, 4)
 
 
-def _has_stderr_fd() -> bool:
-    try:
-        return sys.stderr is not None and sys.stderr.fileno() >= 0
-    except (AttributeError, OSError, ValueError):
-        return False
-
-
-def _start_resource_tracker_quietly() -> None:
-    """multiprocessing starts its resource tracker with our stderr's fd. Under Textual, stderr is
-    a capture object without one, and the start fails ("bad value(s) in fds_to_keep"): start it
-    with stderr on /dev/null instead (once per process; later pools reuse it)."""
-    from multiprocessing import resource_tracker
-
-    saved = sys.stderr
-    with open(os.devnull, "w") as null:
-        sys.stderr = null
-        try:
-            resource_tracker.ensure_running()
-        finally:
-            sys.stderr = saved
-
-
 class _Workers:
     """Where batches are read and chunked: worker processes when there is a lot to do and more
     than one core (tree-sitter and the chunker's Python logic hold the GIL), else one thread
@@ -212,9 +170,7 @@ class _Workers:
         from concurrent.futures import ProcessPoolExecutor
         import multiprocessing as mp
 
-        quiet = not _has_stderr_fd()
-        if quiet:
-            _start_resource_tracker_quietly()
+        quiet = quiet_for_children()
         self.pool = ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context("spawn"),
                                         initializer=_init_worker,
                                         initargs=(self.chunker.counter.tokenizer_file, self.chunker.max_tokens,
@@ -240,14 +196,16 @@ EARLY_WORKERS_FILES = LEXICAL_BATCH_FILES * 8
 
 
 def scan_changes(root, store, max_file_size: int, exclude: list[str], stats: WalkStats | None = None,
-                 on_big_first_index: Callable[[], None] | None = None):
+                 on_big_first_index: Callable[[], None] | None = None,
+                 max_document_size: int = MAX_DOCUMENT_SIZE):
     """Walk ``root`` and compare with the index: ``(entries, changed, deleted_paths)``.
 
     ``on_big_first_index`` is called once, mid-walk, if the index is empty and the walk has found
     ``EARLY_WORKERS_FILES`` files."""
     known = store.file_states()
     entries = []
-    for e in walk(root, max_file_size=max_file_size, exclude=exclude, stats=stats):
+    for e in walk(root, max_file_size=max_file_size, exclude=exclude, stats=stats,
+                  max_document_size=max_document_size):
         entries.append(e)
         if len(entries) == EARLY_WORKERS_FILES and not known and on_big_first_index is not None:
             on_big_first_index()
@@ -257,7 +215,8 @@ def scan_changes(root, store, max_file_size: int, exclude: list[str], stats: Wal
     return entries, changed, deleted
 
 
-def scan_paths(root, store, paths, max_file_size: int, exclude: list[str], stats: WalkStats | None = None):
+def scan_paths(root, store, paths, max_file_size: int, exclude: list[str], stats: WalkStats | None = None,
+               max_document_size: int = MAX_DOCUMENT_SIZE):
     """``scan_changes`` for the paths a file watcher named, without walking the tree:
     ``(entries, changed, deleted_paths)``, or None where only a full walk can tell (a directory
     appeared, or an ignore file changed)."""
@@ -271,7 +230,8 @@ def scan_paths(root, store, paths, max_file_size: int, exclude: list[str], stats
         name = rel.rsplit("/", 1)[-1]
         if name in IGNORE_FILES or rel == ".git/info/exclude":
             return None
-        e = entry_for(root, rel, max_file_size=max_file_size, stats=stats, ignored=ignored)
+        e = entry_for(root, rel, max_file_size=max_file_size, stats=stats, ignored=ignored,
+                      max_document_size=max_document_size)
         if e is not None:
             entries.append(e)
             continue
@@ -288,11 +248,13 @@ def scan_paths(root, store, paths, max_file_size: int, exclude: list[str], stats
 def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude: list[str],
                   progress: ProgressFn | None = None, cancel: threading.Event | None = None,
                   report: IndexReport | None = None, processes: bool = True,
-                  paths: list[str] | None = None) -> IndexReport:
+                  paths: list[str] | None = None, max_document_size: int = MAX_DOCUMENT_SIZE,
+                  document_timeout: float = 60.0) -> IndexReport:
     """Phase 1: bring files, chunks and the FTS5 table in line with the tree.
 
     ``paths`` (from a file watcher) looks at those files only, not the whole tree, when that
-    is enough to tell what changed."""
+    is enough to tell what changed. Documents (PDF, DOCX, PPTX) come after the other files, read
+    one at a time in a child process, each within ``document_timeout`` seconds."""
     report = report or IndexReport()
     t0 = time.perf_counter()
     stats = WalkStats()
@@ -300,10 +262,12 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
     queue: list = []
     try:
         early = _worker_count(EARLY_WORKERS_FILES // LEXICAL_BATCH_FILES, processes)
-        scanned = scan_paths(root, store, paths, max_file_size, exclude) if paths is not None else None
+        scanned = (scan_paths(root, store, paths, max_file_size, exclude, max_document_size=max_document_size)
+                   if paths is not None else None)
         partial_scan = scanned is not None
         entries, changed, deleted = scanned or scan_changes(
-            root, store, max_file_size, exclude, stats, (lambda: workers.start_processes(early)) if early else None)
+            root, store, max_file_size, exclude, stats, (lambda: workers.start_processes(early)) if early else None,
+            max_document_size=max_document_size)
         if progress:
             progress(Progress("scan", len(entries), len(entries), f"{len(changed)} changed, {len(deleted)} removed",
                               tuple(e.rel_path for e in changed) + tuple(deleted)))
@@ -314,7 +278,8 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
         report.files_deleted = len(deleted)
         done = 0
 
-        batches = list(_batches(changed))
+        documents = [e for e in changed if is_document(e.rel_path)]
+        batches = list(_batches([e for e in changed if not is_document(e.rel_path)]))
         if workers.pool is None:
             n_proc = _worker_count(len(batches), processes)
             if n_proc:
@@ -344,6 +309,9 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
             done += len(batch)
             if progress:
                 progress(Progress("lexical", done, len(changed), batch[-1].rel_path))
+        if documents and not report.cancelled:
+            _index_documents(store, chunker, documents, stats, report, document_timeout, cancel,
+                             lambda path, n: progress and progress(Progress("lexical", done + n, len(changed), path)))
     finally:  # on cancel or Ctrl-C, don't wait for batches nobody will write
         for f in queue:
             f.cancel()
@@ -352,7 +320,7 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
         store.set_meta(last_indexed=time.time())
     elif not report.cancelled:
         # Skips this walk met, for `status`; binary files are remembered per file in the table.
-        walk_skips = {k: v for k, v in stats.skipped.items() if k != "binary"}
+        walk_skips = {k: v for k, v in stats.skipped.items() if k not in ("binary", *DOCUMENT_REASONS)}
         store.set_meta(last_indexed=time.time(), git_head=git_head(root) or "", root=str(root),
                        symlink_dirs=stats.symlink_dirs, skipped=json.dumps(walk_skips, sort_keys=True))
     report.full_scan = not partial_scan
@@ -361,6 +329,37 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
     report.files, report.chunks = counts["files"], counts["chunks"]
     report.lexical_seconds = time.perf_counter() - t0
     return report
+
+
+def _index_documents(store, chunker: Chunker, documents: list[FileEntry], stats: WalkStats, report: IndexReport,
+                     timeout: float, cancel: threading.Event | None, progress) -> None:
+    """Extract, chunk and write documents one at a time: each is its own transaction, so a
+    300-page PDF is searchable as soon as it is read, and a file that can't be read (encrypted,
+    corrupt, image-only, over the time limit) is remembered with its reason until it changes."""
+    with DocumentReader(timeout) as reader:
+        for n, e in enumerate(documents, start=1):
+            if cancel is not None and cancel.is_set():
+                report.cancelled = True
+                return
+            try:
+                ex = reader.read(e.abs_path, e.rel_path, cancel)
+            except ExtractError as err:
+                if err.reason == "cancelled":
+                    report.cancelled = True
+                    return
+                stats.skip(err.reason)
+                with store.transaction():
+                    report.chunks_removed += store.write_skipped(e.rel_path, e.mtime_ns, e.size, err.reason)
+                continue
+            rows = chunk_fields(e.rel_path, chunker.chunk(e.rel_path, ex.language, ex.text, blocks=ex.blocks))
+            with store.transaction():
+                added, removed = store.write_files(
+                    [(e.rel_path, e.mtime_ns, e.size, ex.language, rows, _priority(e.rel_path, e.mtime_ns))])
+                store.put_document(e.rel_path, ex.text, ex.locators)
+            report.chunks_added += added
+            report.chunks_removed += removed
+            report.files_changed += 1
+            progress(e.rel_path, n)
 
 
 def reconcile_vectors(store, vectors, model_name: str, dim: int) -> None:

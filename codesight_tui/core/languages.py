@@ -43,6 +43,11 @@ BINARY_EXTENSIONS = frozenset(
     " .webm .npy .npz .pt .pth .onnx .safetensors .pkl .parquet .lance .arrow .ds_store".split()
 )
 
+# Office documents: read by ``core.extract`` (text and a page/slide map), never as raw text. They
+# have a size cap of their own (``max_document_size``).
+DOCUMENT_EXTENSIONS: dict[str, str] = {".pdf": "pdf", ".docx": "docx", ".pptx": "pptx"}
+DOCUMENT_LANGUAGES = frozenset(DOCUMENT_EXTENSIONS.values())
+
 # Languages with a scope-aware parser (tree-sitter, or the indentation fallback).
 CODE_LANGUAGES = frozenset(
     "python javascript typescript tsx go rust java ruby php c cpp csharp kotlin swift scala"
@@ -55,7 +60,7 @@ def detect_language(rel_path: str, head: bytes = b"") -> str:
     p = PurePosixPath(rel_path)
     if p.name in FILENAMES:
         return FILENAMES[p.name]
-    lang = EXTENSIONS.get(p.suffix.lower())
+    lang = EXTENSIONS.get(p.suffix.lower()) or DOCUMENT_EXTENSIONS.get(p.suffix.lower())
     if lang:
         return lang
     if head.startswith(b"#!"):
@@ -68,10 +73,17 @@ def detect_language(rel_path: str, head: bytes = b"") -> str:
 
 
 def is_binary_name(rel_path: str) -> bool:
-    """True for file names whose extension marks them as binary (no read needed)."""
-    return PurePosixPath(rel_path).suffix.lower() in BINARY_EXTENSIONS
+    """True for file names whose extension marks them as binary (no read needed); documents
+    (``is_document``) are not, though they are binary: an extractor reads them."""
+    suffix = PurePosixPath(rel_path).suffix.lower()
+    return suffix in BINARY_EXTENSIONS and suffix not in DOCUMENT_EXTENSIONS
+
+
+def is_document(rel_path: str) -> bool:
+    """True for a PDF, DOCX or PPTX file name."""
+    return PurePosixPath(rel_path).suffix.lower() in DOCUMENT_EXTENSIONS
 
 
 def known_languages() -> frozenset[str]:
     """Every language name ``detect_language`` can give (what ``--lang`` accepts)."""
-    return frozenset(EXTENSIONS.values()) | frozenset(FILENAMES.values()) | frozenset(SHEBANGS.values()) | {"text"}
+    return frozenset(EXTENSIONS.values()) | frozenset(FILENAMES.values()) | frozenset(SHEBANGS.values()) | DOCUMENT_LANGUAGES | {"text"}

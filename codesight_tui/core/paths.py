@@ -6,10 +6,11 @@ import hashlib
 import re
 from pathlib import Path
 
-SOURCE, TEST, DOCS, VENDOR, DECLARATIONS, DATA = 0, 1, 2, 3, 4, 5
-# Embedding order: source first, then type declarations, tests, docs, vendored/generated files, and
-# data last (translation catalogs, tables).
-VALUE_ORDER = {SOURCE: 0, DECLARATIONS: 1, TEST: 2, DOCS: 3, VENDOR: 4, DATA: 5}
+SOURCE, TEST, DOCS, VENDOR, DECLARATIONS, DATA, DOCUMENT = 0, 1, 2, 3, 4, 5, 6
+# Embedding order: source first, then type declarations, tests, docs, office documents (PDF, DOCX,
+# PPTX), vendored/generated files, and data last (translation catalogs, tables).
+VALUE_ORDER = {SOURCE: 0, DECLARATIONS: 1, TEST: 2, DOCS: 3, DOCUMENT: 4, VENDOR: 5, DATA: 6}
+_DOCUMENT = re.compile(r"\.(pdf|docx|pptx)$", re.IGNORECASE)
 
 _VENDOR = re.compile(
     r"(^|/)(vendor|vendored|third_party|third-party|thirdparty|node_modules|external|extern|deps|"
@@ -38,14 +39,16 @@ _DECLARATIONS = re.compile(r"\.d\.[cm]?ts$|\.pyi$")
 
 
 def classify(rel_path: str) -> int:
-    """SOURCE, TEST, DOCS, VENDOR (vendored, generated, minified, lock files), DECLARATIONS or DATA
-    (translation catalogs, tables)."""
+    """SOURCE, TEST, DOCS, VENDOR (vendored, generated, minified, lock files), DECLARATIONS, DATA
+    (translation catalogs, tables) or DOCUMENT (PDF, DOCX, PPTX)."""
     if _DATA.search(rel_path):
         return DATA
     if _VENDOR.search(rel_path):
         return VENDOR
     if _TEST.search(rel_path):
         return TEST
+    if _DOCUMENT.search(rel_path):
+        return DOCUMENT
     if _DOCS.search(rel_path):
         return DOCS
     if _DECLARATIONS.search(rel_path):

@@ -7,6 +7,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
+from codesight_tui.core.languages import DOCUMENT_LANGUAGES
 from codesight_tui.core.text import fts_query
 
 MODES = ("hybrid", "bm25", "vector")
@@ -30,11 +31,32 @@ class SearchResult:
     line: int = 0  # where to open it: the definition's own line, else the first line with a query word
     repo: str = ""  # the repository's root, set when several repositories are searched at once
     static_rank: int | None = None  # rank in the static tier's list (core.static)
+    page: int | None = None  # a PDF hit's page (its first line's)
+    slide: int | None = None  # a PPTX hit's slide
 
     @property
     def name(self) -> str:
-        """The scope as a reader names it: ``class Flask > def url_for`` -> ``Flask.url_for``."""
+        """The scope as a reader names it: ``class Flask > def url_for`` -> ``Flask.url_for``; a
+        document's scope (``slide 4: Plan``, ``Design > Retries``) as it is."""
+        if self.language in DOCUMENT_LANGUAGES:
+            return self.scope
         return short_scope(self.scope)
+
+    @property
+    def is_document(self) -> bool:
+        """A PDF, DOCX or PPTX hit: its lines are those of the extracted text."""
+        return self.language in DOCUMENT_LANGUAGES
+
+    @property
+    def location(self) -> str:
+        """Where a person finds it: ``src/app.py:42``, ``spec.pdf p.12``, ``deck.pptx slide 4``."""
+        if self.page is not None:
+            return f"{self.path} p.{self.page}"
+        if self.slide is not None:
+            return f"{self.path} slide {self.slide}"
+        if self.language == "docx" and self.scope:  # Word has no stable pages: its heading
+            return f"{self.path} § {self.scope.rsplit(' > ', 1)[-1]}"
+        return f"{self.path}:{self.line or self.start_line}"
 
     @property
     def found_by(self) -> str:
@@ -212,6 +234,11 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
         if len(results) >= top_k:
             break
     _set_target_lines(results, query)
+    for r in results:
+        if r.language in DOCUMENT_LANGUAGES:
+            where = store.locate(r.path, r.line or r.start_line)
+            if where is not None and where[0] in ("page", "slide"):
+                setattr(r, where[0], where[1])
     return results
 
 

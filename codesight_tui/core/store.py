@@ -7,9 +7,11 @@ WAL mode lets any number of readers search while one writer indexes.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
+import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -18,6 +20,7 @@ import pathspec
 
 from codesight_tui.core.chunker import Chunk, embed_text
 from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.languages import DOCUMENT_EXTENSIONS
 from codesight_tui.core.text import content_hash, expansion_terms, fts_query
 
 SCHEMA_VERSION = "6"  # bumped when the stored rows change meaning (v3: TS signatures are scopes; v4: doc views;
@@ -56,6 +59,9 @@ CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
     INSERT INTO chunks_fts(chunks_fts, rowid, path, scope, content, terms)
     VALUES ('delete', old.id, old.path, old.scope, old.content, old.terms);
 END;
+-- Documents (PDF, DOCX, PPTX; core.extract): the extracted text the preview shows, zlib-compressed,
+-- and where each page or slide starts in it (JSON [[line, kind, number], ...]).
+CREATE TABLE IF NOT EXISTS documents (path TEXT PRIMARY KEY, text BLOB NOT NULL, locators TEXT NOT NULL);
 -- Static-tier vectors (core.static), one float16 row per chunk; they go with their chunk.
 CREATE TABLE IF NOT EXISTS static_vectors (id INTEGER PRIMARY KEY, vector BLOB NOT NULL);
 CREATE TRIGGER IF NOT EXISTS chunks_ad_static AFTER DELETE ON chunks BEGIN
@@ -246,13 +252,69 @@ class Store:
         n = self.conn.execute("DELETE FROM chunks WHERE path=?", (path,)).rowcount
         self.conn.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,NULL,0,?,?)",
                           (path, mtime_ns, size, time.time(), reason))
+        self.conn.execute("DELETE FROM documents WHERE path=?", (path,))
         return n
 
     def delete_file(self, path: str) -> int:
         """Remove a file and its chunks (inside ``transaction()``); returns chunks removed."""
         n = self.conn.execute("DELETE FROM chunks WHERE path=?", (path,)).rowcount
         self.conn.execute("DELETE FROM files WHERE path=?", (path,))
+        self.conn.execute("DELETE FROM documents WHERE path=?", (path,))
         return n
+
+    # --- documents ---------------------------------------------------------------------------
+    def put_document(self, path: str, text: str, locators: list) -> None:
+        """Keep a document's extracted text and locator map (inside ``transaction()``)."""
+        self.conn.execute("INSERT OR REPLACE INTO documents VALUES (?,?,?)",
+                          (path, zlib.compress(text.encode("utf-8", "surrogatepass"), 6),
+                           json.dumps([list(x) for x in locators])))
+
+    def document(self, path: str) -> tuple[str, list[tuple[int, str, int]]] | None:
+        """A document's extracted text and its ``(first line, kind, number)`` locators, or None."""
+        try:
+            row = self.conn.execute("SELECT text, locators FROM documents WHERE path=?", (path,)).fetchone()
+        except sqlite3.OperationalError:  # a read-only index made before documents were indexed
+            return None
+        if row is None:
+            return None
+        try:
+            return zlib.decompress(row[0]).decode("utf-8", "replace"), [tuple(x) for x in json.loads(row[1])]
+        except (zlib.error, ValueError):
+            return None
+
+    def locate(self, path: str, line: int) -> tuple[str, int] | None:
+        """``("page", 12)`` or ``("slide", 4)``: where ``line`` of a document's extracted text is."""
+        found = None
+        try:
+            row = self.conn.execute("SELECT locators FROM documents WHERE path=?", (path,)).fetchone()
+            for first, kind, number in json.loads(row[0]) if row else ():
+                if first > line:
+                    break
+                found = (kind, number)
+        except (ValueError, TypeError, sqlite3.OperationalError):
+            return None
+        return found
+
+    def document_status(self) -> dict:
+        """Documents indexed, and each one skipped with its reason."""
+        try:
+            indexed = self.conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+        except sqlite3.OperationalError:
+            indexed = 0
+        like = " OR ".join(f"lower(path) LIKE '%{ext}'" for ext in DOCUMENT_EXTENSIONS)
+        skipped = dict(self.conn.execute(
+            f"SELECT path, skipped FROM files WHERE skipped IS NOT NULL AND ({like}) ORDER BY path LIMIT 1000"))
+        return {"indexed": indexed, "skipped": skipped}
+
+    def retry_documents(self) -> None:
+        """Once per index: forget the documents an older version remembered as binary, so that
+        the extractors read them (an unchanged file is otherwise never read again)."""
+        if self.get_meta("documents") == "1":
+            return
+        like = " OR ".join(f"lower(path) LIKE '%{ext}'" for ext in DOCUMENT_EXTENSIONS)
+        with self.transaction():
+            self.conn.execute(f"DELETE FROM files WHERE skipped = 'binary' AND ({like})")
+        self.set_meta(documents="1")
 
     def transaction(self):
         """A write transaction: everything inside commits together or not at all."""
@@ -366,8 +428,6 @@ class Store:
     def skipped(self) -> dict[str, int]:
         """Files the last walk did not index, by reason (binary, too large, special files, names
         that are not UTF-8, links out of the tree, unreadable, ...)."""
-        import json
-
         out: dict[str, int] = {}
         try:
             out.update(json.loads(self.get_meta("skipped") or "{}"))

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pathspec
 
-from codesight_tui.core.languages import is_binary_name
+from codesight_tui.core.languages import is_binary_name, is_document
 from codesight_tui.core.text import LONE_SURROGATE
 
 IGNORE_FILES = (".gitignore", ".codesightignore")
 ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
 SNIFF_BYTES = 8192
+MAX_DOCUMENT_SIZE = 50_000_000  # PDF, DOCX and PPTX files (the setting max_document_size)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +164,7 @@ def is_ignored(root: Path, rel_path: str, exclude: list[str] | None = None) -> b
 
 
 def entry_for(root: Path, rel_path: str, *, max_file_size: int = 1_000_000, stats: WalkStats | None = None,
-              ignored: IgnoreMatcher | None = None) -> FileEntry | None:
+              ignored: IgnoreMatcher | None = None, max_document_size: int = MAX_DOCUMENT_SIZE) -> FileEntry | None:
     """The ``FileEntry`` the walk would yield for ``rel_path``, or None where the walk would
     yield none (gone, ignored, reached through a symlink, special, binary by name, too large):
     the same rules as ``walk`` for one file, without walking the tree."""
@@ -189,7 +190,7 @@ def entry_for(root: Path, rel_path: str, *, max_file_size: int = 1_000_000, stat
         if stats is not None:
             stats.skip("binary")
         return None
-    if st.st_size > max_file_size:
+    if st.st_size > (max_document_size if is_document(rel_path) else max_file_size):
         if stats is not None:
             stats.skip("too_large")
         return None
@@ -197,11 +198,11 @@ def entry_for(root: Path, rel_path: str, *, max_file_size: int = 1_000_000, stat
 
 
 def walk(root: str | Path, *, max_file_size: int = 1_000_000, exclude: list[str] | None = None,
-         stats: WalkStats | None = None):
+         stats: WalkStats | None = None, max_document_size: int = MAX_DOCUMENT_SIZE):
     """Yield every indexable ``FileEntry`` under ``root``, sorted per directory.
 
-    Skips ignored paths, VCS directories, files over ``max_file_size`` bytes and well-known binary
-    extensions. Symlinks are not followed: one that leads out of the root is counted as skipped,
+    Skips ignored paths, VCS directories, files over ``max_file_size`` bytes (documents: over
+    ``max_document_size``) and well-known binary extensions. Symlinks are not followed: one that leads out of the root is counted as skipped,
     and one inside it points at a file the walk reaches under its real path anyway (so each file is
     indexed once, and a symlink loop costs nothing).
     Unreadable directories and files are counted in ``stats`` and never raise.
@@ -269,7 +270,7 @@ def walk(root: str | Path, *, max_file_size: int = 1_000_000, exclude: list[str]
                 except OSError:
                     stats.skip("unreadable")
                     continue
-                if st.st_size > max_file_size:
+                if st.st_size > (max_document_size if is_document(rel) else max_file_size):
                     stats.skip("too_large")
                     continue
                 yield FileEntry(rel, entry.path, st.st_size, st.st_mtime_ns)

@@ -27,7 +27,7 @@ from textual.widgets import Footer, Input, OptionList
 from textual.worker import get_current_worker
 
 from codesight_tui.core.errors import CodeSightError, IndexBusyError
-from codesight_tui.tui.editor import editor_argv
+from codesight_tui.tui.editor import editor_argv, viewer_argv
 from codesight_tui.tui.messages import (FilesChanged, IndexFailed, IndexFinished, IndexProgress, ModelFailed,
                                         ModelReady, SearchFinished)
 from codesight_tui.tui.screens.filter import FilterScreen
@@ -132,6 +132,14 @@ class CodeSightApp(App[int]):
 
     def root_of(self, hit) -> Path:
         return Path(hit.repo) if getattr(hit, "repo", "") else self.root
+
+    def engine_of(self, hit):
+        """The engine whose index holds ``hit`` (several repositories: the one of its repo)."""
+        if getattr(hit, "repo", ""):
+            for engine in self.engines:
+                if engine.root == Path(hit.repo):
+                    return engine
+        return self.engine
 
     # --- layout -------------------------------------------------------------------------
     def notify(self, message: str, *, markup: bool = False, **kwargs) -> None:
@@ -291,7 +299,9 @@ class CodeSightApp(App[int]):
     def preview_worker(self, hit, stale: bool, query: str = "") -> None:
         """Read and highlight off the event loop; the preview drops it if the selection moved on."""
         try:
-            title, body, row = render_hit(self.root_of(hit), hit, stale, terms=self.engine.query_terms(query))
+            document = self.engine_of(hit).document_text(hit.path) if hit.is_document else None
+            title, body, row = render_hit(self.root_of(hit), hit, stale, terms=self.engine.query_terms(query),
+                                          document=document)
         except Exception as exc:  # never lose the app over a preview
             title, body, row = Text(f"{hit.path}: cannot show this file: {exc}", style="dim"), [], 0
         if not get_current_worker().is_cancelled:
@@ -547,6 +557,9 @@ class CodeSightApp(App[int]):
         hit = self._current_hit()
         if hit is None:
             return
+        if hit.is_document:
+            self._open_document(hit)
+            return
         argv = editor_argv(str(self.root_of(hit) / hit.path), hit.line or hit.start_line,
                            template=self.engine.settings.editor)
         error: Exception | None = None
@@ -562,6 +575,20 @@ class CodeSightApp(App[int]):
             return
         if error is not None:
             self.notify(f"could not run {argv[0]}: {error}", severity="error", timeout=8)
+
+    def _open_document(self, hit) -> None:
+        """A PDF, DOCX or PPTX goes to the system's viewer (a window of its own: the terminal is
+        not suspended), at the hit's page where the viewer takes one."""
+        argv = viewer_argv(str(self.root_of(hit) / hit.path), hit.page or hit.slide,
+                           template=self.engine.settings.viewer)
+        try:
+            subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+        except OSError as exc:
+            self.notify(f"could not run {argv[0]}: {exc.strerror or exc}. Location: {hit.location}"
+                        " (set CODESIGHT_VIEWER, e.g. 'zathura --page={page} {path}')", severity="error", timeout=10)
+            return
+        self.notify(f"Opened {hit.location} with {os.path.basename(argv[0])}")
 
     def _copy(self, text: str, what: str) -> None:
         """Copy, and say truthfully where it went. OSC 52 cannot be confirmed, so the text is also
@@ -601,6 +628,8 @@ class CodeSightApp(App[int]):
         if hit is not None:
             path = hit.path if not getattr(hit, "repo", "") else str(self.root_of(hit) / hit.path)
             where = f"{path}:{hit.line or hit.start_line}"
+            if hit.page is not None or hit.slide is not None:  # spec.pdf p.12, deck.pptx slide 4
+                where = hit.location.replace(hit.path, path, 1)
             self._copy(where, where)
 
     def action_copy_snippet(self) -> None:

@@ -45,3 +45,28 @@ def editor_argv(path: str, line: int, *, template: str | None = None, environ: d
     if name in PLUS_LINE:
         return argv + [f"+{line}", path]
     return argv + [path]
+
+
+# Document viewers that take a page, and the arguments that say which.
+PAGE_FLAGS = {"zathura": ["--page={page}"], "okular": ["-p", "{page}"], "evince": ["--page-index={page}"],
+              "atril": ["--page-index={page}"], "xreader": ["--page-index={page}"]}
+
+
+def viewer_argv(path: str, page: int | None = None, *, template: str | None = None,
+                platform: str | None = None) -> list[str]:
+    """argv that hands a document to a viewer, at ``page`` where it takes one. Never a shell.
+
+    ``template`` (``CODESIGHT_VIEWER``), e.g. ``"zathura --page={page} {path}"`` or just ``"okular"``
+    (a viewer in ``PAGE_FLAGS`` gets its page flag), wins; otherwise the system's opener: ``open``
+    on macOS, ``xdg-open`` elsewhere (neither takes a page)."""
+    import sys
+
+    if not template:
+        return ["open" if (platform or sys.platform) == "darwin" else "xdg-open", path]
+    parts = shlex.split(template) or ["xdg-open"]
+    name = os.path.basename(parts[0])
+    if page and not any("{page}" in p for p in parts):
+        parts += PAGE_FLAGS.get(name, [])
+    if not any("{path}" in p for p in parts):
+        parts.append("{path}")
+    return [p.replace("{path}", path).replace("{page}", str(max(1, page or 1))) for p in parts]

@@ -20,15 +20,19 @@ CENTRE_CONTEXT = 40  # lines read above the target line, so that a tall preview 
 CONTEXT_AFTER = 20
 MAX_LINES = 400
 
-LEXERS = {"tsx": "tsx", "shell": "bash", "make": "make", "docker": "docker", "text": "text", "ini": "ini"}
+LEXERS = {"pdf": "text", "docx": "text", "pptx": "text", "tsx": "tsx", "shell": "bash", "make": "make", "docker": "docker", "text": "text", "ini": "ini"}
 
 
-def read_window(path: Path, start: int, end: int, target: int = 0) -> tuple[int, list[str]] | None:
+def read_window(path: Path, start: int, end: int, target: int = 0,
+                text: str | None = None) -> tuple[int, list[str]] | None:
     """Lines ``start - CONTEXT_BEFORE .. end + CONTEXT_AFTER`` (at most ``MAX_LINES``, always
-    around ``target``) of a file, streamed so a huge file is never held whole; None if unreadable."""
+    around ``target``) of a file, streamed so a huge file is never held whole; None if unreadable.
+    ``text`` (a document's extracted text) is read instead of the file."""
     target = target or start
     first = max(1, min(start - CONTEXT_BEFORE, target - CENTRE_CONTEXT), target - MAX_LINES // 2)
     last = min(max(end, target) + CONTEXT_AFTER, first + MAX_LINES - 1)
+    if text is not None:
+        return first, text.split("\n")[first - 1 : last]
     out: list[str] = []
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
@@ -46,13 +50,19 @@ TERM_STYLE = "bold reverse"
 
 
 def render_hit(root: Path, hit, stale: bool = False, theme: str = "ansi_dark",
-               terms: list[str] | tuple = ()) -> tuple[Text, list[Strip], int]:
+               terms: list[str] | tuple = (), document: str | None = None) -> tuple[Text, list[Strip], int]:
     """(title, lines, target row) for a hit, all the expensive work done: Pygments runs once, and
     every line becomes a ``Strip`` with a line-number gutter, the hit's lines marked, the line
     Enter opens pointed at and ``terms`` highlighted. Meant for a worker thread; the widget then
-    only ever paints the strips that are on screen."""
+    only ever paints the strips that are on screen. ``document`` is a PDF, DOCX or PPTX hit's
+    extracted text (``CodeSight.document_text``), shown around the hit as plain text."""
     target = hit.line or hit.start_line
-    window = None if stale else read_window(root / hit.path, hit.start_line, hit.end_line, target)
+    if document is not None:
+        window = read_window(root / hit.path, hit.start_line, hit.end_line, target, text=document)
+    elif getattr(hit, "is_document", False):
+        window = None  # the file itself is binary: the indexed text is all there is to show
+    else:
+        window = None if stale else read_window(root / hit.path, hit.start_line, hit.end_line, target)
     if window is None or not window[1]:
         # Stale or unreadable on disk: show the indexed text, at its indexed lines.
         first, lines = hit.start_line, hit.content.split("\n")
@@ -78,10 +88,17 @@ def render_hit(root: Path, hit, stale: bool = False, theme: str = "ansi_dark",
         row.append_text(line)
         strips.append(Strip(list(row.render(console)), row.cell_len))
     title = Text(no_wrap=True, overflow="ellipsis")
-    title.append(f"{hit.path}:{target}", style="bold")
-    title.append(f" ({hit.start_line}-{hit.end_line})", style="dim")
-    if hit.name:
-        title.append(f"  {hit.name}")
+    if getattr(hit, "page", None) is not None or getattr(hit, "slide", None) is not None:
+        title.append(hit.location, style="bold")
+        heading = hit.scope.split(": ", 1)[1] if ": " in hit.scope else ""  # a slide's title
+        if heading:
+            title.append(f"  {heading}")
+        title.append("  (extracted text)", style="dim")
+    else:
+        title.append(f"{hit.path}:{target}", style="bold")
+        title.append(f" ({hit.start_line}-{hit.end_line})", style="dim")
+        if hit.name:
+            title.append(f"  {hit.name}")
     if stale:
         title.append("  (changed on disk: showing indexed text)", style="bold red")
     return title, strips, max(0, min(len(strips) - 1, target - first))

@@ -38,6 +38,11 @@ def result_row(rank: int, hit, stale: bool = False, width: int = 0, scores: bool
     badge, style = BADGES[hit.found_by]
     loc = f":{hit.line or hit.start_line}"
     name = hit.name
+    page, slide = getattr(hit, "page", None), getattr(hit, "slide", None)
+    if page is not None:  # a PDF: its page, not a line of the extracted text
+        loc, name = f" p.{page}", ""
+    elif slide is not None:  # a deck: the slide, and its title as the name
+        loc, name = f" slide {slide}", name.split(": ", 1)[1] if ": " in name else ""
     tail = (" stale" if stale else "") + (f"  {name}" if name else "") + (f"  {hit.score:.4f}" if scores else "")
     path = hit.path
     repo = f"{Path(hit.repo).name}:" if getattr(hit, "repo", "") else ""  # several repositories: whose hit
