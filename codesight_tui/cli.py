@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-COMMANDS = ("index", "search", "status", "watch", "mcp", "eval", "cache")
+COMMANDS = ("index", "search", "ask", "status", "watch", "mcp", "eval", "cache")
 MODES = ("hybrid", "bm25", "vector")
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -120,6 +120,19 @@ def _parser() -> argparse.ArgumentParser:
     ps.add_argument("--full", action="store_true",
                     help="use the full model's vectors too (loads torch: seconds; default: BM25 + the static tier)")
     ps.add_argument("--json", action="store_true", help="machine-readable output")
+
+    pa = sub.add_parser("ask", help="answer a question from the code and documents, citing them (needs an LLM)",
+                        description="Search, then give the hits to the configured LLM and stream its answer,"
+                        " which cites them as [n]; the sources are listed after it. Back ends: anthropic, openai,"
+                        " azure, ollama (CODESIGHT_LLM_BACKEND; keys from ANTHROPIC_API_KEY, OPENAI_API_KEY,"
+                        " AZURE_OPENAI_API_KEY; OLLAMA_HOST). Nothing leaves the machine until one is set.")
+    pa.add_argument("question", help="what to ask, in words")
+    pa.add_argument("--path", default=".", help=ROOT_HELP)
+    pa.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
+    pa.add_argument("--top-k", "-k", type=int, default=None, help="search hits given as sources (default 8)")
+    pa.add_argument("--glob", "-g", default=None, help="only sources whose path matches this glob")
+    pa.add_argument("--full", action="store_true", help="search with the full model's vectors too (loads torch)")
+    pa.add_argument("--json", action="store_true", help="print the whole answer as JSON (no streaming)")
 
     pt = sub.add_parser("status", help="show what is indexed and how fresh it is")
     pt.add_argument("path", nargs="?", default=".", help=ROOT_HELP)
@@ -436,6 +449,46 @@ def cmd_search(args) -> int:
     return EXIT_OK if results else EXIT_ERROR
 
 
+def cmd_ask(args) -> int:
+    from codesight_tui.core.ask import llm_config
+    from codesight_tui.core.engine import CodeSight
+
+    if args.top_k is not None and not 1 <= args.top_k <= 50:
+        _err("--top-k must be between 1 and 50")
+        return EXIT_USAGE
+    cs = CodeSight(resolve_root(args.path, yes=args.yes))
+    llm_config(cs.settings)  # a missing back end is said before any indexing
+    _ready(cs, "hybrid", args.full)
+    stream = cs.ask_stream(args.question, args.top_k, glob=args.glob,
+                           fast=not args.full and cs.static_ready())
+    for n in cs.take_notices():
+        _err(n)
+    if args.json:
+        for _ in stream:
+            pass
+        print(json.dumps(stream.answer.to_dict(), indent=2, ensure_ascii=False))
+        return EXIT_OK
+    try:
+        for delta in stream:
+            sys.stdout.write(_safe(delta))
+            sys.stdout.flush()
+    finally:
+        if stream.answer.text:
+            sys.stdout.write("\n")
+    answer = stream.answer
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    cited = set(answer.citations)
+    print("\nSources:")
+    for n, hit in enumerate(answer.sources, start=1):
+        label = _safe(answer.source_label(n))
+        mark = "" if n in cited else "  (not cited)"
+        print(f"  [{n}] \x1b[35m{label}\x1b[0m{mark}" if color else f"  [{n}] {label}{mark}")
+    usage = answer.usage or {}
+    tokens = f", {usage.get('input_tokens')} tokens in, {usage.get('output_tokens')} out" if usage else ""
+    _err(f"{answer.backend} {answer.model}: {answer.seconds:.1f} s{tokens}")
+    return EXIT_OK
+
+
 def _batch_line(batch, report) -> dict:
     kinds: dict[str, int] = {}
     for kind in batch.changes.values():
@@ -702,7 +755,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help", "--version")):
         args = _parser().parse_args(argv)
-        handler = {"index": cmd_index, "search": cmd_search, "status": cmd_status, "watch": cmd_watch,
+        handler = {"index": cmd_index, "search": cmd_search, "ask": cmd_ask, "status": cmd_status, "watch": cmd_watch,
                    "mcp": cmd_mcp, "eval": cmd_eval, "cache": cmd_cache}.get(args.command)
     else:
         args = _tui_parser().parse_args(argv)

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -81,6 +81,18 @@ class Settings(BaseSettings):
     viewer: str | None = Field(
         default=None, description="Command template for opening a PDF, DOCX or PPTX hit, e.g. 'zathura"
         " --page={page} {path}' (default: xdg-open, or open on macOS, which take no page).")
+
+    llm_backend: Literal["", "anthropic", "openai", "azure", "ollama"] = Field(
+        default="", description="Where `ask` sends a question and its sources: anthropic, openai, azure or"
+        " ollama. Empty: `ask` is off, and nothing ever opens a network connection.")
+    llm_model: str | None = Field(default=None, description="The model (Azure: the deployment); default per back"
+                                  " end: claude-sonnet-4-5, gpt-4o-mini, llama3.2.")
+    llm_api_key: SecretStr | None = Field(default=None, description="Overrides ANTHROPIC_API_KEY, OPENAI_API_KEY"
+                                          " or AZURE_OPENAI_API_KEY; never logged or shown.")
+    llm_base_url: str | None = Field(default=None, description="Overrides ANTHROPIC_BASE_URL, OPENAI_BASE_URL,"
+                                     " AZURE_OPENAI_ENDPOINT or OLLAMA_HOST.")
+    llm_timeout: float = Field(default=60.0, gt=0, description="Seconds to wait for the back end.")
+    ask_top_k: int = Field(default=8, ge=1, le=50, description="Search hits given to the LLM as sources.")
 
     @classmethod
     def settings_customise_sources(

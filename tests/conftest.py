@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import socket
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,42 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     # of: it is off here, and tests/test_static.py turns it on with one real distillation.
     monkeypatch.setenv("CODESIGHT_STATIC_MODEL", "off")
     yield base
+
+
+class NetworkAttempt(OSError):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def _no_network(request, monkeypatch):
+    """No test may open a network connection: search, index, status and watch never do, and `ask`
+    only to its own stub server on 127.0.0.1 (tests marked ``loopback``). An attempt fails as an
+    unreachable network would, and fails the test even where the code swallowed the error."""
+    loopback = request.node.get_closest_marker("loopback") is not None
+    attempts: list = []
+    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+    def allowed(sock, address) -> bool:
+        if sock.family not in (socket.AF_INET, socket.AF_INET6):
+            return True  # Unix sockets and pipes: multiprocessing, not the network
+        return loopback and address[0] in ("127.0.0.1", "::1", "localhost")
+
+    def connect(sock, address):
+        if not allowed(sock, address):
+            attempts.append(address)
+            raise NetworkAttempt(f"test blocked a network connection to {address}")
+        return real_connect(sock, address)
+
+    def connect_ex(sock, address):
+        if not allowed(sock, address):
+            attempts.append(address)
+            return 111  # ECONNREFUSED
+        return real_connect_ex(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    yield
+    assert not attempts, f"network connections attempted: {attempts}"
 
 
 @pytest.fixture

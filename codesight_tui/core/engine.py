@@ -792,6 +792,35 @@ class CodeSight:
         return path if path.is_file() else None
 
     # --- status ---------------------------------------------------------------------------
+    def ask_stream(self, question: str, top_k: int | None = None, *, mode: str | None = None,
+                   glob: str | None = None, language: str | None = None, fast: bool = False,
+                   load_model: bool = True):
+        """``ask``, streamed: an ``AskStream`` whose iteration yields the answer's text as the LLM
+        writes it, and whose ``answer`` is then the whole ``Answer``. The back end's configuration
+        is checked before the search, and the search runs before any connection is opened.
+        Raises ``AskError`` (a ``CodeSightError``) with one line."""
+        from codesight_tui.core.ask import AskError, AskStream, llm_config, prepare
+
+        cfg = llm_config(self.settings)
+        if not question or not question.strip():
+            raise AskError("the question is empty", exit_code=2)
+        started = time.perf_counter()
+        importing = prepare(cfg.backend)  # the client library loads while the search runs
+        hits = self.search(question, top_k=top_k or self.settings.ask_top_k, mode=mode, glob=glob,
+                           language=language, fast=fast, load_model=load_model)
+        if not hits:
+            raise AskError("nothing in the index matches this question: there are no sources to answer from")
+        importing.join()
+        return AskStream(question, hits, cfg, search_seconds=time.perf_counter() - started, started=started)
+
+    def ask(self, question: str, top_k: int | None = None, **kwargs):
+        """An ``Answer`` to ``question`` from the configured LLM, citing the hits it was given as
+        ``[n]`` (see ``ask_stream``)."""
+        stream = self.ask_stream(question, top_k, **kwargs)
+        for _ in stream:
+            pass
+        return stream.answer
+
     def document_text(self, path: str) -> str | None:
         """A document's extracted text (PDF, DOCX, PPTX), as its hits' lines count it; None for
         anything else, or before it is indexed."""

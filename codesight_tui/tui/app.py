@@ -74,6 +74,7 @@ class CodeSightApp(App[int]):
         Binding("f2", "zoom_preview", "Zoom", show=False, id="app.zoom_preview"),
         Binding("alt+s", "toggle_scores", "Show scores", show=False, id="app.toggle_scores"),
         Binding("ctrl+r", "reindex", "Re-index", show=False, id="app.reindex"),
+        Binding("f3", "ask", "Ask", id="app.ask"),
         Binding("f1", "help", "Help", id="app.help"),
         Binding("escape", "focus_query", "Back to the query", show=False, id="app.focus_query"),
         Binding("ctrl+c", "quit", "Quit", priority=True, id="app.quit"),
@@ -537,6 +538,31 @@ class CodeSightApp(App[int]):
         self.notify("Re-indexing…")
         self.start_index()
 
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        """The search view's keys (Tab cycles the mode, F3 asks, ...) belong to the search view:
+        over the Ask view, Tab moves between its question and its sources."""
+        if action in ("cycle_mode", "filter", "ask", "zoom_preview", "copy_location", "copy_snippet",
+                      "toggle_scores", "scroll_preview") and self.screen is not self.screen_stack[0]:
+            return False
+        return True
+
+    def action_ask(self) -> None:
+        """F3: the Ask view, with the query as the question."""
+        from codesight_tui.tui.screens.ask import AskScreen
+
+        def back(result) -> None:
+            if not result:
+                return
+            sources, index = result
+            self.hits = list(sources)
+            results = self.query_one(ResultsList)
+            results.show(self.hits, self.state.stale)
+            results.highlighted = index
+            self._show_preview(index)
+            results.focus()
+
+        self.push_screen(AskScreen(self.query_one("#query", Input).value), back)
+
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             return
@@ -648,6 +674,8 @@ class CodeSightApp(App[int]):
         for command in super().get_system_commands(screen):
             if command.title != "Keys":  # ours lists every binding with its id; one "Keys" only
                 yield command
+        yield SystemCommand("Ask a question", "Answer from the code and documents with an LLM, citing them (F3)",
+                            self.action_ask)
         yield SystemCommand("Open in editor", "Open the selected hit in $VISUAL / $EDITOR (Enter)", self.action_open_editor)
         yield SystemCommand("Copy path:line", "Copy the selected hit's location (Ctrl+Y)", self.action_copy_location)
         yield SystemCommand("Copy snippet", "Copy the selected hit's code (Alt+Y)", self.action_copy_snippet)
