@@ -49,7 +49,7 @@ for k in range({runs}):
     rows.append((stream.answer.search_seconds, first - stream.answer.search_seconds))
 cold = rows[0]
 warm = rows[1:]
-print(f"{backend:<9} cold: search {{cold[0]*1000:5.0f}} ms + first token {{cold[1]*1000:4.0f}} ms   "
+print(f"{backend:<9} cold: search + client import {{cold[0]*1000:5.0f}} ms, then first token {{cold[1]*1000:4.0f}} ms   "
       f"warm p50: search {{statistics.median(r[0] for r in warm)*1000:4.0f}} ms + first token "
       f"{{statistics.median(r[1] for r in warm)*1000:4.1f}} ms (p90 {{sorted(r[1] for r in warm)[int(len(warm)*0.9)]*1000:.1f}})")
 """

@@ -60,20 +60,19 @@ def extraction(work: Path) -> None:
         again = time.perf_counter() - t
     print(f"      through the child process: first {first:.2f} s (its start included), then {again:.2f} s")
 
-    docx = [make_docx(work / f"doc{i}.docx", [(1 + k % 2, f"Section {k}", [filler(rng, 80) for _ in range(3)])
-                                              for k in range(20)]) for i in range(30)]
-    t = time.perf_counter()
-    for p in docx:
-        extract(str(p), p.name)
-    d = time.perf_counter() - t
-    print(f"DOCX  30 files of 20 sections (~4,800 words each): {d:.2f} s, {len(docx) / d:.1f} files/s")
-    decks = [make_pptx(work / f"deck{i}.pptx", [(f"Slide {k}", [filler(rng, 12) for _ in range(4)], filler(rng, 30))
-                                                for k in range(20)]) for i in range(30)]
-    t = time.perf_counter()
-    for p in decks:
-        extract(str(p), p.name)
-    d = time.perf_counter() - t
-    print(f"PPTX  30 decks of 20 slides with notes: {d:.2f} s, {len(decks) / d:.1f} files/s")
+    def rate(label: str, files: list[Path]) -> None:
+        t = time.perf_counter()
+        for p in files:
+            extract(str(p), p.name)
+        d = time.perf_counter() - t
+        print(f"{label}: {d:.2f} s, {len(files) / d:.1f} files/s")
+
+    rate("DOCX  30 files of 20 sections (~4,800 words each)",
+         [make_docx(work / f"doc{i}.docx", [(1 + k % 2, f"Section {k}", [filler(rng, 80) for _ in range(3)])
+                                            for k in range(20)]) for i in range(30)])
+    rate("PPTX  30 decks of 20 slides with notes",
+         [make_pptx(work / f"deck{i}.pptx", [(f"Slide {k}", [filler(rng, 12) for _ in range(4)], filler(rng, 30))
+                                             for k in range(20)]) for i in range(30)])
 
 
 def cli(args: list[str], cwd: Path, env: dict) -> tuple[float, subprocess.CompletedProcess]:

@@ -439,10 +439,13 @@ def cmd_search(args) -> int:
             loc = _safe(f"{where}{r.location if r.page or r.slide else f'{r.path}:{r.start_line}-{r.end_line}'}")
             tag = {"both": "bm25+vec", "bm25": "bm25", "vector": "vec", "static": "static",
                    "symbol": "definition"}[r.found_by]
+            scope = r.scope
+            if r.page or r.slide:  # the location says "p.12" / "slide 4"; a slide's title is left
+                scope = scope.split(": ", 1)[1] if ": " in scope else ""
             if color:
-                print(f"\x1b[35m{loc}\x1b[0m  \x1b[1m{_safe(r.scope)}\x1b[0m  \x1b[2m[{tag} {r.score:.4f}]\x1b[0m")
+                print(f"\x1b[35m{loc}\x1b[0m  \x1b[1m{_safe(scope)}\x1b[0m  \x1b[2m[{tag} {r.score:.4f}]\x1b[0m")
             else:
-                print(f"{loc}  {_safe(r.scope)}  [{tag} {r.score:.4f}]")
+                print(f"{loc}  {_safe(scope)}  [{tag} {r.score:.4f}]")
             print("\n".join(_safe(line) for line in _snippet(r.content)))
         if not results:
             _err("no results")

@@ -1,5 +1,6 @@
 """Regenerate the SVG screenshots in this folder from the real app: the real bundled model, a real
 index of codesight's own source. Run: python screenshots/make_screenshots.py
+(`--documents`: only the document and Ask shots, over benchmarks/documents' corpus.)
 
 Shots at 80x24 (ssh, tmux) and at 160x48 (side by side), and one taken in the middle of a first
 index: a fresh index directory and an empty embedding cache, so the model is really embedding
@@ -80,5 +81,56 @@ async def main() -> None:
     print("wrote", HERE / "indexing-80x24.svg")
 
 
+async def documents_and_ask() -> None:
+    """At 80x24: a document hit (the handbook PDF of benchmarks/documents, found by page) and the Ask
+    view. The answer comes from tests/llmstub.py (real HTTP on 127.0.0.1, Ollama's wire format),
+    not from a model: the shot shows the view, the streaming and the sources, not an LLM's words."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests"))
+    sys.path.insert(0, str(REPO / "benchmarks" / "documents"))
+    import llmstub
+    from make_corpus import build
+
+    tmp = Path(tempfile.mkdtemp())
+    os.environ["CODESIGHT_DATA_DIR"] = str(tmp / "data")
+    os.environ.setdefault("CODESIGHT_CACHE_DIR", str(Path.home() / ".codesight" / "cache"))
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from codesight_tui import CodeSight
+    from codesight_tui.tui.app import CodeSightApp
+
+    corpus = build(tmp / "corpus", report_pages=30)
+    llmstub.ANSWER[:] = ["Customer records are deleted **thirty days** after an account is closed [1]. ",
+                         "Audit logs are kept for seven years, ",
+                         "and a legal hold suspends deletion for the accounts it names [1]."]
+    with llmstub.StubServer(delay=0.05) as stub:
+        os.environ.update(CODESIGHT_LLM_BACKEND="ollama", CODESIGHT_LLM_MODEL="llama3.2", OLLAMA_HOST=stub.url)
+        engine = CodeSight(corpus)
+        engine.index()
+        for name, keys in (("documents-80x24.svg", ()), ("ask-80x24.svg", ("f3", "enter"))):
+            app = CodeSightApp(corpus, engine=engine, watch=False)
+            async with app.run_test(size=(80, 24)) as pilot:
+                for _ in range(200):
+                    await pilot.pause(0.05)
+                    if app.index_idle.is_set() and not app._indexing and app.state.model_state == "ready":
+                        break
+                await settle(app, pilot, "when do we delete the data of closed accounts")
+                for k in keys:
+                    await pilot.press(k)
+                    await pilot.pause(0.3)
+                if keys:
+                    for _ in range(200):
+                        await pilot.pause(0.05)
+                        if getattr(app.screen, "answer", None) is not None:
+                            break
+                    await pilot.pause(0.3)
+                app.save_screenshot(name, path=str(HERE))
+            print("wrote", HERE / name)
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    import sys
+
+    if sys.argv[1:] != ["--documents"]:
+        asyncio.run(main())
+    asyncio.run(documents_and_ask())

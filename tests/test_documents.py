@@ -190,7 +190,7 @@ def test_cli_json_and_text_carry_pages(tmp_path, settings):
     hits = json.loads(out.stdout)
     assert hits[0]["page"] == 3 and hits[0]["slide"] is None and hits[0]["location"] == "docs/design.pdf p.3"
     out = run("search", "--mode", "bm25", "Vendor lock-in")
-    assert out.stdout.startswith("docs/roadmap.pptx slide 2  slide 2: Risks")
+    assert out.stdout.startswith("docs/roadmap.pptx slide 2  Risks  [")
     status = run("status")
     assert "docs     3 indexed" in status.stdout
 

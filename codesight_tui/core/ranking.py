@@ -51,9 +51,10 @@ WEIGHTS = {"symbol": (1.0, 0.5), "mixed": (1.0, 1.0), "natural": (0.7, 1.0)}
 DEFINITION_BONUS = 1.0  # in units of the best fused score: a definition goes to the top
 # Office documents (PDF, DOCX, PPTX) rank as source does: they never restate code the way a README
 # quotes it, and a penalty buries the passage a question is about under code that shares a word
-# ("token", "spend"). Document queries (benchmarks/documents), NDCG@10 at a factor of 0.6 / 0.8 / 1.0:
-# bm25 0.185 / 0.368 / 0.685, bm25 + static 0.561 (0.8) / 0.794 (1.0); the devset with the same
-# documents added to each repository is 0.675 in bm25 at 0.8 and at 1.0 (benchmarks/README.md).
+# ("token", "spend"). Document queries (benchmarks/documents), NDCG@10 at a factor of 0.8 / 1.0:
+# bm25 0.368 / 0.685, bm25 + static 0.561 / 0.794, hybrid 0.530 / 0.865; the devset with the same
+# documents copied into its repositories: bm25 0.675 / 0.675, hybrid 0.773 / 0.769
+# (benchmarks/results-documents.txt).
 CLASS_FACTOR = {SOURCE: 1.0, TEST: 0.4, DOCS: 0.4, VENDOR: 0.3, DECLARATIONS: 0.6, DATA: 0.2, DOCUMENT: 1.0}
 ASKS_FOR = {TEST: {"test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock", "pytest"},
             DOCS: {"doc", "docs", "documentation", "example", "examples", "readme", "tutorial", "guide"},

@@ -37,7 +37,7 @@ class AskScreen(Screen):
     AskScreen #ask-question { dock: top; }
     AskScreen #ask-body { height: 1fr; padding: 0 1; }
     AskScreen #ask-answer { margin: 0; }
-    AskScreen #ask-sources { height: auto; max-height: 8; border-top: solid $primary-darken-2; }
+    AskScreen #ask-sources { height: auto; max-height: 8; text-wrap: nowrap; text-overflow: ellipsis; }
     AskScreen #ask-status { height: 1; background: $boost; color: $text-muted; padding: 0 1; }
     """
 
@@ -130,10 +130,10 @@ class AskScreen(Screen):
         self._set_answer(answer.text or "*The back end sent an empty answer.*")
         self._show_sources(answer.sources, set(answer.citations))
         usage = answer.usage or {}
-        tokens = f" · {usage.get('input_tokens')}→{usage.get('output_tokens')} tokens" if usage else ""
-        first = f" · first token {answer.first_token_seconds * 1000:.0f} ms" if answer.first_token_seconds else ""
+        tokens = f" · {usage.get('input_tokens')}→{usage.get('output_tokens')} tok" if usage else ""
+        first = f" · 1st token {answer.first_token_seconds * 1000:.0f} ms" if answer.first_token_seconds else ""
         self.query_one("#ask-status", Static).update(
-            f"{answer.backend} {answer.model} · {answer.seconds:.1f} s{first}{tokens} · ⏎ on a source shows it")
+            f"⏎ on a source shows it · {answer.backend} {answer.model} · {answer.seconds:.1f} s{first}{tokens}")
 
     @on(OptionList.OptionSelected, "#ask-sources")
     def _source(self, event: OptionList.OptionSelected) -> None:
