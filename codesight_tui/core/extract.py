@@ -18,7 +18,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from codesight_tui.core.languages import DOCUMENT_LANGUAGES, detect_language
+from codesight_tui.core.languages import detect_language
 from codesight_tui.core.walker import read_text
 
 # (first line, last line, scope): 0-based, inclusive
@@ -254,10 +254,6 @@ def extract(abs_path: str, rel_path: str) -> Extracted:
     if text is None:
         raise ExtractError(why or "unreadable")
     return Extracted(text, detect_language(rel_path, text[:200].encode()))
-
-
-def is_document_language(language: str | None) -> bool:
-    return language in DOCUMENT_LANGUAGES
 
 
 # --- a child process that reads documents, each within a time limit ---------------------------
