@@ -482,3 +482,22 @@ def test_an_indexer_that_held_an_old_table_version_writes_no_duplicate_vectors(r
     ids = Counter(table.search().select(["id"]).limit(None).to_arrow().column("id").to_pylist())
     assert not [i for i, n in ids.items() if n > 1]
     assert set(i for i in ids if i > 0) == b.store.embedded_ids()
+
+
+def test_a_row_whose_text_is_no_longer_utf8_is_damage_and_the_next_index_rebuilds(repo, settings, hash_embedder):
+    """A garbage page can leave a row whose text SQLite returns as invalid UTF-8 (found by the
+    torture harness): search says in one line that the index is damaged, and `index` rebuilds."""
+    from codesight_tui.core.errors import CodeSightError
+
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    cs.index()
+    with cs.store.transaction():
+        cs.store.conn.execute("UPDATE chunks SET content = CAST(x'7061737377c328ff0a0a' AS TEXT)"
+                              " WHERE path = 'src/auth.py'")
+    with pytest.raises(CodeSightError) as err:
+        cs.search("hash_password", mode="bm25")
+    assert "is damaged (a row's text is unreadable)" in str(err.value) and "\n" not in str(err.value)
+    report = cs.index()
+    assert any("damaged" in w for w in report.warnings)
+    assert cs.search("hash_password", mode="bm25")[0].path == "src/auth.py"
+    cs.close()

@@ -143,3 +143,35 @@ def test_nonsense_gets_no_results_not_nearest_neighbours(repo, settings, real_em
     assert cs.search(query, mode="hybrid") == []
     # A real question that shares no word with the code still gets its answer.
     assert cs.search(PARAPHRASE, mode="hybrid", top_k=1)[0].path == "src/geo.py"
+
+
+def test_a_reclone_gets_its_vectors_from_the_cache_without_loading_the_model(repo, settings, tmp_path):
+    """The shared cache holds the first clone's text: the second clone's index run writes every
+    vector from it, and neither torch nor the model is loaded (a fresh process, the real model)."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    cs = CodeSight(repo, settings=settings)  # the engine's own model and tokenizer, as a user has them
+    first = cs.index()
+    assert first.embedded and not first.vectors_pending
+    cs.close()
+    clone = tmp_path / "clone"
+    shutil.copytree(repo, clone, symlinks=True)
+    code = ("import json, sys\nfrom codesight_tui import CodeSight\n"
+            f"r = CodeSight({str(clone)!r}).index()\n"
+            "print(json.dumps({'embedded': r.embedded, 'hits': r.cache_hits, 'pending': r.vectors_pending,"
+            " 'chunks': r.chunks, 'torch': 'torch' in sys.modules}))")
+    env = {**os.environ, "CODESIGHT_DATA_DIR": str(settings.data_dir), "CODESIGHT_CACHE_DIR": str(settings.cache_dir)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert r == {"embedded": 0, "hits": r["chunks"], "pending": 0, "chunks": first.chunks, "torch": False}, out.stderr
+    clone_cs = CodeSight(clone, settings=settings)
+    assert clone_cs.search(PARAPHRASE, mode="vector", top_k=1)[0].path == "src/geo.py"  # real vectors
+    clone_cs.close()
+    (clone / "src" / "extra.py").write_text("def brand_new_function_for_the_model():\n    return 42\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert r["embedded"] >= 1 and r["pending"] == 0 and r["torch"] is True  # new text: the model runs

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from codesight_tui.core.errors import CodeSightError, IndexBusyError, VectorStoreError
-from codesight_tui.core.indexer import (IndexReport, Progress, ProgressFn, drop_orphan_vectors, index_lexical,
-                                        index_static, index_vectors, scan_changes)
+from codesight_tui.core.indexer import (IndexReport, Progress, ProgressFn, drop_orphan_vectors, fill_from_cache,
+                                        index_lexical, index_static, index_vectors, scan_changes)
 from codesight_tui.core.languages import is_document
 from codesight_tui.core.paths import index_dir_for
 from codesight_tui.core.searcher import MODES, Hits, rrf_fuse, search
@@ -503,6 +503,12 @@ class CodeSight:
             report.vectors_pending = store.counts()["pending"]
             model_changed = store.get_meta("model") not in (None, info.name)
             full_work = embed and (report.vectors_pending or model_changed)
+            if full_work and not report.cancelled and not self.embedder_loaded:
+                # What the shared cache holds needs no model: a re-clone or a rebuilt index may
+                # need no torch at all.
+                self._fill_from_cache(store, progress, cancel, report)
+                report.vectors_pending = store.counts()["pending"]
+                full_work = bool(report.vectors_pending) and not report.cancelled
             # On a CPU the static tier goes first: semantic search in seconds, not hours. On a GPU
             # the full model is done about as soon, so it goes first and keeps its speed.
             static_later = static and full_work and self._gpu_likely()
@@ -607,6 +613,32 @@ class CodeSight:
             return True
         return time.time() - last >= self.settings.integrity_check_hours * 3600
 
+    def _cached_dim(self, store) -> int | None:
+        """The full model's vector size without loading it: from the index, or from the one
+        cache file of this model (None where neither tells)."""
+        from codesight_tui.core.cache import cache_files, cache_path
+
+        name = self.model_info.name
+        if store.get_meta("model") == name and (store.get_meta("dim") or "").isdigit():
+            return int(store.get_meta("dim"))
+        stem = cache_path(self.settings.cache_dir, name, 0).stem.rsplit("-", 1)[0]
+        dims = {p.stem.rsplit("-", 1)[1] for p in cache_files(self.settings.cache_dir)
+                if p.stem.rsplit("-", 1)[0] == stem}
+        return int(dims.pop()) if len(dims) == 1 and next(iter(dims)).isdigit() else None
+
+    def _fill_from_cache(self, store, progress, cancel, report) -> None:
+        """Before the model loads: every pending chunk whose vectors the shared cache holds gets
+        them (``indexer.fill_from_cache``)."""
+        from codesight_tui.core.cache import EmbeddingCache, cache_path
+
+        dim = self._cached_dim(store)
+        if dim is None or not cache_path(self.settings.cache_dir, self.model_info.name, dim).is_file():
+            return
+        cache = EmbeddingCache(self.settings.cache_dir.expanduser(), self.model_info.name, dim)
+        fill_from_cache(store, self._vectors, cache, self.model_info.name, dim, progress=progress, cancel=cancel,
+                        report=report)
+        report.warnings.extend(cache.notices)
+
     def _embed(self, embedder, **kwargs):
         """Embed pending chunks through the shared cache (on a GPU in big overlapped batches);
         returns the cache. ``kwargs`` go to ``index_vectors``."""
@@ -696,14 +728,17 @@ class CodeSight:
                 notes.append(f"{exc}; showing BM25 results until `codesight index` rebuilds it")
                 used.clear()
                 hits = run(None, mode="hybrid", static=static or self._static_index())
-        except sqlite3.OperationalError as exc:
-            raise CodeSightError(f"search failed: {exc}") from None
         except sqlite3.DatabaseError as exc:
-            # Damage inside the file (a bad page) shows only when a query reads it. Remember it, so
-            # that the next `index` rebuilds instead of leaving every search to fail.
+            # Damage inside the file (a bad page) shows only when a query reads it: as "malformed",
+            # or as a row whose text is no longer UTF-8. Remember it, so that the next `index`
+            # rebuilds instead of leaving every search to fail.
+            damaged = not isinstance(exc, sqlite3.OperationalError) or "decode" in str(exc)
+            if not damaged:
+                raise CodeSightError(f"search failed: {str(exc).splitlines()[0][:200]}") from None
             _mark(self._damaged_marker)
-            raise CodeSightError(f"the index of {self.root} is damaged ({exc}): run `codesight index`"
-                                 " to rebuild it (cached vectors are reused)") from None
+            why = str(exc) if "decode" not in str(exc) else "a row's text is unreadable"
+            raise CodeSightError(f"the index of {self.root} is damaged ({why.splitlines()[0][:120]}): run"
+                                 " `codesight index` to rebuild it (cached vectors are reused)") from None
         return Hits(hits, notices=self.take_notices() + notes, retrievers=used)
 
     @staticmethod

@@ -434,6 +434,54 @@ def index_static(store, model, *, progress: ProgressFn | None = None, cancel: th
     return report
 
 
+def _views(r) -> list[tuple[int, str, object, str | None]]:
+    """What a chunk needs vectors of: ``(LanceDB id, embed key, row, doc view text or None)``
+    for its own text and, where it has one, its doc view (under the negative id)."""
+    out = [(r.id, r.embed_key, r, None)]
+    doc = doc_text(r.path, r.scope, r.content, r.language)
+    if doc is not None:
+        out.append((-r.id, content_hash(doc), r, doc))
+    return out
+
+
+def fill_from_cache(store, vectors, cache, model_name: str, dim: int, *, progress: ProgressFn | None = None,
+                    cancel: threading.Event | None = None, report: IndexReport | None = None,
+                    page: int = 2048) -> int:
+    """Give every pending chunk whose vectors are all in the shared cache those vectors, without
+    the model: a re-clone, a second worktree or a rebuilt index needs no torch at all when the
+    cache holds its text. What is left stays pending for ``index_vectors``. Returns the number
+    of chunks filled."""
+    report = report or IndexReport()
+    reconcile_vectors(store, vectors, model_name, dim)
+    total = store.counts()["pending"]
+    after = filled = 0
+    while total:
+        if cancel is not None and cancel.is_set():
+            report.cancelled = True
+            break
+        rows = store.pending_after(after, page)
+        if not rows:
+            break
+        after = rows[-1].id
+        views = [v for r in rows for v in _views(r)]
+        found = cache.get_many([key for _, key, _, _ in views])
+        missing = {r.id for _, key, r, _ in views if key not in found}
+        ready = [v for v in views if v[2].id not in missing]
+        if ready:
+            vectors.add([v[0] for v in ready], [v[2].language or "" for v in ready],
+                        np.stack([found[v[1]] for v in ready]))
+            store.mark_embedded(sorted({v[2].id for v in ready}))
+            filled += len({v[2].id for v in ready})
+        if progress:
+            progress(Progress("embed", filled, total, "from the embedding cache"))
+    report.cache_hits += filled
+    if filled:
+        vectors.optimize()
+        if not report.cancelled:
+            vectors.ensure_ann()
+    return filled
+
+
 def index_vectors(store, vectors, embedder, cache, *, batch: int = 128,
                   progress: ProgressFn | None = None, cancel: threading.Event | None = None,
                   report: IndexReport | None = None, limit: int | None = None,
@@ -470,12 +518,7 @@ def index_vectors(store, vectors, embedder, cache, *, batch: int = 128,
                 return None
         rows, window = window[:batch], window[batch:]
         taken += len(rows)
-        views = []  # (LanceDB id, embed key, the row, its doc view's text or None for its own text)
-        for r in rows:
-            views.append((r.id, r.embed_key, r, None))
-            doc = doc_text(r.path, r.scope, r.content, r.language)
-            if doc is not None:
-                views.append((-r.id, content_hash(doc), r, doc))
+        views = [v for r in rows for v in _views(r)]  # (LanceDB id, embed key, row, doc view text)
         keys = [key for _, key, _, _ in views]
         found = cache.get_many(keys) if cache is not None else {}
         todo: dict[str, str] = {}

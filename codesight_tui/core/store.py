@@ -330,6 +330,14 @@ class Store:
         ).fetchall()
         return [ChunkRow(*r) for r in rows]
 
+    def pending_after(self, after: int, limit: int) -> list[ChunkRow]:
+        """Chunks above id ``after`` still waiting for a vector, by id (a caller pages with the
+        last id it saw, whatever it did with the rows)."""
+        rows = self.conn.execute(
+            "SELECT id, path, start_line, end_line, language, scope, content, embed_key FROM chunks"
+            " WHERE embedded = 0 AND id > ? ORDER BY id LIMIT ?", (after, limit)).fetchall()
+        return [ChunkRow(*r) for r in rows]
+
     def mark_embedded(self, ids: list[int]) -> None:
         with self.transaction():
             self.conn.executemany("UPDATE chunks SET embedded=1 WHERE id=?", [(i,) for i in ids])

@@ -408,6 +408,10 @@ class CodeSightApp(App[int]):
 
     @on(IndexProgress)
     def _index_progress(self, msg: IndexProgress) -> None:
+        with contextlib.suppress(NoMatches):  # a late message while the app is closing
+            self._show_progress(msg)
+
+    def _show_progress(self, msg: IndexProgress) -> None:
         st = self.state
         if msg.phase != st.phase:
             st.start_phase(msg.phase, self.clock(), msg.done)
