@@ -1,7 +1,7 @@
 """Torture harness (issue 22): crash, fault and hostile-input testing, with figures.
 
     python benchmarks/torture.py                 # everything, with the issue's numbers
-    python benchmarks/torture.py --fast          # the quick subset the test suite runs (< 1 min)
+    python benchmarks/torture.py --fast --jobs 2 # the quick subset the test suite runs (< 1 min)
     python benchmarks/torture.py --only kill,faults --kills 50
 
 Sections (``--only`` picks some):
@@ -59,6 +59,9 @@ socket.socket.connect = _connect
 '''
 
 
+TIMINGS: list[tuple[float, str]] = []  # (seconds, command) of every CLI run, for --profile
+
+
 def figure(text: str) -> None:
     FIGURES.append(text)
     print("  " + text, flush=True)
@@ -72,8 +75,9 @@ def problem(text: str) -> None:
 class Env:
     """Child-process environment: an isolated data and cache directory, the socket guard."""
 
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, cache: Path | None = None) -> None:
         self.work = work
+        self.cache = cache or work / "cache"  # the shared embedding cache (--cache: shared by parallel sections)
         self.netlog = work / "net.log"
         guard = work / "guard"
         guard.mkdir(parents=True, exist_ok=True)
@@ -86,8 +90,12 @@ class Env:
 
     def cli(self, args: list[str], data: Path, cache: Path, timeout: float = 600,
             extra: dict | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "codesight_tui", *args], capture_output=True, text=True,
-                              env={**self.env(data, cache), **(extra or {})}, timeout=timeout)
+        t = time.perf_counter()
+        try:
+            return subprocess.run([sys.executable, "-m", "codesight_tui", *args], capture_output=True, text=True,
+                                  env={**self.env(data, cache), **(extra or {})}, timeout=timeout)
+        finally:
+            TIMINGS.append((time.perf_counter() - t, " ".join(a if len(a) < 40 else a[:37] + "..." for a in args)))
 
     def connections(self) -> int:
         return len(self.netlog.read_text().splitlines()) if self.netlog.exists() else 0
@@ -194,7 +202,7 @@ CORPUS_FILES: int | None = None  # --fast: only this many files of the corpus
 
 def corpus_copy(work: Path, name: str, source: Path | None) -> Path:
     """A private copy of the corpus (default: the installed `rich` package's source, about
-    3,000 chunks; with --fast its first files only): the harness may kill and fault, but never
+    3,000 chunks; with --fast its first small files only): the harness may kill and fault, but never
     near the user's files."""
     if source is None:
         import rich
@@ -204,7 +212,9 @@ def corpus_copy(work: Path, name: str, source: Path | None) -> Path:
     if CORPUS_FILES is None:
         shutil.copytree(source, dest, ignore=shutil.ignore_patterns("__pycache__"), symlinks=True)
         return dest
-    for f in sorted(source.rglob("*.py"))[:CORPUS_FILES]:
+    # --fast: small files only (rich's 140 KB emoji table alone is hundreds of chunks for the model)
+    small = [f for f in sorted(source.rglob("*.py")) if f.stat().st_size <= 20_000]
+    for f in small[:CORPUS_FILES]:
         target = dest / f.relative_to(source)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(f, target)
@@ -217,7 +227,7 @@ def indexed_copy(env: Env, name: str, args) -> tuple[Path, Path, Path]:
     shared cache: (root, data, cache)."""
     work = env.work / name
     root = corpus_copy(work, "repo", args.corpus)
-    data, cache = work / "data", env.work / "cache"
+    data, cache = work / "data", env.cache
     env.cli(["index", str(root)], data, cache, timeout=3600)
     return root, data, cache
 
@@ -260,7 +270,7 @@ def section_kill(env: Env, args) -> None:
     originals = {f: f.read_text() for f in files}
     for k in range(args.kills):
         kind = ("edits", "rebuild", "cold")[k % 3]
-        cache = env.work / ("cache" if kind != "cold" else f"cache-cold-{k}")  # cold: the model embeds
+        cache = env.cache if kind != "cold" else env.work / f"cache-cold-{k}"  # cold: the model embeds
         if kind == "edits":
             for f in rng.sample(files, min(len(files), 12)):
                 f.write_text(originals[f] + f"\n\ndef killed_run_{k}():\n    return {k}\n")
@@ -308,7 +318,7 @@ def section_kill(env: Env, args) -> None:
             kept = c.execute("SELECT count(*) FROM chunks WHERE embedded = 1").fetchone()[0]
             c.close()
             lost.append(max(0, last[1] - kept))
-    cache = env.work / "cache"
+    cache = env.cache
     tui = tui_kills(env, root, data, cache, rng, args) if shutil.which("tmux") else 0
     mcp = mcp_kills(env, root, data, cache, rng, args)
     before = snapshot(root)
@@ -411,7 +421,7 @@ def section_concurrency(env: Env, args) -> None:
           flush=True)
     work = env.work / "concurrency"
     root = corpus_copy(work, "repo", args.corpus)
-    data, cache = work / "data", env.work / "cache"
+    data, cache = work / "data", env.cache
     init = env.cli(["index", str(root), "--no-embed"], data, cache)
     if init.returncode != 0:
         problem(f"concurrency: first index failed: {init.stderr[-300:]}")
@@ -506,7 +516,7 @@ def section_faults(env: Env, args) -> None:
     work = env.work / "faults"
     root = corpus_copy(work, "repo", args.corpus)
     before = snapshot(root)
-    cache = env.work / "cache"
+    cache = env.cache
     results: list[tuple[str, bool, str]] = []
 
     def traceback_free(*runs) -> bool:
@@ -566,7 +576,8 @@ def section_faults(env: Env, args) -> None:
         shutil.copytree(data, d)
         damage(next(d.glob("*/")))
         s = env.cli(["search", "render a table", "--path", str(root)], d, cache)
-        v = env.cli(["search", "render a table", "--path", str(root), "--mode", "vector"], d, cache)
+        # (--fast: vector search is tried after the rebuild only; each one loads the model, 7 s)
+        v = s if args.fast else env.cli(["search", "render a table", "--path", str(root), "--mode", "vector"], d, cache)
         # Damage no query touches is found by the periodic check (daily by default; every run here).
         check = {"CODESIGHT_INTEGRITY_CHECK_HOURS": "0"}
         runs = [env.cli(["index", str(root), "--json"], d, cache, timeout=3600, extra=check) for _ in range(2)]
@@ -581,7 +592,9 @@ def section_faults(env: Env, args) -> None:
         ok = (traceback_free(s, v, after, *runs) and all(r.returncode == 0 for r in runs) and not issues
               and rep[0].get("embedded", 1) == 0 and rebuilt_once and searched and after.returncode == 0)
         results.append((f"{name}: detected, rebuilt once with a notice, cached vectors reused, no loop", ok,
-                        f"search {s.returncode}, vector {v.returncode}, index {[r.returncode for r in runs]},"
+                        f"search {s.returncode} ({len(s.stderr.strip().splitlines())} lines), vector {v.returncode},"
+                        f" index {[r.returncode for r in runs]}, embedded {rep[0].get('embedded')},"
+                        f" search said {s.stderr.strip()!r},"
                         f" then vector {after.returncode}, issues {issues}, rebuilt once {rebuilt_once}: "
                         + (s.stderr + v.stderr + runs[0].stderr).strip().replace("\n", " | ")[-300:]))
 
@@ -684,10 +697,13 @@ def section_hostile(env: Env, args) -> None:
     root = work / "repo"
     made = hostile_tree(root, args.fast)
     before = snapshot(root)
-    data, cache = work / "data", env.work / "cache"
+    data, cache = work / "data", env.cache
     t0 = time.perf_counter()
     try:
-        ix = env.cli(["index", str(root), "--json", "--yes"], data, cache, timeout=args.hostile_timeout)
+        # --fast: the walk, the readers, the lexical phase and the static tier's tokenizer (the
+        # same as the model's); the full run embeds the hostile text with the model too.
+        ix = env.cli(["index", str(root), "--json", "--yes", *(["--static-only"] if args.fast else [])], data, cache,
+                     timeout=args.hostile_timeout)
     except subprocess.TimeoutExpired:
         problem(f"hostile: index hung for {args.hostile_timeout} s")
         return
@@ -863,6 +879,59 @@ def section_footprint(env: Env, args) -> None:
         problem(f"footprint: {samples[-1][1]} vector versions after {args.edits} edits")
 
 
+# Rough cost of each section in --fast, for starting the longest first.
+SECTION_WEIGHT = {"kill": 4, "faults": 3, "queries": 2, "hostile": 1, "concurrency": 2, "footprint": 2}
+
+
+def run_parallel(args, work: Path) -> int:
+    """Each section in a harness process of its own (its own work directory, the same static
+    model), ``args.jobs`` at a time, longest first; their reports are printed in the order asked
+    for, and the problems of all of them decide the exit code."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    t0 = time.perf_counter()
+    names = [n.strip() for n in args.only.split(",")]
+    skip = {"--only", "--jobs"}
+    argv, i = [], 0
+    raw = sys.argv[1:]
+    while i < len(raw):  # drop "--only X" / "--jobs N" (both spellings), keep the rest
+        a = raw[i]
+        if a in skip:
+            i += 2
+            continue
+        if a.split("=", 1)[0] in skip:
+            i += 1
+            continue
+        argv.append(a)
+        i += 1
+
+    shared = [] if args.cache else ["--cache", str(work / "cache")]  # one cache: what one section embeds, the next reuses
+
+    def one(name: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv, *shared, "--only", name],
+                              capture_output=True, text=True)
+
+    with ThreadPoolExecutor(args.jobs) as pool:
+        order = sorted(names, key=lambda n: -SECTION_WEIGHT.get(n, 1))
+        runs = dict(zip(order, pool.map(one, order)))
+    problems = 0
+    for name in names:
+        r = runs[name]
+        body = r.stdout.split("\n== ", 1)
+        print(body[0].split("\n", 1)[1] if "\n" in body[0] else body[0], end="")
+        tail = body[1] if len(body) > 1 else ""
+        n = int(tail.split(" ", 1)[0]) if tail[:1].isdigit() else 1
+        problems += n
+        for line in tail.splitlines()[1:]:
+            print(line)
+        if r.returncode != 0 and n == 0:
+            problems += 1
+            print(f"  PROBLEM: section {name} exited {r.returncode}: {r.stderr[-500:]}")
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"\n== {problems} problems in {time.perf_counter() - t0:.0f} s ({args.jobs} sections at a time)", flush=True)
+    return 1 if problems else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="kill,concurrency,faults,hostile,queries,footprint")
@@ -882,6 +951,11 @@ def main() -> int:
     ap.add_argument("--faults", default=None, help="comma-separated names of the fault cases to run (default all)")
     ap.add_argument("--seed", type=int, default=22)
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--profile", action="store_true", help="list the slowest CLI runs at the end")
+    ap.add_argument("--cache", type=Path, default=None, help="the embedding cache every section shares"
+                    " (default: one in the work directory)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="run the sections as this many harness processes at once (each its own work directory)")
     args = ap.parse_args()
     global CORPUS_FILES
     if args.fast:
@@ -891,7 +965,20 @@ def main() -> int:
         args.mcp_queries = min(args.mcp_queries, 50)
     os.environ["HF_HUB_OFFLINE"] = "1"
     work = Path(tempfile.mkdtemp(prefix="codesight-torture-"))
-    env = Env(work)
+    if not os.environ.get("CODESIGHT_STATIC_MODEL"):
+        # One static model for every child (they inherit the variable): each section's fresh cache
+        # would otherwise distil its own, 25-40 s each, and a kill aimed at embedding would land in
+        # the distillation instead. The test suite passes the one its session distilled.
+        from codesight_tui.core.static import distill
+        from codesight_tui.core.tokens import resolve_model
+
+        t = time.perf_counter()
+        distill(Path(resolve_model("minilm").load_from), work / "static-model")
+        os.environ["CODESIGHT_STATIC_MODEL"] = str(work / "static-model")
+        print(f"torture: distilled the static model once for every run ({time.perf_counter() - t:.0f} s)", flush=True)
+    if args.jobs > 1 and "," in args.only:
+        return run_parallel(args, work)
+    env = Env(work, args.cache)
     exec(GUARD.replace('os.environ.get("CODESIGHT_TORTURE_NETLOG")', repr(str(env.netlog))), {})  # this process too
     sections = {"kill": section_kill, "concurrency": section_concurrency, "faults": section_faults,
                 "hostile": section_hostile, "queries": section_queries, "footprint": section_footprint}
@@ -914,6 +1001,10 @@ def main() -> int:
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     figure(f"peak RSS of any child process: {peak:.0f} MB; harness itself"
            f" {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    if args.profile:
+        print(f"\nCLI runs: {len(TIMINGS)}, {sum(t for t, _ in TIMINGS):.0f} s in all; the slowest:")
+        for t, cmd in sorted(TIMINGS, reverse=True)[:25]:
+            print(f"  {t:6.1f} s  {cmd}")
     print(f"\n== {len(PROBLEMS)} problems in {time.perf_counter() - t0:.0f} s", flush=True)
     for p in PROBLEMS:
         print("  - " + p)
