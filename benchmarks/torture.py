@@ -891,25 +891,12 @@ def run_parallel(args, work: Path) -> int:
 
     t0 = time.perf_counter()
     names = [n.strip() for n in args.only.split(",")]
-    skip = {"--only", "--jobs"}
-    argv, i = [], 0
-    raw = sys.argv[1:]
-    while i < len(raw):  # drop "--only X" / "--jobs N" (both spellings), keep the rest
-        a = raw[i]
-        if a in skip:
-            i += 2
-            continue
-        if a.split("=", 1)[0] in skip:
-            i += 1
-            continue
-        argv.append(a)
-        i += 1
-
     shared = [] if args.cache else ["--cache", str(work / "cache")]  # one cache: what one section embeds, the next reuses
 
     def one(name: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv, *shared, "--only", name],
-                              capture_output=True, text=True)
+        # argparse keeps an option's last value: the child's --only and --jobs win over ours
+        return subprocess.run([sys.executable, str(Path(__file__).resolve()), *sys.argv[1:], *shared,
+                               "--only", name, "--jobs", "1"], capture_output=True, text=True)
 
     with ThreadPoolExecutor(args.jobs) as pool:
         order = sorted(names, key=lambda n: -SECTION_WEIGHT.get(n, 1))

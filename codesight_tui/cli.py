@@ -464,7 +464,7 @@ def cmd_ask(args) -> int:
     _ready(cs, "hybrid", args.full)
     stream = cs.ask_stream(args.question, args.top_k, glob=args.glob,
                            fast=not args.full and cs.static_ready())
-    for n in cs.take_notices():
+    for n in stream.notices:
         _err(n)
     if args.json:
         for _ in stream:

@@ -301,6 +301,7 @@ class AskStream:
     def __init__(self, question: str, hits, cfg: LLMConfig, search_seconds: float = 0.0, started: float | None = None):
         self.cfg = cfg
         self.hits = list(hits)
+        self.notices = list(getattr(hits, "notices", []))  # what the search lacked (BM25 only, damage)
         self.answer = Answer(question, "", self.hits, cfg.model, cfg.backend, search_seconds=search_seconds)
         self._started = started if started is not None else time.perf_counter()
 

@@ -17,8 +17,9 @@ import multiprocessing as mp
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
-from codesight_tui.core.languages import detect_language
+from codesight_tui.core.languages import DOCUMENT_EXTENSIONS, detect_language
 from codesight_tui.core.walker import read_text
 
 # (first line, last line, scope): 0-based, inclusive
@@ -200,14 +201,14 @@ def _docx(path: str) -> Extracted:
 def _shape_lines(shapes) -> list[str]:
     lines: list[str] = []
     for shape in shapes:
-        if getattr(shape, "shape_type", None) == 6 or hasattr(shape, "shapes"):  # a group
+        if hasattr(shape, "shapes"):  # a group
             lines += _shape_lines(shape.shapes)
-        elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
+        elif getattr(shape, "has_text_frame", False):
             for para in shape.text_frame.paragraphs:
                 text = " ".join(_clean_lines(para.text)).strip()
                 if text:
                     lines.append(text)
-        elif getattr(shape, "has_table", False) and shape.has_table:
+        elif getattr(shape, "has_table", False):
             for row in shape.table.rows:
                 cells = [" ".join(_clean_lines(c.text)).strip() for c in row.cells]
                 if any(cells):
@@ -246,8 +247,7 @@ _READERS = {"pdf": _pdf, "docx": _docx, "pptx": _pptx}
 
 def extract(abs_path: str, rel_path: str) -> Extracted:
     """The text of one file, with its structure where it is a document. Raises ``ExtractError``."""
-    language = detect_language(rel_path)
-    reader = _READERS.get(language)
+    reader = _READERS.get(DOCUMENT_EXTENSIONS.get(PurePosixPath(rel_path).suffix.lower(), ""))
     if reader is not None:
         return reader(abs_path)
     text, why = read_text(abs_path)

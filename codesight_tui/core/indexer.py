@@ -416,22 +416,29 @@ def index_static(store, model, *, progress: ProgressFn | None = None, cancel: th
         store.set_meta(static_model=model.name, static_dim=model.dim)
     total = store.counts()["chunks"] - store.static_count()
     done = 0
-    last = 0
-    while total > 0:
-        if cancel is not None and cancel.is_set():
-            report.cancelled = True
-            break
-        rows = store.static_pending(last, batch)
-        if not rows:
-            break
+    for rows in _pages_by_id(store.static_pending, batch, cancel, report) if total > 0 else ():
         store.put_static([r.id for r in rows], model.encode([embed_text(r.path, r.scope, r.content) for r in rows]))
-        last = rows[-1].id
         done += len(rows)
         if progress:
             progress(Progress("static", done, max(total, done), rows[-1].path))
     report.static_embedded += done
     report.static_seconds += time.perf_counter() - t0
     return report
+
+
+def _pages_by_id(fetch, page: int, cancel: threading.Event | None, report: IndexReport):
+    """``fetch(after, limit)``'s rows page by page in id order (each page starts past the last id
+    seen, whatever became of its rows), until none are left or ``cancel`` is set."""
+    after = 0
+    while True:
+        if cancel is not None and cancel.is_set():
+            report.cancelled = True
+            return
+        rows = fetch(after, page)
+        if not rows:
+            return
+        after = rows[-1].id
+        yield rows
 
 
 def _views(r) -> list[tuple[int, str, object, str | None]]:
@@ -454,15 +461,8 @@ def fill_from_cache(store, vectors, cache, model_name: str, dim: int, *, progres
     report = report or IndexReport()
     reconcile_vectors(store, vectors, model_name, dim)
     total = store.counts()["pending"]
-    after = filled = 0
-    while total:
-        if cancel is not None and cancel.is_set():
-            report.cancelled = True
-            break
-        rows = store.pending_after(after, page)
-        if not rows:
-            break
-        after = rows[-1].id
+    filled = 0
+    for rows in _pages_by_id(store.pending_after, page, cancel, report) if total else ():
         views = [v for r in rows for v in _views(r)]
         found = cache.get_many([key for _, key, _, _ in views])
         missing = {r.id for _, key, r, _ in views if key not in found}
@@ -470,8 +470,9 @@ def fill_from_cache(store, vectors, cache, model_name: str, dim: int, *, progres
         if ready:
             vectors.add([v[0] for v in ready], [v[2].language or "" for v in ready],
                         np.stack([found[v[1]] for v in ready]))
-            store.mark_embedded(sorted({v[2].id for v in ready}))
-            filled += len({v[2].id for v in ready})
+            ids = [r.id for r in rows if r.id not in missing]
+            store.mark_embedded(ids)
+            filled += len(ids)
         if progress:
             progress(Progress("embed", filled, total, "from the embedding cache"))
     report.cache_hits += filled

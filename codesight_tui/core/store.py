@@ -76,6 +76,10 @@ END;
 """
 
 
+# SQL: the file is a document (PDF, DOCX, PPTX).
+_DOCUMENT_PATHS = " OR ".join(f"lower(path) LIKE '%{ext}'" for ext in DOCUMENT_EXTENSIONS)
+
+
 @dataclass(slots=True)
 class ChunkRow:
     """A stored chunk."""
@@ -301,9 +305,9 @@ class Store:
             indexed = self.conn.execute("SELECT count(*) FROM documents").fetchone()[0]
         except sqlite3.OperationalError:
             indexed = 0
-        like = " OR ".join(f"lower(path) LIKE '%{ext}'" for ext in DOCUMENT_EXTENSIONS)
         skipped = dict(self.conn.execute(
-            f"SELECT path, skipped FROM files WHERE skipped IS NOT NULL AND ({like}) ORDER BY path LIMIT 1000"))
+            f"SELECT path, skipped FROM files WHERE skipped IS NOT NULL AND ({_DOCUMENT_PATHS}) ORDER BY path"
+            " LIMIT 1000"))
         return {"indexed": indexed, "skipped": skipped}
 
     def retry_documents(self) -> None:
@@ -311,9 +315,8 @@ class Store:
         the extractors read them (an unchanged file is otherwise never read again)."""
         if self.get_meta("documents") == "1":
             return
-        like = " OR ".join(f"lower(path) LIKE '%{ext}'" for ext in DOCUMENT_EXTENSIONS)
         with self.transaction():
-            self.conn.execute(f"DELETE FROM files WHERE skipped = 'binary' AND ({like})")
+            self.conn.execute(f"DELETE FROM files WHERE skipped = 'binary' AND ({_DOCUMENT_PATHS})")
         self.set_meta(documents="1")
 
     def transaction(self):

@@ -82,6 +82,8 @@ class AskScreen(Screen):
         except Exception as exc:  # CodeSightError, or a bug: said, and the app goes on
             app.call_from_thread(self._failed, str(exc) if isinstance(exc, CodeSightError) else f"ask failed: {exc}")
             return
+        for note in stream.notices:  # what the search lacked (BM25 only, a damaged index)
+            app.call_from_thread(app.notify, note, severity="warning", timeout=8)
         app.call_from_thread(self._show_sources, stream.hits, set())
         app.call_from_thread(self._set_answer, f"*Asking {stream.cfg.backend} ({stream.cfg.model})…*")
         last = 0.0
