@@ -258,6 +258,35 @@ def test_the_file_named_after_a_symbol_comes_first(tmp_path, settings):
     assert hits[0].path == "src/client/Request.php" and hits[0].definition
 
 
+def test_a_short_query_naming_a_file_lifts_it(tmp_path, settings, monkeypatch):
+    from codesight_tui.core import ranking
+
+    # Dispatcher.php says "event" and "listener" less often than the helpers around it, but a short
+    # query naming it ("dispatching" meets "Dispatcher" by its stem) is about it.
+    helper = ("<?php\nclass {0}\n{{\n    // event listener: register the event listener, the event listener"
+              " registration, event event listener\n    public function handle($event) {{ return $event; }}\n}}\n")
+    files = {f"src/Events/{n}.php": helper.format(n) for n in ("QueuedClosure", "NullQueue", "CallQueuedListener")}
+    body = "".join(f"        $this->wildcards[{i}] = $this->container->make($name, $payload);\n" for i in range(20))
+    files["src/Events/Dispatcher.php"] = ("<?php\nclass Dispatcher\n{\n    // Register an event listener.\n"
+                                          "    public function listen($event, $listener)\n    {\n" + body + "    }\n}\n")
+    c = _lexical(tmp_path, settings, files)
+    short = "event dispatching and listener registration"
+    long = "where does the code register an event listener for each event and keep the dispatching order stable"
+
+    def scores(query):
+        return {h.path: h.score for h in c.search(query, top_k=5, mode="bm25")}
+
+    with_bonus = {q: scores(q) for q in (short, long)}
+    monkeypatch.setattr(ranking, "FILE_NAME_BONUS", 0.0)
+    without = {q: scores(q) for q in (short, long)}
+    assert max(with_bonus[short], key=with_bonus[short].get) == "src/Events/Dispatcher.php"
+    assert max(without[short], key=without[short].get) != "src/Events/Dispatcher.php"
+    # A long query describes one piece of code: a file sharing one of its many words gets nothing.
+    assert with_bonus[long] == without[long]
+    assert ranking._name_words("deser/BeanDeserializer.java") == {ranking._stem("bean"), ranking._stem("deserialization")}
+    assert ranking._stem("validation") == ranking._stem("validator") and ranking._stem("routing") == ranking._stem("route")
+
+
 def test_saturation_lets_the_next_file_up_for_short_queries():
     from codesight_tui.core import ranking
 
@@ -270,9 +299,9 @@ def test_saturation_lets_the_next_file_up_for_short_queries():
             4: Row("b.py", "def h", 1, 9), 5: Row("a.py", "def k", 40, 50)}
     scored = [(1.0, 1), (0.9, 2), (0.8, 3), (0.6, 4), (0.55, 5)]
     assert [cid for _, cid in ranking._saturate(scored, rows)] == [1, 3, 4, 2, 5]
-    assert len(ranking.analyze("session management").words) <= ranking.SATURATION_MAX_WORDS
+    assert len(ranking.analyze("session management").words) <= ranking.TOPIC_MAX_WORDS
     assert len(ranking.analyze("How does the auto-updating live display redraw itself on a timer, and what "
-                               "decides its refresh rate").words) > ranking.SATURATION_MAX_WORDS
+                               "decides its refresh rate").words) > ranking.TOPIC_MAX_WORDS
 
 
 def test_partial_vectors_count_by_coverage(cs):
