@@ -258,6 +258,16 @@ def test_the_file_named_after_a_symbol_comes_first(tmp_path, settings):
     assert hits[0].path == "src/client/Request.php" and hits[0].definition
 
 
+def test_the_file_named_after_a_symbol_beats_its_partial_classes(tmp_path, settings):
+    # C# spreads one class over SqlMapper.cs, SqlMapper.Async.cs, ...: the file named SqlMapper is it.
+    part = "namespace Dapper\n{{\n    public static partial class SqlMapper\n    {{\n        // SqlMapper {0}\n    }}\n}}\n"
+    c = _lexical(tmp_path, settings, {
+        "Dapper/SqlMapper.Async.cs": part.format("async SqlMapper queries, SqlMapper SqlMapper"),
+        "Dapper/SqlMapper.GridReader.cs": part.format("grid reader of SqlMapper SqlMapper"),
+        "Dapper/SqlMapper.cs": part.format("") + "\n" * 40 + "// the core of it\n"})
+    assert c.search("SqlMapper", top_k=5, mode="bm25")[0].path == "Dapper/SqlMapper.cs"
+
+
 def test_a_short_query_naming_a_file_lifts_it(tmp_path, settings, monkeypatch):
     from codesight_tui.core import ranking
 

@@ -197,10 +197,16 @@ def _squash(name: str) -> str:
     return re.sub(r"[-_.\s]+", "", name).casefold()
 
 
+def _file_name(path: str) -> str:
+    """A file's name without its extension: ``Src/JsonTextReader.Async.cs`` -> JsonTextReader.Async.
+    That partial class is not the file named ``JsonTextReader``."""
+    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+
+
 @lru_cache(maxsize=65_536)
 def _file_stem(path: str) -> str:
-    """A file's name without extensions or separators, folded: ``src/Http/Request.php`` -> request."""
-    return _squash(path.rsplit("/", 1)[-1].split(".", 1)[0])
+    """A file's name without its extension or separators, folded: ``src/Http/Request.php`` -> request."""
+    return _squash(_file_name(path))
 
 
 @lru_cache(maxsize=65_536)
@@ -220,8 +226,7 @@ def _path_words(path: str) -> frozenset[str]:
 @lru_cache(maxsize=65_536)
 def _name_words(path: str) -> frozenset[str]:
     """The stemmed words of a file's name: ``ser/BeanSerializer.java`` -> {bean, serial}."""
-    name = path.rsplit("/", 1)[-1].split(".", 1)[0]
-    return frozenset(_stem(w) for w in split_identifier(name) if w not in STOPWORDS)
+    return frozenset(_stem(w) for w in split_identifier(_file_name(path)) if w not in STOPWORDS)
 
 
 def rerank(store, rankings: dict[str, list[int]], query: str, *, rrf_k: int = 60, glob: str | None = None,
