@@ -268,6 +268,17 @@ def test_the_file_named_after_a_symbol_beats_its_partial_classes(tmp_path, setti
     assert c.search("SqlMapper", top_k=5, mode="bm25")[0].path == "Dapper/SqlMapper.cs"
 
 
+def test_the_named_file_survives_many_extensions(tmp_path, settings):
+    # Swift extends a type in files of its own, each defining "Request" on its first lines; the type
+    # itself sits lower in Request.swift. It must not be cut from the few definitions kept.
+    files = {f"Sources/Request+Part{i}.swift": f"extension Request {{\n    var part{i}: Int {{ {i} }}\n}}\n"
+             for i in range(12)}
+    body = "".join(f"    var field{i}: String = \"value of header {i} in the outgoing message\"\n" for i in range(40))
+    files["Sources/Request.swift"] = "import Foundation\n" + "\n" * 60 + "final class Request {\n" + body + "}\n"
+    c = _lexical(tmp_path, settings, files)
+    assert c.search("Request", top_k=5, mode="bm25")[0].path == "Sources/Request.swift"
+
+
 def test_a_short_query_naming_a_file_lifts_it(tmp_path, settings, monkeypatch):
     from codesight_tui.core import ranking
 

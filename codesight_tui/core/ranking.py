@@ -147,7 +147,8 @@ def _names(segment: str) -> list[str]:
 def definitions(store, ident: str) -> list[int]:
     """Chunk ids where ``ident`` is defined: for each (file, enclosing scope) the first chunk of
     the definition. ``a.b`` needs ``b`` defined inside a scope named ``a``, or in a file or
-    directory named ``a``. Exact case first, then case-insensitive."""
+    directory named ``a``. Exact case first, then case-insensitive; the one in the file named after
+    ``ident`` first, then by line."""
     parts = [p for p in ident.split(".") if p]
     if not parts:
         return []
@@ -171,7 +172,11 @@ def definitions(store, ident: str) -> list[int]:
                         first[key] = (start, cid)
                 break
         if first:
-            return [cid for _, cid in sorted(first.values())]
+            # The definition in the file named after it first (Request.swift before Request+Body.swift),
+            # before the cut to a few.
+            named = _squash(name)
+            return [cid for _, _, cid in sorted((_file_stem(path) != named, start, cid)
+                                                 for (path, _), (start, cid) in first.items())]
     return []
 
 
