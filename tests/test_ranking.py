@@ -304,7 +304,10 @@ def test_a_short_query_naming_a_file_lifts_it(tmp_path, settings, monkeypatch):
     assert max(without[short], key=without[short].get) != "src/Events/Dispatcher.php"
     # A long query describes one piece of code: a file sharing one of its many words gets nothing.
     assert with_bonus[long] == without[long]
-    assert ranking._name_words("deser/BeanDeserializer.java") == {ranking._stem("bean"), ranking._stem("deserialization")}
+    said = {ranking._stem(w) for w in ("bean", "deserialization", "parses", "reading", "json", "sql", "mapper")}
+    assert ranking._names_file("deser/BeanDeserializer.java", said)
+    assert ranking._names_file("io/circe/Parser.scala", said) and ranking._names_file("ObjectReader.java", said | {"object"})
+    assert ranking._names_file("Dapper/SqlMapper.cs", said) and not ranking._names_file("Dapper/SqlMapper.Async.cs", said)
     assert ranking._stem("validation") == ranking._stem("validator") and ranking._stem("routing") == ranking._stem("route")
 
 
