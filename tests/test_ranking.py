@@ -304,6 +304,7 @@ def test_a_short_query_naming_a_file_lifts_it(tmp_path, settings, monkeypatch):
     assert max(without[short], key=without[short].get) != "src/Events/Dispatcher.php"
     # A long query describes one piece of code: a file sharing one of its many words gets nothing.
     assert with_bonus[long] == without[long]
+    assert ranking.NAMED_LANGUAGES >= {"php", "python", "pdf"} and "json" not in ranking.NAMED_LANGUAGES
     said = {ranking._stem(w) for w in ("bean", "deserialization", "parses", "reading", "json", "sql", "mapper")}
     assert ranking._names_file("deser/BeanDeserializer.java", said)
     assert ranking._names_file("io/circe/Parser.scala", said) and ranking._names_file("ObjectReader.java", said | {"object"})
