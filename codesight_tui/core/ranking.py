@@ -47,7 +47,7 @@ from functools import lru_cache
 from typing import Callable
 
 import numpy as np
-import snowballstemmer
+import Stemmer
 
 from codesight_tui.core.languages import CODE_LANGUAGES, DOCUMENT_LANGUAGES
 from codesight_tui.core.paths import DATA, DECLARATIONS, DOCS, DOCUMENT, SOURCE, TEST, VENDOR, classify
@@ -193,8 +193,8 @@ def _modules(path: str) -> tuple[str, ...]:
     return (*dirs, name.split(".", 1)[0])
 
 
-_STEMMER = snowballstemmer.stemmer("english")
-_STEMMER_LOCK = threading.Lock()  # a Snowball stemmer keeps its word in itself while it works
+_STEMMER = Stemmer.Stemmer("english")
+_STEMMER_LOCK = threading.Lock()  # a stemmer object is not safe to share between threads
 
 
 @lru_cache(maxsize=65_536)
