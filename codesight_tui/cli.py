@@ -17,6 +17,24 @@ MODES = ("hybrid", "bm25", "vector")
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (an ssh session closed), raised in the main thread as Ctrl-C is, so the
+    same clean-up runs: the index stops at a batch boundary, worker processes and the writer lock
+    are released. The exit code is 128 + the signal's number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated(signum)
+
+
+def _exit_code(exc: KeyboardInterrupt) -> int:
+    return 128 + exc.signum if isinstance(exc, Terminated) else EXIT_INTERRUPTED
+
 ROOT_HELP = "a directory: the git repository around it is indexed, else the directory itself (default: .)"
 YES_HELP = "index a large tree that is not a repository without asking"
 LARGE_TREE_FILES = 20_000  # outside a repository, more files than this (or the home directory) ask first
@@ -201,17 +219,19 @@ def _tui_parser() -> argparse.ArgumentParser:
     return p
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 def _safe(text: str) -> str:
     """Text from file names and contents, with control characters shown as ``?``: an escape
     sequence in a file must never drive the user's terminal."""
-    return _CONTROL.sub("?", text)
+    from codesight_tui.core.text import printable
+
+    return printable(text)
 
 
 def _err(msg: str) -> None:
-    print(f"codesight: {_safe(msg)}", file=sys.stderr)
+    try:
+        print(f"codesight: {_safe(msg)}", file=sys.stderr)
+    except OSError:  # the terminal is gone (SIGHUP from a closed ssh session): nobody to tell
+        pass
 
 
 def _human_size(n: int) -> str:
@@ -302,6 +322,8 @@ def _summary(report) -> str:
                         if report.distill_seconds else ""))
     if skipped:
         lines.append(f"  skipped: {skipped}")
+    if report.secrets_masked:
+        lines.append(f"  secrets: {report.secrets_masked} keys or tokens masked before indexing")
     return "\n".join(lines)
 
 
@@ -386,12 +408,9 @@ def _search_roots(args) -> list[Path]:
             raise CodeSightError("no saved repositories: list them as repos = [\"~/src/a\", \"~/src/b\"] in the"
                                  " config file", exit_code=EXIT_USAGE)
         paths += saved
-    roots: list[Path] = []
-    for p in paths or ["."]:
-        root = resolve_root(p, yes=args.yes)
-        if root not in roots:
-            roots.append(root)
-    return roots
+    from codesight_tui.core.paths import outermost
+
+    return outermost([resolve_root(p, yes=args.yes) for p in paths or ["."]])
 
 
 def cmd_search(args) -> int:
@@ -479,6 +498,8 @@ def cmd_ask(args) -> int:
         if stream.answer.text:
             sys.stdout.write("\n")
     answer = stream.answer
+    if answer.cut:
+        _err(answer.cut)
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     cited = set(answer.citations)
     print("\nSources:")
@@ -531,9 +552,10 @@ def cmd_watch(args) -> int:
             for e in watcher.errors:
                 _err(e)
             watcher.errors.clear()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         watcher.stop(timeout=2)
         _err("stopped watching: everything indexed so far is saved")
+        return _exit_code(exc) if isinstance(exc, Terminated) else EXIT_OK
     return EXIT_OK
 
 
@@ -574,6 +596,9 @@ def cmd_status(args) -> int:
         ("changed", f"{st['changed']} files on disk since" + (f" ({detail})" if detail else "")),
         ("skipped", ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in st["skipped"].items()) or "none"),
     ]
+    sec = st.get("secrets") or {}
+    rows.append(("secrets", f"{sec.get('files_skipped', 0):,} files not read (named like secrets),"
+                            f" {sec.get('masked', 0):,} keys or tokens masked in {sec.get('files_masked', 0):,} files"))
     docs = st.get("documents") or {}
     if docs.get("indexed") or docs.get("skipped"):
         bad = docs.get("skipped") or {}
@@ -745,7 +770,9 @@ def cmd_tui(args) -> int:
         raise CodeSightError("the terminal UI needs a terminal; to search from a script or a pipe use"
                              " `codesight search \"QUERY\"` (add --json for machine-readable output)",
                              exit_code=EXIT_USAGE)
-    roots = list(dict.fromkeys(resolve_root(p, yes=args.yes) for p in paths))
+    from codesight_tui.core.paths import outermost
+
+    roots = outermost([resolve_root(p, yes=args.yes) for p in paths])
     try:
         from codesight_tui.tui.app import run_app
     except ImportError:
@@ -768,13 +795,18 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     from codesight_tui.core.errors import CodeSightError
 
+    if handler is not cmd_tui and handler is not cmd_mcp:  # those two handle the signals themselves
+        import signal
+
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _raise_terminated)
     try:
         return handler(args)
     except CodeSightError as exc:
         _err(str(exc))
         return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         _err("interrupted: everything indexed so far is saved; run the same command to resume")
-        return EXIT_INTERRUPTED
+        return _exit_code(exc)
     except BrokenPipeError:
         return EXIT_OK

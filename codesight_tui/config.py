@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr
+
+from codesight_tui.core.redact import SECRET_FILES
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -62,6 +64,13 @@ class Settings(BaseSettings):
     document_timeout: float = Field(default=60.0, gt=0, description="Seconds one document may take to read;"
                                     " a file that takes longer is skipped (status says so) until it changes.")
     exclude: list[str] = Field(default_factory=list, description="Extra gitignore-style patterns to skip.")
+    secret_files: list[str] = Field(
+        default_factory=lambda: list(SECRET_FILES), description="Files never indexed because their names"
+        " say they hold secrets (gitignore-style: .env*, *.pem, *.key, id_rsa*, .npmrc, .netrc,"
+        " credentials*.json, .ssh/, ...). Set [] to index them; secrets inside other files are masked anyway.")
+    document_memory_mb: int = Field(default=2048, ge=256, description="Memory (address space, MB) the"
+                                    " child process that reads one PDF, DOCX or PPTX may use; a document"
+                                    " that needs more is skipped.")
     rrf_k: int = Field(default=30, ge=1, description="Reciprocal Rank Fusion constant (30 measured better"
                        " than 15, 20, 40, 60 and 120 on the polyglot set and the devset).")
     retriever_depth: int = Field(default=80, ge=1, description="How many hits each retriever contributes"
@@ -93,6 +102,8 @@ class Settings(BaseSettings):
                                      " AZURE_OPENAI_ENDPOINT or OLLAMA_HOST.")
     llm_timeout: float = Field(default=60.0, gt=0, description="Seconds to wait for the back end.")
     ask_top_k: int = Field(default=8, ge=1, le=50, description="Search hits given to the LLM as sources.")
+    ask_max_seconds: float = Field(default=300.0, gt=0, description="Longest time one answer may stream;"
+                                   " it is cut there (and at 32,000 characters) with a note.")
 
     @classmethod
     def settings_customise_sources(

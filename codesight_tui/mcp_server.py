@@ -15,7 +15,9 @@ them. Like the CLI and the TUI, this module uses only the public ``CodeSight`` A
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -29,7 +31,8 @@ from pydantic import BaseModel, Field
 
 from codesight_tui.core.engine import CodeSight
 from codesight_tui.core.errors import CodeSightError, IndexBusyError
-from codesight_tui.core.paths import find_repo_root
+from codesight_tui.core.paths import find_repo_root, outermost
+from codesight_tui.core.text import LONE_SURROGATE
 
 # How long a tool call waits for a lexical phase to commit before answering with what exists: well
 # under the 30 to 60 s tool timeouts assistants use.
@@ -154,7 +157,8 @@ class Repos:
         are resolved), widened to its git repository where that stays inside them."""
         if repo_path is None or not str(repo_path).strip():
             if not self.roots:
-                raise CodeSightError("no allowed roots: start the server with --root PATH")
+                raise CodeSightError("no repository to search: this server was started in / or a home directory;"
+                                     " restart it with --root PATH (or list repositories in the config's `repos`)")
             base = self.roots[0]
         else:
             given = Path(str(repo_path)).expanduser()
@@ -331,7 +335,7 @@ def build_server(roots: list[Path], *, watch_roots: bool = False):
             raise ToolError("the query is empty: say what to look for, e.g. \"parse config file\"")
         top_k = max(1, min(int(top_k), 100))
         targets = [where(r) for r in roots] if roots else [where(repo_path)]
-        targets = list(dict.fromkeys(targets))
+        targets = outermost(targets)  # nested roots are one index, not one each
         notes: list[str] = []
         for repo in targets:
             cs = repos.engine(repo)
@@ -469,16 +473,128 @@ def default_roots(given: list[str] | None) -> list[Path]:
         return out
     from codesight_tui.config import load_settings
 
-    roots = [find_repo_root(Path.cwd())]
+    roots = []
+    here = find_repo_root(Path.cwd())
+    if not too_broad(here):
+        roots.append(here)
+    else:  # desktop assistants start servers in / or ~: never serve all of it unasked
+        import sys
+
+        print(f"codesight mcp: not serving {here} (the filesystem root or a home directory) without --root;"
+              " start it with --root PATH, or list repositories in the config's `repos`", file=sys.stderr)
     roots += [Path(r).expanduser().resolve() for r in load_settings().repos if Path(r).expanduser().is_dir()]
     return list(dict.fromkeys(roots))
 
 
+def too_broad(path: Path) -> bool:
+    """The filesystem root or a home directory (this user's, or any directly under /home or
+    /Users): never a root the server takes on its own."""
+    real = Path(os.path.realpath(path))
+    if real == Path(real.anchor) or real == Path(os.path.realpath(Path.home())):
+        return True
+    return real.parent in (Path("/home"), Path("/Users"))
+
+
+# A frame nested deeper than this is refused: the SDK's parser recurses per level, and a frame of
+# 100,000 brackets made it drop the request without a reply.
+MAX_FRAME_DEPTH = 64
+_FRAME_ID = re.compile(r'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
+
+
+def _depth(obj, limit: int) -> int:
+    """How deep ``obj`` nests (stops counting past ``limit``)."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        item, d = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, d)
+            if deepest > limit:
+                return deepest
+            stack.extend((v, d + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _clean_strings(obj):
+    if isinstance(obj, str):
+        return LONE_SURROGATE.sub("\ufffd", obj)
+    if isinstance(obj, list):
+        return [_clean_strings(v) for v in obj]
+    if isinstance(obj, dict):
+        return {_clean_strings(k): _clean_strings(v) for k, v in obj.items()}
+    return obj
+
+
+def guard_frame(line: str) -> str:
+    """One line of the stdio transport, made safe for the SDK: lone surrogates (``"\\ud800"``,
+    which the reply could never be encoded with) become U+FFFD, so the request is served; a frame
+    nested past ``MAX_FRAME_DEPTH`` becomes a call of a method no server has, so its id still gets
+    an error reply instead of silence. Anything else passes unchanged."""
+    if "\\u" not in line and line.count("[") + line.count("{") <= MAX_FRAME_DEPTH:
+        return line  # the usual frame: no escapes, shallow by construction
+    try:
+        obj = json.loads(line)
+        deep = _depth(obj, MAX_FRAME_DEPTH) > MAX_FRAME_DEPTH
+    except RecursionError:
+        obj, deep = None, True
+    except ValueError:
+        return line  # not JSON: the SDK reports it
+    if deep:
+        found = _FRAME_ID.search(line[:4096])
+        if found is None:
+            return "\n"  # a notification: there is nobody to answer
+        return json.dumps({"jsonrpc": "2.0", "id": json.loads(found.group(1)),
+                           "method": f"codesight/rejected: frame nested deeper than {MAX_FRAME_DEPTH} levels"}) + "\n"
+    cleaned = _clean_strings(obj)
+    return line if cleaned == obj else json.dumps(cleaned) + "\n"
+
+
+class _GuardedLines:
+    """The server's stdin, line by line through ``guard_frame``."""
+
+    def __init__(self, source) -> None:
+        self.source = source
+
+    def __aiter__(self):
+        return self._lines()
+
+    async def _lines(self):
+        async for line in self.source:
+            yield guard_frame(line)
+
+
+async def _run_stdio(server) -> None:
+    """``MCPServer.run_stdio_async`` with ``guard_frame`` between stdin and the SDK."""
+    import io
+    import sys
+
+    from mcp.server.stdio import stdio_server
+
+    stdin = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    async with stdio_server(stdin=_GuardedLines(stdin)) as (read_stream, write_stream):
+        low = server._lowlevel_server
+        await low.run(read_stream, write_stream, low.create_initialization_options())
+
+
 def serve(roots: list[str] | None = None, *, watch: bool = False) -> int:
     """Run the server on stdin/stdout until the client goes away."""
+    import signal
+
     server, repos = build_server(default_roots(roots), watch_roots=watch)
+    # SIGTERM and SIGHUP (the client or the ssh session went away) end it the way EOF does: the
+    # index runs stop at a batch boundary and the model's child process goes with it.
+    def terminate(number, frame):
+        # The transport's reader thread is blocked on stdin, which the client still holds open:
+        # waiting for it would never end. Stop the index runs (each at a batch boundary, committed
+        # work kept), end the model's child process, and leave.
+        try:
+            repos.close()
+        finally:
+            os._exit(128 + number)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, terminate)
     try:
-        server.run()
+        anyio.run(_run_stdio, server)
     except KeyboardInterrupt:
         pass
     finally:

@@ -23,6 +23,9 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("CODESIGHT_CACHE_DIR", str(base / "cache"))
     monkeypatch.setenv("CODESIGHT_CONFIG", str(base / "no-config.toml"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # The developer's own git configuration (a global ignore file) must not change what a test indexes.
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(base / "no-gitconfig"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "xdg"))
     # The static tier distils its model once per cache directory, which every test has its own
     # of: it is off here, and tests/test_static.py turns it on with one real distillation.
     monkeypatch.setenv("CODESIGHT_STATIC_MODEL", "off")

@@ -3,7 +3,8 @@ format (Anthropic's and OpenAI's server-sent events, Azure's deployment paths, O
 errors included, and records what it was sent. Used by tests/test_ask.py and benchmarks/bench_ask.py.
 
 The model name picks the behaviour: ``missing`` answers 404, ``busy`` 429, ``slow`` sleeps
-longer than any test's timeout, ``broken`` 500; an API key ``bad-key`` gets 401."""
+longer than any test's timeout, ``broken`` 500, ``endless`` streams text until the client hangs up
+(or ``ENDLESS_CAP`` pieces, so that the stub always stops by itself); an API key ``bad-key`` gets 401."""
 
 from __future__ import annotations
 
@@ -14,6 +15,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ANSWER = ["The uploader ", "retries failed uploads ", "three times with backoff [1]", ", as the design ",
           "notes say [2][9]."]
+ENDLESS_CAP = 200_000
+
+
+def _pieces(model: str):
+    if model != "endless":
+        yield from ANSWER
+        return
+    for n in range(ENDLESS_CAP):
+        yield ANSWER[n % len(ANSWER)]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -92,7 +102,7 @@ class _Handler(BaseHTTPRequestHandler):
             "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 321, "output_tokens": 1}}})
         yield event("content_block_start", {"type": "content_block_start", "index": 0,
                                             "content_block": {"type": "text", "text": ""}})
-        for text in ANSWER:
+        for text in _pieces(model):
             yield event("content_block_delta", {"type": "content_block_delta", "index": 0,
                                                 "delta": {"type": "text_delta", "text": text}})
         yield event("content_block_stop", {"type": "content_block_stop", "index": 0})
@@ -110,14 +120,14 @@ class _Handler(BaseHTTPRequestHandler):
             return f"data: {json.dumps(body)}\n\n"
 
         yield chunk({"role": "assistant", "content": ""})
-        for text in ANSWER:
+        for text in _pieces(model):
             yield chunk({"content": text})
         yield chunk({}, finish="stop")
         yield chunk(None, usage={"prompt_tokens": 321, "completion_tokens": 27, "total_tokens": 348})
         yield "data: [DONE]\n\n"
 
     def _ollama(self, model: str):
-        for text in ANSWER:
+        for text in _pieces(model):
             yield json.dumps({"model": model, "created_at": "2026-01-01T00:00:00Z",
                               "message": {"role": "assistant", "content": text}, "done": False}) + "\n"
         yield json.dumps({"model": model, "created_at": "2026-01-01T00:00:00Z",

@@ -61,18 +61,14 @@ def test_each_file_once_under_its_real_path(tmp_path):
 
 
 def test_unreadable_files_are_counted_not_fatal(repo, monkeypatch):
-    import builtins
-
-    from codesight_tui.core import walker
-
-    real_open = builtins.open
+    real_open = os.open
 
     def guarded(path, *a, **kw):
         if str(path).endswith("auth.py"):
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, *a, **kw)
 
-    monkeypatch.setattr(walker, "open", guarded, raising=False)
+    monkeypatch.setattr(os, "open", guarded)
     text, why = read_text(str(repo / "src" / "auth.py"))
     assert text is None and why == "unreadable"
     assert read_text(str(repo / "src" / "geo.py"))[0] is not None

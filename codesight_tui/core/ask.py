@@ -27,6 +27,9 @@ OLLAMA_HOST = "http://127.0.0.1:11434"
 MAX_SOURCE_CHARS = 3_000  # of one hit's text in the prompt
 MAX_CONTEXT_CHARS = 24_000  # of all of them: about 6,000 tokens
 MAX_ANSWER_TOKENS = 1_024
+# What a back end that ignores MAX_ANSWER_TOKENS (or never ends its stream) may send: an answer is
+# cut here, and after LLMConfig.max_seconds in all, with a note saying so.
+MAX_ANSWER_CHARS = 32_000
 
 SYSTEM_PROMPT = (
     "You answer questions about a software project using only the numbered sources given: code, "
@@ -56,6 +59,7 @@ class Answer:
     seconds: float = 0.0
     search_seconds: float = 0.0
     first_token_seconds: float | None = None  # from the call to the back end to the first text
+    cut: str | None = None  # why the answer was cut short (too long, too slow), else None
 
     @property
     def citations(self) -> list[int]:
@@ -68,7 +72,7 @@ class Answer:
         return {
             "question": self.question, "answer": self.text, "model": self.model, "backend": self.backend,
             "usage": self.usage, "citations": self.citations, "seconds": round(self.seconds, 3),
-            "search_seconds": round(self.search_seconds, 3),
+            "search_seconds": round(self.search_seconds, 3), "cut": self.cut,
             "first_token_seconds": None if self.first_token_seconds is None else round(self.first_token_seconds, 3),
             "sources": [{"n": n, "label": source_label(h), "path": h.path, "start_line": h.start_line,
                          "end_line": h.end_line, "line": h.line or h.start_line, "page": h.page, "slide": h.slide,
@@ -118,7 +122,8 @@ class LLMConfig:
     api_key: str | None = None
     base_url: str | None = None
     api_version: str | None = None
-    timeout: float = 60.0
+    timeout: float = 60.0  # for each read from the back end
+    max_seconds: float = 300.0  # for the whole answer
 
     def __repr__(self) -> str:  # never print a key
         return f"LLMConfig(backend={self.backend!r}, model={self.model!r}, base_url={self.base_url!r})"
@@ -138,7 +143,8 @@ def llm_config(settings, environ=None) -> LLMConfig:
         raise AskError(f"unknown LLM back end {backend!r}: use anthropic, openai, azure or ollama", exit_code=2)
     explicit_key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
     model = settings.llm_model or DEFAULT_MODELS.get(backend)
-    cfg = LLMConfig(backend, model or "", timeout=settings.llm_timeout)
+    cfg = LLMConfig(backend, model or "", timeout=settings.llm_timeout,
+                    max_seconds=max(settings.llm_timeout, settings.ask_max_seconds))
     if backend == "anthropic":
         cfg.api_key = explicit_key or env.get("ANTHROPIC_API_KEY")
         cfg.base_url = settings.llm_base_url or env.get("ANTHROPIC_BASE_URL")
@@ -309,20 +315,32 @@ class AskStream:
         cfg = self.cfg
         prompt = build_prompt(self.answer.question, self.hits)
         parts: list[str] = []
+        size = 0
         t0 = time.perf_counter()
+        calls = _CALLS[cfg.backend](cfg, prompt)
         try:
-            for item in _CALLS[cfg.backend](cfg, prompt):
+            for item in calls:
                 if isinstance(item, dict):
                     self.answer.usage = item or None
                     continue
                 if self.answer.first_token_seconds is None:
                     self.answer.first_token_seconds = time.perf_counter() - t0
-                parts.append(item)
-                yield item
+                if size + len(item) > MAX_ANSWER_CHARS:
+                    item = item[: MAX_ANSWER_CHARS - size]
+                    self.answer.cut = f"the answer was cut at {MAX_ANSWER_CHARS:,} characters"
+                size += len(item)
+                if item:
+                    parts.append(item)
+                    yield item
+                if self.answer.cut is None and time.perf_counter() - t0 > cfg.max_seconds:
+                    self.answer.cut = f"the answer was cut after {cfg.max_seconds:g} s (CODESIGHT_ASK_MAX_SECONDS)"
+                if self.answer.cut is not None:
+                    break
         except AskError:
             raise
         except Exception as exc:
             raise AskError(_scrub(explain(exc, cfg), cfg)) from None
         finally:
+            calls.close()  # ends the back end's stream (and its connection) when the answer was cut
             self.answer.text = "".join(parts)
             self.answer.seconds = time.perf_counter() - self._started

@@ -46,7 +46,9 @@ class EmbeddingCache:
 
     def __init__(self, cache_dir: Path, model: str, dim: int, *, path: Path | None = None,
                  repair: bool = True) -> None:
-        cache_dir.mkdir(parents=True, exist_ok=True)
+        from codesight_tui.core.private import private_dir
+
+        private_dir(cache_dir)
         self.path = path or cache_path(cache_dir, model, dim)
         self.dim = dim
         self.repair = repair  # set a damaged file aside and start a new one (not for `cache status`)
@@ -104,6 +106,12 @@ class EmbeddingCache:
         return True
 
     def _open(self) -> sqlite3.Connection:
+        from codesight_tui.core.private import private_file
+
+        try:
+            private_file(self.path)
+        except OSError:  # a read-only cache: SQLite says what is wrong
+            pass
         c = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
         try:
             c.execute("PRAGMA journal_mode=WAL")

@@ -120,6 +120,11 @@ def writer_active(lock_path: Path) -> bool:
         os.close(fd)
 
 
+def _newer_schema(version: str | None) -> bool:
+    """Whether an index's format is newer than this codesight's (so not to be touched)."""
+    return bool(version and version.isdigit() and int(version) > int(SCHEMA_VERSION))
+
+
 def _mark(marker: Path) -> None:
     """Leave a marker for the next index run; on a read-only index there is no next run to tell."""
     try:
@@ -170,6 +175,20 @@ class CodeSight:
         else:
             self.model_info = resolve_model(self.settings.embedding_model)
 
+    def _exclude(self) -> list[str]:
+        """The walk's extra patterns: the configured ones, and codesight's own data and cache
+        directories wherever they lie inside the root (indexing a home directory): an index must
+        never index itself, nor a watcher wake on its own writes."""
+        out = list(self.settings.exclude)
+        for own in (self.settings.data_dir, self.settings.cache_dir):
+            try:
+                rel = Path(own).expanduser().resolve().relative_to(self.root)
+            except (ValueError, OSError):
+                continue
+            if rel.parts:
+                out.append("/" + rel.as_posix().replace("[", "\\[") + "/")
+        return out
+
     # --- storage --------------------------------------------------------------------------
     @property
     def db_path(self) -> Path:
@@ -190,21 +209,30 @@ class CodeSight:
         return self._store
 
     def _open_store(self) -> Store:
+        from codesight_tui.core.private import private_dir, private_file
+
         try:
-            self.index_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self.index_dir)
+            if not self.db_path.exists():
+                private_file(self.db_path)
         except OSError as exc:
-            raise CodeSightError(
-                f"cannot write index to {self.index_dir}: {exc.strerror.lower() if exc.strerror else exc}"
-                " (set CODESIGHT_DATA_DIR to a writable directory)", exit_code=2) from None
+            if not self.db_path.exists():
+                raise CodeSightError(
+                    f"cannot write index to {self.index_dir}: {exc.strerror.lower() if exc.strerror else exc}"
+                    " (set CODESIGHT_DATA_DIR to a writable directory)", exit_code=2) from None
         try:
             store = Store(self.db_path)
             version = store.get_meta("schema_version")
             if version != SCHEMA_VERSION:
                 store.close()
-                self._note(f"index format changed (v{version} -> v{SCHEMA_VERSION});"
-                                    " rebuilt it (cached vectors are reused)")
-                self._wipe()
-                return Store(self.db_path)
+                if _newer_schema(version):
+                    # Never wipe what a newer codesight wrote: this one can't read it, the other still can.
+                    raise CodeSightError(
+                        f"the index at {self.index_dir} was written by a newer codesight (format v{version};"
+                        f" this one reads v{SCHEMA_VERSION}): upgrade codesight, or set CODESIGHT_DATA_DIR to"
+                        " another directory", exit_code=2)
+                return self._wipe_and_open(f"index format changed (v{version} -> v{SCHEMA_VERSION});"
+                                           " rebuilt it (cached vectors are reused)")
             return store
         except sqlite3.OperationalError as exc:
             msg = str(exc).lower()
@@ -252,12 +280,23 @@ class CodeSight:
             return False
 
     def _rebuild(self, exc: Exception) -> Store:
-        self._note(f"index at {self.index_dir} was unreadable ({exc}); rebuilt it from scratch")
-        self._wipe()
+        return self._wipe_and_open(f"index at {self.index_dir} was unreadable ({exc}); rebuilt it from scratch")
+
+    def _wipe_and_open(self, why: str) -> Store:
+        """Start the index afresh, holding the writer lock while the old one is deleted: a writer at
+        work elsewhere makes this an ``IndexBusyError``, never a wipe under its feet."""
+        from codesight_tui.core.private import private_file
+
+        self._acquire_writer(wait=False)
         try:
+            self._note(why)
+            self._wipe()
+            private_file(self.db_path)
             return Store(self.db_path)
         except sqlite3.Error as exc2:
             raise CodeSightError(f"cannot create index at {self.index_dir}: {exc2}") from None
+        finally:
+            self._lock.release()
 
     def _wipe(self) -> None:
         if self._store is not None:
@@ -271,7 +310,7 @@ class CodeSight:
         from filelock import FileLock, Timeout
 
         if self._lock is None:
-            self._lock = FileLock(str(self.index_dir / "write.lock"))
+            self._lock = FileLock(str(self.index_dir / "write.lock"), mode=0o600)
         try:
             self._lock.acquire(timeout=-1 if wait else 0)
         except Timeout:
@@ -326,7 +365,8 @@ class CodeSight:
         return Path(value).expanduser()
 
     def static_model(self, *, create: bool = False, progress: ProgressFn | None = None,
-                     cancel: threading.Event | None = None, report: IndexReport | None = None):
+                     cancel: threading.Event | None = None, report: IndexReport | None = None,
+                     _repair: bool = True):
         """The static model (``core.static.StaticEmbedder``), or None where the tier is off or its
         model is not there. With ``create`` an ``auto`` model is distilled first if it is missing
         (once per machine; minutes on a CPU). Raises ``CodeSightError`` if it can't be had."""
@@ -347,7 +387,23 @@ class CodeSight:
                 report.distill_seconds = seconds
             if progress:
                 progress(Progress("distill", 1, 1, "static model ready"))
-        return static.load(path)
+        try:
+            return static.load(path)
+        except CodeSightError:
+            if not (create and _repair and self.settings.static_model.strip().lower() == "auto"):
+                raise
+        # A distilled model that no longer loads (a truncated file, a disk error) is ours to
+        # remake: set it aside and distil it again, once.
+        import shutil
+
+        broken = path.with_name(f"{path.name}.broken-{time.time_ns()}")
+        try:
+            path.rename(broken)
+        except OSError:
+            pass
+        shutil.rmtree(broken, ignore_errors=True)
+        self._note(f"the static model at {path} was damaged; distilled it again")
+        return self.static_model(create=True, progress=progress, cancel=cancel, report=report, _repair=False)
 
     def _gpu_likely(self) -> bool:
         """Whether the full model runs (or will run) on a CUDA GPU, known without importing torch:
@@ -463,9 +519,13 @@ class CodeSight:
         self._indexing.set()
         try:
             self._vectors.refresh()  # another process may have written since this one last looked
+            self._tighten()
             if self._damaged_marker.exists() and not force:
                 self._note(f"index at {self.index_dir} was damaged (a search found a bad page);"
                                     " rebuilt it (cached vectors are reused)")
+                force = True
+            elif not force and (found := store.probe()):
+                self._note(f"index at {self.index_dir} was damaged ({found}); rebuilt it (cached vectors are reused)")
                 force = True
             elif not force and self._integrity_due(store):
                 # Damage no query has touched yet (a bad page under rows nobody read) is found here.
@@ -496,10 +556,12 @@ class CodeSight:
                 paths = None  # a first or rebuilt index walks the whole tree
             store.retry_documents()
             index_lexical(self.root, store, chunker, max_file_size=self.settings.max_file_size,
-                          exclude=list(self.settings.exclude), progress=progress, cancel=cancel, report=report,
+                          exclude=self._exclude(), progress=progress, cancel=cancel, report=report,
                           processes=self.lexical_processes, paths=paths,
                           max_document_size=self.settings.max_document_size,
-                          document_timeout=self.settings.document_timeout)
+                          document_timeout=self.settings.document_timeout,
+                          secret_files=tuple(self.settings.secret_files),
+                          document_memory_mb=self.settings.document_memory_mb)
             report.vectors_pending = store.counts()["pending"]
             model_changed = store.get_meta("model") not in (None, info.name)
             full_work = embed and (report.vectors_pending or model_changed)
@@ -541,6 +603,7 @@ class CodeSight:
                     store.maybe_vacuum()  # mostly free pages after big deletions: give them back
                 except sqlite3.OperationalError:  # busy readers or no space: the next run tries again
                     pass
+            self._tighten()
             report.seconds = time.perf_counter() - t0
             report.warnings[:0] = self.take_notices()
             return report
@@ -602,8 +665,25 @@ class CodeSight:
                 poll = int(self.store.get_meta("symlink_dirs") or 0) > 0 if self.is_indexed() else False
             except Exception:
                 poll = True
-        return Watcher(self.root, handler, exclude=list(self.settings.exclude), quiet=quiet, poll=poll,
+        return Watcher(self.root, handler, exclude=self._exclude(), secret_files=tuple(self.settings.secret_files),
+                       quiet=quiet, poll=poll,
                        scan=scan or self.changed_files, on_event=on_event, poll_every=poll_every)
+
+    def _tighten(self) -> None:
+        """Owner-only modes on everything codesight keeps (``core.private``): this index, the data
+        and cache directories, whatever an older version or a library created wider."""
+        from codesight_tui.core.private import private_dir, tighten
+
+        for d in (self.settings.data_dir, self.settings.cache_dir):
+            d = Path(d).expanduser()
+            try:
+                if d.parent.name == ".codesight":
+                    private_dir(d.parent)
+                private_dir(d)
+            except OSError:
+                pass
+        tighten(self.index_dir)
+        tighten(Path(self.settings.cache_dir).expanduser())
 
     def _integrity_due(self, store) -> bool:
         """Whether this run checks the file for damage: once every ``integrity_check_hours``."""
@@ -843,10 +923,26 @@ class CodeSight:
         importing = prepare(cfg.backend)  # the client library loads while the search runs
         hits = self.search(question, top_k=top_k or self.settings.ask_top_k, mode=mode, glob=glob,
                            language=language, fast=fast, load_model=load_model)
+        hits = self._without_secrets(hits)
         if not hits:
             raise AskError("nothing in the index matches this question: there are no sources to answer from")
         importing.join()
         return AskStream(question, hits, cfg, search_seconds=time.perf_counter() - started, started=started)
+
+    def _without_secrets(self, hits: Hits) -> Hits:
+        """The hits that may go to an LLM: none from a file named like a secret, none whose text
+        holds a key or a token (``core.redact``), even from an index built before secrets were
+        masked. What was left out is said in a notice."""
+        from codesight_tui.core.redact import flagged, secret_name
+
+        names = tuple(self.settings.secret_files)
+        kept = [h for h in hits if not secret_name(h.path, names) and not flagged(h.content)]
+        notices = list(hits.notices)
+        if len(kept) < len(hits):
+            n = len(hits) - len(kept)
+            notices.append(f"{n} source{'s' if n > 1 else ''} left out of the question: {'they hold' if n > 1 else 'it holds'}"
+                           " a secret (a key or a token)")
+        return Hits(kept, notices=notices, retrievers=hits.retrievers)
 
     def ask(self, question: str, top_k: int | None = None, **kwargs):
         """An ``Answer`` to ``question`` from the configured LLM, citing the hits it was given as
@@ -890,8 +986,8 @@ class CodeSight:
             return {"added": [], "modified": [], "deleted": []}
         known = self.store.file_states()
         entries, changed, deleted = scan_changes(self.root, self.store, self.settings.max_file_size,
-                                                 list(self.settings.exclude),
-                                                 max_document_size=self.settings.max_document_size)
+                                                 self._exclude(), max_document_size=self.settings.max_document_size,
+                                                 secret_files=tuple(self.settings.secret_files))
         added = [e.rel_path for e in changed if e.rel_path not in known]
         modified = [e.rel_path for e in changed if e.rel_path in known]
         return {"added": added, "modified": modified, "deleted": deleted}
@@ -918,6 +1014,7 @@ class CodeSight:
             vector_bytes=self._vectors.size_bytes(),
             vector_versions=self._vector_versions(),
             skipped=store.skipped(),
+            secrets=self._secrets_status(store),
             documents=store.document_status(),
             read_only=store.readonly,
             **self._static_status(out["chunks"]),
@@ -934,6 +1031,12 @@ class CodeSight:
             out["changed"] = sum(len(v) for v in ch.values())
             out["changed_files"] = ch
         return out
+
+    def _secrets_status(self, store) -> dict:
+        """Files never read because they are named like secrets, and secrets masked in the rest."""
+        masked = store.masked()
+        return {"files_skipped": store.skipped().get("secret", 0), "masked": masked["secrets"],
+                "files_masked": masked["files"]}
 
     def _vector_versions(self) -> int:
         """LanceDB versions kept on disk (0 before any vector; never raises)."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from codesight_tui.core.languages import DOCUMENT_EXTENSIONS, detect_language
-from codesight_tui.core.walker import read_text
+from codesight_tui.core.walker import Seen, read_bytes, read_text
 
 # (first line, last line, scope): 0-based, inclusive
 Block = tuple[int, int, str]
@@ -45,7 +45,10 @@ class ExtractError(Exception):
         self.reason = reason
 
 
-DOCUMENT_REASONS = ("encrypted", "corrupt", "no_text", "timeout")
+DOCUMENT_REASONS = ("encrypted", "corrupt", "no_text", "timeout", "too_large_unpacked")
+# The document reader's address space (the setting document_memory_mb): a PDF whose 845 KB hold a
+# 290 MB stream took 3.6 GB to read without it.
+DOCUMENT_MEMORY_MB = 2048
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n|\u2028|\u2029|\x0c")
@@ -109,11 +112,11 @@ class _Builder:
         return Extracted("\n".join(self.lines), self.language, self.blocks, self.locators)
 
 
-def _pdf(path: str) -> Extracted:
+def _pdf(data: bytes) -> Extracted:
     import pypdfium2 as pdfium
 
     try:
-        doc = pdfium.PdfDocument(path)
+        doc = pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:
         raise ExtractError("encrypted" if "password" in str(exc).lower() else "corrupt") from None
     out = _Builder("pdf")
@@ -141,27 +144,40 @@ def _pdf(path: str) -> Extracted:
     return out.done()
 
 
-def _office_package(path: str, opener):
-    """Open a DOCX or PPTX package, telling an encrypted file (an OLE container) from a broken one."""
+# A DOCX or PPTX is a zip of XML parts: what they inflate to is what the parser holds in memory
+# (about ten times over, as a tree). Real documents inflate to a few MB; a 344 KB "zip bomb" to 118 MB.
+MAX_INFLATED_XML = 64 * 1024 * 1024
+
+
+def _office_package(data: bytes, opener):
+    """Open a DOCX or PPTX package, telling an encrypted file (an OLE container) from a broken
+    one, and refusing one whose XML parts inflate past ``MAX_INFLATED_XML`` before parsing it."""
+    import io
+    import zipfile
+
+    if data[:8] == _OLE_MAGIC:
+        raise ExtractError("encrypted")
     try:
-        return opener(path)
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            inflated = sum(i.file_size for i in zf.infolist() if i.filename.lower().endswith((".xml", ".rels")))
+    except (zipfile.BadZipFile, OSError, ValueError):
+        raise ExtractError("corrupt") from None
+    if inflated > MAX_INFLATED_XML:
+        raise ExtractError("too_large_unpacked", f"its XML inflates to {inflated >> 20} MB")
+    try:
+        return opener(io.BytesIO(data))
     except Exception:
-        try:
-            with open(path, "rb") as fh:
-                head = fh.read(8)
-        except OSError:
-            raise ExtractError("unreadable") from None
-        raise ExtractError("encrypted" if head == _OLE_MAGIC else "corrupt") from None
+        raise ExtractError("corrupt") from None
 
 
 _HEADING_STYLE = re.compile(r"^(?:heading|überschrift|titre|título|titolo)\s*(\d)$", re.IGNORECASE)
 
 
-def _docx(path: str) -> Extracted:
+def _docx(data: bytes) -> Extracted:
     import docx
     from docx.table import Table
 
-    doc = _office_package(path, docx.Document)
+    doc = _office_package(data, docx.Document)
     out = _Builder("docx")
     trail: list[tuple[int, str]] = []  # the headings above the current paragraph: (level, text)
     pending: list[str] = []
@@ -216,10 +232,10 @@ def _shape_lines(shapes) -> list[str]:
     return lines
 
 
-def _pptx(path: str) -> Extracted:
+def _pptx(data: bytes) -> Extracted:
     from pptx import Presentation
 
-    prs = _office_package(path, Presentation)
+    prs = _office_package(data, Presentation)
     out = _Builder("pptx")
     try:
         for n, slide in enumerate(prs.slides, start=1):
@@ -245,12 +261,19 @@ def _pptx(path: str) -> Extracted:
 _READERS = {"pdf": _pdf, "docx": _docx, "pptx": _pptx}
 
 
-def extract(abs_path: str, rel_path: str) -> Extracted:
-    """The text of one file, with its structure where it is a document. Raises ``ExtractError``."""
+def extract(abs_path: str, rel_path: str, *, max_bytes: int | None = None, expect: Seen | None = None) -> Extracted:
+    """The text of one file, with its structure where it is a document. Raises ``ExtractError``.
+
+    The file is opened without following a symlink, must still be the file the walk saw
+    (``expect``: inode, size, modification time) and is never read past ``max_bytes``: what changed since the walk is skipped this run and read
+    by the next one."""
     reader = _READERS.get(DOCUMENT_EXTENSIONS.get(PurePosixPath(rel_path).suffix.lower(), ""))
     if reader is not None:
-        return reader(abs_path)
-    text, why = read_text(abs_path)
+        data, why = read_bytes(abs_path, max_bytes, expect)
+        if data is None:
+            raise ExtractError(why or "unreadable")
+        return reader(data)
+    text, why = read_text(abs_path, max_bytes, expect)
     if text is None:
         raise ExtractError(why or "unreadable")
     return Extracted(text, detect_language(rel_path, text[:200].encode()))
@@ -258,10 +281,32 @@ def extract(abs_path: str, rel_path: str) -> Extracted:
 
 # --- a child process that reads documents, each within a time limit ---------------------------
 
-def _serve(conn, quiet: bool) -> None:
+def _limit_memory(mb: int) -> None:
+    """Cap the child's address space: a parser that inflates a small file into gigabytes fails
+    with MemoryError (or dies) in the child, and the file is skipped; the index run goes on."""
+    try:
+        import resource
+
+        limit = mb * 1024 * 1024
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ImportError, ValueError, OSError):  # no rlimits here (Windows): the time limit still holds
+        pass
+
+
+def _serve(conn, quiet: bool, memory_mb: int = 0) -> None:
     from codesight_tui.core.child import init_child
 
     init_child(quiet)
+    # Parsers imported before the cap: their import is not what a bomb should be charged for.
+    import docx  # noqa: F401
+    import pptx  # noqa: F401
+    import pypdfium2  # noqa: F401
+
+    if memory_mb:
+        _limit_memory(memory_mb)
     while True:
         try:
             job = conn.recv()
@@ -269,13 +314,13 @@ def _serve(conn, quiet: bool) -> None:
             return
         if job is None:
             return
-        abs_path, rel_path = job
+        abs_path, rel_path, max_bytes, expect = job
         try:
-            conn.send(("ok", extract(abs_path, rel_path)))
+            conn.send(("ok", extract(abs_path, rel_path, max_bytes=max_bytes, expect=expect)))
         except ExtractError as exc:
             conn.send(("skip", exc.reason))
         except MemoryError:
-            conn.send(("skip", "too_large"))
+            conn.send(("skip", "too_large_unpacked"))
         except Exception:  # a parser bug: the file is skipped, the run goes on
             conn.send(("skip", "corrupt"))
 
@@ -287,8 +332,11 @@ class DocumentReader:
     ``ExtractError("timeout")`` / ``("corrupt")`` and the next one gets a fresh child. The child
     starts at the first document, so a tree without documents never pays for it."""
 
-    def __init__(self, timeout: float = 60.0) -> None:
+    def __init__(self, timeout: float = 60.0, memory_mb: int = DOCUMENT_MEMORY_MB,
+                 max_bytes: int | None = None) -> None:
         self.timeout = timeout
+        self.memory_mb = memory_mb
+        self.max_bytes = max_bytes
         self._proc = None
         self._conn = None
 
@@ -297,17 +345,17 @@ class DocumentReader:
 
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child, quiet_for_children()), daemon=True,
+        self._proc = ctx.Process(target=_serve, args=(child, quiet_for_children(), self.memory_mb), daemon=True,
                                  name="codesight-documents")
         self._proc.start()
         child.close()
         self._conn = parent
 
-    def read(self, abs_path: str, rel_path: str, cancel=None) -> Extracted:
+    def read(self, abs_path: str, rel_path: str, cancel=None, expect: Seen | None = None) -> Extracted:
         if self._proc is None or not self._proc.is_alive():
             self._start()
         try:
-            self._conn.send((abs_path, rel_path))
+            self._conn.send((abs_path, rel_path, self.max_bytes, expect))
         except (BrokenPipeError, OSError):
             self.close()
             raise ExtractError("corrupt") from None

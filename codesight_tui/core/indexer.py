@@ -29,6 +29,7 @@ from codesight_tui.core.chunker import Chunker, doc_text, embed_text
 from codesight_tui.core.extract import DOCUMENT_REASONS, DocumentReader, ExtractError, extract
 from codesight_tui.core.languages import is_document
 from codesight_tui.core.paths import VALUE_ORDER, classify, git_head
+from codesight_tui.core.redact import SECRET_FILES, redact
 from codesight_tui.core.store import chunk_fields
 from codesight_tui.core.text import content_hash
 from codesight_tui.core.walker import (IGNORE_FILES, MAX_DOCUMENT_SIZE, FileEntry, IgnoreMatcher, WalkStats,
@@ -77,6 +78,7 @@ class IndexReport:
     cancelled: bool = False
     vectors_pending: int = 0
     full_scan: bool = True  # the whole tree was walked (not only the paths a watcher named)
+    secrets_masked: int = 0  # keys and tokens masked in the text indexed (core.redact)
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -103,22 +105,24 @@ def _batches(entries: list[FileEntry]):
         yield batch
 
 
-def _prepare(chunker: Chunker, batch: list[FileEntry]):
-    """Read and chunk one batch: ``([(entry, language)], [(entry, why unreadable)], [rows])``,
-    the rows of each file being its chunks' ``store.chunk_fields``."""
-    items: list[tuple[FileEntry, str]] = []
+def _prepare(chunker: Chunker, batch: list[FileEntry], max_bytes: int | None = None):
+    """Read and chunk one batch: ``([(entry, language, secrets masked)], [(entry, why unreadable)],
+    [rows])``, the rows of each file being its chunks' ``store.chunk_fields``. Secrets in the text
+    (``core.redact``) are masked before anything is chunked, so no index row ever holds one."""
+    items: list[tuple[FileEntry, str, int]] = []
     texts: list[tuple[str, str, str]] = []
     unreadable: list[tuple[FileEntry, str]] = []
     for e in batch:
         try:
-            ex = extract(e.abs_path, e.rel_path)
+            ex = extract(e.abs_path, e.rel_path, max_bytes=max_bytes, expect=e.seen)
         except ExtractError as err:
             unreadable.append((e, err.reason))
             continue
-        items.append((e, ex.language))
-        texts.append((e.rel_path, ex.language, ex.text))
+        text, masked = redact(ex.text)
+        items.append((e, ex.language, masked))
+        texts.append((e.rel_path, ex.language, text))
     chunked = chunker.chunk_many(texts)
-    return items, unreadable, [chunk_fields(e.rel_path, chunks) for (e, _), chunks in zip(items, chunked)]
+    return items, unreadable, [chunk_fields(e.rel_path, chunks) for (e, _, _), chunks in zip(items, chunked)]
 
 
 _WORKER_CHUNKER: Chunker | None = None
@@ -137,8 +141,8 @@ def _init_worker(tokenizer_file, max_tokens: int, quiet: bool = False) -> None:
     gc.set_threshold(20_000, 20, 20)
 
 
-def _prepare_in_worker(batch: list[FileEntry]):
-    return _prepare(_WORKER_CHUNKER, batch)
+def _prepare_in_worker(batch: list[FileEntry], max_bytes: int | None = None):
+    return _prepare(_WORKER_CHUNKER, batch, max_bytes)
 
 
 def _cores() -> int:
@@ -160,8 +164,9 @@ class _Workers:
     (SQLite's FTS5 inserts, tree-sitter parsing and batch tokenisation release the GIL, so even
     that overlaps with the writer)."""
 
-    def __init__(self, chunker: Chunker) -> None:
+    def __init__(self, chunker: Chunker, max_bytes: int | None = None) -> None:
         self.chunker = chunker
+        self.max_bytes = max_bytes
         self.pool = None
         self.ahead = 1
         self._task = partial(_prepare, chunker)  # what a batch is given to, in the pool
@@ -183,7 +188,7 @@ class _Workers:
     def submit(self, batch: list[FileEntry]) -> Future:
         if self.pool is None:
             self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="codesight-chunk")
-        return self.pool.submit(self._task, batch)
+        return self.pool.submit(self._task, batch, self.max_bytes)
 
     def shutdown(self, wait: bool) -> None:
         if self.pool is not None:
@@ -197,7 +202,7 @@ EARLY_WORKERS_FILES = LEXICAL_BATCH_FILES * 8
 
 def scan_changes(root, store, max_file_size: int, exclude: list[str], stats: WalkStats | None = None,
                  on_big_first_index: Callable[[], None] | None = None,
-                 max_document_size: int = MAX_DOCUMENT_SIZE):
+                 max_document_size: int = MAX_DOCUMENT_SIZE, secret_files: tuple[str, ...] = SECRET_FILES):
     """Walk ``root`` and compare with the index: ``(entries, changed, deleted_paths)``.
 
     ``on_big_first_index`` is called once, mid-walk, if the index is empty and the walk has found
@@ -205,7 +210,7 @@ def scan_changes(root, store, max_file_size: int, exclude: list[str], stats: Wal
     known = store.file_states()
     entries = []
     for e in walk(root, max_file_size=max_file_size, exclude=exclude, stats=stats,
-                  max_document_size=max_document_size):
+                  max_document_size=max_document_size, secret_files=secret_files):
         entries.append(e)
         if len(entries) == EARLY_WORKERS_FILES and not known and on_big_first_index is not None:
             on_big_first_index()
@@ -216,7 +221,7 @@ def scan_changes(root, store, max_file_size: int, exclude: list[str], stats: Wal
 
 
 def scan_paths(root, store, paths, max_file_size: int, exclude: list[str], stats: WalkStats | None = None,
-               max_document_size: int = MAX_DOCUMENT_SIZE):
+               max_document_size: int = MAX_DOCUMENT_SIZE, secret_files: tuple[str, ...] = SECRET_FILES):
     """``scan_changes`` for the paths a file watcher named, without walking the tree:
     ``(entries, changed, deleted_paths)``, or None where only a full walk can tell (a directory
     appeared, or an ignore file changed)."""
@@ -224,7 +229,7 @@ def scan_paths(root, store, paths, max_file_size: int, exclude: list[str], stats
 
     root = Path(root)
     known = store.file_states()
-    ignored = IgnoreMatcher(root, exclude)
+    ignored = IgnoreMatcher(root, exclude, secret_files)
     entries, deleted = [], []
     for rel in sorted(set(paths)):
         name = rel.rsplit("/", 1)[-1]
@@ -249,7 +254,8 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
                   progress: ProgressFn | None = None, cancel: threading.Event | None = None,
                   report: IndexReport | None = None, processes: bool = True,
                   paths: list[str] | None = None, max_document_size: int = MAX_DOCUMENT_SIZE,
-                  document_timeout: float = 60.0) -> IndexReport:
+                  document_timeout: float = 60.0, secret_files: tuple[str, ...] = SECRET_FILES,
+                  document_memory_mb: int = 0) -> IndexReport:
     """Phase 1: bring files, chunks and the FTS5 table in line with the tree.
 
     ``paths`` (from a file watcher) looks at those files only, not the whole tree, when that
@@ -258,16 +264,17 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
     report = report or IndexReport()
     t0 = time.perf_counter()
     stats = WalkStats()
-    workers = _Workers(chunker)
+    workers = _Workers(chunker, max_file_size)
     queue: list = []
     try:
         early = _worker_count(EARLY_WORKERS_FILES // LEXICAL_BATCH_FILES, processes)
-        scanned = (scan_paths(root, store, paths, max_file_size, exclude, max_document_size=max_document_size)
+        scanned = (scan_paths(root, store, paths, max_file_size, exclude, max_document_size=max_document_size,
+                              secret_files=secret_files)
                    if paths is not None else None)
         partial_scan = scanned is not None
         entries, changed, deleted = scanned or scan_changes(
             root, store, max_file_size, exclude, stats, (lambda: workers.start_processes(early)) if early else None,
-            max_document_size=max_document_size)
+            max_document_size=max_document_size, secret_files=secret_files)
         if progress:
             progress(Progress("scan", len(entries), len(entries), f"{len(changed)} changed, {len(deleted)} removed",
                               tuple(e.rel_path for e in changed) + tuple(deleted)))
@@ -296,22 +303,26 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
             with store.transaction():
                 for e, why in unreadable:
                     stats.skip(why)
+                    if why == "changed":  # written or swapped since the walk: what was indexed stays
+                        continue          # until the next run reads what is there then
                     if why == "binary":  # remembered, so it is not read again until it changes
                         report.chunks_removed += store.write_skipped(e.rel_path, e.mtime_ns, e.size, why)
                     else:  # unreadable now: drop what it had, try again next run
                         report.chunks_removed += store.delete_file(e.rel_path)
                 added, removed = store.write_files([
-                    (e.rel_path, e.mtime_ns, e.size, lang, file_rows, _priority(e.rel_path, e.mtime_ns))
-                    for (e, lang), file_rows in zip(items, rows)])
+                    (e.rel_path, e.mtime_ns, e.size, lang, file_rows, _priority(e.rel_path, e.mtime_ns), masked)
+                    for (e, lang, masked), file_rows in zip(items, rows)])
                 report.chunks_added += added
                 report.chunks_removed += removed
                 report.files_changed += len(items)
+                report.secrets_masked += sum(masked for _, _, masked in items)
             done += len(batch)
             if progress:
                 progress(Progress("lexical", done, len(changed), batch[-1].rel_path))
         if documents and not report.cancelled:
-            _index_documents(store, chunker, documents, stats, report, document_timeout, cancel,
-                             lambda path, n: progress and progress(Progress("lexical", done + n, len(changed), path)))
+            _index_documents(store, chunker, documents, stats, report, DocumentReader(
+                document_timeout, document_memory_mb, max_document_size), cancel,
+                lambda path, n: progress and progress(Progress("lexical", done + n, len(changed), path)))
     finally:  # on cancel or Ctrl-C, don't wait for batches nobody will write
         for f in queue:
             f.cancel()
@@ -332,33 +343,40 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
 
 
 def _index_documents(store, chunker: Chunker, documents: list[FileEntry], stats: WalkStats, report: IndexReport,
-                     timeout: float, cancel: threading.Event | None, progress) -> None:
+                     reader: DocumentReader, cancel: threading.Event | None, progress) -> None:
     """Extract, chunk and write documents one at a time: each is its own transaction, so a
     300-page PDF is searchable as soon as it is read, and a file that can't be read (encrypted,
     corrupt, image-only, over the time limit) is remembered with its reason until it changes."""
-    with DocumentReader(timeout) as reader:
+    with reader:
         for n, e in enumerate(documents, start=1):
             if cancel is not None and cancel.is_set():
                 report.cancelled = True
                 return
             try:
-                ex = reader.read(e.abs_path, e.rel_path, cancel)
+                ex = reader.read(e.abs_path, e.rel_path, cancel, expect=e.seen)
             except ExtractError as err:
                 if err.reason == "cancelled":
                     report.cancelled = True
                     return
                 stats.skip(err.reason)
+                if err.reason == "changed":  # written or swapped since the walk: the next run reads it
+                    continue
                 with store.transaction():
-                    report.chunks_removed += store.write_skipped(e.rel_path, e.mtime_ns, e.size, err.reason)
+                    if err.reason in DOCUMENT_REASONS:  # remembered until the file changes
+                        report.chunks_removed += store.write_skipped(e.rel_path, e.mtime_ns, e.size, err.reason)
+                    else:  # a link or a FIFO in its place, unreadable: dropped, looked at again next run
+                        report.chunks_removed += store.delete_file(e.rel_path)
                 continue
-            rows = chunk_fields(e.rel_path, chunker.chunk(e.rel_path, ex.language, ex.text, blocks=ex.blocks))
+            text, masked = redact(ex.text)
+            rows = chunk_fields(e.rel_path, chunker.chunk(e.rel_path, ex.language, text, blocks=ex.blocks))
             with store.transaction():
                 added, removed = store.write_files(
-                    [(e.rel_path, e.mtime_ns, e.size, ex.language, rows, _priority(e.rel_path, e.mtime_ns))])
-                store.put_document(e.rel_path, ex.text, ex.locators)
+                    [(e.rel_path, e.mtime_ns, e.size, ex.language, rows, _priority(e.rel_path, e.mtime_ns), masked)])
+                store.put_document(e.rel_path, text, ex.locators)
             report.chunks_added += added
             report.chunks_removed += removed
             report.files_changed += 1
+            report.secrets_masked += masked
             progress(e.rel_path, n)
 
 

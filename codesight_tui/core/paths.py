@@ -62,6 +62,17 @@ def index_dir_for(root: Path, data_dir: Path) -> Path:
     return data_dir.expanduser() / digest
 
 
+def outermost(roots: list[Path]) -> list[Path]:
+    """``roots`` without duplicates and without any that lies inside another (whose index covers
+    it already): twelve overlapping subdirectories are one index, not twelve. Order is kept."""
+    real = [Path(r).resolve() for r in roots]
+    out: list[Path] = []
+    for r in dict.fromkeys(real):
+        if not any(o != r and o in r.parents for o in real):
+            out.append(r)
+    return out
+
+
 def find_repo_root(start: Path) -> Path:
     """The enclosing git work tree of ``start`` (walking up to ``.git``), else ``start`` itself."""
     start = start.resolve()

@@ -63,8 +63,10 @@ def distill(base_path: Path, dest: Path, *, timeout: float = DISTILL_TIMEOUT,
     if not base_path.is_dir():
         raise CodeSightError(f"cannot distil a static model from {base_path}: not a local model folder"
                              " (set static_model to a model2vec folder, or off)")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(dest) + ".lock"):
+    from codesight_tui.core.private import private_dir
+
+    private_dir(dest.parent)
+    with FileLock(str(dest) + ".lock", mode=0o600):
         if is_model_dir(dest):  # another process distilled it while this one waited
             return 0.0
         tmp = dest.with_name(f"{dest.name}.tmp-{os.getpid()}")

@@ -23,9 +23,11 @@ from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.languages import DOCUMENT_EXTENSIONS
 from codesight_tui.core.text import content_hash, expansion_terms, fts_query
 
-SCHEMA_VERSION = "6"  # bumped when the stored rows change meaning (v3: TS signatures are scopes; v4: doc views;
+SCHEMA_VERSION = "7"  # bumped when the stored rows change meaning (v3: TS signatures are scopes; v4: doc views;
 # v5: compound names in the embedded scope header are followed by their words; v6: grammars for C#, Kotlin,
-# Scala, Swift, Lua, shell, Haskell, Elixir and Zig, and attributes attached to definitions)
+# Scala, Swift, Lua, shell, Haskell, Elixir and Zig, and attributes attached to definitions; v7: secrets
+# are masked before chunking and secret files are not indexed, so an older index, which may hold
+# them, is rebuilt)
 
 FTS_AUTOMERGE = 8
 
@@ -37,7 +39,8 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
     language TEXT, n_chunks INTEGER NOT NULL DEFAULT 0, indexed_at REAL,
-    skipped TEXT  -- why a walked file has no chunks (binary); NULL for indexed files
+    skipped TEXT,  -- why a walked file has no chunks (binary); NULL for indexed files
+    masked INTEGER NOT NULL DEFAULT 0  -- secrets masked in its text (core.redact)
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: a stale vector can't alias new text
@@ -200,8 +203,8 @@ class Store:
         """``{path: (mtime_ns, size)}`` for every indexed file."""
         return {p: (m, s) for p, m, s in self.conn.execute("SELECT path, mtime_ns, size FROM files")}
 
-    def write_files(self, files: list[tuple[str, int, int, str, list[ChunkFields], int]]) -> tuple[int, int]:
-        """Replace the chunks of ``(path, mtime_ns, size, language, rows, priority)`` files,
+    def write_files(self, files: list[tuple[str, int, int, str, list[ChunkFields], int, int]]) -> tuple[int, int]:
+        """Replace the chunks of ``(path, mtime_ns, size, language, rows, priority, secrets masked)`` files,
         keeping rows (and so their vectors) whose text is unchanged.
 
         ``rows`` are a file's ``chunk_fields``. Must run inside ``transaction()``. A whole batch
@@ -220,7 +223,7 @@ class Store:
         inserts = []
         stale: list[int] = []
         now = time.time()
-        for path, _, _, language, rows, priority in files:
+        for path, _, _, language, rows, priority, _ in files:
             kept = old.get(path)
             for start, end, scope, content, key, terms, digest in rows:
                 same = kept.get(key) if kept else None
@@ -245,16 +248,16 @@ class Store:
             )
             c.execute("INSERT INTO chunks_fts(rowid, path, scope, content, terms)"
                       " SELECT id, path, scope, content, terms FROM chunks WHERE id > ?", (last,))
-        c.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,NULL)",
-                      [(path, mtime_ns, size, language, len(rows), now)
-                       for path, mtime_ns, size, language, rows, _ in files])
+        c.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,NULL,?)",
+                      [(path, mtime_ns, size, language, len(rows), now, masked)
+                       for path, mtime_ns, size, language, rows, _, masked in files])
         return len(inserts), len(stale)
 
     def write_skipped(self, path: str, mtime_ns: int, size: int, reason: str) -> int:
         """Remember a file whose content can't be indexed (binary), so it isn't re-read until it
         changes; drops any chunks it had. Must run inside ``transaction()``."""
         n = self.conn.execute("DELETE FROM chunks WHERE path=?", (path,)).rowcount
-        self.conn.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,NULL,0,?,?)",
+        self.conn.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,NULL,0,?,?,0)",
                           (path, mtime_ns, size, time.time(), reason))
         self.conn.execute("DELETE FROM documents WHERE path=?", (path,))
         return n
@@ -415,6 +418,25 @@ class Store:
         return ids, np.frombuffer(blob, dtype=np.float16).reshape(len(rows), dim).astype(np.float32)
 
     # --- reads ---------------------------------------------------------------------------
+    def probe(self) -> str | None:
+        """None when every table a search reads opens and answers, else what failed: the schema,
+        the FTS5 table (its constructor reads its config and structure), a term lookup in it, and
+        the first and last rows of the chunk, file and static tables. Milliseconds at any size:
+        what an index run checks every time, where ``quick_check`` reads every page."""
+        c = self.conn
+        try:
+            c.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+            c.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'codesight' LIMIT 1").fetchall()
+            c.execute("SELECT count(*) FROM chunks_fts_config").fetchone()
+            for table in ("chunks", "static_vectors"):
+                c.execute(f"SELECT * FROM {table} WHERE id IN ((SELECT min(id) FROM {table}),"
+                          f" (SELECT max(id) FROM {table}))").fetchall()
+            c.execute("SELECT * FROM files ORDER BY path LIMIT 1").fetchall()
+            c.execute("SELECT * FROM meta").fetchall()
+        except sqlite3.DatabaseError as exc:
+            return str(exc).splitlines()[0][:200]
+        return None
+
     def quick_check(self) -> str | None:
         """None when SQLite's quick_check finds the file sound, else what it found."""
         try:
@@ -448,6 +470,15 @@ class Store:
                                            " GROUP BY skipped"):
             out[reason] = out.get(reason, 0) + n
         return dict(sorted(out.items()))
+
+    def masked(self) -> dict[str, int]:
+        """Secrets masked in indexed text: ``{"files": n, "secrets": m}``."""
+        try:
+            files, secrets = self.conn.execute("SELECT count(*), coalesce(sum(masked), 0) FROM files"
+                                               " WHERE masked > 0").fetchone()
+        except sqlite3.OperationalError:  # an index from before masking, opened read-only
+            return {"files": 0, "secrets": 0}
+        return {"files": files, "secrets": secrets}
 
     def get_chunks(self, ids: list[int]) -> dict[int, ChunkRow]:
         out: dict[int, ChunkRow] = {}

@@ -112,3 +112,16 @@ def fts_query(query: str) -> str | None:
 def content_hash(text: str) -> str:
     """``sha256(text)[:16]``: the identity of a chunk's content."""
     return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
+
+
+# C0 controls but tab and newline, DEL, and C1 controls (whose 0x9b is CSI and 0x9d OSC on some
+# terminals): an escape sequence in a file, a file name or an LLM's answer must never drive the
+# user's terminal (OSC 52 writes its clipboard, OSC 0 its title, OSC 8 makes links).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character but tab and newline shown as ``?``: what the CLI,
+    the TUI and ``ask`` put on a terminal."""
+    return _CONTROL.sub("?", text)
+

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pathspec
 
 from codesight_tui.core.languages import is_binary_name, is_document
+from codesight_tui.core.redact import SECRET_FILES, secret_name
 from codesight_tui.core.text import LONE_SURROGATE
 
 IGNORE_FILES = (".gitignore", ".codesightignore")
@@ -28,6 +30,22 @@ class FileEntry:
     abs_path: str
     size: int
     mtime_ns: int
+    ino: int = 0
+
+    @property
+    def seen(self) -> Seen:
+        """What the walk saw: a read that finds anything else here (swapped or written since) skips it."""
+        return (self.ino, self.size, self.mtime_ns)
+
+
+# SQLite keeps 64-bit integers: a modification time past 2262-04-11 (or before 1677) in
+# nanoseconds does not fit, and one such file must not stop the whole run.
+_MTIME_MAX = 2**63 - 1
+
+
+def clamp_mtime(mtime_ns: int) -> int:
+    """A modification time that fits in SQLite's 64-bit integer."""
+    return max(-_MTIME_MAX, min(_MTIME_MAX, mtime_ns))
 
 
 @dataclass
@@ -86,18 +104,45 @@ def _read_spec(path: Path) -> pathspec.GitIgnoreSpec | None:
     return spec_from_lines(lines) if any(l.strip() for l in lines) else None
 
 
-class IgnoreRules:
-    """Git's precedence: the deepest ignore file with a matching pattern decides, and
-    ``--exclude`` patterns always win."""
+def global_excludes_file(root: Path) -> Path | None:
+    """The user's global ignore file as git finds it: ``core.excludesFile`` (from git itself,
+    so every config file git reads counts), else ``$XDG_CONFIG_HOME/git/ignore`` or
+    ``~/.config/git/ignore``."""
+    try:
+        out = subprocess.run(["git", "config", "--path", "--get", "core.excludesFile"], cwd=root,
+                             capture_output=True, text=True, timeout=5, stdin=subprocess.DEVNULL)
+        value = out.stdout.strip() if out.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):  # no git: its default place still counts
+        value = ""
+    if value:
+        path = Path(value).expanduser()
+        return path if path.is_absolute() else root / path
+    xdg = os.environ.get("XDG_CONFIG_HOME") or ""
+    base = Path(xdg) if xdg else Path.home() / ".config"
+    return base / "git" / "ignore"
 
-    def __init__(self, root: Path, exclude: list[str] | None = None) -> None:
+
+class IgnoreRules:
+    """Git's precedence: the deepest ignore file with a matching pattern decides, then
+    ``.git/info/exclude``, then the user's global ignore file (``core.excludesFile``); ``--exclude``
+    patterns always win. Files named like secrets (``secret_files``) are never walked."""
+
+    def __init__(self, root: Path, exclude: list[str] | None = None,
+                 secret_files: tuple[str, ...] | list[str] = SECRET_FILES) -> None:
         self.root = root
         self.exclude = spec_from_lines(exclude) if exclude else None
+        self.secret_files = tuple(secret_files)
         base: list[tuple[str, pathspec.GitIgnoreSpec]] = []
-        info = _read_spec(root / ".git" / "info" / "exclude")
-        if info:
-            base.append(("", info))
+        excludes_file = global_excludes_file(root)
+        for path in (excludes_file, root / ".git" / "info" / "exclude"):
+            spec = _read_spec(path) if path is not None else None
+            if spec:
+                base.append(("", spec))
         self.base = base
+
+    def secret(self, rel_path: str, is_dir: bool) -> bool:
+        """Whether the path is named like a secret (never read, counted as ``secret``)."""
+        return secret_name(rel_path, self.secret_files, is_dir)
 
     def dir_specs(self, dir_abs: Path, rel_dir: str) -> list[tuple[str, pathspec.GitIgnoreSpec]]:
         """The ignore specs that a directory itself contributes."""
@@ -125,14 +170,16 @@ class IgnoreMatcher:
     """``is_ignored`` for many paths of one tree: each directory's ignore files are read once.
     ``forget()`` drops what was read (an ignore file changed)."""
 
-    def __init__(self, root: Path, exclude: list[str] | None = None) -> None:
+    def __init__(self, root: Path, exclude: list[str] | None = None,
+                 secret_files: tuple[str, ...] | list[str] = SECRET_FILES) -> None:
         self.root = Path(root)
         self.exclude = exclude
-        self.rules = IgnoreRules(self.root, exclude)
+        self.secret_files = tuple(secret_files)
+        self.rules = IgnoreRules(self.root, exclude, self.secret_files)
         self._specs: dict[str, list[tuple[str, pathspec.GitIgnoreSpec]]] = {}
 
     def forget(self) -> None:
-        self.rules = IgnoreRules(self.root, self.exclude)
+        self.rules = IgnoreRules(self.root, self.exclude, self.secret_files)
         self._specs.clear()
 
     def _dir_specs(self, rel_dir: str):
@@ -152,15 +199,17 @@ class IgnoreMatcher:
         for i, part in enumerate(parts):
             stack += self._dir_specs(rel_dir)
             rel = f"{rel_dir}/{part}" if rel_dir else part
-            if self.rules.ignored(rel, i < len(parts) - 1, stack):
+            is_dir = i < len(parts) - 1
+            if self.rules.ignored(rel, is_dir, stack) or self.rules.secret(rel, is_dir):
                 return True
             rel_dir = rel
         return False
 
 
-def is_ignored(root: Path, rel_path: str, exclude: list[str] | None = None) -> bool:
+def is_ignored(root: Path, rel_path: str, exclude: list[str] | None = None,
+               secret_files: tuple[str, ...] | list[str] = SECRET_FILES) -> bool:
     """Whether the walk would skip ``rel_path`` by the ignore rules (see ``IgnoreMatcher``)."""
-    return IgnoreMatcher(root, exclude)(rel_path)
+    return IgnoreMatcher(root, exclude, secret_files)(rel_path)
 
 
 def entry_for(root: Path, rel_path: str, *, max_file_size: int = 1_000_000, stats: WalkStats | None = None,
@@ -194,100 +243,164 @@ def entry_for(root: Path, rel_path: str, *, max_file_size: int = 1_000_000, stat
         if stats is not None:
             stats.skip("too_large")
         return None
-    return FileEntry(rel_path, str(path), st.st_size, st.st_mtime_ns)
+    return FileEntry(rel_path, str(path), st.st_size, clamp_mtime(st.st_mtime_ns), st.st_ino)
 
 
 def walk(root: str | Path, *, max_file_size: int = 1_000_000, exclude: list[str] | None = None,
-         stats: WalkStats | None = None, max_document_size: int = MAX_DOCUMENT_SIZE):
-    """Yield every indexable ``FileEntry`` under ``root``, sorted per directory.
+         stats: WalkStats | None = None, max_document_size: int = MAX_DOCUMENT_SIZE,
+         secret_files: tuple[str, ...] | list[str] = SECRET_FILES):
+    """Yield every indexable ``FileEntry`` under ``root``, sorted per directory, depth first.
 
-    Skips ignored paths, VCS directories, files over ``max_file_size`` bytes (documents: over
-    ``max_document_size``) and well-known binary extensions. Symlinks are not followed: one that leads out of the root is counted as skipped,
-    and one inside it points at a file the walk reaches under its real path anyway (so each file is
-    indexed once, and a symlink loop costs nothing).
-    Unreadable directories and files are counted in ``stats`` and never raise.
+    Skips ignored paths, VCS directories, files named like secrets (``secret_files``, counted as
+    ``secret``), files over ``max_file_size`` bytes (documents: over ``max_document_size``) and
+    well-known binary extensions. Symlinks are not followed: one that leads out of the root is
+    counted as skipped, and one inside it points at a file the walk reaches under its real path
+    anyway (so each file is indexed once, and a symlink loop costs nothing).
+    Unreadable directories and files are counted in ``stats`` and never raise. The walk keeps
+    its own stack, so a tree thousands of levels deep costs memory, not Python's recursion limit.
     """
     root_path = Path(root).resolve()
     stats = stats if stats is not None else WalkStats()
-    rules = IgnoreRules(root_path, exclude)
+    rules = IgnoreRules(root_path, exclude, secret_files)
     root_real = os.path.realpath(root_path)
     visited: set[str] = {root_real}
 
     def inside(real: str) -> bool:
         return real == root_real or real.startswith(root_real + os.sep)
 
-    def visit(dir_abs: Path, rel_dir: str, stack):
-        stack = stack + rules.dir_specs(dir_abs, rel_dir)
+    # Each frame: (directory, its relative path, the ignore specs in force, its sorted entries
+    # still to visit, reversed so that pop() takes them in name order).
+    def frame(dir_abs: Path, rel_dir: str, parent_stack):
+        stack = parent_stack + rules.dir_specs(dir_abs, rel_dir)
         try:
             with os.scandir(dir_abs) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = sorted(it, key=lambda e: e.name, reverse=True)
         except OSError:
             stats.skip("unreadable")
-            return
-        for entry in entries:
-            if LONE_SURROGATE.search(entry.name):
-                # A name that is not valid UTF-8 can't be stored, tokenised or shown as it is.
-                stats.skip("non_utf8_name")
+            return None
+        return rel_dir, stack, entries
+
+    first = frame(root_path, "", list(rules.base))
+    frames = [first] if first is not None else []
+    while frames:
+        rel_dir, stack, entries = frames[-1]
+        if not entries:
+            frames.pop()
+            continue
+        entry = entries.pop()
+        if LONE_SURROGATE.search(entry.name):
+            # A name that is not valid UTF-8 can't be stored, tokenised or shown as it is.
+            stats.skip("non_utf8_name")
+            continue
+        rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+        try:
+            is_link = entry.is_symlink()
+            is_dir = entry.is_dir()  # follows links
+            is_file = entry.is_file()
+        except OSError:
+            stats.skip("unreadable")
+            continue
+        if is_dir and entry.name in ALWAYS_SKIPPED_DIRS:
+            continue
+        if is_link and (is_dir or not is_file):
+            stats.symlink_dirs += 1
+        if rules.ignored(rel, is_dir, stack):
+            continue
+        if rules.secret(rel, is_dir and not is_link):
+            stats.skip("secret")
+            continue
+        if is_link:
+            real = os.path.realpath(entry.path)
+            if not inside(real):
+                stats.skip("symlink_outside_root")
+            elif not (is_dir or is_file):
+                stats.skip("broken_symlink")
+            # A link to something inside the root is never followed (as git and ripgrep do):
+            # its target is walked under its real path, which is the path people use.
+            continue
+        if not (is_dir or is_file):  # FIFO, socket, device: never opened
+            stats.skip("special_file")
+            continue
+        if is_dir:
+            real = os.path.realpath(entry.path)
+            if real in visited:  # a bind mount seen twice
                 continue
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            visited.add(real)
+            child = frame(Path(entry.path), rel, stack)
+            if child is not None:
+                frames.append(child)
+        elif is_file:
+            if is_binary_name(rel):
+                stats.skip("binary")
+                continue
             try:
-                is_link = entry.is_symlink()
-                is_dir = entry.is_dir()  # follows links
-                is_file = entry.is_file()
+                st = entry.stat()
             except OSError:
                 stats.skip("unreadable")
                 continue
-            if is_dir and entry.name in ALWAYS_SKIPPED_DIRS:
+            if st.st_size > (max_document_size if is_document(rel) else max_file_size):
+                stats.skip("too_large")
                 continue
-            if is_link and (is_dir or not is_file):
-                stats.symlink_dirs += 1
-            if rules.ignored(rel, is_dir, stack):
-                continue
-            if is_link:
-                real = os.path.realpath(entry.path)
-                if not inside(real):
-                    stats.skip("symlink_outside_root")
-                elif not (is_dir or is_file):
-                    stats.skip("broken_symlink")
-                # A link to something inside the root is never followed (as git and ripgrep do):
-                # its target is walked under its real path, which is the path people use.
-                continue
-            if not (is_dir or is_file):  # FIFO, socket, device: never opened
-                stats.skip("special_file")
-                continue
-            if is_dir:
-                real = os.path.realpath(entry.path)
-                if real in visited:  # a bind mount seen twice
-                    continue
-                visited.add(real)
-                yield from visit(Path(entry.path), rel, stack)
-            elif is_file:
-                if is_binary_name(rel):
-                    stats.skip("binary")
-                    continue
-                try:
-                    st = entry.stat()
-                except OSError:
-                    stats.skip("unreadable")
-                    continue
-                if st.st_size > (max_document_size if is_document(rel) else max_file_size):
-                    stats.skip("too_large")
-                    continue
-                yield FileEntry(rel, entry.path, st.st_size, st.st_mtime_ns)
-
-    yield from visit(root_path, "", list(rules.base))
+            yield FileEntry(rel, entry.path, st.st_size, clamp_mtime(st.st_mtime_ns), st.st_ino)
 
 
-def read_text(abs_path: str) -> tuple[str | None, str | None]:
-    """Read a file as text. Returns ``(text, None)`` or ``(None, reason)`` for binary/unreadable.
+# What the walk saw of a file: (inode, size, mtime_ns).
+Seen = tuple[int, int, int]
+
+
+def open_checked(abs_path: str, expect: Seen | None = None) -> tuple[int | None, str | None]:
+    """A file descriptor of ``abs_path`` opened for reading without following a symlink in its
+    last part, and only where it is still a regular file that matches what the walk saw
+    (``expect``: inode, size and modification time): ``(fd, None)`` or ``(None, reason)``. A file
+    swapped for a link (``symlink``), a FIFO (``special_file``) or another file, or written to
+    since (``changed``), is not read: the next run reads what is there then."""
+    try:
+        fd = os.open(abs_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        import errno
+
+        return None, "symlink" if exc.errno in (errno.ELOOP, errno.EMLINK) else "unreadable"
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        return None, "unreadable"
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        return None, "special_file"
+    if expect is not None and (st.st_ino, st.st_size, clamp_mtime(st.st_mtime_ns)) != expect:
+        os.close(fd)
+        return None, "changed"
+    return fd, None
+
+
+def read_bytes(abs_path: str, max_bytes: int | None = None,
+               expect: Seen | None = None) -> tuple[bytes | None, str | None]:
+    """A file's bytes, read through ``open_checked``, never more than ``max_bytes`` (a file that
+    grows past it while it is read is ``too_large``, and costs no more than that much memory)."""
+    fd, why = open_checked(abs_path, expect)
+    if fd is None:
+        return None, why
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            data = fh.read(max_bytes + 1) if max_bytes is not None else fh.read()
+    except OSError:
+        return None, "unreadable"
+    if max_bytes is not None and len(data) > max_bytes:
+        return None, "too_large"
+    return data, None
+
+
+def read_text(abs_path: str, max_bytes: int | None = None,
+              expect: Seen | None = None) -> tuple[str | None, str | None]:
+    """Read a file as text. Returns ``(text, None)`` or ``(None, reason)`` for binary/unreadable
+    (and, through ``read_bytes``, a link or another file swapped in, or a file grown too large).
 
     Invalid UTF-8 is decoded with replacement characters rather than skipped; CRLF becomes LF.
     """
-    try:
-        with open(abs_path, "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return None, "unreadable"
+    data, why = read_bytes(abs_path, max_bytes, expect)
+    if data is None:
+        return None, why
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 with its byte-order mark (Windows editors)
         try:
             text = data.decode("utf-16")

@@ -25,6 +25,7 @@ _PRECEDENCE = {MODIFIED: 0, ADDED: 1, DELETED: 2}
 MIN_QUIET = 0.1
 BULK_EVENTS = 200  # a batch this big so far waits for BULK_QUIET seconds of silence
 BULK_QUIET = 1.0
+RETRY_FIRST, RETRY_MAX = 1.0, 60.0  # seconds before a failed batch is tried again, doubling
 
 
 class RetryLater(Exception):
@@ -81,7 +82,7 @@ class Watcher:
     """
 
     def __init__(self, root: str | Path, handler: Callable[[Batch], None], *, exclude: list[str] | None = None,
-                 quiet: float = 0.3, max_delay: float = 10.0, poll: bool = False, poll_every: float = 2.0,
+                 secret_files: tuple[str, ...] | None = None, quiet: float = 0.3, max_delay: float = 10.0, poll: bool = False, poll_every: float = 2.0,
                  scan: Callable[[], dict[str, list[str]]] | None = None,
                  on_event: Callable[[], None] | None = None) -> None:
         self.root = Path(root).resolve()
@@ -92,10 +93,12 @@ class Watcher:
         self.poll_every = poll_every
         self.scan = scan
         self.on_event = on_event
-        self.ignored = IgnoreMatcher(self.root, exclude)
+        self.ignored = (IgnoreMatcher(self.root, exclude) if secret_files is None
+                        else IgnoreMatcher(self.root, exclude, secret_files))
         self.batches = 0  # batches handled
         self.events = 0  # raw events kept (after the ignore rules)
         self.errors: list[str] = []
+        self.failures = 0  # batches that failed and were kept to try again
         self.mode = "poll" if poll else "events"
         self._pending = Batch()
         self._cond = threading.Condition()
@@ -238,6 +241,7 @@ class Watcher:
             return batch
 
     def _dispatch(self) -> None:
+        backoff = RETRY_FIRST
         while not self._stop.is_set():
             batch = self._next_batch()
             if batch is None:
@@ -245,13 +249,24 @@ class Watcher:
             try:
                 self.handler(batch)
                 self.batches += 1
+                backoff = RETRY_FIRST
             except RetryLater:
                 with self._cond:
                     self._pending.merge(batch)
                 self._busy.clear()
                 self._stop.wait(1.0)
                 continue
-            except Exception as exc:  # one bad batch must not end the watch
-                self.errors.append(f"{type(exc).__name__}: {exc}")
+            except Exception as exc:
+                # A batch that failed (a full disk, a read-only index for a while) is kept and tried
+                # again, later each time, until it goes through: its files must not stay stale for good.
+                message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                self.errors.append(f"{message} (will retry in {backoff:g} s)")
+                self.failures += 1
+                with self._cond:
+                    self._pending.merge(batch)
+                self._busy.clear()
+                self._stop.wait(backoff)
+                backoff = min(RETRY_MAX, backoff * 2)
+                continue
             finally:
                 self._busy.clear()

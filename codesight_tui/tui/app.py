@@ -27,6 +27,7 @@ from textual.widgets import Footer, Input, OptionList
 from textual.worker import get_current_worker
 
 from codesight_tui.core.errors import CodeSightError, IndexBusyError
+from codesight_tui.core.text import printable
 from codesight_tui.tui.editor import editor_argv, viewer_argv
 from codesight_tui.tui.messages import (FilesChanged, IndexFailed, IndexFinished, IndexProgress, ModelFailed,
                                         ModelReady, SearchFinished)
@@ -142,10 +143,29 @@ class CodeSightApp(App[int]):
                     return engine
         return self.engine
 
+    def _handle_signals(self) -> None:
+        """SIGTERM (a kill, a service manager) and SIGHUP (the ssh session closed) end the app the
+        way Ctrl+Q does: the terminal leaves the alternate screen and mouse mode, the index stops
+        at a batch boundary, and the exit code says which signal it was (128 + its number)."""
+        import asyncio
+        import signal
+
+        try:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                loop.add_signal_handler(sig, self._on_signal, int(sig))
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread (tests), or no signals
+            pass
+
+    def _on_signal(self, number: int) -> None:
+        self._stop.set()
+        self.exit(return_code=128 + number)
+
     # --- layout -------------------------------------------------------------------------
     def notify(self, message: str, *, markup: bool = False, **kwargs) -> None:
-        """Notices carry paths and error text (``[/].py``, ``[x]``): plain text unless asked."""
-        super().notify(message, markup=markup, **kwargs)
+        """Notices carry paths and error text (``[/].py``, ``[x]``): plain text unless asked, and
+        never a control character (a file name may hold an escape sequence)."""
+        super().notify(printable(message), markup=markup, **kwargs)
 
     def compose(self) -> ComposeResult:
         yield QueryInput(placeholder="Search: words, a question, or an identifier…  (F1 help)", id="query",
@@ -158,6 +178,7 @@ class CodeSightApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self._handle_signals()
         self.state.mode = self.mode = self.engine.settings.default_mode
         self.state.model = self.engine.model_info.name
         self._load_counts()
@@ -714,7 +735,8 @@ def run_app(root: Path, more_roots: list[Path] | tuple = ()) -> int:
     for engine in engines:
         engine.lexical_processes = True  # our entry points are guarded, so a big first index can spawn workers
     app = CodeSightApp(root, engine=engines[0], more_roots=list(more_roots), more_engines=engines[1:])
-    rc = app.run() or 0
+    app.run()
+    rc = app.return_code or 0  # 128 + the signal's number after SIGTERM or SIGHUP
     app._stop.set()
     # A thread worker cannot be killed: the index stops at its next batch boundary. Don't keep
     # the user waiting longer than a moment for that: SQLite (WAL) and LanceDB commits are atomic,

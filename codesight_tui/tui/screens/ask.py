@@ -16,6 +16,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.text import printable
 
 HELP = ("Ask about this repository: its code and documents. The question and the best search hits go to"
         " the LLM back end you configured, and the answer cites them as [n].\n\n"
@@ -103,7 +104,8 @@ class AskScreen(Screen):
             app.call_from_thread(self._finished, stream.answer)
 
     def _set_answer(self, text: str) -> None:
-        self.query_one("#ask-answer", Markdown).update(text)
+        # An LLM's answer may carry escape sequences (OSC 52 would write the clipboard): shown, not sent.
+        self.query_one("#ask-answer", Markdown).update(printable(text))
         self.query_one("#ask-body", VerticalScroll).scroll_end(animate=False)
 
     def _failed(self, message: str, partial: str = "") -> None:
@@ -118,10 +120,10 @@ class AskScreen(Screen):
         for n, hit in enumerate(hits, start=1):
             row = Text(no_wrap=True, overflow="ellipsis")
             row.append(f"[{n}] ", style="bold yellow" if n in cited else "dim")
-            row.append(hit.location if hit.page or hit.slide else f"{hit.path}:{hit.start_line}-{hit.end_line}",
+            row.append(printable(hit.location if hit.page or hit.slide else f"{hit.path}:{hit.start_line}-{hit.end_line}"),
                        style="bold" if n in cited or not cited else "")
             if hit.name and not hit.page:
-                row.append(f"  {hit.name}", style="italic")
+                row.append(f"  {printable(hit.name)}", style="italic")
             options.add_option(Option(row))
         options.display = bool(hits)
         if hits:
@@ -129,7 +131,8 @@ class AskScreen(Screen):
 
     def _finished(self, answer) -> None:
         self.answer = answer
-        self._set_answer(answer.text or "*The back end sent an empty answer.*")
+        self._set_answer((answer.text or "*The back end sent an empty answer.*")
+                         + (f"\n\n*({answer.cut})*" if answer.cut else ""))
         self._show_sources(answer.sources, set(answer.citations))
         usage = answer.usage or {}
         tokens = f" · {usage.get('input_tokens')}→{usage.get('output_tokens')} tok" if usage else ""

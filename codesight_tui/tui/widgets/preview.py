@@ -15,6 +15,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
 
+from codesight_tui.core.text import printable
+
 CONTEXT_BEFORE = 6
 CENTRE_CONTEXT = 40  # lines read above the target line, so that a tall preview can centre it
 CONTEXT_AFTER = 20
@@ -69,7 +71,8 @@ def render_hit(root: Path, hit, stale: bool = False, theme: str = "ansi_dark",
     else:
         first, lines = window
     lexer = LEXERS.get(hit.language, hit.language or "text")
-    code = "\n".join(line.expandtabs(4) for line in lines)
+    # Escape sequences in a file (OSC 52 writes the clipboard) are shown, never sent to the terminal.
+    code = printable("\n".join(line.expandtabs(4) for line in lines))
     try:
         highlighted = Syntax(code, lexer, theme=theme, background_color="default").highlight(code)
     except Exception:  # an unknown lexer name: plain text is better than nothing
@@ -89,16 +92,16 @@ def render_hit(root: Path, hit, stale: bool = False, theme: str = "ansi_dark",
         strips.append(Strip(list(row.render(console)), row.cell_len))
     title = Text(no_wrap=True, overflow="ellipsis")
     if getattr(hit, "page", None) is not None or getattr(hit, "slide", None) is not None:
-        title.append(hit.location, style="bold")
+        title.append(printable(hit.location), style="bold")
         heading = hit.scope.split(": ", 1)[1] if ": " in hit.scope else ""  # a slide's title
         if heading:
-            title.append(f"  {heading}")
+            title.append(f"  {printable(heading)}")
         title.append("  (extracted text)", style="dim")
     else:
-        title.append(f"{hit.path}:{target}", style="bold")
+        title.append(f"{printable(hit.path)}:{target}", style="bold")
         title.append(f" ({hit.start_line}-{hit.end_line})", style="dim")
         if hit.name:
-            title.append(f"  {hit.name}")
+            title.append(f"  {printable(hit.name)}")
     if stale:
         title.append("  (changed on disk: showing indexed text)", style="bold red")
     return title, strips, max(0, min(len(strips) - 1, target - first))

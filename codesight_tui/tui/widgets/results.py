@@ -14,6 +14,8 @@ from textual.binding import Binding
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from codesight_tui.core.text import printable
+
 BADGES = {"both": ("BV", "bold green"), "bm25": ("B ", "cyan"), "vector": (" V", "magenta"),
           "static": (" v", "magenta"), "symbol": ("S ", "bold yellow")}  # v: the static tier's vectors
 
@@ -43,9 +45,10 @@ def result_row(rank: int, hit, stale: bool = False, width: int = 0, scores: bool
         loc, name = f" p.{page}", ""
     elif slide is not None:  # a deck: the slide, and its title as the name
         loc, name = f" slide {slide}", name.split(": ", 1)[1] if ": " in name else ""
+    name = printable(name)
     tail = (" stale" if stale else "") + (f"  {name}" if name else "") + (f"  {hit.score:.4f}" if scores else "")
-    path = hit.path
-    repo = f"{Path(hit.repo).name}:" if getattr(hit, "repo", "") else ""  # several repositories: whose hit
+    path = printable(hit.path)
+    repo = f"{printable(Path(hit.repo).name)}:" if getattr(hit, "repo", "") else ""  # several repositories: whose hit
     if width:
         path = _short_path(path, max(12, width - 6 - len(repo) - len(loc) - len(tail)))
     row = Text(no_wrap=True, overflow="ellipsis")
