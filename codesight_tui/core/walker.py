@@ -7,6 +7,7 @@ import re
 import stat
 import subprocess
 from collections import Counter
+from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,7 +108,22 @@ def _read_spec(path: Path) -> pathspec.GitIgnoreSpec | None:
 def global_excludes_file(root: Path) -> Path | None:
     """The user's global ignore file as git finds it: ``core.excludesFile`` (from git itself,
     so every config file git reads counts), else ``$XDG_CONFIG_HOME/git/ignore`` or
-    ``~/.config/git/ignore``."""
+    ``~/.config/git/ignore``. Asked of git once per repository and configuration (a watcher
+    builds its rules again on every ignore-file change); the file itself is read every time."""
+    env = tuple(os.environ.get(k, "") for k in ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"))
+    return _excludes_file(str(root), env, _mtime(Path.home() / ".gitconfig"), _mtime(root / ".git" / "config"))
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
+
+
+@lru_cache(maxsize=64)
+def _excludes_file(root_str: str, env: tuple, *config_mtimes: int) -> Path | None:
+    root = Path(root_str)
     try:
         out = subprocess.run(["git", "config", "--path", "--get", "core.excludesFile"], cwd=root,
                              capture_output=True, text=True, timeout=5, stdin=subprocess.DEVNULL)
