@@ -717,3 +717,23 @@ def test_sigterm_restores_the_terminal_from_the_tui(repo):
     tail = out[out.rindex(b"\x1b[?1049h"):]
     assert b"\x1b[?1049l" in tail and b"\x1b[?1000l" in tail, tail[-400:]
     assert os.waitstatus_to_exitcode(status) == 143
+
+
+# --- 4. the first answer: the static tier before anything that says "embed" -------------------------
+
+@pytest.mark.model
+def test_static_vectors_come_before_the_cache_fill_on_a_cpu(tmp_path, static_model_dir, _isolated_home):
+    """MCP's first search waits for the "embed" phase to begin: with a cache file on the machine,
+    the cache fill used to begin it before the static tier existed, and the answer was BM25 alone."""
+    from conftest import build_repo
+
+    first = build_repo(tmp_path / "first")
+    CodeSight(first, static_model=str(static_model_dir), device="cpu").index()  # leaves a cache file
+    second = build_repo(tmp_path / "second")
+    (second / "src" / "lru.py").write_text("from collections import OrderedDict\n\n\nclass LRU:\n"
+                                           "    def put(self, key, value):\n        self.data.popitem(last=False)\n")
+    phases: list[str] = []
+    cs = CodeSight(second, static_model=str(static_model_dir), device="cpu")
+    cs.index(progress=lambda ev: phases.append(ev.phase))
+    assert "static" in phases and "embed" in phases
+    assert phases.index("static") < phases.index("embed"), phases

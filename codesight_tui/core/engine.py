@@ -565,16 +565,21 @@ class CodeSight:
             report.vectors_pending = store.counts()["pending"]
             model_changed = store.get_meta("model") not in (None, info.name)
             full_work = embed and (report.vectors_pending or model_changed)
+            # On a CPU the static tier goes first, before even the cache fill: semantic search in
+            # seconds, not hours, and a surface that answers once the "embed" phase starts (MCP's
+            # first search) answers with it. On a GPU the full model is done about as soon, so it
+            # goes first and keeps its speed.
+            gpu = static and self._gpu_likely()
+            if static and not gpu and not report.cancelled:
+                self._index_static(store, progress, cancel, report)
             if full_work and not report.cancelled and not self.embedder_loaded:
                 # What the shared cache holds needs no model: a re-clone or a rebuilt index may
                 # need no torch at all.
                 self._fill_from_cache(store, progress, cancel, report)
                 report.vectors_pending = store.counts()["pending"]
                 full_work = bool(report.vectors_pending) and not report.cancelled
-            # On a CPU the static tier goes first: semantic search in seconds, not hours. On a GPU
-            # the full model is done about as soon, so it goes first and keeps its speed.
-            static_later = static and full_work and self._gpu_likely()
-            if static and not static_later and not report.cancelled:
+            static_later = gpu and full_work
+            if gpu and not static_later and not report.cancelled:
                 self._index_static(store, progress, cancel, report)
             if full_work and not report.cancelled:
                 if progress:  # the lexical phase has committed: say so now, not once the model is up
