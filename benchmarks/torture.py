@@ -17,6 +17,10 @@ Sections (``--only`` picks some):
                directories, a pathological .gitignore)
   queries      hypothesis-generated queries through the API and random ones through the CLI
   footprint    many small edits, each indexed: vector versions and bytes, SQLite bytes, cache bytes
+  limits       a 200 MB one-line file, 500-deep directories, a symlink loop, 500,000 tiny files, a
+               zip-bomb DOCX, a PDF bomb and a 10,000-slide PPTX, each in a fresh index run: peak RSS
+  checkout     a branch switch that rewrites thousands of files under `codesight watch` while searches
+               run: errors, time to settle against a fresh lexical phase, consistency
 
 Throughout: every repository's bytes and mtimes are compared before and after (target: untouched),
 and every child process runs with a socket guard that records any network connection (target: 0).
@@ -879,8 +883,232 @@ def section_footprint(env: Env, args) -> None:
         problem(f"footprint: {samples[-1][1]} vector versions after {args.edits} edits")
 
 
+# --- 7. resource limits (issue 34): each probe one fresh `codesight index`, its peak RSS measured ---
+RSS_LIMIT_MB = 1536
+
+PEAK = """
+import resource, subprocess, sys, time, json
+t = time.perf_counter()
+try:
+    r = subprocess.run(sys.argv[2:], capture_output=True, text=True, timeout=float(sys.argv[1]))
+    rc, err = r.returncode, r.stderr
+except subprocess.TimeoutExpired:
+    rc, err = "hang", ""
+print(json.dumps({"rc": rc, "seconds": time.perf_counter() - t, "stderr": err[-400:],
+                  "peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+"""
+
+
+def _docx_bomb(path: Path, xml_mb: int) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("[Content_Types].xml", "<Types/>")
+        zf.writestr("word/document.xml", b"<w:document><w:body>" + b"<w:p/>" * (xml_mb * 1024 * 1024 // 6)
+                    + b"</w:body></w:document>")
+
+
+def _pdf_bomb(path: Path, stream_mb: int) -> None:
+    import zlib
+
+    stream = zlib.compress(b"BT /F1 12 Tf 72 712 Td (bomb) Tj ET\n" + b" " * (stream_mb * 1024 * 1024), 9)
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+            b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream"]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for n, body in enumerate(objs, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % n + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+    path.write_bytes(bytes(out))
+
+
+def _pptx_slides(path: Path, slides: int) -> None:
+    from pptx import Presentation
+
+    prs = Presentation()
+    layout = prs.slide_layouts[5]
+    for i in range(slides):
+        prs.slides.add_slide(layout).shapes.title.text = f"slide {i} quarterly numbers"
+    prs.save(str(path))
+
+
+def section_limits(env: Env, args) -> None:
+    tiny = 5_000 if args.fast else args.tiny_files
+    slides = 500 if args.fast else 10_000
+    print(f"\n[limits] each probe in a fresh `codesight index`: peak RSS (limit {RSS_LIMIT_MB} MB), time, no hang",
+          flush=True)
+    work = env.work / "limits"
+
+    def probe(name: str, make) -> None:
+        root = work / name.split()[0]
+        (root / ".git").mkdir(parents=True)
+        (root / "ok.py").write_text("def limits_marker():\n    return 1\n")
+        t0 = time.perf_counter()
+        made = make(root)
+        build = time.perf_counter() - t0
+        data = work / f"data-{name.split()[0]}"
+        r = subprocess.run([sys.executable, "-c", PEAK, str(args.hostile_timeout), sys.executable, "-m", "codesight_tui",
+                            "index", str(root), "--json", "--yes", "--no-embed"],
+                           capture_output=True, text=True, env=env.env(data, env.cache))
+        res = json.loads(r.stdout)
+        found = env.cli(["search", "limits_marker", "--path", str(root), "--mode", "bm25", "--json"], data, env.cache)
+        st = env.cli(["status", str(root), "--json"], data, env.cache)
+        skipped = json.loads(st.stdout).get("skipped", {}) if st.returncode == 0 else {}
+        docs = (json.loads(st.stdout).get("documents") or {}).get("skipped", {}) if st.returncode == 0 else {}
+        figure(f"limits: {name} ({made}, built in {build:.0f} s): index rc {res['rc']} in {res['seconds']:.1f} s,"
+               f" peak RSS {res['peak_mb']:.0f} MB; skipped {skipped or '-'}{'; documents ' + str(docs) if docs else ''}")
+        if res["rc"] != 0 or "Traceback" in res["stderr"]:
+            problem(f"limits: {name}: rc {res['rc']}: {res['stderr'][-200:]}")
+        if res["peak_mb"] > RSS_LIMIT_MB:
+            problem(f"limits: {name}: peak RSS {res['peak_mb']:.0f} MB")
+        if found.returncode != 0 or "Traceback" in found.stderr:
+            problem(f"limits: {name}: the ordinary file beside it was not found")
+
+    def single_line(root: Path) -> str:
+        with open(root / "one-line.js", "wb") as fh:
+            for _ in range(200):
+                fh.write(b"var a=1;" * (1024 * 1024 // 8))
+        return "200 MB in one line"
+
+    def deep(root: Path) -> str:
+        d = root
+        for _ in range(500):
+            d = d / "d"
+            d.mkdir()
+        (d / "bottom.py").write_text("def bottom():\n    pass\n")
+        return "500 levels"
+
+    def loop(root: Path) -> str:
+        (root / "a").mkdir()
+        os.symlink("..", root / "a" / "up")
+        os.symlink("b", root / "c")
+        os.symlink("c", root / "b")
+        return "a link to its parent, two links to each other"
+
+    def many(root: Path) -> str:
+        for i in range(tiny):
+            d = root / f"d{i // 1000}"
+            if i % 1000 == 0:
+                d.mkdir()
+            (d / f"f{i}.py").write_text(f"x{i} = {i}\n")
+        return f"{tiny:,} tiny files"
+
+    def docx_bomb(root: Path) -> str:
+        _docx_bomb(root / "bomb.docx", 118)
+        return f"{(root / 'bomb.docx').stat().st_size // 1024} KB inflating to 118 MB of XML"
+
+    def pdf_bomb(root: Path) -> str:
+        _pdf_bomb(root / "bomb.pdf", 290)
+        return f"{(root / 'bomb.pdf').stat().st_size // 1024} KB holding a 290 MB stream"
+
+    def deck(root: Path) -> str:
+        _pptx_slides(root / "deck.pptx", slides)
+        return f"{slides:,} slides, {(root / 'deck.pptx').stat().st_size // 1024} KB"
+
+    for name, make in (("single-line file", single_line), ("deep directories", deep), ("symlink loop", loop),
+                       ("many tiny files", many), ("zip-bomb docx", docx_bomb), ("pdf bomb", pdf_bomb),
+                       ("big pptx", deck)):
+        try:
+            probe(name, make)
+        except Exception as exc:  # noqa: BLE001
+            problem(f"limits: {name}: {type(exc).__name__}: {exc}")
+    d = work / "deep" / "d"
+    if d.exists():  # rmtree recurses per level: take the deep tree down here
+        leaf = d
+        while (leaf / "d").exists():
+            leaf = leaf / "d"
+        (leaf / "bottom.py").unlink(missing_ok=True)
+        while leaf != work / "deep":
+            leaf.rmdir()
+            leaf = leaf.parent
+
+
+# --- 8. a branch switch under `codesight watch` while searches run ----------------------------------
+def section_checkout(env: Env, args) -> None:
+    n = 300 if args.fast else args.checkout_files
+    print(f"\n[checkout] `git checkout` of {n:,} changed files under `codesight watch`, searches running", flush=True)
+    work = env.work / "checkout"
+    root = work / "repo"
+    root.mkdir(parents=True)
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+
+    def run(*a: str) -> None:
+        subprocess.run([*git, *a], cwd=root, check=True, capture_output=True)
+
+    run("init", "-q", "-b", "main")
+    for i in range(n):
+        (root / f"pkg{i % 20}").mkdir(exist_ok=True)
+        (root / f"pkg{i % 20}" / f"m{i}.py").write_text(f"def main_branch_{i}():\n    return {i}\n")
+    run("add", "-A")
+    run("commit", "-qm", "main")
+    run("checkout", "-qb", "other")
+    for i in range(n):
+        (root / f"pkg{i % 20}" / f"m{i}.py").write_text(f"def other_branch_{i}(value):\n    return value * {i}\n")
+    run("commit", "-qam", "other")
+    run("checkout", "-q", "main")
+    data = work / "data"
+    t0 = time.perf_counter()
+    first = env.cli(["index", str(root), "--no-embed", "--json"], data, env.cache)
+    fresh = time.perf_counter() - t0
+    watch = subprocess.Popen([sys.executable, "-m", "codesight_tui", "watch", str(root), "--no-embed", "--json"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env.env(data, env.cache))
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def searcher() -> None:
+        while not stop.is_set():
+            r = env.cli(["search", "branch", "--path", str(root), "--mode", "bm25", "--json"], data, env.cache)
+            if r.returncode not in (0, 1) or "Traceback" in r.stderr:
+                errors.append(r.stderr[-200:])
+
+    try:
+        time.sleep(3)  # the watcher's catch-up batch
+        th = threading.Thread(target=searcher, daemon=True)
+        th.start()
+        t0 = time.perf_counter()
+        run("checkout", "-q", "other")
+        from codesight_tui import CodeSight
+
+        os.environ["CODESIGHT_DATA_DIR"] = str(data)
+        settled = None
+        while time.perf_counter() - t0 < 300:
+            cs = CodeSight(root)
+            if cs.has_index():
+                c = cs.store.conn
+                old_left = c.execute("SELECT count(*) FROM chunks WHERE content LIKE '%main_branch_%'").fetchone()[0]
+                new_in = c.execute("SELECT count(DISTINCT path) FROM chunks WHERE content LIKE '%other_branch_%'"
+                                   ).fetchone()[0]
+                if old_left == 0 and new_in == n and not cs.indexing_now():
+                    settled = time.perf_counter() - t0
+                    changed = sum(len(v) for v in cs.changed_files().values())
+                    cs.close()
+                    break
+            cs.close()
+            time.sleep(0.2)
+        stop.set()
+        th.join(30)
+    finally:
+        watch.terminate()
+        out, err = watch.communicate(timeout=30)
+    issues = consistency(data, root)
+    figure(f"checkout: fresh lexical index of {n:,} files {fresh:.1f} s (rc {first.returncode}); after the switch"
+           f" the watcher settled in {settled if settled is None else round(settled, 1)} s, files still differing"
+           f" {changed if settled else '?'}; search errors {len(errors)}; watch rc {watch.returncode}")
+    if settled is None:
+        problem("checkout: the index never matched the new branch")
+    elif settled > fresh + 5:
+        problem(f"checkout: settling took {settled:.1f} s, a fresh lexical phase {fresh:.1f} s")
+    if errors or issues or "Traceback" in err:
+        problem(f"checkout: errors {errors[:2]}, issues {issues}, {err[-200:]}")
+
+
 # Rough cost of each section in --fast, for starting the longest first.
-SECTION_WEIGHT = {"kill": 4, "faults": 3, "queries": 2, "hostile": 1, "concurrency": 2, "footprint": 2}
+SECTION_WEIGHT = {"kill": 4, "faults": 3, "queries": 2, "hostile": 1, "concurrency": 2, "footprint": 2, "limits": 2,
+                  "checkout": 1}
 
 
 def run_parallel(args, work: Path) -> int:
@@ -935,6 +1163,8 @@ def main() -> int:
     ap.add_argument("--cli-queries", type=int, default=100)
     ap.add_argument("--edits", type=int, default=1000)
     ap.add_argument("--hostile-timeout", type=float, default=900.0)
+    ap.add_argument("--tiny-files", type=int, default=500_000, help="the limits section's many tiny files")
+    ap.add_argument("--checkout-files", type=int, default=3_000, help="files the checkout section's branch switch changes")
     ap.add_argument("--faults", default=None, help="comma-separated names of the fault cases to run (default all)")
     ap.add_argument("--seed", type=int, default=22)
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
@@ -968,7 +1198,8 @@ def main() -> int:
     env = Env(work, args.cache)
     exec(GUARD.replace('os.environ.get("CODESIGHT_TORTURE_NETLOG")', repr(str(env.netlog))), {})  # this process too
     sections = {"kill": section_kill, "concurrency": section_concurrency, "faults": section_faults,
-                "hostile": section_hostile, "queries": section_queries, "footprint": section_footprint}
+                "hostile": section_hostile, "queries": section_queries, "footprint": section_footprint,
+                "limits": section_limits, "checkout": section_checkout}
     t0 = time.perf_counter()
     print(f"torture: {args.only}; work directory {work}; {os.cpu_count()} cpus", flush=True)
     try:

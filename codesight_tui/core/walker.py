@@ -313,8 +313,11 @@ def walk(root: str | Path, *, max_file_size: int = 1_000_000, exclude: list[str]
             is_link = entry.is_symlink()
             is_dir = entry.is_dir()  # follows links
             is_file = entry.is_file()
-        except OSError:
-            stats.skip("unreadable")
+        except OSError:  # a link in a loop (ELOOP), or a name that vanished
+            try:
+                stats.skip("broken_symlink" if entry.is_symlink() else "unreadable")
+            except OSError:
+                stats.skip("unreadable")
             continue
         if is_dir and entry.name in ALWAYS_SKIPPED_DIRS:
             continue
