@@ -737,3 +737,51 @@ def test_static_vectors_come_before_the_cache_fill_on_a_cpu(tmp_path, static_mod
     cs.index(progress=lambda ev: phases.append(ev.phase))
     assert "static" in phases and "embed" in phases
     assert phases.index("static") < phases.index("embed"), phases
+
+
+# --- 17. minor: a damaged static model, overlapping roots ---------------------------------------
+
+def test_a_damaged_distilled_static_model_is_made_again(tmp_path, static_model_dir, monkeypatch, _isolated_home):
+    import shutil
+
+    from codesight_tui.core import static
+
+    cs = CodeSight(tmp_path, static_model="auto", device="cpu")
+    path = cs.static_path()
+    shutil.copytree(static_model_dir, path)
+    (path / "model.safetensors").write_bytes(b"\x00garbage")
+    static._LOADED.clear()
+    distilled: list[Path] = []
+
+    def fake_distill(base, dest, **kw):  # the real one takes half a minute: the repair is what is tested
+        distilled.append(dest)
+        shutil.copytree(static_model_dir, dest)
+        return 0.1
+
+    monkeypatch.setattr(static, "distill", fake_distill)
+    with pytest.raises(CodeSightError):
+        cs.static_model()  # a search does not repair it
+    model = cs.static_model(create=True)  # an index run does, once
+    assert model is not None and distilled == [path]
+    assert any("damaged" in n for n in cs.take_notices())
+    assert len(model.encode(["parse the config file"])[0]) == model.dim
+
+
+def test_overlapping_roots_are_one_index(tmp_path):
+    from codesight_tui.core.paths import outermost
+
+    top = tmp_path / "top"
+    subs = [top / f"s{i}" / "deeper" for i in range(12)]
+    for s in subs:
+        s.mkdir(parents=True)
+    assert outermost([*subs, top, subs[0]]) == [top.resolve()]
+    assert outermost([subs[0], subs[1]]) == [subs[0].resolve(), subs[1].resolve()]
+    (top / "a.py").write_text("def overlap_marker():\n    pass\n")
+    paths = [a for p in (top, *subs) for a in ("--path", str(p))]
+    out = subprocess.run([sys.executable, "-m", "codesight_tui", "search", "overlap_marker", "--mode", "bm25", "--json",
+                          "--yes", *paths], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    hits = json.loads(out.stdout)
+    assert [h["path"] for h in hits][:1] == ["a.py"]
+    data = Path(os.environ["CODESIGHT_DATA_DIR"])
+    assert len([d for d in data.iterdir() if d.is_dir()]) == 1

@@ -111,7 +111,9 @@ def global_excludes_file(root: Path) -> Path | None:
     ``~/.config/git/ignore``. Asked of git once per repository and configuration (a watcher
     builds its rules again on every ignore-file change); the file itself is read every time."""
     env = tuple(os.environ.get(k, "") for k in ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"))
-    return _excludes_file(str(root), env, _mtime(Path.home() / ".gitconfig"), _mtime(root / ".git" / "config"))
+    xdg = Path(env[1]) if env[1] else Path.home() / ".config"
+    configs = (Path(env[2]) if env[2] else Path.home() / ".gitconfig", xdg / "git" / "config", root / ".git" / "config")
+    return _excludes_file(str(root), env, *(_mtime(p) for p in configs))
 
 
 def _mtime(path: Path) -> int:
