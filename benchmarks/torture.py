@@ -46,6 +46,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))  # docmaker: real documents, bombs included
 PROBLEMS: list[str] = []  # every missed target, for the summary and the exit code
 FIGURES: list[str] = []
 
@@ -900,30 +901,15 @@ print(json.dumps({"rc": rc, "seconds": time.perf_counter() - t, "stderr": err[-4
 
 
 def _docx_bomb(path: Path, xml_mb: int) -> None:
-    import zipfile
+    from docmaker import make_docx_bomb  # tests/docmaker.py: the files the tests make, made the same way
 
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("[Content_Types].xml", "<Types/>")
-        zf.writestr("word/document.xml", b"<w:document><w:body>" + b"<w:p/>" * (xml_mb * 1024 * 1024 // 6)
-                    + b"</w:body></w:document>")
+    make_docx_bomb(path, xml_mb)
 
 
 def _pdf_bomb(path: Path, stream_mb: int) -> None:
-    import zlib
+    from docmaker import make_pdf_bomb
 
-    stream = zlib.compress(b"BT /F1 12 Tf 72 712 Td (bomb) Tj ET\n" + b" " * (stream_mb * 1024 * 1024), 9)
-    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
-            b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream"]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for n, body in enumerate(objs, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % n + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
-    path.write_bytes(bytes(out))
+    make_pdf_bomb(path, stream_mb)
 
 
 def _pptx_slides(path: Path, slides: int) -> None:

@@ -96,3 +96,38 @@ def big_pdf(path: Path, n_pages: int, seed: int = 0) -> Path:
     """A report of ``n_pages`` pages of about 450 words each, in six paragraphs."""
     rng = random.Random(seed)
     return make_pdf(path, [[filler(rng, 75) for _ in range(6)] for _ in range(n_pages)])
+
+
+def make_pdf_bomb(path: Path, stream_mb: int) -> Path:
+    """A one-page PDF of well under a megabyte whose content stream inflates to ``stream_mb`` MB
+    (what a reader holds in memory to draw or read the page). Written by hand: no library makes one."""
+    import zlib
+
+    stream = zlib.compress(b"BT /F1 12 Tf 72 712 Td (bomb) Tj ET\n" + b" " * (stream_mb * 1024 * 1024), 9)
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+            b" /Resources << /Font << /F1 5 0 R >> >> >>",
+            b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for n, body in enumerate(objs, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % n + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+    path.write_bytes(bytes(out))
+    return path
+
+
+def make_docx_bomb(path: Path, xml_mb: int) -> Path:
+    """A DOCX of a few hundred KB whose document part inflates to ``xml_mb`` MB of XML."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("[Content_Types].xml", "<Types/>")
+        zf.writestr("word/document.xml", b"<w:document><w:body>" + b"<w:p/>" * (xml_mb * 1024 * 1024 // 6)
+                    + b"</w:body></w:document>")
+    return path

@@ -11,7 +11,6 @@ import stat
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -391,11 +390,9 @@ def test_a_file_that_grows_after_the_walk_is_never_read_past_the_cap(tmp_path, h
 def test_a_zip_bomb_docx_is_skipped_before_it_is_parsed(tmp_path, hash_embedder):
     root = tmp_path / "repo"
     (root / ".git").mkdir(parents=True)
-    bomb = root / "bomb.docx"
-    body = b"<w:p><w:r><w:t>" + b"A" * (80 * 1024 * 1024) + b"</w:t></w:r></w:p>"
-    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("[Content_Types].xml", "<Types/>")
-        zf.writestr("word/document.xml", body)
+    from docmaker import make_docx_bomb
+
+    bomb = make_docx_bomb(root / "bomb.docx", 80)
     assert bomb.stat().st_size < 1_000_000
     (root / "ok.py").write_text("def fine():\n    pass\n")
     cs = CodeSight(root, embedder=hash_embedder)
@@ -409,26 +406,9 @@ def test_a_zip_bomb_docx_is_skipped_before_it_is_parsed(tmp_path, hash_embedder)
 def test_the_document_reader_is_memory_capped(tmp_path):
     from codesight_tui.core.extract import DocumentReader, ExtractError
 
-    # A PDF whose one content stream inflates to 600 MB from under a megabyte.
-    import zlib
+    from docmaker import make_pdf_bomb
 
-    stream = zlib.compress(b"BT /F1 12 Tf 72 712 Td (bomb) Tj ET\n" + b" " * (600 * 1024 * 1024), 9)
-    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
-            b" /Resources << /Font << /F1 5 0 R >> >> >>",
-            b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
-            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for n, body in enumerate(objs, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % n + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
-    pdf = tmp_path / "bomb.pdf"
-    pdf.write_bytes(bytes(out))
+    pdf = make_pdf_bomb(tmp_path / "bomb.pdf", 600)  # 600 MB inflated from under a megabyte
     assert pdf.stat().st_size < 2_000_000
     with DocumentReader(timeout=60, memory_mb=400) as reader:
         with pytest.raises(ExtractError) as err:
