@@ -27,7 +27,7 @@ import pathspec
 # committed to be copied (``.env.example``) hold no values and stay searchable; a real token in one
 # is still masked by the content scan.
 SECRET_FILES: tuple[str, ...] = (
-    ".env", ".env.*", "!.env.example", "!.env.sample", "!.env.template", "!.env.dist", "*.env",
+    ".env", ".env.*", "!.env.example", "!.env.sample", "!.env.template", "!.env.dist", "*.env", ".envrc",
     "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.kdbx", "*.gpg", "*.asc",
     "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "!*.pub",
     ".npmrc", ".pypirc", ".netrc", "_netrc", ".git-credentials", ".pgpass", ".htpasswd",
