@@ -199,6 +199,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="with a directory: only this repository (repeatable)")
     pe.add_argument("--language", action="append", default=None, metavar="LANG",
                     help="with a directory: only repositories of this language (repeatable)")
+    pe.add_argument("--fold", default=None, metavar="NAME",
+                    help="with a directory: only the repositories of this fold of its folds.json (A or B):"
+                    " tune on one fold, confirm on the other")
     pe.add_argument("--mode", choices=(*MODES, "fast", "all"), default="all",
                     help="mode(s) to score (default all; fast: BM25 + the static tier, no full model)")
     pe.add_argument("--coverage", default=None, metavar="PCTS",
@@ -678,9 +681,9 @@ def _eval_suites(args):
         if args.path:
             raise CodeSightError("--path goes with query files; a directory names its own repositories",
                                  exit_code=EXIT_USAGE)
-        return load_collection(args.queries[0], args.repo, args.language)
-    if args.repo or args.language:
-        raise CodeSightError("--repo and --language select repositories of a directory", exit_code=EXIT_USAGE)
+        return load_collection(args.queries[0], args.repo, args.language, args.fold)
+    if args.repo or args.language or args.fold:
+        raise CodeSightError("--repo, --language and --fold select repositories of a directory", exit_code=EXIT_USAGE)
     paths = args.path or ["."]
     if len(paths) == 1:
         paths = paths * len(args.queries)

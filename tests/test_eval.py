@@ -130,7 +130,13 @@ def test_eval_over_a_multi_repository_directory(tmp_path):
     r = subprocess.run([*cmd, "--repo", "jsrepo", "--json", "--no-index"], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and [f["name"] for f in json.loads(r.stdout)["files"]] == ["jsrepo"]
     assert json.loads(r.stdout)["published"]["peer"]["ndcg@10"] == 1.0  # peers over the same subset
+    r = subprocess.run([*cmd, "--fold", "B"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 2 and "no folds.json" in r.stderr
+    (d / "folds.json").write_text(json.dumps({"_how": "alternating", "A": ["pyrepo"], "B": ["jsrepo"]}))
+    r = subprocess.run([*cmd, "--fold", "b", "--json", "--no-index"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and [f["name"] for f in json.loads(r.stdout)["files"]] == ["jsrepo"]
     for bad, msg in ((["--repo", "nope"], "no repository named"), (["--coverage", "150"], "--coverage"),
+                     (["--fold", "C"], "no fold 'C'"),
                      (["--path", "."], "--path goes with query files")):
         r = subprocess.run([*cmd, *bad], capture_output=True, text=True, timeout=600)
         assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, (bad, r.stderr)

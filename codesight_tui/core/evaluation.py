@@ -151,15 +151,29 @@ def is_collection(path: Path) -> bool:
     return path.is_dir() and (path / "repos.json").is_file() and (path / "annotations").is_dir()
 
 
+def load_fold(path: Path, fold: str) -> list[str]:
+    """The repositories of one fold of ``folds.json`` in a collection (``{"A": [names], "B": ...}``):
+    tune on one fold, confirm on the other."""
+    folds = _read_json(path / "folds.json", "fold list") if (path / "folds.json").is_file() else None
+    if not isinstance(folds, dict):
+        raise CodeSightError(f"{path} has no folds.json to take fold {fold!r} from", exit_code=2)
+    named = {k.lower(): v for k, v in folds.items() if not k.startswith("_") and isinstance(v, list)}
+    if fold.lower() not in named:
+        raise CodeSightError(f"no fold {fold!r} in {path / 'folds.json'} (there are: {', '.join(sorted(named))})",
+                             exit_code=2)
+    return [str(n) for n in named[fold.lower()]]
+
+
 def load_collection(path: Path, names: list[str] | None = None,
-                    languages: list[str] | None = None) -> tuple[list[Suite], dict]:
+                    languages: list[str] | None = None, fold: str | None = None) -> tuple[list[Suite], dict]:
     """The suites of a multi-repository eval directory, and its published peers' scores.
 
     Layout: ``repos.json`` (``[{name, language, benchmark_root}, ...]``), ``annotations/<name>.json``
     (query files), ``repos/<name>/<benchmark_root>/`` (the code; targets are relative to it) and an
     optional ``published.json`` (``{"methods": {key: {"repos": {name: {"ndcg10": x}}}}}``).
     Targets may be written from the checkout (``src/flask/app.py``) or from the benchmark root
-    (``app.py``). ``names`` and ``languages`` keep only those repositories."""
+    (``app.py``). ``names``, ``languages`` and ``fold`` (of ``folds.json``) keep only those
+    repositories."""
     path = Path(path)
     repos = _read_json(path / "repos.json", "repository list")
     if not isinstance(repos, list):
@@ -168,12 +182,13 @@ def load_collection(path: Path, names: list[str] | None = None,
     for n in names or []:
         if n not in known:
             raise CodeSightError(f"no repository named {n!r} in {path / 'repos.json'}", exit_code=2)
+    in_fold = set(load_fold(path, fold)) if fold else set()
     suites = []
     for r in repos:
         if not isinstance(r, dict) or not isinstance(r.get("name"), str):
             raise CodeSightError(f"{path / 'repos.json'}: each entry needs a \"name\"", exit_code=2)
         name, lang = r["name"], str(r.get("language") or "")
-        if (names and name not in names) or (languages and lang not in languages):
+        if (names and name not in names) or (languages and lang not in languages) or (in_fold and name not in in_fold):
             continue
         root = path / "repos" / name
         if r.get("benchmark_root"):

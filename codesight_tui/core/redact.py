@@ -175,8 +175,18 @@ def flagged(text: str) -> bool:
 
 
 @lru_cache(maxsize=16)
-def _spec(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
-    return pathspec.GitIgnoreSpec.from_lines(list(patterns))
+def _spec(patterns: tuple[str, ...]) -> tuple[pathspec.GitIgnoreSpec, re.Pattern[str] | None]:
+    """The spec, and one regex of all its including patterns: a path none of them matches (nearly
+    every path) is not a secret whatever the negations say, and one search tells (a spec tries its
+    patterns one by one: 40 us a path, which a branch switch of 3,000 files felt)."""
+    spec = pathspec.GitIgnoreSpec.from_lines(list(patterns))
+    including = [p.regex.pattern.replace("(?P<ps_d>/)", "(?:/)") for p in spec.patterns
+                 if p.include and getattr(p, "regex", None) is not None]
+    try:
+        quick = re.compile("|".join(f"(?:{x})" for x in including)) if including else None
+    except re.error:  # a pattern this version of pathspec writes otherwise: the spec alone decides
+        quick = None
+    return spec, quick
 
 
 def secret_name(rel_path: str, patterns: tuple[str, ...] | list[str] = SECRET_FILES, is_dir: bool = False) -> bool:
@@ -185,4 +195,7 @@ def secret_name(rel_path: str, patterns: tuple[str, ...] | list[str] = SECRET_FI
     if not patterns:
         return False
     probe = rel_path + "/" if is_dir else rel_path
-    return _spec(tuple(patterns)).match_file(probe)
+    spec, quick = _spec(tuple(patterns))
+    if quick is not None and quick.search(probe) is None:
+        return False
+    return spec.match_file(probe)

@@ -5,7 +5,7 @@ Events (inotify through watchfiles, or a stat poll where the tree has symlinked 
 which inotify watchers follow into loops or out of the root) are filtered by the ignore rules and
 coalesced per path: a path's changes within a batch collapse to one, deleted over added over
 modified. A batch is handed over once the tree has been quiet for ``quiet`` seconds (at least
-0.1; a second once it holds ``BULK_EVENTS`` changes), or ``max_delay`` seconds after its first
+0.1; 0.3 s once it holds ``BULK_EVENTS`` changes), or ``max_delay`` seconds after its first
 event, so a branch switch that rewrites thousands of files is one batch, not thousands. Events that arrive while a batch is being handled make the
 next batch.
 """
@@ -24,7 +24,7 @@ ADDED, MODIFIED, DELETED = "added", "modified", "deleted"
 _PRECEDENCE = {MODIFIED: 0, ADDED: 1, DELETED: 2}
 MIN_QUIET = 0.1
 BULK_EVENTS = 200  # a batch this big so far waits for BULK_QUIET seconds of silence
-BULK_QUIET = 1.0
+BULK_QUIET = 0.3
 RETRY_FIRST, RETRY_MAX = 1.0, 60.0  # seconds before a failed batch is tried again, doubling
 
 
