@@ -719,6 +719,38 @@ def test_static_vectors_come_before_the_cache_fill_on_a_cpu(tmp_path, static_mod
     assert phases.index("static") < phases.index("embed"), phases
 
 
+
+BLOB_SERVICE = {
+    "storage/cache.py": "from collections import OrderedDict\n\n\nclass LRUCache:\n"
+    "    def __init__(self, capacity=128):\n        self.capacity = capacity\n        self._items = OrderedDict()\n\n"
+    "    def get(self, key):\n        if key not in self._items:\n            return None\n"
+    "        self._items.move_to_end(key)\n        return self._items[key]\n\n"
+    "    def put(self, key, value):\n        self._items[key] = value\n        self._items.move_to_end(key)\n"
+    "        if len(self._items) > self.capacity:\n            self._items.popitem(last=False)\n",
+    "api/handlers.py": "from storage.cache import LRUCache\nfrom storage.disk import DiskStore\n\n"
+    "store = DiskStore('/var/lib/blobs')\nrecent = LRUCache(capacity=1024)\n\n\ndef put_blob(request, key):\n"
+    "    if store.is_full(10 * 2**30):\n        return 507, b'storage full'\n    store.write(key, request.body)\n",
+    "storage/disk.py": "from pathlib import Path\n\n\nclass DiskStore:\n    def is_full(self, limit):\n"
+    "        used = sum(p.stat().st_size for p in self.root.iterdir())\n        return used >= limit\n",
+    "docs/README.md": "# Blob service\n\n- `PUT /blobs/<key>` stores one; it fails with 507 when the disk is full.\n"
+    "- `DELETE /blobs/<key>` removes the entry.\n",
+}
+
+
+@pytest.mark.model
+def test_a_question_with_no_word_of_the_code_finds_it_in_the_first_answer(tmp_path, static_model_dir):
+    """Item 4: the LRU cache says none of "evict the least recently used entry when full"; BM25
+    cannot see it, the static tier must, and it is there before the first answer."""
+    for rel, text in BLOB_SERVICE.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    cs = CodeSight(tmp_path, static_model=str(static_model_dir), device="cpu")
+    cs.index(embed=False, static=True)
+    question = "evict the least recently used entry when full"
+    assert "storage/cache.py" not in [h.path for h in cs.search(question, mode="bm25")]
+    hits = cs.search(question, mode="hybrid", fast=True)
+    assert "storage/cache.py" in [h.path for h in hits[:3]], [h.path for h in hits]
+
 # --- 17. minor: a damaged static model, overlapping roots ---------------------------------------
 
 def test_a_damaged_distilled_static_model_is_made_again(tmp_path, static_model_dir, monkeypatch, _isolated_home):
