@@ -12,7 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-COMMANDS = ("index", "search", "ask", "status", "watch", "mcp", "eval", "cache")
+COMMANDS = ("index", "search", "related", "ask", "status", "watch", "mcp", "eval", "cache", "stats", "install",
+            "uninstall")
 MODES = ("hybrid", "bm25", "vector")
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -105,14 +106,14 @@ def resolve_root(path: str | Path, *, yes: bool = False, indexing: bool = True) 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="codesight",
-        usage="codesight [PATH ...]\n       codesight {index,search,status,watch,mcp,eval,cache} ...",
+        usage="codesight [PATH ...]\n       codesight {index,search,related,ask,status,watch,mcp,install,...} ...",
         description="Local hybrid code search. `codesight [PATH]` opens the terminal UI.",
         epilog="Configuration: CODESIGHT_* environment variables or ~/.config/codesight/config.toml.",
     )
     from codesight_tui import __version__
 
     p.add_argument("--version", action="version", version=f"codesight {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="{index,search,status,watch,mcp,eval,cache}")
+    sub = p.add_subparsers(dest="command", metavar="{index,search,related,ask,status,watch,mcp,install,...}")
 
     pi = sub.add_parser("index", help="build or update the index of a repository")
     pi.add_argument("path", nargs="?", default=".", help=ROOT_HELP)
@@ -126,18 +127,15 @@ def _parser() -> argparse.ArgumentParser:
     pi.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     ps = sub.add_parser("search", help="search a repository (indexes it first if needed)")
-    ps.add_argument("query", help="words, a question, or an identifier")
-    ps.add_argument("--path", action="append", default=None,
-                    help=ROOT_HELP + "; repeat it to search several repositories as one ranked list")
-    ps.add_argument("--all", action="store_true", help="search every repository saved in the config (repos)")
-    ps.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
-    ps.add_argument("--limit", "-n", type=int, default=10, help="number of results (default 10)")
-    ps.add_argument("--mode", choices=MODES, default=None, help="retrieval mode (default hybrid)")
-    ps.add_argument("--glob", "-g", default=None, help="only paths matching this gitignore-style glob")
-    ps.add_argument("--lang", "-l", default=None, help="only this language (python, go, ...)")
-    ps.add_argument("--full", action="store_true",
-                    help="use the full model's vectors too (loads torch: seconds; default: BM25 + the static tier)")
-    ps.add_argument("--json", action="store_true", help="machine-readable output")
+    ps.add_argument("query", nargs="+", help="words, a question, or an identifier (quoted or not)")
+    _search_options(ps)
+
+    pr = sub.add_parser("related", help="find the code most like a location or a symbol (more like this)",
+                        description="Code most like the chunk at PATH:LINE (or a file's first chunk, or a"
+                        " symbol's definition): BM25 over its names and the nearest vectors to its own, under"
+                        " the same ranking as search. The chunk itself is left out.")
+    pr.add_argument("target", help="PATH:LINE, a file, or a symbol (e.g. src/cache.py:42, RetryPolicy)")
+    _search_options(pr)
 
     pa = sub.add_parser("ask", help="answer a question from the code and documents, citing them (needs an LLM)",
                         description="Search, then give the hits to the configured LLM and stream its answer,"
@@ -166,7 +164,7 @@ def _parser() -> argparse.ArgumentParser:
     pw.add_argument("--json", action="store_true", help="one JSON object per batch")
 
     pm = sub.add_parser("mcp", help="serve search to AI assistants over MCP (stdio)",
-                        description="A Model Context Protocol server on stdin/stdout with the tools search,"
+                        description="A Model Context Protocol server on stdin/stdout with the tools search, find_related,"
                         " index, status, watch and unwatch. It reads only repositories under the allowed roots:"
                         " each --root, else the repository around the current directory (and the config's"
                         " saved repos).")
@@ -182,6 +180,27 @@ def _parser() -> argparse.ArgumentParser:
     pc.add_argument("--max-size", default=None, metavar="SIZE", help="e.g. 500MB, 2GB (prune)")
     pc.add_argument("--older-than", type=float, default=None, metavar="DAYS", help="drop vectors unused this long (prune)")
     pc.add_argument("--json", action="store_true", help="machine-readable output")
+
+    for verb, text in (("install", "add codesight's MCP server and when-to-use notes to your coding agents"),
+                       ("uninstall", "take codesight out of your coding agents' configuration")):
+        pin = sub.add_parser(verb, help=text,
+                             description=text[0].upper() + text[1:] + ": Claude Code, Cursor, Codex CLI, Gemini CLI,"
+                             " OpenCode and GitHub Copilot in VS Code. With no AGENT, every one found here (its"
+                             " directory or its program); a named one is set up even if not found. Other entries"
+                             " and the file's layout are kept, a changed file is backed up as <name>.codesight.bak,"
+                             " and a file that does not parse is left alone. A second run changes nothing.")
+        pin.add_argument("agents", nargs="*", metavar="AGENT",
+                         help="claude-code, cursor, codex, gemini, opencode, copilot (default: those found)")
+        pin.add_argument("--project", nargs="?", const=".", default=None, metavar="DIR",
+                         help="the project's own files (.mcp.json, AGENTS.md, ...) in the repository around DIR"
+                         " (default here), not your user configuration")
+        pin.add_argument("--dry-run", action="store_true", help="show the diff, change nothing")
+
+    pst = sub.add_parser("stats", help="what codesight's answers cost agents: searches and tokens per repository",
+                         description="Per repository: the searches served over MCP, the tokens their answers"
+                         " held, and the tokens of the files those hits came from (what reading the files would"
+                         " have cost). Counted with the model tokenizer codesight ships; kept on this machine.")
+    pst.add_argument("--json", action="store_true", help="machine-readable output")
 
     pe = sub.add_parser("eval", help="measure retrieval quality on annotated queries (NDCG, MRR, recall)",
                         description="Run annotated queries through the same search users get and print NDCG@10,"
@@ -212,6 +231,23 @@ def _parser() -> argparse.ArgumentParser:
                     help="score each index as it is, without bringing it up to date first")
     pe.add_argument("--json", action="store_true", help="print everything, per-query ranks included, as JSON")
     return p
+
+
+def _search_options(p: argparse.ArgumentParser) -> None:
+    """What ``search`` and ``related`` share: where, how many, which mode, filters, the format."""
+    p.add_argument("--path", action="append", default=None,
+                   help=ROOT_HELP + "; repeat it to search several repositories as one ranked list")
+    p.add_argument("--all", action="store_true", help="search every repository saved in the config (repos)")
+    p.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
+    p.add_argument("--limit", "-n", type=int, default=10, help="number of results (default 10)")
+    p.add_argument("--mode", choices=MODES, default=None, help="retrieval mode (default hybrid)")
+    p.add_argument("--glob", "-g", default=None, help="only paths matching this gitignore-style glob")
+    p.add_argument("--lang", "-l", default=None, help="only this language (python, go, ...)")
+    p.add_argument("--full", action="store_true",
+                   help="use the full model's vectors too (loads torch: seconds; default: BM25 + the static tier)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--vimgrep", action="store_true",
+                   help="one path:line:col:text line per hit (Vim's quickfix, Telescope, fzf-lua, Emacs' grep mode)")
 
 
 def _tui_parser() -> argparse.ArgumentParser:
@@ -419,11 +455,33 @@ def _search_roots(args) -> list[Path]:
 def cmd_search(args) -> int:
     from codesight_tui.core.engine import CodeSight
 
+    if isinstance(args.query, list):  # unquoted words, as an editor's :grep passes them
+        args.query = " ".join(args.query)
+    if not args.query.strip():
+        _err("the query is empty: say what to look for, e.g. codesight search \"parse config file\"")
+        return EXIT_USAGE
+    return _find(args, lambda engines, **kw: CodeSight.search_many(engines, args.query, **kw), args.query)
+
+
+def cmd_related(args) -> int:
+    from codesight_tui.core.engine import CodeSight
+
+    if not args.target.strip():
+        _err("say where: codesight related PATH:LINE, a file, or a symbol")
+        return EXIT_USAGE
+    return _find(args, lambda engines, **kw: CodeSight.related_many(engines, args.target, **kw), "")
+
+
+def _find(args, run, query: str) -> int:
+    """``search`` and ``related``: index what has no index, run, print the hits as text, JSON or
+    vimgrep lines; exit 1 when there are none."""
+    from codesight_tui.core.engine import CodeSight
+
     if args.limit < 1:
         _err("--limit must be at least 1")
         return EXIT_USAGE
-    if not args.query.strip():
-        _err("the query is empty: say what to look for, e.g. codesight search \"parse config file\"")
+    if args.json and args.vimgrep:
+        _err("--json and --vimgrep are two formats: give one")
         return EXIT_USAGE
     engines = [CodeSight(root) for root in _search_roots(args)]
     if args.lang:
@@ -435,8 +493,7 @@ def cmd_search(args) -> int:
     # A fresh process answers from BM25 and the static tier (no torch: well under a second) where
     # every repository has static vectors; --full (or no static tier) loads the full model.
     fast = mode == "hybrid" and not args.full and all(cs.static_ready() for cs in engines)
-    results = CodeSight.search_many(engines, args.query, top_k=args.limit, mode=mode, glob=args.glob,
-                                    language=args.lang, fast=fast)
+    results = run(engines, top_k=args.limit, mode=mode, glob=args.glob, language=args.lang, fast=fast)
     for n in results.notices:
         _err(n)
     for cs in engines:
@@ -454,6 +511,10 @@ def cmd_search(args) -> int:
                 d.pop("repo", None)
             out.append(d)
         print(json.dumps(out, indent=2, ensure_ascii=False))
+    elif args.vimgrep:
+        terms = CodeSight.query_terms(query) if query else []
+        for r in results:
+            print(_safe(vimgrep_line(r, terms)))
     else:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         for r in results:
@@ -469,9 +530,28 @@ def cmd_search(args) -> int:
             else:
                 print(f"{loc}  {_safe(scope)}  [{tag} {r.score:.4f}]")
             print("\n".join(_safe(line) for line in _snippet(r.content)))
-        if not results:
-            _err("no results")
+    if not results and not args.json:
+        _err("no results")
     return EXIT_OK if results else EXIT_ERROR
+
+
+def vimgrep_line(hit, terms: list[str]) -> str:
+    """``path:line:col:text`` for a hit, as ``rg --vimgrep`` prints it: the path as the user can
+    open it from here (relative to the current directory where it is below it), the hit's line
+    (its definition's own line, else the first matching one), the column of the first query word
+    on it (else of its first non-blank character), and that line's text."""
+    full = Path(hit.repo) / hit.path if hit.repo else Path(hit.path)
+    try:
+        shown = os.path.relpath(full) if Path(os.path.relpath(full)).parts[:1] != ("..",) else str(full)
+    except ValueError:
+        shown = str(full)
+    line = hit.line or hit.start_line
+    lines = hit.content.split("\n")
+    text = lines[line - hit.start_line] if 0 <= line - hit.start_line < len(lines) else (lines[0] if lines else "")
+    low = text.lower()
+    cols = [low.find(t.lower()) for t in terms if t and low.find(t.lower()) >= 0]
+    col = min(cols) + 1 if cols else len(text) - len(text.lstrip()) + 1
+    return f"{shown}:{line}:{col}:{text.rstrip()}"
 
 
 def cmd_ask(args) -> int:
@@ -706,6 +786,90 @@ def _coverage(text: str | None) -> list[float] | None:
     return [x / 100 for x in pcts]
 
 
+def cmd_install(args) -> int:
+    from codesight_tui import agents
+    from codesight_tui.core.paths import find_repo_root
+
+    remove = args.command == "uninstall"
+    home = Path.home()
+    env = dict(os.environ)
+    project = None
+    if args.project is not None:
+        start = Path(args.project).expanduser()
+        if not start.is_dir():
+            _err(f"no such directory: {args.project}")
+            return EXIT_USAGE
+        project = find_repo_root(start.resolve())
+    chosen = agents.select(args.agents, home, env)
+    if not chosen:
+        _err("no coding agent found here (looked for " + ", ".join(a.name for a in agents.AGENTS)
+             + "): name one, e.g. codesight install claude-code")
+        return EXIT_ERROR
+    plans = [(agents.plan(a, home=home, env=env, project=project, remove=remove), named) for a, named in chosen]
+    failed = 0
+    touched = 0
+    for p, named in plans:
+        note = "" if p.detected or remove else " (not found here; set up because you named it)"
+        if project is not None and p.agent.project_config is None:
+            print(f"{p.agent.name}: has no project configuration; nothing to do")
+            continue
+        if not p.changed:
+            state = "not set up" if remove else "already set up"
+            print(f"{p.agent.name}: {state} ({_home(p.changes[0].path)}), nothing changed{note}")
+            continue
+        touched += 1
+        if args.dry_run:
+            print(f"{p.agent.name}: would change{note}")
+            for c in p.changed:
+                print(_safe(c.diff()), end="")
+            continue
+        done = []
+        for c in p.changed:
+            try:
+                backup = agents.apply(c)
+            except OSError as exc:
+                _err(f"{p.agent.name}: cannot write {_home(c.path)}: {exc.strerror or exc}")
+                failed += 1
+                break
+            what = "removed" if c.after is None else "updated" if c.before is not None else "created"
+            done.append(f"{what} {_home(c.path)}" + (f" (backup {_home(backup)})" if backup else ""))
+        print(f"{p.agent.name}: " + "; ".join(done) + note)
+    if not touched and not args.dry_run:
+        print("nothing changed")
+    if not remove and touched and not args.dry_run and not failed:
+        print("restart the agent (or reload its MCP servers) to use codesight")
+    return EXIT_ERROR if failed else EXIT_OK
+
+
+def _home(path: Path) -> str:
+    """``path`` with the home directory written ``~``."""
+    try:
+        return "~/" + Path(path).relative_to(Path.home()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def cmd_stats(args) -> int:
+    from codesight_tui.core.engine import CodeSight
+
+    rows = CodeSight.usage_stats()
+    if args.json:
+        print(json.dumps([r.to_dict() for r in rows], indent=2))
+        return EXIT_OK
+    if not rows:
+        print("no searches served to agents yet (codesight mcp counts them)")
+        return EXIT_OK
+    print(f"{'repository':<40} {'searches':>8} {'hits':>6} {'tokens returned':>15} {'tokens of the files':>19} {'saved':>6}")
+    for r in rows:
+        print(f"{_safe(_short(r.repo, 40)):<40} {r.searches:>8,} {r.results:>6,} {r.tokens:>15,} {r.file_tokens:>19,}"
+              f" {r.saved:>6.0%}")
+    return EXIT_OK
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else "…" + text[-(width - 1):]
+
+
 def cmd_eval(args) -> int:
     from codesight_tui.core.errors import CodeSightError
     from codesight_tui.core.evaluation import evaluate
@@ -788,7 +952,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help", "--version")):
         args = _parser().parse_args(argv)
-        handler = {"index": cmd_index, "search": cmd_search, "ask": cmd_ask, "status": cmd_status, "watch": cmd_watch,
+        handler = {"index": cmd_index, "search": cmd_search, "related": cmd_related, "stats": cmd_stats, "install": cmd_install,
+                   "uninstall": cmd_install, "ask": cmd_ask, "status": cmd_status, "watch": cmd_watch,
                    "mcp": cmd_mcp, "eval": cmd_eval, "cache": cmd_cache}.get(args.command)
     else:
         args = _tui_parser().parse_args(argv)

@@ -41,9 +41,10 @@ SNIPPET_CHARS = 4000
 
 INSTRUCTIONS = """codesight searches local code repositories: BM25 and embeddings fused, with a ranking
 tuned for code. Use `search` with plain words ("where do we retry failed uploads") or a symbol
-(`RetryPolicy`). A repository without an index is indexed on first use: answers come from BM25
-within seconds while vectors are computed in the background (see `index` in each answer).
-`watch` keeps an index current while files change."""
+(`RetryPolicy`), and `find_related` with "path:line" or a symbol for the code most like it. A
+repository without an index is indexed on first use: answers come from BM25 within seconds while
+vectors are computed in the background (see `index` in each answer). `watch` keeps an index
+current while files change."""
 
 
 # --- output schemas (the structured content of each tool) -------------------------------------
@@ -93,6 +94,7 @@ class SearchOutput(BaseModel):
     index: list[IndexState] = Field(description="completeness of each repository searched")
     notices: list[str] = Field(default_factory=list, description="what this answer lacks, in words")
     elapsed_ms: float = Field(description="time the server spent on this call")
+    tokens: int = Field(default=0, description="this answer's size in tokens (the model tokenizer codesight ships)")
 
 
 class IndexOutput(BaseModel):
@@ -308,7 +310,7 @@ async def _wait_lexical(job: Job, ctx, cs: CodeSight, limit: float = LEXICAL_WAI
 
 
 def build_server(roots: list[Path], *, watch_roots: bool = False):
-    """The ``MCPServer`` with codesight's five tools over ``roots``; returns ``(server, repos)``."""
+    """The ``MCPServer`` with codesight's tools over ``roots``; returns ``(server, repos)``."""
     from codesight_tui import __version__
 
     repos = Repos(roots)
@@ -320,22 +322,15 @@ def build_server(roots: list[Path], *, watch_roots: bool = False):
         except CodeSightError as exc:
             raise ToolError(str(exc)) from None
 
-    @server.tool(annotations=ToolAnnotations(title="Search code", readOnlyHint=True, openWorldHint=False))
-    async def search(query: str, ctx: Context, repo_path: str | None = None, top_k: int = 10,
-                     file_glob: str | None = None, mode: str | None = None, language: str | None = None,
-                     roots: list[str] | None = None) -> SearchOutput:
-        """Search code by meaning or by name: plain words ("where do we retry failed uploads") or a
-        symbol ("RetryPolicy"). Returns ranked hits with path, lines, enclosing scope and snippet.
-        repo_path: the repository (default: the first allowed root). roots: several repositories,
-        one ranked list. file_glob: gitignore-style path filter, e.g. "src/**/*.py". mode: hybrid
-        (default), bm25 or vector. language: e.g. python, go. A repository never indexed is indexed
-        now: the first answer comes from BM25 within seconds, vectors follow in the background."""
-        t0 = time.perf_counter()
-        if not query or not query.strip():
-            raise ToolError("the query is empty: say what to look for, e.g. \"parse config file\"")
-        top_k = max(1, min(int(top_k), 100))
-        targets = [where(r) for r in roots] if roots else [where(repo_path)]
-        targets = outermost(targets)  # nested roots are one index, not one each
+    async def prepare(targets: list[Path], ctx, mode: str | None) -> list[str]:
+        """Bring each repository to where it can answer (a first use starts its index run and
+        waits for the lexical phase); returns what the answer should say about them."""
+        try:
+            return await _prepare(targets, ctx, mode)
+        except CodeSightError as exc:  # an index another process holds, a damaged one: one line
+            raise ToolError(str(exc)) from None
+
+    async def _prepare(targets: list[Path], ctx, mode: str | None) -> list[str]:
         notes: list[str] = []
         for repo in targets:
             cs = repos.engine(repo)
@@ -350,12 +345,13 @@ def build_server(roots: list[Path], *, watch_roots: bool = False):
                 notes.append(f"{repo.name}: {job.error}")
             if (mode or cs.settings.default_mode) != "bm25":
                 repos.load_model(cs)
+        return notes
+
+    async def answer(kind: str, query: str, targets: list[Path], mode: str | None, run, notes: list[str],
+                     t0: float) -> SearchOutput:
+        """Run a search (``run()`` in a worker thread) and say what it lacks; the answer's size in
+        tokens is in it and in ``codesight stats``."""
         engines = [repos.engine(r) for r in targets]
-
-        def run():
-            return CodeSight.search_many(engines, query, top_k=top_k, mode=mode, glob=file_glob, language=language,
-                                         load_model=False)
-
         try:
             hits = await anyio.to_thread.run_sync(run)
         except CodeSightError as exc:
@@ -374,9 +370,68 @@ def build_server(roots: list[Path], *, watch_roots: bool = False):
             notes.append("the embedding model is " + ("unavailable" if engines[0].model_error else "still loading")
                          + ": this answer is " + ("BM25 + the static tier" if "static" in hits.retrievers
                                                   else "BM25 only"))
-        return SearchOutput(query=query, mode=used, results=[_hit(h) for h in hits], retrievers=hits.retrievers,
-                            index=states,
-                            notices=hits.notices + notes, elapsed_ms=round((time.perf_counter() - t0) * 1000, 1))
+        out = SearchOutput(query=query, mode=used, results=[_hit(h) for h in hits], retrievers=hits.retrievers,
+                           index=states, notices=hits.notices + notes, elapsed_ms=0.0)
+
+        def count() -> None:
+            out.tokens = engines[0].token_count(out.model_dump_json())
+            for engine in engines:
+                mine = [h for h in out.results if h.repo == str(engine.root)]
+                if mine:
+                    size = engine.token_count(json.dumps([h.model_dump() for h in mine]))
+                    engine.record_served(kind, len(mine), size, [h.path for h in mine])
+
+        await anyio.to_thread.run_sync(count)
+        out.elapsed_ms = round((time.perf_counter() - t0) * 1000, 1)
+        return out
+
+    @server.tool(annotations=ToolAnnotations(title="Search code", readOnlyHint=True, openWorldHint=False))
+    async def search(query: str, ctx: Context, repo_path: str | None = None, top_k: int = 10,
+                     file_glob: str | None = None, mode: str | None = None, language: str | None = None,
+                     roots: list[str] | None = None) -> SearchOutput:
+        """Search code by meaning or by name: plain words ("where do we retry failed uploads") or a
+        symbol ("RetryPolicy"). Returns ranked hits with path, lines, enclosing scope and snippet.
+        repo_path: the repository (default: the first allowed root). roots: several repositories,
+        one ranked list. file_glob: gitignore-style path filter, e.g. "src/**/*.py". mode: hybrid
+        (default), bm25 or vector. language: e.g. python, go. A repository never indexed is indexed
+        now: the first answer comes from BM25 within seconds, vectors follow in the background."""
+        t0 = time.perf_counter()
+        if not query or not query.strip():
+            raise ToolError("the query is empty: say what to look for, e.g. \"parse config file\"")
+        top_k = max(1, min(int(top_k), 100))
+        targets = [where(r) for r in roots] if roots else [where(repo_path)]
+        targets = outermost(targets)  # nested roots are one index, not one each
+        notes = await prepare(targets, ctx, mode)
+        engines = [repos.engine(r) for r in targets]
+
+        def run():
+            return CodeSight.search_many(engines, query, top_k=top_k, mode=mode, glob=file_glob, language=language,
+                                         load_model=False)
+
+        return await answer("search", query, targets, mode, run, notes, t0)
+
+    @server.tool(annotations=ToolAnnotations(title="Find related code", readOnlyHint=True, openWorldHint=False))
+    async def find_related(location: str, ctx: Context, repo_path: str | None = None, top_k: int = 10,
+                           file_glob: str | None = None, mode: str | None = None, language: str | None = None,
+                           roots: list[str] | None = None) -> SearchOutput:
+        """Find the code most like a given place: other implementations of the same idea, callers'
+        twins, the test or the sibling module. location: "path:line" (relative to the repository),
+        a file, or a symbol ("RetryPolicy"). Same ranking and options as search; the place itself
+        is left out. roots: look across several repositories."""
+        t0 = time.perf_counter()
+        if not location or not location.strip():
+            raise ToolError("say where: \"path:line\", a file, or a symbol")
+        top_k = max(1, min(int(top_k), 100))
+        targets = [where(r) for r in roots] if roots else [where(repo_path)]
+        targets = outermost(targets)
+        notes = await prepare(targets, ctx, mode)
+        engines = [repos.engine(r) for r in targets]
+
+        def run():
+            return CodeSight.related_many(engines, location, top_k=top_k, mode=mode, glob=file_glob,
+                                          language=language, load_model=False)
+
+        return await answer("find_related", location, targets, mode, run, notes, t0)
 
     @server.tool(annotations=ToolAnnotations(title="Index a repository", readOnlyHint=False,
                                              destructiveHint=False, idempotentHint=True, openWorldHint=False))

@@ -53,6 +53,34 @@ def test_human_output(repo):
     assert "chunks" in r.stdout and "pending" in r.stdout and "changed" in r.stdout
 
 
+def test_vimgrep_lines_and_related(repo):
+    """--vimgrep prints path:line:col:text as rg does, with paths the editor can open from the
+    current directory; `related` finds code like a place and leaves the place out."""
+    (repo / "src" / "distance.py").write_text(
+        "import math\n\n\ndef great_circle(lat_a, lon_a, lat_b, lon_b):\n    radius = 6371.0\n"
+        "    dlat = math.radians(lat_b - lat_a)\n    dlon = math.radians(lon_b - lon_a)\n"
+        "    return 2 * radius * math.asin(math.sqrt(math.sin(dlat / 2) ** 2 + math.sin(dlon / 2) ** 2))\n")
+    run("index", repo, "--no-embed")
+    r = run("search", "haversine", "--mode", "bm25", "--vimgrep", cwd=repo)
+    assert r.returncode == 0, r.stderr
+    path, line, col, text = r.stdout.splitlines()[0].split(":", 3)
+    assert path == "src/geo.py" and "haversine" in text and text[int(col) - 1:].startswith("haversine")
+    assert (repo / path).read_text().splitlines()[int(line) - 1] == text
+    r = run("search", "haversine", "--path", repo, "--mode", "bm25", "--vimgrep", cwd=repo.parent)
+    assert r.stdout.startswith(f"{repo.name}/src/geo.py:{line}:{col}:")
+    assert run("search", "x", "--json", "--vimgrep", cwd=repo).returncode == 2
+    r = run("related", f"src/geo.py:{line}", "--mode", "bm25", "--json", cwd=repo)
+    assert r.returncode == 0, r.stderr
+    hits = json.loads(r.stdout)
+    assert hits[0]["path"] == "src/distance.py"
+    assert not any(h["path"] == "src/geo.py" and h["start_line"] <= int(line) <= h["end_line"] for h in hits)
+    r = run("related", "haversine", "--mode", "bm25", "--vimgrep", cwd=repo)
+    assert r.returncode == 0 and r.stdout.startswith("src/distance.py:")
+    for bad, msg in (("src/none.py:4", "not indexed"), ("/etc/passwd:1", "not inside"), ("Nowhere", "no file or definition")):
+        r = run("related", bad, cwd=repo)
+        assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, (bad, r.stderr)
+
+
 def test_search_indexes_first_when_needed(repo):
     r = run("search", "parse config file", "--path", repo, "--mode", "bm25", "--json")
     assert r.returncode == 0 and "indexing first" in r.stderr

@@ -797,3 +797,28 @@ def test_overlapping_roots_are_one_index(tmp_path):
     assert [h["path"] for h in hits][:1] == ["a.py"]
     data = Path(os.environ["CODESIGHT_DATA_DIR"])
     assert len([d for d in data.iterdir() if d.is_dir()]) == 1
+
+
+def test_a_moment_of_locked_at_open_is_waited_out(repo, hash_embedder, monkeypatch):
+    """SQLite says "locked" at once, without its busy timeout, while a writer recovers its WAL:
+    an MCP search that opened the index at that instant failed (seen in CI under load)."""
+    from codesight_tui.core import engine
+    from codesight_tui.core.errors import IndexBusyError
+
+    CodeSight(repo, embedder=hash_embedder).index(embed=False)
+    cs = CodeSight(repo, embedder=hash_embedder)
+    real, calls = cs._open_store, []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise IndexBusyError("index is locked by another process")
+        return real()
+
+    monkeypatch.setattr(cs, "_open_store", flaky)
+    assert cs.is_indexed() and len(calls) == 3
+    always = CodeSight(repo, embedder=hash_embedder)
+    monkeypatch.setattr(always, "_open_store", lambda: (_ for _ in ()).throw(IndexBusyError("locked")))
+    monkeypatch.setattr(engine, "OPEN_RETRIES", (0.01, None))
+    with pytest.raises(IndexBusyError):
+        always.store

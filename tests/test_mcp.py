@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import time
 from contextlib import asynccontextmanager
@@ -15,7 +16,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-TOOLS = {"search", "index", "status", "watch", "unwatch"}
+TOOLS = {"search", "find_related", "index", "status", "watch", "unwatch"}
 HIT_FIELDS = {"repo", "path", "start_line", "end_line", "line", "scope", "name", "language", "score", "found_by",
               "bm25_rank", "vector_rank", "static_rank", "page", "slide", "location", "snippet"}
 
@@ -44,6 +45,10 @@ async def test_tools_declare_their_contract(repo):
     search = tools["search"].input_schema
     assert search["required"] == ["query"]
     assert {"query", "repo_path", "top_k", "file_glob", "mode", "language", "roots"} <= set(search["properties"])
+    related = tools["find_related"].input_schema
+    assert related["required"] == ["location"] and set(search["properties"]) - {"query"} <= set(related["properties"])
+    assert tools["find_related"].annotations.read_only_hint
+    assert "tokens" in tools["search"].output_schema["properties"]
     assert set(tools["index"].input_schema["properties"]) == {"repo_path", "force_rebuild"}
     for name in ("status", "watch", "unwatch"):
         assert set(tools[name].input_schema["properties"]) == {"repo_path"}
@@ -97,6 +102,36 @@ async def test_a_cold_search_answers_from_bm25_while_vectors_are_still_coming(re
             await asyncio.sleep(1)
         else:
             pytest.fail("vectors never arrived")
+
+
+async def test_find_related_and_the_tokens_each_answer_costs(repo, _isolated_home):
+    """find_related from path:line and from a symbol leaves the place itself out; every answer
+    says its size in tokens, and `codesight stats` adds them up per repository."""
+    (repo / "src" / "distance.py").write_text(
+        "import math\n\n\ndef great_circle(lat_a, lon_a, lat_b, lon_b):\n    radius = 6371.0\n"
+        "    dlat = math.radians(lat_b - lat_a)\n    dlon = math.radians(lon_b - lon_a)\n"
+        "    return 2 * radius * math.asin(math.sqrt(math.sin(dlat / 2) ** 2 + math.sin(dlon / 2) ** 2))\n")
+    async with server(repo) as client:
+        r = await client.call_tool("search", {"query": "haversine", "mode": "bm25"})
+        assert not r.is_error and r.structured_content["tokens"] > 10
+        searched = r.structured_content["tokens"]
+        for where in ("src/geo.py:6", "haversine"):
+            r = await client.call_tool("find_related", {"location": where, "mode": "bm25", "top_k": 5})
+            assert not r.is_error, r.content
+            out = r.structured_content
+            paths = [h["path"] for h in out["results"]]
+            assert out["query"] == where and paths and paths[0] == "src/distance.py", paths
+            assert not any(h["path"] == "src/geo.py" and h["start_line"] <= 6 <= h["end_line"] for h in out["results"])
+            assert out["tokens"] > 0
+        r = await client.call_tool("find_related", {"location": "src/nope.py:3"})
+        assert r.is_error and "not indexed" in r.content[0].text
+    st = subprocess.run([sys.executable, "-m", "codesight_tui", "stats", "--json"], capture_output=True, text=True,
+                        timeout=120)
+    assert st.returncode == 0, st.stderr
+    rows = json.loads(st.stdout)
+    assert [row["repo"] for row in rows] == [str(repo)] and rows[0]["searches"] == 3
+    assert rows[0]["tokens"] > searched // 2 and rows[0]["file_tokens"] > 0 and rows[0]["results"] >= 3
+    assert oct((_isolated_home / "data" / "stats.db").stat().st_mode & 0o777) == "0o600"
 
 
 async def test_paths_outside_the_allowed_roots_are_refused(repo, tmp_path):

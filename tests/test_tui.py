@@ -291,6 +291,27 @@ async def test_command_palette_has_every_action(repo, settings):
                 "Re-index", "Keys"} <= titles
 
 
+async def test_f4_shows_code_like_the_selected_hit(repo, settings):
+    (repo / "src" / "distance.py").write_text(
+        "import math\n\n\ndef great_circle(lat_a, lon_a, lat_b, lon_b):\n    radius = 6371.0\n"
+        "    dlat = math.radians(lat_b - lat_a)\n    dlon = math.radians(lon_b - lon_a)\n"
+        "    return 2 * radius * math.asin(math.sqrt(math.sin(dlat / 2) ** 2 + math.sin(dlon / 2) ** 2))\n")
+    app = make_app(repo, settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await search(app, pilot, "haversine")
+        source = app.hits[0]
+        assert source.path == "src/geo.py"
+        await pilot.press("f4")
+        await settle(app, pilot)
+        assert app.query_one("#query").value == f"like: src/geo.py:{source.line}"
+        assert app.hits and app.hits[0].path == "src/distance.py", [h.path for h in app.hits]
+        assert not any(h.path == source.path and h.start_line <= source.line <= h.end_line for h in app.hits)
+        assert "More like this" in {c.title for c in app.get_system_commands(app.screen)}
+        await search(app, pilot, "like: src/nowhere.py:3")  # typed by hand: one clear line, the app lives on
+        assert app.hits == []
+
+
 def test_editor_argv_syntaxes():
     from codesight_tui.tui.editor import editor_argv
 

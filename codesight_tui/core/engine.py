@@ -21,6 +21,7 @@ from codesight_tui.core.indexer import (IndexReport, Progress, ProgressFn, drop_
                                         index_lexical, index_static, index_vectors, scan_changes)
 from codesight_tui.core.languages import is_document
 from codesight_tui.core.paths import index_dir_for
+from codesight_tui.core.related import RelatedSource
 from codesight_tui.core.searcher import MODES, Hits, rrf_fuse, search
 from codesight_tui.core.store import SCHEMA_VERSION, Store
 from codesight_tui.core.text import LONE_SURROGATE
@@ -125,6 +126,14 @@ def _newer_schema(version: str | None) -> bool:
     return bool(version and version.isdigit() and int(version) > int(SCHEMA_VERSION))
 
 
+OPEN_RETRIES = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, None)  # seconds between tries to open a busy index
+
+
+def _constant(value, *_args):
+    """``value`` whatever it is asked: a stored vector standing in for a query embedding."""
+    return value
+
+
 def _mark(marker: Path) -> None:
     """Leave a marker for the next index run; on a read-only index there is no next run to tell."""
     try:
@@ -169,6 +178,7 @@ class CodeSight:
         self._static_error: str | None = None  # why the static tier could not be had (tried once)
         self._static_lock = threading.Lock()
         self._static_cache: tuple[str, object] | None = None  # (static_version, StaticIndex)
+        self._token_counter = None  # core.tokens.TokenCounter, made on first need
         self._injected = embedder is not None
         if embedder is not None:
             self.model_info = ModelInfo(embedder.name, embedder.name, None, getattr(embedder, "max_seq_length", 256))
@@ -205,7 +215,16 @@ class CodeSight:
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = self._open_store()
+            # SQLite answers "locked" at once, without its busy timeout, where a writer's WAL
+            # recovery or mode change is under way: a moment later the same open succeeds.
+            for wait in OPEN_RETRIES:
+                try:
+                    self._store = self._open_store()
+                    break
+                except IndexBusyError:
+                    if wait is None:
+                        raise
+                    time.sleep(wait)
         return self._store
 
     def _open_store(self) -> Store:
@@ -757,7 +776,8 @@ class CodeSight:
 
     # --- search ---------------------------------------------------------------------------
     def search(self, query: str, top_k: int = 10, mode: str | None = None, *, glob: str | None = None,
-               language: str | None = None, load_model: bool = True, fast: bool = False) -> Hits:
+               language: str | None = None, load_model: bool = True, fast: bool = False,
+               like: RelatedSource | None = None) -> Hits:
         """Search the index. ``mode`` is ``hybrid`` (default), ``bm25`` or ``vector``.
 
         Returns ``Hits``: a list of ``SearchResult`` whose ``notices`` say what this answer lacks
@@ -768,8 +788,11 @@ class CodeSight:
         ``load_model=False`` a full model that is not loaded yet is not waited for (hybrid answers
         from BM25 and the static tier, vector mode returns nothing): no torch import, the fast
         path of a fresh CLI process. ``fast`` answers that way even where the full model is loaded.
-        Any query string is safe.
+        Any query string is safe. ``like`` (from ``related_source``) searches for code like that
+        chunk instead of ``query``: see ``related``.
         """
+        if like is not None:
+            query = like.terms
         mode = mode or self.settings.default_mode
         if mode not in MODES:
             raise CodeSightError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}", exit_code=2)
@@ -802,9 +825,18 @@ class CodeSight:
         static = (self._static_index() if mode == "hybrid" and not (qfn and self.store.vector_coverage() >= 1.0)
                   else None)
         used: list[str] = []
+        extra: dict = {}
+        if like is not None:
+            own = like.root == str(self.root)  # the source's own vectors, where this index holds them
+            stored = self._vectors_for(self.store.get_chunks([like.chunk_id]).values()) if own and qfn else {}
+            if like.chunk_id in stored:
+                qfn = functools.partial(_constant, stored[like.chunk_id])
+            static_own = static[0].vectors([like.chunk_id]).get(like.chunk_id) if own and static else None
+            extra = dict(vector_query=like.content, static_query_vector=static_own)
+            top_k += 4  # room for the source and what overlaps it, left out below
         run = functools.partial(search, self.store, self._vectors, query=query, top_k=top_k, glob=glob,
                                 language=language, depth=self.settings.retriever_depth, rrf_k=self.settings.rrf_k,
-                                ranking=self.settings.ranking, used=used)
+                                ranking=self.settings.ranking, used=used, **extra)
         try:
             try:
                 hits = run(qfn, mode=mode, vectors_for=self._vectors_for, static=static)
@@ -827,7 +859,44 @@ class CodeSight:
             why = str(exc) if "decode" not in str(exc) else "a row's text is unreadable"
             raise CodeSightError(f"the index of {self.root} is damaged ({why.splitlines()[0][:120]}): run"
                                  " `codesight index` to rebuild it (cached vectors are reused)") from None
+        if like is not None:
+            hits = [h for h in hits if not like.overlaps(str(self.root), h.path, h.start_line, h.end_line)]
+            hits = hits[: top_k - 4]
         return Hits(hits, notices=self.take_notices() + notes, retrievers=used)
+
+    def related_source(self, target: str) -> RelatedSource:
+        """The chunk ``target`` names: ``path:line`` (``path:line:col`` too), a file (its first
+        chunk) or a symbol (its definition). Raises ``CodeSightError`` (exit code 2) with one line
+        where there is none."""
+        from codesight_tui.core.ranking import definitions
+        from codesight_tui.core.related import find_source
+
+        if not self.has_index():
+            raise CodeSightError(f"{self.root} is not indexed yet: run `codesight index`", exit_code=2)
+        return find_source(self.store, self.root, _clean(target) or "", definitions)
+
+    def related(self, target: str | RelatedSource, top_k: int = 10, mode: str | None = None, **kwargs) -> Hits:
+        """Code most like the chunk ``target`` names (see ``related_source``), under the same
+        ranking as ``search``: BM25 over the chunk's names, and the vector lists from the chunk's
+        own vectors (static tier or full model; its code embedded where it has none). The chunk
+        itself and what overlaps it are left out."""
+        source = target if isinstance(target, RelatedSource) else self.related_source(target)
+        return self.search(source.terms, top_k=top_k, mode=mode, like=source, **kwargs)
+
+    @staticmethod
+    def related_many(engines: list[CodeSight], target: str, top_k: int = 10, mode: str | None = None,
+                     **kwargs) -> Hits:
+        """``related`` across several repositories, as one list: the target is looked up in each
+        in turn (the first that has it is the source), then each is searched for code like it."""
+        source = None
+        for engine in engines:
+            try:
+                source = engine.related_source(target)
+                break
+            except CodeSightError:
+                if engine is engines[-1]:
+                    raise
+        return CodeSight.search_many(engines, "", top_k=top_k, mode=mode, like=source, **kwargs)
 
     @staticmethod
     def search_many(engines: list[CodeSight], query: str, top_k: int = 10, mode: str | None = None,
@@ -852,6 +921,42 @@ class CodeSight:
         return Hits([hits[key] for key, _, _ in order[:top_k]],
                     notices=[f"{Path(e.root).name}: {n}" for e, found in zip(engines, per_repo) for n in found.notices],
                     retrievers=[r for r in ("bm25", "static", "vector") if any(r in f.retrievers for f in per_repo)])
+
+    # --- what an answer costs an agent ---------------------------------------------------------
+    def token_count(self, text: str) -> int:
+        """Tokens in ``text`` by the tokenizer this installation ships (the embedding model's)."""
+        if self._token_counter is None:
+            from codesight_tui.core.tokens import TokenCounter
+
+            self._token_counter = TokenCounter(self.model_info.tokenizer_file)
+        return self._token_counter.count(text)
+
+    def file_tokens(self, paths: list[str]) -> int:
+        """Tokens of these indexed files, whole (the sum of their chunks): what reading them costs."""
+        if not paths or not self.has_index():
+            return 0
+        total = 0
+        for k in range(0, len(paths), 500):
+            part = paths[k : k + 500]
+            rows = self.store.conn.execute(
+                f"SELECT content FROM chunks WHERE path IN ({','.join('?' * len(part))})", part)
+            total += sum(self.token_count(content) for (content,) in rows)
+        return total
+
+    def record_served(self, kind: str, results: int, tokens: int, paths: list[str]) -> None:
+        """Count one answer given to an agent (``codesight stats``): its tokens, and the tokens of
+        the files its hits came from. Kept locally, in the data directory."""
+        from codesight_tui.core import stats
+
+        stats.record(self.settings.data_dir, str(self.root), kind, results, tokens, self.file_tokens(sorted(set(paths))))
+
+    @staticmethod
+    def usage_stats(settings=None) -> list:
+        """Per repository: searches served to agents, tokens returned, tokens of the files behind
+        them (``core.stats.RepoUsage``)."""
+        from codesight_tui.core import stats
+
+        return stats.usage(_settings(settings, {}).data_dir)
 
     def take_notices(self) -> list[str]:
         """What happened to the index since the last call that reported it (rebuilt after damage,

@@ -147,13 +147,16 @@ def _filtered(store, ids: list[int], glob: str | None, language: str | None) -> 
 def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode: str = "hybrid",
            glob: str | None = None, language: str | None = None, depth: int = 20,
            rrf_k: int = 60, ranking: str = "stack", vectors_for=None, static=None,
-           used: list[str] | None = None) -> list[SearchResult]:
+           used: list[str] | None = None, vector_query: str | None = None,
+           static_query_vector=None) -> list[SearchResult]:
     """Run one query. ``query_vector_fn(query)`` embeds the query; it is only called in the
     ``hybrid`` and ``vector`` modes, and only if the index holds vectors. ``vectors_for(rows)``
     gives the stored vectors of ``ChunkRow``s by id (default: looked up in ``vectors``).
     ``static`` is ``(core.static.StaticIndex, coverage)``: in ``hybrid`` the static tier is a third
     list, weighted by its coverage and by the share of chunks the full model has not embedded.
-    ``used`` collects the names of the lists that were fused.
+    ``used`` collects the names of the lists that were fused. ``vector_query`` is the text the
+    vector lists embed instead of ``query`` (a chunk's code, for "more like this", while BM25 takes
+    its names), and ``static_query_vector`` a static-tier vector to use as it is.
 
     ``vector`` returns the vector ranking as it is. ``hybrid`` fuses both retrievers by RRF and
     ``bm25`` takes BM25 alone; in both, with ``ranking="stack"`` (the default) the ranking stack of
@@ -175,7 +178,7 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
         # while SQLite answers BM25 in this one: a hybrid query costs the slower of the two. A
         # path filter cannot run inside LanceDB, so with a glob over-fetch and filter below.
         def nearest_fn():
-            qv = query_vector_fn(query)
+            qv = query_vector_fn(vector_query or query)
             return qv, vectors.search(qv, depth * 10 if glob else depth, language=language)
 
         nearest = _pool().submit(nearest_fn)
@@ -187,7 +190,8 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
     static_vector = None
     near_static = False
     if static_weight > 0:
-        static_vector = static_index.model.encode_query(query)
+        static_vector = (static_query_vector if static_query_vector is not None
+                         else static_index.model.encode_query(vector_query or query))
         found = static_index.nearest(static_vector, depth * 10 if glob or language else depth)
         near_static = bool(found) and found[0][1] >= STATIC_RELEVANCE_FLOOR
         if not rankings.get("bm25") and not n_vectors and not near_static:

@@ -39,6 +39,7 @@ from codesight_tui.tui.widgets.status import IndexState, StatusBar
 
 MODES = ("hybrid", "bm25", "vector")
 TOP_K = 50
+LIKE = "like:"  # a query that starts so asks for code like a place: like: src/app.py:42
 
 
 class QueryInput(Input):
@@ -76,6 +77,7 @@ class CodeSightApp(App[int]):
         Binding("alt+s", "toggle_scores", "Show scores", show=False, id="app.toggle_scores"),
         Binding("ctrl+r", "reindex", "Re-index", show=False, id="app.reindex"),
         Binding("f3", "ask", "Ask", id="app.ask"),
+        Binding("f4", "related", "More like this", show=False, id="app.related"),
         Binding("f1", "help", "Help", id="app.help"),
         Binding("escape", "focus_query", "Back to the query", show=False, id="app.focus_query"),
         Binding("ctrl+c", "quit", "Quit", priority=True, id="app.quit"),
@@ -275,8 +277,11 @@ class CodeSightApp(App[int]):
         try:
             args = dict(top_k=TOP_K, mode=mode, glob=glob or None, language=language or None, load_model=False)
             engines = self.engines
-            hits = self.engine.search_many(engines, query, **args) if len(engines) > 1 else \
-                self.engine.search(query, **args)
+            if query.startswith(LIKE):  # "more like this": like: PATH:LINE, a file or a symbol
+                hits = self.engine.related_many(engines, query[len(LIKE):].strip(), **args)
+            else:
+                hits = self.engine.search_many(engines, query, **args) if len(engines) > 1 else \
+                    self.engine.search(query, **args)
         except Exception as exc:  # CodeSightError or a bug: show it, keep the app alive
             self.call_from_thread(self.notify, str(exc), severity="error")
         finally:  # always report back, or the next keystroke would wait forever
@@ -588,6 +593,18 @@ class CodeSightApp(App[int]):
 
         self.push_screen(AskScreen(self.query_one("#query", Input).value), back)
 
+    def action_related(self) -> None:
+        """Code like the selected hit: the query becomes ``like: path:line`` (editable; Esc and a
+        new query go back to plain search)."""
+        hit = self._current_hit()
+        if hit is None:
+            return
+        where = hit.path if len(self.engines) == 1 else str(Path(hit.repo) / hit.path)
+        box = self.query_one("#query", Input)
+        box.value = f"{LIKE} {where}:{hit.line or hit.start_line}"
+        box.cursor_position = len(box.value)
+        box.focus()
+
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             return
@@ -701,6 +718,8 @@ class CodeSightApp(App[int]):
                 yield command
         yield SystemCommand("Ask a question", "Answer from the code and documents with an LLM, citing them (F3)",
                             self.action_ask)
+        yield SystemCommand("More like this", "Code like the selected hit: the query becomes like: path:line (F4)",
+                            self.action_related)
         yield SystemCommand("Open in editor", "Open the selected hit in $VISUAL / $EDITOR (Enter)", self.action_open_editor)
         yield SystemCommand("Copy path:line", "Copy the selected hit's location (Ctrl+Y)", self.action_copy_location)
         yield SystemCommand("Copy snippet", "Copy the selected hit's code (Alt+Y)", self.action_copy_snippet)

@@ -1,0 +1,109 @@
+""""More like this": the chunk a target names (``path:line``, a path, or a symbol), and what a
+search for code like it is made of.
+
+The search itself is the ordinary one (``core.searcher.search`` under the same ranking stack):
+BM25 takes the chunk's own names as its words, and the vector lists take the chunk's code (its
+stored vectors where it has them). The source and what overlaps it are left out of the answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.text import STOPWORDS, split_identifier
+
+MAX_TERMS = 32  # BM25 words taken from the chunk: its most frequent names' parts
+_TARGET = re.compile(r"^(?P<path>.+?):(?P<line>\d+)(?::\d+)?$")  # path:line, or vimgrep's path:line:col
+_NAME = re.compile(r"[A-Za-z_$][\w$]*")
+# Words of nearly every language's syntax: in a chunk's names they only crowd out its own words.
+KEYWORDS = frozenset(
+    "def fn func function return import from class struct enum impl interface trait public private protected"
+    " static const let var val mut self this super new none null nil true false void int str string bool"
+    " boolean char float double long async await yield pub use mod package module export default extends"
+    " implements throws throw try catch except finally raise else elif end begin lambda match case switch"
+    " break continue goto typedef sizeof unsigned signed auto type".split())
+
+
+@dataclass(frozen=True)
+class RelatedSource:
+    """The chunk a "more like this" search starts from."""
+
+    root: str  # its repository
+    path: str  # relative to its repository, POSIX
+    start_line: int
+    end_line: int
+    chunk_id: int
+    content: str
+    terms: str  # the BM25 query: the chunk's names, split into words
+
+    @property
+    def label(self) -> str:
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+    def overlaps(self, root: str, path: str, start: int, end: int) -> bool:
+        return root == self.root and path == self.path and start <= self.end_line and end >= self.start_line
+
+
+def terms_of(content: str, limit: int = MAX_TERMS) -> str:
+    """The words of a chunk's names, most frequent first: ``parseConfigFile(path)`` gives
+    ``parse config file path``. Stopwords, common keywords and one-letter words are left out."""
+    counts: Counter[str] = Counter()
+    for name in _NAME.findall(content):
+        for part in split_identifier(name) or [name.lower()]:
+            if len(part) > 1 and part not in STOPWORDS and part not in KEYWORDS and not part.isdigit():
+                counts[part] += 1
+    return " ".join(w for w, _ in counts.most_common(limit))
+
+
+def parse_target(target: str, root: Path) -> tuple[str, int | None] | None:
+    """``(path relative to root, line or None)`` where ``target`` names a file under ``root``
+    (``src/app.py:42``, ``src/app.py``, an absolute path), else None (a symbol, perhaps).
+    Raises for a path outside ``root``."""
+    text = target.strip()
+    m = _TARGET.match(text)
+    path, line = (m.group("path"), int(m.group("line"))) if m else (text, None)
+    p = Path(path).expanduser()
+    full = p if p.is_absolute() else root / p
+    if not (m or full.is_file()):
+        return None
+    try:
+        rel = full.resolve().relative_to(root)
+    except ValueError:
+        raise CodeSightError(f"{path} is not inside {root}", exit_code=2) from None
+    return rel.as_posix(), line
+
+
+def find_source(store, root: Path, target: str, definitions) -> RelatedSource:
+    """The chunk ``target`` names in this index: the smallest chunk holding ``path:line`` (a path
+    alone: its first chunk), or the definition of a symbol (``definitions(store, name)``)."""
+    where = parse_target(target, root)
+    row = None
+    if where is not None:
+        path, line = where
+        found = store.conn.execute(
+            "SELECT id FROM chunks WHERE path = ? AND start_line <= ? AND end_line >= ?"
+            " ORDER BY end_line - start_line, start_line LIMIT 1", (path, line or 1, line or 1)).fetchone()
+        if found is None and line is None:
+            found = store.conn.execute("SELECT id FROM chunks WHERE path = ? ORDER BY start_line LIMIT 1",
+                                       (path,)).fetchone()
+        if found is None:
+            known = store.conn.execute("SELECT 1 FROM files WHERE path = ?", (path,)).fetchone()
+            if known is None:
+                raise CodeSightError(f"{path} is not indexed (ignored, skipped, or new: run `codesight index`)",
+                                     exit_code=2)
+            raise CodeSightError(f"{path} has no line {line}", exit_code=2)
+        row = store.get_chunks([found[0]])[found[0]]
+    else:
+        name = target.strip()
+        if not name or not _NAME.fullmatch(name.split(".")[-1] or "-"):
+            raise CodeSightError(f"{target!r} is neither PATH:LINE, a file, nor a symbol", exit_code=2)
+        ids = definitions(store, name)
+        if not ids:
+            raise CodeSightError(f"no file or definition named {name!r} here: give PATH:LINE", exit_code=2)
+        row = store.get_chunks(ids[:1])[ids[0]]
+    return RelatedSource(str(root), row.path, row.start_line, row.end_line, row.id, row.content,
+                         terms_of(row.content) or row.content[:200])
