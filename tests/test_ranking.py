@@ -381,3 +381,29 @@ def test_qualified_names_find_their_definition(tmp_path, settings, files, ident,
     assert row.path == where
     assert c.search(ident, top_k=3, mode="bm25")[0].path == where
     assert definitions(c.store, "nope." + ident.split(".")[-1]) == []
+
+
+def test_a_file_that_matches_in_several_places_outranks_one_lucky_chunk(tmp_path, settings):
+    """File-level evidence (BM25 alone): a question about how something works is answered by the
+    file whose several chunks match, not by the one chunk elsewhere that matches a little better."""
+    from codesight_tui.core import ranking
+
+    (tmp_path / "alpha.py").write_text("".join(
+        f"def session_step_{i}(store):\n    \"\"\"Expire the session token after idle {i}.\"\"\"\n"
+        + "".join(f"    value_{j} = store.lookup({j}) + compute_{j}(value_{j})\n" for j in range(40))
+        + f"    return store.expire(session_token_{i})\n\n\n" for i in range(3)))
+    (tmp_path / "beta.py").write_text(
+        "def expire_note():\n    \"\"\"Session token idle expire: session token expire idle.\"\"\"\n    return None\n")
+    for i in range(6):  # enough other files that the words are not everywhere
+        (tmp_path / f"other_{i}.py").write_text(f"def unrelated_{i}(x):\n    return x * {i}\n")
+    cs = CodeSight(tmp_path, settings=settings)
+    cs.index(embed=False, static=False)
+    question = "how does an idle session token expire"
+    with_evidence = [h.path for h in cs.search(question, mode="bm25")]
+    saved = ranking.FILE_EVIDENCE
+    try:
+        ranking.FILE_EVIDENCE = 0.0
+        without = [h.path for h in cs.search(question, mode="bm25")]
+    finally:
+        ranking.FILE_EVIDENCE = saved
+    assert without[0] == "beta.py" and with_evidence[0] == "alpha.py", (without, with_evidence)
