@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from codesight_tui.core.languages import DOCUMENT_LANGUAGES
-from codesight_tui.core.text import fts_query
+from codesight_tui.core.text import fts_query, query_terms
 
 MODES = ("hybrid", "bm25", "vector")
 
@@ -117,6 +117,10 @@ RELEVANCE_FLOOR = 0.25
 # (random words reach 0.45 to 0.6 on rich's source, a real question 0.4 to 0.6): this floor only
 # drops the emptiest queries ("the", unrelated everyday words score about 0.2).
 STATIC_RELEVANCE_FLOOR = 0.3
+# So an answer from the static tier alone (nothing lexical, no full model) also needs this share of
+# the query's words to be whole words the model knows: "zzqqxxnonexistentword" and "xkcd blorp
+# fnord" reach 0.47 to 0.64 on rich's source, more than "progress bar with eta" (0.50).
+STATIC_KNOWN_WORDS = 0.5
 # How fast the static list fades as the full model's vectors cover the index: its weight is
 # scaled by (1 - their coverage) ** this. 4 beat 1, 50 and dropping it once the full model has
 # any vector, at 10%, 25% and 50% coverage on ten polyglot repositories (+0.017 at 10%), and held
@@ -194,6 +198,8 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
                          else static_index.model.encode_query(vector_query or query))
         found = static_index.nearest(static_vector, depth * 10 if glob or language else depth)
         near_static = bool(found) and found[0][1] >= STATIC_RELEVANCE_FLOOR
+        if near_static and not rankings.get("bm25") and not n_vectors:  # the static tier would be all there is
+            near_static = static_index.model.known_share(query_terms(query)) >= STATIC_KNOWN_WORDS
         if not rankings.get("bm25") and not n_vectors and not near_static:
             return []  # as below: nothing lexical, nothing near
         ids = [cid for cid, _ in found]

@@ -184,6 +184,18 @@ class StaticEmbedder:
     def encode_query(self, text: str) -> np.ndarray:
         return self.encode([text])[0]
 
+    def known_share(self, words: list[str]) -> float:
+        """The share of ``words`` that are whole words of the model's vocabulary (one token, not
+        the unknown one). Random strings break into word pieces, and a static vector built from
+        pieces lands near everything: without a known word it is no evidence of anything."""
+        if not words:
+            return 0.0
+        known = 0
+        for w in words:
+            ids = self.tokenizer.encode(w, add_special_tokens=False).ids
+            known += len(ids) == 1 and ids[0] != self.unk_id
+        return known / len(words)
+
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
