@@ -380,14 +380,12 @@ def _run_index(cs, *, embed: bool, force: bool = False, wait: bool = False, show
             raise
 
 
-def _check_language(lang: str) -> None:
-    """An unknown ``--lang`` is a usage error that lists the languages codesight knows."""
-    from codesight_tui.core.errors import CodeSightError
-    from codesight_tui.core.languages import known_languages
+def _check_language(lang: str) -> str:
+    """The language ``--lang`` names (any case, or an alias such as ``py``); an unknown one is a
+    usage error that lists the languages codesight knows."""
+    from codesight_tui.core.languages import normalize_language
 
-    known = known_languages()
-    if lang not in known:
-        raise CodeSightError(f"unknown language {lang!r}; known: {', '.join(sorted(known))}", exit_code=EXIT_USAGE)
+    return normalize_language(lang)
 
 
 def cmd_index(args) -> int:
@@ -485,7 +483,7 @@ def _find(args, run, query: str) -> int:
         return EXIT_USAGE
     engines = [CodeSight(root) for root in _search_roots(args)]
     if args.lang:
-        _check_language(args.lang)
+        args.lang = _check_language(args.lang)
     mode = args.mode or engines[0].settings.default_mode
     for cs in engines:
         _ready(cs, mode, args.full)

@@ -27,7 +27,7 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from codesight_tui.core.engine import CodeSight
 from codesight_tui.core.errors import CodeSightError, IndexBusyError
@@ -279,6 +279,27 @@ class Repos:
             cs.close()
 
 
+class _Server(MCPServer):
+    """The SDK's server, with arguments that fail validation said in one line per field
+    ("top_k: Input should be a valid integer") instead of pydantic's report."""
+
+    async def call_tool(self, name, arguments, context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError):
+                raise
+            said = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in cause.errors())
+            raise ToolError(f"{name}: {said}") from cause
+
+
+def _top_k(value: int) -> int:
+    if not 1 <= value <= 100:
+        raise ToolError(f"top_k must be between 1 and 100 (got {value})")
+    return value
+
+
 def _hit(r) -> Hit:
     found = [name for name, rank in (("bm25", r.bm25_rank), ("static", r.static_rank), ("vector", r.vector_rank))
              if rank]
@@ -314,7 +335,7 @@ def build_server(roots: list[Path], *, watch_roots: bool = False):
     from codesight_tui import __version__
 
     repos = Repos(roots)
-    server = MCPServer("codesight", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    server = _Server("codesight", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
 
     def where(repo_path):
         try:
@@ -398,7 +419,7 @@ def build_server(roots: list[Path], *, watch_roots: bool = False):
         t0 = time.perf_counter()
         if not query or not query.strip():
             raise ToolError("the query is empty: say what to look for, e.g. \"parse config file\"")
-        top_k = max(1, min(int(top_k), 100))
+        top_k = _top_k(top_k)
         targets = [where(r) for r in roots] if roots else [where(repo_path)]
         targets = outermost(targets)  # nested roots are one index, not one each
         notes = await prepare(targets, ctx, mode)
@@ -421,7 +442,7 @@ def build_server(roots: list[Path], *, watch_roots: bool = False):
         t0 = time.perf_counter()
         if not location or not location.strip():
             raise ToolError("say where: \"path:line\", a file, or a symbol")
-        top_k = max(1, min(int(top_k), 100))
+        top_k = _top_k(top_k)
         targets = [where(r) for r in roots] if roots else [where(repo_path)]
         targets = outermost(targets)
         notes = await prepare(targets, ctx, mode)

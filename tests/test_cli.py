@@ -81,6 +81,15 @@ def test_vimgrep_lines_and_related(repo):
         assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, (bad, r.stderr)
 
 
+def test_language_names_take_any_case_and_the_usual_aliases(repo):
+    run("index", repo, "--no-embed")
+    for spelled in ("python", "Python", "py", ".py"):
+        r = run("search", "haversine", "--path", repo, "--mode", "bm25", "--lang", spelled, "--json")
+        assert r.returncode == 0 and json.loads(r.stdout)[0]["path"] == "src/geo.py", (spelled, r.stderr)
+    r = run("search", "haversine", "--path", repo, "--lang", "klingon")
+    assert r.returncode == 2 and "unknown language 'klingon'" in r.stderr and "python" in r.stderr
+
+
 def test_search_indexes_first_when_needed(repo):
     r = run("search", "parse config file", "--path", repo, "--mode", "bm25", "--json")
     assert r.returncode == 0 and "indexing first" in r.stderr

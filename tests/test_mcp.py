@@ -134,6 +134,22 @@ async def test_find_related_and_the_tokens_each_answer_costs(repo, _isolated_hom
     assert oct((_isolated_home / "data" / "stats.db").stat().st_mode & 0o777) == "0o600"
 
 
+async def test_bad_arguments_are_one_line_like_the_cli(repo):
+    """Issue 35, item 7: top_k=-1 silently gave one hit, pydantic's report reached the agent, and
+    an unknown language gave "no results"; language names take any case and the usual aliases."""
+    async with server(repo) as client:
+        for args, said in (({"top_k": -1}, "top_k must be between 1 and 100"),
+                           ({"top_k": "many"}, "top_k: Input should be a valid integer"),
+                           ({"language": "klingon"}, "unknown language 'klingon'")):
+            r = await client.call_tool("search", {"query": "haversine", "mode": "bm25", **args})
+            text = r.content[0].text
+            assert r.is_error and said in text, (args, text)
+            assert "\n" not in text and "pydantic" not in text and "Traceback" not in text, text
+        for spelled in ("Python", "py", "PY"):
+            r = await client.call_tool("search", {"query": "haversine", "mode": "bm25", "language": spelled})
+            assert not r.is_error and r.structured_content["results"][0]["path"] == "src/geo.py", spelled
+
+
 async def test_paths_outside_the_allowed_roots_are_refused(repo, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -800,6 +800,10 @@ class CodeSight:
         # tokenizer nor SQLite accepts: read those bytes as the replacement character.
         query, glob, language = (_clean(x) for x in (query, glob, language))
         query = query[:MAX_QUERY_CHARS] if query else query
+        if language:
+            from codesight_tui.core.languages import normalize_language
+
+            language = normalize_language(language)
         if glob is not None:
             _check_glob(glob)
         if not self.has_index():

@@ -84,6 +84,30 @@ def is_document(rel_path: str) -> bool:
     return PurePosixPath(rel_path).suffix.lower() in DOCUMENT_EXTENSIONS
 
 
+# What people type for a language: file extensions and common names (case never matters).
+ALIASES: dict[str, str] = {
+    "py": "python", "python3": "python", "js": "javascript", "node": "javascript", "ts": "typescript",
+    "rb": "ruby", "rs": "rust", "golang": "go", "c++": "cpp", "cxx": "cpp", "cc": "cpp", "hpp": "cpp",
+    "h": "c", "cs": "csharp", "c#": "csharp", "kt": "kotlin", "kts": "kotlin", "sh": "shell", "bash": "shell",
+    "zsh": "shell", "md": "markdown", "yml": "yaml", "hs": "haskell", "ex": "elixir", "exs": "elixir",
+    "erl": "erlang", "ml": "ocaml", "pl": "perl", "ps1": "powershell", "tf": "terraform", "dockerfile": "docker",
+    "makefile": "make", "jsx": "javascript", "txt": "text", "proto": "protobuf",
+}
+
+
+def normalize_language(name: str) -> str:
+    """The language codesight calls ``name`` (``Python``, ``py`` and ``python`` are one), or
+    ``CodeSightError`` (exit code 2) naming the known ones."""
+    from codesight_tui.core.errors import CodeSightError
+
+    key = name.strip().lower().lstrip(".")
+    key = ALIASES.get(key, key)
+    known = known_languages()
+    if key not in known:
+        raise CodeSightError(f"unknown language {name!r}; known: {', '.join(sorted(known))}", exit_code=2)
+    return key
+
+
 def known_languages() -> frozenset[str]:
     """Every language name ``detect_language`` can give (what ``--lang`` accepts)."""
     return frozenset(EXTENSIONS.values()) | frozenset(FILENAMES.values()) | frozenset(SHEBANGS.values()) | DOCUMENT_LANGUAGES | {"text"}

@@ -556,7 +556,16 @@ class CodeSightApp(App[int]):
         def apply(result: tuple[str, str] | None) -> None:
             if result is None:
                 return
-            self.glob, self.language = result
+            glob, language = result
+            if language:
+                from codesight_tui.core.languages import normalize_language
+
+                try:
+                    language = normalize_language(language)
+                except CodeSightError as exc:
+                    self.notify(str(exc), severity="error", timeout=10)
+                    return
+            self.glob, self.language = glob, language
             self.state.filters = " ".join(x for x in (self.glob and f"glob:{self.glob}",
                                                       self.language and f"lang:{self.language}") if x)
             self.refresh_status()
