@@ -10,10 +10,16 @@ import threading
 import time
 
 
-def exit_with_parent(every: float = 0.5) -> None:
+def exit_with_parent(parent: int | None = None, every: float = 0.5) -> None:
     """A worker whose parent died (kill -9 leaves no one to shut the pool down) exits within
-    ``every`` seconds: it is re-parented, so its parent pid changes."""
-    parent = os.getppid()
+    ``every`` seconds: it is re-parented, so its parent pid changes. ``parent`` is the pid the
+    parent gave (``os.getpid()`` there): a spawned child imports for a second or more before it
+    gets here, and a parent killed meanwhile has already handed it to init, so asking
+    ``os.getppid()`` now would take init for the parent and wait for it forever."""
+    if parent is None:
+        parent = os.getppid()
+    elif os.getppid() != parent:
+        os._exit(0)
 
     def watch() -> None:
         while True:
@@ -24,11 +30,12 @@ def exit_with_parent(every: float = 0.5) -> None:
     threading.Thread(target=watch, name="codesight-parent-watch", daemon=True).start()
 
 
-def init_child(quiet: bool) -> None:
-    """Ctrl-C is the parent's to handle; exit with the parent; and with ``quiet`` (the parent
-    draws a terminal UI on the fds we inherited) never write over it."""
+def init_child(quiet: bool, parent: int | None = None) -> None:
+    """Ctrl-C is the parent's to handle; exit with the parent (``parent``: its pid, as it gave
+    it); and with ``quiet`` (the parent draws a terminal UI on the fds we inherited) never write
+    over it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    exit_with_parent()
+    exit_with_parent(parent)
     if quiet:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 1)

@@ -14,6 +14,7 @@ limit: a PDF that makes the parser spin, or crash, costs that one file, never th
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -296,10 +297,10 @@ def _limit_memory(mb: int) -> None:
         pass
 
 
-def _serve(conn, quiet: bool, memory_mb: int = 0) -> None:
+def _serve(conn, quiet: bool, memory_mb: int = 0, parent: int | None = None) -> None:
     from codesight_tui.core.child import init_child
 
-    init_child(quiet)
+    init_child(quiet, parent)
     # Parsers imported before the cap: their import is not what a bomb should be charged for.
     import docx  # noqa: F401
     import pptx  # noqa: F401
@@ -345,7 +346,7 @@ class DocumentReader:
 
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child, quiet_for_children(), self.memory_mb), daemon=True,
+        self._proc = ctx.Process(target=_serve, args=(child, quiet_for_children(), self.memory_mb, os.getpid()), daemon=True,
                                  name="codesight-documents")
         self._proc.start()
         child.close()

@@ -128,9 +128,9 @@ def _prepare(chunker: Chunker, batch: list[FileEntry], max_bytes: int | None = N
 _WORKER_CHUNKER: Chunker | None = None
 
 
-def _init_worker(tokenizer_file, max_tokens: int, quiet: bool = False) -> None:
+def _init_worker(tokenizer_file, max_tokens: int, quiet: bool = False, parent: int | None = None) -> None:
     global _WORKER_CHUNKER
-    init_child(quiet)
+    init_child(quiet, parent)
     from codesight_tui.core.tokens import TokenCounter
 
     _WORKER_CHUNKER = Chunker(TokenCounter(tokenizer_file), max_tokens)
@@ -179,7 +179,7 @@ class _Workers:
         self.pool = ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context("spawn"),
                                         initializer=_init_worker,
                                         initargs=(self.chunker.counter.tokenizer_file, self.chunker.max_tokens,
-                                                  quiet))
+                                                  quiet, os.getpid()))
         self.ahead = n + 1
         self._task = _prepare_in_worker
         for _ in range(n):  # the pool starts a process per task it cannot hand to an idle one
