@@ -198,15 +198,22 @@ async def test_watch_keeps_the_index_current_and_unwatch_stops(repo):
             if r.structured_content["state"]["indexed"]:
                 break
             await asyncio.sleep(0.2)
+        before = (await client.call_tool("watch", {})).structured_content["batches"]
         (repo / "src" / "fresh.py").write_text("def mongoose_dispatch():\n    pass\n")
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < 15:
-            r = await client.call_tool("search", {"query": "mongoose_dispatch", "mode": "bm25"})
-            if any(h["path"] == "src/fresh.py" for h in r.structured_content["results"]):
+        # Event-driven: wait for the watcher to hand over a batch after the save and for the index
+        # to hold every file on disk (no fixed limit that a loaded machine misses); the cap is only
+        # there so that a watcher that never acts fails instead of hanging.
+        cap = time.monotonic() + 300
+        while time.monotonic() < cap:
+            batches = (await client.call_tool("watch", {})).structured_content["batches"]
+            st = (await client.call_tool("status", {})).structured_content
+            if batches > before and st["stale_files"] == 0 and not st["state"]["indexing"]:
                 break
             await asyncio.sleep(0.1)
         else:
-            pytest.fail("a saved file was not found while watching")
+            pytest.fail("the watcher never indexed the saved file")
+        r = await client.call_tool("search", {"query": "mongoose_dispatch", "mode": "bm25"})
+        assert any(h["path"] == "src/fresh.py" for h in r.structured_content["results"])
         r = await client.call_tool("status", {})
         assert r.structured_content["state"]["watching"]
         r = await client.call_tool("unwatch", {})
