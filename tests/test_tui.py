@@ -245,6 +245,41 @@ async def test_quit_during_indexing_is_immediate_and_cancels(repo, settings):
     assert 0 < st["vectors"] < st["chunks"]  # partial progress kept, resumable
 
 
+async def test_edits_during_the_first_embedding_are_found_at_once(repo, settings):
+    """Issue 35, item 1: a function added while the status bar showed "vectors 15%" was not found
+    for about 12 minutes, and Ctrl+R did nothing: the watcher started after the last vector, and a
+    re-index waited behind the embedding. Now the watcher starts with the first lexical phase, and
+    a change (or Ctrl+R) replaces the running embedding: lexical first, then the embedding resumes."""
+    (repo / "src" / "loop").unlink()  # inotify, not the poll a symlinked directory asks for
+    for i in range(120):
+        (repo / f"bulk_{i}.py").write_text("".join(f"def f_{i}_{j}(x):\n    return x + {j}\n\n\n" for j in range(60)))
+    app = make_app(repo, settings, embedder=SlowEmbedder(), watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        deadline = time.monotonic() + 60
+        while not (app.state.phase == "embed" and app.state.phase_done > 0) and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        assert app.state.phase == "embed" and app._watching  # watching before the embedding is over
+        (repo / "src" / "added.py").write_text("def pangolin_scales():\n    return 1\n")
+        t0 = time.monotonic()
+        found = False
+        while time.monotonic() - t0 < 60 and not found:
+            hits = await asyncio.to_thread(app.engine.search, "pangolin_scales", mode="bm25")
+            found = any(h.path == "src/added.py" for h in hits)
+            await pilot.pause(0.2)
+        took = time.monotonic() - t0
+        assert found and app.state.phase in ("embed", "scan", "lexical"), took
+        st = app.engine.status(check_disk=False)
+        assert st["vectors"] < st["chunks"]  # found long before the embedding could have ended
+        # Ctrl+R while embedding: a new run starts now instead of being queued behind this one
+        while app.state.phase != "embed" and time.monotonic() - t0 < 60:
+            await pilot.pause(0.05)
+        runs = app._index_runs
+        await pilot.press("ctrl+r")
+        await pilot.pause(0.1)
+        assert app._index_runs == runs + 1 and not app._reindex_again
+        await pilot.press("ctrl+c")
+
+
 class BrokenModelEngine(CodeSight):
     """A CodeSight whose model cannot load, as when the weights are missing."""
 

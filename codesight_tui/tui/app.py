@@ -39,7 +39,8 @@ from codesight_tui.tui.widgets.status import IndexState, StatusBar
 
 MODES = ("hybrid", "bm25", "vector")
 TOP_K = 50
-LIKE = "like:"  # a query that starts so asks for code like a place: like: src/app.py:42
+LIKE = "like:"
+LEXICAL_COMMITTED = ("distill", "static", "embed")  # phases of a run after its lexical phase has committed  # a query that starts so asks for code like a place: like: src/app.py:42
 
 
 class QueryInput(Input):
@@ -112,6 +113,7 @@ class CodeSightApp(App[int]):
         self._watched: dict[Path, set[str]] = {}  # files the watchers saw change since the last index run
         self._told: set[str] = set()  # notices already shown
         self.index_idle = threading.Event()  # clear while an index worker runs
+        self._index_runs = 0  # index runs started: a replaced run leaves index_idle to the newest
         self.index_idle.set()
         self.last_search_ms: float | None = None
 
@@ -349,9 +351,16 @@ class CodeSightApp(App[int]):
 
     # --- indexing -----------------------------------------------------------------------
     def start_index(self, force: bool = False) -> None:
+        restart = False
         if self._indexing:
-            self._reindex_again = True
-            return
+            if self.state.phase not in LEXICAL_COMMITTED:
+                self._reindex_again = True  # the lexical phase is seconds: it goes on, this run follows
+                return
+            # Past the lexical phase, a run can take many minutes of embedding: a save or Ctrl+R
+            # must not wait for it. The new run replaces it (an exclusive worker cancels the old one
+            # between batches; what it committed stays), looks at the changes first, and resumes
+            # the embedding.
+            restart = True
         self._indexing = True
         self.state.phase = "scan"
         # Changes the watchers named are looked at alone, in their repositories only; a first run,
@@ -361,23 +370,29 @@ class CodeSightApp(App[int]):
         else:
             todo = [(e, sorted(self._watched[e.root])) for e in self.engines if self._watched.get(e.root)]
         self._watched = {}
-        self.index_worker(force, todo)
+        self._index_runs += 1
+        self.index_idle.clear()
+        self.index_worker(force, todo, restart, self._index_runs)
 
     @work(thread=True, exclusive=True, group="index", exit_on_error=False)
-    def index_worker(self, force: bool = False, todo: list | None = None) -> None:
+    def index_worker(self, force: bool = False, todo: list | None = None, restart: bool = False,
+                     run: int = 0) -> None:
         self.index_idle.clear()
         try:
             report = None
             for engine, paths in todo or [(self.engine, None)]:  # one repository after another
-                report = self._index_job(engine, force, paths)
+                report = self._index_job(engine, force, paths, wait=restart)
                 if report is None:
                     return
             self._index_done(report)
         finally:
-            self.index_idle.set()
+            if run == self._index_runs:  # a run that was replaced leaves the flag to its successor
+                self.index_idle.set()
 
-    def _index_job(self, engine, force: bool, paths: list[str] | None = None):
-        """One repository's index run; returns its report, or None if it failed or was cancelled."""
+    def _index_job(self, engine, force: bool, paths: list[str] | None = None, wait: bool = False):
+        """One repository's index run; returns its report, or None if it failed or was cancelled.
+        ``wait``: the run replaces one of this app's (which lets go of the writer lock within a
+        batch), so wait for the lock instead of reporting another indexer."""
         worker = get_current_worker()
         # Move every long-lived object out of the garbage collector's sight: a full collection
         # over them stalls every thread (85 ms here). Again once the vector store's libraries are
@@ -402,7 +417,8 @@ class CodeSightApp(App[int]):
             self.post_message(IndexProgress(ev.phase, ev.done, ev.total))
 
         try:
-            report = engine.index(progress=progress, cancel=worker.cancelled_event, force=force, paths=paths)
+            report = engine.index(progress=progress, cancel=worker.cancelled_event, force=force, paths=paths,
+                                  wait=wait)
         except IndexBusyError as exc:
             self.post_message(IndexFailed(str(exc), busy=True))
             return None
@@ -441,9 +457,11 @@ class CodeSightApp(App[int]):
         st = self.state
         if msg.phase != st.phase:
             st.start_phase(msg.phase, self.clock(), msg.done)
-            if msg.phase in ("distill", "static", "embed"):  # the phase before committed: search again
+            if msg.phase in LEXICAL_COMMITTED:  # the phase before committed: search again
                 self._load_counts()
                 self.run_search()
+                if self.watch_files and not self._watching:  # edits count from now, not from the last vector
+                    self.watch_worker()
         st.progress(msg.done, msg.total, self.clock())
         if msg.phase == "embed":
             st.vectors = max(st.vectors, st.chunks - (msg.total - msg.done))
