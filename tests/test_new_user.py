@@ -36,3 +36,57 @@ def test_a_worker_whose_parent_died_while_it_started_exits(tmp_path):
             " init_child(False, parent=os.getppid() + 1_000_000); time.sleep(30); print('still alive')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20)
     assert r.returncode == 0 and "still alive" not in r.stdout
+
+
+def test_quit_is_prompt_while_the_model_is_still_loading(repo, tmp_path):
+    """Item 2: Ctrl+C took 28-38 s on a blank screen while the model loaded: the app's event loop
+    ended with asyncio.run(), which joins every thread worker, and one was waiting for the model.
+    Here the model never finishes loading (its weights are a FIFO nobody writes)."""
+    import os
+    import pty
+    import select
+    import shutil
+    import time
+
+    from codesight_tui.core.tokens import resolve_model
+
+    model = tmp_path / "model"
+    shutil.copytree(resolve_model("minilm").load_from, model, ignore=shutil.ignore_patterns("model.safetensors"))
+    os.mkfifo(model / "model.safetensors")
+    (repo / "src" / "loop").unlink()
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the TUI on a real terminal
+        os.environ.update(TERM="xterm-256color", COLUMNS="80", LINES="24", CODESIGHT_EMBEDDING_MODEL=str(model),
+                          CODESIGHT_STATIC_MODEL="off")
+        os.execv(sys.executable, [sys.executable, "-m", "codesight_tui", str(repo)])
+    out = b""
+
+    def read(seconds: float) -> None:
+        nonlocal out
+        until = time.monotonic() + seconds
+        while time.monotonic() < until:
+            ready, _, _ = select.select([fd], [], [], 0.1)
+            if ready:
+                try:
+                    out += os.read(fd, 1 << 16)
+                except OSError:
+                    return
+
+    read(6)  # the lexical phase is done; the model is loading, and will never be done
+    assert b"lexical ready" in out or b"files" in out, out[-300:]
+    t0 = time.monotonic()
+    os.write(fd, b"\x03")  # Ctrl+C
+    status = None
+    while time.monotonic() - t0 < 20 and status is None:
+        read(0.1)
+        done, st = os.waitpid(pid, os.WNOHANG)
+        status = st if done else None
+    took = time.monotonic() - t0
+    if status is None:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    left = subprocess.run(["pgrep", "-f", str(model)], capture_output=True, text=True).stdout.split()
+    for p in left:
+        os.kill(int(p), 9)
+    assert status is not None and took < 3, f"quit took {took:.1f} s"
+    assert not left, "the loading model process was left behind"

@@ -236,6 +236,22 @@ def serve(fds: list[int], info: ModelInfo, device: str, batch_size: int) -> None
         t.join()
 
 
+# Model processes still loading (importing torch and the weights: seconds, half a minute on a busy
+# CPU): a quitting app ends them at once instead of waiting for a model nobody will use.
+_STARTING: set = set()
+_STARTING_LOCK = threading.Lock()
+
+
+def stop_starting() -> None:
+    """End every model process of this process that is still loading; whoever waits for one gets
+    a ``CodeSightError`` within 50 ms."""
+    with _STARTING_LOCK:
+        procs = list(_STARTING)
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+
+
 class ProcessEmbedder:
     """The same model, run in a child process.
 
@@ -272,12 +288,17 @@ class ProcessEmbedder:
                 b.close()
         bulk, query = (Connection(a.detach()) for a, _ in pairs)
         self._conns = {"bulk": (bulk, threading.Lock()), "query": (query, threading.Lock())}
+        with _STARTING_LOCK:
+            _STARTING.add(self._proc)
         try:
             ok, meta = self._recv(bulk)
             self._recv(query)
         except CodeSightError:
             self.close()
             raise CodeSightError(f"cannot load embedding model {info.name!r}: its process exited") from None
+        finally:
+            with _STARTING_LOCK:
+                _STARTING.discard(self._proc)
         if not ok:
             self.close()
             raise CodeSightError(meta)

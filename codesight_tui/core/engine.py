@@ -1184,7 +1184,11 @@ class CodeSight:
         return EmbeddingCache.open_file(path).stats() if path is not None else None
 
     def release_model(self) -> None:
-        """End a model running in a child process (at once, even mid-batch)."""
+        """End a model running in a child process (at once, even mid-batch, or still loading)."""
+        if self.model_process:
+            from codesight_tui.core.embedder import stop_starting
+
+            stop_starting()
         if self.model_process and self._embedder is not None and hasattr(self._embedder, "close"):
             release_shared(self._embedder)
             self._embedder.close()

@@ -781,7 +781,12 @@ def run_app(root: Path, more_roots: list[Path] | tuple = ()) -> int:
     for engine in engines:
         engine.lexical_processes = True  # our entry points are guarded, so a big first index can spawn workers
     app = CodeSightApp(root, engine=engines[0], more_roots=list(more_roots), more_engines=engines[1:])
-    app.run()
+    # A loop of our own: asyncio.run() would end by joining every thread worker (Python 3.11 waits
+    # for ever), so a worker blocked in a model that is still loading kept the user 28-38 s.
+    import asyncio
+
+    loop = asyncio.new_event_loop()
+    app.run(loop=loop)
     rc = app.return_code or 0  # 128 + the signal's number after SIGTERM or SIGHUP
     app._stop.set()
     # A thread worker cannot be killed: the index stops at its next batch boundary. Don't keep
