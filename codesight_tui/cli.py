@@ -113,7 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     from codesight_tui import __version__
 
     p.add_argument("--version", action="version", version=f"codesight {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="{index,search,related,ask,status,watch,mcp,install,...}")
+    sub = p.add_subparsers(dest="command", prog="codesight", metavar="{index,search,related,ask,status,watch,mcp,install,...}")
 
     pi = sub.add_parser("index", help="build or update the index of a repository")
     pi.add_argument("path", nargs="?", default=".", help=ROOT_HELP)

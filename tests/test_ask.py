@@ -252,6 +252,34 @@ async def test_tui_ask_view_streams_the_answer_and_jumps_to_a_source(repo, setti
         await _wait_for(pilot, lambda: app.query_one(Preview).current is app.hits[0])
 
 
+@pytest.mark.loopback
+async def test_tui_ask_view_shows_each_piece_as_it_comes(repo, settings, monkeypatch):
+    """Issue 35, item 3: pieces sent 0.8 s apart appeared all at once at the end (the view read
+    the Answer's text, which is whole only when the stream ends); and with Ollama configured the
+    view still said "No back end yet?"."""
+    from textual.widgets import Markdown
+
+    from codesight_tui.tui.screens.ask import AskScreen
+    from test_tui import make_app, settle
+
+    with StubServer(delay=0.8) as slow:
+        llm_env(monkeypatch, "ollama", slow.url)
+        app = make_app(repo, settings.model_copy(update={"llm_backend": "ollama", "llm_model": "stub-model"}))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(app, pilot)
+            app.query_one("#query").value = "how are passwords hashed"
+            await pilot.press("f3")
+            await _wait_for(pilot, lambda: isinstance(app.screen, AskScreen))
+            screen = app.screen
+            shown = screen.query_one(Markdown).source
+            assert "No back end yet" not in shown and "ollama" in shown and "stub-model" in shown
+            await pilot.press("enter")
+            await _wait_for(pilot, lambda: ANSWER[0].strip() in screen.query_one(Markdown).source)
+            assert screen.answer is None and ANSWER[-1] not in screen.query_one(Markdown).source  # a piece, not all
+            await _wait_for(pilot, lambda: screen.answer is not None, timeout=30)
+            assert "".join(ANSWER) in screen.query_one(Markdown).source
+
+
 async def test_tui_ask_without_a_back_end_says_how_to_set_one(repo, settings, monkeypatch):
     from textual.widgets import Markdown
 

@@ -21,6 +21,9 @@ def run(*args, cwd=None, env=None):
 def test_help_and_version():
     r = run("--help")
     assert r.returncode == 0 and "index" in r.stdout and "search" in r.stdout
+    assert "ask" in r.stdout.split("\n\n")[0]  # issue 35: the usage line named every command but ask
+    for cmd in ("search", "related", "install"):  # and each command's usage is its own
+        assert run(cmd, "--help").stdout.startswith(f"usage: codesight {cmd} ["), cmd
     assert run("--version").stdout.startswith("codesight ")
 
 
@@ -293,6 +296,8 @@ def test_search_across_repositories_is_one_labelled_list(repo, tmp_path, monkeyp
     assert main(["search", "haversine", "--path", str(repo), "--path", str(other), "--mode", "bm25", "--json"]) == 0
     hits = json.loads(capsys.readouterr().out)
     assert {h["repo"] for h in hits} == {str(repo), str(other)}
+    scores = [h["score"] for h in hits]
+    assert scores == sorted(scores, reverse=True)  # issue 35: the list is in the order of the scores shown
     assert main(["search", "haversine", "--path", str(repo), "--path", str(other), "--mode", "bm25"]) == 0
     out = capsys.readouterr().out
     assert "[other] distance.py:1-2" in out and "[repo] src/geo.py" in out

@@ -35,7 +35,10 @@ def test_arguments_with_bytes_that_are_not_utf8(cs):
     bad = os.fsdecode(b"haversine\xff")  # what Python makes of such an argv entry
     for mode in ("hybrid", "bm25", "vector"):
         cs.search(bad, mode=mode)
-        cs.search("haversine", mode=mode, glob=os.fsdecode(b"src/\xff*"), language=os.fsdecode(b"py\xff"))
+        cs.search("haversine", mode=mode, glob=os.fsdecode(b"src/\xff*"))
+        with pytest.raises(CodeSightError) as exc:  # a language nobody has: one line, exit 2 (issue 35)
+            cs.search("haversine", mode=mode, language=os.fsdecode(b"py\xff"))
+        assert exc.value.exit_code == 2 and "unknown language" in str(exc.value)
     assert cs.search(bad, mode="bm25")[0].path == "src/geo.py"
 
 

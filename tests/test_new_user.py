@@ -90,3 +90,26 @@ def test_quit_is_prompt_while_the_model_is_still_loading(repo, tmp_path):
         os.kill(int(p), 9)
     assert status is not None and took < 3, f"quit took {took:.1f} s"
     assert not left, "the loading model process was left behind"
+
+
+def test_several_repositories_come_in_the_order_of_the_scores_shown():
+    """Item 7: results of several repositories came out of score order (each kept its own
+    repository's score while the list was in the order of the fusion across them)."""
+
+    from codesight_tui.core.searcher import Hits, SearchResult
+
+    def hit(path: str, score: float) -> SearchResult:
+        return SearchResult(path, 1, 2, "", "python", score, 1, None, "x", 1, False)
+
+    class Repo:
+        def __init__(self, root: str, hits: list) -> None:
+            self.root, self._hits = root, hits
+
+        def search(self, query, **kwargs):
+            return Hits(list(self._hits))
+
+    engines = [Repo("/a", [hit("a1.py", 0.9), hit("a2.py", 0.85)]), Repo("/b", [hit("b1.py", 0.3)])]
+    found = CodeSight.search_many(engines, "q")
+    assert [h.path for h in found] == ["a1.py", "b1.py", "a2.py"]  # one from each repository first
+    scores = [h.score for h in found]
+    assert scores == sorted(scores, reverse=True), scores

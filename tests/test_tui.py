@@ -150,6 +150,23 @@ async def test_open_in_editor_runs_the_editor_with_the_line(repo, settings, tmp_
         assert log.read_text().startswith(f"+{defline}\n")
 
 
+async def test_an_editor_without_a_line_syntax_is_told_once(repo, settings, tmp_path, monkeypatch):
+    """Issue 35, item 7: an unknown $EDITOR opened the file at its top, silently."""
+    script, log = _fake_editor(tmp_path, "myeditor")
+    monkeypatch.setenv("VISUAL", str(script))
+    app = make_app(repo, settings)
+    async with app.run_test(size=SIZE) as pilot:
+        monkeypatch.setattr(app, "suspend", contextlib.nullcontext)
+        await settle(app, pilot)
+        await search(app, pilot, "haversine")
+        for _ in range(2):
+            await pilot.press("enter")
+            await pilot.pause(0.2)
+        assert log.read_text().split("\n")[0] == str(repo / app.hits[0].path)
+        told = [n.message for n in app._notifications if "CODESIGHT_EDITOR" in n.message]
+        assert len(told) == 1 and "myeditor" in told[0]
+
+
 async def test_open_in_editor_when_suspend_is_not_supported(repo, settings, tmp_path, monkeypatch):
     script, log = _fake_editor(tmp_path)
     monkeypatch.setenv("VISUAL", str(script))
@@ -278,6 +295,42 @@ async def test_edits_during_the_first_embedding_are_found_at_once(repo, settings
         await pilot.pause(0.1)
         assert app._index_runs == runs + 1 and not app._reindex_again
         await pilot.press("ctrl+c")
+
+
+async def test_another_writers_progress_shows_and_is_searched(repo, settings):
+    """Issue 35, item 4: a TUI whose index run found another writer showed "vectors 0%" while
+    `status` said 896 of 2,507 were done, stayed at "0% · bm25+static" for 25 minutes after every
+    vector existed, and said "No results" in vector mode until restarted."""
+    import threading
+
+    for i in range(120):
+        (repo / f"bulk_{i}.py").write_text("".join(f"def f_{i}_{j}(x):\n    return x + {j}\n\n\n" for j in range(60)))
+    other = CodeSight(repo, settings=settings, embedder=SlowEmbedder())
+    phases: list[str] = []
+    writer = threading.Thread(target=lambda: other.index(progress=lambda ev: phases.append(ev.phase)), daemon=True)
+    writer.start()
+    deadline = time.monotonic() + 60
+    while "embed" not in phases and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    app = make_app(repo, settings, embedder=HashEmbedder())
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(pilot, lambda: app._follow_writer, 30)  # our run found the other writer
+        first = app.state.vectors
+        await _until(pilot, lambda: app.state.vectors > first, 30)  # its vectors show as they arrive
+        writer.join(120)
+        chunks = other.counts()["chunks"]
+        await _until(pilot, lambda: app.state.vectors >= chunks and not app._follow_writer, 30)
+        assert app.state.model_state == "ready"
+        app.mode = "vector"
+        await search(app, pilot, "f_3_4")
+        assert app.hits  # vector mode answers without a restart
+
+
+async def _until(pilot, condition, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await pilot.pause(0.1)
 
 
 class BrokenModelEngine(CodeSight):

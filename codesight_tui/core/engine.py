@@ -922,6 +922,8 @@ class CodeSight:
                 hits[(n, i)] = hit
         fused = rrf_fuse(rankings)
         order = sorted(fused, key=lambda f: (-f[1], -hits[f[0]].score))
+        for key, score, _ in order:  # the score shown is the one the list is in order of
+            hits[key].score = round(score, 6)
         return Hits([hits[key] for key, _, _ in order[:top_k]],
                     notices=[f"{Path(e.root).name}: {n}" for e, found in zip(engines, per_repo) for n in found.notices],
                     retrievers=[r for r in ("bm25", "static", "vector") if any(r in f.retrievers for f in per_repo)])

@@ -28,7 +28,7 @@ from textual.worker import get_current_worker
 
 from codesight_tui.core.errors import CodeSightError, IndexBusyError
 from codesight_tui.core.text import printable
-from codesight_tui.tui.editor import editor_argv, viewer_argv
+from codesight_tui.tui.editor import editor_argv, knows_line, viewer_argv
 from codesight_tui.tui.messages import (FilesChanged, IndexFailed, IndexFinished, IndexProgress, ModelFailed,
                                         ModelReady, SearchFinished)
 from codesight_tui.tui.screens.filter import FilterScreen
@@ -114,6 +114,8 @@ class CodeSightApp(App[int]):
         self._told: set[str] = set()  # notices already shown
         self.index_idle = threading.Event()  # clear while an index worker runs
         self._index_runs = 0  # index runs started: a replaced run leaves index_idle to the newest
+        self._follow_writer = False  # another process holds the writer lock: poll the index's counts
+        self._told_line = False  # that the editor cannot be sent to a line: said once
         self.index_idle.set()
         self.last_search_ms: float | None = None
 
@@ -188,6 +190,7 @@ class CodeSightApp(App[int]):
         self._load_counts()
         self.query_one(Preview).clear("Type to search. Results appear as you type.")
         self.set_interval(1.0, self.refresh_status)
+        self.set_interval(2.0, self._poll_counts)
         self.refresh_status()
         if self.auto_index:
             self.start_index()
@@ -494,6 +497,53 @@ class CodeSightApp(App[int]):
         self.state.phase = "idle" if msg.busy else "failed"
         self.notify(msg.error, severity="warning" if msg.busy else "error", timeout=10)
         self.refresh_status()
+        if msg.busy:
+            # Another process writes this index (a TUI, `codesight index`, an MCP server): follow its
+            # progress from the index itself, load the model for queries all the same, and notice
+            # edits; our own run comes when the next change does.
+            self._follow_writer = True
+            if self.state.model_state not in ("ready", "failed"):
+                self.model_worker()
+            if self.watch_files and not self._watching:
+                self.watch_worker()
+
+    def _poll_counts(self) -> None:
+        """While another process writes the index (or nobody does), what the status bar says comes
+        from the index itself, every couple of seconds: its vectors arrive without a message."""
+        if not self._indexing and self._follow_writer and not self._stop.is_set():
+            self.counts_worker()
+
+    @work(thread=True, exclusive=True, group="counts", exit_on_error=False)
+    def counts_worker(self) -> None:
+        try:
+            counts = self._counts()
+            busy = any(e.indexing_now() for e in self.engines)
+        except Exception:  # a damaged or vanishing index: the next index run says what is wrong
+            return
+        self.call_from_thread(self._counts_read, counts, busy)
+
+    def _counts_read(self, counts: dict, busy: bool) -> None:
+        st = self.state
+        changed = (counts["files"], counts["chunks"], counts["vectors"]) != (st.files, st.chunks, st.vectors)
+        st.files, st.chunks, st.vectors = counts["files"], counts["chunks"], counts["vectors"]
+        if not busy:
+            self._follow_writer = False  # the other writer is done: the last counts stand
+        if changed:
+            self.refresh_status()
+            if self.query_one("#query", Input).value.strip():
+                self.run_search()
+
+    @work(thread=True, exclusive=True, group="model", exit_on_error=False)
+    def model_worker(self) -> None:
+        """Load the model for queries when this app's own index run will not (another writer)."""
+        engine = self.engine
+        try:
+            engine.embedder()
+        except CodeSightError as exc:
+            self.post_message(ModelFailed(str(exc)))
+            return
+        if not self._stop.is_set():
+            self.post_message(ModelReady(engine.model_info.name))
 
     @on(ModelReady)
     def _model_ready(self, msg: ModelReady) -> None:
@@ -670,6 +720,11 @@ class CodeSightApp(App[int]):
             return
         if error is not None:
             self.notify(f"could not run {argv[0]}: {error}", severity="error", timeout=8)
+        elif not knows_line(self.engine.settings.editor) and not self._told_line:
+            self._told_line = True  # once: the editor opened the file, only not at the line
+            self.notify(f"{os.path.basename(argv[0])} opened {hit.path} at its top: codesight does not know how to"
+                        f" give it line {hit.line or hit.start_line}. Set CODESIGHT_EDITOR to a template, e.g."
+                        " 'myeditor --line {line} {path}'", severity="warning", timeout=12)
 
     def _open_document(self, hit) -> None:
         """A PDF, DOCX or PPTX goes to the system's viewer (a window of its own: the terminal is

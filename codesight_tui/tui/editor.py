@@ -16,6 +16,17 @@ COLON_LINE = {"subl", "sublime_text", "zed", "mate"}
 SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "fish", "ash", "busybox"}
 
 
+def knows_line(template: str | None = None, environ: dict | None = None) -> bool:
+    """Whether ``editor_argv`` can put the cursor on the line: a template, or an editor whose
+    line syntax is known (``$VISUAL``, ``$EDITOR``, else vi)."""
+    if template:
+        return "{line}" in template
+    env = os.environ if environ is None else environ
+    argv = shlex.split(env.get("VISUAL") or env.get("EDITOR") or "vi") or ["vi"]
+    name = os.path.basename(argv[0]).lower().removesuffix(".exe")
+    return name in GOTO_FLAG or name in COLON_LINE or name in PLUS_LINE
+
+
 def editor_argv(path: str, line: int, *, template: str | None = None, environ: dict | None = None) -> list[str]:
     """argv to open ``path`` at ``line``.
 

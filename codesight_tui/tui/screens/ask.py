@@ -18,11 +18,23 @@ from textual.worker import get_current_worker
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.text import printable
 
-HELP = ("Ask about this repository: its code and documents. The question and the best search hits go to"
-        " the LLM back end you configured, and the answer cites them as [n].\n\n"
+INTRO = ("Ask about this repository: its code and documents. The question and the best search hits go to"
+         " the LLM back end you configured, and the answer cites them as [n].")
+HELP = (INTRO + "\n\n"
         "No back end yet? Set `CODESIGHT_LLM_BACKEND` to `anthropic`, `openai`, `azure` or `ollama` (with"
         " `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `AZURE_OPENAI_API_KEY` or a running Ollama). Until then"
         " nothing leaves this machine.")
+
+
+def intro(settings) -> str:
+    """What the view says before the first question: the back end it will ask, or how to set one."""
+    from codesight_tui.core.ask import llm_config
+
+    try:
+        cfg = llm_config(settings)
+    except CodeSightError:
+        return HELP
+    return INTRO + f"\n\nBack end: **{cfg.backend}** ({printable(cfg.model)}). Nothing is sent until you press Enter."
 
 
 class AskScreen(Screen):
@@ -51,7 +63,7 @@ class AskScreen(Screen):
     def compose(self):
         yield Input(self.question, placeholder="Ask a question…  (Enter asks, Esc goes back)", id="ask-question")
         with VerticalScroll(id="ask-body"):
-            yield Markdown(HELP, id="ask-answer")
+            yield Markdown(intro(self.app.engine.settings), id="ask-answer")
         yield OptionList(id="ask-sources")
         yield Static("", id="ask-status")
         yield Footer()
@@ -88,17 +100,19 @@ class AskScreen(Screen):
         app.call_from_thread(self._show_sources, stream.hits, set())
         app.call_from_thread(self._set_answer, f"*Asking {stream.cfg.backend} ({stream.cfg.model})…*")
         last = 0.0
+        text = ""  # the answer so far (the stream's Answer holds the text only once it is complete)
         try:
-            for _ in stream:
+            for piece in stream:
                 if worker.is_cancelled:
                     return
+                text += piece
                 now = time.monotonic()
                 if now - last > 0.05:  # repaint at most 20 times a second
                     last = now
-                    app.call_from_thread(self._set_answer, stream.answer.text)
+                    app.call_from_thread(self._set_answer, text)
         except Exception as exc:
             app.call_from_thread(self._failed, str(exc) if isinstance(exc, CodeSightError) else f"ask failed: {exc}",
-                                 stream.answer.text)
+                                 text)
             return
         if not worker.is_cancelled:
             app.call_from_thread(self._finished, stream.answer)

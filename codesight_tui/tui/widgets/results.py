@@ -105,6 +105,10 @@ class ResultsList(OptionList):
                 found = next((i for i, h in enumerate(hits) if hit_identity(h) == want), None)
             index = found or 0
             self.highlighted = index
+            # The selection kept, but the list shown from its top wherever the selection still fits
+            # on screen: new hits that came in above it must not stay scrolled out of sight.
+            self.scroll_home(animate=False, immediate=True)
+            self.call_after_refresh(self.scroll_to_highlight)
             # The user had moved off the top and the list changed under the cursor: say so.
             if before and old and [hit_identity(h) for h in hits[: len(old)]] != old[: len(hits)]:
                 self.border_subtitle = "updated: re-ranked" if found is not None else "updated: selection gone"
@@ -114,6 +118,17 @@ class ResultsList(OptionList):
         return True
 
     _subtitle_timer = None
+
+    def action_cursor_up(self) -> None:
+        """Up stops at the first hit: wrapping round to the last one puts the worst hit under the
+        cursor of someone who only meant to go back to the best."""
+        if self.highlighted:
+            super().action_cursor_up()
+
+    def action_cursor_down(self) -> None:
+        """Down stops at the last hit, for the same reason."""
+        if self.highlighted is None or self.highlighted < self.option_count - 1:
+            super().action_cursor_down()
 
     def _clear_subtitle(self) -> None:
         self.border_subtitle = ""
