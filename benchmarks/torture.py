@@ -1095,7 +1095,9 @@ def section_checkout(env: Env, args) -> None:
            f" {changed if settled else '?'}; search errors {len(errors)}; watch rc {watch.returncode}")
     if settled is None:
         problem("checkout: the index never matched the new branch")
-    elif settled > fresh_loaded:
+    elif settled > fresh_loaded + (0.5 if args.fast else 0.0):
+        # With --fast's 300 files both take under a second, and the harness sees "settled" only
+        # every 0.2 s: the comparison is strict at full size (3,000 files) only.
         problem(f"checkout: settling took {settled:.1f} s, a fresh lexical phase under the same load {fresh_loaded:.1f} s")
     if errors or issues or "Traceback" in err:
         problem(f"checkout: errors {errors[:2]}, issues {issues}, {err[-200:]}")

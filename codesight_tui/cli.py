@@ -517,7 +517,9 @@ def _find(args, run, query: str) -> int:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         for r in results:
             where = f"[{Path(r.repo).name}] " if several else ""
-            loc = _safe(f"{where}{r.location if r.page or r.slide else f'{r.path}:{r.start_line}-{r.end_line}'}")
+            # A document's place is its page, slide or (Word, which has no stable pages) its heading:
+            # the lines of its extracted text mean nothing to a reader.
+            loc = _safe(f"{where}{r.location if r.is_document else f'{r.path}:{r.start_line}-{r.end_line}'}")
             tag = {"both": "bm25+vec", "bm25": "bm25", "vector": "vec", "static": "static",
                    "symbol": "definition"}[r.found_by]
             scope = r.scope

@@ -101,7 +101,7 @@ def test_reader_kills_a_document_over_its_time_limit(tmp_path):
         assert "point" in reader.read(str(small), "s.pptx").text  # a fresh child takes the next file
 
 
-def test_documents_are_indexed_searched_and_located(tmp_path, settings, hash_embedder):
+def test_documents_are_indexed_searched_and_located(tmp_path, settings, hash_embedder, capsys):
     root = doc_repo(tmp_path / "repo")
     before = snapshot_tree(root)
     cs = CodeSight(root, settings=settings, embedder=hash_embedder)
@@ -117,6 +117,14 @@ def test_documents_are_indexed_searched_and_located(tmp_path, settings, hash_emb
     assert (hit.slide, hit.name, hit.location) == (1, "slide 1: Roadmap", "docs/roadmap.pptx slide 1")
     hit = cs.search("rotate signing keys", top_k=3, mode="bm25")[0]
     assert hit.location == "docs/runbook.docx § Rotating credentials" and hit.page is None
+    # issue 35: a Word hit reads by its heading, not by lines of its extracted text (":1-5")
+    from codesight_tui.cli import main
+    from codesight_tui.tui.widgets.results import result_row
+
+    assert main(["search", "rotate signing keys", "--path", str(root), "--mode", "bm25", "-n", "1"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("docs/runbook.docx § Rotating credentials") and ".docx:" not in first
+    assert "runbook.docx §" in result_row(1, hit).plain and "docx:" not in result_row(1, hit).plain
     code = cs.search("upload", top_k=5, mode="bm25")
     assert any(h.path == "app.py" and h.page is None and h.location.startswith("app.py:") for h in code)
 

@@ -370,6 +370,28 @@ async def test_help_screen_lists_every_binding(repo, settings):
         assert not isinstance(app.screen, HelpScreen)
 
 
+async def test_at_60x20_the_footer_keeps_help_and_ask_and_f1_hides_ids(repo, settings):
+    """Issue 35, item 7: at 60x20 F1 showed internal ids and the footer dropped F1 and F3."""
+    import re
+
+    from codesight_tui.tui.screens.help import HelpScreen
+
+    def shown(svg: str) -> str:
+        return re.sub(r"<[^>]+>", "", svg).replace("&#160;", " ")
+
+    app = make_app(repo, settings)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(app, pilot)
+        footer = shown(app.export_screenshot()).splitlines()
+        bottom = " ".join(line for line in footer if "Quit" in line)
+        assert "Help" in bottom and "Ask" in bottom, bottom
+        await pilot.press("f1")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, HelpScreen)
+        text = shown(app.export_screenshot())
+        assert "app.help" not in text and "query.open" not in text and "Esc" in text
+
+
 async def test_command_palette_has_every_action(repo, settings):
     app = make_app(repo, settings)
     async with app.run_test(size=SIZE) as pilot:
@@ -554,6 +576,9 @@ def test_long_paths_shrink_before_the_name_does():
     row = result_row(1, hit, width=76)
     assert row.cell_len <= 76 and row.plain.endswith("SecureCookieSessionInterface.open_session")
     assert "nested/app.py:966" in row.plain
+    # issue 35: BM25 with the static tier's vectors is "Bv"; "BV" is BM25 with the full model's
+    assert " Bv " in result_row(1, SimpleNamespace(**{**vars(hit), "vector_rank": None, "static_rank": 3})).plain
+    assert " BV " in result_row(1, SimpleNamespace(**{**vars(hit), "vector_rank": 2, "static_rank": 3})).plain
 
 
 async def test_copy_says_where_the_text_went(repo, settings, monkeypatch, tmp_path):
@@ -601,7 +626,7 @@ async def test_help_and_palette(repo, settings):
         console = Console(width=200, record=True, file=open(os.devnull, "w"))
         for w in app.screen.query("Static"):
             console.print(w.content)
-        text = console.export_text()
+        text = " ".join(console.export_text().split())  # however the console wrapped it
         assert "S" in text and "definition of the name" in text
         for spelled in ("Esc", "Tab", "Ctrl+C", "Ctrl+Y", "Alt+Y", "Enter", "F1", "Shift+Down"):
             assert spelled in text, spelled

@@ -67,7 +67,11 @@ class CodeSightApp(App[int]):
     TITLE = "codesight"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
 
+    # The footer shows these in this order and drops the last that do not fit: at 60 columns, Help
+    # and Ask must still be there (issue 35).
     BINDINGS = [
+        Binding("f1", "help", "Help", id="app.help"),
+        Binding("f3", "ask", "Ask", id="app.ask"),
         Binding("ctrl+y", "copy_location", "Copy", id="app.copy_location"),
         Binding("alt+y", "copy_snippet", "Copy snippet", show=False, id="app.copy_snippet"),
         Binding("tab", "cycle_mode", "Mode", priority=True, id="app.cycle_mode"),
@@ -77,9 +81,7 @@ class CodeSightApp(App[int]):
         Binding("f2", "zoom_preview", "Zoom", show=False, id="app.zoom_preview"),
         Binding("alt+s", "toggle_scores", "Show scores", show=False, id="app.toggle_scores"),
         Binding("ctrl+r", "reindex", "Re-index", show=False, id="app.reindex"),
-        Binding("f3", "ask", "Ask", id="app.ask"),
         Binding("f4", "related", "More like this", show=False, id="app.related"),
-        Binding("f1", "help", "Help", id="app.help"),
         Binding("escape", "focus_query", "Back to the query", show=False, id="app.focus_query"),
         Binding("ctrl+c", "quit", "Quit", priority=True, id="app.quit"),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="app.quit_alt"),

@@ -24,15 +24,19 @@ def key_label(key: str) -> str:
     return ", ".join(out)
 
 
-def bindings_table(groups: list[tuple[str, list[Binding]]]) -> Table:
+ID_MIN_WIDTH = 76  # the ids (for remapping keys) are shown where they fit beside key and action
+
+
+def bindings_table(groups: list[tuple[str, list[Binding]]], ids: bool = True) -> Table:
     table = Table(box=None, expand=True, show_header=True, header_style="bold", pad_edge=False)
     table.add_column("Key", style="bold cyan", no_wrap=True)
     table.add_column("Action")
-    table.add_column("Id", style="dim", no_wrap=True)
+    if ids:
+        table.add_column("Id", style="dim", no_wrap=True)
     for title, bindings in groups:
-        table.add_row(f"[b]{title}[/b]", "", "")
+        table.add_row(f"[b]{title}[/b]", "", *([""] if ids else []))
         for b in bindings:
-            table.add_row(key_label(b.key), b.description, b.id or "")
+            table.add_row(key_label(b.key), b.description, *([b.id or ""] if ids else []))
     return table
 
 
@@ -58,12 +62,13 @@ class HelpScreen(ModalScreen[None]):
             yield Static("[b]codesight keys[/b]  (Esc closes)\n"
                          "Letters always go to the query; every action is on Enter, Tab, Esc, Ctrl, Alt,"
                          " Shift+arrows or an F-key.\n")
-            yield Static(bindings_table(self.groups))
+            yield Static(bindings_table(self.groups, ids=self.app.size.width >= ID_MIN_WIDTH), id="help-table")
             yield Static(
                 "\nIn the query box, type words, a question or an identifier. Results update as you type."
-                "\nBadges: [b green]BV[/] found by both retrievers, [cyan]B[/] BM25 (words) only,"
-                " [magenta]V[/] vectors (meaning) only, [b yellow]S[/] a definition of the name you typed,"
-                " found by its name alone."
+                "\nBadges: [b green]BV[/] found by BM25 and the full model's vectors, [b green]Bv[/] by BM25"
+                " and the static tier's, [cyan]B[/] BM25 (words) only, [magenta]V[/] the full model's vectors"
+                " (meaning) only, [magenta]v[/] the static tier's only, [b yellow]S[/] a definition of the"
+                " name you typed, found by its name alone."
                 "\nRows: rank, badge, path:line (where Enter opens), the definition's name."
                 " [b]stale[/b]: the file changed since it was indexed."
             )

@@ -38,6 +38,9 @@ def result_row(rank: int, hit, stale: bool = False, width: int = 0, scores: bool
     With a ``width``, the path's leading directories shrink first, so that the definition's name
     stays readable at 80 columns; the fusion score shows only when ``scores`` is on."""
     badge, style = BADGES[hit.found_by]
+    if hit.found_by == "both" and not getattr(hit, "vector_rank", None) and getattr(hit, "static_rank", None):
+        # BM25 and the static tier's vectors, not the full model's: a small v, as the README says
+        badge = "Bv"
     loc = f":{hit.line or hit.start_line}"
     name = hit.name
     page, slide = getattr(hit, "page", None), getattr(hit, "slide", None)
@@ -45,6 +48,8 @@ def result_row(rank: int, hit, stale: bool = False, width: int = 0, scores: bool
         loc, name = f" p.{page}", ""
     elif slide is not None:  # a deck: the slide, and its title as the name
         loc, name = f" slide {slide}", name.split(": ", 1)[1] if ": " in name else ""
+    elif getattr(hit, "language", "") == "docx":  # Word has no stable pages: its heading says where
+        loc = " §"
     name = printable(name)
     tail = (" stale" if stale else "") + (f"  {name}" if name else "") + (f"  {hit.score:.4f}" if scores else "")
     path = printable(hit.path)
