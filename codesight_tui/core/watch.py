@@ -6,7 +6,8 @@ which inotify watchers follow into loops or out of the root) are filtered by the
 coalesced per path: a path's changes within a batch collapse to one, deleted over added over
 modified. A batch is handed over once the tree has been quiet for ``quiet`` seconds (at least
 0.1; 0.3 s once it holds ``BULK_EVENTS`` changes), or ``max_delay`` seconds after its first
-event, so a branch switch that rewrites thousands of files is one batch, not thousands. Events that arrive while a batch is being handled make the
+event, so a branch switch that rewrites thousands of files is one batch (two where the writer
+stalls for longer than that mid-way), not thousands. Events that arrive while a batch is being handled make the
 next batch.
 """
 
