@@ -21,6 +21,9 @@ Sections (``--only`` picks some):
                zip-bomb DOCX, a PDF bomb and a 10,000-slide PPTX, each in a fresh index run: peak RSS
   checkout     a branch switch that rewrites thousands of files under `codesight watch` while searches
                run: errors, time to settle against a fresh lexical phase, consistency
+  service      the warm service: 1,000 concurrent calls and 200 client processes (answers compared with
+               the in-process one), kill -9 of it mid-index, the stale socket that leaves, and another
+               user's connection (root only: through the modes, and with them opened)
 
 Throughout: every repository's bytes and mtimes are compared before and after (target: untouched),
 and every child process runs with a socket guard that records any network connection (target: 0).
@@ -87,8 +90,9 @@ class Env:
         guard = work / "guard"
         guard.mkdir(parents=True, exist_ok=True)
         (guard / "sitecustomize.py").write_text(GUARD)
+        # Commands run in their own processes (the service section starts services of its own).
         self.base = dict(os.environ, PYTHONPATH=str(guard), CODESIGHT_TORTURE_NETLOG=str(self.netlog),
-                         HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
+                         HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", CODESIGHT_SERVICE="off")
 
     def env(self, data: Path, cache: Path) -> dict:
         return dict(self.base, CODESIGHT_DATA_DIR=str(data), CODESIGHT_CACHE_DIR=str(cache))
@@ -1144,6 +1148,188 @@ def run_parallel(args, work: Path) -> int:
     return 1 if problems else 0
 
 
+# --- the warm service ----------------------------------------------------------------------------
+SERVICE_CALLS = r'''
+import json, sys, threading
+from codesight_tui import client
+argv, cwd, n = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+got = []
+def one():
+    out = []
+    try:
+        end = client.request({"v": client.PROTOCOL, "install": client.install_key(), "env": client.env_key(),
+                              "argv": argv, "cwd": cwd, "tty": False}, lambda m: out.append(m.get("o", "")),
+                             silence=120)
+        got.append([end["rc"], "".join(out)])
+    except client.Unserved as exc:
+        got.append([None, str(exc)])
+threads = [threading.Thread(target=one) for _ in range(n)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(json.dumps(got))
+'''
+
+
+def section_service(env: Env, args) -> None:
+    """The warm service (``codesight_tui.service``): many concurrent client calls, kill -9 in the
+    middle of an index run it makes, the stale socket that leaves, and another user's connection."""
+    n_files = 1500 if args.fast else 4000
+    calls, procs = (100, 20) if args.fast else (args.service_calls, 200)
+    print(f"\n[service] {calls:,} concurrent calls and {procs} client processes; kill -9 mid-index of"
+          f" {n_files:,} files; a stale socket; another user", flush=True)
+    work = env.work / "service"
+    small = corpus_copy(work, "repo", args.corpus)
+    subprocess.run(["git", "init", "-q", str(small)], check=True)
+    big = work / "big"
+    for i in range(n_files):
+        (big / f"pkg{i % 40}").mkdir(parents=True, exist_ok=True)
+        (big / f"pkg{i % 40}" / f"m{i}.py").write_text(
+            f"def handler_{i}(request):\n    \"\"\"Serve request {i} and log it.\"\"\"\n    return request.send({i})\n")
+    subprocess.run(["git", "init", "-q", str(big)], check=True)
+    data, cache = work / "data", env.cache
+    run_dir = Path(tempfile.mkdtemp(prefix="csr-", dir="/tmp"))
+    run_dir.chmod(0o700)
+    on = {"XDG_RUNTIME_DIR": str(run_dir), "CODESIGHT_SERVICE": "auto"}
+    svc = run_dir / "codesight"
+
+    def pid() -> int | None:
+        try:
+            return int((svc / "service.lock").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def answering(timeout: float = 60) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if json.loads(env.cli(["service", "status", "--json"], data, cache, extra=on).stdout).get("running"):
+                return True
+            time.sleep(0.2)
+        return False
+
+    def gone(p: int) -> bool:
+        try:
+            return Path(f"/proc/{p}/stat").read_text().split()[2] == "Z"
+        except OSError:
+            return True
+
+    try:
+        query = ["search", "print text with styles", "--mode", "bm25", "--json", "--path", str(small)]
+        expected = env.cli(query, data, cache)
+        if expected.returncode != 0:
+            problem(f"service: the in-process answer failed: {expected.stderr.strip()[-300:]}")
+            return
+        env.cli(["service", "start"], data, cache, extra=on)
+        if not answering():
+            problem("service: `codesight service start` left no service answering")
+            return
+        # 1. Many calls at once: threads in one process (all connected together), then processes.
+        t = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", SERVICE_CALLS, json.dumps(query), str(work), str(calls)],
+                             capture_output=True, text=True, env={**env.env(data, cache), **on}, timeout=1800)
+        got = json.loads(out.stdout) if out.returncode == 0 else []
+        bad = [g for g in got if g != [0, expected.stdout]]
+        figure(f"service: {calls:,} concurrent calls in {time.perf_counter() - t:.1f} s: {len(got) - len(bad):,}"
+               f" right, {len(bad)} wrong or failed")
+        if len(got) != calls or bad:
+            problem(f"service: concurrent calls: {len(got)} answers, {len(bad)} wrong: {bad[:2]} {out.stderr[-300:]}")
+        t = time.perf_counter()
+        wrong = 0
+        for start in range(0, procs, 50):
+            batch = [subprocess.Popen([sys.executable, "-m", "codesight_tui", *query], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True, env={**env.env(data, cache), **on})
+                     for _ in range(min(50, procs - start))]
+            for p in batch:
+                so, se = p.communicate(timeout=600)
+                wrong += (p.returncode, so) != (0, expected.stdout)
+        figure(f"service: {procs} client processes, 50 at a time, in {time.perf_counter() - t:.1f} s: {wrong} wrong")
+        if wrong:
+            problem(f"service: {wrong} of {procs} client processes answered wrongly")
+        st = json.loads(env.cli(["service", "status", "--json"], data, cache, extra=on).stdout)
+        if st.get("failed") or st.get("served", 0) < calls + procs:
+            problem(f"service: status says served {st.get('served')}, failed {st.get('failed')}")
+        # 2. kill -9 of the service in the middle of the index run a served first search makes.
+        old = pid()
+        client_proc = subprocess.Popen([sys.executable, "-m", "codesight_tui", "search", "serve request log",
+                                        "--mode", "bm25", "--path", str(big)], stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True, env={**env.env(data, cache), **on})
+        said = client_proc.stderr.readline()
+        time.sleep(0.2 if args.fast else 1.0)
+        os.kill(old, signal.SIGKILL)
+        rest_out, rest_err = client_proc.communicate(timeout=120)
+        while not gone(old):
+            time.sleep(0.05)
+        figure(f"service: killed mid-index ({said.strip()[:60]}...): the client said"
+               f" {(rest_err.strip().splitlines() or ['nothing'])[-1][:90]!r}, exit {client_proc.returncode}")
+        if client_proc.returncode == 0 and "indexing first" in said:
+            problem("service: the client of a killed service reported success")
+        if not "indexing first" in said:
+            problem(f"service: the kill did not land mid-index: {said.strip()}")
+        for p in consistency(data, big):
+            problem(f"service: after kill -9 mid-index: {p}")
+        # 3. The socket it left is stale: the next call answers here and a new service replaces it.
+        stale = (svc / "service.sock").exists()
+        after = env.cli(["search", "serve request log", "--mode", "bm25", "--verbose", "--path", str(big)], data,
+                        cache, extra=on)
+        figure(f"service: stale socket left: {stale}; the next call: exit {after.returncode},"
+               f" {(after.stderr.strip().splitlines() or [''])[0][:80]!r}")
+        if after.returncode != 0 or "pkg" not in after.stdout or "stale socket" not in after.stderr:
+            problem(f"service: the call after the kill: {after.returncode} {after.stderr.strip()[-300:]}")
+        if not answering() or pid() == old:
+            problem("service: no new service after the stale socket")
+        again = env.cli(["search", "serve request log", "--mode", "bm25", "--path", str(big)], data, cache, extra=on)
+        if (again.returncode, again.stdout) != (0, after.stdout):
+            problem("service: the new service answers otherwise than the in-process call")
+        for p in consistency(data, big):
+            problem(f"service: after the new service's answer: {p}")
+        # 4. Another user: not through the modes, and not by peer credentials where the modes let them.
+        if os.geteuid() != 0:
+            figure("service: another user's connection: not tried (needs root)")
+        else:
+            sock = str(svc / "service.sock")
+
+            def as_nobody() -> str:
+                r, w = os.pipe()
+                child = os.fork()
+                if child == 0:
+                    os.close(r)
+                    try:
+                        os.setgid(65534)
+                        os.setuid(65534)
+                        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                        c.settimeout(10)
+                        c.connect(sock)
+                        try:
+                            c.sendall(b'{"v": 1, "cmd": "ping"}\n')
+                        except BrokenPipeError:
+                            pass  # refused before it asked: the reason is there to read
+                        said = c.recv(4096).decode()
+                    except OSError as exc:
+                        said = f"OSError {exc.errno}"
+                    os.write(w, said.encode())
+                    os._exit(0)
+                os.close(w)
+                os.waitpid(child, 0)
+                with os.fdopen(r) as fh:
+                    return fh.read()
+
+            shut = as_nobody()
+            for d in (run_dir, svc):
+                d.chmod(0o755)
+            os.chmod(sock, 0o666)
+            opened = as_nobody()
+            for d in (run_dir, svc):
+                d.chmod(0o700)
+            os.chmod(sock, 0o600)
+            figure(f"service: another user: {shut.strip()!r} through the modes; {opened.strip()!r} with them open")
+            if not shut.startswith("OSError") or "another user" not in opened:
+                problem("service: another user's connection was not refused")
+    finally:
+        p = pid()
+        if p and not gone(p):
+            os.kill(p, signal.SIGKILL)
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="kill,concurrency,faults,hostile,queries,footprint")
@@ -1162,6 +1348,7 @@ def main() -> int:
     ap.add_argument("--hostile-timeout", type=float, default=900.0)
     ap.add_argument("--tiny-files", type=int, default=500_000, help="the limits section's many tiny files")
     ap.add_argument("--checkout-files", type=int, default=3_000, help="files the checkout section's branch switch changes")
+    ap.add_argument("--service-calls", type=int, default=1000, help="concurrent calls the service section makes")
     ap.add_argument("--faults", default=None, help="comma-separated names of the fault cases to run (default all)")
     ap.add_argument("--seed", type=int, default=22)
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
@@ -1196,7 +1383,7 @@ def main() -> int:
     exec(GUARD.replace('os.environ.get("CODESIGHT_TORTURE_NETLOG")', repr(str(env.netlog))), {})  # this process too
     sections = {"kill": section_kill, "concurrency": section_concurrency, "faults": section_faults,
                 "hostile": section_hostile, "queries": section_queries, "footprint": section_footprint,
-                "limits": section_limits, "checkout": section_checkout}
+                "limits": section_limits, "checkout": section_checkout, "service": section_service}
     t0 = time.perf_counter()
     print(f"torture: {args.only}; work directory {work}; {os.cpu_count()} cpus", flush=True)
     try:

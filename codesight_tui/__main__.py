@@ -9,7 +9,7 @@ _package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if __name__ == "__main__" and sys.path and os.path.abspath(sys.path[0] or os.curdir) != _package_parent:
     sys.path.pop(0)
 
-from codesight_tui.cli import main  # noqa: E402
+from codesight_tui.client import main
 
 if __name__ == "__main__":  # guarded: worker processes (spawn) import this module again
     raise SystemExit(main())

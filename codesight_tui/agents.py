@@ -286,7 +286,7 @@ def _guide_edit(text: str | None, add: bool) -> str | None:
     """A Markdown file with codesight's marked block added (once) or removed; a file left empty
     by the removal goes."""
     text_ = text or ""
-    block = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END) + r"\n?", re.S)
+    block = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END) + r"\n?", re.DOTALL)
     if add:
         if BEGIN in text_:
             new = block.sub(GUIDE, text_, count=1)

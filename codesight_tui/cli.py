@@ -13,10 +13,13 @@ import time
 from pathlib import Path
 
 COMMANDS = ("index", "search", "related", "ask", "status", "watch", "mcp", "eval", "cache", "stats", "install",
-            "uninstall")
+            "uninstall", "service")
 MODES = ("hybrid", "bm25", "vector")
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+# The service (``codesight_tui.service``) sets this to hand ``search`` and ``related`` its warm
+# engines: a callable from a repository root to its ``CodeSight``. None: a new engine per call.
+ENGINE = None
 
 
 class Terminated(KeyboardInterrupt):
@@ -61,8 +64,9 @@ def _count_files(root: Path, cap: int) -> int:
     return n
 
 
-def resolve_root(path: str | Path, *, yes: bool = False, indexing: bool = True) -> Path:
+def resolve_root(path: str | Path, *, yes: bool = False, indexing: bool = True, cwd: str | None = None) -> Path:
     """The one root rule of every surface: the git repository around ``path``, else ``path``.
+    A relative ``path`` is from ``cwd`` (default the current directory).
 
     Outside a repository, a tree of more than ``LARGE_TREE_FILES`` files (or the home directory)
     that has no index yet is indexed only after the user says yes: asked on a terminal, else
@@ -70,7 +74,7 @@ def resolve_root(path: str | Path, *, yes: bool = False, indexing: bool = True) 
     from codesight_tui.core.errors import CodeSightError
     from codesight_tui.core.paths import find_repo_root
 
-    start = Path(path).expanduser()
+    start = Path(cwd or ".", Path(path).expanduser())
     if not start.exists():
         raise CodeSightError(f"no such directory: {path}", exit_code=EXIT_USAGE)
     if not start.is_dir():
@@ -196,6 +200,15 @@ def _parser() -> argparse.ArgumentParser:
                          " (default here), not your user configuration")
         pin.add_argument("--dry-run", action="store_true", help="show the diff, change nothing")
 
+    psv = sub.add_parser("service", help="start, stop or show your warm search service",
+                         description="The service keeps each repository it has served open and watched, and"
+                         " answers `codesight search` and `related` in tens of milliseconds over a Unix socket"
+                         " that only you can use. The first search starts it; it exits after"
+                         " service_idle_minutes without a call. service = \"off\" in the config (or"
+                         " CODESIGHT_SERVICE=off) runs every command in its own process.")
+    psv.add_argument("action", nargs="?", choices=("status", "start", "stop"), default="status")
+    psv.add_argument("--json", action="store_true", help="machine-readable output")
+
     pst = sub.add_parser("stats", help="what codesight's answers cost agents: searches and tokens per repository",
                          description="Per repository: the searches served over MCP, the tokens their answers"
                          " held, and the tokens of the files those hits came from (what reading the files would"
@@ -248,6 +261,8 @@ def _search_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--vimgrep", action="store_true",
                    help="one path:line:col:text line per hit (Vim's quickfix, Telescope, fzf-lua, Emacs' grep mode)")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="say why an answer came from this process rather than the warm service")
 
 
 def _tui_parser() -> argparse.ArgumentParser:
@@ -308,8 +323,14 @@ class _ProgressView:
     def __enter__(self):
         if self.enabled:
             from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeElapsedColumn, TimeRemainingColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self.progress = Progress(
                 TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
@@ -349,10 +370,10 @@ def _summary(report) -> str:
     if report.vectors_pending:
         vec += f", {report.vectors_pending} pending"
     lines = [
-        f"indexed {report.files:,} files, {report.chunks:,} chunks in {report.seconds:.1f}s"
-        f" (lexical {report.lexical_seconds:.1f}s, vectors {report.embed_seconds:.1f}s)",
-        f"  changed: {report.files_changed} files ({report.chunks_added} chunks added,"
-        f" {report.chunks_removed} removed), {report.files_deleted} files deleted",
+        (f"indexed {report.files:,} files, {report.chunks:,} chunks in {report.seconds:.1f}s"
+         f" (lexical {report.lexical_seconds:.1f}s, vectors {report.embed_seconds:.1f}s)"),
+        (f"  changed: {report.files_changed} files ({report.chunks_added} chunks added,"
+         f" {report.chunks_removed} removed), {report.files_deleted} files deleted"),
         f"  vectors: {vec}",
     ]
     if report.static_embedded or report.distill_seconds:
@@ -447,7 +468,8 @@ def _search_roots(args) -> list[Path]:
         paths += saved
     from codesight_tui.core.paths import outermost
 
-    return outermost([resolve_root(p, yes=args.yes) for p in paths or ["."]])
+    cwd = getattr(args, "cwd", None)  # a served call's own directory (the service's is /)
+    return outermost([resolve_root(p, yes=args.yes, cwd=cwd) for p in paths or ["."]])
 
 
 def cmd_search(args) -> int:
@@ -481,7 +503,7 @@ def _find(args, run, query: str) -> int:
     if args.json and args.vimgrep:
         _err("--json and --vimgrep are two formats: give one")
         return EXIT_USAGE
-    engines = [CodeSight(root) for root in _search_roots(args)]
+    engines = [(ENGINE or CodeSight)(root) for root in _search_roots(args)]
     if args.lang:
         args.lang = _check_language(args.lang)
     mode = args.mode or engines[0].settings.default_mode
@@ -512,7 +534,7 @@ def _find(args, run, query: str) -> int:
     elif args.vimgrep:
         terms = CodeSight.query_terms(query) if query else []
         for r in results:
-            print(_safe(vimgrep_line(r, terms)))
+            print(_safe(vimgrep_line(r, terms, getattr(args, "cwd", None))))
     else:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         for r in results:
@@ -535,14 +557,15 @@ def _find(args, run, query: str) -> int:
     return EXIT_OK if results else EXIT_ERROR
 
 
-def vimgrep_line(hit, terms: list[str]) -> str:
+def vimgrep_line(hit, terms: list[str], cwd: str | None = None) -> str:
     """``path:line:col:text`` for a hit, as ``rg --vimgrep`` prints it: the path as the user can
     open it from here (relative to the current directory where it is below it), the hit's line
     (its definition's own line, else the first matching one), the column of the first query word
     on it (else of its first non-blank character), and that line's text."""
     full = Path(hit.repo) / hit.path if hit.repo else Path(hit.path)
     try:
-        shown = os.path.relpath(full) if Path(os.path.relpath(full)).parts[:1] != ("..",) else str(full)
+        rel = os.path.relpath(full, cwd or os.curdir)
+        shown = rel if Path(rel).parts[:1] != ("..",) else str(full)
     except ValueError:
         shown = str(full)
     line = hit.line or hit.start_line
@@ -680,8 +703,9 @@ def cmd_status(args) -> int:
         ("skipped", ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in st["skipped"].items()) or "none"),
     ]
     sec = st.get("secrets") or {}
-    rows.append(("secrets", f"{sec.get('files_skipped', 0):,} files not read (named like secrets),"
-                            f" {sec.get('masked', 0):,} keys or tokens masked in {sec.get('files_masked', 0):,} files"))
+    rows.append(("secrets", (f"{sec.get('files_skipped', 0):,} files not read (named like secrets),"
+                             f" {sec.get('masked', 0):,} keys or tokens masked in {sec.get('files_masked', 0):,}"
+                             " files")))
     docs = st.get("documents") or {}
     if docs.get("indexed") or docs.get("skipped"):
         bad = docs.get("skipped") or {}
@@ -694,7 +718,6 @@ def cmd_status(args) -> int:
 
 
 def _parse_size(text: str) -> int:
-    import re
 
     from codesight_tui.core.errors import CodeSightError
 
@@ -849,6 +872,54 @@ def _home(path: Path) -> str:
         return str(path)
 
 
+def cmd_service(args) -> int:
+    from codesight_tui import client
+
+    def call(cmd: str) -> tuple[dict | None, str | None]:
+        """``(status, None)`` from a running service, ``(None, why)`` where none answers."""
+        got: dict = {}
+        try:
+            client.request({"v": client.PROTOCOL, "install": client.install_key(), "env": client.env_key(),
+                            "cmd": cmd}, got.update)
+        except client.Unserved as exc:
+            return None, str(exc)
+        return got.get("status", {}), None
+
+    if args.action == "stop":
+        st, why = call("stop")
+        if st is None:
+            print(f"codesight service: not running ({why})")
+            return EXIT_OK
+        for _ in range(100):  # its socket goes once its engines are closed
+            if not os.path.exists(client.socket_path()):
+                break
+            time.sleep(0.05)
+        print("codesight service: stopped")
+        return EXIT_OK
+    if args.action == "start":
+        if not client.enabled():
+            _err('the service is off in the config (service = "off" or CODESIGHT_SERVICE=off)')
+            return EXIT_USAGE
+        if call("ping")[0] is None:
+            client.start_service(wait=30.0)
+    st, why = call("ping")
+    if args.json:
+        print(json.dumps({"running": True, **st} if st is not None else {"running": False, "why": why}, indent=2))
+    elif st is None:
+        print(f"codesight service: not running ({why})")
+    else:
+        print(f"codesight service: running, pid {st['pid']}, up {st['uptime_s']:.0f} s, {st['served']:,} calls"
+              f" served; socket {st['socket']}")
+        idle = st["idle_exit_s"]
+        print(f"  exits after {idle / 60:g} min without a call" if idle else "  never exits on its own")
+        for r in st["repositories"]:
+            print(f"  {r['root']}" + ("  (watching)" if r["watching"] else ""))
+    if args.action == "start" and st is None:
+        _err(f"the service did not start: {why} (see {client.runtime_dir()}/service.log)")
+        return EXIT_ERROR
+    return EXIT_OK
+
+
 def cmd_stats(args) -> int:
     from codesight_tui.core.engine import CodeSight
 
@@ -948,13 +1019,21 @@ def cmd_tui(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``codesight`` console script."""
+    """Run one command in this process (the console script is ``client.main``, which sends
+    ``search`` and ``related`` to the warm service first)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    return run(argv, signals=True)
+
+
+def run(argv: list[str], *, cwd: str | None = None, signals: bool = False) -> int:
+    """One command: its exit code, every error one line on stderr. ``cwd`` is the directory its
+    relative paths are from (a served call's client's); ``signals`` turns SIGTERM and SIGHUP into
+    the Ctrl-C path (only a main thread can)."""
     if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help", "--version")):
         args = _parser().parse_args(argv)
         handler = {"index": cmd_index, "search": cmd_search, "related": cmd_related, "stats": cmd_stats, "install": cmd_install,
                    "uninstall": cmd_install, "ask": cmd_ask, "status": cmd_status, "watch": cmd_watch,
-                   "mcp": cmd_mcp, "eval": cmd_eval, "cache": cmd_cache}.get(args.command)
+                   "mcp": cmd_mcp, "eval": cmd_eval, "cache": cmd_cache, "service": cmd_service}.get(args.command)
     else:
         args = _tui_parser().parse_args(argv)
         handler = cmd_tui
@@ -963,7 +1042,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     from codesight_tui.core.errors import CodeSightError
 
-    if handler is not cmd_tui and handler is not cmd_mcp:  # those two handle the signals themselves
+    args.cwd = cwd
+    if signals and handler is not cmd_tui and handler is not cmd_mcp:  # those two handle the signals themselves
         import signal
 
         for sig in (signal.SIGTERM, signal.SIGHUP):

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr
-
-from codesight_tui.core.redact import SECRET_FILES
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from codesight_tui.core.redact import SECRET_FILES
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -91,6 +91,13 @@ class Settings(BaseSettings):
     viewer: str | None = Field(
         default=None, description="Command template for opening a PDF, DOCX or PPTX hit, e.g. 'zathura"
         " --page={page} {path}' (default: xdg-open, or open on macOS, which take no page).")
+
+    service: Literal["auto", "off"] = Field(
+        default="auto", description="'auto': `codesight search` and `related` are answered by a warm service"
+        " of yours (started on first use, on a Unix socket only you can use) in tens of milliseconds;"
+        " 'off': every command runs in its own process.")
+    service_idle_minutes: float = Field(default=30.0, ge=0, description="The service exits after this long"
+                                        " without a call (0: never).")
 
     llm_backend: Literal["", "anthropic", "openai", "azure", "ollama"] = Field(
         default="", description="Where `ask` sends a question and its sources: anthropic, openai, azure or"

@@ -29,6 +29,8 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     # The static tier distils its model once per cache directory, which every test has its own
     # of: it is off here, and tests/test_static.py turns it on with one real distillation.
     monkeypatch.setenv("CODESIGHT_STATIC_MODEL", "off")
+    # Commands run in their own process: tests/test_service.py starts services of its own.
+    monkeypatch.setenv("CODESIGHT_SERVICE", "off")
     yield base
 
 

@@ -1,6 +1,7 @@
-"""The fast subset of the torture harness (issues 22 and 34): kill -9 at random moments, storage
-faults, a hostile repository, fuzzed queries, resource limits (peak RSS of each probe) and a branch
-switch under `codesight watch`, through real processes with the real model, with the repository
+"""The fast subset of the torture harness (issues 22, 31 and 34): kill -9 at random moments,
+storage faults, a hostile repository, fuzzed queries, resource limits (peak RSS of each probe), a
+branch switch under `codesight watch`, and the warm service (concurrent calls, kill -9 mid-index,
+a stale socket, another user), through real processes with the real model, with the repository
 checked untouched and every network connection refused and counted. Two sections run at a time
 (`python benchmarks/torture.py --fast --jobs 2 ...`)."""
 
@@ -15,7 +16,7 @@ HARNESS = Path(__file__).resolve().parent.parent / "benchmarks" / "torture.py"
 def test_torture_fast_subset(tmp_path, static_model_dir):
     env = {**os.environ, "CODESIGHT_STATIC_MODEL": str(static_model_dir)}  # the session's, not a new one
     r = subprocess.run([sys.executable, str(HARNESS), "--fast", "--jobs", "2", "--only",
-                        "kill,faults,hostile,queries,limits,checkout",
+                        "kill,faults,hostile,queries,limits,checkout,service",
                         "--faults", "read-only,disk,garbage"],
                        capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env)
     assert r.returncode == 0 and "== 0 problems" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]

@@ -14,8 +14,8 @@ import os
 import re
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from codesight_tui.core.errors import CodeSightError
 
@@ -215,8 +215,7 @@ def _anthropic(cfg: LLMConfig, prompt: str) -> Iterator[str | dict]:
     client = _client(cfg)
     with client.messages.stream(model=cfg.model, max_tokens=MAX_ANSWER_TOKENS, system=SYSTEM_PROMPT,
                                 messages=[{"role": "user", "content": prompt}]) as stream:
-        for text in stream.text_stream:
-            yield text
+        yield from stream.text_stream
         usage = stream.get_final_message().usage
     yield {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
 

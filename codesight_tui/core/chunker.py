@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from itertools import accumulate
 
 from codesight_tui.core.languages import CODE_LANGUAGES
@@ -219,7 +219,7 @@ _NAME_TYPES = frozenset({"identifier", "field_identifier", "type_identifier", "q
                          "name", "scoped_identifier"})
 
 
-@lru_cache(maxsize=None)
+@cache
 def _parser(language: str):
     """A tree-sitter parser for ``language``, or None if its grammar wheel is not installed."""
     spec = GRAMMARS.get(language)

@@ -15,10 +15,20 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codesight_tui.core.errors import CodeSightError, IndexBusyError, VectorStoreError
-from codesight_tui.core.indexer import (IndexReport, Progress, ProgressFn, drop_orphan_vectors, fill_from_cache,
-                                        index_lexical, index_static, index_vectors, scan_changes)
+from codesight_tui.core.indexer import (
+    IndexReport,
+    Progress,
+    ProgressFn,
+    drop_orphan_vectors,
+    fill_from_cache,
+    index_lexical,
+    index_static,
+    index_vectors,
+    scan_changes,
+)
 from codesight_tui.core.languages import is_document
 from codesight_tui.core.paths import index_dir_for
 from codesight_tui.core.related import RelatedSource
@@ -28,6 +38,8 @@ from codesight_tui.core.text import LONE_SURROGATE
 from codesight_tui.core.tokens import ModelInfo, resolve_model
 from codesight_tui.core.vectors import TABLE, VectorStore
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 # Longer queries are cut here: a pasted file or a hostile 100 KB string gets an answer in
 # milliseconds instead of minutes of identifier splitting, and no question is that long.
@@ -639,7 +651,7 @@ class CodeSight:
             self._lock.release()
 
     def watch(self, on_batch=None, *, embed: bool = True, quiet: float = 0.3, catch_up: bool = True,
-              poll: bool | None = None):
+              poll: bool | None = None, static: bool | None = None):
         """Keep the index current as files change: returns a started ``core.watch.Watcher``.
 
         Each batch of changes is one ``index(paths=...)`` run: only the named files are looked
@@ -647,6 +659,7 @@ class CodeSight:
         per batch. A change that arrives while a batch is embedding interrupts the embedding, so a
         save is searchable in about a second even during a long first embedding; the next batch
         resumes it. Another process's writer makes the batch wait (``RetryLater``), not fail.
+        ``static`` (default: as ``embed``) keeps the static tier current too.
         ``on_batch(batch, report)`` is called after each batch. ``catch_up`` first brings the
         index up to date with a full walk. ``poll`` forces a stat poll instead of inotify (the
         default polls only where the tree has symlinked directories).
@@ -669,7 +682,7 @@ class CodeSight:
             interrupt.clear()
             try:
                 report = self.index(progress, embed=embed, cancel=interrupt,
-                                    paths=None if batch.full else batch.paths)
+                                    paths=None if batch.full else batch.paths, static=static)
             except IndexBusyError:
                 raise RetryLater from None
             finally:
@@ -836,7 +849,7 @@ class CodeSight:
             if like.chunk_id in stored:
                 qfn = functools.partial(_constant, stored[like.chunk_id])
             static_own = static[0].vectors([like.chunk_id]).get(like.chunk_id) if own and static else None
-            extra = dict(vector_query=like.content, static_query_vector=static_own)
+            extra = {"vector_query": like.content, "static_query_vector": static_own}
             top_k += 4  # room for the source and what overlaps it, left out below
         run = functools.partial(search, self.store, self._vectors, query=query, top_k=top_k, glob=glob,
                                 language=language, depth=self.settings.retriever_depth, rrf_k=self.settings.rrf_k,
@@ -1104,7 +1117,7 @@ class CodeSight:
         if not self.has_index():
             return {"added": [], "modified": [], "deleted": []}
         known = self.store.file_states()
-        entries, changed, deleted = scan_changes(self.root, self.store, self.settings.max_file_size,
+        _entries, changed, deleted = scan_changes(self.root, self.store, self.settings.max_file_size,
                                                  self._exclude(), max_document_size=self.settings.max_document_size,
                                                  secret_files=tuple(self.settings.secret_files))
         added = [e.rel_path for e in changed if e.rel_path not in known]
@@ -1202,7 +1215,7 @@ class CodeSight:
             self._store.close()
             self._store = None
 
-    def __enter__(self) -> CodeSight:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -19,9 +19,13 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from codesight_tui.core.languages import DOCUMENT_EXTENSIONS, detect_language
 from codesight_tui.core.walker import Seen, read_bytes, read_text
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 # (first line, last line, scope): 0-based, inclusive
 Block = tuple[int, int, str]
@@ -289,7 +293,7 @@ def _limit_memory(mb: int) -> None:
         import resource
 
         limit = mb * 1024 * 1024
-        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         if hard != resource.RLIM_INFINITY:
             limit = min(limit, hard)
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
@@ -394,7 +398,7 @@ class DocumentReader:
             proc.kill()
             proc.join(2)
 
-    def __enter__(self) -> DocumentReader:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -17,10 +17,10 @@ import os
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable
 
 import numpy as np
 
@@ -32,8 +32,15 @@ from codesight_tui.core.paths import VALUE_ORDER, classify, git_head
 from codesight_tui.core.redact import SECRET_FILES, redact
 from codesight_tui.core.store import chunk_fields
 from codesight_tui.core.text import content_hash
-from codesight_tui.core.walker import (IGNORE_FILES, MAX_DOCUMENT_SIZE, FileEntry, IgnoreMatcher, WalkStats,
-                                      entry_for, walk)
+from codesight_tui.core.walker import (
+    IGNORE_FILES,
+    MAX_DOCUMENT_SIZE,
+    FileEntry,
+    IgnoreMatcher,
+    WalkStats,
+    entry_for,
+    walk,
+)
 
 # Files handled per lexical transaction: big enough to amortise commits, small enough that
 # Ctrl-C loses little and readers see progress.
@@ -172,8 +179,8 @@ class _Workers:
         self._task = partial(_prepare, chunker)  # what a batch is given to, in the pool
 
     def start_processes(self, n: int) -> None:
-        from concurrent.futures import ProcessPoolExecutor
         import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
 
         quiet = quiet_for_children()
         self.pool = ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context("spawn"),
@@ -596,9 +603,8 @@ def index_vectors(store, vectors, embedder, cache, *, batch: int = 128,
             pool.shutdown(wait=False, cancel_futures=True)
     if done or vectors.dirty:
         vectors.optimize()
-    if done:
-        if not report.cancelled:
-            vectors.ensure_ann()  # large tables get an approximate index (see vectors.ANN_MIN_ROWS)
+    if done and not report.cancelled:
+        vectors.ensure_ann()  # large tables get an approximate index (see vectors.ANN_MIN_ROWS)
     report.vectors_pending = store.counts()["pending"]
     report.embed_seconds = time.perf_counter() - t0
     return report

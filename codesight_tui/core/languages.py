@@ -37,10 +37,7 @@ SHEBANGS: dict[str, str] = {
 # Extensions that are never worth opening: skipped before any read, so a tree full of images
 # costs one stat each.
 BINARY_EXTENSIONS = frozenset(
-    ".png .jpg .jpeg .gif .bmp .ico .webp .tiff .psd .pdf .zip .gz .tgz .bz2 .xz .zst .7z .rar .jar"
-    " .war .whl .egg .so .dylib .dll .exe .o .a .lib .obj .class .pyc .pyo .pyd .wasm .bin .dat"
-    " .db .sqlite .sqlite3 .woff .woff2 .ttf .otf .eot .mp3 .mp4 .mov .avi .mkv .wav .flac .ogg"
-    " .webm .npy .npz .pt .pth .onnx .safetensors .pkl .parquet .lance .arrow .ds_store".split()
+    [".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tiff", ".psd", ".pdf", ".zip", ".gz", ".tgz", ".bz2", ".xz", ".zst", ".7z", ".rar", ".jar", ".war", ".whl", ".egg", ".so", ".dylib", ".dll", ".exe", ".o", ".a", ".lib", ".obj", ".class", ".pyc", ".pyo", ".pyd", ".wasm", ".bin", ".dat", ".db", ".sqlite", ".sqlite3", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".mp3", ".mp4", ".mov", ".avi", ".mkv", ".wav", ".flac", ".ogg", ".webm", ".npy", ".npz", ".pt", ".pth", ".onnx", ".safetensors", ".pkl", ".parquet", ".lance", ".arrow", ".ds_store"]
 )
 
 # Office documents: read by ``core.extract`` (text and a page/slide map), never as raw text. They
@@ -50,8 +47,7 @@ DOCUMENT_LANGUAGES = frozenset(DOCUMENT_EXTENSIONS.values())
 
 # Languages with a scope-aware parser (tree-sitter, or the indentation fallback).
 CODE_LANGUAGES = frozenset(
-    "python javascript typescript tsx go rust java ruby php c cpp csharp kotlin swift scala"
-    " lua perl r julia elixir erlang haskell ocaml clojure dart shell zig".split()
+    ["python", "javascript", "typescript", "tsx", "go", "rust", "java", "ruby", "php", "c", "cpp", "csharp", "kotlin", "swift", "scala", "lua", "perl", "r", "julia", "elixir", "erlang", "haskell", "ocaml", "clojure", "dart", "shell", "zig"]
 )
 
 

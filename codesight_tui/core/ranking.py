@@ -42,9 +42,9 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Callable
 
 import numpy as np
 import Stemmer
@@ -304,9 +304,10 @@ def rerank(store, rankings: dict[str, list[int]], query: str, *, rrf_k: int = 60
     by_name = topic and q.kind != "symbol"  # a symbol has its own file bonus (stems)
     factor: dict[int, float] = {}  # everything but fusion: class penalty and path bonus
     for cid, row in rows.items():
-        if cid not in candidates:  # a definition neither retriever found: it must pass the filters too
-            if (language and row.language != language) or (glob and not path_matches(row.path, glob)):
-                continue
+        # a definition neither retriever found must pass the filters too
+        if cid not in candidates and ((language and row.language != language)
+                                      or (glob and not path_matches(row.path, glob))):
+            continue
         f = 1.0
         cls = classify(row.path)
         # A declaration the query names (an interface, a typed signature) keeps its place.

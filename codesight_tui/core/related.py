@@ -21,11 +21,7 @@ _TARGET = re.compile(r"^(?P<path>.+?):(?P<line>\d+)(?::\d+)?$")  # path:line, or
 _NAME = re.compile(r"[A-Za-z_$][\w$]*")
 # Words of nearly every language's syntax: in a chunk's names they only crowd out its own words.
 KEYWORDS = frozenset(
-    "def fn func function return import from class struct enum impl interface trait public private protected"
-    " static const let var val mut self this super new none null nil true false void int str string bool"
-    " boolean char float double long async await yield pub use mod package module export default extends"
-    " implements throws throw try catch except finally raise else elif end begin lambda match case switch"
-    " break continue goto typedef sizeof unsigned signed auto type".split())
+    ["def", "fn", "func", "function", "return", "import", "from", "class", "struct", "enum", "impl", "interface", "trait", "public", "private", "protected", "static", "const", "let", "var", "val", "mut", "self", "this", "super", "new", "none", "null", "nil", "true", "false", "void", "int", "str", "string", "bool", "boolean", "char", "float", "double", "long", "async", "await", "yield", "pub", "use", "mod", "package", "module", "export", "default", "extends", "implements", "throws", "throw", "try", "catch", "except", "finally", "raise", "else", "elif", "end", "begin", "lambda", "match", "case", "switch", "break", "continue", "goto", "typedef", "sizeof", "unsigned", "signed", "auto", "type"])
 
 
 @dataclass(frozen=True)

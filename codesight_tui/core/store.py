@@ -134,7 +134,7 @@ class Store:
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        self.conn  # open now so that a corrupt or unwritable database fails here
+        _ = self.conn  # open now so that a corrupt or unwritable database fails here
 
     @property
     def conn(self) -> sqlite3.Connection:

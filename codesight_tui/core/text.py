@@ -12,13 +12,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 # Common English function words. They match nearly every chunk, so they only add noise to BM25.
 STOPWORDS = frozenset(
-    "a about above after again all also am an and any are as at be because been before being"
-    " below between both but by can could did do does doing done down during each else few for"
-    " from further had has have having he her here hers him his how i if in into is it its itself"
-    " just let me more most my no nor not now of off on once one ones only or other our ours out over own"
-    " same she should so some such than that the their theirs them then there these they this"
-    " those through to too under until up us very via was we were what when where which while who"
-    " whom why will with would you your yours".split()
+    ["a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "done", "down", "during", "each", "else", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "let", "me", "more", "most", "my", "no", "nor", "not", "now", "of", "off", "on", "once", "one", "ones", "only", "or", "other", "our", "ours", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "us", "very", "via", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours"]
 )
 
 

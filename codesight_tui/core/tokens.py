@@ -7,10 +7,11 @@ per second, so each file is tokenised once and chunk sizes come from per-line pr
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from codesight_tui.config import DEFAULT_MODEL
@@ -76,7 +77,7 @@ WORD_CACHE_MAX = 1_000_000
 _LEARN_BLOCK = 4096  # new words tokenised per text by _WordPieceCounter._learn
 
 
-@lru_cache(maxsize=None)
+@cache
 def _byte_tables(lowercase: bool):
     """Per byte value: its class (``_PUNCT``, ``_NON_ASCII``, ``_CONTROL`` or 0) and what it
     becomes in a word (a letter, lower-cased if the model's normaliser does, or a digit; else a
@@ -183,7 +184,7 @@ class _WordPieceCounter:
         distinct = pc.dictionary_encode(pc.utf8_trim_whitespace(files.values))
         counts = self._distinct_counts(distinct.dictionary, encoded)[distinct.indices.to_numpy()].tolist()
         bounds = files.offsets.to_numpy().tolist()
-        return [counts[a:b] for a, b in zip(bounds, bounds[1:])]
+        return [counts[a:b] for a, b in itertools.pairwise(bounds)]
 
     def _distinct_counts(self, lines, encoded):
         """Token counts of a pyarrow large_string array of stripped lines, as a numpy array."""
@@ -205,7 +206,7 @@ class _WordPieceCounter:
             n, pa.py_buffer(offsets), pa.py_buffer(word_of[data])))
         total += _segment_sums(self._piece_counts(words.values), words.offsets.to_numpy(), np.int64)
         # Lines the byte classes can't count: non-ASCII, control characters, special tokens.
-        line_of = lambda pos: np.searchsorted(offsets, pos, "right") - 1  # noqa: E731
+        line_of = lambda pos: np.searchsorted(offsets, pos, "right") - 1
         odd = np.zeros(n, np.uint8)
         odd[line_of(np.flatnonzero(kind & _NON_ASCII))] = _NON_ASCII
         odd[line_of(np.flatnonzero(kind & _CONTROL))] = _CONTROL

@@ -196,9 +196,8 @@ class VectorStore:
         self.dirty = False
         if t is None:
             return
-        from datetime import timedelta
-
         import warnings
+        from datetime import timedelta
 
         keep = timedelta(seconds=KEEP_VERSIONS_S)
         mark = self.directory / "compacted-at-version"

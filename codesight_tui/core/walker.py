@@ -7,8 +7,8 @@ import re
 import stat
 import subprocess
 from collections import Counter
-from functools import lru_cache
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import pathspec
@@ -128,7 +128,7 @@ def _excludes_file(root_str: str, env: tuple, *config_mtimes: int) -> Path | Non
     root = Path(root_str)
     try:
         out = subprocess.run(["git", "config", "--path", "--get", "core.excludesFile"], cwd=root,
-                             capture_output=True, text=True, timeout=5, stdin=subprocess.DEVNULL)
+                             capture_output=True, text=True, timeout=5, stdin=subprocess.DEVNULL, check=False)
         value = out.stdout.strip() if out.returncode == 0 else ""
     except (OSError, subprocess.SubprocessError):  # no git: its default place still counts
         value = ""

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from codesight_tui.core.walker import ALWAYS_SKIPPED_DIRS, IGNORE_FILES, IgnoreMatcher
 

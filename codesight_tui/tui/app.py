@@ -14,13 +14,14 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult, SuspendNotSupported, SystemCommand
-from textual.binding import Binding
-from textual.css.query import NoMatches
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, OptionList
@@ -29,8 +30,15 @@ from textual.worker import get_current_worker
 from codesight_tui.core.errors import CodeSightError, IndexBusyError
 from codesight_tui.core.text import printable
 from codesight_tui.tui.editor import editor_argv, knows_line, viewer_argv
-from codesight_tui.tui.messages import (FilesChanged, IndexFailed, IndexFinished, IndexProgress, ModelFailed,
-                                        ModelReady, SearchFinished)
+from codesight_tui.tui.messages import (
+    FilesChanged,
+    IndexFailed,
+    IndexFinished,
+    IndexProgress,
+    ModelFailed,
+    ModelReady,
+    SearchFinished,
+)
 from codesight_tui.tui.screens.filter import FilterScreen
 from codesight_tui.tui.screens.help import HelpScreen
 from codesight_tui.tui.widgets.preview import Preview, render_hit
@@ -47,7 +55,7 @@ class QueryInput(Input):
     """The query box keeps the focus, as in fzf: arrows and PgUp/PgDn move the selection in the
     results, Enter opens it."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "app.open_editor", "Open", key_display="⏎", id="query.open"),
         Binding("down", "app.cursor('cursor_down')", "Next hit", show=False, id="query.next"),
         Binding("up", "app.cursor('cursor_up')", "Previous hit", show=False, id="query.previous"),
@@ -65,11 +73,11 @@ class CodeSightApp(App[int]):
 
     CSS_PATH = "app.tcss"
     TITLE = "codesight"
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (110, "-wide")]
 
     # The footer shows these in this order and drops the last that do not fit: at 60 columns, Help
     # and Ask must still be there (issue 35).
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "help", "Help", id="app.help"),
         Binding("f3", "ask", "Ask", id="app.ask"),
         Binding("ctrl+y", "copy_location", "Copy", id="app.copy_location"),
@@ -266,7 +274,8 @@ class CodeSightApp(App[int]):
             self._search_pending = True
             return
         self._search_pending = False
-        query, mode, glob, language = key = self._search_key()
+        key = self._search_key()
+        query = key[0]
         if not query.strip():
             self.hits = []
             self._shown_key = key
@@ -282,7 +291,8 @@ class CodeSightApp(App[int]):
         t0 = time.perf_counter()
         hits: list = []
         try:
-            args = dict(top_k=TOP_K, mode=mode, glob=glob or None, language=language or None, load_model=False)
+            args = {"top_k": TOP_K, "mode": mode, "glob": glob or None, "language": language or None,
+                    "load_model": False}
             engines = self.engines
             if query.startswith(LIKE):  # "more like this": like: PATH:LINE, a file or a symbol
                 hits = self.engine.related_many(engines, query[len(LIKE):].strip(), **args)
@@ -650,10 +660,9 @@ class CodeSightApp(App[int]):
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         """The search view's keys (Tab cycles the mode, F3 asks, ...) belong to the search view:
         over the Ask view, Tab moves between its question and its sources."""
-        if action in ("cycle_mode", "filter", "ask", "zoom_preview", "copy_location", "copy_snippet",
-                      "toggle_scores", "scroll_preview") and self.screen is not self.screen_stack[0]:
-            return False
-        return True
+        searching = action in ("cycle_mode", "filter", "ask", "zoom_preview", "copy_location", "copy_snippet",
+                               "toggle_scores", "scroll_preview")
+        return not (searching and self.screen is not self.screen_stack[0])
 
     def action_ask(self) -> None:
         """F3: the Ask view, with the query as the question."""
@@ -822,7 +831,7 @@ def tmux_clipboard() -> str | None:
         return None
     try:
         out = subprocess.run(["tmux", "show-options", "-gv", "set-clipboard"], capture_output=True, text=True,
-                             timeout=1.0)
+                             timeout=1.0, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None

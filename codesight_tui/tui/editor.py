@@ -47,8 +47,7 @@ def editor_argv(path: str, line: int, *, template: str | None = None, environ: d
     editor = env.get("VISUAL") or env.get("EDITOR") or "vi"
     argv = shlex.split(editor) or ["vi"]
     name = os.path.basename(argv[0]).lower()
-    if name.endswith(".exe"):
-        name = name[:-4]
+    name = name.removesuffix(".exe")
     if name in GOTO_FLAG:
         return argv + ["-g", f"{path}:{line}"]
     if name in COLON_LINE:

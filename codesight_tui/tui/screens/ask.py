@@ -5,10 +5,11 @@ the preview (where Enter opens it in the editor, or a document in its viewer).""
 from __future__ import annotations
 
 import time
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Markdown, OptionList, Static
@@ -40,7 +41,7 @@ def intro(settings) -> str:
 class AskScreen(Screen):
     """Question box, streamed answer, numbered sources."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back to search", id="ask.back"),
         Binding("tab", "app.focus_next", "Question / sources", id="ask.focus_next"),
         Binding("shift+tab", "app.focus_previous", "Question / sources", show=False, id="ask.focus_previous"),

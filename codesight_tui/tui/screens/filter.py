@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
@@ -11,7 +13,7 @@ from textual.widgets import Input, Label
 class FilterScreen(ModalScreen[tuple[str, str] | None]):
     """Returns ``(glob, language)`` (empty strings clear them) or None if cancelled."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="filter.cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="filter.cancel")]
     DEFAULT_CSS = """
     FilterScreen { align: center middle; }
     FilterScreen > Vertical { width: 70; height: auto; border: thick $accent; background: $surface; padding: 1 2; }

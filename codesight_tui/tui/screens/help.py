@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
-
 
 _NAMES = {"escape": "Esc", "enter": "Enter", "tab": "Tab", "pageup": "PgUp", "pagedown": "PgDn",
           "question_mark": "?", "up": "Up", "down": "Down", "backspace": "Backspace"}
@@ -43,7 +44,7 @@ def bindings_table(groups: list[tuple[str, list[Binding]]], ids: bool = True) ->
 class HelpScreen(ModalScreen[None]):
     """Lists all bindings; Esc, F1, q or ? closes it (nothing is typed here)."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,f1,question_mark", "dismiss", "Close help", id="help.close"),
     ]
     DEFAULT_CSS = """

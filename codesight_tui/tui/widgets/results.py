@@ -6,11 +6,13 @@ is refreshed (vectors arriving, a re-index, coming back from the editor)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
@@ -82,9 +84,9 @@ class ResultsList(OptionList):
     """Hits for the current query. Arrows, PgUp/PgDn move; Enter opens; any printable key goes
     back to the query box."""
 
-    BINDINGS: list[Binding] = []  # Up/Down/PgUp/PgDn/Home/End and Enter come from OptionList
+    BINDINGS: ClassVar[list[BindingType]] = []  # Up/Down/PgUp/PgDn/Home/End and Enter come from OptionList
 
-    hits: list = []
+    hits: Sequence[Any] = ()
     show_scores = False
 
     def show(self, hits: list, stale: set[str], refresh: bool = False) -> bool:

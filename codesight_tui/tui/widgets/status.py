@@ -40,7 +40,7 @@ def eta(seconds: float | None) -> str:
 def short_model(name: str) -> str:
     """``sentence-transformers/all-MiniLM-L6-v2`` -> ``MiniLM-L6-v2``."""
     base = name.rstrip("/").split("/")[-1]
-    return base[4:] if base.startswith("all-") else base
+    return base.removeprefix("all-")
 
 
 @dataclass

@@ -1,0 +1,256 @@
+"""The ``codesight`` console script: a thin client of the warm service where that helps.
+
+``codesight search`` and ``codesight related`` send their arguments to the user's service
+(``codesight_tui.service``) over a Unix socket and print what it streams back: a fresh process
+imports nothing but ``os``, ``sys``, ``socket`` and ``json`` here, and the service answers from
+engines it keeps open. Where there is no service, or it answers wrongly or late, the command runs
+in this process as before (``--verbose`` says why, once) and a service is started for the next
+call. ``CODESIGHT_SERVICE=off`` (or ``service = "off"`` in the config) turns all of this off.
+
+Every other command, and the terminal UI, goes straight to ``codesight_tui.cli``.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+
+SERVED = ("search", "related")
+PROTOCOL = 1
+CONNECT_TIMEOUT = 1.0  # seconds to connect and be accepted
+SILENCE_TIMEOUT = 5.0  # seconds without a word (the service sends one every second while it works)
+# Environment variables that change what a command does: a service started with other values
+# (another data directory, another config) does not serve this client.
+_ENV_PREFIXES = ("CODESIGHT_", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "GIT_CONFIG_", "HOME")
+_ENV_IGNORED = ("CODESIGHT_SERVICE", "CODESIGHT_SERVICE_IDLE_MINUTES", "CODESIGHT_PROGRESS")
+
+
+def runtime_dir() -> str:
+    """This user's directory for the service's socket, lock and log: ``$XDG_RUNTIME_DIR/codesight``
+    where the runtime directory is the user's own, else ``/tmp/codesight-UID``. Created 0700; one
+    that another user owns, or that others can enter, is refused (``PermissionError``)."""
+    uid = os.getuid()
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if base:
+        try:
+            st = os.stat(base)
+            if st.st_uid != uid or st.st_mode & 0o077:
+                base = None
+        except OSError:
+            base = None
+    path = os.path.join(base, "codesight") if base else os.path.join("/tmp", f"codesight-{uid}")
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
+        raise PermissionError(f"{path} is not this user's directory")
+    if st.st_mode & 0o077:
+        os.chmod(path, 0o700)
+    return path
+
+
+def socket_path() -> str:
+    return os.path.join(runtime_dir(), "service.sock")
+
+
+def env_key() -> dict[str, str]:
+    """What of this environment the service must share to answer for it (see ``_ENV_PREFIXES``)."""
+    return {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES) and k not in _ENV_IGNORED}
+
+
+def install_key() -> str:
+    """Which codesight this is: a service of another install or version does not serve it."""
+    from codesight_tui import __version__
+
+    return f"{__version__} {os.path.dirname(os.path.abspath(__file__))}"
+
+
+def enabled() -> bool:
+    """The ``service`` setting: the environment first, then the config file (read only if it exists)."""
+    value = os.environ.get("CODESIGHT_SERVICE")
+    if value is None:
+        explicit = os.environ.get("CODESIGHT_CONFIG")
+        config = os.path.expanduser(explicit) if explicit else os.path.join(
+            os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "codesight", "config.toml")
+        try:
+            with open(config, "rb") as fh:
+                try:
+                    import tomllib
+                except ImportError:  # Python 3.10: pydantic-settings brings tomli
+                    import tomli as tomllib
+
+                value = str(tomllib.load(fh).get("service", "auto"))
+        except (OSError, ValueError, ImportError):
+            value = "auto"
+    return value.strip().lower() not in ("off", "0", "false", "no")
+
+
+class Unserved(Exception):
+    """The service could not answer: the call runs in this process instead."""
+
+
+def connect(timeout: float = CONNECT_TIMEOUT):
+    """A connected socket to this user's service; ``Unserved`` where there is none."""
+    import socket
+
+    try:
+        path = socket_path()
+    except OSError as exc:
+        raise Unserved(f"no runtime directory ({exc})") from None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(path)
+    except FileNotFoundError:
+        sock.close()
+        raise Unserved("no service running") from None
+    except ConnectionRefusedError:
+        sock.close()
+        raise Unserved("a stale socket (the service is gone)") from None
+    except OSError as exc:
+        sock.close()
+        raise Unserved(f"cannot reach the service ({exc.strerror or exc})") from None
+    return sock
+
+
+def request(message: dict, on_message, *, silence: float = SILENCE_TIMEOUT) -> dict:
+    """Send one request and hand each streamed message to ``on_message`` until the last one, which
+    is returned. ``Unserved`` where the service cannot be reached, refuses, or goes silent."""
+    import json
+
+    sock = connect()
+    try:
+        try:
+            sock.sendall(json.dumps(message).encode() + b"\n")
+        except OSError:
+            pass  # a service that refused at once has closed its end: its reason is still there to read
+        sock.settimeout(silence)
+        buf = b""
+        while True:
+            try:
+                data = sock.recv(65536)
+            except TimeoutError:
+                raise Unserved(f"the service said nothing for {silence:.0f} s") from None
+            except OSError as exc:
+                raise Unserved(f"the service dropped the connection ({exc.strerror or exc})") from None
+            if not data:
+                raise Unserved("the service closed the connection")
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    raise Unserved("the service answered something that is not its protocol") from None
+                if not isinstance(msg, dict):
+                    raise Unserved("the service answered something that is not its protocol")
+                if "refused" in msg:
+                    raise Unserved(f"the service refused: {msg['refused']}")
+                if "rc" in msg:
+                    return msg
+                on_message(msg)
+    finally:
+        sock.close()
+
+
+def _via_service(argv: list[str]) -> int | None:
+    """Run a served command through the service: its exit code, or None where it must run here
+    (nothing has been printed then). A service that stops mid-answer is one line and exit 1."""
+    printed = False
+
+    def show(msg: dict) -> None:
+        nonlocal printed
+        for key, stream in (("o", sys.stdout), ("e", sys.stderr)):
+            text = msg.get(key)
+            if text:
+                printed = True
+                stream.write(text)
+                stream.flush()
+
+    message = {"v": PROTOCOL, "install": install_key(), "env": env_key(), "argv": argv, "cwd": os.getcwd(),
+               "tty": sys.stdout.isatty() and not os.environ.get("NO_COLOR")}
+    try:
+        end = request(message, show)
+    except Unserved as exc:
+        if printed:
+            sys.stderr.write(f"codesight: the service stopped mid-answer: {exc}; run the command again\n")
+            return 1
+        if "--verbose" in argv:
+            sys.stderr.write(f"codesight: answering in this process: {exc}\n")
+        return None
+    show(end)
+    return int(end["rc"])
+
+
+def start_service(wait: float = 0.0) -> int | None:
+    """Start this user's service in the background (a new session, stdin from /dev/null, output to
+    its log), unless one is running or starting. With ``wait``, wait that long for it to answer.
+    Returns its pid where this call started it."""
+    import fcntl
+
+    try:
+        rdir = runtime_dir()
+    except OSError:
+        return None
+    lock = os.path.join(rdir, "service.lock")
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)  # a service holds it: running, or starting
+        return None
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+    log = os.path.join(rdir, "service.log")
+    actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+               (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600),
+               (os.POSIX_SPAWN_DUP2, 1, 2)]
+    # The current directory (a repository that may hold a json.py) must not shadow the library: -c
+    # puts it first on sys.path, and the code takes it off before importing anything.
+    code = "import sys; del sys.path[0]; from codesight_tui.service import main; sys.exit(main())"
+    try:
+        pid = os.posix_spawn(sys.executable, [sys.executable, "-c", code], dict(os.environ), file_actions=actions,
+                             setsid=True)
+    except (NotImplementedError, OSError):  # no POSIX_SPAWN_SETSID here: the slower, portable way
+        import subprocess
+
+        with open(log, "ab") as out:
+            pid = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=out,
+                                   stderr=subprocess.STDOUT, start_new_session=True).pid
+    if wait:
+        import time
+
+        end = time.monotonic() + wait
+        while time.monotonic() < end:
+            try:
+                connect(0.5).close()
+                break
+            except Unserved:
+                time.sleep(0.05)
+    return pid
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    served = bool(argv) and argv[0] in SERVED and "-h" not in argv and "--help" not in argv and enabled()
+    if served:
+        rc = _via_service(argv)
+        if rc is not None:
+            return rc
+    from codesight_tui.cli import main as in_process
+
+    rc = in_process(argv)
+    if served:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except OSError:
+            pass
+        start_service()  # after the answer: this call is no slower for it
+    return rc

@@ -1,0 +1,401 @@
+"""One warm codesight service per user, on a Unix socket only its owner can use.
+
+The service keeps an engine open for each repository it has served (the index, the static model
+and its vectors in memory), watches those repositories so that their indexes stay fresh (BM25 and
+the static tier), and answers ``codesight search`` and ``codesight related`` for the thin client
+(``codesight_tui.client``) by running the very same CLI code with the client's arguments: the
+output is the in-process output, streamed back line for line.
+
+Who may connect: the socket is 0600 in a 0700 directory of the user's own, and each connection's
+peer credentials (``SO_PEERCRED``, where the OS has it) must be this user's. One service per user
+and runtime directory: it holds ``service.lock`` for its life, so a second one exits at once, and
+a socket left by a service that was killed is replaced. kill -9 loses nothing: index writes are
+SQLite transactions under the writer lock, as in any other process.
+
+Protocol: one JSON line from the client, ``{v, install, env, argv, cwd, tty}`` or ``{..., cmd:
+"ping"|"stop"}``; then JSON lines back: ``{"o": text}`` (stdout), ``{"e": text}`` (stderr),
+``{"k": 1}`` every second while a command runs, and last ``{"rc": n}`` (or ``{"refused": why}``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from codesight_tui import client
+
+WORKERS = 8
+MAX_REQUEST = 1 << 20
+HEARTBEAT_S = 1.0
+
+_local = threading.local()
+
+
+class _Streams:
+    """``sys.stdout`` / ``sys.stderr`` of the service: a thread serving a request writes to its
+    client (``_local.sink``), every other thread to the service's log."""
+
+    def __init__(self, real: Any, key: str) -> None:
+        self.real, self.key = real, key
+
+    def write(self, text: str) -> int:
+        sink = getattr(_local, "sink", None)
+        if sink is None:
+            return int(self.real.write(text) or 0)
+        sink(self.key, text)
+        return len(text)
+
+    def flush(self) -> None:
+        if getattr(_local, "sink", None) is None:
+            self.real.flush()
+
+    def isatty(self) -> bool:
+        # A served request's stdout is the client's terminal where it said so (colours); its stderr
+        # never is (no progress bars over the socket).
+        return self.key == "o" and bool(getattr(_local, "tty", False)) if getattr(_local, "sink", None) else False
+
+    @property
+    def encoding(self) -> str:
+        return "utf-8"
+
+    def fileno(self) -> int:
+        return int(self.real.fileno())
+
+
+class _Reply:
+    """One connection's way back: stdout is gathered and sent with the next stderr line or at the
+    end (few messages, order kept), every write under one lock (the heartbeat shares it)."""
+
+    def __init__(self, conn: socket.socket) -> None:
+        self.conn = conn
+        self.lock = threading.Lock()
+        self.out: list[str] = []
+        self.size = 0
+        self.gone = False
+
+    def send(self, msg: dict[str, Any]) -> None:
+        with self.lock:
+            self._send(msg)
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        if self.gone:
+            return
+        if self.out and "o" not in msg:
+            text, self.out, self.size = "".join(self.out), [], 0
+            self._send({"o": text})
+        try:
+            self.conn.sendall(json.dumps(msg, ensure_ascii=False).encode() + b"\n")
+        except OSError:
+            self.gone = True  # the client went away (Ctrl-C): the command finishes unheard
+
+    def write(self, key: str, text: str) -> None:
+        with self.lock:
+            if key == "o":
+                self.out.append(text)
+                self.size += len(text)
+                if self.size > 1 << 16:
+                    text, self.out, self.size = "".join(self.out), [], 0
+                    self._send({"o": text})
+            else:
+                self._send({"e": text})
+
+    def finish(self, rc: int) -> None:
+        self.send({"rc": rc})
+
+
+def peer_uid(conn: socket.socket) -> int | None:
+    """The connecting process's user id, where the OS says it (Linux: ``SO_PEERCRED``)."""
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return None
+    try:
+        _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i")))
+    except OSError:
+        return None
+    return int(uid)
+
+
+def config_stamp() -> tuple[int, int] | None:
+    from codesight_tui.config import default_config_file
+
+    try:
+        st = default_config_file().stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+class Service:
+    """The engines, watchers and counters of one running service."""
+
+    def __init__(self, idle_s: float, env: dict[str, str], owner: int | None = None) -> None:
+        self.idle_s = idle_s
+        self.owner = os.getuid() if owner is None else owner
+        self.env = env
+        self.install = client.install_key()
+        self.lock = threading.Lock()
+        self.engines: dict[Path, Any] = {}
+        self.watchers: dict[Path, Any] = {}
+        self.stamp = config_stamp()
+        self.replies: set[_Reply] = set()
+        self.busy = 0
+        self.last = time.monotonic()
+        self.started = time.time()
+        self.served = 0
+        self.refused = 0
+        self.failed = 0
+        self.stopping = threading.Event()
+
+    # --- engines --------------------------------------------------------------------------------
+    def engine(self, root: Path) -> Any:
+        """The warm engine of ``root`` (a changed config file starts them all afresh)."""
+        from codesight_tui.core.engine import CodeSight
+
+        root = Path(root)
+        with self.lock:
+            stamp = config_stamp()
+            if stamp != self.stamp:
+                self._close_engines()
+                self.stamp = stamp
+            cs = self.engines.get(root)
+            if cs is None:
+                # The full model (--full) runs in a child process shared by every engine.
+                cs = self.engines[root] = CodeSight(root, model_process=True)
+            return cs
+
+    def watch(self, root: Path) -> None:
+        """Keep ``root``'s lexical index and static tier fresh while the service lives (the full
+        model is left to ``codesight index``: minutes of CPU the user did not ask for)."""
+        with self.lock:
+            if root in self.watchers or root not in self.engines or self.stopping.is_set():
+                return
+            cs = self.engines[root]
+            try:
+                self.watchers[root] = cs.watch(embed=False, static=True)
+            except Exception as exc:  # an unwatchable tree is still searched, as a fresh process would
+                self.watchers[root] = None
+                print(f"codesight service: not watching {root}: {exc}", file=sys.__stderr__)
+
+    def _close_engines(self) -> None:
+        for w in self.watchers.values():
+            if w is not None:
+                w.stop(timeout=2)
+        for cs in self.engines.values():
+            cs.close()
+        self.watchers.clear()
+        self.engines.clear()
+
+    def status(self) -> dict[str, Any]:
+        with self.lock:
+            return {"pid": os.getpid(), "socket": client.socket_path(), "started": self.started,
+                    "uptime_s": round(time.time() - self.started, 1), "served": self.served,
+                    "refused": self.refused, "failed": self.failed, "idle_exit_s": self.idle_s,
+                    "repositories": [{"root": str(r), "watching": bool(self.watchers.get(r)
+                                                                       and self.watchers[r].running)}
+                                     for r in self.engines]}
+
+    # --- requests -------------------------------------------------------------------------------
+    def handle(self, conn: socket.socket) -> None:
+        reply = _Reply(conn)
+        with self.lock:
+            self.busy += 1
+        try:
+            self._handle(conn, reply)
+        except Exception as exc:  # one bad request never takes the service down
+            with self.lock:
+                self.failed += 1
+            reply.send({"refused": f"the service failed: {type(exc).__name__}: {exc}"})
+        finally:
+            with self.lock:
+                self.busy -= 1
+                self.replies.discard(reply)
+                self.last = time.monotonic()
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+    def _refuse(self, reply: _Reply, why: str) -> None:
+        with self.lock:
+            self.refused += 1
+        reply.send({"refused": why})
+
+    def _handle(self, conn: socket.socket, reply: _Reply) -> None:
+        uid = peer_uid(conn)
+        if uid is not None and uid != self.owner:
+            self._refuse(reply, "this service belongs to another user")
+            return
+        conn.settimeout(5.0)
+        data = b""
+        while not data.endswith(b"\n"):
+            try:
+                more = conn.recv(65536)
+            except OSError:
+                return
+            if not more:
+                return
+            data += more
+            if len(data) > MAX_REQUEST:
+                self._refuse(reply, "request too large")
+                return
+        try:
+            msg = json.loads(data)
+        except ValueError:
+            self._refuse(reply, "not a request")
+            return
+        if not isinstance(msg, dict) or msg.get("v") != client.PROTOCOL:
+            self._refuse(reply, "another protocol version")
+            return
+        if msg.get("install") != self.install:
+            # Another codesight install or version is calling: make way for a service of its own.
+            self._refuse(reply, "a service of another codesight install is running; it is stopping")
+            self.stopping.set()
+            return
+        if msg.get("env") != self.env:
+            self._refuse(reply, "the service was started with other CODESIGHT_*/XDG_* settings")
+            return
+        cmd = msg.get("cmd")
+        if cmd == "ping":
+            reply.send({"status": self.status()})
+            reply.finish(0)
+            return
+        if cmd == "stop":
+            reply.finish(0)
+            self.stopping.set()
+            return
+        argv = msg.get("argv")
+        if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv) and argv[0] in client.SERVED):
+            self._refuse(reply, "not a command the service runs")
+            return
+        cwd = msg.get("cwd")
+        if not isinstance(cwd, str) or not os.path.isabs(cwd):
+            self._refuse(reply, "no working directory")
+            return
+        with self.lock:
+            self.replies.add(reply)
+        rc = self.run(argv, cwd, bool(msg.get("tty")), reply)
+        reply.finish(rc)
+
+    def run(self, argv: list[str], cwd: str, tty: bool, reply: _Reply) -> int:
+        from codesight_tui import cli
+
+        _local.sink, _local.tty = reply.write, tty
+        try:
+            rc = cli.run(argv, cwd=cwd)
+        except SystemExit as exc:  # argparse: usage errors and --help
+            rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        except Exception as exc:
+            with self.lock:
+                self.failed += 1
+            print(f"codesight: {type(exc).__name__}: {exc}", file=sys.stderr)
+            rc = 1
+        finally:
+            _local.sink = None
+        with self.lock:
+            self.served += 1
+            roots = [r for r in self.engines if r not in self.watchers]
+        for root in roots:
+            self.watch(root)
+        return rc
+
+    def heartbeat(self) -> None:
+        while not self.stopping.wait(HEARTBEAT_S):
+            with self.lock:
+                replies = list(self.replies)
+            for r in replies:
+                r.send({"k": 1})
+
+    def idle(self) -> bool:
+        with self.lock:
+            return self.idle_s > 0 and self.busy == 0 and time.monotonic() - self.last > self.idle_s
+
+
+def serve(idle_s: float | None = None) -> int:
+    """Run the service until it is stopped, signalled, or idle for ``idle_s`` seconds (default
+    the ``service_idle_minutes`` setting). Exits 0 at once where another service holds the lock."""
+    env = client.env_key()  # as the client that started it sent it (imports below set some variables)
+    rdir = client.runtime_dir()
+    lock_fd = os.open(os.path.join(rdir, "service.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        print("codesight service: another one is running", file=sys.stderr)
+        return 0
+    os.ftruncate(lock_fd, 0)
+    os.write(lock_fd, f"{os.getpid()}\n".encode())
+    os.chdir("/")
+    from codesight_tui import cli
+    from codesight_tui.config import load_settings
+    from codesight_tui.core.engine import CodeSight  # noqa: F401  (warm: the first answer needs it)
+
+    if idle_s is None:
+        idle_s = load_settings().service_idle_minutes * 60
+    path = client.socket_path()
+    try:
+        os.unlink(path)  # we hold the lock: a socket there is a dead service's
+    except FileNotFoundError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        listener.bind(path)
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    inode = os.stat(path).st_ino
+    listener.listen(1024)
+    listener.settimeout(0.5)
+    service = Service(idle_s, env)
+    cli.ENGINE = service.engine
+    sys.stdout, sys.stderr = _Streams(sys.stdout, "o"), _Streams(sys.stderr, "e")  # type: ignore[assignment]
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: service.stopping.set())
+    threading.Thread(target=service.heartbeat, name="codesight-heartbeat", daemon=True).start()
+    print(f"codesight service {os.getpid()}: listening on {path}", file=sys.__stderr__, flush=True)
+    pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="codesight-serve")
+    try:
+        while not service.stopping.is_set() and not service.idle():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                if service.stopping.is_set():
+                    break
+                raise
+            conn.setblocking(True)
+            pool.submit(service.handle, conn)
+    finally:
+        service.stopping.set()
+        try:
+            if os.stat(path).st_ino == inode:
+                os.unlink(path)
+        except OSError:
+            pass
+        listener.close()
+        pool.shutdown(wait=True, cancel_futures=True)
+        with service.lock:
+            service._close_engines()
+        os.close(lock_fd)
+    return 0
+
+
+def main() -> int:
+    try:
+        return serve()
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,267 @@
+"""The warm service and its thin client, as a user runs them: real processes, a real Unix socket
+in a runtime directory of the test's own, a real index. Searches are BM25 (the served path is the
+same for every mode, and BM25 needs no model)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from codesight_tui import client
+
+FILES = {
+    "uploads/retry.py": 'def retry_failed_upload(chunk, attempts=3):\n    """Retry a failed upload with backoff."""\n'
+                        "    for n in range(attempts):\n        if chunk.send():\n            return True\n"
+                        "    return False\n",
+    "uploads/queue.py": "class UploadQueue:\n    def push(self, item):\n        self.items.append(item)\n",
+    "docs/notes.md": "# Notes\n\nUploads are retried three times before they fail.\n",
+}
+
+
+@pytest.fixture()
+def served(tmp_path, monkeypatch):
+    """A repository indexed for BM25, and a runtime directory of its own (short: a socket path
+    has a 108-byte limit) with the service switched on; every service is stopped at the end."""
+    run_dir = tempfile.mkdtemp(prefix="csr-", dir="/tmp")
+    os.chmod(run_dir, 0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", run_dir)
+    monkeypatch.setenv("CODESIGHT_SERVICE", "auto")
+    repo = tmp_path / "repo"
+    for rel, text in FILES.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    assert cs("index", str(repo), "--no-embed", service="off").returncode == 0
+    yield repo
+    pid = service_pid()
+    if pid:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def cs(*args: str, cwd: Path | None = None, service: str | None = None, env: dict | None = None,
+       timeout: float = 120) -> subprocess.CompletedProcess:
+    full = dict(os.environ, **(env or {}))
+    if service is not None:
+        full["CODESIGHT_SERVICE"] = service
+    return subprocess.run([sys.executable, "-m", "codesight_tui", *args], capture_output=True, text=True,
+                          cwd=str(cwd) if cwd else None, env=full, timeout=timeout)
+
+
+def service_pid() -> int | None:
+    try:
+        text = (Path(client.runtime_dir()) / "service.lock").read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text else None
+
+
+def status() -> dict:
+    out = cs("service", "status", "--json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def wait_for(predicate, timeout: float = 30.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def started() -> bool:
+    try:
+        client.connect(0.5).close()
+        return True
+    except client.Unserved:
+        return False
+
+
+def test_a_first_search_answers_in_process_and_starts_the_service_for_the_next(served):
+    first = cs("search", "retry", "failed", "upload", "--mode", "bm25", cwd=served)
+    assert first.returncode == 0 and "uploads/retry.py" in first.stdout
+    assert wait_for(started), "the first search did not start a service"
+    second = cs("search", "retry", "failed", "upload", "--mode", "bm25", cwd=served)
+    assert (second.returncode, second.stdout) == (0, first.stdout)
+    st = status()
+    assert st["running"] and st["served"] == 1
+    assert [r["root"] for r in st["repositories"]] == [str(served.resolve())]
+
+
+@pytest.mark.parametrize("args", [
+    ("search", "retry", "failed", "upload", "--mode", "bm25"),
+    ("search", "retry upload", "--mode", "bm25", "--json"),
+    ("search", "UploadQueue", "--mode", "bm25", "--vimgrep"),
+    ("related", "uploads/retry.py:2", "--mode", "bm25", "--json"),
+    ("search", "zzqx_nothing_like_it", "--mode", "bm25"),
+    ("search", "retry", "--mode", "bogus"),
+    ("search", "retry", "--lang", "klingon", "--mode", "bm25"),
+    ("search", "retry", "--path", "no/such/dir", "--mode", "bm25"),
+])
+def test_served_output_is_the_in_process_output(served, args):
+    """Every format, a miss, usage errors: the same stdout, stderr and exit code either way, from a
+    subdirectory (relative paths and vimgrep's paths are the client's, not the service's)."""
+    here = served / "uploads"
+    alone = cs(*args, cwd=here, service="off")
+    client.start_service(wait=30)
+    assert started()
+    before = status()["served"]
+    got = cs(*args, cwd=here)
+    assert (got.returncode, got.stdout, got.stderr) == (alone.returncode, alone.stdout, alone.stderr)
+    assert status()["served"] == before + 1
+    if "--vimgrep" in args:
+        assert got.stdout.startswith("queue.py:1:7:class UploadQueue")
+
+
+def test_the_socket_is_the_owners_alone(served):
+    client.start_service(wait=30)
+    sock = Path(client.socket_path())
+    assert stat.S_IMODE(sock.stat().st_mode) == 0o600
+    assert stat.S_IMODE(sock.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE((sock.parent / "service.log").stat().st_mode) == 0o600
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
+def test_another_user_is_refused_even_where_the_modes_let_them_in(served):
+    """Another user cannot reach the socket; and where its directory and socket were opened up by
+    mistake, the service still refuses them by their peer credentials."""
+    client.start_service(wait=30)
+    path = client.socket_path()
+
+    def as_nobody() -> str:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child becomes nobody and tries to search through the service
+            os.close(r)
+            try:
+                os.setgid(65534)
+                os.setuid(65534)
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.settimeout(5)
+                s.connect(path)
+                try:
+                    s.sendall(json.dumps({"v": client.PROTOCOL, "cmd": "ping"}).encode() + b"\n")
+                except BrokenPipeError:
+                    pass  # refused before it asked: the reason is there to read
+                said = s.recv(4096).decode()
+            except OSError as exc:
+                said = f"OSError {exc.errno}"
+            os.write(w, said.encode())
+            os._exit(0)
+        os.close(w)
+        os.waitpid(pid, 0)
+        with os.fdopen(r) as fh:
+            return fh.read()
+
+    assert as_nobody().startswith("OSError")  # 0700 directories, 0600 socket
+    opened = [os.environ["XDG_RUNTIME_DIR"], os.path.dirname(path)]
+    for d in opened:
+        os.chmod(d, 0o755)
+    os.chmod(path, 0o666)
+    said = as_nobody()
+    for d in opened:
+        os.chmod(d, 0o700)
+    assert json.loads(said) == {"refused": "this service belongs to another user"}
+    assert status()["refused"] == 1
+
+
+def test_a_killed_service_leaves_a_stale_socket_that_the_next_call_replaces(served):
+    client.start_service(wait=30)
+    old = service_pid()
+    os.kill(old, signal.SIGKILL)
+    assert wait_for(lambda: not Path(f"/proc/{old}").exists() or "Z" in Path(f"/proc/{old}/stat").read_text().split()[2])
+    assert os.path.exists(client.socket_path())  # stale: nobody listens
+    got = cs("search", "UploadQueue", "--mode", "bm25", "--verbose", cwd=served)
+    assert got.returncode == 0 and "uploads/queue.py" in got.stdout
+    assert "answering in this process: a stale socket" in got.stderr
+    assert wait_for(started)
+    assert service_pid() != old
+    again = cs("search", "UploadQueue", "--mode", "bm25", cwd=served)
+    assert (again.returncode, again.stdout) == (0, got.stdout)
+
+
+def test_a_client_with_other_settings_is_answered_in_its_own_process(served, tmp_path):
+    client.start_service(wait=30)
+    other = {"CODESIGHT_DATA_DIR": str(tmp_path / "elsewhere")}
+    got = cs("search", "UploadQueue", "--mode", "bm25", "--verbose", cwd=served, env=other)
+    assert "started with other CODESIGHT_*/XDG_* settings" in got.stderr
+    assert got.returncode == 0 and "uploads/queue.py" in got.stdout  # indexed afresh in its own data dir
+    assert status()["served"] == 0
+
+
+def test_the_service_keeps_a_served_repository_fresh(served):
+    client.start_service(wait=30)
+    assert cs("search", "UploadQueue", "--mode", "bm25", cwd=served).returncode == 0
+    assert wait_for(lambda: status()["repositories"][0]["watching"])
+    (served / "uploads" / "resume.py").write_text("def resume_interrupted_transfer(token):\n    return token\n")
+
+    def found() -> bool:
+        got = cs("search", "resume_interrupted_transfer", "--mode", "bm25", cwd=served)
+        return "uploads/resume.py" in got.stdout
+
+    assert wait_for(found, 30)
+    assert status()["served"] >= 2
+
+
+def test_an_idle_service_exits_and_takes_its_socket(served, monkeypatch):
+    client.start_service(wait=30)
+    pid = service_pid()
+    assert cs("service", "stop").stdout.strip() == "codesight service: stopped"
+    assert not os.path.exists(client.socket_path())
+    assert wait_for(lambda: not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2])
+    monkeypatch.setenv("CODESIGHT_SERVICE_IDLE_MINUTES", "0.02")  # 1.2 s
+    client.start_service(wait=30)
+    assert started()
+    assert wait_for(lambda: not os.path.exists(client.socket_path()), 20)
+    assert cs("service", "status").stdout.startswith("codesight service: not running")
+
+
+def test_switched_off_means_no_service(served):
+    got = cs("search", "UploadQueue", "--mode", "bm25", cwd=served, service="off")
+    assert got.returncode == 0
+    time.sleep(1.0)
+    assert not started() and service_pid() is None
+    assert cs("service", "start", env={"CODESIGHT_SERVICE": "off"}).returncode == 2
+
+
+def test_many_concurrent_calls_are_all_answered(served):
+    """200 clients at once (the torture harness makes 1,000): every answer whole and right."""
+    client.start_service(wait=30)
+    expected = cs("search", "retry", "upload", "--mode", "bm25", "--json", cwd=served, service="off").stdout
+    results: list = []
+
+    def one() -> None:
+        out: list[str] = []
+        try:
+            end = client.request({"v": client.PROTOCOL, "install": client.install_key(), "env": client.env_key(),
+                                  "argv": ["search", "retry", "upload", "--mode", "bm25", "--json"],
+                                  "cwd": str(served), "tty": False},
+                                 lambda m: out.append(m.get("o", "")), silence=60)
+            results.append((end["rc"], "".join(out)))
+        except client.Unserved as exc:
+            results.append((None, str(exc)))
+
+    threads = [threading.Thread(target=one) for _ in range(200)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results.count((0, expected)) == 200, {r for r in results if r != (0, expected)}
+    assert status()["served"] == 200
