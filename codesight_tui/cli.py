@@ -13,9 +13,10 @@ import sys
 import time
 from pathlib import Path
 
+from codesight_tui.core.modes import MODES
+
 COMMANDS = ("index", "search", "related", "ask", "status", "watch", "mcp", "eval", "cache", "stats", "install",
             "uninstall", "service")
-MODES = ("hybrid", "bm25", "vector")
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 # The service (``codesight_tui.service``) sets this to hand ``search`` and ``related`` its warm

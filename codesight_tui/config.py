@@ -18,6 +18,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from codesight_tui.core.modes import Mode
 from codesight_tui.core.redact import SECRET_FILES
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -75,7 +76,7 @@ class Settings(BaseSettings):
                        " than 15, 20, 40, 60 and 120 on the polyglot set and the devset).")
     retriever_depth: int = Field(default=80, ge=1, description="How many hits each retriever contributes"
                                  " (80 measured better than 20, 40 and 60; 120 adds little).")
-    default_mode: Literal["hybrid", "bm25", "vector"] = "hybrid"
+    default_mode: Mode = "hybrid"
     ranking: Literal["stack", "plain"] = Field(
         default="stack", description="Hybrid ranking: the ranking stack on top of RRF, or plain RRF.")
     integrity_check_hours: float = Field(

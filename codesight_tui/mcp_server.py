@@ -20,7 +20,6 @@ import os
 import re
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -30,7 +29,8 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
 from codesight_tui.core.engine import CodeSight
-from codesight_tui.core.errors import CodeSightError, IndexBusyError
+from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.jobs import IndexJob
 from codesight_tui.core.paths import find_repo_root, outermost
 from codesight_tui.core.text import LONE_SURROGATE
 
@@ -124,19 +124,6 @@ class WatchOutput(BaseModel):
 
 
 # --- state -----------------------------------------------------------------------------------
-@dataclass
-class Job:
-    """One background index run of one repository."""
-
-    phase: str = "scan"
-    done: int = 0
-    total: int = 0
-    error: str | None = None
-    lexical_done: threading.Event = field(default_factory=threading.Event)
-    finished: threading.Event = field(default_factory=threading.Event)
-    cancel: threading.Event = field(default_factory=threading.Event)
-
-
 class Repos:
     """The server's repositories: allowed roots, one engine per repository, background index
     runs, watchers. Thread-safe: tools run in worker threads, in parallel."""
@@ -145,7 +132,7 @@ class Repos:
         self.roots = [Path(os.path.realpath(r)) for r in roots]
         self._lock = threading.RLock()
         self.engines: dict[Path, CodeSight] = {}
-        self.jobs: dict[Path, Job] = {}
+        self.jobs: dict[Path, IndexJob] = {}
         self.watchers: dict[Path, object] = {}
         self.caught_up: set[Path] = set()
         self.model_thread: threading.Thread | None = None
@@ -186,50 +173,27 @@ class Repos:
             return cs
 
     # --- indexing ---------------------------------------------------------------------------
-    def start_index(self, repo: Path, force: bool = False) -> tuple[Job, bool]:
+    def start_index(self, repo: Path, force: bool = False) -> tuple[IndexJob, bool]:
         """A background index run of ``repo``: ``(job, started)``; a run already going is reused.
         A watched repository is indexed by its watcher (asked for a full walk)."""
         with self._lock:
             job = self.jobs.get(repo)
-            if job is not None and not job.finished.is_set():
+            if job is None:
+                job = self.jobs[repo] = IndexJob(self.engine(repo))
+            if job.running:
                 return job, False
             watcher = self.watchers.get(repo)
             if watcher is not None and watcher.running and not force:
                 watcher.request_full()
-                job = Job(phase="watch")
-                job.lexical_done.set()
-                job.finished.set()
-                return job, False
-            job = self.jobs[repo] = Job()
+                told = IndexJob(job.engine)  # nothing to wait for: the watcher's batch is the run
+                told.phase = "watch"
+                return told, False
             self.caught_up.add(repo)
-        threading.Thread(target=self._index, args=(repo, job, force), name=f"codesight-index-{repo.name}",
-                         daemon=True).start()
-        return job, True
+            return job, job.start(force=force)
 
-    def _index(self, repo: Path, job: Job, force: bool) -> None:
-        cs = self.engine(repo)
-
-        def progress(ev) -> None:
-            job.phase, job.done, job.total = ev.phase, ev.done, ev.total
-            if ev.phase == "embed":
-                job.lexical_done.set()  # BM25 answers are complete from here on
-
-        try:
-            cs.index(progress, force=force, cancel=job.cancel)
-        except IndexBusyError:
-            job.error = "another process is indexing this repository: searching what it has committed so far"
-        except CodeSightError as exc:
-            job.error = str(exc)
-        except Exception as exc:  # never lose the server to one repository
-            job.error = f"indexing failed: {type(exc).__name__}: {exc}"
-        finally:
-            job.phase = "done"
-            job.lexical_done.set()
-            job.finished.set()
-
-    def running(self, repo: Path) -> Job | None:
+    def running(self, repo: Path) -> IndexJob | None:
         job = self.jobs.get(repo)
-        return job if job is not None and not job.finished.is_set() else None
+        return job if job is not None and job.running else None
 
     def load_model(self, cs: CodeSight) -> None:
         """Load the shared model in the background (a first search never waits for it)."""
@@ -272,9 +236,9 @@ class Repos:
         for w in list(self.watchers.values()):
             w.stop(timeout=1)
         for job in self.jobs.values():
-            job.cancel.set()
+            job.cancel()
         for job in self.jobs.values():
-            job.finished.wait(2)
+            job.wait(2)
         for cs in self.engines.values():
             cs.close()
 
@@ -312,7 +276,7 @@ def _hit(r) -> Hit:
                slide=r.slide, location=r.location, snippet=snippet)
 
 
-async def _wait_lexical(job: Job, ctx, cs: CodeSight, limit: float = LEXICAL_WAIT_S) -> None:
+async def _wait_lexical(job: IndexJob, ctx, cs: CodeSight, limit: float = LEXICAL_WAIT_S) -> None:
     """Wait (up to ``limit``) for a run's lexical phase to commit, reporting progress to the client.
     A run that found another writer at work waits for that writer's lexical phase instead."""
     end = time.monotonic() + limit
@@ -528,8 +492,7 @@ def _watch(repos: Repos, repo: Path) -> WatchOutput:
         repos.caught_up.add(repo)  # the watcher's first batch catches up with the whole tree
         job = repos.running(repo)
     if job is not None:  # the watcher takes over: its runs give way to each new change, a plain run doesn't
-        job.cancel.set()
-        job.finished.wait(30)
+        job.cancel(wait=30)
     with repos._lock:
         watcher = repos.watchers[repo] = cs.watch()
     return WatchOutput(repo=str(repo), watching=True, mode=watcher.mode, batches=0,

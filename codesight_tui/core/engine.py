@@ -33,6 +33,7 @@ from codesight_tui.core.languages import is_document
 from codesight_tui.core.paths import index_dir_for
 from codesight_tui.core.related import RelatedSource
 from codesight_tui.core.searcher import MODES, Hits, rrf_fuse, search
+from codesight_tui.core.status import ChangedFiles, IndexStatus, SecretsStatus
 from codesight_tui.core.store import SCHEMA_VERSION, Store
 from codesight_tui.core.text import LONE_SURROGATE
 from codesight_tui.core.tokens import ModelInfo, resolve_model
@@ -1112,7 +1113,7 @@ class CodeSight:
             return True
         return writer_active(self.index_dir / "write.lock")
 
-    def changed_files(self) -> dict[str, list[str]]:
+    def changed_files(self) -> ChangedFiles:
         """Files that differ on disk from the index: ``{"added", "modified", "deleted"}``."""
         if not self.has_index():
             return {"added": [], "modified": [], "deleted": []}
@@ -1124,9 +1125,10 @@ class CodeSight:
         modified = [e.rel_path for e in changed if e.rel_path in known]
         return {"added": added, "modified": modified, "deleted": deleted}
 
-    def status(self, check_disk: bool = True) -> dict:
-        """Counts, model, freshness and size of the index; never loads the model."""
-        out: dict = {"root": str(self.root), "index_dir": str(self.index_dir), "indexed": self.has_index()}
+    def status(self, check_disk: bool = True) -> IndexStatus:
+        """Counts, model, freshness and size of the index (``core.status.IndexStatus``); never
+        loads the model."""
+        out: IndexStatus = {"root": str(self.root), "index_dir": str(self.index_dir), "indexed": self.has_index()}
         if not self.has_index():
             out.update(files=0, chunks=0, vectors=0, pending=0, model=self.model_info.name, static_vectors=0,
                        last_indexed=None, changed=None, index_bytes=0, vector_coverage=0.0,
@@ -1164,7 +1166,7 @@ class CodeSight:
             out["changed_files"] = ch
         return out
 
-    def _secrets_status(self, store) -> dict:
+    def _secrets_status(self, store) -> SecretsStatus:
         """Files never read because they are named like secrets, and secrets masked in the rest."""
         masked = store.masked()
         return {"files_skipped": store.skipped().get("secret", 0), "masked": masked["secrets"],

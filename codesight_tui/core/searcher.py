@@ -8,9 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from codesight_tui.core.languages import DOCUMENT_LANGUAGES
+from codesight_tui.core.modes import MODES
 from codesight_tui.core.text import fts_query, query_terms
-
-MODES = ("hybrid", "bm25", "vector")
 
 
 @dataclass(slots=True)

@@ -28,6 +28,7 @@ from textual.widgets import Footer, Input, OptionList
 from textual.worker import get_current_worker
 
 from codesight_tui.core.errors import CodeSightError, IndexBusyError
+from codesight_tui.core.modes import MODES
 from codesight_tui.core.text import printable
 from codesight_tui.tui.editor import editor_argv, knows_line, viewer_argv
 from codesight_tui.tui.messages import (
@@ -45,7 +46,6 @@ from codesight_tui.tui.widgets.preview import Preview, render_hit
 from codesight_tui.tui.widgets.results import ResultsList
 from codesight_tui.tui.widgets.status import IndexState, StatusBar
 
-MODES = ("hybrid", "bm25", "vector")
 TOP_K = 50
 LIKE = "like:"
 LEXICAL_COMMITTED = ("distill", "static", "embed")  # phases of a run after its lexical phase has committed  # a query that starts so asks for code like a place: like: src/app.py:42
