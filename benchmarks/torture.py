@@ -1299,7 +1299,7 @@ def section_service(env: Env, args) -> None:
                         c.settimeout(10)
                         c.connect(sock)
                         try:
-                            c.sendall(b'{"v": 1, "cmd": "ping"}\n')
+                            c.sendall(b'{"v": 2, "cmd": "ping"}\n')
                         except BrokenPipeError:
                             pass  # refused before it asked: the reason is there to read
                         said = c.recv(4096).decode()

@@ -2,7 +2,7 @@
 
 ``codesight search`` and ``codesight related`` send their arguments to the user's service
 (``codesight_tui.service``) over a Unix socket and print what it streams back: a fresh process
-imports nothing but ``os``, ``sys``, ``socket`` and ``json`` here, and the service answers from
+imports nothing but ``os``, ``sys`` and ``_socket`` here, and the service answers from
 engines it keeps open. Where there is no service, or it answers wrongly or late, the command runs
 in this process as before (``--verbose`` says why, once) and a service is started for the next
 call. ``CODESIGHT_SERVICE=off`` (or ``service = "off"`` in the config) turns all of this off.
@@ -17,7 +17,7 @@ import stat
 import sys
 
 SERVED = ("search", "related")
-PROTOCOL = 1
+PROTOCOL = 2
 CONNECT_TIMEOUT = 1.0  # seconds to connect and be accepted
 SILENCE_TIMEOUT = 5.0  # seconds without a word (the service sends one every second while it works)
 # Environment variables that change what a command does: a service started with other values
@@ -117,15 +117,38 @@ def connect(timeout: float = CONNECT_TIMEOUT):
     return sock
 
 
-def request(message: dict, on_message, *, silence: float = SILENCE_TIMEOUT) -> dict:
-    """Send one request and hand each streamed message to ``on_message`` until the last one, which
-    is returned. ``Unserved`` where the service cannot be reached, refuses, or goes silent."""
-    import json
+# JSON for the request, written here: the json module costs 17 ms to import (re, enum), more than
+# half of a served call. Control characters and lone surrogates (a path that is not UTF-8) are
+# escaped, so the service's json.loads gets back exactly these strings.
+_ESCAPES = {i: f"\\u{i:04x}" for i in (*range(0x20), *range(0xD800, 0xE000))}
+_ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\"})
+FRAME_KINDS = {b"o": "o", b"e": "e", b"k": "k", b"r": "rc", b"x": "refused", b"s": "status"}
 
+
+def to_json(value: object) -> str:
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return '"' + value.translate(_ESCAPES) + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(to_json(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(to_json(str(k)) + ":" + to_json(v) for k, v in value.items()) + "}"
+    raise TypeError(f"not sent to the service: {type(value).__name__}")
+
+
+def request(message: dict, on_message, *, silence: float = SILENCE_TIMEOUT) -> dict:
+    """Send one request (a JSON line) and hand each message of the answer to ``on_message`` until
+    the last one, ``{"rc": n}``, which is returned. The answer is frames: a kind byte (``o``
+    stdout, ``e`` stderr, ``k`` still working, ``s`` status as JSON, ``r`` the exit code, ``x``
+    refused), a 4-byte big-endian length, and that many bytes of UTF-8. ``Unserved`` where the
+    service cannot be reached, refuses, goes silent or says something else."""
     sock = connect()
     try:
         try:
-            sock.sendall(json.dumps(message).encode() + b"\n")
+            sock.sendall(to_json(message).encode() + b"\n")
         except OSError:
             pass  # a service that refused at once has closed its end: its reason is still there to read
         sock.settimeout(silence)
@@ -140,19 +163,27 @@ def request(message: dict, on_message, *, silence: float = SILENCE_TIMEOUT) -> d
             if not data:
                 raise Unserved("the service closed the connection")
             buf += data
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
+            while len(buf) >= 5:
+                size = int.from_bytes(buf[1:5], "big")
+                if len(buf) < 5 + size:
+                    break
+                kind, payload, buf = FRAME_KINDS.get(buf[:1]), buf[5:5 + size], buf[5 + size:]
                 try:
-                    msg = json.loads(line)
+                    text = payload.decode()
+                    if kind is None:
+                        raise ValueError
+                    if kind == "refused":
+                        raise Unserved(f"the service refused: {text}")
+                    if kind == "rc":
+                        return {"rc": int(text)}
                 except ValueError:
                     raise Unserved("the service answered something that is not its protocol") from None
-                if not isinstance(msg, dict):
-                    raise Unserved("the service answered something that is not its protocol")
-                if "refused" in msg:
-                    raise Unserved(f"the service refused: {msg['refused']}")
-                if "rc" in msg:
-                    return msg
-                on_message(msg)
+                if kind == "status":
+                    import json  # codesight service status only
+
+                    on_message({"status": json.loads(text)})
+                else:
+                    on_message({kind: text})
     finally:
         sock.close()
 
@@ -213,11 +244,11 @@ def start_service(wait: float = 0.0) -> int | None:
                (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600),
                (os.POSIX_SPAWN_DUP2, 1, 2)]
     # The current directory (a repository that may hold a json.py) must not shadow the library: -c
-    # puts it first on sys.path, and the code takes it off before importing anything. The service
-    # waits a moment first: the call that started it is still exiting, and on two cores the
-    # service's imports would slow that down.
-    code = ("import sys, time; del sys.path[0]; time.sleep(%s); from codesight_tui.service import main;"
-            " sys.exit(main())" % (0.0 if wait else 0.3))
+    # puts it first on sys.path, and the code takes it off before importing anything. Unless told
+    # to hurry, the service takes its lock and then waits a moment: the call that started it is
+    # still exiting, and on two cores the service's imports would slow that down.
+    code = ("import sys; del sys.path[0]; from codesight_tui.service import main;"
+            f" sys.exit(main(delay={0.0 if wait else 0.5}))")
     try:
         pid = os.posix_spawn(sys.executable, [sys.executable, "-c", code], dict(os.environ), file_actions=actions,
                              setsid=True)

@@ -13,8 +13,9 @@ a socket left by a service that was killed is replaced. kill -9 loses nothing: i
 SQLite transactions under the writer lock, as in any other process.
 
 Protocol: one JSON line from the client, ``{v, install, env, argv, cwd, tty}`` or ``{..., cmd:
-"ping"|"stop"}``; then JSON lines back: ``{"o": text}`` (stdout), ``{"e": text}`` (stderr),
-``{"k": 1}`` every second while a command runs, and last ``{"rc": n}`` (or ``{"refused": why}``).
+"ping"|"stop"}``; then frames back (``client.request`` reads them): stdout and stderr text as the
+command writes it, a keep-alive every second while it runs, and last its exit code (or why the
+request was refused).
 """
 
 from __future__ import annotations
@@ -93,8 +94,12 @@ class _Reply:
         if self.out and "o" not in msg:
             text, self.out, self.size = "".join(self.out), [], 0
             self._send({"o": text})
+        (key, value), = msg.items()
+        kind = {"o": b"o", "e": b"e", "k": b"k", "rc": b"r", "refused": b"x", "status": b"s"}[key]
+        text = json.dumps(value) if key == "status" else "" if key == "k" else str(value)
+        payload = text.encode("utf-8", "replace")
         try:
-            self.conn.sendall(json.dumps(msg, ensure_ascii=False).encode() + b"\n")
+            self.conn.sendall(kind + len(payload).to_bytes(4, "big") + payload)
         except OSError:
             self.gone = True  # the client went away (Ctrl-C): the command finishes unheard
 
@@ -320,9 +325,10 @@ class Service:
             return self.idle_s > 0 and self.busy == 0 and time.monotonic() - self.last > self.idle_s
 
 
-def serve(idle_s: float | None = None) -> int:
+def serve(idle_s: float | None = None, delay: float = 0.0) -> int:
     """Run the service until it is stopped, signalled, or idle for ``idle_s`` seconds (default
-    the ``service_idle_minutes`` setting). Exits 0 at once where another service holds the lock."""
+    the ``service_idle_minutes`` setting). Exits 0 at once where another service holds the lock;
+    else waits ``delay`` seconds holding it before it loads anything (see ``client.start_service``)."""
     env = client.env_key()  # as the client that started it sent it (imports below set some variables)
     rdir = client.runtime_dir()
     lock_fd = os.open(os.path.join(rdir, "service.lock"), os.O_RDWR | os.O_CREAT, 0o600)
@@ -334,6 +340,7 @@ def serve(idle_s: float | None = None) -> int:
     os.ftruncate(lock_fd, 0)
     os.write(lock_fd, f"{os.getpid()}\n".encode())
     os.chdir("/")
+    time.sleep(delay)
     from codesight_tui import cli
     from codesight_tui.config import load_settings
     from codesight_tui.core.engine import CodeSight  # noqa: F401  (warm: the first answer needs it)
@@ -390,9 +397,9 @@ def serve(idle_s: float | None = None) -> int:
     return 0
 
 
-def main() -> int:
+def main(delay: float = 0.0) -> int:
     try:
-        return serve()
+        return serve(delay=delay)
     except KeyboardInterrupt:
         return 130
 

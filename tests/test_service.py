@@ -178,7 +178,7 @@ def test_another_user_is_refused_even_where_the_modes_let_them_in(served):
     said = as_nobody()
     for d in opened:
         os.chmod(d, 0o700)
-    assert json.loads(said) == {"refused": "this service belongs to another user"}
+    assert said == "x\x00\x00\x00\x24this service belongs to another user"  # a refusal frame
     assert status()["refused"] == 1
 
 
