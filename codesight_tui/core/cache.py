@@ -11,6 +11,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -176,7 +177,7 @@ class EmbeddingCache:
             c.execute("ROLLBACK")
             raise
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         n, oldest = self.conn.execute("SELECT count(*), min(used) FROM vec").fetchone()
         return {"path": str(self.path), "entries": n, "bytes": _file_bytes(self.path), "oldest_use": oldest}
 
@@ -186,7 +187,7 @@ class EmbeddingCache:
         c.execute("VACUUM")
         c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
-    def prune(self, max_bytes: int | None = None, older_than_s: float | None = None) -> dict:
+    def prune(self, max_bytes: int | None = None, older_than_s: float | None = None) -> dict[str, Any]:
         """Drop entries unused for ``older_than_s``, then the least recently used until the file
         is under ``max_bytes``; the file is compacted afterwards. Returns what it did."""
         before = self.stats()

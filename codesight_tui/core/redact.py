@@ -180,8 +180,8 @@ def _spec(patterns: tuple[str, ...]) -> tuple[pathspec.GitIgnoreSpec, re.Pattern
     every path) is not a secret whatever the negations say, and one search tells (a spec tries its
     patterns one by one: 40 us a path, which a branch switch of 3,000 files felt)."""
     spec = pathspec.GitIgnoreSpec.from_lines(list(patterns))
-    including = [p.regex.pattern.replace("(?P<ps_d>/)", "(?:/)") for p in spec.patterns
-                 if p.include and getattr(p, "regex", None) is not None]
+    including = [regex.pattern.replace("(?P<ps_d>/)", "(?:/)") for p in spec.patterns
+                 if p.include and (regex := getattr(p, "regex", None)) is not None]
     try:
         quick = re.compile("|".join(f"(?:{x})" for x in including)) if including else None
     except re.error:  # a pattern this version of pathspec writes otherwise: the spec alone decides

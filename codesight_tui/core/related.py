@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.text import STOPWORDS, split_identifier
+
+if TYPE_CHECKING:
+    from codesight_tui.core.store import Store
 
 MAX_TERMS = 32  # BM25 words taken from the chunk: its most frequent names' parts
 _TARGET = re.compile(r"^(?P<path>.+?):(?P<line>\d+)(?::\d+)?$")  # path:line, or vimgrep's path:line:col
@@ -73,7 +78,8 @@ def parse_target(target: str, root: Path) -> tuple[str, int | None] | None:
     return rel.as_posix(), line
 
 
-def find_source(store, root: Path, target: str, definitions) -> RelatedSource:
+def find_source(store: Store, root: Path, target: str,
+                definitions: Callable[[Store, str], list[int]]) -> RelatedSource:
     """The chunk ``target`` names in this index: the smallest chunk holding ``path:line`` (a path
     alone: its first chunk), or the definition of a symbol (``definitions(store, name)``)."""
     where = parse_target(target, root)

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -182,7 +183,8 @@ class StaticEmbedder:
         return _normalise(out)
 
     def encode_query(self, text: str) -> np.ndarray:
-        return self.encode([text])[0]
+        vector: np.ndarray = self.encode([text])[0]
+        return vector
 
     def known_share(self, words: list[str]) -> float:
         """The share of ``words`` that are whole words of the model's vocabulary (one token, not
@@ -224,7 +226,7 @@ class StaticIndex:
         top = top[np.argsort(-sims[top], kind="stable")]
         return [(int(self.ids[k]), float(sims[k])) for k in top]
 
-    def vectors(self, ids) -> dict[int, np.ndarray]:
+    def vectors(self, ids: Iterable[int]) -> dict[int, np.ndarray]:
         """Stored static vectors of chunk ids, by id (those it has)."""
         ids = list(ids)
         if not ids or not len(self.ids):

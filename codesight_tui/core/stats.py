@@ -41,7 +41,7 @@ class RepoUsage:
         """The share of the files' tokens the answers spared (0 where nothing was served)."""
         return 1.0 - self.tokens / self.file_tokens if self.file_tokens else 0.0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return {"repo": self.repo, "searches": self.searches, "results": self.results, "tokens": self.tokens,
                 "file_tokens": self.file_tokens, "saved": round(self.saved, 4), "first": self.first,
                 "last": self.last}

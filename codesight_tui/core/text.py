@@ -40,7 +40,7 @@ except re.error:  # Python 3.10: the same matches, with backtracking that can ne
 _EXPANSIONS: dict[str, tuple[str, ...]] = {}
 
 
-def _with_words(m: re.Match) -> str:
+def _with_words(m: re.Match[str]) -> str:
     parts = _split_cached(m.group(0))
     return f"{m.group(0)} ({' '.join(parts)})" if len(parts) > 1 else m.group(0)
 

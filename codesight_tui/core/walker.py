@@ -7,6 +7,7 @@ import re
 import stat
 import subprocess
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -53,7 +54,7 @@ def clamp_mtime(mtime_ns: int) -> int:
 class WalkStats:
     """What the walk passed over, by reason (``too_large``, ``binary``, ``unreadable``, ...)."""
 
-    skipped: Counter = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
     symlink_dirs: int = 0  # symlinks to directories seen (file watchers would follow them)
 
     def skip(self, reason: str, n: int = 1) -> None:
@@ -69,7 +70,7 @@ def _tame(line: str) -> str:
     characters", ``?`` k times then ``*``; repeated ``**/`` segments are one."""
     if "[" in line or "\\" in line:
         return line
-    parts = []
+    parts: list[str] = []
     for seg in line.split("/"):
         if seg != "**":
             seg = _WILDCARD_RUN.sub(lambda m: "?" * m.group().count("?") + ("*" if "*" in m.group() else ""), seg)
@@ -124,7 +125,7 @@ def _mtime(path: Path) -> int:
 
 
 @lru_cache(maxsize=64)
-def _excludes_file(root_str: str, env: tuple, *config_mtimes: int) -> Path | None:
+def _excludes_file(root_str: str, env: tuple[str | None, ...], *config_mtimes: int) -> Path | None:
     root = Path(root_str)
     try:
         out = subprocess.run(["git", "config", "--path", "--get", "core.excludesFile"], cwd=root,
@@ -200,7 +201,7 @@ class IgnoreMatcher:
         self.rules = IgnoreRules(self.root, self.exclude, self.secret_files)
         self._specs.clear()
 
-    def _dir_specs(self, rel_dir: str):
+    def _dir_specs(self, rel_dir: str) -> list[tuple[str, pathspec.GitIgnoreSpec]]:
         specs = self._specs.get(rel_dir)
         if specs is None:
             specs = self._specs[rel_dir] = self.rules.dir_specs(self.root / rel_dir if rel_dir else self.root, rel_dir)
@@ -266,7 +267,7 @@ def entry_for(root: Path, rel_path: str, *, max_file_size: int = 1_000_000, stat
 
 def walk(root: str | Path, *, max_file_size: int = 1_000_000, exclude: list[str] | None = None,
          stats: WalkStats | None = None, max_document_size: int = MAX_DOCUMENT_SIZE,
-         secret_files: tuple[str, ...] | list[str] = SECRET_FILES):
+         secret_files: tuple[str, ...] | list[str] = SECRET_FILES) -> Iterator[FileEntry]:
     """Yield every indexable ``FileEntry`` under ``root``, sorted per directory, depth first.
 
     Skips ignored paths, VCS directories, files named like secrets (``secret_files``, counted as
@@ -288,7 +289,9 @@ def walk(root: str | Path, *, max_file_size: int = 1_000_000, exclude: list[str]
 
     # Each frame: (directory, its relative path, the ignore specs in force, its sorted entries
     # still to visit, reversed so that pop() takes them in name order).
-    def frame(dir_abs: Path, rel_dir: str, parent_stack):
+    Frame = tuple[str, list[tuple[str, pathspec.GitIgnoreSpec]], list[os.DirEntry[str]]]
+
+    def frame(dir_abs: Path, rel_dir: str, parent_stack: list[tuple[str, pathspec.GitIgnoreSpec]]) -> Frame | None:
         stack = parent_stack + rules.dir_specs(dir_abs, rel_dir)
         try:
             with os.scandir(dir_abs) as it:

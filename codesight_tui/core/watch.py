@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from codesight_tui.core.walker import ALWAYS_SKIPPED_DIRS, IGNORE_FILES, IgnoreMatcher
 
@@ -180,7 +181,7 @@ class Watcher:
             except Exception:
                 pass
 
-    def _relative(self, raw: set) -> list[tuple[str, str]]:
+    def _relative(self, raw: set[tuple[Any, str]]) -> list[tuple[str, str]]:
         out = []
         for change, p in raw:
             try:
