@@ -501,3 +501,21 @@ def test_a_row_whose_text_is_no_longer_utf8_is_damage_and_the_next_index_rebuild
     assert any("damaged" in w for w in report.warnings)
     assert cs.search("hash_password", mode="bm25")[0].path == "src/auth.py"
     cs.close()
+
+
+def test_a_status_call_never_takes_the_notice_a_search_should_show(repo, settings, hash_embedder):
+    """Notices are told once per reader: MCP runs status and search in parallel, and whichever came
+    first used to empty the one shared list."""
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    cs.index()
+    cs.close()
+    for suffix in ("-wal", "-shm"):
+        (cs.index_dir / f"index.db{suffix}").unlink(missing_ok=True)
+    (cs.index_dir / "index.db").write_bytes(b"this is not a database" * 100)
+    cs2 = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    said = [n for n in cs2.status()["notices"] if "rebuilt" in n]
+    assert said  # status tells it...
+    hits = cs2.search("haversine", mode="bm25")
+    assert said[0] in hits.notices  # ...and so does the search that comes after
+    assert not cs2.search("haversine", mode="bm25").notices  # each reader once
+    assert said[0] not in cs2.status()["notices"]

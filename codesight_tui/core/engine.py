@@ -172,7 +172,11 @@ class CodeSight:
         self.root = root.resolve()
         self.settings = _settings(settings, overrides)
         self.index_dir = index_dir_for(self.root, self.settings.data_dir)
-        self._events: list[str] = []  # what happened to the index (rebuilt, read-only): told once
+        # What happened to the index (rebuilt, read-only, ...), numbered: searches and index runs
+        # tell each one once, and status tells it once on its own (take_notices).
+        self._events: list[tuple[int, str]] = []
+        self._events_told: dict[str, int] = {}
+        self._events_count = 0
         self._events_lock = threading.Lock()
         self._indexing = threading.Event()  # this process's writer is running
         self._store: Store | None = None
@@ -978,17 +982,25 @@ class CodeSight:
 
         return stats.usage(_settings(settings, {}).data_dir)
 
-    def take_notices(self) -> list[str]:
-        """What happened to the index since the last call that reported it (rebuilt after damage,
-        format change, read-only): each is told once, with the next result."""
+    def take_notices(self, reader: str = "answers") -> list[str]:
+        """What happened to the index (rebuilt after damage, format change, read-only) that this
+        reader has not told yet: "answers" (searches and index runs, which share it: a notice an
+        index run reported is not repeated by the search after it) or "status". Each reader tells
+        each notice once, so a status call never takes the notice a search should have shown, even
+        when both run at once (MCP's parallel calls)."""
         with self._events_lock:
-            out, self._events = self._events, []
-        return out
+            told = self._events_told.get(reader, 0)
+            self._events_told[reader] = self._events_count
+            return [message for n, message in self._events if n > told]
 
     def _note(self, message: str) -> None:
         with self._events_lock:
-            if message not in self._events:
-                self._events.append(message)
+            told = self._events_told.get("answers", 0)
+            if any(m == message for n, m in self._events if n > told):
+                return  # the same thing again before it was told (a retried open): told once
+            self._events_count += 1
+            self._events.append((self._events_count, message))
+            del self._events[:-64]  # the last 64 are plenty for any reader
 
     @staticmethod
     def query_terms(query: str) -> list[str]:
@@ -1154,7 +1166,8 @@ class CodeSight:
             **self._static_status(out["chunks"]),
             vector_coverage=round(out["vectors"] / out["chunks"], 4) if out["chunks"] else 1.0,
             indexing=self.indexing_now(),
-            notices=self.take_notices() + (["index is read-only: searching without updating"] if store.readonly else []),
+            notices=self.take_notices("status") + (["index is read-only: searching without updating"]
+                                                   if store.readonly else []),
         )
         try:
             out["cache"] = self.cache_status()
