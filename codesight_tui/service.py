@@ -63,7 +63,8 @@ class _Streams:
     def isatty(self) -> bool:
         # A served request's stdout is the client's terminal where it said so (colours); its stderr
         # never is (no progress bars over the socket).
-        return self.key == "o" and bool(getattr(_local, "tty", False)) if getattr(_local, "sink", None) else False
+        served = getattr(_local, "sink", None) is not None
+        return served and self.key == "o" and bool(getattr(_local, "tty", False))
 
     @property
     def encoding(self) -> str:

@@ -118,6 +118,18 @@ def static_model_dir(tmp_path_factory) -> Path:
     return dest
 
 
+def wait_for(predicate, timeout: float = 30.0, every: float = 0.05) -> bool:
+    """Poll ``predicate`` until it is true (True) or ``timeout`` seconds pass (False)."""
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(every)
+    return False
+
+
 @pytest.fixture
 def hash_embedder() -> HashEmbedder:
     return HashEmbedder()

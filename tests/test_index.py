@@ -233,14 +233,19 @@ def test_second_writer_gets_busy_error(repo, settings, hash_embedder):
         assert CodeSight(repo, settings=settings, embedder=hash_embedder).search("haversine", mode="bm25")
 
 
-def test_corrupt_index_is_detected_and_rebuilt(repo, settings, hash_embedder):
-    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+def corrupted_index(repo, settings, embedder) -> CodeSight:
+    """A fresh engine on an index whose database file was overwritten with garbage."""
+    cs = CodeSight(repo, settings=settings, embedder=embedder)
     cs.index()
     cs.close()
     for suffix in ("-wal", "-shm"):
         (cs.index_dir / f"index.db{suffix}").unlink(missing_ok=True)
     (cs.index_dir / "index.db").write_bytes(b"this is not a database" * 100)
-    cs2 = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    return CodeSight(repo, settings=settings, embedder=embedder)
+
+
+def test_corrupt_index_is_detected_and_rebuilt(repo, settings, hash_embedder):
+    cs2 = corrupted_index(repo, settings, hash_embedder)
     r = cs2.index()
     assert any("rebuilt" in n for n in r.warnings)
     assert r.chunks > 0 and cs2.search("haversine", mode="bm25")
@@ -506,13 +511,7 @@ def test_a_row_whose_text_is_no_longer_utf8_is_damage_and_the_next_index_rebuild
 def test_a_status_call_never_takes_the_notice_a_search_should_show(repo, settings, hash_embedder):
     """Notices are told once per reader: MCP runs status and search in parallel, and whichever came
     first used to empty the one shared list."""
-    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
-    cs.index()
-    cs.close()
-    for suffix in ("-wal", "-shm"):
-        (cs.index_dir / f"index.db{suffix}").unlink(missing_ok=True)
-    (cs.index_dir / "index.db").write_bytes(b"this is not a database" * 100)
-    cs2 = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    cs2 = corrupted_index(repo, settings, hash_embedder)
     said = [n for n in cs2.status()["notices"] if "rebuilt" in n]
     assert said  # status tells it...
     hits = cs2.search("haversine", mode="bm25")

@@ -8,7 +8,7 @@ import time
 
 from codesight_tui import CodeSight
 from codesight_tui.core.jobs import BUSY_MESSAGE, IndexJob
-from conftest import HashEmbedder
+from conftest import HashEmbedder, wait_for
 
 
 class SlowEmbedder(HashEmbedder):
@@ -22,15 +22,6 @@ class SlowEmbedder(HashEmbedder):
 def bulk(repo, n: int = 60) -> None:
     for i in range(n):  # about 1,000 chunks: several embedding batches
         (repo / f"bulk_{i}.py").write_text("".join(f"def f_{i}_{j}(x):\n    return x + {j}\n\n\n" for j in range(16)))
-
-
-def wait_until(predicate, timeout: float = 30.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_a_run_reports_its_phases_and_a_second_start_reuses_it(repo, settings):
@@ -65,7 +56,7 @@ def test_requests_during_the_lexical_phase_are_merged_into_one_next_run(repo, se
     job = IndexJob(cs, on_progress=progress)
     (repo / "a.py").write_text("def alpha_marker():\n    return 1\n")
     job.request(paths=["a.py"])
-    assert wait_until(lambda: job.phase == "lexical")
+    assert wait_for(lambda: job.phase == "lexical")
     (repo / "b.py").write_text("def beta_marker():\n    return 2\n")
     (repo / "c.py").write_text("def gamma_marker():\n    return 3\n")
     job.request(paths=["b.py"])
@@ -83,12 +74,12 @@ def test_a_request_during_the_embedding_replaces_the_run_at_once(repo, settings)
     bulk(repo, 120)
     job = IndexJob(cs)
     job.start()
-    assert wait_until(lambda: job.phase == "embed" and job.done > 0)
+    assert wait_for(lambda: job.phase == "embed" and job.done > 0)
     (repo / "late.py").write_text("def saved_during_embedding():\n    return 1\n")
     t0 = time.monotonic()
     job.request(paths=["late.py"])
     # Searchable long before the first run's embedding would have ended (120 files: minutes here).
-    assert wait_until(lambda: bool(cs.search("saved_during_embedding", mode="bm25")), 20)
+    assert wait_for(lambda: bool(cs.search("saved_during_embedding", mode="bm25")), 20)
     assert time.monotonic() - t0 < 10
     assert job.runs == 2
     job.cancel(wait=30)

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import wait_for
 
 from codesight_tui import client
 
@@ -75,15 +76,6 @@ def status() -> dict:
     out = cs("service", "status", "--json")
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
-
-
-def wait_for(predicate, timeout: float = 30.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def started() -> bool:
