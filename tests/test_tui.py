@@ -730,3 +730,34 @@ async def test_several_repositories_are_searched_as_one_list(repo, settings, tmp
                 break
         else:
             pytest.fail("a change in the second repository was not indexed")
+
+
+async def test_alt_keys_as_tmux_sends_them_act_and_type_nothing(repo, settings):
+    """Issue 35, item 7: under tmux, Alt+S and Alt+Y arrive as ESC and the letter, which Textual
+    parses as a printable ``alt+s`` whose character is ``s``: the focused query box typed it."""
+    from textual._xterm_parser import XTermParser
+
+    def keys_from_terminal(data: str):
+        parser = XTermParser()
+        events = list(parser.feed(data))
+        time.sleep(0.2)  # past the escape delay, as the driver's parser would wait
+        return events + list(parser.tick())
+
+    app = make_app(repo, settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await search(app, pilot, "verify password")
+        query = app.query_one("#query")
+        assert app.focused is query
+        results = app.query_one(ResultsList)
+        hit = app.hits[0]
+        for event in keys_from_terminal("\x1bs"):
+            assert event.is_printable  # what the Input would have typed
+            app.post_message(event)
+        await pilot.pause(0.1)
+        assert query.value == "verify password"
+        assert f"{hit.score:.4f}" in str(results.get_option_at_index(0).prompt)
+        for event in keys_from_terminal("\x1by"):
+            app.post_message(event)
+        await pilot.pause(0.1)
+        assert query.value == "verify password" and app.clipboard == hit.content
