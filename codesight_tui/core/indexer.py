@@ -273,6 +273,7 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
     stats = WalkStats()
     workers = _Workers(chunker, max_file_size)
     queue: list = []
+    remembered: Counter = Counter()  # skips kept per file in the table, or not skips for long
     try:
         early = _worker_count(EARLY_WORKERS_FILES // LEXICAL_BATCH_FILES, processes)
         scanned = (scan_paths(root, store, paths, max_file_size, exclude, max_document_size=max_document_size,
@@ -310,6 +311,8 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
             with store.transaction():
                 for e, why in unreadable:
                     stats.skip(why)
+                    if why in ("binary", "changed"):  # kept per file in the table, or read next run
+                        remembered[why] += 1
                     if why == "changed":  # written or swapped since the walk: what was indexed stays
                         continue          # until the next run reads what is there then
                     if why == "binary":  # remembered, so it is not read again until it changes
@@ -327,7 +330,7 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
             if progress:
                 progress(Progress("lexical", done, len(changed), batch[-1].rel_path))
         if documents and not report.cancelled:
-            _index_documents(store, chunker, documents, stats, report, DocumentReader(
+            _index_documents(store, chunker, documents, stats, remembered, report, DocumentReader(
                 document_timeout, document_memory_mb, max_document_size), cancel,
                 lambda path, n: progress and progress(Progress("lexical", done + n, len(changed), path)))
     finally:  # on cancel or Ctrl-C, don't wait for batches nobody will write
@@ -337,8 +340,9 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
     if not report.cancelled and partial_scan:
         store.set_meta(last_indexed=time.time())
     elif not report.cancelled:
-        # Skips this walk met, for `status`; binary files are remembered per file in the table.
-        walk_skips = {k: v for k, v in stats.skipped.items() if k not in ("binary", *DOCUMENT_REASONS)}
+        # Skips this run met, for `status`, but those remembered per file in the table (binary by
+        # content, unreadable documents) and files that changed under the run (read next time).
+        walk_skips = {k: v for k, v in (Counter(stats.skipped) - remembered).items() if v > 0}
         store.set_meta(last_indexed=time.time(), git_head=git_head(root) or "", root=str(root),
                        symlink_dirs=stats.symlink_dirs, skipped=json.dumps(walk_skips, sort_keys=True))
     report.full_scan = not partial_scan
@@ -349,8 +353,8 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
     return report
 
 
-def _index_documents(store, chunker: Chunker, documents: list[FileEntry], stats: WalkStats, report: IndexReport,
-                     reader: DocumentReader, cancel: threading.Event | None, progress) -> None:
+def _index_documents(store, chunker: Chunker, documents: list[FileEntry], stats: WalkStats, remembered: Counter,
+                     report: IndexReport, reader: DocumentReader, cancel: threading.Event | None, progress) -> None:
     """Extract, chunk and write documents one at a time: each is its own transaction, so a
     300-page PDF is searchable as soon as it is read, and a file that can't be read (encrypted,
     corrupt, image-only, over the time limit) is remembered with its reason until it changes."""
@@ -366,6 +370,8 @@ def _index_documents(store, chunker: Chunker, documents: list[FileEntry], stats:
                     report.cancelled = True
                     return
                 stats.skip(err.reason)
+                if err.reason == "changed" or err.reason in DOCUMENT_REASONS:
+                    remembered[err.reason] += 1
                 if err.reason == "changed":  # written or swapped since the walk: the next run reads it
                     continue
                 with store.transaction():
