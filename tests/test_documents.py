@@ -247,3 +247,22 @@ async def test_tui_lists_document_hits_by_page_and_previews_the_extracted_text(t
         monkeypatch.setattr("subprocess.Popen", lambda argv, **kw: opened.append(argv))
         await pilot.press("enter")  # a document goes to the system's viewer, not the editor
         assert opened == [["xdg-open", str(root / "docs" / "design.pdf")]]
+
+
+def test_a_document_hit_marks_the_line_that_answers_not_the_first_mention(tmp_path, settings):
+    """Issue 35, item 7: a PDF preview marked the first line holding any word of the query, often
+    a passing mention above the passage that answers; now the line holding the most of them (a
+    plural also counts where the text has the singular)."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    make_pdf(root / "guide.pdf", [["Storage", "Every server keeps a cache of recent pages.",
+                                   "Pages are written to disk in batches.",
+                                   "Eviction drops the least recently used page when the cache is full.",
+                                   "Closing words."]])
+    cs = CodeSight(root, settings=settings)
+    cs.index(embed=False)
+    hit = cs.search("cache eviction of least recently used pages", mode="bm25")[0]
+    text = cs.document_text(hit.path)
+    title, strips, row = render_hit(root, hit, document=text)
+    assert "Eviction drops the least recently used page" in "".join(seg.text for seg in strips[row])
+    cs.close()

@@ -273,8 +273,24 @@ def _set_target_lines(results: list[SearchResult], query: str) -> None:
                          None)
         if found is None and words:
             low = [ln.lower() for ln in lines]
-            found = next((k for k, ln in enumerate(low) if any(w in ln for w in words)), None)
+            if r.language in DOCUMENT_LANGUAGES:
+                found = _best_prose_line(low, words)
+            else:
+                found = next((k for k, ln in enumerate(low) if any(w in ln for w in words)), None)
         r.line = r.start_line + (found or 0)
+
+
+def _best_prose_line(lines: list[str], words: list[str]) -> int | None:
+    """In a document's text, the line holding the most of the query's words (the first of those
+    that tie), where a word also counts in another form (``types`` on a line with ``type``): the
+    first line holding any word is often a passing mention above the passage that answers."""
+    forms = [(w, w[:-1] if w.endswith("s") and len(w) > 3 else w) for w in words]
+    best, best_n = None, 0
+    for k, ln in enumerate(lines):
+        n = sum(1 for w, stem in forms if w in ln or stem in ln)
+        if n > best_n:
+            best, best_n = k, n
+    return best
 
 
 _KEYWORDS = re.compile(r"^(?:[a-z_]+\s+)+(?=[^\s])")
