@@ -12,14 +12,15 @@ at a time:
   for the writer lock its predecessor lets go. What was committed stays.
 
 Another process's writer is not an error: ``busy`` says so, and search goes on over what that
-writer has committed.
+writer has committed. ``on_idle`` hears how the last run ended once nothing is left to run (a run
+that was replaced, or followed by a queued one, is not an ending anyone waits for).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from codesight_tui.core.errors import CodeSightError, IndexBusyError
 from codesight_tui.core.indexer import IndexReport, Progress
@@ -32,15 +33,25 @@ LEXICAL_COMMITTED = ("distill", "static", "embed")
 BUSY_MESSAGE = "another process is indexing this repository: searching what it has committed so far"
 
 
+class Ending(NamedTuple):
+    """How a job's last run ended: its report (None after an error; ``report.cancelled`` after
+    ``cancel()``), the error in one line, and whether that error is another process's writer."""
+
+    job: IndexJob
+    report: IndexReport | None
+    error: str | None
+    busy: bool
+
+
 class IndexJob:
     """Index runs of one engine, one at a time, in a background thread (see the module)."""
 
     def __init__(self, engine: CodeSight, *, embed: bool = True, on_progress: Callable[[Progress], None] | None = None,
-                 on_finish: Callable[[IndexJob], None] | None = None, name: str | None = None) -> None:
+                 on_idle: Callable[[Ending], None] | None = None, name: str | None = None) -> None:
         self.engine = engine
         self.embed = embed
         self.on_progress = on_progress
-        self.on_finish = on_finish
+        self.on_idle = on_idle
         self.name = name or f"codesight-index-{engine.root.name}"
         self.phase = "idle"
         self.done = 0
@@ -117,20 +128,21 @@ class IndexJob:
             with self._lock:
                 if self._queued is None:
                     self.phase = "done"
+                    ending = Ending(self, self.report, self.error, self.busy)  # before a new run resets them
                     self.lexical_done.set()
                     self.finished.set()
-                    return
+                    break
                 (force, paths), self._queued = self._queued, None
                 wait, self._replacing = self._replacing, False
                 self._cancel.clear()
                 self.phase, self.done, self.total = "scan", 0, 0
                 self.runs += 1
             self._run(force, None if paths is None else sorted(paths), wait)
-            if self.on_finish is not None:
-                try:
-                    self.on_finish(self)
-                except Exception:
-                    pass  # a caller's hook never stops the loop
+        if self.on_idle is not None:
+            try:
+                self.on_idle(ending)
+            except Exception:
+                pass  # a caller's hook never breaks the job
 
     def _run(self, force: bool, paths: list[str] | None, wait: bool) -> None:
         def progress(ev: Progress) -> None:

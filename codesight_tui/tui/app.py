@@ -27,7 +27,8 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, OptionList
 from textual.worker import get_current_worker
 
-from codesight_tui.core.errors import CodeSightError, IndexBusyError
+from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.jobs import LEXICAL_COMMITTED, Ending, IndexJob
 from codesight_tui.core.modes import MODES
 from codesight_tui.core.text import printable
 from codesight_tui.tui.editor import editor_argv, knows_line, viewer_argv
@@ -35,6 +36,7 @@ from codesight_tui.tui.messages import (
     FilesChanged,
     IndexFailed,
     IndexFinished,
+    IndexIdle,
     IndexProgress,
     ModelFailed,
     ModelReady,
@@ -47,8 +49,7 @@ from codesight_tui.tui.widgets.results import ResultsList
 from codesight_tui.tui.widgets.status import IndexState, StatusBar
 
 TOP_K = 50
-LIKE = "like:"
-LEXICAL_COMMITTED = ("distill", "static", "embed")  # phases of a run after its lexical phase has committed  # a query that starts so asks for code like a place: like: src/app.py:42
+LIKE = "like:"  # a query that starts so asks for code like a place: like: src/app.py:42
 
 
 class QueryInput(Input):
@@ -115,15 +116,16 @@ class CodeSightApp(App[int]):
         self._search_pending = False
         self._shown_key: tuple | None = None  # (query, mode, glob, language) of the hits on screen
         self._reindex_timer: Timer | None = None
-        self._reindex_again = False
+        self._jobs: dict[Path, IndexJob] = {}  # the index runs of each repository, one at a time
+        self._todo: dict[Path, tuple] = {}  # repositories waiting for a run: (engine, force, paths or None)
+        self._report = None  # the last repository's report, for IndexFinished
         self._indexing = False
         self._stop = threading.Event()
         self._watching = False
         self._watchers: list = []
         self._watched: dict[Path, set[str]] = {}  # files the watchers saw change since the last index run
         self._told: set[str] = set()  # notices already shown
-        self.index_idle = threading.Event()  # clear while an index worker runs
-        self._index_runs = 0  # index runs started: a replaced run leaves index_idle to the newest
+        self.index_idle = threading.Event()  # clear while an index run is going or asked for
         self._follow_writer = False  # another process holds the writer lock: poll the index's counts
         self._told_line = False  # that the editor cannot be sent to a line: said once
         self.index_idle.set()
@@ -175,6 +177,7 @@ class CodeSightApp(App[int]):
 
     def _on_signal(self, number: int) -> None:
         self._stop.set()
+        self._cancel_jobs()
         self.exit(return_code=128 + number)
 
     # --- layout -------------------------------------------------------------------------
@@ -209,11 +212,12 @@ class CodeSightApp(App[int]):
         self.query_one("#query").focus()
 
     def on_unmount(self) -> None:
-        # However the app ends, background threads must stop: the watcher waits on this event and
-        # the index worker on its cancelled_event (set by cancel_all).
+        # However the app ends, background threads must stop: the watcher waits on this event, the
+        # index jobs on their cancel, and the workers on their cancelled_event (set by cancel_all).
         self._stop.set()
         for watcher in self._watchers:
             watcher.stop(timeout=0)
+        self._cancel_jobs()
         self.workers.cancel_all()
         if self._engine is not None:
             self._engine.release_model()  # a batch in flight ends now, not when it is done
@@ -365,103 +369,128 @@ class CodeSightApp(App[int]):
         self.action_open_editor()
 
     # --- indexing -----------------------------------------------------------------------
+    def index_job(self, engine) -> IndexJob:
+        """The ``IndexJob`` of ``engine``'s repository (the MCP server and the service use the same)."""
+        job = self._jobs.get(engine.root)
+        if job is None:
+            job = self._jobs[engine.root] = IndexJob(
+                engine, on_progress=lambda ev, engine=engine: self._job_progress(engine, ev),
+                on_idle=self._on_job_idle, name=f"codesight-tui-index-{engine.root.name}")
+        return job
+
+    def _on_job_idle(self, ending: Ending) -> None:
+        """On the job's thread: the UI decides what follows; an app that is closing only notes that
+        its runs have stopped (its messages are no longer read)."""
+        if self._stop.is_set():
+            if not any(j.running for j in self._jobs.values()):
+                self.index_idle.set()
+            return
+        self.post_message(IndexIdle(ending))
+
     def start_index(self, force: bool = False) -> None:
-        restart = False
-        if self._indexing:
-            if self.state.phase not in LEXICAL_COMMITTED:
-                self._reindex_again = True  # the lexical phase is seconds: it goes on, this run follows
-                return
-            # Past the lexical phase, a run can take many minutes of embedding: a save or Ctrl+R
-            # must not wait for it. The new run replaces it (an exclusive worker cancels the old one
-            # between batches; what it committed stays), looks at the changes first, and resumes
-            # the embedding.
-            restart = True
-        self._indexing = True
-        self.state.phase = "scan"
-        # Changes the watchers named are looked at alone, in their repositories only; a first run,
-        # Ctrl+R or a rebuild walk every tree.
+        """Index now: a request during a lexical phase (seconds) runs next, one during an embedding
+        (minutes) replaces it at once (``IndexJob.request``). Changes the watchers named are looked
+        at alone, in their repositories only; a first run, Ctrl+R or a rebuild walks every tree.
+        Repositories are indexed one after another."""
         if force or not self._watched:
             todo = [(e, None) for e in self.engines]
         else:
-            todo = [(e, sorted(self._watched[e.root])) for e in self.engines if self._watched.get(e.root)]
+            todo = [(e, set(self._watched[e.root])) for e in self.engines if self._watched.get(e.root)]
         self._watched = {}
-        self._index_runs += 1
+        for engine, paths in todo:
+            _, was_force, was_paths = self._todo.get(engine.root, (engine, False, set()))
+            merged = None if paths is None or was_paths is None else was_paths | paths
+            self._todo[engine.root] = (engine, force or was_force, merged)
+        self._indexing = True
         self.index_idle.clear()
-        self.index_worker(force, todo, restart, self._index_runs)
+        self._index_next()
+
+    def _index_next(self) -> None:
+        """Hand what is waiting to the job that runs, or start the next repository's."""
+        going = next((j for j in self._jobs.values() if j.running), None)
+        if going is None and self._todo:
+            going = self.index_job(self._todo[next(iter(self._todo))][0])
+            self._report = None
+        if going is None:
+            return
+        wanted = self._todo.pop(going.engine.root, None)
+        if wanted is not None:
+            if not going.running or going.phase in LEXICAL_COMMITTED:
+                self.state.phase = "scan"  # a new run now (one during an embedding replaces it)
+            _, force, paths = wanted
+            going.request(force=force, paths=None if paths is None else sorted(paths))
+
+    def _job_progress(self, engine, ev) -> None:
+        """A job's progress, on its thread: messages for the UI."""
+        if self._stop.is_set():
+            return
+        if ev.phase == "scan":
+            # Move every long-lived object out of the garbage collector's sight: a full collection
+            # over them stalls every thread (85 ms here). Again once the vector store's libraries
+            # are in, when the embedding starts.
+            gc.freeze()
+            # The scan says which files are stale until indexed (on a first run, all of them).
+            if ev.paths and engine.is_indexed():
+                self.post_message(FilesChanged(set(ev.paths), reindex=False))
+        if ev.phase == "embed" and not ev.done:
+            gc.freeze()
+            if engine.embedder_loaded:  # the model is up: say so now, not when embedding ends
+                self.post_message(ModelReady(engine.model_info.name))
+        self.post_message(IndexProgress(ev.phase, ev.done, ev.total))
+
+    @on(IndexIdle)
+    def _job_idle(self, msg: IndexIdle) -> None:
+        """A repository's job has nothing left to run: report a failure, go on to the next
+        repository, or, after the last, finish (counts, and the model loaded for queries)."""
+        ending: Ending = msg.ending
+        if self._stop.is_set():
+            return
+        if ending.error is not None:
+            self._todo.clear()  # as the run that failed would say for the next repository too
+            self.index_idle.set()
+            self._index_failed(IndexFailed(ending.error, busy=ending.busy))
+            return
+        if ending.report is not None and not ending.report.cancelled:
+            self._report = ending.report
+        if self._todo or any(j.running for j in self._jobs.values()):
+            self._index_next()
+            return
+        if ending.report is None or ending.report.cancelled:
+            self.index_idle.set()
+            return
+        self.finish_worker(self._report)
 
     @work(thread=True, exclusive=True, group="index", exit_on_error=False)
-    def index_worker(self, force: bool = False, todo: list | None = None, restart: bool = False,
-                     run: int = 0) -> None:
-        self.index_idle.clear()
-        try:
-            report = None
-            for engine, paths in todo or [(self.engine, None)]:  # one repository after another
-                report = self._index_job(engine, force, paths, wait=restart)
-                if report is None:
-                    return
-            self._index_done(report)
-        finally:
-            if run == self._index_runs:  # a run that was replaced leaves the flag to its successor
-                self.index_idle.set()
-
-    def _index_job(self, engine, force: bool, paths: list[str] | None = None, wait: bool = False):
-        """One repository's index run; returns its report, or None if it failed or was cancelled.
-        ``wait``: the run replaces one of this app's (which lets go of the writer lock within a
-        batch), so wait for the lock instead of reporting another indexer."""
-        worker = get_current_worker()
-        # Move every long-lived object out of the garbage collector's sight: a full collection
-        # over them stalls every thread (85 ms here). Again once the vector store's libraries are
-        # in, when the embedding phase starts: importing them first (about 1 s) would delay the
-        # lexical phase, which a first index is waiting on.
-        gc.freeze()
-
-        first_run = not engine.is_indexed()
-
-        announced = []
-
-        def progress(ev) -> None:
-            if worker.is_cancelled:
-                return
-            if ev.phase == "embed" and not ev.done:
-                gc.freeze()
-            if ev.phase == "embed" and not announced and engine.embedder_loaded:
-                announced.append(True)  # the model is up: say so now, not when embedding ends
-                self.post_message(ModelReady(engine.model_info.name))
-            if ev.paths and not first_run:  # the scan says which files are stale until indexed
-                self.post_message(FilesChanged(set(ev.paths), reindex=False))
-            self.post_message(IndexProgress(ev.phase, ev.done, ev.total))
-
-        try:
-            report = engine.index(progress=progress, cancel=worker.cancelled_event, force=force, paths=paths,
-                                  wait=wait)
-        except IndexBusyError as exc:
-            self.post_message(IndexFailed(str(exc), busy=True))
-            return None
-        except CodeSightError as exc:
-            self.post_message(IndexFailed(str(exc)))
-            return None
-        except Exception as exc:  # never die silently: say what broke, keep searching what exists
-            self.post_message(IndexFailed(f"indexing failed: {type(exc).__name__}: {exc}"))
-            return None
-        if worker.is_cancelled:
-            return None
-        return report
-
-    def _index_done(self, report) -> None:
+    def finish_worker(self, report) -> None:
         """Every repository's run is done: counts, and the model's state (loaded for queries)."""
         worker = get_current_worker()
         engine = self.engine
-        self.post_message(IndexFinished(report, self._counts()))
-        if engine.model_error:
-            self.post_message(ModelFailed(engine.model_error))
-        elif not engine.embedder_loaded:
-            try:  # queries need the model even when nothing was left to embed
-                engine.embedder()
-            except CodeSightError as exc:
-                self.post_message(ModelFailed(str(exc)))
-                return
-        if not worker.is_cancelled and engine.embedder_loaded:
-            self.post_message(ModelReady(engine.model_info.name))
+        try:
+            self.post_message(IndexFinished(report, self._counts()))
+            if engine.model_error:
+                self.post_message(ModelFailed(engine.model_error))
+            elif not engine.embedder_loaded:
+                try:  # queries need the model even when nothing was left to embed
+                    engine.embedder()
+                except CodeSightError as exc:
+                    self.post_message(ModelFailed(str(exc)))
+                    return
+            if not worker.is_cancelled and engine.embedder_loaded:
+                self.post_message(ModelReady(engine.model_info.name))
+        finally:
+            if not any(j.running for j in self._jobs.values()) and not self._todo:
+                self.index_idle.set()
+
+    def index_stopped(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for every index run to stop; True when none is going."""
+        deadline = time.monotonic() + timeout
+        return all(job.wait(max(0.0, deadline - time.monotonic())) for job in list(self._jobs.values()))
+
+    def _cancel_jobs(self) -> None:
+        """Stop every index run at its next batch boundary (what it committed stays)."""
+        self._todo.clear()
+        for job in self._jobs.values():
+            job.cancel()
 
     @on(IndexProgress)
     def _index_progress(self, msg: IndexProgress) -> None:
@@ -486,6 +515,8 @@ class CodeSightApp(App[int]):
 
     @on(IndexFinished)
     def _index_finished(self, msg: IndexFinished) -> None:
+        if self._todo or any(j.running for j in self._jobs.values()):
+            return  # asked for again meanwhile: that run's end will say so
         self._indexing = False
         gc.freeze()  # what the run left alive (caches, connections) lives on: keep it out of full GCs
         st = self.state
@@ -499,9 +530,6 @@ class CodeSightApp(App[int]):
         self.run_search()
         if self.watch_files and not self._watching:
             self.watch_worker()
-        if self._reindex_again:
-            self._reindex_again = False
-            self.start_index()
 
     @on(IndexFailed)
     def _index_failed(self, msg: IndexFailed) -> None:
@@ -800,6 +828,7 @@ class CodeSightApp(App[int]):
 
     async def action_quit(self) -> None:
         self._stop.set()
+        self._cancel_jobs()
         self.workers.cancel_all()
         if self._engine is not None:
             self._engine.release_model()  # a batch in flight ends now, not when it is done
@@ -855,10 +884,10 @@ def run_app(root: Path, more_roots: list[Path] | tuple = ()) -> int:
     app.run(loop=loop)
     rc = app.return_code or 0  # 128 + the signal's number after SIGTERM or SIGHUP
     app._stop.set()
-    # A thread worker cannot be killed: the index stops at its next batch boundary. Don't keep
-    # the user waiting longer than a moment for that: SQLite (WAL) and LanceDB commits are atomic,
-    # so leaving mid-batch loses that batch and nothing else.
-    if not app.index_idle.wait(1.0):
+    # A thread cannot be killed: the index stops at its next batch boundary. Don't keep the user
+    # waiting longer than a moment for that: SQLite (WAL) and LanceDB commits are atomic, so
+    # leaving mid-batch loses that batch and nothing else.
+    if not app.index_stopped(1.0):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(rc)

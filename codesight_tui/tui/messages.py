@@ -29,6 +29,13 @@ class IndexFailed(Message):
 
 
 @dataclass
+class IndexIdle(Message):
+    """A repository's ``IndexJob`` has nothing left to run; ``ending`` says how its last run ended."""
+
+    ending: object
+
+
+@dataclass
 class SearchFinished(Message):
     key: tuple  # (query, mode, glob, language) that was searched
     results: list
