@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import lru_cache
 from pathlib import Path
 
 SOURCE, TEST, DOCS, VENDOR, DECLARATIONS, DATA, DOCUMENT = 0, 1, 2, 3, 4, 5, 6
@@ -38,6 +39,7 @@ _DATA = re.compile(r"\.(po|pot|mo|xliff|xlf|strings|stringsdict|resx|csv|tsv|arb
 _DECLARATIONS = re.compile(r"\.d\.[cm]?ts$|\.pyi$")
 
 
+@lru_cache(maxsize=65_536)
 def classify(rel_path: str) -> int:
     """SOURCE, TEST, DOCS, VENDOR (vendored, generated, minified, lock files), DECLARATIONS, DATA
     (translation catalogs, tables) or DOCUMENT (PDF, DOCX, PPTX)."""

@@ -185,17 +185,24 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
             return qv, vectors.search(qv, depth * 10 if glob else depth, language=language)
 
         nearest = _pool().submit(nearest_fn)
-    if mode in ("hybrid", "bm25"):
-        rankings["bm25"] = store.bm25(query, depth, language=language, glob=glob)
     static_index, static_coverage = static if static is not None and mode == "hybrid" else (None, 0.0)
     # The full model's vectors leave the static tier less to add: it fades as they cover the index.
     static_weight = static_coverage * (1.0 - coverage) ** STATIC_FADE if static_index is not None else 0.0
+    static_found = None
+    if static_weight > 0:
+        # The static list too is found beside BM25 (a matrix product that releases the GIL).
+        def static_fn():
+            sv = (static_query_vector if static_query_vector is not None
+                  else static_index.model.encode_query(vector_query or query))
+            return sv, static_index.nearest(sv, depth * 10 if glob or language else depth)
+
+        static_found = _pool().submit(static_fn)
+    if mode in ("hybrid", "bm25"):
+        rankings["bm25"] = store.bm25(query, depth, language=language, glob=glob)
     static_vector = None
     near_static = False
-    if static_weight > 0:
-        static_vector = (static_query_vector if static_query_vector is not None
-                         else static_index.model.encode_query(vector_query or query))
-        found = static_index.nearest(static_vector, depth * 10 if glob or language else depth)
+    if static_found is not None:
+        static_vector, found = static_found.result()
         near_static = bool(found) and found[0][1] >= STATIC_RELEVANCE_FLOOR
         if near_static and not rankings.get("bm25") and not n_vectors:  # the static tier would be all there is
             near_static = static_index.model.known_share(query_terms(query)) >= STATIC_KNOWN_WORDS
