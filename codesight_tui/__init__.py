@@ -5,7 +5,7 @@
 """
 
 __version__ = "0.1.0"
-__all__ = ["CodeSight", "CodeSightError", "SearchResult", "__version__"]
+__all__ = ["CodeSight", "CodeSightError", "IndexJob", "IndexStatus", "SearchResponse", "SearchResult", "__version__"]
 
 
 def __getattr__(name: str):
@@ -17,8 +17,16 @@ def __getattr__(name: str):
         from codesight_tui.core.errors import CodeSightError
 
         return CodeSightError
-    if name == "SearchResult":
-        from codesight_tui.core.searcher import SearchResult
+    if name in ("SearchResult", "SearchResponse"):
+        from codesight_tui.core import searcher
 
-        return SearchResult
+        return getattr(searcher, name)
+    if name == "IndexJob":
+        from codesight_tui.core.jobs import IndexJob
+
+        return IndexJob
+    if name == "IndexStatus":
+        from codesight_tui.core.status import IndexStatus
+
+        return IndexStatus
     raise AttributeError(name)

@@ -802,12 +802,12 @@ def test_overlapping_roots_are_one_index(tmp_path):
 def test_a_moment_of_locked_at_open_is_waited_out(repo, hash_embedder, monkeypatch):
     """SQLite says "locked" at once, without its busy timeout, while a writer recovers its WAL:
     an MCP search that opened the index at that instant failed (seen in CI under load)."""
-    from codesight_tui.core import engine
+    from codesight_tui.core import storage
     from codesight_tui.core.errors import IndexBusyError
 
     CodeSight(repo, embedder=hash_embedder).index(embed=False)
     cs = CodeSight(repo, embedder=hash_embedder)
-    real, calls = cs._open_store, []
+    real, calls = cs.storage.open_store, []
 
     def flaky():
         calls.append(1)
@@ -815,10 +815,10 @@ def test_a_moment_of_locked_at_open_is_waited_out(repo, hash_embedder, monkeypat
             raise IndexBusyError("index is locked by another process")
         return real()
 
-    monkeypatch.setattr(cs, "_open_store", flaky)
+    monkeypatch.setattr(cs.storage, "open_store", flaky)
     assert cs.is_indexed() and len(calls) == 3
     always = CodeSight(repo, embedder=hash_embedder)
-    monkeypatch.setattr(always, "_open_store", lambda: (_ for _ in ()).throw(IndexBusyError("locked")))
-    monkeypatch.setattr(engine, "OPEN_RETRIES", (0.01, None))
+    monkeypatch.setattr(always.storage, "open_store", lambda: (_ for _ in ()).throw(IndexBusyError("locked")))
+    monkeypatch.setattr(storage, "OPEN_RETRIES", (0.01, None))
     with pytest.raises(IndexBusyError):
         always.store

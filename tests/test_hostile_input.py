@@ -202,9 +202,9 @@ def test_a_search_failure_that_was_transient_does_not_cost_a_rebuild(repo, setti
     # so the next index run checks by reading it back and keeps it.
     c = CodeSight(repo, settings=settings, embedder=hash_embedder)
     c.index()
-    c._vectors_damaged_marker.touch()
+    c.storage.vectors_damaged_marker.touch()
     report = c.index()
-    assert not any("rebuilt" in n for n in report.warnings) and not c._vectors_damaged_marker.exists()
+    assert not any("rebuilt" in n for n in report.warnings) and not c.storage.vectors_damaged_marker.exists()
 
 
 def _read_only(path):

@@ -25,19 +25,20 @@ from codesight_tui.core.indexer import (
     drop_orphan_vectors,
     fill_from_cache,
     index_lexical,
-    index_static,
     index_vectors,
     scan_changes,
 )
 from codesight_tui.core.languages import is_document
+from codesight_tui.core.models import Models
 from codesight_tui.core.paths import index_dir_for
 from codesight_tui.core.related import RelatedSource
-from codesight_tui.core.searcher import MODES, Hits, rrf_fuse, search
+from codesight_tui.core.searcher import MODES, SearchResponse, rrf_fuse, search
 from codesight_tui.core.status import ChangedFiles, IndexStatus, SecretsStatus
-from codesight_tui.core.store import SCHEMA_VERSION, Store
+from codesight_tui.core.storage import IndexStorage, mark
+from codesight_tui.core.store import Store
 from codesight_tui.core.text import LONE_SURROGATE
 from codesight_tui.core.tokens import ModelInfo, resolve_model
-from codesight_tui.core.vectors import TABLE, VectorStore
+from codesight_tui.core.vectors import VectorStore
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -69,90 +70,9 @@ def _settings(settings, overrides):
     return settings.model_copy(update={k: v for k, v in overrides.items() if v is not None}) if overrides else settings
 
 
-_MODELS: dict[tuple, object] = {}  # one loaded model per (model, device, batch, process) for the whole process
-_MODELS_LOCK = threading.Lock()  # guards the two dicts, never held while a model loads
-_LOADING: dict[tuple, threading.Lock] = {}  # one lock per model being loaded
-
-
-def _model_key(info: ModelInfo, device: str, batch_size: int, in_child: bool) -> tuple:
-    return (info.name, str(info.load_from), device, batch_size, in_child)
-
-
-def shared_embedder(info: ModelInfo, device: str, batch_size: int, in_child: bool):
-    """The process's one instance of a model: the first caller loads it, every repository's
-    ``CodeSight`` after that gets the same object (the MCP server serves many repositories).
-    Loading holds only this model's own lock: ``loaded_shared`` never waits for it."""
-    key = _model_key(info, device, batch_size, in_child)
-    with _MODELS_LOCK:
-        model = _MODELS.get(key)
-        if model is not None:
-            return model
-        loading = _LOADING.setdefault(key, threading.Lock())
-    with loading:
-        with _MODELS_LOCK:
-            model = _MODELS.get(key)
-        if model is None:
-            from codesight_tui.core.embedder import ProcessEmbedder, SentenceTransformerEmbedder
-
-            cls = ProcessEmbedder if in_child else SentenceTransformerEmbedder
-            model = cls(info, device, batch_size)
-            with _MODELS_LOCK:
-                _MODELS[key] = model
-        return model
-
-
-def loaded_shared(info: ModelInfo, device: str, batch_size: int, in_child: bool):
-    """The shared model if some engine of this process has loaded it, else None (never loads)."""
-    with _MODELS_LOCK:
-        return _MODELS.get(_model_key(info, device, batch_size, in_child))
-
-
-def release_shared(model) -> None:
-    """Forget a shared model that is being closed, so the next caller loads a fresh one."""
-    with _MODELS_LOCK:
-        for key in [k for k, v in _MODELS.items() if v is model]:
-            del _MODELS[key]
-
-
-def writer_active(lock_path: Path) -> bool:
-    """Whether some process holds the index's writer lock (a flock, as filelock takes it)."""
-    import fcntl
-    import os
-
-    try:
-        fd = os.open(lock_path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
-
-
-def _newer_schema(version: str | None) -> bool:
-    """Whether an index's format is newer than this codesight's (so not to be touched)."""
-    return bool(version and version.isdigit() and int(version) > int(SCHEMA_VERSION))
-
-
-OPEN_RETRIES = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, None)  # seconds between tries to open a busy index
-
-
 def _constant(value, *_args):
     """``value`` whatever it is asked: a stored vector standing in for a query embedding."""
     return value
-
-
-def _mark(marker: Path) -> None:
-    """Leave a marker for the next index run; on a read-only index there is no next run to tell."""
-    try:
-        marker.touch()
-    except OSError:
-        pass
 
 
 class CodeSight:
@@ -179,28 +99,19 @@ class CodeSight:
         self._events_count = 0
         self._events_lock = threading.Lock()
         self._indexing = threading.Event()  # this process's writer is running
-        self._store: Store | None = None
-        self._vectors = VectorStore(self.index_dir / "vectors.lance")
-        self._embedder = embedder
-        self.model_process = model_process  # run the model in a child process (interactive apps)
+        self.storage = IndexStorage(self.root, self.index_dir, self._note)
         # Chunk big change sets in worker processes (multiprocessing "spawn"). Off by default: spawn
         # re-imports the caller's main module, which a script without a __main__ guard can't
         # survive. The CLI and the TUI turn it on.
         self.lexical_processes = False
-        self._embedder_error: str | None = None
-        self._model_lock = threading.Lock()
-        self._lock = None
         self._search_cache = None  # the embedding cache, opened for lookups (see _read_cache)
         self._search_cache_tried = False
-        self._static_error: str | None = None  # why the static tier could not be had (tried once)
-        self._static_lock = threading.Lock()
-        self._static_cache: tuple[str, object] | None = None  # (static_version, StaticIndex)
         self._token_counter = None  # core.tokens.TokenCounter, made on first need
-        self._injected = embedder is not None
         if embedder is not None:
             self.model_info = ModelInfo(embedder.name, embedder.name, None, getattr(embedder, "max_seq_length", 256))
         else:
             self.model_info = resolve_model(self.settings.embedding_model)
+        self.models = Models(self.settings, self.model_info, embedder, in_child=model_process, note=self._note)
 
     def _exclude(self) -> list[str]:
         """The walk's extra patterns: the configured ones, and codesight's own data and cache
@@ -216,14 +127,14 @@ class CodeSight:
                 out.append("/" + rel.as_posix().replace("[", "\\[") + "/")
         return out
 
-    # --- storage --------------------------------------------------------------------------
+    # --- storage (core.storage) -------------------------------------------------------------
     @property
     def db_path(self) -> Path:
-        return self.index_dir / "index.db"
+        return self.storage.db_path
 
     def has_index(self) -> bool:
         """Whether an index database exists (it may be partial: search whatever it holds)."""
-        return self.db_path.exists()
+        return self.storage.exists()
 
     def is_indexed(self) -> bool:
         """Whether a lexical pass has completed at least once (a rebuilt index has not)."""
@@ -231,292 +142,61 @@ class CodeSight:
 
     @property
     def store(self) -> Store:
-        if self._store is None:
-            # SQLite answers "locked" at once, without its busy timeout, where a writer's WAL
-            # recovery or mode change is under way: a moment later the same open succeeds.
-            for wait in OPEN_RETRIES:
-                try:
-                    self._store = self._open_store()
-                    break
-                except IndexBusyError:
-                    if wait is None:
-                        raise
-                    time.sleep(wait)
-        return self._store
-
-    def _open_store(self) -> Store:
-        from codesight_tui.core.private import private_dir, private_file
-
-        try:
-            private_dir(self.index_dir)
-            if not self.db_path.exists():
-                private_file(self.db_path)
-        except OSError as exc:
-            if not self.db_path.exists():
-                raise CodeSightError(
-                    f"cannot write index to {self.index_dir}: {exc.strerror.lower() if exc.strerror else exc}"
-                    " (set CODESIGHT_DATA_DIR to a writable directory)", exit_code=2) from None
-        try:
-            store = Store(self.db_path)
-            version = store.get_meta("schema_version")
-            if version != SCHEMA_VERSION:
-                store.close()
-                if _newer_schema(version):
-                    # Never wipe what a newer codesight wrote: this one can't read it, the other still can.
-                    raise CodeSightError(
-                        f"the index at {self.index_dir} was written by a newer codesight (format v{version};"
-                        f" this one reads v{SCHEMA_VERSION}): upgrade codesight, or set CODESIGHT_DATA_DIR to"
-                        " another directory", exit_code=2)
-                return self._wipe_and_open(f"index format changed (v{version} -> v{SCHEMA_VERSION});"
-                                           " rebuilt it (cached vectors are reused)")
-            return store
-        except sqlite3.OperationalError as exc:
-            msg = str(exc).lower()
-            if "readonly" in msg or "read-only" in msg or "unable to open" in msg:
-                if self.db_path.exists():
-                    try:  # a read-only index can still be searched
-                        self._note(f"index at {self.index_dir} is read-only: searching without updating")
-                        return Store(self.db_path, readonly=True)
-                    except sqlite3.Error:
-                        pass
-                raise CodeSightError(f"cannot write index to {self.index_dir}: permission denied", exit_code=2) from None
-            if "locked" in msg:
-                raise IndexBusyError(f"index at {self.index_dir} is locked by another process") from None
-            return self._rebuild(exc)
-        except sqlite3.DatabaseError as exc:
-            return self._rebuild(exc)
+        return self.storage.store
 
     @property
-    def _damaged_marker(self) -> Path:
-        return self.index_dir / "damaged"
+    def _vectors(self) -> VectorStore:
+        return self.storage.vectors
 
-    @property
-    def _vectors_damaged_marker(self) -> Path:
-        return self.index_dir / "vectors-damaged"
-
-    def _vector_files_present(self) -> bool:
-        """Whether the vector table SQLite counts on still has its files: a cheap look at the
-        folder, so that a run with nothing to do never imports LanceDB. Damage it can't see (one
-        data file of several gone, a garbled manifest) is found by the next search that reads it,
-        which leaves ``_vectors_damaged_marker`` for the next run."""
-        if not self.store.conn.execute("SELECT 1 FROM chunks WHERE embedded=1 LIMIT 1").fetchone():
-            return True
-        table = self._vectors.directory / f"{TABLE}.lance"
-        return all((table / sub).is_dir() and any((table / sub).iterdir()) for sub in ("_versions", "data"))
-
-    def _vectors_read_back(self) -> bool:
-        """Whether every vector SQLite counts can be read back now (a full read: only after a search
-        met a failure, which may also have been a reader left on a version compacted away)."""
-        try:
-            self._vectors = VectorStore(self._vectors.directory)  # a fresh handle, latest version
-            t = self._vectors.table()
-            # Every data file is opened, only the id column is read (12 ms at 35,000 rows).
-            return t is not None and set(self._vectors.ids()) >= self.store.embedded_ids()
-        except Exception:
-            return False
-
-    def _rebuild(self, exc: Exception) -> Store:
-        return self._wipe_and_open(f"index at {self.index_dir} was unreadable ({exc}); rebuilt it from scratch")
-
-    def _wipe_and_open(self, why: str) -> Store:
-        """Start the index afresh, holding the writer lock while the old one is deleted: a writer at
-        work elsewhere makes this an ``IndexBusyError``, never a wipe under its feet."""
-        from codesight_tui.core.private import private_file
-
-        self._acquire_writer(wait=False)
-        try:
-            self._note(why)
-            self._wipe()
-            private_file(self.db_path)
-            return Store(self.db_path)
-        except sqlite3.Error as exc2:
-            raise CodeSightError(f"cannot create index at {self.index_dir}: {exc2}") from None
-        finally:
-            self._lock.release()
-
-    def _wipe(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
-        self._vectors.drop()
-        for suffix in ("", "-wal", "-shm"):
-            Path(str(self.db_path) + suffix).unlink(missing_ok=True)
-
-    def _acquire_writer(self, wait: bool) -> None:
-        from filelock import FileLock, Timeout
-
-        if self._lock is None:
-            self._lock = FileLock(str(self.index_dir / "write.lock"), mode=0o600)
-        try:
-            self._lock.acquire(timeout=-1 if wait else 0)
-        except Timeout:
-            raise IndexBusyError(
-                f"index of {self.root} is busy: another codesight process is indexing it"
-                " (searches still work; retry when it finishes)") from None
-        except OSError as exc:
-            if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
-                raise CodeSightError(f"cannot write index to {self.index_dir}: permission denied", exit_code=2) from None
-            raise
-
-    # --- model --------------------------------------------------------------------------
+    # --- models (core.models) ---------------------------------------------------------------
     def embedder(self):
         """The embedding model, loaded on first need and shared by every ``CodeSight`` of this
         process that uses the same model (thread-safe). Raises ``CodeSightError`` if it can't load."""
-        if self._embedder is not None:
-            return self._embedder
-        with self._model_lock:
-            if self._embedder is None:
-                if self._embedder_error:
-                    raise CodeSightError(self._embedder_error)
-                try:
-                    self._embedder = shared_embedder(self.model_info, self.settings.device, self.settings.batch_size,
-                                                     self.model_process)
-                except CodeSightError as exc:
-                    self._embedder_error = str(exc)
-                    raise
-        return self._embedder
+        return self.models.embedder()
 
     @property
     def embedder_loaded(self) -> bool:
-        return self._embedder is not None
+        return self.models.loaded is not None
 
     @property
     def model_error(self) -> str | None:
         """Why the model could not load, once it has been tried and failed; else None."""
-        return self._embedder_error
+        return self.models.error
 
-    # --- static tier ----------------------------------------------------------------------
+    @property
+    def _embedder(self):
+        return self.models.loaded
+
+    @property
+    def _embedder_error(self) -> str | None:
+        return self.models.error
+
+    @_embedder_error.setter
+    def _embedder_error(self, value: str | None) -> None:
+        self.models.error = value
+
+    @property
+    def model_process(self) -> bool:
+        """Whether the full model runs in a child process (the interactive apps)."""
+        return self.models.in_child
+
     def static_path(self) -> Path | None:
-        """The static model's folder: distilled from the full model (``static_model = "auto"``),
-        a configured model2vec folder, or None when the tier is off (or the model was injected)."""
-        value = (self.settings.static_model or "auto").strip()
-        if value.lower() == "off":
-            return None
-        if value.lower() == "auto":
-            if self._injected:
-                return None
-            from codesight_tui.core.static import distilled_dir
-
-            return distilled_dir(self.settings.cache_dir, self.model_info.name, self.model_info.load_from)
-        return Path(value).expanduser()
+        """The static model's folder, or None when the tier is off (``Models.static_path``)."""
+        return self.models.static_path()
 
     def static_model(self, *, create: bool = False, progress: ProgressFn | None = None,
-                     cancel: threading.Event | None = None, report: IndexReport | None = None,
-                     _repair: bool = True):
-        """The static model (``core.static.StaticEmbedder``), or None where the tier is off or its
-        model is not there. With ``create`` an ``auto`` model is distilled first if it is missing
-        (once per machine; minutes on a CPU). Raises ``CodeSightError`` if it can't be had."""
-        from codesight_tui.core import static
-
-        path = self.static_path()
-        if path is None:
-            return None
-        if not static.is_model_dir(path):
-            if not create:
-                return None
-            if self.settings.static_model.strip().lower() != "auto":
-                raise CodeSightError(f"no model2vec model at {path} (static_model)", exit_code=2)
-            if progress:
-                progress(Progress("distill", 0, 1, "distilling the static model (once per machine)"))
-            seconds = static.distill(Path(self.model_info.load_from), path, cancel=cancel)
-            if report is not None:
-                report.distill_seconds = seconds
-            if progress:
-                progress(Progress("distill", 1, 1, "static model ready"))
-        try:
-            return static.load(path)
-        except CodeSightError:
-            if not (create and _repair and self.settings.static_model.strip().lower() == "auto"):
-                raise
-        # A distilled model that no longer loads (a truncated file, a disk error) is ours to
-        # remake: set it aside and distil it again, once.
-        import shutil
-
-        broken = path.with_name(f"{path.name}.broken-{time.time_ns()}")
-        try:
-            path.rename(broken)
-        except OSError:
-            pass
-        shutil.rmtree(broken, ignore_errors=True)
-        self._note(f"the static model at {path} was damaged; distilled it again")
-        return self.static_model(create=True, progress=progress, cancel=cancel, report=report, _repair=False)
-
-    def _gpu_likely(self) -> bool:
-        """Whether the full model runs (or will run) on a CUDA GPU, known without importing torch:
-        the configured device, the loaded model's, or an NVIDIA driver on the machine."""
-        if self.settings.device != "auto":
-            return self.settings.device == "cuda"
-        if self._embedder is not None:
-            return getattr(self._embedder, "device", "cpu") == "cuda"
-        gpus = Path("/proc/driver/nvidia/gpus")
-        try:
-            return gpus.is_dir() and any(gpus.iterdir())
-        except OSError:
-            return False
-
-    def _index_static(self, store, progress, cancel, report) -> None:
-        """Static vectors for every chunk without one; a tier that can't be had is a warning,
-        told once per process (the lexical index and the full model go on without it)."""
-        if self._static_error is not None:
-            return
-        try:
-            model = self.static_model(create=True, progress=progress, cancel=cancel, report=report)
-        except CodeSightError as exc:
-            if cancel is not None and cancel.is_set():
-                report.cancelled = True
-                return
-            self._static_error = str(exc)
-            report.warnings.append(f"{exc}; no static tier")
-            return
-        if model is not None:
-            index_static(store, model, progress=progress, cancel=cancel, report=report)
+                     cancel: threading.Event | None = None, report: IndexReport | None = None):
+        """The static model, or None where the tier is off or its model is not there; with
+        ``create`` distilled first where it is missing (``Models.static_model``)."""
+        return self.models.static_model(create=create, progress=progress, cancel=cancel, report=report)
 
     def _static_index(self):
-        """``(StaticIndex, coverage)`` of this index's static vectors for search, or None where
-        there are none or they came from another static model. Cached until they change."""
-        if self._static_error is not None:
-            return None
-        try:
-            store = self.store
-            version = store.get_meta("static_version")
-            if not version:
-                return None
-            with self._static_lock:
-                cached = self._static_cache
-                if cached is None or cached[0] != version:
-                    model = self.static_model()
-                    if model is None or model.name != store.get_meta("static_model"):
-                        return None
-                    from codesight_tui.core.static import StaticIndex
-
-                    ids, matrix = store.static_matrix(model.dim)
-                    cached = self._static_cache = (version, StaticIndex(model, ids, matrix))
-            index = cached[1]
-            if not len(index):
-                return None
-            # Chunks newer than the last static vector have none yet (a static pass goes by id).
-            newer = store.conn.execute("SELECT count(*) FROM chunks WHERE id > ?", (int(index.ids[-1]),)).fetchone()[0]
-            return index, len(index) / (len(index) + newer)
-        except CodeSightError as exc:
-            self._static_error = str(exc)
-            return None
-        except sqlite3.Error:
-            return None
+        return self.models.static_index(self.store)
 
     def static_ready(self) -> bool:
         """Whether hybrid search can use the static tier now (its vectors exist, from the model
         configured): what lets a fresh process answer without the full model."""
         return self.has_index() and self._static_index() is not None
-
-    def _static_status(self, chunks: int) -> dict:
-        try:
-            n = self.store.static_count()
-        except sqlite3.Error:  # an index from before the static tier, opened read-only
-            n = 0
-        path = self.static_path()
-        return {"static_model": str(path) if path else None, "static_vectors": n,
-                "static_coverage": round(n / chunks, 4) if chunks else 1.0,
-                "static_error": self._static_error}
 
     # --- indexing -------------------------------------------------------------------------
     def index(self, progress: ProgressFn | None = None, *, embed: bool = True, force: bool = False,
@@ -551,12 +231,12 @@ class CodeSight:
         store = self.store
         if store.readonly:
             raise CodeSightError(f"index at {self.index_dir} is read-only: cannot update it", exit_code=2)
-        self._acquire_writer(wait)
+        self.storage.acquire_writer(wait)
         self._indexing.set()
         try:
             self._vectors.refresh()  # another process may have written since this one last looked
             self._tighten()
-            if self._damaged_marker.exists() and not force:
+            if self.storage.damaged_marker.exists() and not force:
                 self._note(f"index at {self.index_dir} was damaged (a search found a bad page);"
                                     " rebuilt it (cached vectors are reused)")
                 force = True
@@ -576,18 +256,18 @@ class CodeSight:
                 else:
                     store.set_meta(checked_at=time.time())
             if force:
-                self._wipe()
+                self.storage.wipe()
                 store = self.store
-                self._damaged_marker.unlink(missing_ok=True)
+                self.storage.damaged_marker.unlink(missing_ok=True)
                 store.set_meta(checked_at=time.time())
-            elif not self._vector_files_present() or (self._vectors_damaged_marker.exists()
-                                                      and not self._vectors_read_back()):
+            elif not self.storage.vector_files_present() or (self.storage.vectors_damaged_marker.exists()
+                                                      and not self.storage.vectors_read_back()):
                 # Vectors that can't be read are rebuilt from the embedding cache: no model work.
                 self._note(f"vector index at {self.index_dir} was damaged or missing; rebuilt it"
                                     " from the embedding cache")
                 self._vectors.drop()
                 store.reset_embedded()
-            self._vectors_damaged_marker.unlink(missing_ok=True)
+            self.storage.vectors_damaged_marker.unlink(missing_ok=True)
             report = IndexReport()
             info = self.model_info
             chunker = Chunker(TokenCounter(info.tokenizer_file), info.max_seq_length - 2)
@@ -608,9 +288,9 @@ class CodeSight:
             # seconds, not hours, and a surface that answers once the "embed" phase starts (MCP's
             # first search) answers with it. On a GPU the full model is done about as soon, so it
             # goes first and keeps its speed.
-            gpu = static and self._gpu_likely()
+            gpu = static and self.models.gpu_likely()
             if static and not gpu and not report.cancelled:
-                self._index_static(store, progress, cancel, report)
+                self.models.index_static(store, progress, cancel, report)
             if full_work and not report.cancelled and not self.embedder_loaded:
                 # What the shared cache holds needs no model: a re-clone or a rebuilt index may
                 # need no torch at all.
@@ -619,7 +299,7 @@ class CodeSight:
                 full_work = bool(report.vectors_pending) and not report.cancelled
             static_later = gpu and full_work
             if gpu and not static_later and not report.cancelled:
-                self._index_static(store, progress, cancel, report)
+                self.models.index_static(store, progress, cancel, report)
             if full_work and not report.cancelled:
                 if progress:  # the lexical phase has committed: say so now, not once the model is up
                     progress(Progress("embed", 0, report.vectors_pending, "loading the model"))
@@ -627,11 +307,11 @@ class CodeSight:
                     embedder = self.embedder()
                 except CodeSightError as exc:
                     report.warnings.append(f"{exc}; " + ("BM25 and the static tier only" if static and
-                                                         self._static_error is None else "lexical search only"))
+                                                         self.models.static_error is None else "lexical search only"))
                 else:
                     if static_later and getattr(embedder, "device", "cpu") != "cuda":
                         static_later = False  # the guess was wrong: the model runs on the CPU
-                        self._index_static(store, progress, cancel, report)
+                        self.models.index_static(store, progress, cancel, report)
                     cache = self._embed(embedder, progress=progress, cancel=cancel, report=report)
                     report.warnings.extend(cache.notices)
                     self._bound_cache(cache)
@@ -639,7 +319,7 @@ class CodeSight:
                 # Nothing to embed, but vectors of removed chunks must go; no model needed.
                 drop_orphan_vectors(store, self._vectors)
             if static_later and not report.cancelled:
-                self._index_static(store, progress, cancel, report)
+                self.models.index_static(store, progress, cancel, report)
             if self._vectors.dirty:  # deletions (a file changed or removed) leave versions too
                 self._vectors.optimize()
             if not report.cancelled and report.chunks_removed:
@@ -653,7 +333,7 @@ class CodeSight:
             return report
         finally:
             self._indexing.clear()
-            self._lock.release()
+            self.storage.release_writer()
 
     def watch(self, on_batch=None, *, embed: bool = True, quiet: float = 0.3, catch_up: bool = True,
               poll: bool | None = None, static: bool | None = None):
@@ -780,7 +460,7 @@ class CodeSight:
         index (``codesight eval --coverage``). Cached vectors make it cheap; the next ``index``
         embeds the rest. Returns how many chunks have a vector."""
         store = self.store
-        self._acquire_writer(wait=True)
+        self.storage.acquire_writer(wait=True)
         try:
             total = store.counts()["chunks"]
             store.reset_embedded()
@@ -790,15 +470,15 @@ class CodeSight:
                 self._embed(self.embedder(), progress=progress, limit=want)
             return store.counts()["vectors"]
         finally:
-            self._lock.release()
+            self.storage.release_writer()
 
     # --- search ---------------------------------------------------------------------------
     def search(self, query: str, top_k: int = 10, mode: str | None = None, *, glob: str | None = None,
                language: str | None = None, load_model: bool = True, fast: bool = False,
-               like: RelatedSource | None = None) -> Hits:
+               like: RelatedSource | None = None) -> SearchResponse:
         """Search the index. ``mode`` is ``hybrid`` (default), ``bm25`` or ``vector``.
 
-        Returns ``Hits``: a list of ``SearchResult`` whose ``notices`` say what this answer lacks
+        Returns ``SearchResponse``: a list of ``SearchResult`` whose ``notices`` say what this answer lacks
         (no model: BM25 only; a damaged vector table) and what happened to the index since the
         last call (rebuilt, read-only), and whose ``retrievers`` say which lists were fused
         (``bm25``, ``static``, ``vector``). Hybrid search fuses whatever exists: BM25, the static
@@ -825,16 +505,13 @@ class CodeSight:
         if glob is not None:
             _check_glob(glob)
         if not self.has_index():
-            return Hits()
+            return SearchResponse()
         notes: list[str] = []
         qfn = None
         full = mode == "vector" or (mode == "hybrid" and not fast)  # the full model's vectors are wanted
-        if full and self._embedder is None:
-            self._embedder = loaded_shared(self.model_info, self.settings.device, self.settings.batch_size,
-                                           self.model_process)  # another repository's engine loaded it
-        if full and not load_model and self._embedder is None:
+        if full and not load_model and self.models.borrow() is None:  # another repository's engine may have it
             if mode == "vector":
-                return Hits(notices=self.take_notices())
+                return SearchResponse(notices=self.take_notices())
         elif full:
             try:
                 qfn = self.embedder().encode_query
@@ -863,7 +540,7 @@ class CodeSight:
             try:
                 hits = run(qfn, mode=mode, vectors_for=self._vectors_for, static=static)
             except VectorStoreError as exc:
-                _mark(self._vectors_damaged_marker)
+                mark(self.storage.vectors_damaged_marker)
                 if mode == "vector":
                     raise CodeSightError(f"{exc}: run `codesight index` to rebuild it from the embedding"
                                          " cache") from None
@@ -877,14 +554,14 @@ class CodeSight:
             damaged = not isinstance(exc, sqlite3.OperationalError) or "decode" in str(exc)
             if not damaged:
                 raise CodeSightError(f"search failed: {str(exc).splitlines()[0][:200]}") from None
-            _mark(self._damaged_marker)
+            mark(self.storage.damaged_marker)
             why = str(exc) if "decode" not in str(exc) else "a row's text is unreadable"
             raise CodeSightError(f"the index of {self.root} is damaged ({why.splitlines()[0][:120]}): run"
                                  " `codesight index` to rebuild it (cached vectors are reused)") from None
         if like is not None:
             hits = [h for h in hits if not like.overlaps(str(self.root), h.path, h.start_line, h.end_line)]
             hits = hits[: top_k - 4]
-        return Hits(hits, notices=self.take_notices() + notes, retrievers=used)
+        return SearchResponse(hits, notices=self.take_notices() + notes, retrievers=used)
 
     def related_source(self, target: str) -> RelatedSource:
         """The chunk ``target`` names: ``path:line`` (``path:line:col`` too), a file (its first
@@ -897,7 +574,7 @@ class CodeSight:
             raise CodeSightError(f"{self.root} is not indexed yet: run `codesight index`", exit_code=2)
         return find_source(self.store, self.root, _clean(target) or "", definitions)
 
-    def related(self, target: str | RelatedSource, top_k: int = 10, mode: str | None = None, **kwargs) -> Hits:
+    def related(self, target: str | RelatedSource, top_k: int = 10, mode: str | None = None, **kwargs) -> SearchResponse:
         """Code most like the chunk ``target`` names (see ``related_source``), under the same
         ranking as ``search``: BM25 over the chunk's names, and the vector lists from the chunk's
         own vectors (static tier or full model; its code embedded where it has none). The chunk
@@ -907,7 +584,7 @@ class CodeSight:
 
     @staticmethod
     def related_many(engines: list[CodeSight], target: str, top_k: int = 10, mode: str | None = None,
-                     **kwargs) -> Hits:
+                     **kwargs) -> SearchResponse:
         """``related`` across several repositories, as one list: the target is looked up in each
         in turn (the first that has it is the source), then each is searched for code like it."""
         source = None
@@ -922,7 +599,7 @@ class CodeSight:
 
     @staticmethod
     def search_many(engines: list[CodeSight], query: str, top_k: int = 10, mode: str | None = None,
-                    **kwargs) -> Hits:
+                    **kwargs) -> SearchResponse:
         """One ranked list across several repositories: each is searched on its own, and the lists
         are fused by rank (the same RRF as hybrid search), each hit labelled with its repository
         (``SearchResult.repo``). Equal fused scores go to the better-scored hit."""
@@ -942,7 +619,7 @@ class CodeSight:
         order = sorted(fused, key=lambda f: (-f[1], -hits[f[0]].score))
         for key, score, _ in order:  # the score shown is the one the list is in order of
             hits[key].score = round(score, 6)
-        return Hits([hits[key] for key, _, _ in order[:top_k]],
+        return SearchResponse([hits[key] for key, _, _ in order[:top_k]],
                     notices=[f"{Path(e.root).name}: {n}" for e, found in zip(engines, per_repo) for n in found.notices],
                     retrievers=[r for r in ("bm25", "static", "vector") if any(r in f.retrievers for f in per_repo)])
 
@@ -1074,7 +751,7 @@ class CodeSight:
         importing.join()
         return AskStream(question, hits, cfg, search_seconds=time.perf_counter() - started, started=started)
 
-    def _without_secrets(self, hits: Hits) -> Hits:
+    def _without_secrets(self, hits: SearchResponse) -> SearchResponse:
         """The hits that may go to an LLM: none from a file named like a secret, none whose text
         holds a key or a token (``core.redact``), even from an index built before secrets were
         masked. What was left out is said in a notice."""
@@ -1087,7 +764,7 @@ class CodeSight:
             n = len(hits) - len(kept)
             notices.append(f"{n} source{'s' if n > 1 else ''} left out of the question: {'they hold' if n > 1 else 'it holds'}"
                            " a secret (a key or a token)")
-        return Hits(kept, notices=notices, retrievers=hits.retrievers)
+        return SearchResponse(kept, notices=notices, retrievers=hits.retrievers)
 
     def ask(self, question: str, top_k: int | None = None, **kwargs):
         """An ``Answer`` to ``question`` from the configured LLM, citing the hits it was given as
@@ -1123,7 +800,7 @@ class CodeSight:
         """Whether an indexer (this process's or another's) is writing this index now."""
         if self._indexing.is_set():
             return True
-        return writer_active(self.index_dir / "write.lock")
+        return self.storage.writer_active()
 
     def changed_files(self) -> ChangedFiles:
         """Files that differ on disk from the index: ``{"added", "modified", "deleted"}``."""
@@ -1163,7 +840,7 @@ class CodeSight:
             secrets=self._secrets_status(store),
             documents=store.document_status(),
             read_only=store.readonly,
-            **self._static_status(out["chunks"]),
+            **self.models.static_status(self.store, out["chunks"]),
             vector_coverage=round(out["vectors"] / out["chunks"], 4) if out["chunks"] else 1.0,
             indexing=self.indexing_now(),
             notices=self.take_notices("status") + (["index is read-only: searching without updating"]
@@ -1215,20 +892,12 @@ class CodeSight:
 
     def release_model(self) -> None:
         """End a model running in a child process (at once, even mid-batch, or still loading)."""
-        if self.model_process:
-            from codesight_tui.core.embedder import stop_starting
-
-            stop_starting()
-        if self.model_process and self._embedder is not None and hasattr(self._embedder, "close"):
-            release_shared(self._embedder)
-            self._embedder.close()
+        self.models.release()
 
     def close(self) -> None:
         """Release the index and the model's child process, if any."""
         self.release_model()
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        self.storage.close_store()
 
     def __enter__(self) -> Self:
         return self

@@ -76,15 +76,24 @@ class SearchResult:
         return asdict(self)
 
 
-class Hits(list):
-    """A search's results (a list of ``SearchResult``), with the notices that belong to this
-    answer: what it lacks (BM25 only, no model) and what happened to the index since the last
-    call."""
+class SearchResponse(list):
+    """What ``CodeSight.search`` (and ``related``, ``search_many``) return: the hits, best first
+    (it is the list of ``SearchResult``), with the notices that belong to this answer (what it
+    lacks, such as BM25 only or no model, and what happened to the index since the last call)
+    and the retrievers whose lists were fused (``bm25``, ``static``, ``vector``)."""
 
     def __init__(self, hits=(), notices: list[str] | None = None, retrievers: list[str] | None = None) -> None:
         super().__init__(hits)
         self.notices: list[str] = list(notices or [])
         self.retrievers: list[str] = list(retrievers or [])  # the lists fused: bm25, static, vector
+
+    @property
+    def hits(self) -> list[SearchResult]:
+        """The hits as a plain list."""
+        return list(self)
+
+
+Hits = SearchResponse  # the name it had first
 
 
 def rrf_scores(rankings: dict[str, list], k: int = 60, weights: dict[str, float] | None = None):

@@ -38,7 +38,7 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")[-60:] or "model"
 
 
-def distilled_dir(cache_dir: Path, base_name: str, base_path: Path | None) -> Path:
+def distilled_dir(cache_dir: Path, base_name: str, base_path: Path | str | None) -> Path:
     """Where the static model distilled from ``base_name`` lives (one per base model and
     ``PCA_DIMS``; the base model's folder is part of the key, so another copy distils anew)."""
     digest = hashlib.sha256(f"{base_name}\0{base_path}\0{PCA_DIMS}".encode()).hexdigest()[:10]

@@ -8,7 +8,9 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -36,13 +38,17 @@ COMPACT_FRAGMENTS = 24
 COMPACT_VERSIONS = 100  # or this many versions after the last compaction (runs that only delete add no fragment)
 
 
-def _read(fn):
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _read(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     """A read of the table: any failure there (a file missing, truncated or garbled) is a
     ``VectorStoreError``, which search answers from BM25 and the next index run repairs."""
     @functools.wraps(fn)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
-            return fn(self, *args, **kwargs)
+            return fn(*args, **kwargs)
         except VectorStoreError:
             raise
         except Exception as exc:
@@ -57,12 +63,12 @@ class VectorStore:
     def __init__(self, directory: Path, ann_min_rows: int = ANN_MIN_ROWS) -> None:
         self.directory = directory
         self.ann_min_rows = ann_min_rows
-        self._db = None
-        self._table = None
+        self._db: Any = None  # lancedb's connection and table: imported only when vectors are used
+        self._table: Any = None
         self._has_ann: bool | None = None
         self.dirty = False  # written since the last optimize
 
-    def _connect(self):
+    def _connect(self) -> Any:
         if self._db is None:
             # LanceDB's Rust logger writes warnings straight to fd 2, under the TUI over the screen
             # ("training 136 of the 186 requested IVF partitions"): only errors.
@@ -82,7 +88,7 @@ class VectorStore:
         self._table = None
         self._has_ann = None
 
-    def table(self):
+    def table(self) -> Any:
         """The table, or None if no vector was ever written."""
         if self._table is None:
             if self._db is None and not self.directory.is_dir():
@@ -94,7 +100,7 @@ class VectorStore:
                 return None
         return self._table
 
-    def ensure(self, dim: int):
+    def ensure(self, dim: int) -> Any:
         t = self.table()
         if t is not None:
             return t
@@ -130,15 +136,15 @@ class VectorStore:
         # Only the id column is read: the whole table would be 1.5 KB a row (50 MB at 35,000).
         return [i for i in t.search().select(["id"]).limit(None).to_arrow().column("id").to_pylist() if i > 0]
 
-    def delete_ids(self, ids) -> None:
+    def delete_ids(self, ids: Iterable[int]) -> None:
         """Delete these chunks' vectors, doc views included."""
         t = self.table()
-        ids = [abs(int(i)) for i in ids]
-        if t is None or not ids:
+        wanted = [abs(int(i)) for i in ids]
+        if t is None or not wanted:
             return
         self.dirty = True
-        for k in range(0, len(ids), 1000):
-            part = ids[k : k + 1000]
+        for k in range(0, len(wanted), 1000):
+            part = wanted[k : k + 1000]
             t.delete("id IN (" + ",".join(f"{i},{-i}" for i in part) + ")")
 
     @_read
@@ -167,17 +173,17 @@ class VectorStore:
         return list(out.items())[:limit]
 
     @_read
-    def vectors(self, ids) -> dict[int, np.ndarray]:
+    def vectors(self, ids: Iterable[int]) -> dict[int, np.ndarray]:
         """The stored vectors of ``ids`` (those that have one), by id: 3-5 ms for a hundred ids,
         at 300 or at 100,000 rows (the embedding cache answers faster, see ``CodeSight``). Text
         vectors only, not doc views."""
         t = self.table()
-        ids = [int(i) for i in ids]
+        wanted = [int(i) for i in ids]
         out: dict[int, np.ndarray] = {}
-        if t is None or not ids:
+        if t is None or not wanted:
             return out
-        for k in range(0, len(ids), 500):
-            part = ids[k : k + 500]
+        for k in range(0, len(wanted), 500):
+            part = wanted[k : k + 500]
             res = (t.search().where("id IN (" + ",".join(map(str, part)) + ")")
                    .select(["id", "vector"]).limit(len(part)).to_arrow())
             if res.num_rows:
