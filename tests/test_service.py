@@ -122,6 +122,24 @@ def test_served_output_is_the_in_process_output(served, args):
         assert got.stdout.startswith("queue.py:1:7:class UploadQueue")
 
 
+def test_the_installed_command_imports_almost_nothing_when_served(served):
+    """The `codesight` command as installed: a served search loads neither `re` (pip's entry-point
+    wrapper imported it: 12 ms of a 55 ms call on 2 cores), nor json, argparse, SQLite or numpy."""
+    script = Path(sys.executable).parent / "codesight"
+    assert script.is_file() and "import re" not in script.read_text()
+    client.start_service(wait=30)
+    got = subprocess.run([sys.executable, "-X", "importtime", str(script), "search", "retry", "--mode", "bm25"],
+                         capture_output=True, text=True, cwd=served, timeout=60)
+    assert got.returncode == 0 and "uploads/retry.py" in got.stdout, got.stderr[-500:]
+    loaded = {line.split("|")[-1].strip() for line in got.stderr.splitlines() if line.startswith("import time:")}
+    assert "codesight_tui.client" in loaded
+    heavy = {"json", "argparse", "sqlite3", "numpy", "codesight_tui.cli"}
+    if not any(m.startswith("__editable__") for m in loaded):  # an editable install's finder loads re itself
+        heavy.add("re")
+    assert not loaded & heavy, sorted(loaded & heavy)
+    assert status()["served"] == 1
+
+
 def test_the_socket_is_the_owners_alone(served):
     client.start_service(wait=30)
     sock = Path(client.socket_path())
