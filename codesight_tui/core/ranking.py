@@ -45,6 +45,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 import Stemmer
@@ -52,6 +53,11 @@ import Stemmer
 from codesight_tui.core.languages import CODE_LANGUAGES, DOCUMENT_LANGUAGES
 from codesight_tui.core.paths import DATA, DECLARATIONS, DOCS, DOCUMENT, SOURCE, TEST, VENDOR, classify
 from codesight_tui.core.text import STOPWORDS, split_identifier
+
+if TYPE_CHECKING:
+    from codesight_tui.core.store import ChunkRow, Store
+
+_Vectors = Callable[[list["ChunkRow"]], dict[int, np.ndarray]]
 
 # Weighted RRF per query kind: (bm25, vector).
 WEIGHTS = {"symbol": (1.0, 0.5), "mixed": (1.0, 1.0), "natural": (0.7, 1.0)}
@@ -159,7 +165,7 @@ def _names(segment: str) -> list[str]:
     return out
 
 
-def definitions(store, ident: str) -> list[int]:
+def definitions(store: Store, ident: str) -> list[int]:
     """Chunk ids where ``ident`` is defined: for each (file, enclosing scope) the first chunk of
     the definition. ``a.b`` needs ``b`` defined inside a scope named ``a``, or in a file or
     directory named ``a``. Exact case first, then case-insensitive; the one in the file named after
@@ -170,7 +176,7 @@ def definitions(store, ident: str) -> list[int]:
     name, quals = parts[-1], parts[:-1]
     rows = store.scope_matches(name)
     for fold in (False, True):
-        norm = (lambda s: s.casefold()) if fold else (lambda s: s)
+        norm: Callable[[str], str] = str.casefold if fold else str
         target = norm(name)
         first: dict[tuple[str, str], tuple[int, int]] = {}
         for cid, path, start, scope in rows:
@@ -210,7 +216,7 @@ _STEMMER_LOCK = threading.Lock()  # a stemmer object is not safe to share betwee
 def _stem(w: str) -> str:
     """The Snowball (Porter 2) stem: ``routing`` -> rout, ``validation`` / ``validator`` -> valid."""
     with _STEMMER_LOCK:
-        return _STEMMER.stemWord(w)
+        return str(_STEMMER.stemWord(w))
 
 
 def _squash(name: str) -> str:
@@ -268,12 +274,10 @@ def _names_file(path: str, qwords: set[str]) -> bool:
     return bool(named) and all(alts & qwords for alts in named)
 
 
-def rerank(store, rankings: dict[str, list[int]], query: str, *, rrf_k: int = 60, glob: str | None = None,
-           language: str | None = None, query_vector=None, coverage: float = 1.0,
-           vectors_for: Callable[[list], dict[int, np.ndarray]] | None = None,
-           static_weight: float = 0.0, static_vector=None,
-           static_vectors_for: Callable[[list], dict[int, np.ndarray]] | None = None,
-           ) -> list[tuple[int, float, dict[str, int], bool]]:
+def rerank(store: Store, rankings: dict[str, list[int]], query: str, *, rrf_k: int = 60, glob: str | None = None,
+           language: str | None = None, query_vector: np.ndarray | None = None, coverage: float = 1.0,
+           vectors_for: _Vectors | None = None, static_weight: float = 0.0, static_vector: np.ndarray | None = None,
+           static_vectors_for: _Vectors | None = None) -> list[tuple[int, float, dict[str, int], bool]]:
     """``(chunk id, score, {retriever: rank}, is_definition)``, best first.
 
     ``coverage`` is the share of chunks that have a vector (it weights the vector list).
@@ -320,7 +324,7 @@ def rerank(store, rankings: dict[str, list[int]], query: str, *, rrf_k: int = 60
             f *= 1 + FILE_NAME_BONUS
         factor[cid] = f * (1 + PATH_BONUS * min(hits, 2))
 
-    def score(rankings: dict[str, list[int]]):
+    def score(rankings: dict[str, list[int]]) -> list[tuple[int, float, dict[str, int], bool]]:
         fused, ranks = rrf_scores(rankings, rrf_k, weight)
         if FILE_EVIDENCE and set(rankings) == {"bm25"}:
             fused = _file_evidence(fused, rows)
@@ -348,7 +352,7 @@ def rerank(store, rankings: dict[str, list[int]], query: str, *, rrf_k: int = 60
     return out
 
 
-def _file_evidence(fused: dict[int, float], rows) -> dict[int, float]:
+def _file_evidence(fused: dict[int, float], rows: dict[int, ChunkRow]) -> dict[int, float]:
     """Step 3b: each file's best chunk gains ``FILE_EVIDENCE`` times the fused scores of the file's
     next ``FILE_EVIDENCE_CHUNKS`` best chunks. Only the best: the file rises as one hit, and its
     other chunks do not crowd out other files' answers."""
@@ -366,7 +370,7 @@ def _file_evidence(fused: dict[int, float], rows) -> dict[int, float]:
     return out
 
 
-def _saturate(scored: list[tuple[float, int]], rows) -> list[tuple[float, int]]:
+def _saturate(scored: list[tuple[float, int]], rows: dict[int, ChunkRow]) -> list[tuple[float, int]]:
     """Step 5: each later chunk of a file already listed scores less (``scored`` is best first).
     A window that continues a listed chunk of the same definition (same scope, touching lines)
     keeps that chunk's place: grouping folds the two into one hit."""
@@ -386,7 +390,8 @@ def _saturate(scored: list[tuple[float, int]], rows) -> list[tuple[float, int]]:
     return out
 
 
-def feedback_ranking(query_vector, top: int, pool: list[int], vecs: dict[int, np.ndarray], depth: int) -> list[int]:
+def feedback_ranking(query_vector: np.ndarray, top: int, pool: list[int], vecs: dict[int, np.ndarray],
+                     depth: int) -> list[int]:
     """Pseudo-relevance feedback (Rocchio) from the top hit: the candidates in ``pool`` that have a
     vector in ``vecs``, ranked by cosine to the query vector moved toward the top hit's vector.
     Empty if the top hit has no vector (yet)."""

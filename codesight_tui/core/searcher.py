@@ -4,12 +4,23 @@ Fusion. Every result keeps its rank in each retriever, so the caller can show wh
 from __future__ import annotations
 
 import re
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Hashable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from codesight_tui.core.languages import DOCUMENT_LANGUAGES
 from codesight_tui.core.modes import MODES
 from codesight_tui.core.text import fts_query, query_terms
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from codesight_tui.core.static import StaticIndex
+    from codesight_tui.core.store import ChunkRow, Store
+    from codesight_tui.core.vectors import VectorStore
+
+_Id = TypeVar("_Id", bound=Hashable)
 
 
 @dataclass(slots=True)
@@ -72,17 +83,18 @@ class SearchResult:
             return "static"
         return "symbol" if self.definition else "bm25"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-class SearchResponse(list):
+class SearchResponse(list[SearchResult]):
     """What ``CodeSight.search`` (and ``related``, ``search_many``) return: the hits, best first
     (it is the list of ``SearchResult``), with the notices that belong to this answer (what it
     lacks, such as BM25 only or no model, and what happened to the index since the last call)
     and the retrievers whose lists were fused (``bm25``, ``static``, ``vector``)."""
 
-    def __init__(self, hits=(), notices: list[str] | None = None, retrievers: list[str] | None = None) -> None:
+    def __init__(self, hits: Iterable[SearchResult] = (), notices: list[str] | None = None,
+                 retrievers: list[str] | None = None) -> None:
         super().__init__(hits)
         self.notices: list[str] = list(notices or [])
         self.retrievers: list[str] = list(retrievers or [])  # the lists fused: bm25, static, vector
@@ -96,12 +108,13 @@ class SearchResponse(list):
 Hits = SearchResponse  # the name it had first
 
 
-def rrf_scores(rankings: dict[str, list], k: int = 60, weights: dict[str, float] | None = None):
+def rrf_scores(rankings: dict[str, list[_Id]], k: int = 60, weights: dict[str, float] | None = None,
+               ) -> tuple[dict[_Id, float], dict[_Id, dict[str, int]]]:
     """Reciprocal Rank Fusion, the one implementation behind hybrid search, the ranking stack and
     several repositories' lists: ``score(d) = sum over lists of weight / (k + rank(d))`` (weight 1
     unless given). Returns ``({id: score}, {id: {list: rank}})``; ids may be any hashable."""
-    scores: dict = {}
-    ranks: dict = {}
+    scores: dict[_Id, float] = {}
+    ranks: dict[_Id, dict[str, int]] = {}
     for name, ids in rankings.items():
         w = 1.0 if weights is None else weights.get(name, 1.0)
         for rank, cid in enumerate(ids, start=1):
@@ -110,7 +123,7 @@ def rrf_scores(rankings: dict[str, list], k: int = 60, weights: dict[str, float]
     return scores, ranks
 
 
-def rrf_fuse(rankings: dict[str, list], k: int = 60) -> list[tuple[int, float, dict[str, int]]]:
+def rrf_fuse(rankings: dict[str, list[_Id]], k: int = 60) -> list[tuple[_Id, float, dict[str, int]]]:
     """``rrf_scores`` in order: ``(id, score, {list: rank})`` by score, ties broken by best
     single rank."""
     scores, ranks = rrf_scores(rankings, k)
@@ -146,7 +159,7 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL
 
 
-def _filtered(store, ids: list[int], glob: str | None, language: str | None) -> list[int]:
+def _filtered(store: Store, ids: list[int], glob: str | None, language: str | None) -> list[int]:
     """``ids`` whose chunk passes the path and language filters (vector lists are over-fetched
     and filtered here: LanceDB and the static matrix know neither)."""
     from codesight_tui.core.store import path_matches
@@ -156,11 +169,12 @@ def _filtered(store, ids: list[int], glob: str | None, language: str | None) -> 
             and (not language or rows[i].language == language)]
 
 
-def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode: str = "hybrid",
-           glob: str | None = None, language: str | None = None, depth: int = 20,
-           rrf_k: int = 60, ranking: str = "stack", vectors_for=None, static=None,
-           used: list[str] | None = None, vector_query: str | None = None,
-           static_query_vector=None) -> list[SearchResult]:
+def search(store: Store, vectors: VectorStore, query_vector_fn: Callable[[str], np.ndarray] | None, query: str, *,
+           top_k: int = 10, mode: str = "hybrid", glob: str | None = None, language: str | None = None,
+           depth: int = 20, rrf_k: int = 60, ranking: str = "stack",
+           vectors_for: Callable[[list[ChunkRow]], dict[int, np.ndarray]] | None = None,
+           static: tuple[StaticIndex, float] | None = None, used: list[str] | None = None,
+           vector_query: str | None = None, static_query_vector: np.ndarray | None = None) -> list[SearchResult]:
     """Run one query. ``query_vector_fn(query)`` embeds the query; it is only called in the
     ``hybrid`` and ``vector`` modes, and only if the index holds vectors. ``vectors_for(rows)``
     gives the stored vectors of ``ChunkRow``s by id (default: looked up in ``vectors``).
@@ -189,7 +203,9 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
         # The query embedding and the vector search (both release the GIL) run in a second thread
         # while SQLite answers BM25 in this one: a hybrid query costs the slower of the two. A
         # path filter cannot run inside LanceDB, so with a glob over-fetch and filter below.
-        def nearest_fn():
+        assert query_vector_fn is not None
+
+        def nearest_fn() -> tuple[np.ndarray, list[tuple[int, float]]]:
             qv = query_vector_fn(vector_query or query)
             return qv, vectors.search(qv, depth * 10 if glob else depth, language=language)
 
@@ -197,13 +213,15 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
     static_index, static_coverage = static if static is not None and mode == "hybrid" else (None, 0.0)
     # The full model's vectors leave the static tier less to add: it fades as they cover the index.
     static_weight = static_coverage * (1.0 - coverage) ** STATIC_FADE if static_index is not None else 0.0
-    static_found = None
+    static_found: Future[tuple[np.ndarray, list[tuple[int, float]]]] | None = None
     if static_weight > 0:
+        assert static_index is not None
+
         # The static list too is found beside BM25 (a matrix product that releases the GIL).
-        def static_fn():
+        def static_fn(index: StaticIndex = static_index) -> tuple[np.ndarray, list[tuple[int, float]]]:
             sv = (static_query_vector if static_query_vector is not None
-                  else static_index.model.encode_query(vector_query or query))
-            return sv, static_index.nearest(sv, depth * 10 if glob or language else depth)
+                  else index.model.encode_query(vector_query or query))
+            return sv, index.nearest(sv, depth * 10 if glob or language else depth)
 
         static_found = _pool().submit(static_fn)
     if mode in ("hybrid", "bm25"):
@@ -214,6 +232,7 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
         static_vector, found = static_found.result()
         near_static = bool(found) and found[0][1] >= STATIC_RELEVANCE_FLOOR
         if near_static and not rankings.get("bm25") and not n_vectors:  # the static tier would be all there is
+            assert static_index is not None
             near_static = static_index.model.known_share(query_terms(query)) >= STATIC_KNOWN_WORDS
         if not rankings.get("bm25") and not n_vectors and not near_static:
             return []  # as below: nothing lexical, nothing near
@@ -241,7 +260,7 @@ def search(store, vectors, query_vector_fn, query: str, *, top_k: int = 10, mode
                        vectors_for=vectors_for or (lambda rows: vectors.vectors([r.id for r in rows])),
                        static_weight=static_weight, static_vector=static_vector,
                        static_vectors_for=(lambda rows: static_index.vectors([r.id for r in rows]))
-                       if static_vector is not None else None)
+                       if static_vector is not None and static_index is not None else None)
     else:
         fused = [(cid, s, r, False) for cid, s, r in rrf_fuse(rankings, k=rrf_k)]
     rows = store.get_chunks([cid for cid, *_ in fused[: top_k * (4 if stack else 2)]])
@@ -326,12 +345,12 @@ def _top_scope(scope: str | None) -> str:
     return (scope or "").split(" > ")[0]
 
 
-def _touches(a, b) -> bool:
+def _touches(a: SearchResult | ChunkRow, b: SearchResult | ChunkRow) -> bool:
     return (a.path == b.path and _top_scope(a.scope) == _top_scope(b.scope)
             and a.start_line <= b.end_line + 1 and b.start_line <= a.end_line + 1)
 
 
-def _absorb(r: SearchResult, row) -> None:
+def _absorb(r: SearchResult, row: SearchResult | ChunkRow) -> None:
     """Extend ``r`` by the lines of ``row`` (a chunk or result) it does not cover yet."""
     old = r.content.split("\n")
     new = row.content.split("\n")
@@ -343,13 +362,13 @@ def _absorb(r: SearchResult, row) -> None:
     r.start_line, r.end_line = min(r.start_line, row.start_line), max(r.end_line, row.end_line)
 
 
-def _same_definition(r: SearchResult, row) -> bool:
+def _same_definition(r: SearchResult, row: SearchResult | ChunkRow) -> bool:
     """Windows of one long definition: same file, same innermost scope naming one definition."""
     return (r.path == row.path and bool(r.scope) and r.scope == (row.scope or "")
             and ", " not in r.scope.rsplit(" > ", 1)[-1])
 
 
-def _merge_into(results: list[SearchResult], row) -> bool:
+def _merge_into(results: list[SearchResult], row: ChunkRow) -> bool:
     """Fold a lower-ranked chunk into a better hit it continues (same file, same top-level scope,
     overlapping or touching lines): one definition is one result, not five in a row. A hit that
     grows until it touches a later hit swallows that one too. A window of a long definition that

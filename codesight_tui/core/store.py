@@ -15,6 +15,7 @@ import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 import pathspec
 
@@ -22,6 +23,9 @@ from codesight_tui.core.chunker import Chunk, embed_text
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.languages import DOCUMENT_EXTENSIONS
 from codesight_tui.core.text import content_hash, expansion_terms, fts_query
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SCHEMA_VERSION = "7"  # bumped when the stored rows change meaning (v3: TS signatures are scopes; v4: doc views;
 # v5: compound names in the embedded scope header are followed by their words; v6: grammars for C#, Kotlin,
@@ -270,7 +274,7 @@ class Store:
         return n
 
     # --- documents ---------------------------------------------------------------------------
-    def put_document(self, path: str, text: str, locators: list) -> None:
+    def put_document(self, path: str, text: str, locators: list[tuple[int, str, int]]) -> None:
         """Keep a document's extracted text and locator map (inside ``transaction()``)."""
         self.conn.execute("INSERT OR REPLACE INTO documents VALUES (?,?,?)",
                           (path, zlib.compress(text.encode("utf-8", "surrogatepass"), 6),
@@ -302,7 +306,7 @@ class Store:
             return None
         return found
 
-    def document_status(self) -> dict:
+    def document_status(self) -> dict[str, Any]:
         """Documents indexed, and each one skipped with its reason."""
         try:
             indexed = self.conn.execute("SELECT count(*) FROM documents").fetchone()[0]
@@ -322,7 +326,7 @@ class Store:
             self.conn.execute(f"DELETE FROM files WHERE skipped = 'binary' AND ({_DOCUMENT_PATHS})")
         self.set_meta(documents="1")
 
-    def transaction(self):
+    def transaction(self) -> _Tx:
         """A write transaction: everything inside commits together or not at all."""
         return _Tx(self.conn)
 
@@ -358,10 +362,10 @@ class Store:
     def vector_coverage(self) -> float:
         """The share of chunks that have a vector; nothing pending (the usual case) is one lookup
         in the partial index of pending chunks, without counting every chunk."""
-        pending = self.conn.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
+        pending = int(self.conn.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0])
         if not pending:
             return 1.0
-        return 1.0 - pending / max(1, self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        return 1.0 - pending / max(1, int(self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]))
 
     def counts(self) -> dict[str, int]:
         c = self.conn
@@ -382,7 +386,7 @@ class Store:
             (after, limit)).fetchall()
         return [ChunkRow(*r) for r in rows]
 
-    def put_static(self, ids: list[int], vectors) -> None:
+    def put_static(self, ids: list[int], vectors: np.ndarray) -> None:
         """Store static vectors (float16) of chunk ids, in one transaction; a chunk deleted in
         the meantime gets none."""
         import numpy as np
@@ -403,9 +407,9 @@ class Store:
         self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('static_version', ?)", (str(time.time_ns()),))
 
     def static_count(self) -> int:
-        return self.conn.execute("SELECT count(*) FROM static_vectors").fetchone()[0]
+        return int(self.conn.execute("SELECT count(*) FROM static_vectors").fetchone()[0])
 
-    def static_matrix(self, dim: int):
+    def static_matrix(self, dim: int) -> tuple[np.ndarray, np.ndarray]:
         """``(ids, vectors)``: every static vector as one float32 matrix (rows L2-normalised
         when stored), with the chunk id of each row."""
         import numpy as np
@@ -541,11 +545,11 @@ class _Tx:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 
-    def __enter__(self):
+    def __enter__(self) -> sqlite3.Connection:
         self.conn.execute("BEGIN IMMEDIATE")
         return self.conn
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> Literal[False]:
         if exc_type is None:
             self.conn.execute("COMMIT")
         elif self.conn.in_transaction:
