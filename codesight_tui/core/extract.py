@@ -17,14 +17,19 @@ import multiprocessing as mp
 import os
 import re
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.languages import DOCUMENT_EXTENSIONS, detect_language
 from codesight_tui.core.walker import Seen, read_bytes, read_text
 
 if TYPE_CHECKING:
+    import threading
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
+
     from typing_extensions import Self
 
 # (first line, last line, scope): 0-based, inclusive
@@ -154,7 +159,7 @@ def _pdf(data: bytes) -> Extracted:
 MAX_INFLATED_XML = 64 * 1024 * 1024
 
 
-def _office_package(data: bytes, opener):
+def _office_package(data: bytes, opener: Callable[[Any], Any]) -> Any:
     """Open a DOCX or PPTX package, telling an encrypted file (an OLE container) from a broken
     one, and refusing one whose XML parts inflate past ``MAX_INFLATED_XML`` before parsing it."""
     import io
@@ -219,7 +224,7 @@ def _docx(data: bytes) -> Extracted:
     return out.done()
 
 
-def _shape_lines(shapes) -> list[str]:
+def _shape_lines(shapes: Iterable[Any]) -> list[str]:
     lines: list[str] = []
     for shape in shapes:
         if hasattr(shape, "shapes"):  # a group
@@ -301,7 +306,7 @@ def _limit_memory(mb: int) -> None:
         pass
 
 
-def _serve(conn, quiet: bool, memory_mb: int = 0, parent: int | None = None) -> None:
+def _serve(conn: Connection, quiet: bool, memory_mb: int = 0, parent: int | None = None) -> None:
     from codesight_tui.core.child import init_child
 
     init_child(quiet, parent)
@@ -342,33 +347,36 @@ class DocumentReader:
         self.timeout = timeout
         self.memory_mb = memory_mb
         self.max_bytes = max_bytes
-        self._proc = None
-        self._conn = None
+        self._proc: BaseProcess | None = None
+        self._conn: Connection | None = None
 
     def _start(self) -> None:
         from codesight_tui.core.child import quiet_for_children
 
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child, quiet_for_children(), self.memory_mb, os.getpid()), daemon=True,
-                                 name="codesight-documents")
-        self._proc.start()
+        proc = ctx.Process(target=_serve, args=(child, quiet_for_children(), self.memory_mb, os.getpid()), daemon=True,
+                           name="codesight-documents")
+        proc.start()
         child.close()
-        self._conn = parent
+        self._proc, self._conn = proc, parent
 
-    def read(self, abs_path: str, rel_path: str, cancel=None, expect: Seen | None = None) -> Extracted:
-        if self._proc is None or not self._proc.is_alive():
+    def read(self, abs_path: str, rel_path: str, cancel: threading.Event | None = None,
+             expect: Seen | None = None) -> Extracted:
+        if self._proc is None or self._conn is None or not self._proc.is_alive():
             self._start()
+        proc, conn = self._proc, self._conn
+        assert proc is not None and conn is not None
         try:
-            self._conn.send((abs_path, rel_path, self.max_bytes, expect))
+            conn.send((abs_path, rel_path, self.max_bytes, expect))
         except (BrokenPipeError, OSError):
             self.close()
             raise ExtractError("corrupt") from None
         deadline = time.monotonic() + self.timeout
         while True:
             try:
-                if self._conn.poll(0.05):
-                    status, payload = self._conn.recv()
+                if conn.poll(0.05):
+                    status, payload = conn.recv()
                     break
             except (EOFError, OSError):  # the child died on this file
                 self.close()
@@ -379,11 +387,12 @@ class DocumentReader:
             if time.monotonic() > deadline:
                 self.close()
                 raise ExtractError("timeout")
-            if not self._proc.is_alive() and not self._conn.poll(0):
+            if not proc.is_alive() and not conn.poll(0):
                 self.close()
                 raise ExtractError("corrupt")
         if status == "ok":
-            return payload
+            found: Extracted = payload
+            return found
         raise ExtractError(payload)
 
     def close(self) -> None:
@@ -401,5 +410,5 @@ class DocumentReader:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -10,11 +10,16 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from codesight_tui.config import DEFAULT_MODEL
+
+if TYPE_CHECKING:
+    import numpy as np
 
 LINE_CACHE_MAX = 500_000  # distinct lines remembered per process (about 60 MB)
 
@@ -78,7 +83,7 @@ _LEARN_BLOCK = 4096  # new words tokenised per text by _WordPieceCounter._learn
 
 
 @cache
-def _byte_tables(lowercase: bool):
+def _byte_tables(lowercase: bool) -> tuple[np.ndarray, np.ndarray]:
     """Per byte value: its class (``_PUNCT``, ``_NON_ASCII``, ``_CONTROL`` or 0) and what it
     becomes in a word (a letter, lower-cased if the model's normaliser does, or a digit; else a
     space)."""
@@ -104,14 +109,15 @@ _PUNCT, _NON_ASCII, _CONTROL = 1, 2, 4
 _SPACED = re.compile(r"[^ \t\r]+")
 
 
-def _segment_sums(values, offsets, dtype):
+def _segment_sums(values: np.ndarray, offsets: np.ndarray, dtype: Any) -> np.ndarray:
     """Sums of ``values[offsets[i]:offsets[i + 1]]`` for each i, as int64."""
     import numpy as np
 
     cs = np.empty(len(values) + 1, dtype)
     cs[0] = 0
     np.cumsum(values, dtype=dtype, out=cs[1:])
-    return (cs[offsets[1:]] - cs[offsets[:-1]]).astype(np.int64)
+    sums: np.ndarray = (cs[offsets[1:]] - cs[offsets[:-1]]).astype(np.int64)
+    return sums
 
 
 class _WordPieceCounter:
@@ -123,7 +129,7 @@ class _WordPieceCounter:
     word. Anything else (non-ASCII, control characters, special-token text) goes to the tokenizer.
     """
 
-    def __init__(self, tk, lowercase: bool, specials: list[str]) -> None:
+    def __init__(self, tk: Any, lowercase: bool, specials: list[str]) -> None:
         self._tk = tk
         self._lower = lowercase
         specials = [t for t in specials if t]
@@ -136,7 +142,7 @@ class _WordPieceCounter:
         self._special_starts = sorted({ord(c) for t in specials if t[0].isascii() for c in (t[0].lower(), t[0].upper())})
 
     @classmethod
-    def for_file(cls, tk, tokenizer_file: Path) -> _WordPieceCounter | None:
+    def for_file(cls, tk: Any, tokenizer_file: Path) -> _WordPieceCounter | None:
         try:
             cfg = json.loads(Path(tokenizer_file).read_text())
         except (OSError, ValueError):
@@ -163,9 +169,10 @@ class _WordPieceCounter:
         n = np.fromiter(map(self._pieces.__getitem__, words), dtype=np.int64, count=len(words))
         ends = np.append(np.flatnonzero(n == 0), len(n))  # every real word has at least one piece
         totals = np.concatenate(([0], np.cumsum(n)))[ends]
-        return np.diff(totals, prepend=0).tolist()
+        out: list[int] = np.diff(totals, prepend=0).tolist()
+        return out
 
-    def line_counts(self, texts: list[str], encoded) -> list[list[int]]:
+    def line_counts(self, texts: list[str], encoded: Callable[[list[str]], list[int]]) -> list[list[int]]:
         """Token counts of every line of every text, in vectorised passes over the batch.
 
         The lines are stripped and deduplicated (code repeats about 60% of its lines), then the
@@ -186,7 +193,7 @@ class _WordPieceCounter:
         bounds = files.offsets.to_numpy().tolist()
         return [counts[a:b] for a, b in itertools.pairwise(bounds)]
 
-    def _distinct_counts(self, lines, encoded):
+    def _distinct_counts(self, lines: Any, encoded: Callable[[list[str]], list[int]]) -> np.ndarray:
         """Token counts of a pyarrow large_string array of stripped lines, as a numpy array."""
         import numpy as np
         import pyarrow as pa
@@ -206,7 +213,9 @@ class _WordPieceCounter:
             n, pa.py_buffer(offsets), pa.py_buffer(word_of[data])))
         total += _segment_sums(self._piece_counts(words.values), words.offsets.to_numpy(), np.int64)
         # Lines the byte classes can't count: non-ASCII, control characters, special tokens.
-        line_of = lambda pos: np.searchsorted(offsets, pos, "right") - 1
+        def line_of(pos: np.ndarray) -> np.ndarray:
+            return np.searchsorted(offsets, pos, "right") - 1
+
         odd = np.zeros(n, np.uint8)
         odd[line_of(np.flatnonzero(kind & _NON_ASCII))] = _NON_ASCII
         odd[line_of(np.flatnonzero(kind & _CONTROL))] = _CONTROL
@@ -223,7 +232,7 @@ class _WordPieceCounter:
                 total[which] = self._spaced_counts(texts) if flag == _NON_ASCII else encoded(texts)
         return total
 
-    def _piece_counts(self, words):
+    def _piece_counts(self, words: Any) -> np.ndarray:
         """WordPiece counts of a pyarrow array of lower-case ASCII words."""
         import numpy as np
         import pyarrow.compute as pc
@@ -232,7 +241,8 @@ class _WordPieceCounter:
         distinct = enc.dictionary.to_pylist()
         self._learn(distinct, self._pieces)
         known = np.fromiter(map(self._pieces.__getitem__, distinct), dtype=np.int64, count=len(distinct))
-        return known[enc.indices.to_numpy()]
+        counts: np.ndarray = known[enc.indices.to_numpy()]
+        return counts
 
     def _spaced_counts(self, lines: list[str]) -> list[int]:
         """Counts of lines made of space-separated words (no control characters): nothing joins
@@ -243,7 +253,7 @@ class _WordPieceCounter:
         raw = self._raw
         return [sum(map(raw.__getitem__, ws)) for ws in split]
 
-    def _learn(self, words, cache: dict[str, int]) -> None:
+    def _learn(self, words: Iterable[str], cache: dict[str, int]) -> None:
         """Remember the token count of each of ``words`` (no spaces, tabs or CRs in any) not yet
         in ``cache``.
 
@@ -253,15 +263,15 @@ class _WordPieceCounter:
         as many one-word texts."""
         import numpy as np
 
-        words = words if isinstance(words, set) else set(words)
-        new = list(words.difference(cache))  # a loop in C: most words are known
+        wanted = words if isinstance(words, set) else set(words)
+        new = list(wanted.difference(cache))  # a loop in C: most words are known
         if not new:
             return
         if len(cache) + len(new) > WORD_CACHE_MAX:  # start afresh, keeping what the caller needs
-            keep = {w: 0 for w in ("\0", "") if w in cache}
+            keep: dict[str, int] = {w: 0 for w in ("\0", "") if w in cache}
             cache.clear()
             cache.update(keep)
-            new = list(words.difference(cache))
+            new = list(wanted.difference(cache))
         blocks = [new[i : i + _LEARN_BLOCK] for i in range(0, len(new), _LEARN_BLOCK)]
         encs = self._tk.encode_batch([" ".join(b) for b in blocks], add_special_tokens=False)
         for block, enc in zip(blocks, encs):
@@ -371,10 +381,11 @@ class TokenCounter:
             return list(range(0, len(text), 2))
         return [a for a, _ in self._encode(text).offsets]
 
-    def _encode(self, text: str):
+    def _encode(self, text: str) -> Any:
         # encode_batch releases the GIL (encode does not), so a huge minified line never stalls an
         # interactive app's event loop while it is tokenised; for short texts its dispatch
         # overhead would dominate, and holding the GIL for microseconds is harmless.
+        assert self._tk is not None
         if len(text) > 4096:
             return self._tk.encode_batch([text], add_special_tokens=False)[0]
         return self._tk.encode(text, add_special_tokens=False)
@@ -399,6 +410,7 @@ class TokenCounter:
             cache.clear()
         new = list(dict.fromkeys(k for k in lines if k not in cache))
         if new:
+            assert self._tk is not None
             blocks = ["\n".join(new[i : i + 256]) for i in range(0, len(new), 256)]
             # encode_batch releases the GIL (encode would not) and spreads blocks over the cores.
             encs = self._tk.encode_batch(blocks, add_special_tokens=False)
@@ -406,16 +418,17 @@ class TokenCounter:
         return [cache[k] for k in lines]
 
 
-def _per_line(text: str, offsets) -> list[int]:
+def _per_line(text: str, offsets: list[tuple[int, int]]) -> list[int]:
     """Tokens per line of ``text``: tokens never span a newline (whitespace pre-tokenisation), so
     a token belongs to the line its first character is on."""
     import numpy as np
 
     starts = np.fromiter((o[0] for o in offsets), dtype=np.int64, count=len(offsets))
-    return np.bincount(np.searchsorted(_newlines(text), starts), minlength=text.count("\n") + 1).tolist()
+    out: list[int] = np.bincount(np.searchsorted(_newlines(text), starts), minlength=text.count("\n") + 1).tolist()
+    return out
 
 
-def _newlines(text: str):
+def _newlines(text: str) -> np.ndarray:
     import numpy as np
 
     return np.flatnonzero(np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32) == 10)
