@@ -244,11 +244,18 @@ def start_service(wait: float = 0.0) -> int | None:
                (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600),
                (os.POSIX_SPAWN_DUP2, 1, 2)]
     # The current directory (a repository that may hold a json.py) must not shadow the library: -c
-    # puts it first on sys.path, and the code takes it off before importing anything. Unless told
-    # to hurry, the service takes its lock and then waits a moment: the call that started it is
-    # still exiting, and on two cores the service's imports would slow that down.
-    code = ("import sys; del sys.path[0]; from codesight_tui.service import main;"
-            f" sys.exit(main(delay={0.0 if wait else 0.5}))")
+    # puts it first on sys.path, and the code takes it off before importing anything. The service
+    # takes its lock first (a call meanwhile starts no second one) and, unless told to hurry, then
+    # waits a moment before it imports anything: the call that started it is still exiting, and on
+    # two cores the service's imports slowed that down by 50 ms.
+    code = ("import sys, os, fcntl, time\n"
+            "del sys.path[0]\n"
+            f"fd = os.open({lock!r}, os.O_RDWR | os.O_CREAT, 0o600)\n"
+            "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+            "except OSError:\n    sys.exit(0)\n"
+            f"time.sleep({0.0 if wait else 0.5})\n"
+            "from codesight_tui.service import main\n"
+            "sys.exit(main(lock_fd=fd))\n")
     try:
         pid = os.posix_spawn(sys.executable, [sys.executable, "-c", code], dict(os.environ), file_actions=actions,
                              setsid=True)

@@ -326,22 +326,21 @@ class Service:
             return self.idle_s > 0 and self.busy == 0 and time.monotonic() - self.last > self.idle_s
 
 
-def serve(idle_s: float | None = None, delay: float = 0.0) -> int:
+def serve(idle_s: float | None = None, lock_fd: int | None = None) -> int:
     """Run the service until it is stopped, signalled, or idle for ``idle_s`` seconds (default
-    the ``service_idle_minutes`` setting). Exits 0 at once where another service holds the lock;
-    else waits ``delay`` seconds holding it before it loads anything (see ``client.start_service``)."""
+    the ``service_idle_minutes`` setting). Exits 0 at once where another service holds the lock
+    (``lock_fd``: the lock, taken already by ``client.start_service``'s code)."""
     env = client.env_key()  # as the client that started it sent it (imports below set some variables)
-    rdir = client.runtime_dir()
-    lock_fd = os.open(os.path.join(rdir, "service.lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        print("codesight service: another one is running", file=sys.stderr)
-        return 0
+    if lock_fd is None:
+        lock_fd = os.open(os.path.join(client.runtime_dir(), "service.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            print("codesight service: another one is running", file=sys.stderr)
+            return 0
     os.ftruncate(lock_fd, 0)
     os.write(lock_fd, f"{os.getpid()}\n".encode())
     os.chdir("/")
-    time.sleep(delay)
     from codesight_tui import cli
     from codesight_tui.config import load_settings
     from codesight_tui.core.engine import CodeSight  # noqa: F401  (warm: the first answer needs it)
@@ -398,9 +397,9 @@ def serve(idle_s: float | None = None, delay: float = 0.0) -> int:
     return 0
 
 
-def main(delay: float = 0.0) -> int:
+def main(lock_fd: int | None = None) -> int:
     try:
-        return serve(delay=delay)
+        return serve(lock_fd=lock_fd)
     except KeyboardInterrupt:
         return 130
 
