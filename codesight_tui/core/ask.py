@@ -14,10 +14,15 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError
+
+if TYPE_CHECKING:
+    from codesight_tui.config import Settings
+    from codesight_tui.core.searcher import SearchResult
 
 BACKENDS = ("anthropic", "openai", "azure", "ollama")
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4o-mini", "ollama": "llama3.2"}
@@ -52,10 +57,10 @@ class Answer:
 
     question: str
     text: str
-    sources: list = field(default_factory=list)
+    sources: list[SearchResult] = field(default_factory=list)
     model: str = ""
     backend: str = ""
-    usage: dict | None = None  # {"input_tokens", "output_tokens"} where the back end reports them
+    usage: dict[str, int] | None = None  # {"input_tokens", "output_tokens"} where the back end reports them
     seconds: float = 0.0
     search_seconds: float = 0.0
     first_token_seconds: float | None = None  # from the call to the back end to the first text
@@ -68,7 +73,7 @@ class Answer:
     def source_label(self, n: int) -> str:
         return source_label(self.sources[n - 1])
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "question": self.question, "answer": self.text, "model": self.model, "backend": self.backend,
             "usage": self.usage, "citations": self.citations, "seconds": round(self.seconds, 3),
@@ -93,14 +98,14 @@ def cited(text: str, n_sources: int) -> list[int]:
     return out
 
 
-def source_label(hit) -> str:
+def source_label(hit: SearchResult) -> str:
     """``src/app.py:10-42``, ``spec.pdf p.12``, ``deck.pptx slide 4``."""
     if hit.page is not None or hit.slide is not None:
-        return hit.location
+        return str(hit.location)
     return f"{hit.path}:{hit.start_line}-{hit.end_line}"
 
 
-def build_prompt(question: str, hits) -> str:
+def build_prompt(question: str, hits: Iterable[SearchResult]) -> str:
     """The user message: the question, then each hit numbered with its location and text."""
     parts = [f"Question: {question.strip()}", "", "Sources:"]
     used = 0
@@ -129,7 +134,7 @@ class LLMConfig:
         return f"LLMConfig(backend={self.backend!r}, model={self.model!r}, base_url={self.base_url!r})"
 
 
-def llm_config(settings, environ=None) -> LLMConfig:
+def llm_config(settings: Settings, environ: Mapping[str, str] | None = None) -> LLMConfig:
     """The back end from the settings (``CODESIGHT_LLM_*`` or the config file) and each
     ecosystem's own variables. Raises ``AskError`` when none is configured."""
     env = os.environ if environ is None else environ
@@ -168,7 +173,7 @@ def llm_config(settings, environ=None) -> LLMConfig:
 
 # --- back ends: each yields text deltas, then a final dict of usage ---------------------------
 
-_CLIENTS: dict[tuple, object] = {}
+_CLIENTS: dict[tuple[object, ...], Any] = {}
 _CLIENTS_LOCK = threading.Lock()
 _SDK = {"anthropic": "anthropic", "openai": "openai", "azure": "openai", "ollama": "ollama"}
 
@@ -182,7 +187,7 @@ def prepare(backend: str) -> threading.Thread:
     return t
 
 
-def _client(cfg: LLMConfig):
+def _client(cfg: LLMConfig) -> Any:
     """One client per configuration, kept: a second question reuses its connection."""
     key = (cfg.backend, cfg.base_url, cfg.api_version, cfg.timeout, hash(cfg.api_key))
     with _CLIENTS_LOCK:
@@ -196,7 +201,7 @@ def _client(cfg: LLMConfig):
             elif cfg.backend == "azure":
                 import openai
 
-                client = openai.AzureOpenAI(api_key=cfg.api_key, azure_endpoint=cfg.base_url,
+                client = openai.AzureOpenAI(api_key=cfg.api_key, azure_endpoint=cfg.base_url or "",
                                             api_version=cfg.api_version, timeout=cfg.timeout, max_retries=1)
             elif cfg.backend == "openai":
                 import openai
@@ -211,7 +216,7 @@ def _client(cfg: LLMConfig):
         return client
 
 
-def _anthropic(cfg: LLMConfig, prompt: str) -> Iterator[str | dict]:
+def _anthropic(cfg: LLMConfig, prompt: str) -> Generator[str | dict[str, int], None, None]:
     client = _client(cfg)
     with client.messages.stream(model=cfg.model, max_tokens=MAX_ANSWER_TOKENS, system=SYSTEM_PROMPT,
                                 messages=[{"role": "user", "content": prompt}]) as stream:
@@ -220,7 +225,7 @@ def _anthropic(cfg: LLMConfig, prompt: str) -> Iterator[str | dict]:
     yield {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
 
 
-def _openai(cfg: LLMConfig, prompt: str) -> Iterator[str | dict]:
+def _openai(cfg: LLMConfig, prompt: str) -> Generator[str | dict[str, int], None, None]:
     stream = _client(cfg).chat.completions.create(
         model=cfg.model, stream=True, stream_options={"include_usage": True}, max_tokens=MAX_ANSWER_TOKENS,
         messages=[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}])
@@ -234,8 +239,8 @@ def _openai(cfg: LLMConfig, prompt: str) -> Iterator[str | dict]:
     yield usage or {}
 
 
-def _ollama(cfg: LLMConfig, prompt: str) -> Iterator[str | dict]:
-    usage: dict = {}
+def _ollama(cfg: LLMConfig, prompt: str) -> Generator[str | dict[str, int], None, None]:
+    usage: dict[str, int] = {}
     for part in _client(cfg).chat(model=cfg.model, stream=True,
                             messages=[{"role": "system", "content": SYSTEM_PROMPT},
                                       {"role": "user", "content": prompt}]):
@@ -246,7 +251,8 @@ def _ollama(cfg: LLMConfig, prompt: str) -> Iterator[str | dict]:
     yield usage
 
 
-_CALLS = {"anthropic": _anthropic, "openai": _openai, "azure": _openai, "ollama": _ollama}
+_CALLS: dict[str, Callable[[LLMConfig, str], Generator[str | dict[str, int], None, None]]] = {
+    "anthropic": _anthropic, "openai": _openai, "azure": _openai, "ollama": _ollama}
 
 
 def _status_of(exc: BaseException) -> int | None:
@@ -282,13 +288,14 @@ def _body_message(exc: BaseException) -> str | None:
     """The ``message`` of an API's JSON error body (``{"error": {"message": ...}}`` and kin)."""
     body = getattr(exc, "body", None)
     while isinstance(body, dict):
-        if isinstance(body.get("message"), str):
-            return body["message"]
+        message = body.get("message")
+        if isinstance(message, str):
+            return message
         body = body.get("error")
     return body if isinstance(body, str) else None
 
 
-def _first_line(obj) -> str:
+def _first_line(obj: object) -> str:
     text = str(obj or "").strip().split("\n", 1)[0]
     return text[:200]
 
@@ -303,7 +310,8 @@ class AskStream:
     ``for delta in stream: print(delta, end="")`` then ``stream.answer``. Errors are ``AskError``
     with one line."""
 
-    def __init__(self, question: str, hits, cfg: LLMConfig, search_seconds: float = 0.0, started: float | None = None):
+    def __init__(self, question: str, hits: Iterable[SearchResult], cfg: LLMConfig, search_seconds: float = 0.0,
+                 started: float | None = None) -> None:
         self.cfg = cfg
         self.hits = list(hits)
         self.notices = list(getattr(hits, "notices", []))  # what the search lacked (BM25 only, damage)

@@ -18,10 +18,19 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError
+
+if TYPE_CHECKING:
+    from codesight_tui.config import Settings
+    from codesight_tui.core.engine import CodeSight
+    from codesight_tui.core.indexer import ProgressFn
+
+Row = dict[str, Any]  # one query's or one file's figures, as JSON
 
 METRICS = ("ndcg@10", "ndcg@5", "mrr@10", "recall@10")
 
@@ -41,7 +50,7 @@ class Target:
             return page == self.page
         if self.slide is not None:
             return slide == self.slide
-        return self.start is None or (start <= self.end and end >= self.start)
+        return self.start is None or self.end is None or (start <= self.end and end >= self.start)
 
 
 @dataclass
@@ -51,7 +60,7 @@ class Query:
     targets: list[Target] = field(default_factory=list)
 
 
-def _target(raw, where: str) -> Target:
+def _target(raw: object, where: str) -> Target:
     if isinstance(raw, str) and raw:
         return Target(raw.lstrip("./"))
     if isinstance(raw, dict) and isinstance(raw.get("path"), str):
@@ -98,7 +107,7 @@ def load_queries(path: Path, prefix: str = "") -> list[Query]:
     return out
 
 
-def score(results, targets: list[Target]) -> dict:
+def score(results: Iterable[Any], targets: list[Target]) -> Row:
     """The metrics for one query. ``results``: ranked objects with path, start_line, end_line."""
     first: dict[int, int] = {}  # target index -> rank of the first result matching it
     for rank, r in enumerate(results, start=1):
@@ -121,7 +130,7 @@ def score(results, targets: list[Target]) -> dict:
     }
 
 
-def _mean(rows: list[dict]) -> dict:
+def _mean(rows: list[Row]) -> dict[str, float]:
     return {m: (sum(r[m] for r in rows) / len(rows) if rows else 0.0) for m in METRICS}
 
 
@@ -136,7 +145,7 @@ class Suite:
     prefix: str = ""  # the root's path inside the checkout, where targets are written from the checkout
 
 
-def _read_json(path: Path, what: str):
+def _read_json(path: Path, what: str) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -165,7 +174,7 @@ def load_fold(path: Path, fold: str) -> list[str]:
 
 
 def load_collection(path: Path, names: list[str] | None = None,
-                    languages: list[str] | None = None, fold: str | None = None) -> tuple[list[Suite], dict]:
+                    languages: list[str] | None = None, fold: str | None = None) -> tuple[list[Suite], Row]:
     """The suites of a multi-repository eval directory, and its published peers' scores.
 
     Layout: ``repos.json`` (``[{name, language, benchmark_root}, ...]``), ``annotations/<name>.json``
@@ -207,18 +216,19 @@ def load_collection(path: Path, names: list[str] | None = None,
     return suites, published
 
 
-def _group_means(per_file: list[dict], key) -> dict:
+def _group_means(per_file: list[Row], key: Callable[[Row], str]) -> Row:
     """Mean over files of each file's overall metrics, per group (``key(file)``)."""
-    groups: dict[str, list[dict]] = {}
+    groups: dict[str, list[Row]] = {}
     for pf in per_file:
         groups.setdefault(key(pf), []).append(pf["overall"])
     return {g: {m: sum(r[m] for r in rows) / len(rows) for m in METRICS} | {"repos": len(rows)}
             for g, rows in sorted(groups.items())}
 
 
-def evaluate(suites, modes: list[str], limit: int = 10, index: bool = True,
-             settings=None, progress=None, processes: bool = False, published: dict | None = None,
-             coverage: list[float] | None = None, on_suite=None) -> dict:
+def evaluate(suites: Iterable[Suite | tuple[Path, Path]], modes: list[str], limit: int = 10, index: bool = True,
+             settings: Settings | None = None, progress: ProgressFn | None = None, processes: bool = False,
+             published: Row | None = None, coverage: list[float] | None = None,
+             on_suite: Callable[[str, int, int], None] | None = None) -> Row:
     """Score every suite (a ``Suite`` or a (query file, repository root) pair) in each mode.
 
     Returns ``{"modes": {mode: {"overall": {...}, "categories": {...}, "languages": {...},
@@ -236,13 +246,13 @@ def evaluate(suites, modes: list[str], limit: int = 10, index: bool = True,
     """
     from codesight_tui.core.engine import CodeSight
 
-    suites = [s if isinstance(s, Suite) else Suite(Path(s[0]), Path(s[1])) for s in suites]
-    loaded = [(s, load_queries(s.queries, s.prefix)) for s in suites]
+    given = [s if isinstance(s, Suite) else Suite(Path(s[0]), Path(s[1])) for s in suites]
+    loaded = [(s, load_queries(s.queries, s.prefix)) for s in given]
     wants_vectors = coverage is not None or any(m in ("hybrid", "vector") for m in modes)
     wants_static = coverage is not None or any(m in ("hybrid", "fast") for m in modes)
     levels = [None] if coverage is None else list(coverage)
     labels = [_label(m, lv) for lv in levels for m in modes]
-    files_out = []
+    files_out: list[Row] = []
     for n, (suite, queries) in enumerate(loaded, start=1):
         cs = CodeSight(suite.root, settings=settings)
         cs.lexical_processes = processes
@@ -250,7 +260,7 @@ def evaluate(suites, modes: list[str], limit: int = 10, index: bool = True,
             on_suite(suite.name or suite.root.name, n, len(loaded))
         if index:
             cs.index(progress=progress, embed=wants_vectors, static=wants_static)
-        per_mode = {}
+        per_mode: dict[str, Row] = {}
         for level in levels:
             if level is not None:
                 cs.limit_vectors(level)
@@ -286,7 +296,7 @@ def _label(mode: str, level: float | None) -> str:
     return mode if level is None else f"{mode}@{level:.0%}"
 
 
-def _run_queries(cs, queries: list[Query], mode: str, limit: int) -> dict:
+def _run_queries(cs: CodeSight, queries: list[Query], mode: str, limit: int) -> Row:
     rows, lat = [], []
     for q in queries:
         t0 = time.perf_counter()
@@ -303,7 +313,7 @@ def _run_queries(cs, queries: list[Query], mode: str, limit: int) -> dict:
     }
 
 
-def _published_summary(published: dict, files_out: list[dict]) -> dict:
+def _published_summary(published: Row, files_out: list[Row]) -> Row:
     """Each published method's NDCG@10 over the repositories evaluated here (those it has), overall
     and per language, so that a subset is compared with the same subset."""
     out = {}
