@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from itertools import accumulate
+from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.languages import CODE_LANGUAGES
 from codesight_tui.core.text import content_hash, spell_out_names
+
+if TYPE_CHECKING:
+    from codesight_tui.core.tokens import TokenCounter
+
+Node = Any  # a tree-sitter node
+Segment = tuple[int, int, str]  # (first line, last line, scope): 0-based, inclusive
+Budget = Callable[[str], int]  # a scope's token budget
 
 
 @dataclass(slots=True)
@@ -220,7 +229,7 @@ _NAME_TYPES = frozenset({"identifier", "field_identifier", "type_identifier", "q
 
 
 @cache
-def _parser(language: str):
+def _parser(language: str) -> Any:
     """A tree-sitter parser for ``language``, or None if its grammar wheel is not installed."""
     spec = GRAMMARS.get(language)
     if spec is None:
@@ -239,11 +248,11 @@ def has_grammar(language: str) -> bool:
     return _parser(language) is not None
 
 
-def _text(node) -> str:
+def _text(node: Node) -> str:
     return node.text.decode("utf-8", errors="replace") if node is not None and node.text else ""
 
 
-def _declarator_name(node) -> str:
+def _declarator_name(node: Node) -> str:
     # C/C++: int *foo(int x) -> function_declarator -> pointer_declarator -> identifier
     d = node
     for _ in range(8):
@@ -256,18 +265,18 @@ def _declarator_name(node) -> str:
     return _text(d) if d is not node and d.type in _NAME_TYPES else ""
 
 
-def _keyword(node) -> str:
+def _keyword(node: Node) -> str:
     """The defining keyword where one node type covers several (Swift, Elixir), else ''."""
     if node.type == "call":  # Elixir: defmodule, def, defp, ...
         return _text(node.child_by_field_name("target"))
     if node.type == "class_declaration":  # Swift: struct Foo, extension Foo, ...
         for c in node.children:
             if not c.is_named and c.type in _SWIFT_KINDS:
-                return c.type
+                return str(c.type)
     return ""
 
 
-def _node_name(node) -> str:
+def _node_name(node: Node) -> str:
     t = node.type
     if t == "call":  # Elixir: `defmodule A.B do`, `def name(args) do`, `def name, do: ...`
         args = next((c for c in node.named_children if c.type == "arguments"), None)
@@ -299,7 +308,7 @@ def _node_name(node) -> str:
 class _TreeChunker:
     """Turns one parsed file into line-range segments ``(start, end, scope)``, 0-based."""
 
-    def __init__(self, grammar: _Grammar, lines: list[str], prefix: list[int], budget_for):
+    def __init__(self, grammar: _Grammar, lines: list[str], prefix: list[int], budget_for: Budget) -> None:
         self.g = grammar
         self.lines = lines
         self.prefix = prefix  # prefix[i]: tokens in lines[:i]
@@ -309,7 +318,7 @@ class _TreeChunker:
     def tokens(self, s: int, e: int) -> int:
         return self.prefix[e + 1] - self.prefix[s]
 
-    def is_def(self, node) -> bool:
+    def is_def(self, node: Node) -> bool:
         t = node.type
         if t in self.g.wrappers:
             return any(self.is_def(c) for c in node.named_children)
@@ -330,7 +339,7 @@ class _TreeChunker:
             return _text(node.child_by_field_name("target")) in _ELIXIR_DEFS
         return True
 
-    def unwrap(self, node):
+    def unwrap(self, node: Node) -> Node:
         while node.type in self.g.wrappers:
             inner = next((c for c in node.named_children if self.is_def(c)), None)
             if inner is None:
@@ -338,14 +347,14 @@ class _TreeChunker:
             node = inner
         return node
 
-    def label(self, node) -> str:
+    def label(self, node: Node) -> str:
         node = self.unwrap(node)
         name = _node_name(node).strip()
         kw = _keyword(node) or self.g.defs.get(node.type, node.type)
         name = " ".join(name.split())[:80]
         return f"{kw} {name}".strip()
 
-    def inner_defs(self, node) -> list:
+    def inner_defs(self, node: Node) -> list[Node]:
         """The outermost definitions below ``node`` (not below another definition)."""
         found = []
         stack = list(reversed(node.named_children))
@@ -359,7 +368,7 @@ class _TreeChunker:
                 stack.extend(reversed(c.named_children))
         return found
 
-    def span(self, node, prev_end: int) -> tuple[int, int]:
+    def span(self, node: Node, prev_end: int) -> tuple[int, int]:
         s, e = node.start_point[0], node.end_point[0]
         if node.end_point[1] == 0 and e > s:
             e -= 1
@@ -383,7 +392,7 @@ class _TreeChunker:
         else:
             self.out.extend(window_segments(self.lines, self.prefix, s, e, scope, self.budget_for(scope)))
 
-    def emit_node(self, node, scope: str, s: int, e: int) -> None:
+    def emit_node(self, node: Node, scope: str, s: int, e: int) -> None:
         if self.tokens(s, e) <= self.budget_for(scope):
             self.emit_range(s, e, scope)
             return
@@ -405,7 +414,7 @@ class _TreeChunker:
         if cursor <= e:
             self.emit_range(cursor, e, scope)
 
-    def run(self, root) -> list[tuple[int, int, str]]:
+    def run(self, root: Node) -> list[Segment]:
         last = len(self.lines) - 1
         cursor = 0
         for d in self.inner_defs(root):
@@ -422,7 +431,8 @@ class _TreeChunker:
         return self.out
 
 
-def window_segments(lines, prefix, s, e, scope, budget, overlap_frac: float = 0.15):
+def window_segments(lines: list[str], prefix: list[int], s: int, e: int, scope: str, budget: int,
+                    overlap_frac: float = 0.15) -> list[Segment]:
     """Split lines ``s..e`` (0-based, inclusive) into windows of at most ``budget`` tokens, each
     overlapping the previous by about ``overlap_frac`` of its lines. A single line longer than the
     budget becomes its own segment and is cut by characters later (see ``_cut_long_line``)."""
@@ -481,7 +491,8 @@ def _fallback_blocks(lines: list[str], language: str) -> list[tuple[int, int, st
     return blocks
 
 
-def _merge_tiny(segs, prefix, budget_for, tiny: int, lines):
+def _merge_tiny(segs: list[Segment], prefix: list[int], budget_for: Budget, tiny: int,
+                lines: list[str]) -> list[Segment]:
     """Merge adjacent small segments when the result still fits and nothing but blank lines
     separates them."""
     out: list[tuple[int, int, str]] = []
@@ -501,7 +512,7 @@ def _merge_tiny(segs, prefix, budget_for, tiny: int, lines):
     return out
 
 
-def _pack(segs, prefix, budget_for):
+def _pack(segs: list[Segment], prefix: list[int], budget_for: Budget) -> list[Segment]:
     """Adjacent segments of one scope (a document's paragraphs on one page, in one section) joined
     while the result fits the budget: chunks of whole paragraphs, as large as the model reads."""
     out: list[tuple[int, int, str]] = []
@@ -541,7 +552,7 @@ class Chunker:
     ``counter`` is a ``TokenCounter``; ``max_tokens`` is the model's window less special tokens.
     """
 
-    def __init__(self, counter, max_tokens: int = 254, tiny_fraction: float = 0.25) -> None:
+    def __init__(self, counter: TokenCounter, max_tokens: int = 254, tiny_fraction: float = 0.25) -> None:
         self.counter = counter
         self.max_tokens = max_tokens
         self.tiny = int(max_tokens * tiny_fraction)
@@ -568,7 +579,7 @@ class Chunker:
             self._scope_costs[scope] = cost
         return cost
 
-    def _budget_fn(self, path: str):
+    def _budget_fn(self, path: str) -> Budget:
         # embed_text's header is "file: PATH\nscope: A > B". The tokenizer splits on whitespace
         # and punctuation, so the header's cost is the sum of its parts' costs: the path once per
         # file, each scope label once per distinct label.
