@@ -17,10 +17,11 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,6 +42,12 @@ from codesight_tui.core.walker import (
     entry_for,
     walk,
 )
+
+if TYPE_CHECKING:
+    from codesight_tui.core.cache import EmbeddingCache
+    from codesight_tui.core.static import StaticEmbedder
+    from codesight_tui.core.store import ChunkFields, ChunkRow, Store
+    from codesight_tui.core.vectors import VectorStore
 
 # Files handled per lexical transaction: big enough to amortise commits, small enough that
 # Ctrl-C loses little and readers see progress.
@@ -75,7 +82,7 @@ class IndexReport:
     embedded: int = 0
     cache_hits: int = 0
     doc_views: int = 0  # doc views embedded (not from the cache), beside the chunks' own texts
-    skipped: Counter = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
     lexical_seconds: float = 0.0
     embed_seconds: float = 0.0
     static_embedded: int = 0  # chunks given a static vector
@@ -88,7 +95,7 @@ class IndexReport:
     secrets_masked: int = 0  # keys and tokens masked in the text indexed (core.redact)
     warnings: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["skipped"] = dict(self.skipped)
         return d
@@ -99,7 +106,7 @@ def _priority(rel_path: str, mtime_ns: int) -> int:
     return VALUE_ORDER[classify(rel_path)] * 10**11 + (10**11 - min(mtime_ns // 10**9, 10**11 - 1))
 
 
-def _batches(entries: list[FileEntry]):
+def _batches(entries: list[FileEntry]) -> Iterator[list[FileEntry]]:
     batch: list[FileEntry] = []
     size = 0
     for e in entries:
@@ -112,7 +119,10 @@ def _batches(entries: list[FileEntry]):
         yield batch
 
 
-def _prepare(chunker: Chunker, batch: list[FileEntry], max_bytes: int | None = None):
+Prepared = tuple[list[tuple[FileEntry, str, int]], list[tuple[FileEntry, str]], list[list["ChunkFields"]]]
+
+
+def _prepare(chunker: Chunker, batch: list[FileEntry], max_bytes: int | None = None) -> Prepared:
     """Read and chunk one batch: ``([(entry, language, secrets masked)], [(entry, why unreadable)],
     [rows])``, the rows of each file being its chunks' ``store.chunk_fields``. Secrets in the text
     (``core.redact``) are masked before anything is chunked, so no index row ever holds one."""
@@ -135,7 +145,7 @@ def _prepare(chunker: Chunker, batch: list[FileEntry], max_bytes: int | None = N
 _WORKER_CHUNKER: Chunker | None = None
 
 
-def _init_worker(tokenizer_file, max_tokens: int, quiet: bool = False, parent: int | None = None) -> None:
+def _init_worker(tokenizer_file: Path | None, max_tokens: int, quiet: bool = False, parent: int | None = None) -> None:
     global _WORKER_CHUNKER
     init_child(quiet, parent)
     from codesight_tui.core.tokens import TokenCounter
@@ -148,7 +158,8 @@ def _init_worker(tokenizer_file, max_tokens: int, quiet: bool = False, parent: i
     gc.set_threshold(20_000, 20, 20)
 
 
-def _prepare_in_worker(batch: list[FileEntry], max_bytes: int | None = None):
+def _prepare_in_worker(batch: list[FileEntry], max_bytes: int | None = None) -> Prepared:
+    assert _WORKER_CHUNKER is not None, "not a chunking worker"
     return _prepare(_WORKER_CHUNKER, batch, max_bytes)
 
 
@@ -174,25 +185,27 @@ class _Workers:
     def __init__(self, chunker: Chunker, max_bytes: int | None = None) -> None:
         self.chunker = chunker
         self.max_bytes = max_bytes
-        self.pool = None
+        self.pool: Executor | None = None
         self.ahead = 1
-        self._task = partial(_prepare, chunker)  # what a batch is given to, in the pool
+        # What a batch is given to, in the pool: this process's chunker, or a worker's.
+        self._task: Callable[[list[FileEntry], int | None], Prepared] = (
+            lambda batch, max_bytes: _prepare(chunker, batch, max_bytes))
 
     def start_processes(self, n: int) -> None:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 
         quiet = quiet_for_children()
-        self.pool = ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context("spawn"),
-                                        initializer=_init_worker,
-                                        initargs=(self.chunker.counter.tokenizer_file, self.chunker.max_tokens,
-                                                  quiet, os.getpid()))
+        pool = ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context("spawn"), initializer=_init_worker,
+                                   initargs=(self.chunker.counter.tokenizer_file, self.chunker.max_tokens,
+                                             quiet, os.getpid()))
+        self.pool = pool
         self.ahead = n + 1
         self._task = _prepare_in_worker
         for _ in range(n):  # the pool starts a process per task it cannot hand to an idle one
-            self.pool.submit(os.getpid)
+            pool.submit(os.getpid)
 
-    def submit(self, batch: list[FileEntry]) -> Future:
+    def submit(self, batch: list[FileEntry]) -> Future[Prepared]:
         if self.pool is None:
             self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="codesight-chunk")
         return self.pool.submit(self._task, batch, self.max_bytes)
@@ -207,9 +220,12 @@ class _Workers:
 EARLY_WORKERS_FILES = LEXICAL_BATCH_FILES * 8
 
 
-def scan_changes(root, store, max_file_size: int, exclude: list[str], stats: WalkStats | None = None,
+Scan = tuple[list[FileEntry], list[FileEntry], list[str]]
+
+
+def scan_changes(root: Path, store: Store, max_file_size: int, exclude: list[str], stats: WalkStats | None = None,
                  on_big_first_index: Callable[[], None] | None = None,
-                 max_document_size: int = MAX_DOCUMENT_SIZE, secret_files: tuple[str, ...] = SECRET_FILES):
+                 max_document_size: int = MAX_DOCUMENT_SIZE, secret_files: tuple[str, ...] = SECRET_FILES) -> Scan:
     """Walk ``root`` and compare with the index: ``(entries, changed, deleted_paths)``.
 
     ``on_big_first_index`` is called once, mid-walk, if the index is empty and the walk has found
@@ -227,17 +243,17 @@ def scan_changes(root, store, max_file_size: int, exclude: list[str], stats: Wal
     return entries, changed, deleted
 
 
-def scan_paths(root, store, paths, max_file_size: int, exclude: list[str], stats: WalkStats | None = None,
-               max_document_size: int = MAX_DOCUMENT_SIZE, secret_files: tuple[str, ...] = SECRET_FILES):
+def scan_paths(root: Path, store: Store, paths: list[str], max_file_size: int, exclude: list[str],
+               stats: WalkStats | None = None, max_document_size: int = MAX_DOCUMENT_SIZE,
+               secret_files: tuple[str, ...] = SECRET_FILES) -> Scan | None:
     """``scan_changes`` for the paths a file watcher named, without walking the tree:
     ``(entries, changed, deleted_paths)``, or None where only a full walk can tell (a directory
     appeared, or an ignore file changed)."""
-    from pathlib import Path
-
     root = Path(root)
     known = store.file_states()
     ignored = IgnoreMatcher(root, exclude, secret_files)
-    entries, deleted = [], []
+    entries: list[FileEntry] = []
+    deleted: list[str] = []
     for rel in sorted(set(paths)):
         name = rel.rsplit("/", 1)[-1]
         if name in IGNORE_FILES or rel == ".git/info/exclude":
@@ -257,7 +273,7 @@ def scan_paths(root, store, paths, max_file_size: int, exclude: list[str], stats
     return entries, changed, sorted(set(deleted))
 
 
-def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude: list[str],
+def index_lexical(root: Path, store: Store, chunker: Chunker, *, max_file_size: int, exclude: list[str],
                   progress: ProgressFn | None = None, cancel: threading.Event | None = None,
                   report: IndexReport | None = None, processes: bool = True,
                   paths: list[str] | None = None, max_document_size: int = MAX_DOCUMENT_SIZE,
@@ -272,8 +288,8 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
     t0 = time.perf_counter()
     stats = WalkStats()
     workers = _Workers(chunker, max_file_size)
-    queue: list = []
-    remembered: Counter = Counter()  # skips kept per file in the table, or not skips for long
+    queue: list[Future[Prepared]] = []
+    remembered: Counter[str] = Counter()  # skips kept per file in the table, or not skips for long
     try:
         early = _worker_count(EARLY_WORKERS_FILES // LEXICAL_BATCH_FILES, processes)
         scanned = (scan_paths(root, store, paths, max_file_size, exclude, max_document_size=max_document_size,
@@ -353,8 +369,9 @@ def index_lexical(root, store, chunker: Chunker, *, max_file_size: int, exclude:
     return report
 
 
-def _index_documents(store, chunker: Chunker, documents: list[FileEntry], stats: WalkStats, remembered: Counter,
-                     report: IndexReport, reader: DocumentReader, cancel: threading.Event | None, progress) -> None:
+def _index_documents(store: Store, chunker: Chunker, documents: list[FileEntry], stats: WalkStats,
+                     remembered: Counter[str], report: IndexReport, reader: DocumentReader,
+                     cancel: threading.Event | None, progress: Callable[[str, int], object]) -> None:
     """Extract, chunk and write documents one at a time: each is its own transaction, so a
     300-page PDF is searchable as soon as it is read, and a file that can't be read (encrypted,
     corrupt, image-only, over the time limit) is remembered with its reason until it changes."""
@@ -393,7 +410,7 @@ def _index_documents(store, chunker: Chunker, documents: list[FileEntry], stats:
             progress(e.rel_path, n)
 
 
-def reconcile_vectors(store, vectors, model_name: str, dim: int) -> None:
+def reconcile_vectors(store: Store, vectors: VectorStore, model_name: str, dim: int) -> None:
     """Make LanceDB agree with SQLite before embedding.
 
     A different model or dimension drops every vector (embedding spaces never mix); vectors of
@@ -411,7 +428,7 @@ def reconcile_vectors(store, vectors, model_name: str, dim: int) -> None:
             store.conn.executemany("UPDATE chunks SET embedded=0 WHERE id=?", [(i,) for i in missing])
 
 
-def drop_orphan_vectors(store, vectors) -> tuple[set[int], set[int]]:
+def drop_orphan_vectors(store: Store, vectors: VectorStore) -> tuple[set[int], set[int]]:
     """Delete vectors whose chunk is gone or not marked embedded; returns (lance ids, marked ids)."""
     in_lance = set(vectors.ids())
     marked = store.embedded_ids()
@@ -426,17 +443,17 @@ class _EmbedJob:
     """One batch of chunks on its way to the vector store: each chunk's text, and its doc view
     where it has one (stored under the negated chunk id, see ``VectorStore``)."""
 
-    rows: list
+    rows: list[ChunkRow]
     ids: list[int]  # LanceDB ids, one per vector
     languages: list[str]
     keys: list[str]  # embed key of each vector's text
-    found: dict  # embed key -> vector already in the cache
-    todo: dict  # embed key -> text to embed
+    found: dict[str, np.ndarray]  # embed key -> vector already in the cache
+    todo: dict[str, str]  # embed key -> text to embed
     docs: int  # how many of ``todo`` are doc views
-    future: Future | None = None
+    future: Future[np.ndarray] | None = None
 
 
-def index_static(store, model, *, progress: ProgressFn | None = None, cancel: threading.Event | None = None,
+def index_static(store: Store, model: StaticEmbedder, *, progress: ProgressFn | None = None, cancel: threading.Event | None = None,
                  report: IndexReport | None = None, batch: int = 4096) -> IndexReport:
     """Give every chunk without one a static vector (``model``: a ``core.static.StaticEmbedder``),
     batch by batch, each committed on its own. Vectors of another static model are dropped first."""
@@ -457,7 +474,8 @@ def index_static(store, model, *, progress: ProgressFn | None = None, cancel: th
     return report
 
 
-def _pages_by_id(fetch, page: int, cancel: threading.Event | None, report: IndexReport):
+def _pages_by_id(fetch: Callable[[int, int], list[ChunkRow]], page: int, cancel: threading.Event | None,
+                 report: IndexReport) -> Iterator[list[ChunkRow]]:
     """``fetch(after, limit)``'s rows page by page in id order (each page starts past the last id
     seen, whatever became of its rows), until none are left or ``cancel`` is set."""
     after = 0
@@ -472,17 +490,17 @@ def _pages_by_id(fetch, page: int, cancel: threading.Event | None, report: Index
         yield rows
 
 
-def _views(r) -> list[tuple[int, str, object, str | None]]:
+def _views(r: ChunkRow) -> list[tuple[int, str, ChunkRow, str | None]]:
     """What a chunk needs vectors of: ``(LanceDB id, embed key, row, doc view text or None)``
     for its own text and, where it has one, its doc view (under the negative id)."""
-    out = [(r.id, r.embed_key, r, None)]
+    out: list[tuple[int, str, ChunkRow, str | None]] = [(r.id, r.embed_key, r, None)]
     doc = doc_text(r.path, r.scope, r.content, r.language)
     if doc is not None:
         out.append((-r.id, content_hash(doc), r, doc))
     return out
 
 
-def fill_from_cache(store, vectors, cache, model_name: str, dim: int, *, progress: ProgressFn | None = None,
+def fill_from_cache(store: Store, vectors: VectorStore, cache: EmbeddingCache, model_name: str, dim: int, *, progress: ProgressFn | None = None,
                     cancel: threading.Event | None = None, report: IndexReport | None = None,
                     page: int = 2048) -> int:
     """Give every pending chunk whose vectors are all in the shared cache those vectors, without
@@ -514,7 +532,8 @@ def fill_from_cache(store, vectors, cache, model_name: str, dim: int, *, progres
     return filled
 
 
-def index_vectors(store, vectors, embedder, cache, *, batch: int = 128,
+def index_vectors(store: Store, vectors: VectorStore, embedder: Any, cache: EmbeddingCache | None, *,
+                  batch: int = 128,
                   progress: ProgressFn | None = None, cancel: threading.Event | None = None,
                   report: IndexReport | None = None, limit: int | None = None,
                   overlap: bool = False) -> IndexReport:
@@ -532,7 +551,7 @@ def index_vectors(store, vectors, embedder, cache, *, batch: int = 128,
     done = 0
     if progress:
         progress(Progress("embed", 0, total))
-    window: list = []
+    window: list[ChunkRow] = []
     taken = 0  # rows handed to jobs so far
     in_flight: set[int] = set()  # ids of rows in a job that is not written yet
 
