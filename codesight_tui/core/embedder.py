@@ -13,13 +13,19 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.tokens import ModelInfo
+
+if TYPE_CHECKING:
+    import subprocess
+    from multiprocessing.connection import Connection
 
 
 class Embedder(Protocol):
@@ -81,15 +87,15 @@ class SentenceTransformerEmbedder:
             model.half()
         self.model = model
         self.name = info.name
-        self.max_seq_length = model.max_seq_length
-        getdim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        self.max_seq_length: int | None = model.max_seq_length
+        getdim: Any = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         self.dim = int(getdim())
         self.batch_size = batch_size or (GPU_BATCH if self.device == "cuda" else 32)
         self.tokenizer_file = info.tokenizer_file
         # Tokenise in threads ahead of the model where the model is fast enough to wait on one
         # tokenizer (a GPU); on a CPU the model is the bottleneck and its threads want the cores.
         self._tok_local = threading.local()
-        self._tok_pool = None
+        self._tok_pool: ThreadPoolExecutor | None = None
         self._pad_id = getattr(getattr(model, "tokenizer", None), "pad_token_id", None) or 0
         self._pin = self.device == "cuda"
         self.overlap = self.device == "cuda" and self._overlap_safe()
@@ -108,10 +114,11 @@ class SentenceTransformerEmbedder:
         return np.asarray(vecs, dtype=np.float32)
 
     def encode_query(self, text: str) -> np.ndarray:
-        return self.encode([text])[0]
+        vector: np.ndarray = self.encode([text])[0]
+        return vector
 
     # --- the overlapped path --------------------------------------------------------------
-    def _tokenizer(self):
+    def _tokenizer(self) -> Any:
         """This thread's own copy of the model's fast tokenizer (one copy may not be used from two
         threads at once), truncating to the model's window like sentence-transformers does."""
         tok = getattr(self._tok_local, "tok", None)
@@ -120,7 +127,7 @@ class SentenceTransformerEmbedder:
 
             tok = Tokenizer.from_file(str(self.tokenizer_file))
             tok.no_padding()
-            tok.enable_truncation(self.max_seq_length)
+            tok.enable_truncation(cast(int, self.max_seq_length))  # None fails here: _overlap_safe says no
             self._tok_local.tok = tok
         return tok
 
@@ -136,7 +143,7 @@ class SentenceTransformerEmbedder:
         except Exception:  # a tokenizer file the Rust library can't load
             return False
 
-    def _features(self, texts: list[str]):
+    def _features(self, texts: list[str]) -> Any:
         """One batch as a single int64 tensor: token ids padded to the longest text, and each
         text's length in the last column (the mask is built on the device from it). Pinned on a
         GPU so that its copy overlaps the model's work."""
@@ -168,15 +175,15 @@ class SentenceTransformerEmbedder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         bs = self.batch_size
         parts = [[texts[i] for i in order[k : k + bs]] for k in range(0, len(order), bs)]
-        futures = []
+        futures: list[Future[Any]] = []
+        batches: Iterable[Any]
         if len(texts) <= 8:  # a query: a thread hop costs more than it saves
             batches = map(self._features, parts)
         else:
-            if self._tok_pool is None:
-                from concurrent.futures import ThreadPoolExecutor
-
-                self._tok_pool = ThreadPoolExecutor(tokenizer_threads(), thread_name_prefix="codesight-tok")
-            futures = [self._tok_pool.submit(self._features, p) for p in parts]
+            pool = self._tok_pool
+            if pool is None:
+                pool = self._tok_pool = ThreadPoolExecutor(tokenizer_threads(), thread_name_prefix="codesight-tok")
+            futures = [pool.submit(self._features, p) for p in parts]
             batches = (f.result() for f in futures)
         out = []
         try:
@@ -214,12 +221,13 @@ def serve(fds: list[int], info: ModelInfo, device: str, batch_size: int) -> None
     for c in conns:
         c.send((True, meta))
 
-    def loop(conn) -> None:
+    def loop(conn: Connection) -> None:
         while True:
             try:
                 texts = conn.recv()
             except (EOFError, OSError):
                 return  # the parent closed its end or died: stop
+            out: tuple[bool, Any]
             try:
                 out = (True, emb.encode(texts))
             except Exception as exc:
@@ -238,7 +246,7 @@ def serve(fds: list[int], info: ModelInfo, device: str, batch_size: int) -> None
 
 # Model processes still loading (importing torch and the weights: seconds, half a minute on a busy
 # CPU): a quitting app ends them at once instead of waiting for a model nobody will use.
-_STARTING: set = set()
+_STARTING: set[subprocess.Popen[bytes]] = set()
 _STARTING_LOCK = threading.Lock()
 
 
@@ -304,7 +312,7 @@ class ProcessEmbedder:
             raise CodeSightError(meta)
         self.name, self.dim, self.device, self.batch_size, self.max_seq_length = meta
 
-    def _recv(self, conn):
+    def _recv(self, conn: Connection) -> Any:
         try:
             while not conn.poll(0.05):
                 if self._proc.poll() is not None:
@@ -323,7 +331,8 @@ class ProcessEmbedder:
             ok, out = self._recv(conn)
         if not ok:
             raise CodeSightError(out)
-        return out
+        vectors: np.ndarray = out
+        return vectors
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
@@ -331,7 +340,8 @@ class ProcessEmbedder:
         return self._call("bulk", list(texts))
 
     def encode_query(self, text: str) -> np.ndarray:
-        return self._call("query", [text])[0]
+        vector: np.ndarray = self._call("query", [text])[0]
+        return vector
 
     def close(self) -> None:
         """End the child now (a batch in flight is dropped; its caller gets a CodeSightError)."""
