@@ -14,8 +14,9 @@ import functools
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from codesight_tui.core.errors import CodeSightError, IndexBusyError, VectorStoreError
 from codesight_tui.core.indexer import (
@@ -30,10 +31,11 @@ from codesight_tui.core.indexer import (
 )
 from codesight_tui.core.languages import is_document
 from codesight_tui.core.models import Models
+from codesight_tui.core.modes import MODES
 from codesight_tui.core.paths import index_dir_for
 from codesight_tui.core.related import RelatedSource
-from codesight_tui.core.searcher import MODES, SearchResponse, rrf_fuse, search
-from codesight_tui.core.status import ChangedFiles, IndexStatus, SecretsStatus
+from codesight_tui.core.searcher import SearchResponse, SearchResult, rrf_fuse, search
+from codesight_tui.core.status import ChangedFiles, DocumentsStatus, IndexStatus, SecretsStatus
 from codesight_tui.core.storage import IndexStorage, mark
 from codesight_tui.core.store import Store
 from codesight_tui.core.text import LONE_SURROGATE
@@ -42,6 +44,14 @@ from codesight_tui.core.vectors import VectorStore
 
 if TYPE_CHECKING:
     from typing_extensions import Self
+
+    from codesight_tui.config import Settings
+    from codesight_tui.core.ask import Answer, AskStream
+    from codesight_tui.core.cache import EmbeddingCache
+    from codesight_tui.core.static import StaticEmbedder, StaticIndex
+    from codesight_tui.core.store import ChunkRow
+    from codesight_tui.core.tokens import TokenCounter
+    from codesight_tui.core.watch import Batch, Watcher
 
 # Longer queries are cut here: a pasted file or a hostile 100 KB string gets an answer in
 # milliseconds instead of minutes of identifier splitting, and no question is that long.
@@ -62,7 +72,7 @@ def _check_glob(glob: str) -> None:
         raise CodeSightError(f"invalid path filter {glob!r}: {exc}", exit_code=2) from None
 
 
-def _settings(settings, overrides):
+def _settings(settings: Settings | None, overrides: dict[str, Any]) -> Settings:
     from codesight_tui.config import load_settings
 
     if settings is None:
@@ -70,7 +80,7 @@ def _settings(settings, overrides):
     return settings.model_copy(update={k: v for k, v in overrides.items() if v is not None}) if overrides else settings
 
 
-def _constant(value, *_args):
+def _constant(value: Any, *_args: object) -> Any:
     """``value`` whatever it is asked: a stored vector standing in for a query embedding."""
     return value
 
@@ -82,8 +92,8 @@ class CodeSight:
     ``encode_query``); otherwise the configured sentence-transformers model loads on first need.
     """
 
-    def __init__(self, path: str | Path = ".", settings=None, embedder=None, *, model_process: bool = False,
-                 **overrides) -> None:
+    def __init__(self, path: str | Path = ".", settings: Settings | None = None, embedder: Any = None, *,
+                 model_process: bool = False, **overrides: Any) -> None:
         root = Path(path).expanduser()
         if not root.exists():
             raise CodeSightError(f"no such directory: {path}", exit_code=2)
@@ -104,9 +114,9 @@ class CodeSight:
         # re-imports the caller's main module, which a script without a __main__ guard can't
         # survive. The CLI and the TUI turn it on.
         self.lexical_processes = False
-        self._search_cache = None  # the embedding cache, opened for lookups (see _read_cache)
+        self._search_cache: EmbeddingCache | None = None  # opened for lookups (see _read_cache)
         self._search_cache_tried = False
-        self._token_counter = None  # core.tokens.TokenCounter, made on first need
+        self._token_counter: TokenCounter | None = None  # made on first need
         if embedder is not None:
             self.model_info = ModelInfo(embedder.name, embedder.name, None, getattr(embedder, "max_seq_length", 256))
         else:
@@ -149,7 +159,7 @@ class CodeSight:
         return self.storage.vectors
 
     # --- models (core.models) ---------------------------------------------------------------
-    def embedder(self):
+    def embedder(self) -> Any:
         """The embedding model, loaded on first need and shared by every ``CodeSight`` of this
         process that uses the same model (thread-safe). Raises ``CodeSightError`` if it can't load."""
         return self.models.embedder()
@@ -164,7 +174,7 @@ class CodeSight:
         return self.models.error
 
     @property
-    def _embedder(self):
+    def _embedder(self) -> Any:
         return self.models.loaded
 
     @property
@@ -185,12 +195,13 @@ class CodeSight:
         return self.models.static_path()
 
     def static_model(self, *, create: bool = False, progress: ProgressFn | None = None,
-                     cancel: threading.Event | None = None, report: IndexReport | None = None):
+                     cancel: threading.Event | None = None, report: IndexReport | None = None,
+                     ) -> StaticEmbedder | None:
         """The static model, or None where the tier is off or its model is not there; with
         ``create`` distilled first where it is missing (``Models.static_model``)."""
         return self.models.static_model(create=create, progress=progress, cancel=cancel, report=report)
 
-    def _static_index(self):
+    def _static_index(self) -> tuple[StaticIndex, float] | None:
         return self.models.static_index(self.store)
 
     def static_ready(self) -> bool:
@@ -223,7 +234,8 @@ class CodeSight:
             raise CodeSightError(f"no space left to write the index at {self.index_dir}: free some space and"
                                  " run it again (everything committed so far is kept and searchable)") from None
 
-    def _index(self, progress, *, embed: bool, force: bool, cancel, wait: bool, paths, static: bool) -> IndexReport:
+    def _index(self, progress: ProgressFn | None, *, embed: bool, force: bool, cancel: threading.Event | None,
+               wait: bool, paths: list[str] | None, static: bool) -> IndexReport:
         from codesight_tui.core.chunker import Chunker
         from codesight_tui.core.tokens import TokenCounter
 
@@ -335,8 +347,9 @@ class CodeSight:
             self._indexing.clear()
             self.storage.release_writer()
 
-    def watch(self, on_batch=None, *, embed: bool = True, quiet: float = 0.3, catch_up: bool = True,
-              poll: bool | None = None, static: bool | None = None):
+    def watch(self, on_batch: Callable[[Batch, IndexReport], None] | None = None, *, embed: bool = True,
+              quiet: float = 0.3, catch_up: bool = True, poll: bool | None = None,
+              static: bool | None = None) -> Watcher:
         """Keep the index current as files change: returns a started ``core.watch.Watcher``.
 
         Each batch of changes is one ``index(paths=...)`` run: only the named files are looked
@@ -362,7 +375,7 @@ class CodeSight:
             if embedding.is_set():
                 interrupt.set()  # the lexical phase of the next batch goes first
 
-        def handle(batch) -> None:
+        def handle(batch: Batch) -> None:
             embedding.clear()
             interrupt.clear()
             try:
@@ -377,8 +390,9 @@ class CodeSight:
 
         return self.watcher(handle, quiet=quiet, poll=poll, on_event=on_event).start(full=catch_up)
 
-    def watcher(self, handler, *, quiet: float = 0.3, poll: bool | None = None, scan=None, on_event=None,
-                poll_every: float = 2.0):
+    def watcher(self, handler: Callable[[Batch], None], *, quiet: float = 0.3, poll: bool | None = None,
+                scan: Callable[[], dict[str, list[str]]] | None = None, on_event: Callable[[], None] | None = None,
+                poll_every: float = 2.0) -> Watcher:
         """A ``core.watch.Watcher`` of this repository (not started) that hands its batches to
         ``handler(batch)``, with this index's ignore rules. It polls (``scan``, by default
         ``changed_files``) where the tree has symlinked directories, which inotify watchers follow
@@ -392,7 +406,8 @@ class CodeSight:
                 poll = True
         return Watcher(self.root, handler, exclude=self._exclude(), secret_files=tuple(self.settings.secret_files),
                        quiet=quiet, poll=poll,
-                       scan=scan or self.changed_files, on_event=on_event, poll_every=poll_every)
+                       scan=scan or cast(Callable[[], dict[str, list[str]]], self.changed_files), on_event=on_event,
+                       poll_every=poll_every)
 
     def _tighten(self) -> None:
         """Owner-only modes on everything codesight keeps (``core.private``): this index, the data
@@ -410,28 +425,30 @@ class CodeSight:
         tighten(self.index_dir)
         tighten(Path(self.settings.cache_dir).expanduser())
 
-    def _integrity_due(self, store) -> bool:
+    def _integrity_due(self, store: Store) -> bool:
         """Whether this run checks the file for damage: once every ``integrity_check_hours``."""
         try:
             last = float(store.get_meta("checked_at") or 0)
         except (ValueError, sqlite3.DatabaseError):
             return True
-        return time.time() - last >= self.settings.integrity_check_hours * 3600
+        return bool(time.time() - last >= self.settings.integrity_check_hours * 3600)
 
-    def _cached_dim(self, store) -> int | None:
+    def _cached_dim(self, store: Store) -> int | None:
         """The full model's vector size without loading it: from the index, or from the one
         cache file of this model (None where neither tells)."""
         from codesight_tui.core.cache import cache_files, cache_path
 
         name = self.model_info.name
-        if store.get_meta("model") == name and (store.get_meta("dim") or "").isdigit():
-            return int(store.get_meta("dim"))
+        dim = store.get_meta("dim") or ""
+        if store.get_meta("model") == name and dim.isdigit():
+            return int(dim)
         stem = cache_path(self.settings.cache_dir, name, 0).stem.rsplit("-", 1)[0]
         dims = {p.stem.rsplit("-", 1)[1] for p in cache_files(self.settings.cache_dir)
                 if p.stem.rsplit("-", 1)[0] == stem}
         return int(dims.pop()) if len(dims) == 1 and next(iter(dims)).isdigit() else None
 
-    def _fill_from_cache(self, store, progress, cancel, report) -> None:
+    def _fill_from_cache(self, store: Store, progress: ProgressFn | None, cancel: threading.Event | None,
+                         report: IndexReport) -> None:
         """Before the model loads: every pending chunk whose vectors the shared cache holds gets
         them (``indexer.fill_from_cache``)."""
         from codesight_tui.core.cache import EmbeddingCache, cache_path
@@ -444,7 +461,7 @@ class CodeSight:
                         report=report)
         report.warnings.extend(cache.notices)
 
-    def _embed(self, embedder, **kwargs):
+    def _embed(self, embedder: Any, **kwargs: Any) -> EmbeddingCache:
         """Embed pending chunks through the shared cache (on a GPU in big overlapped batches);
         returns the cache. ``kwargs`` go to ``index_vectors``."""
         from codesight_tui.core.cache import EmbeddingCache
@@ -491,13 +508,13 @@ class CodeSight:
         """
         if like is not None:
             query = like.terms
-        mode = mode or self.settings.default_mode
+        mode = str(mode or self.settings.default_mode)
         if mode not in MODES:
             raise CodeSightError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}", exit_code=2)
         # Arguments that were not valid UTF-8 arrive with lone surrogates, which neither the
         # tokenizer nor SQLite accepts: read those bytes as the replacement character.
-        query, glob, language = (_clean(x) for x in (query, glob, language))
-        query = query[:MAX_QUERY_CHARS] if query else query
+        query = (_clean(query) or "")[:MAX_QUERY_CHARS]
+        glob, language = _clean(glob), _clean(language)
         if language:
             from codesight_tui.core.languages import normalize_language
 
@@ -524,7 +541,7 @@ class CodeSight:
         static = (self._static_index() if mode == "hybrid" and not (qfn and self.store.vector_coverage() >= 1.0)
                   else None)
         used: list[str] = []
-        extra: dict = {}
+        extra: dict[str, Any] = {}
         if like is not None:
             own = like.root == str(self.root)  # the source's own vectors, where this index holds them
             stored = self._vectors_for(self.store.get_chunks([like.chunk_id]).values()) if own and qfn else {}
@@ -533,9 +550,12 @@ class CodeSight:
             static_own = static[0].vectors([like.chunk_id]).get(like.chunk_id) if own and static else None
             extra = {"vector_query": like.content, "static_query_vector": static_own}
             top_k += 4  # room for the source and what overlaps it, left out below
-        run = functools.partial(search, self.store, self._vectors, query=query, top_k=top_k, glob=glob,
-                                language=language, depth=self.settings.retriever_depth, rrf_k=self.settings.rrf_k,
-                                ranking=self.settings.ranking, used=used, **extra)
+        def run(query_vector_fn: Callable[[str], Any] | None, mode: str,
+                static: tuple[StaticIndex, float] | None, **more: Any) -> list[SearchResult]:
+            return search(self.store, self._vectors, query_vector_fn, query, top_k=top_k, mode=mode, glob=glob,
+                          language=language, depth=self.settings.retriever_depth, rrf_k=self.settings.rrf_k,
+                          ranking=self.settings.ranking, used=used, static=static, **extra, **more)
+
         try:
             try:
                 hits = run(qfn, mode=mode, vectors_for=self._vectors_for, static=static)
@@ -574,7 +594,8 @@ class CodeSight:
             raise CodeSightError(f"{self.root} is not indexed yet: run `codesight index`", exit_code=2)
         return find_source(self.store, self.root, _clean(target) or "", definitions)
 
-    def related(self, target: str | RelatedSource, top_k: int = 10, mode: str | None = None, **kwargs) -> SearchResponse:
+    def related(self, target: str | RelatedSource, top_k: int = 10, mode: str | None = None,
+                **kwargs: Any) -> SearchResponse:
         """Code most like the chunk ``target`` names (see ``related_source``), under the same
         ranking as ``search``: BM25 over the chunk's names, and the vector lists from the chunk's
         own vectors (static tier or full model; its code embedded where it has none). The chunk
@@ -584,7 +605,7 @@ class CodeSight:
 
     @staticmethod
     def related_many(engines: list[CodeSight], target: str, top_k: int = 10, mode: str | None = None,
-                     **kwargs) -> SearchResponse:
+                     **kwargs: Any) -> SearchResponse:
         """``related`` across several repositories, as one list: the target is looked up in each
         in turn (the first that has it is the source), then each is searched for code like it."""
         source = None
@@ -599,7 +620,7 @@ class CodeSight:
 
     @staticmethod
     def search_many(engines: list[CodeSight], query: str, top_k: int = 10, mode: str | None = None,
-                    **kwargs) -> SearchResponse:
+                    **kwargs: Any) -> SearchResponse:
         """One ranked list across several repositories: each is searched on its own, and the lists
         are fused by rank (the same RRF as hybrid search), each hit labelled with its repository
         (``SearchResult.repo``). Equal fused scores go to the better-scored hit."""
@@ -608,8 +629,8 @@ class CodeSight:
             for hit in per_repo[0]:
                 hit.repo = str(engines[0].root)
             return per_repo[0]
-        hits = {}
-        rankings = {}
+        hits: dict[tuple[int, int], SearchResult] = {}
+        rankings: dict[str, list[tuple[int, int]]] = {}
         for n, (engine, found) in enumerate(zip(engines, per_repo)):
             rankings[str(n)] = [(n, i) for i in range(len(found))]
             for i, hit in enumerate(found):
@@ -630,7 +651,7 @@ class CodeSight:
             from codesight_tui.core.tokens import TokenCounter
 
             self._token_counter = TokenCounter(self.model_info.tokenizer_file)
-        return self._token_counter.count(text)
+        return int(self._token_counter.count(text))
 
     def file_tokens(self, paths: list[str]) -> int:
         """Tokens of these indexed files, whole (the sum of their chunks): what reading them costs."""
@@ -652,7 +673,7 @@ class CodeSight:
         stats.record(self.settings.data_dir, str(self.root), kind, results, tokens, self.file_tokens(sorted(set(paths))))
 
     @staticmethod
-    def usage_stats(settings=None) -> list:
+    def usage_stats(settings: Settings | None = None) -> list[Any]:
         """Per repository: searches served to agents, tokens returned, tokens of the files behind
         them (``core.stats.RepoUsage``)."""
         from codesight_tui.core import stats
@@ -685,14 +706,15 @@ class CodeSight:
         stopwords), longest first: what a preview highlights."""
         from codesight_tui.core.ranking import analyze
 
-        q = analyze(_clean(query)[:MAX_QUERY_CHARS])
+        q = analyze((_clean(query) or "")[:MAX_QUERY_CHARS])
         names = {i.split(".")[-1] for i in q.identifiers}
         return sorted({t for t in names | set(q.words) if len(t) > 1}, key=lambda t: (-len(t), t))
 
-    def _vectors_for(self, rows) -> dict:
+    def _vectors_for(self, rows: Iterable[ChunkRow]) -> dict[int, Any]:
         """Stored vectors of chunk rows, by id: from the embedding cache (a key lookup, well under
         a millisecond for a hundred rows), else from LanceDB (about 4 ms at 100,000 rows)."""
-        out: dict = {}
+        rows = list(rows)
+        out: dict[int, Any] = {}
         cache = self._read_cache()
         if cache is not None:
             try:
@@ -706,7 +728,7 @@ class CodeSight:
             out.update(self._vectors.vectors(rest))
         return out
 
-    def _read_cache(self):
+    def _read_cache(self) -> EmbeddingCache | None:
         """The embedding cache of the model this index's vectors came from, opened for lookups
         only if its file exists (tried once per engine)."""
         if not self._search_cache_tried:
@@ -718,7 +740,7 @@ class CodeSight:
                 self._search_cache = EmbeddingCache.open_file(path)
         return self._search_cache
 
-    def _cache_file(self, model: str | None):
+    def _cache_file(self, model: str | None) -> Path | None:
         """The existing cache file of ``model`` for this index's vector size, or None."""
         from codesight_tui.core.cache import cache_path
 
@@ -731,7 +753,7 @@ class CodeSight:
     # --- status ---------------------------------------------------------------------------
     def ask_stream(self, question: str, top_k: int | None = None, *, mode: str | None = None,
                    glob: str | None = None, language: str | None = None, fast: bool = False,
-                   load_model: bool = True):
+                   load_model: bool = True) -> AskStream:
         """``ask``, streamed: an ``AskStream`` whose iteration yields the answer's text as the LLM
         writes it, and whose ``answer`` is then the whole ``Answer``. The back end's configuration
         is checked before the search, and the search runs before any connection is opened.
@@ -766,7 +788,7 @@ class CodeSight:
                            " a secret (a key or a token)")
         return SearchResponse(kept, notices=notices, retrievers=hits.retrievers)
 
-    def ask(self, question: str, top_k: int | None = None, **kwargs):
+    def ask(self, question: str, top_k: int | None = None, **kwargs: Any) -> Answer:
         """An ``Answer`` to ``question`` from the configured LLM, citing the hits it was given as
         ``[n]`` (see ``ask_stream``)."""
         stream = self.ask_stream(question, top_k, **kwargs)
@@ -819,18 +841,21 @@ class CodeSight:
         loads the model."""
         out: IndexStatus = {"root": str(self.root), "index_dir": str(self.index_dir), "indexed": self.has_index()}
         if not self.has_index():
-            out.update(files=0, chunks=0, vectors=0, pending=0, model=self.model_info.name, static_vectors=0,
-                       last_indexed=None, changed=None, index_bytes=0, vector_coverage=0.0,
-                       indexing=self.indexing_now(), notices=[])
+            out.update(IndexStatus(files=0, chunks=0, vectors=0, pending=0, model=self.model_info.name,
+                                   static_vectors=0, last_indexed=None, changed=None, index_bytes=0,
+                                   vector_coverage=0.0, indexing=self.indexing_now(), notices=[]))
             return out
         store = self.store
         meta = store.meta()
-        out.update(store.counts())
-        last = float(meta["last_indexed"]) if meta.get("last_indexed") else None
-        out.update(
+        counts = store.counts()
+        out.update(IndexStatus(files=counts["files"], chunks=counts["chunks"], vectors=counts["vectors"],
+                               pending=counts["pending"]))
+        chunks = counts["chunks"]
+        static = self.models.static_status(self.store, chunks)
+        out.update(IndexStatus(
             model=meta.get("model") or self.model_info.name,
             dim=int(meta["dim"]) if meta.get("dim") else None,
-            last_indexed=last,
+            last_indexed=float(meta["last_indexed"]) if meta.get("last_indexed") else None,
             git_head=meta.get("git_head") or None,
             index_bytes=store.size_bytes() + self._vectors.size_bytes(),
             db_bytes=store.size_bytes(),
@@ -838,25 +863,28 @@ class CodeSight:
             vector_versions=self._vector_versions(),
             skipped=store.skipped(),
             secrets=self._secrets_status(store),
-            documents=store.document_status(),
+            documents=cast("DocumentsStatus", store.document_status()),
             read_only=store.readonly,
-            **self.models.static_status(self.store, out["chunks"]),
-            vector_coverage=round(out["vectors"] / out["chunks"], 4) if out["chunks"] else 1.0,
+            static_model=static["static_model"],
+            static_vectors=static["static_vectors"],
+            static_coverage=static["static_coverage"],
+            static_error=static["static_error"],
+            vector_coverage=round(counts["vectors"] / chunks, 4) if chunks else 1.0,
             indexing=self.indexing_now(),
             notices=self.take_notices("status") + (["index is read-only: searching without updating"]
                                                    if store.readonly else []),
-        )
+        ))
         try:
             out["cache"] = self.cache_status()
         except Exception:
             out["cache"] = None
         if check_disk:
             ch = self.changed_files()
-            out["changed"] = sum(len(v) for v in ch.values())
+            out["changed"] = len(ch["added"]) + len(ch["modified"]) + len(ch["deleted"])
             out["changed_files"] = ch
         return out
 
-    def _secrets_status(self, store) -> SecretsStatus:
+    def _secrets_status(self, store: Store) -> SecretsStatus:
         """Files never read because they are named like secrets, and secrets masked in the rest."""
         masked = store.masked()
         return {"files_skipped": store.skipped().get("secret", 0), "masked": masked["secrets"],
@@ -867,11 +895,11 @@ class CodeSight:
         if not self._vectors.directory.exists():
             return 0
         try:
-            return self._vectors.version_count()
+            return int(self._vectors.version_count())
         except Exception:
             return 0
 
-    def _bound_cache(self, cache) -> None:
+    def _bound_cache(self, cache: EmbeddingCache) -> None:
         """Keep the shared cache under ``cache_max_mb``: drop the least recently used vectors (down
         to 90% of the cap) when a run leaves it larger."""
         cap = self.settings.cache_max_mb * 1024 * 1024
@@ -883,7 +911,7 @@ class CodeSight:
         except Exception as exc:  # a cache that can't be pruned now is not worth failing an index run for
             self._note(f"could not prune the embedding cache: {exc}")
 
-    def cache_status(self) -> dict | None:
+    def cache_status(self) -> dict[str, Any] | None:
         """Stats of this model's cache file, if it exists (never creates one or loads the model)."""
         from codesight_tui.core.cache import EmbeddingCache
 
@@ -902,6 +930,6 @@ class CodeSight:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
