@@ -96,7 +96,7 @@ def test_several_repositories_come_in_the_order_of_the_scores_shown():
     """Item 7: results of several repositories came out of score order (each kept its own
     repository's score while the list was in the order of the fusion across them)."""
 
-    from codesight_tui.core.searcher import Hits, SearchResult
+    from codesight_tui.core.searcher import SearchResponse, SearchResult
 
     def hit(path: str, score: float) -> SearchResult:
         return SearchResult(path, 1, 2, "", "python", score, 1, None, "x", 1, False)
@@ -106,7 +106,7 @@ def test_several_repositories_come_in_the_order_of_the_scores_shown():
             self.root, self._hits = root, hits
 
         def search(self, query, **kwargs):
-            return Hits(list(self._hits))
+            return SearchResponse(list(self._hits))
 
     engines = [Repo("/a", [hit("a1.py", 0.9), hit("a2.py", 0.85)]), Repo("/b", [hit("b1.py", 0.3)])]
     found = CodeSight.search_many(engines, "q")

@@ -105,9 +105,6 @@ class SearchResponse(list[SearchResult]):
         return list(self)
 
 
-Hits = SearchResponse  # the name it had first
-
-
 def rrf_scores(rankings: dict[str, list[_Id]], k: int = 60, weights: dict[str, float] | None = None,
                ) -> tuple[dict[_Id, float], dict[_Id, dict[str, int]]]:
     """Reciprocal Rank Fusion, the one implementation behind hybrid search, the ranking stack and
