@@ -29,6 +29,9 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     # The static tier distils its model once per cache directory, which every test has its own
     # of: it is off here, and tests/test_static.py turns it on with one real distillation.
     monkeypatch.setenv("CODESIGHT_STATIC_MODEL", "off")
+    # Likewise the ONNX export of the full model (the default on a CPU) is made once per cache
+    # directory: tests run the model through torch, and tests/test_onnx.py exports it for real.
+    monkeypatch.setenv("CODESIGHT_EMBEDDING_BACKEND", "torch")
     # Commands run in their own process: tests/test_service.py starts services of its own.
     monkeypatch.setenv("CODESIGHT_SERVICE", "off")
     yield base

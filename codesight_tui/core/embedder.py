@@ -203,6 +203,15 @@ class SentenceTransformerEmbedder:
         return result
 
 
+def in_process(info: ModelInfo, device: str = "auto", batch_size: int = 0) -> Any:
+    """The embedder ``info``'s backend names, in this process."""
+    if info.backend.startswith("onnx"):
+        from codesight_tui.core.onnx_model import OnnxEmbedder
+
+        return OnnxEmbedder(info, batch_size)
+    return SentenceTransformerEmbedder(info, device, batch_size)
+
+
 def serve(fds: list[int], info: ModelInfo, device: str, batch_size: int) -> None:
     """Child process (``python -m codesight_tui.core.embedder``): load the model, then answer
     ``encode`` requests on each connection in its own thread, so bulk indexing and queries never
@@ -212,7 +221,7 @@ def serve(fds: list[int], info: ModelInfo, device: str, batch_size: int) -> None
 
     conns = [Connection(fd) for fd in fds]
     try:
-        emb = SentenceTransformerEmbedder(info, device, batch_size)
+        emb = in_process(info, device, batch_size)
     except Exception as exc:
         for c in conns:
             c.send((False, str(exc)))
@@ -281,7 +290,7 @@ class ProcessEmbedder:
         pairs = [socket.socketpair() for _ in range(2)]
         child_fds = [b.fileno() for _, b in pairs]
         spec = json.dumps([info.name, info.load_from, str(info.tokenizer_file or ""), info.max_seq_length,
-                           device, batch_size])
+                           info.backend, info.export_dir, device, batch_size])
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "codesight_tui.core.embedder", spec, *map(str, child_fds)],
@@ -356,5 +365,6 @@ if __name__ == "__main__":
     import json
     import sys
 
-    name, load_from, tok, max_len, dev, bs = json.loads(sys.argv[1])
-    serve([int(fd) for fd in sys.argv[2:]], ModelInfo(name, load_from, Path(tok) if tok else None, max_len), dev, bs)
+    name, load_from, tok, max_len, backend, export_dir, dev, bs = json.loads(sys.argv[1])
+    serve([int(fd) for fd in sys.argv[2:]],
+          ModelInfo(name, load_from, Path(tok) if tok else None, max_len, backend, export_dir), dev, bs)

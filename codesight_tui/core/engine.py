@@ -30,7 +30,7 @@ from codesight_tui.core.indexer import (
     scan_changes,
 )
 from codesight_tui.core.languages import is_document
-from codesight_tui.core.models import Models
+from codesight_tui.core.models import Models, nvidia_gpu
 from codesight_tui.core.modes import MODES
 from codesight_tui.core.paths import index_dir_for
 from codesight_tui.core.related import RelatedSource
@@ -120,7 +120,10 @@ class CodeSight:
         if embedder is not None:
             self.model_info = ModelInfo(embedder.name, embedder.name, None, getattr(embedder, "max_seq_length", 256))
         else:
-            self.model_info = resolve_model(self.settings.embedding_model)
+            from codesight_tui.core.onnx_model import for_backend
+
+            self.model_info = for_backend(resolve_model(self.settings.embedding_model), self.settings.embedding_backend,
+                                          self.settings.device, nvidia_gpu(), self.settings.cache_dir)
         self.models = Models(self.settings, self.model_info, embedder, in_child=model_process, note=self._note)
 
     def _exclude(self) -> list[str]:
@@ -294,7 +297,7 @@ class CodeSight:
                           secret_files=tuple(self.settings.secret_files),
                           document_memory_mb=self.settings.document_memory_mb)
             report.vectors_pending = store.counts()["pending"]
-            model_changed = store.get_meta("model") not in (None, info.name)
+            model_changed = store.get_meta("model") not in (None, info.vectors_name)
             full_work = embed and (report.vectors_pending or model_changed)
             # On a CPU the static tier goes first, before even the cache fill: semantic search in
             # seconds, not hours, and a surface that answers once the "embed" phase starts (MCP's
@@ -438,7 +441,7 @@ class CodeSight:
         cache file of this model (None where neither tells)."""
         from codesight_tui.core.cache import cache_files, cache_path
 
-        name = self.model_info.name
+        name = self.model_info.vectors_name
         dim = store.get_meta("dim") or ""
         if store.get_meta("model") == name and dim.isdigit():
             return int(dim)
@@ -454,10 +457,10 @@ class CodeSight:
         from codesight_tui.core.cache import EmbeddingCache, cache_path
 
         dim = self._cached_dim(store)
-        if dim is None or not cache_path(self.settings.cache_dir, self.model_info.name, dim).is_file():
+        if dim is None or not cache_path(self.settings.cache_dir, self.model_info.vectors_name, dim).is_file():
             return
-        cache = EmbeddingCache(self.settings.cache_dir.expanduser(), self.model_info.name, dim)
-        fill_from_cache(store, self._vectors, cache, self.model_info.name, dim, progress=progress, cancel=cancel,
+        cache = EmbeddingCache(self.settings.cache_dir.expanduser(), self.model_info.vectors_name, dim)
+        fill_from_cache(store, self._vectors, cache, self.model_info.vectors_name, dim, progress=progress, cancel=cancel,
                         report=report)
         report.warnings.extend(cache.notices)
 
@@ -841,7 +844,7 @@ class CodeSight:
         loads the model."""
         out: IndexStatus = {"root": str(self.root), "index_dir": str(self.index_dir), "indexed": self.has_index()}
         if not self.has_index():
-            out.update(IndexStatus(files=0, chunks=0, vectors=0, pending=0, model=self.model_info.name,
+            out.update(IndexStatus(files=0, chunks=0, vectors=0, pending=0, model=self.model_info.vectors_name,
                                    static_vectors=0, last_indexed=None, changed=None, index_bytes=0,
                                    vector_coverage=0.0, indexing=self.indexing_now(), notices=[]))
             return out
@@ -853,7 +856,7 @@ class CodeSight:
         chunks = counts["chunks"]
         static = self.models.static_status(self.store, chunks)
         out.update(IndexStatus(
-            model=meta.get("model") or self.model_info.name,
+            model=meta.get("model") or self.model_info.vectors_name,
             dim=int(meta["dim"]) if meta.get("dim") else None,
             last_indexed=float(meta["last_indexed"]) if meta.get("last_indexed") else None,
             git_head=meta.get("git_head") or None,
@@ -915,7 +918,7 @@ class CodeSight:
         """Stats of this model's cache file, if it exists (never creates one or loads the model)."""
         from codesight_tui.core.cache import EmbeddingCache
 
-        path = self._cache_file(self.model_info.name)
+        path = self._cache_file(self.model_info.vectors_name)
         return EmbeddingCache.open_file(path).stats() if path is not None else None
 
     def release_model(self) -> None:

@@ -28,14 +28,14 @@ if TYPE_CHECKING:
     from codesight_tui.core.static import StaticEmbedder, StaticIndex
     from codesight_tui.core.store import Store
 
-_ModelKey = tuple[str, str, str, int, bool]
+_ModelKey = tuple[str, str, str, str, int, bool]
 _MODELS: dict[_ModelKey, Any] = {}  # one loaded model per (model, device, batch, process) for the whole process
 _MODELS_LOCK = threading.Lock()  # guards the two dicts, never held while a model loads
 _LOADING: dict[_ModelKey, threading.Lock] = {}  # one lock per model being loaded
 
 
 def _model_key(info: ModelInfo, device: str, batch_size: int, in_child: bool) -> _ModelKey:
-    return (info.name, str(info.load_from), device, batch_size, in_child)
+    return (info.vectors_name, str(info.load_from), info.export_dir, device, batch_size, in_child)
 
 
 def shared_embedder(info: ModelInfo, device: str, batch_size: int, in_child: bool) -> Any:
@@ -51,10 +51,9 @@ def shared_embedder(info: ModelInfo, device: str, batch_size: int, in_child: boo
         with _MODELS_LOCK:
             model = _MODELS.get(key)
         if model is None:
-            from codesight_tui.core.embedder import ProcessEmbedder, SentenceTransformerEmbedder
+            from codesight_tui.core.embedder import ProcessEmbedder, in_process
 
-            cls = ProcessEmbedder if in_child else SentenceTransformerEmbedder
-            model = cls(info, device, batch_size)
+            model = ProcessEmbedder(info, device, batch_size) if in_child else in_process(info, device, batch_size)
             with _MODELS_LOCK:
                 _MODELS[key] = model
         return model
@@ -71,6 +70,15 @@ def release_shared(model: Any) -> None:
     with _MODELS_LOCK:
         for key in [k for k, v in _MODELS.items() if v is model]:
             del _MODELS[key]
+
+
+def nvidia_gpu() -> bool:
+    """Whether the machine has an NVIDIA GPU with its driver loaded, known without importing torch."""
+    gpus = Path("/proc/driver/nvidia/gpus")
+    try:
+        return gpus.is_dir() and any(gpus.iterdir())
+    except OSError:
+        return False
 
 
 class Models:
@@ -119,15 +127,13 @@ class Models:
     def gpu_likely(self) -> bool:
         """Whether the full model runs (or will run) on a CUDA GPU, known without importing torch:
         the configured device, the loaded model's, or an NVIDIA driver on the machine."""
+        if self.info.backend.startswith("onnx"):
+            return False  # the int8 export runs on the CPU
         if self.settings.device != "auto":
             return bool(self.settings.device == "cuda")
         if self.loaded is not None:
             return bool(getattr(self.loaded, "device", "cpu") == "cuda")
-        gpus = Path("/proc/driver/nvidia/gpus")
-        try:
-            return gpus.is_dir() and any(gpus.iterdir())
-        except OSError:
-            return False
+        return nvidia_gpu()
 
     def release(self) -> None:
         """End a model running in a child process (at once, even mid-batch, or still loading)."""

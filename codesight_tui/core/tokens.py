@@ -34,6 +34,15 @@ class ModelInfo:
     load_from: str  # what SentenceTransformer() is given: a directory or a hub name
     tokenizer_file: Path | None
     max_seq_length: int
+    backend: str = "torch"  # "torch" (sentence-transformers), "onnx" or "onnx-int8" (core.onnx_model)
+    export_dir: str = ""  # with an ONNX backend: the folder of the export
+
+    @property
+    def vectors_name(self) -> str:
+        """The identity of the vectors this model makes, recorded in the index and naming the
+        embedding cache. The float32 export's vectors are the model's (cosine 1.0000 to torch's),
+        so they share it; the int8 export's are close (0.99) but not the same, so never mixed."""
+        return f"{self.name}+onnx-int8" if self.backend == "onnx-int8" else self.name
 
 
 def _model_dir_info(path: Path) -> tuple[Path | None, int]:
