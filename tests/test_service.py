@@ -275,3 +275,15 @@ def test_many_concurrent_calls_are_all_answered(served):
         t.join()
     assert results.count((0, expected)) == 200, {r for r in results if r != (0, expected)}
     assert status()["served"] == 200
+
+
+def test_the_service_keeps_numpys_blas_on_one_thread():
+    """A search's matrix products are small: BLAS threads beside SQLite's BM25 on a 2-core machine
+    cost more than they save, so the service runs numpy's BLAS on one thread (children unaffected)."""
+    code = ("import numpy\n"
+            "from threadpoolctl import threadpool_info\n"
+            "from codesight_tui.service import _one_blas_thread\n"
+            "_one_blas_thread()\n"
+            "print(sorted({p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'}))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[1]"
