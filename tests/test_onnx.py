@@ -123,7 +123,8 @@ def test_index_and_search_on_the_default_backend(repo, onnx_cache, tmp_path, mon
         hits = cs.search("great circle distance between two places on the globe", mode="vector", top_k=1)
         assert hits[0].path == "src/geo.py"
         assert isinstance(cs.models.loaded, ProcessEmbedder)
-        assert cs.status(check_disk=False)["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+        st = cs.status(check_disk=False)
+        assert st["model"] == "sentence-transformers/all-MiniLM-L6-v2" and st["backend"] == "onnx"
     finally:
         cs.close()
     again = CodeSight(repo, settings=settings, embedder=real_embedder)

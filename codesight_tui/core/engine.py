@@ -842,7 +842,8 @@ class CodeSight:
     def status(self, check_disk: bool = True) -> IndexStatus:
         """Counts, model, freshness and size of the index (``core.status.IndexStatus``); never
         loads the model."""
-        out: IndexStatus = {"root": str(self.root), "index_dir": str(self.index_dir), "indexed": self.has_index()}
+        out: IndexStatus = {"root": str(self.root), "index_dir": str(self.index_dir), "indexed": self.has_index(),
+                            "backend": self.model_info.backend}
         if not self.has_index():
             out.update(IndexStatus(files=0, chunks=0, vectors=0, pending=0, model=self.model_info.vectors_name,
                                    static_vectors=0, last_indexed=None, changed=None, index_bytes=0,

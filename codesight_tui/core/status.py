@@ -25,7 +25,7 @@ class ChangedFiles(TypedDict):
 
 class IndexStatus(TypedDict, total=False):
     """An index's counts, model, freshness and size. ``root``, ``index_dir``, ``indexed``,
-    ``files``, ``chunks``, ``vectors``, ``pending``, ``model``, ``static_vectors``,
+    ``files``, ``chunks``, ``vectors``, ``pending``, ``model``, ``backend``, ``static_vectors``,
     ``last_indexed``, ``changed``, ``index_bytes``, ``vector_coverage``, ``indexing`` and
     ``notices`` are always there; the rest once an index exists."""
 
@@ -38,6 +38,7 @@ class IndexStatus(TypedDict, total=False):
     pending: int  # chunks without one yet
     vector_coverage: float
     model: str
+    backend: str  # how the full model runs here: torch, onnx or onnx-int8 (core.onnx_model)
     dim: int | None
     last_indexed: float | None  # seconds since the epoch
     git_head: str | None
