@@ -128,7 +128,7 @@ class Models:
         """Whether the full model runs (or will run) on a CUDA GPU, known without importing torch:
         the configured device, the loaded model's, or an NVIDIA driver on the machine."""
         if self.info.backend.startswith("onnx"):
-            return False  # the int8 export runs on the CPU
+            return False  # the ONNX exports run on the CPU
         if self.settings.device != "auto":
             return bool(self.settings.device == "cuda")
         if self.loaded is not None:

@@ -116,7 +116,8 @@ def export(info: ModelInfo, dest: Path, *, timeout: float = EXPORT_TIMEOUT) -> f
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(
-                [sys.executable, "-m", "codesight_tui.core.onnx_model", str(base.resolve()), str(tmp), info.backend],
+                [sys.executable, "-m", "codesight_tui.core.onnx_model", str(base.resolve()), str(tmp), info.backend,
+                 str(os.getpid())],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                 check=False, timeout=timeout, cwd=str(Path(__file__).resolve().parents[2]),
                 env={**os.environ, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1",
@@ -143,26 +144,17 @@ def _alive(pid: str) -> bool:
     return True
 
 
-def _exit_with_parent() -> None:
-    """The export child ends when the process that waits for it is gone (killed while the app
-    quit): its half-written folder is then removed by the next export."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True).start()
-
-
-def _export_main(base: Path, out: Path, backend: str) -> None:
+def _export_main(base: Path, out: Path, backend: str, parent: int) -> None:
     """Child process: write ``out/model.onnx`` (ids and mask in, normalised vectors out; int8
     weights for "onnx-int8") and the tokenizer beside it. Only a Transformer, mean Pooling, and optionally Normalize: any other
-    stack would compute something else, so it is refused."""
+    stack would compute something else, so it is refused. It ends with ``parent`` (the pid that
+    waits for it, killed while an app quit): the half-written folder is then the next export's to
+    remove."""
     import warnings
 
-    _exit_with_parent()
+    from codesight_tui.core.child import exit_with_parent
+
+    exit_with_parent(parent)
     warnings.filterwarnings("ignore")
     import torch
     from sentence_transformers import SentenceTransformer
@@ -271,4 +263,4 @@ class OnnxEmbedder:
 
 
 if __name__ == "__main__":
-    _export_main(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3])
+    _export_main(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
