@@ -5,7 +5,7 @@
 """
 
 __version__ = "0.1.0"
-__all__ = ["CodeSight", "CodeSightError", "IndexJob", "IndexStatus", "SearchResponse", "SearchResult", "__version__"]
+__all__ = ["CodeSight", "CodeSightError", "Fleet", "IndexJob", "IndexStatus", "SearchResponse", "SearchResult", "__version__"]
 
 
 def __getattr__(name: str):
@@ -13,6 +13,10 @@ def __getattr__(name: str):
         from codesight_tui.core.engine import CodeSight
 
         return CodeSight
+    if name == "Fleet":
+        from codesight_tui.core.fleet import Fleet
+
+        return Fleet
     if name == "CodeSightError":
         from codesight_tui.core.errors import CodeSightError
 

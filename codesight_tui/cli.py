@@ -16,7 +16,7 @@ from pathlib import Path
 from codesight_tui.core.modes import MODES
 
 COMMANDS = ("index", "search", "related", "ask", "status", "watch", "mcp", "eval", "cache", "stats", "install",
-            "uninstall", "service")
+            "uninstall", "service", "fleet")
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 # The service (``codesight_tui.service``) sets this to hand ``search`` and ``related`` its warm
@@ -218,6 +218,29 @@ def _build_parser() -> argparse.ArgumentParser:
     psv.add_argument("action", nargs="?", choices=("status", "start", "stop"), default="status")
     psv.add_argument("--json", action="store_true", help="machine-readable output")
 
+    pf = sub.add_parser("fleet", help="one search over many repositories: index them into a shared store",
+                        description="A fleet store is a set of LanceDB tables at a path or an object-storage URI"
+                        " (s3://, gs://, az://) that everyone who can read it can search (search --store)."
+                        " `fleet index` reads each repository's HEAD commit through git (never its working"
+                        " tree, never writing to it), chunks and embeds what changed since the store's copy in"
+                        " Ray tasks, and writes the rows. Credentials: the cloud's usual variables (AWS_*).")
+    fsub = pf.add_subparsers(dest="fleet_command", metavar="{index,status,remove}")
+    fi = fsub.add_parser("index", help="index git URLs, clones or directories of clones into the store")
+    fi.add_argument("sources", nargs="+", help="a git URL, a clone, or a directory whose sub-directories are clones")
+    fi.add_argument("--model", choices=("static", "full"), default="static",
+                    help="the vectors: static (the static tier: thousands of chunks a second on a CPU; default)"
+                    " or full (the full model: a GPU's work)")
+    fi.add_argument("--ray-address", default=None, metavar="ADDR",
+                    help="a Ray cluster to run on (default: start Ray here, with --workers CPUs)")
+    fi.add_argument("--workers", type=int, default=0, help="repositories indexed at once (default: the cores)")
+    fi.add_argument("--local", action="store_true", help="no Ray: one repository at a time in this process")
+    fs = fsub.add_parser("status", help="the store's repositories: commit, files, chunks, last failure")
+    fr = fsub.add_parser("remove", help="take repositories out of the store")
+    fr.add_argument("names", nargs="+", help="repository names, as status lists them")
+    for q in (fi, fs, fr):
+        _store_options(q, required=True)
+        q.add_argument("--json", action="store_true", help="machine-readable output")
+
     pst = sub.add_parser("stats", help="what codesight's answers cost agents: searches and tokens per repository",
                          description="Per repository: the searches served over MCP, the tokens their answers"
                          " held, and the tokens of the files those hits came from (what reading the files would"
@@ -272,6 +295,18 @@ def _search_options(p: argparse.ArgumentParser) -> None:
                    help="one path:line:col:text line per hit (Vim's quickfix, Telescope, fzf-lua, Emacs' grep mode)")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="say why an answer came from this process rather than the warm service")
+    _store_options(p)
+    p.add_argument("--repo", default=None, metavar="GLOB",
+                   help="with a fleet store: only its repositories whose names match this glob")
+
+
+def _store_options(p: argparse.ArgumentParser, required: bool = False) -> None:
+    p.add_argument("--store", default=None, metavar="URI",
+                   help=("the fleet store: a path or s3://bucket/prefix (gs://, az://)" if required else
+                         "also search this fleet store (a path or s3://bucket/prefix; default: the config's"
+                         " fleet_store), fused with the local index"))
+    p.add_argument("--endpoint", default=None, metavar="URL",
+                   help="an S3-compatible server for the store (MinIO, Ceph; default: the config's fleet_endpoint)")
 
 
 def _tui_parser() -> argparse.ArgumentParser:
@@ -512,17 +547,25 @@ def _find(args, run, query: str) -> int:
     if args.json and args.vimgrep:
         _err("--json and --vimgrep are two formats: give one")
         return EXIT_USAGE
-    engines = [(ENGINE or CodeSight)(root) for root in _search_roots(args)]
+    fleet = _fleet(args)
+    if fleet is not None and not args.path and not args.all and not _in_repository(args):
+        engines = []  # outside any repository: the fleet alone
+    else:
+        engines = [(ENGINE or CodeSight)(root) for root in _search_roots(args)]
     if args.lang:
         args.lang = _check_language(args.lang)
-    mode = args.mode or engines[0].settings.default_mode
+    mode = args.mode or (engines[0].settings if engines else fleet.settings).default_mode
     for cs in engines:
         _ready(cs, mode, args.full)
-    several = len(engines) > 1
+    several = len(engines) > 1 or fleet is not None
     # A fresh process answers from BM25 and the static tier (no torch: well under a second) where
     # every repository has static vectors; --full (or no static tier) loads the full model.
     fast = mode == "hybrid" and not args.full and all(cs.static_ready() for cs in engines)
-    results = run(engines, top_k=args.limit, mode=mode, glob=args.glob, language=args.lang, fast=fast)
+    extra = {"fleet": fleet, "repo": args.repo} if fleet is not None else {}
+    if args.repo and fleet is None:
+        _err("--repo narrows a fleet store's repositories: give --store too (or set fleet_store)")
+        return EXIT_USAGE
+    results = run(engines, top_k=args.limit, mode=mode, glob=args.glob, language=args.lang, fast=fast, **extra)
     for n in results.notices:
         _err(n)
     for cs in engines if mode != "bm25" and not fast else ():
@@ -547,7 +590,7 @@ def _find(args, run, query: str) -> int:
     else:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         for r in results:
-            where = f"[{Path(r.repo).name}] " if several else ""
+            where = f"[{_repo_label(r)}] " if several else ""
             # A document's place is its page, slide or (Word, which has no stable pages) its heading:
             # the lines of its extracted text mean nothing to a reader.
             loc = _safe(f"{where}{r.location if r.is_document else f'{r.path}:{r.start_line}-{r.end_line}'}")
@@ -566,6 +609,88 @@ def _find(args, run, query: str) -> int:
     return EXIT_OK if results else EXIT_ERROR
 
 
+def _repo_label(hit) -> str:
+    """A hit's repository as the text output names it: a local root's name, a fleet
+    repository's name and commit."""
+    return f"{hit.repo}@{hit.commit[:10]}" if hit.commit else Path(hit.repo).name
+
+
+def _in_repository(args) -> bool:
+    from codesight_tui.core.paths import find_repo_root
+
+    start = Path(getattr(args, "cwd", None) or ".").resolve()
+    return (find_repo_root(start) / ".git").exists()
+
+
+def _fleet(args):
+    """The fleet store ``--store`` (or the config's ``fleet_store``) names, or None."""
+    from codesight_tui.config import load_settings
+
+    settings = load_settings()
+    uri = getattr(args, "store", None) or settings.fleet_store
+    if not uri:
+        return None
+    from codesight_tui import Fleet
+
+    if "://" not in uri and getattr(args, "cwd", None):
+        uri = os.path.join(args.cwd, os.path.expanduser(uri))
+    return Fleet(uri, getattr(args, "endpoint", None), settings)
+
+
+def cmd_fleet(args) -> int:
+    from codesight_tui.core.errors import CodeSightError
+
+    if not getattr(args, "fleet_command", None):
+        _parser().parse_args(["fleet", "--help"])
+        return EXIT_USAGE
+    fleet = _fleet(args)
+    if fleet is None:
+        raise CodeSightError("say which store: --store PATH or s3://bucket/prefix (or fleet_store in the config)",
+                             exit_code=EXIT_USAGE)
+    if args.fleet_command == "index":
+        if args.workers < 0:
+            _err("--workers must be 0 (the cores) or more")
+            return EXIT_USAGE
+        report = fleet.index(args.sources, model=args.model, address=args.ray_address, workers=args.workers,
+                             local=args.local, progress=None if args.json else (lambda m: _err(_safe(m))))
+        if args.json:
+            print(json.dumps(report.to_dict(), indent=2))
+        else:
+            print(f"{len(report.indexed)} indexed, {len(report.unchanged)} unchanged, {len(report.failed)} failed"
+                  f" of {report.repos} repositories; {report.changed_files:,} files read, {report.chunks:,} chunks"
+                  f" ({report.embedded:,} embedded, {report.cache_hits:,} from cache), {report.stale_files:,} stale"
+                  f" files replaced; {report.rows:,} rows in {fleet.spec.uri}; {report.seconds:.1f} s on"
+                  f" {report.workers} worker{'s' if report.workers != 1 else ''}")
+        for name, why in report.failed:
+            _err(_safe(f"{name}: {why}"))
+        return EXIT_ERROR if report.failed else EXIT_OK
+    if args.fleet_command == "remove":
+        gone = fleet.remove(args.names)
+        missing = sorted(set(args.names) - set(gone))
+        if args.json:
+            print(json.dumps({"removed": gone, "not_found": missing}))
+        else:
+            for name in gone:
+                print(f"removed {name}")
+        for name in missing:
+            _err(_safe(f"{name}: not in {fleet.spec.uri}"))
+        return EXIT_ERROR if missing else EXIT_OK
+    repos = fleet.repos()
+    if args.json:
+        print(json.dumps({"store": fleet.spec.uri, "model": fleet.store.meta(), "size_bytes": fleet.size_bytes(),
+                          "repos": [r.to_dict() for r in repos]}, indent=2))
+        return EXIT_OK
+    meta = fleet.store.meta()
+    size = fleet.size_bytes()
+    print(f"{fleet.spec.uri}: {len(repos)} repositories, {sum(r.chunks for r in repos):,} chunks,"
+          f" {meta.get('kind')} vectors of {meta.get('model')}" + (f", {size / 1e6:,.1f} MB" if size else ""))
+    for r in repos:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.indexed_at)) if r.indexed_at else "never"
+        line = f"  {r.name}  {r.commit[:10] or '-'}  {r.files:,} files  {r.chunks:,} chunks  {when}"
+        print(_safe(line + (f"  failed: {r.error}" if r.error else "")))
+    return EXIT_OK
+
+
 def vimgrep_line(hit, terms: list[str], cwd: str | None = None) -> str:
     """``path:line:col:text`` for a hit, as ``rg --vimgrep`` prints it: the path as the user can
     open it from here (relative to the current directory where it is below it), the hit's line
@@ -577,6 +702,8 @@ def vimgrep_line(hit, terms: list[str], cwd: str | None = None) -> str:
         shown = rel if Path(rel).parts[:1] != ("..",) else str(full)
     except ValueError:
         shown = str(full)
+    if hit.commit:  # a fleet hit: the repository's name and commit, then its path there
+        shown = f"{_repo_label(hit)}/{hit.path}"
     line = hit.line or hit.start_line
     lines = hit.content.split("\n")
     text = lines[line - hit.start_line] if 0 <= line - hit.start_line < len(lines) else (lines[0] if lines else "")
@@ -1043,7 +1170,8 @@ def run(argv: list[str], *, cwd: str | None = None, signals: bool = False) -> in
         args = _parser().parse_args(argv)
         handler = {"index": cmd_index, "search": cmd_search, "related": cmd_related, "stats": cmd_stats, "install": cmd_install,
                    "uninstall": cmd_install, "ask": cmd_ask, "status": cmd_status, "watch": cmd_watch,
-                   "mcp": cmd_mcp, "eval": cmd_eval, "cache": cmd_cache, "service": cmd_service}.get(args.command)
+                   "mcp": cmd_mcp, "eval": cmd_eval, "cache": cmd_cache, "service": cmd_service,
+                   "fleet": cmd_fleet}.get(args.command)
     else:
         args = _tui_parser().parse_args(argv)
         handler = cmd_tui

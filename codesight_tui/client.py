@@ -22,7 +22,9 @@ CONNECT_TIMEOUT = 1.0  # seconds to connect and be accepted
 SILENCE_TIMEOUT = 5.0  # seconds without a word (the service sends one every second while it works)
 # Environment variables that change what a command does: a service started with other values
 # (another data directory, another config) does not serve this client.
-_ENV_PREFIXES = ("CODESIGHT_", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "GIT_CONFIG_", "HOME")
+# AWS_, GOOGLE_ and AZURE_: a fleet store's credentials (core.fleet) are those of the client's shell.
+_ENV_PREFIXES = ("CODESIGHT_", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "GIT_CONFIG_", "HOME", "AWS_",
+                 "GOOGLE_", "AZURE_")
 _ENV_IGNORED = ("CODESIGHT_SERVICE", "CODESIGHT_SERVICE_IDLE_MINUTES", "CODESIGHT_PROGRESS")
 
 

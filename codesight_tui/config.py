@@ -88,6 +88,12 @@ class Settings(BaseSettings):
         default=24.0, ge=0, description="Every index run over the whole tree checks the index file for damage"
         " (SQLite quick_check, about 1 ms per MB), and every run probes the tables a search reads (0.1 ms);"
         " a watcher's batches make the full check when the last one is older than this (0: every batch).")
+    fleet_store: str | None = Field(
+        default=None, description="A fleet store (core.fleet: a path or s3://, gs://, az:// URI) that search,"
+        " the TUI and MCP search beside the local index (also --store).")
+    fleet_endpoint: str | None = Field(
+        default=None, description="An S3-compatible endpoint for fleet_store (MinIO, Ceph); credentials come"
+        " from the usual AWS_* variables.")
     repos: list[str] = Field(
         default_factory=list, description="A saved set of repositories: `codesight search --all` searches them"
         " together, and `codesight mcp` serves them beside the current repository.")

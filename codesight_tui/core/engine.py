@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from codesight_tui.config import Settings
     from codesight_tui.core.ask import Answer, AskStream
     from codesight_tui.core.cache import EmbeddingCache
+    from codesight_tui.core.fleet import Fleet
     from codesight_tui.core.static import StaticEmbedder, StaticIndex
     from codesight_tui.core.store import ChunkRow
     from codesight_tui.core.tokens import TokenCounter
@@ -622,29 +623,45 @@ class CodeSight:
         return CodeSight.search_many(engines, "", top_k=top_k, mode=mode, like=source, **kwargs)
 
     @staticmethod
-    def search_many(engines: list[CodeSight], query: str, top_k: int = 10, mode: str | None = None,
-                    **kwargs: Any) -> SearchResponse:
+    def search_many(engines: list[CodeSight], query: str, top_k: int = 10, mode: str | None = None, *,
+                    fleet: Fleet | None = None, repo: str | None = None, **kwargs: Any) -> SearchResponse:
         """One ranked list across several repositories: each is searched on its own, and the lists
         are fused by rank (the same RRF as hybrid search), each hit labelled with its repository
-        (``SearchResult.repo``). Equal fused scores go to the better-scored hit."""
+        (``SearchResult.repo``). Equal fused scores go to the better-scored hit.
+
+        ``fleet`` (a ``Fleet``) is searched too, as one more list (``repo``: a glob over its
+        repositories' names); its hits carry their repository's name and ``commit``. A fleet
+        repository with the name of a local one searched here is left to the local index, which
+        holds the uncommitted work too."""
         per_repo = [engine.search(query, top_k=top_k, mode=mode, **kwargs) for engine in engines]
-        if len(engines) == 1:
+        labels = [str(engine.root) for engine in engines]
+        if fleet is not None:
+            if kwargs.get("like") is not None:
+                raise CodeSightError("related does not search a fleet store yet: search it with words", exit_code=2)
+            local = {Path(label).name for label in labels}
+            found = fleet.search(query, top_k=top_k + 10, mode=str(mode or fleet.settings.default_mode),
+                                 repo=repo, glob=kwargs.get("glob"), language=kwargs.get("language"))
+            per_repo.append(SearchResponse([h for h in found if h.repo not in local][:top_k], found.notices,
+                                           found.retrievers))
+            labels.append("")
+        if len(per_repo) == 1:
             for hit in per_repo[0]:
-                hit.repo = str(engines[0].root)
+                hit.repo = labels[0] or hit.repo
             return per_repo[0]
         hits: dict[tuple[int, int], SearchResult] = {}
         rankings: dict[str, list[tuple[int, int]]] = {}
-        for n, (engine, found) in enumerate(zip(engines, per_repo)):
+        for n, (label, found) in enumerate(zip(labels, per_repo)):
             rankings[str(n)] = [(n, i) for i in range(len(found))]
             for i, hit in enumerate(found):
-                hit.repo = str(engine.root)
+                hit.repo = label or hit.repo
                 hits[(n, i)] = hit
         fused = rrf_fuse(rankings)
         order = sorted(fused, key=lambda f: (-f[1], -hits[f[0]].score))
         for key, score, _ in order:  # the score shown is the one the list is in order of
             hits[key].score = round(score, 6)
+        names = [Path(label).name if label else "fleet" for label in labels]
         return SearchResponse([hits[key] for key, _, _ in order[:top_k]],
-                    notices=[f"{Path(e.root).name}: {n}" for e, found in zip(engines, per_repo) for n in found.notices],
+                    notices=[f"{name}: {n}" for name, found in zip(names, per_repo) for n in found.notices],
                     retrievers=[r for r in ("bm25", "static", "vector") if any(r in f.retrievers for f in per_repo)])
 
     # --- what an answer costs an agent ---------------------------------------------------------

@@ -45,7 +45,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import Stemmer
@@ -55,9 +55,18 @@ from codesight_tui.core.paths import DATA, DECLARATIONS, DOCS, DOCUMENT, SOURCE,
 from codesight_tui.core.text import STOPWORDS, split_identifier
 
 if TYPE_CHECKING:
-    from codesight_tui.core.store import ChunkRow, Store
+    from codesight_tui.core.store import ChunkRow
 
 _Vectors = Callable[[list["ChunkRow"]], dict[int, np.ndarray]]
+
+
+class Chunks(Protocol):
+    """What the ranking stack reads of an index: a local ``Store``, or a fleet store
+    (``core.fleet.FleetStore``)."""
+
+    def get_chunks(self, ids: list[int]) -> dict[int, ChunkRow]: ...
+
+    def scope_matches(self, name: str, limit: int = 400) -> list[tuple[int, str, int, str]]: ...
 
 # Weighted RRF per query kind: (bm25, vector).
 WEIGHTS = {"symbol": (1.0, 0.5), "mixed": (1.0, 1.0), "natural": (0.7, 1.0)}
@@ -165,7 +174,7 @@ def _names(segment: str) -> list[str]:
     return out
 
 
-def definitions(store: Store, ident: str) -> list[int]:
+def definitions(store: Chunks, ident: str) -> list[int]:
     """Chunk ids where ``ident`` is defined: for each (file, enclosing scope) the first chunk of
     the definition. ``a.b`` needs ``b`` defined inside a scope named ``a``, or in a file or
     directory named ``a``. Exact case first, then case-insensitive; the one in the file named after
@@ -274,7 +283,7 @@ def _names_file(path: str, qwords: set[str]) -> bool:
     return bool(named) and all(alts & qwords for alts in named)
 
 
-def rerank(store: Store, rankings: dict[str, list[int]], query: str, *, rrf_k: int = 60, glob: str | None = None,
+def rerank(store: Chunks, rankings: dict[str, list[int]], query: str, *, rrf_k: int = 60, glob: str | None = None,
            language: str | None = None, query_vector: np.ndarray | None = None, coverage: float = 1.0,
            vectors_for: _Vectors | None = None, static_weight: float = 0.0, static_vector: np.ndarray | None = None,
            static_vectors_for: _Vectors | None = None) -> list[tuple[int, float, dict[str, int], bool]]:

@@ -43,6 +43,7 @@ class SearchResult:
     static_rank: int | None = None  # rank in the static tier's list (core.static)
     page: int | None = None  # a PDF hit's page (its first line's)
     slide: int | None = None  # a PPTX hit's slide
+    commit: str = ""  # a fleet hit's commit (core.fleet); repo is then the repository's name there
 
     @property
     def name(self) -> str:

@@ -1,0 +1,583 @@
+"""The fleet: one search over many repositories, in LanceDB tables at a URI (a local path, or
+``s3://``, ``gs://``, ``az://`` object storage) that any number of readers share.
+
+``core.fleet_job`` builds the tables (a Ray job over git commits); this module is the store
+itself and the search over it. Three tables:
+
+- ``chunks``: one row per chunk of every repository's indexed commit: its repository and commit,
+  path, the file's git blob id (the content hash re-indexing compares), lines, scope, language,
+  text, the words full-text search reads (path, scope, text and identifier parts) and its vector;
+- ``repos``: one row per repository: where it comes from, the commit its rows are of, when, how
+  many files and chunks, and the last failure;
+- ``meta``: which model made the vectors (``static`` or ``full``) and their size.
+
+A repository's rows are replaced file by file (rows of changed and removed files deleted, new ones
+inserted by chunk id, which is a hash of their content and place), and its ``repos`` row is
+written last: a job killed anywhere leaves rows that agree with some commit's files, and the next
+run, seeing the old commit, completes it. Search runs the same ranking stack as a local index
+(``core.ranking.rerank``) over the store's BM25 and vector lists.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.store import ChunkRow, path_matches
+from codesight_tui.core.text import query_terms
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+    from codesight_tui.core.searcher import SearchResponse, SearchResult
+
+CHUNKS, REPOS, META = "chunks", "repos", "meta"
+KINDS = ("static", "full")
+SCHEMA_VERSION = "1"
+DELETE_BATCH = 400  # paths per delete predicate
+VECTOR_INDEX_ROWS = 100_000  # an approximate (IVF_PQ) vector index above this many rows; exact below
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """Where a fleet store is, and how to reach it. ``uri``: a local path or ``s3://bucket/prefix``
+    (``gs://``, ``az://``). Credentials come from each cloud's usual environment variables
+    (``AWS_ACCESS_KEY_ID``, ``AWS_PROFILE``, ``GOOGLE_APPLICATION_CREDENTIALS``, ...);
+    ``endpoint`` names an S3-compatible server (MinIO, Ceph, a test server)."""
+
+    uri: str
+    endpoint: str | None = None
+
+    @property
+    def remote(self) -> bool:
+        return "://" in self.uri and not self.uri.startswith("file://")
+
+    def location(self) -> str:
+        if self.remote:
+            return self.uri
+        return str(Path(self.uri.removeprefix("file://")).expanduser().resolve())
+
+    def storage_options(self) -> dict[str, str]:
+        options: dict[str, str] = {}
+        if self.uri.startswith("s3://"):
+            region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+            if self.endpoint:
+                options["aws_endpoint"] = self.endpoint
+                if self.endpoint.startswith("http://"):
+                    options["allow_http"] = "true"
+                region = region or "us-east-1"
+            if region:
+                options["aws_region"] = region
+        if self.remote:  # an unreachable store is said in seconds, not after minutes of retries
+            options.update({"connect_timeout": "5s", "client_max_retries": "1", "client_retry_timeout": "10"})
+        return options
+
+
+def chunk_id(repo: str, path: str, start_line: int, content_hash: str) -> int:
+    """A chunk's id in the store: a 62-bit hash of its repository, path, first line and content,
+    so the same chunk written twice (a run killed after its rows and before its ``repos`` row) is
+    the same row."""
+    digest = hashlib.blake2b(f"{repo}\0{path}\0{start_line}\0{content_hash}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 2
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def in_list(column: str, values: Iterable[str]) -> str:
+    """``column IN ('a', 'b')``, quoted; ``false`` for no values."""
+    quoted = [_quote(v) for v in values]
+    return f"{column} IN ({', '.join(quoted)})" if quoted else "false"
+
+
+@dataclass
+class RepoRecord:
+    """A ``repos`` row."""
+
+    name: str
+    source: str
+    commit: str = ""
+    indexed_at: float = 0.0
+    files: int = 0
+    chunks: int = 0
+    error: str = ""  # the last run's failure; the rows (if any) are still those of ``commit``
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "source": self.source, "commit": self.commit, "indexed_at": self.indexed_at,
+                "files": self.files, "chunks": self.chunks, "error": self.error}
+
+
+def chunks_schema(dim: int) -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema([
+        ("id", pa.int64()), ("repo", pa.string()), ("commit", pa.string()), ("path", pa.string()),
+        ("blob", pa.string()), ("language", pa.string()), ("start_line", pa.int32()), ("end_line", pa.int32()),
+        ("scope", pa.string()), ("content", pa.string()), ("words", pa.string()),
+        ("vector", pa.list_(pa.float32(), dim)),
+    ])
+
+
+def _repos_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema([("name", pa.string()), ("source", pa.string()), ("commit", pa.string()),
+                      ("indexed_at", pa.float64()), ("files", pa.int64()), ("chunks", pa.int64()),
+                      ("error", pa.string())])
+
+
+_CONNECTIONS: dict[StoreSpec, Any] = {}
+_CONNECT_LOCK = threading.Lock()
+
+
+def _connect(spec: StoreSpec) -> Any:
+    """One LanceDB connection per store and process (the warm service keeps it between calls)."""
+    with _CONNECT_LOCK:
+        db = _CONNECTIONS.get(spec)
+        if db is None:
+            import lancedb
+
+            if not spec.remote:
+                from codesight_tui.core.private import private_dir
+
+                private_dir(Path(spec.location()))
+            try:
+                db = lancedb.connect(spec.location(), storage_options=spec.storage_options() or None)
+            except Exception as exc:  # unreachable, refused, a malformed URI, an unknown scheme
+                raise explain(exc, spec, "open") from None
+            _CONNECTIONS[spec] = db
+        return db
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:300]
+
+
+_CAUSES = (  # what object storage's errors mean, in words (the store's own text is a Rust debug dump)
+    (("NoSuchBucket",), "the bucket does not exist", 2),
+    (("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "Access Denied", "403", "401",
+      "ExpiredToken", "credential"), "access denied: check the credentials (AWS_ACCESS_KEY_ID, AWS_PROFILE, ...)", 1),
+    (("Failed to connect", "error sending request", "Connection refused", "dns error", "timed out", "RetryError"),
+     "cannot reach it", 1),
+)
+
+
+def explain(exc: BaseException, spec: StoreSpec, doing: str) -> CodeSightError:
+    """One line for a failure of the store: what it means, where, and the exit code."""
+    text = str(exc)
+    where = spec.uri + (f" at {spec.endpoint}" if spec.endpoint else "")
+    for needles, meaning, code in _CAUSES:
+        if any(n in text for n in needles):
+            return CodeSightError(f"cannot {doing} the fleet store {where}: {meaning}", exit_code=code)
+    return CodeSightError(f"cannot {doing} the fleet store {where}: {_one_line(exc)}", exit_code=1)
+
+
+class FleetStore:
+    """One fleet store: the writer's side (``prepare``, ``apply``, ``finish``) and the reader's
+    (``repos``, ``search``)."""
+
+    def __init__(self, spec: StoreSpec) -> None:
+        self.spec = spec
+        self._tables: dict[str, Any] = {}
+        self._meta: dict[str, str] | None = None
+        self._rows: dict[int, tuple[ChunkRow, str, str]] = {}  # id -> (row, repo, commit), per search
+        self._where: str | None = None  # the current search's repository and language filter
+
+    # --- tables --------------------------------------------------------------------------------
+    def _names(self) -> set[str]:
+        db = _connect(self.spec)
+        try:
+            return set(db.list_tables().tables if hasattr(db, "list_tables") else db.table_names())
+        except Exception as exc:
+            raise explain(exc, self.spec, "read") from None
+
+    def _table(self, name: str) -> Any:
+        table = self._tables.get(name)
+        if table is None:
+            try:
+                table = _connect(self.spec).open_table(name)
+            except Exception as exc:
+                failure = explain(exc, self.spec, "read")
+                if failure.exit_code == 1 and not failure.args[0].endswith(_one_line(exc)):
+                    raise failure from None  # unreachable or refused: asking again would say the same
+                if name not in self._names():
+                    raise CodeSightError(f"{self.spec.uri} is not a fleet store (no {name} table): build it with"
+                                         " `codesight fleet index SOURCES --store URI`", exit_code=2) from None
+                raise explain(exc, self.spec, "read") from None
+            self._tables[name] = table
+        return table
+
+    def exists(self) -> bool:
+        return {CHUNKS, REPOS, META} <= self._names()
+
+    def meta(self) -> dict[str, str]:
+        if self._meta is None:
+            rows = self._table(META).to_arrow().to_pylist()
+            self._meta = {str(r["key"]): str(r["value"]) for r in rows}
+        return self._meta
+
+    def prepare(self, model: str, kind: str, dim: int) -> None:
+        """Create the tables if they are missing; refuse vectors of another model or size."""
+        import pyarrow as pa
+
+        db = _connect(self.spec)
+        names = self._names()
+        if META in names:
+            meta = self.meta()
+            if (meta.get("model"), meta.get("kind"), meta.get("dim")) != (model, kind, str(dim)):
+                raise CodeSightError(
+                    f"{self.spec.uri} holds vectors of {meta.get('kind')} {meta.get('model')} ({meta.get('dim')}"
+                    f" dimensions), not {kind} {model}: index with --model {meta.get('kind')}, or use another store",
+                    exit_code=2)
+        try:
+            if CHUNKS not in names:
+                db.create_table(CHUNKS, schema=chunks_schema(dim), exist_ok=True)
+            if REPOS not in names:
+                db.create_table(REPOS, schema=_repos_schema(), exist_ok=True)
+            if META not in names:
+                # Written last: a store with a meta table has the other two.
+                values = {"model": model, "kind": kind, "dim": str(dim), "schema": SCHEMA_VERSION}
+                db.create_table(META, data=pa.table({"key": list(values), "value": list(values.values())}),
+                                exist_ok=True)
+        except CodeSightError:
+            raise
+        except Exception as exc:
+            raise explain(exc, self.spec, "create") from None
+        self._tables.clear()
+        self._meta = None
+
+    def repos(self) -> list[RepoRecord]:
+        rows = self._table(REPOS).to_arrow().to_pylist()
+        return sorted((RepoRecord(str(r["name"]), str(r["source"] or ""), str(r["commit"] or ""),
+                                  float(r["indexed_at"] or 0.0), int(r["files"] or 0), int(r["chunks"] or 0),
+                                  str(r["error"] or "")) for r in rows), key=lambda r: r.name)
+
+    def known_files(self) -> dict[str, dict[str, str]]:
+        """``{repo: {path: blob}}`` of the rows in the store (what a re-index compares against)."""
+        table = self._table(CHUNKS)
+        out: dict[str, dict[str, str]] = {}
+        data = table.search().select(["repo", "path", "blob"]).limit(None).to_arrow()
+        for repo, path, blob in zip(*(data.column(c).to_pylist() for c in ("repo", "path", "blob"))):
+            out.setdefault(repo, {})[path] = blob
+        return out
+
+    # --- the writer ----------------------------------------------------------------------------
+    def apply(self, record: RepoRecord, rows: pa.Table, stale_paths: list[str]) -> None:
+        """One repository's new state: the rows of ``stale_paths`` (changed or removed files) go,
+        ``rows`` come in (inserted by id, so a second write of the same rows adds nothing), then
+        its ``repos`` row says which commit they are of."""
+        chunks = self._table(CHUNKS)
+        name = _quote(record.name)
+        for k in range(0, len(stale_paths), DELETE_BATCH):
+            chunks.delete(f"repo = {name} AND {in_list('path', stale_paths[k:k + DELETE_BATCH])}")
+        if rows.num_rows:
+            chunks.merge_insert("id").when_not_matched_insert_all().execute(rows)
+        record.chunks = int(chunks.count_rows(f"repo = {name}"))
+        self.record(record)
+
+    def record(self, record: RepoRecord) -> None:
+        import pyarrow as pa
+
+        row = pa.Table.from_pylist([record.to_dict()], schema=_repos_schema())
+        (self._table(REPOS).merge_insert("name").when_matched_update_all().when_not_matched_insert_all()
+         .execute(row))
+
+    def forget(self, names: list[str]) -> None:
+        """Take repositories out of the store."""
+        for k in range(0, len(names), DELETE_BATCH):
+            part = names[k:k + DELETE_BATCH]
+            self._table(CHUNKS).delete(in_list("repo", part))
+            self._table(REPOS).delete(in_list("name", part))
+
+    def finish(self) -> dict[str, Any]:
+        """After a run: the full-text index (made, or brought up to date), an approximate vector
+        index on a large store, and old versions' files compacted away. Rows not yet in an index
+        are searched all the same (by a scan), so a run killed before this loses nothing."""
+        from datetime import timedelta
+
+        chunks = self._table(CHUNKS)
+        n = chunks.count_rows()
+        indices = {getattr(i, "name", str(i)): i for i in chunks.list_indices()}
+        have = {tuple(getattr(i, "columns", ())) for i in indices.values()}
+        t0 = time.perf_counter()
+        if n and ("words",) not in have:
+            chunks.create_fts_index("words", replace=True, with_position=False, stem=True,
+                                    remove_stop_words=False, ascii_folding=True)
+        if n and ("id",) not in have:
+            chunks.create_scalar_index("id", replace=True)
+        if n and ("repo",) not in have:
+            chunks.create_scalar_index("repo", index_type="BITMAP", replace=True)
+        if n >= VECTOR_INDEX_ROWS and ("vector",) not in have:
+            chunks.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_PQ", replace=True)
+        chunks.optimize(cleanup_older_than=timedelta(minutes=10))
+        self._table(REPOS).optimize(cleanup_older_than=timedelta(minutes=10))
+        if not self.spec.remote:  # a local store is its owner's alone (object storage: the bucket's policy)
+            from codesight_tui.core.private import tighten
+
+            tighten(Path(self.spec.location()))
+        return {"rows": n, "index_seconds": round(time.perf_counter() - t0, 2)}
+
+    def size_bytes(self) -> int | None:
+        """Bytes the store takes, where it is a local path (object storage: None)."""
+        if self.spec.remote:
+            return None
+        total = 0
+        for dirpath, _dirs, files in os.walk(self.spec.location()):
+            for f in files:
+                try:
+                    total += os.lstat(os.path.join(dirpath, f)).st_size
+                except OSError:
+                    pass
+        return total
+
+    # --- the reader ----------------------------------------------------------------------------
+    def repo_filter(self, glob: str | None) -> tuple[str | None, list[str]]:
+        """A SQL filter for the repositories a ``--repo`` glob names (None: all), and their names."""
+        names = [r.name for r in self.repos() if r.commit]
+        if not glob:
+            return None, names
+        chosen = [n for n in names if fnmatch.fnmatchcase(n, glob) or fnmatch.fnmatchcase(n.lower(), glob.lower())]
+        return in_list("repo", chosen), chosen
+
+    def bm25(self, query: str, depth: int, where: str | None) -> list[int]:
+        terms = query_terms(query)
+        if not terms:
+            return []
+        q = self._table(CHUNKS).search(" ".join(terms[:64]), query_type="fts", fts_columns="words")
+        if where:
+            q = q.where(where, prefilter=True)
+        rows = q.select(["id", "_score"]).limit(depth).to_arrow()
+        return [int(i) for i in rows.column("id").to_pylist()]
+
+    def nearest(self, vector: np.ndarray, depth: int, where: str | None) -> list[tuple[int, float]]:
+        q = self._table(CHUNKS).search(vector, vector_column_name="vector").distance_type("cosine")
+        if where:
+            q = q.where(where, prefilter=True)
+        rows = q.select(["id", "_distance"]).limit(depth).to_arrow()
+        return [(int(i), 1.0 - float(d)) for i, d in zip(rows.column("id").to_pylist(),
+                                                        rows.column("_distance").to_pylist())]
+
+    def _fetch(self, where: str, limit: int, with_vectors: bool = False) -> list[dict[str, Any]]:
+        columns = ["id", "repo", "commit", "path", "language", "start_line", "end_line", "scope", "content"]
+        if with_vectors:
+            columns.append("vector")
+        q = self._table(CHUNKS).search().where(where).select(columns).limit(limit)
+        rows: list[dict[str, Any]] = q.to_arrow().to_pylist()
+        for r in rows:
+            row = ChunkRow(int(r["id"]), r["path"], int(r["start_line"]), int(r["end_line"]), r["language"] or "",
+                           r["scope"] or "", r["content"])
+            self._rows[row.id] = (row, r["repo"], r["commit"])
+        return rows
+
+    def get_chunks(self, ids: list[int]) -> dict[int, ChunkRow]:
+        missing = [i for i in dict.fromkeys(ids) if i not in self._rows]
+        for k in range(0, len(missing), 500):
+            part = missing[k:k + 500]
+            self._fetch(f"id IN ({', '.join(str(i) for i in part)})", len(part))
+        return {i: self._rows[i][0] for i in ids if i in self._rows}
+
+    def scope_matches(self, name: str, limit: int = 400) -> list[tuple[int, str, int, str]]:
+        """``(id, path, start_line, scope)`` of chunks whose scope holds ``name`` (full-text
+        candidates, narrowed here; the caller checks the exact definition)."""
+        ids = self.bm25(name, limit, self._where)
+        folded = name.casefold()
+        rows = self.get_chunks(ids)
+        return [(i, r.path, r.start_line, r.scope) for i, r in rows.items() if folded in r.scope.casefold()]
+
+    def vectors(self, ids: list[int]) -> dict[int, np.ndarray]:
+        import numpy as np
+
+        out: dict[int, np.ndarray] = {}
+        for k in range(0, len(ids), 500):
+            part = ids[k:k + 500]
+            for r in self._table(CHUNKS).search().where(f"id IN ({', '.join(str(i) for i in part)})").select(
+                    ["id", "vector"]).limit(len(part)).to_arrow().to_pylist():
+                out[int(r["id"])] = np.asarray(r["vector"], dtype=np.float32)
+        return out
+
+    def search(self, query: str, encode_query: Callable[[str], np.ndarray] | None, *, top_k: int = 10,
+               mode: str = "hybrid", repo: str | None = None, glob: str | None = None,
+               language: str | None = None, depth: int = 80, rrf_k: int = 30,
+               known_share: Callable[[list[str]], float] | None = None) -> SearchResponse:
+        """The fleet's answer to ``query``: BM25 over the store's full-text index and the nearest
+        vectors (``encode_query`` embeds the query with the store's model), fused and ranked by
+        the same stack as a local index; each hit's ``repo`` and ``commit`` say where it is."""
+        from codesight_tui.core.ranking import rerank
+        from codesight_tui.core.searcher import (
+            RELEVANCE_FLOOR,
+            STATIC_KNOWN_WORDS,
+            STATIC_RELEVANCE_FLOOR,
+            SearchResponse,
+            SearchResult,
+            _merge_into,
+            _set_target_lines,
+        )
+
+        if not query or not any(ch.isalnum() for ch in query):
+            return SearchResponse()
+        self._rows = {}
+        where, chosen = self.repo_filter(repo)
+        if repo and not chosen:
+            return SearchResponse(notices=[f"no repository in {self.spec.uri} matches {repo!r}"])
+        if language:
+            where = f"({where}) AND language = {_quote(language)}" if where else f"language = {_quote(language)}"
+        self._where = where
+        kind = self.meta().get("kind", "static")
+        list_name = "vector" if kind == "full" else "static"
+        rankings: dict[str, list[int]] = {}
+        over = depth * 10 if glob else depth
+        if mode in ("hybrid", "bm25"):
+            rankings["bm25"] = self.bm25(query, over, where)
+        query_vector = None
+        if mode in ("hybrid", "vector") and encode_query is not None:
+            query_vector = encode_query(query)
+            found = self.nearest(query_vector, over, where)
+            floor = RELEVANCE_FLOOR if kind == "full" else STATIC_RELEVANCE_FLOOR
+            near = bool(found) and found[0][1] >= floor
+            if near and kind == "static" and not rankings.get("bm25") and known_share is not None:
+                near = known_share(query_terms(query)) >= STATIC_KNOWN_WORDS
+            if near or rankings.get("bm25"):
+                rankings[list_name] = [i for i, _ in found]
+        if glob:
+            for name, ids in rankings.items():
+                rows = self.get_chunks(ids)
+                rankings[name] = [i for i in ids if i in rows and path_matches(rows[i].path, glob)][:depth]
+        if not any(rankings.values()):
+            return SearchResponse(retrievers=[])
+        used: list[str] = [n for n in ("bm25", "static", "vector") if n in rankings]
+        if mode == "vector":
+            fused = [(cid, 1.0 / (rrf_k + n), {list_name: n}, False)
+                     for n, cid in enumerate(rankings.get(list_name, []), 1)]
+        else:
+            fused = rerank(self, rankings, query, rrf_k=rrf_k, glob=glob, language=language,
+                           coverage=1.0 if kind == "full" else 0.0,
+                           query_vector=query_vector if kind == "full" else None,
+                           vectors_for=lambda rows: self.vectors([r.id for r in rows]),
+                           static_weight=1.0 if kind == "static" and "static" in rankings else 0.0,
+                           static_vector=query_vector if kind == "static" else None,
+                           static_vectors_for=lambda rows: self.vectors([r.id for r in rows]))
+        self.get_chunks([cid for cid, *_ in fused[:top_k * 4]])
+        hits: list[SearchResult] = []
+        for cid, score, ranks, is_def in fused:
+            got = self._rows.get(cid)
+            if got is None:
+                continue
+            row, repo_name, commit = got
+            if mode != "vector" and _merge_into([h for h in hits if h.repo == repo_name], row):
+                continue  # the next window of a definition already listed (as a local search does)
+            hits.append(SearchResult(
+                row.path, row.start_line, row.end_line, row.scope or "", row.language or "", round(score, 6),
+                ranks.get("bm25"), ranks.get("vector"), row.content, cid, is_def, repo=repo_name,
+                static_rank=ranks.get("static"), commit=commit))
+            if len(hits) >= top_k:
+                break
+        _set_target_lines(hits, query)
+        return SearchResponse(hits, retrievers=used)
+
+
+@dataclass
+class FleetModel:
+    """What embeds queries (and chunks) for a store: its kind and the encoder."""
+
+    kind: str
+    name: str
+    dim: int
+    encoder: Any = field(repr=False, default=None)
+
+    def encode_query(self, text: str) -> np.ndarray:
+        vector: np.ndarray = self.encoder.encode_query(text)
+        return vector
+
+    def known_share(self, words: list[str]) -> float:
+        share = getattr(self.encoder, "known_share", None)
+        return float(share(words)) if share is not None else 1.0
+
+
+_ENCODERS: dict[tuple[str, str], Any] = {}
+
+
+class Fleet:
+    """The fleet's public face: ``Fleet("s3://bucket/codesight", endpoint=...)`` indexes
+    repositories into a store (``index``), lists them (``repos``) and searches them (``search``;
+    ``CodeSight.search_many(..., fleet=)`` fuses it with local indexes)."""
+
+    def __init__(self, uri: str, endpoint: str | None = None, settings: Any = None) -> None:
+        from codesight_tui.config import load_settings
+
+        self.settings = settings if settings is not None else load_settings()
+        self.spec = StoreSpec(uri, endpoint or self.settings.fleet_endpoint)
+        self.store = FleetStore(self.spec)
+
+    def index(self, sources: list[str], *, model: str = "static", address: str | None = None, workers: int = 0,
+              progress: Callable[[str], None] | None = None, local: bool = False) -> Any:
+        """Index git URLs, clones or directories of clones (``core.fleet_job.run``); a
+        ``FleetReport``."""
+        from codesight_tui.core import fleet_job
+
+        return fleet_job.run(sources, self.spec, self.settings, kind=model, address=address, workers=workers,
+                             progress=progress, local=local)
+
+    def repos(self) -> list[RepoRecord]:
+        return self.store.repos()
+
+    def remove(self, names: list[str]) -> list[str]:
+        """Take repositories out of the store; the names that were there."""
+        there = [r.name for r in self.store.repos() if r.name in set(names)]
+        self.store.forget(there)
+        self.store.finish()
+        return there
+
+    def size_bytes(self) -> int | None:
+        return self.store.size_bytes()
+
+    def model(self) -> FleetModel:
+        """The store's model, loaded here once per process (the static one distilled first if this
+        machine has none yet)."""
+        meta = self.store.meta()
+        kind, dim = meta.get("kind", "static"), int(meta.get("dim", "0"))
+        from codesight_tui.core import fleet_job
+
+        info = fleet_job.model_info(self.settings)
+        if meta.get("model") != info.name:
+            raise CodeSightError(f"{self.spec.uri} was built with {meta.get('model')}, and this codesight has"
+                                 f" {info.name}: set embedding_model to match", exit_code=2)
+        key = (kind, info.name)
+        encoder = _ENCODERS.get(key)
+        if encoder is None:
+            if kind == "static":
+                from codesight_tui.core.static import load
+
+                encoder = load(fleet_job.static_model_path(self.settings, info))
+            else:
+                from codesight_tui.core.embedder import in_process
+
+                encoder = in_process(info, self.settings.device, self.settings.batch_size)
+            _ENCODERS[key] = encoder
+        if int(encoder.dim) != dim:
+            raise CodeSightError(f"{self.spec.uri} holds {dim}-dimensional vectors, and this model makes"
+                                 f" {encoder.dim}", exit_code=2)
+        return FleetModel(kind, info.name, dim, encoder)
+
+    def search(self, query: str, top_k: int = 10, mode: str = "hybrid", *, repo: str | None = None,
+               glob: str | None = None, language: str | None = None) -> SearchResponse:
+        """The fleet's ranked hits for ``query``; ``repo`` is a glob over repository names."""
+        model = self.model() if mode != "bm25" else None
+        try:
+            return self.store.search(query, model.encode_query if model else None, top_k=top_k, mode=mode,
+                                     repo=repo, glob=glob, language=language, depth=self.settings.retriever_depth,
+                                     rrf_k=self.settings.rrf_k, known_share=model.known_share if model else None)
+        except CodeSightError:
+            raise
+        except Exception as exc:  # the object store unreachable, a credential refused, a table damaged
+            raise explain(exc, self.spec, "search") from None

@@ -1,0 +1,370 @@
+"""The fleet (issue 33): several fixture repositories indexed by a real local Ray into a real
+LanceDB store on a real S3-compatible server (moto's, on 127.0.0.1), searched, re-indexed after a
+commit, and killed mid-job (a Ray worker, and the driver itself)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import snapshot_tree, wait_for
+
+pytestmark = pytest.mark.loopback  # moto's S3 server and Ray listen on 127.0.0.1 only
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00",
+           "GIT_COMMITTER_DATE": "2026-01-01T00:00:00"}
+STRIPE_KEY = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+
+PAYMENTS = {
+    "billing/charges.py": '''"""Card charges."""
+
+
+def retry_failed_charge(charge, attempts=3):
+    """Retry a card charge the bank declined, backing off between attempts."""
+    for n in range(attempts):
+        if charge.submit():
+            return True
+        charge.wait(2 ** n)
+    return False
+''',
+    "billing/invoices.py": '''def render_invoice_pdf(invoice):
+    """Lay out an invoice as a PDF document with its line items and totals."""
+    return invoice.layout().to_pdf()
+''',
+    "billing/legacy.py": '''def compute_vat_for_old_orders(order):
+    """Value added tax of orders placed before the 2019 migration."""
+    return order.total * 0.2
+''',
+    "settings.py": f'STRIPE_API_KEY = "{STRIPE_KEY}"\nTIMEOUT_SECONDS = 30\n',
+    ".env": "DATABASE_PASSWORD=hunter2hunter2\n",
+}
+FRONTEND = {
+    "src/debounce.js": '''// Delay a function until the user stops typing.
+export function debounceKeystrokes(fn, wait) {
+  let timer;
+  return (...args) => { clearTimeout(timer); timer = setTimeout(() => fn(...args), wait); };
+}
+''',
+    "src/router.js": '''export function matchRoute(routes, url) {
+  // Find the first route whose pattern matches the URL path.
+  return routes.find((r) => r.pattern.test(url));
+}
+''',
+}
+INFRA = {
+    "config/parse.go": '''package config
+
+// ParseClusterConfig reads the cluster's YAML configuration file.
+func ParseClusterConfig(path string) (*Cluster, error) {
+	return load(path)
+}
+''',
+    "deploy/rollout.go": '''package deploy
+
+// RolloutCanary shifts traffic to the new version in steps and rolls back on errors.
+func RolloutCanary(steps int) error {
+	return nil
+}
+''',
+}
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True,
+                          env={**os.environ, **GIT_ENV}).stdout.strip()
+
+
+def make_repo(root: Path, files: dict[str, str]) -> Path:
+    root.mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    git(root, "add", "-A", "-f")
+    git(root, "commit", "-q", "-m", "first")
+    return root
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """moto's S3 server on a free loopback port, with a bucket."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    import boto3
+
+    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="test",
+                 aws_secret_access_key="test").create_bucket(Bucket="fleet")
+    yield endpoint
+    server.stop()
+
+
+@pytest.fixture
+def env(monkeypatch, static_model_dir) -> dict[str, str]:
+    """The environment of a `codesight` subprocess: the session's distilled static model, test
+    credentials for the S3 server."""
+    for k, v in {"CODESIGHT_STATIC_MODEL": str(static_model_dir), "AWS_ACCESS_KEY_ID": "test",
+                 "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(k, v)
+    return dict(os.environ)
+
+
+def codesight(*args: str, env: dict[str, str], cwd: Path | None = None, timeout: float = 300,
+              ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "codesight_tui", *args], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def rows(store: str, endpoint: str | None = None) -> list[dict]:
+    """Every row of the store's chunks table (no vectors)."""
+    from codesight_tui.core.fleet import CHUNKS, FleetStore, StoreSpec
+
+    table = FleetStore(StoreSpec(store, endpoint))._table(CHUNKS)
+    cols = ["id", "repo", "commit", "path", "blob", "start_line", "content"]
+    return table.search().select(cols).limit(None).to_arrow().to_pylist()
+
+
+def assert_consistent(store: str, repos: dict[str, Path], endpoint: str | None = None) -> dict[str, str]:
+    """Each repository's rows are exactly one commit's: ids unique, every row's blob that file's
+    blob in that commit, and every indexed file of the commit present. Returns {repo: commit}."""
+    found = rows(store, endpoint)
+    assert len({r["id"] for r in found}) == len(found), "duplicate rows"
+    commits: dict[str, str] = {}
+    for name, path in repos.items():
+        mine = [r for r in found if r["repo"] == name]
+        if not mine:
+            continue
+        assert len({r["commit"] for r in mine}) <= 2  # rows of unchanged files keep the commit they came in
+        head = git(path, "rev-parse", "HEAD")
+        tree = dict(line.split("\t")[::-1] for line in git(path, "ls-tree", "-r", head).splitlines())
+        blobs = {p: meta.split()[2] for p, meta in tree.items()}
+        for r in mine:
+            assert blobs.get(r["path"]) == r["blob"], (name, r["path"])
+        commits[name] = head
+    return commits
+
+
+def test_index_search_and_reindex_on_s3(tmp_path, env, s3):
+    clones = tmp_path / "clones"
+    payments = make_repo(clones / "payments", PAYMENTS)
+    frontend = make_repo(clones / "frontend", FRONTEND)
+    infra = make_repo(clones / "infra", INFRA)
+    repos = {"payments": payments, "frontend": frontend, "infra": infra}
+    store = "s3://fleet/team"
+    before = {name: snapshot_tree(path) for name, path in repos.items()}
+
+    done = codesight("fleet", "index", str(clones), "--store", store, "--endpoint", s3, "--workers", "2", "--json",
+                     env=env)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert sorted(report["indexed"]) == ["frontend", "infra", "payments"] and report["failed"] == []
+    assert report["workers"] == 2
+    assert {name: snapshot_tree(path) for name, path in repos.items()} == before  # nothing written into them
+
+    status = json.loads(codesight("fleet", "status", "--store", store, "--endpoint", s3, "--json", env=env).stdout)
+    assert {r["name"]: r["commit"] for r in status["repos"]} == {n: git(p, "rev-parse", "HEAD") for n, p in repos.items()}
+    assert status["model"]["kind"] == "static"
+
+    # Search from outside any repository: the fleet alone, each hit with its repository and commit.
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    found = codesight("search", "retry a declined card charge with backoff", "--store", store, "--endpoint", s3,
+                      "--json", env=env, cwd=outside)
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)
+    assert (hits[0]["repo"], hits[0]["path"], hits[0]["commit"]) == (
+        "payments", "billing/charges.py", git(payments, "rev-parse", "HEAD"))
+    symbol = json.loads(codesight("search", "ParseClusterConfig", "--store", store, "--endpoint", s3, "--json",
+                                  env=env, cwd=outside).stdout)
+    assert (symbol[0]["repo"], symbol[0]["path"], symbol[0]["line"]) == ("infra", "config/parse.go", 4)
+    narrowed = json.loads(codesight("search", "function", "--store", store, "--endpoint", s3, "--repo", "front*",
+                                    "--json", env=env, cwd=outside).stdout)
+    assert narrowed and {h["repo"] for h in narrowed} == {"frontend"}
+    text = codesight("search", "canary rollout", "--store", store, "--endpoint", s3, env=env, cwd=outside).stdout
+    assert f"[infra@{git(infra, 'rev-parse', 'HEAD')[:10]}] deploy/rollout.go:" in text
+
+    # Secrets: the .env file is never read, the key in settings.py is masked.
+    everything = rows(store, s3)
+    assert not any(r["path"] == ".env" for r in everything)
+    assert not any(STRIPE_KEY in r["content"] for r in everything)
+    assert any(r["path"] == "settings.py" for r in everything)
+
+    # A commit in one repository (a file changed, one removed, one added) and an uncommitted edit
+    # in another: only the commit is indexed, only the changed files are read.
+    (payments / "billing" / "charges.py").write_text(PAYMENTS["billing/charges.py"] + '''
+
+def refund_partial_capture(charge, amount):
+    """Give back part of a captured charge to the customer's card."""
+    return charge.refund(amount)
+''')
+    (payments / "billing" / "legacy.py").unlink()
+    (payments / "billing" / "payouts.py").write_text("def schedule_merchant_payout(merchant):\n    return merchant.next_payout()\n")
+    git(payments, "add", "-A")
+    git(payments, "commit", "-q", "-m", "refunds")
+    (frontend / "src" / "router.js").write_text("export function uncommittedWizardry() { return 42; }\n")
+    before = {name: snapshot_tree(path) for name, path in repos.items()}
+    again = codesight("fleet", "index", str(clones), "--store", store, "--endpoint", s3, "--workers", "2", "--json",
+                      env=env)
+    assert again.returncode == 0, again.stderr
+    report = json.loads(again.stdout)
+    assert report["indexed"] == ["payments"] and sorted(report["unchanged"]) == ["frontend", "infra"]
+    assert report["changed_files"] == 2 and report["stale_files"] == 2  # charges.py, payouts.py; charges.py, legacy.py
+    assert {name: snapshot_tree(path) for name, path in repos.items()} == before
+    new_head = git(payments, "rev-parse", "HEAD")
+    hits = json.loads(codesight("search", "refund part of a captured charge", "--store", store, "--endpoint", s3,
+                                "--json", env=env, cwd=outside).stdout)
+    assert (hits[0]["repo"], hits[0]["commit"], hits[0]["path"]) == ("payments", new_head, "billing/charges.py")
+    gone = codesight("search", "compute_vat_for_old_orders", "--store", store, "--endpoint", s3, "--mode", "bm25",
+                     "--json", env=env, cwd=outside)
+    assert all(h["path"] != "billing/legacy.py" for h in json.loads(gone.stdout or "[]"))
+    assert codesight("search", "uncommittedWizardry", "--store", store, "--endpoint", s3, "--mode", "bm25",
+                     env=env, cwd=outside).returncode == 1
+    commits = assert_consistent(store, repos, s3)
+    assert commits == {n: git(p, "rev-parse", "HEAD") for n, p in repos.items()}
+
+    # A third run with nothing new reads nothing.
+    third = json.loads(codesight("fleet", "index", str(clones), "--store", store, "--endpoint", s3, "--json",
+                                 "--local", env=env).stdout)
+    assert third["indexed"] == [] and len(third["unchanged"]) == 3
+
+
+def test_fleet_is_fused_with_the_local_index(tmp_path, env):
+    clones = tmp_path / "clones"
+    payments = make_repo(clones / "payments", PAYMENTS)
+    make_repo(clones / "frontend", FRONTEND)
+    store = str(tmp_path / "store")
+    assert codesight("fleet", "index", str(clones), "--store", store, "--local", env=env).returncode == 0
+    # Uncommitted work in the local clone shows; the fleet's copy of this repository gives way to it.
+    (payments / "billing" / "disputes.py").write_text(
+        "def open_chargeback_dispute(charge):\n    \"\"\"Contest a chargeback the bank opened.\"\"\"\n    return charge.dispute()\n")
+    out = codesight("search", "contest a chargeback", "--store", store, "--json", "-n", "20", env=env, cwd=payments)
+    assert out.returncode == 0, out.stderr
+    hits = json.loads(out.stdout)
+    assert hits[0]["path"] == "billing/disputes.py" and hits[0]["commit"] == ""
+    assert hits[0]["repo"] == str(payments.resolve())
+    assert not [h for h in hits if h["repo"] == "payments"]  # the fleet's payments rows are left to the local index
+    both = json.loads(codesight("search", "debounce keystrokes", "--store", store, "--json", env=env, cwd=payments).stdout)
+    assert both[0]["repo"] == "frontend" and both[0]["commit"]
+
+
+def _ray_workers_running(name: str) -> list[int]:
+    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+    return [int(line.split(None, 1)[0]) for line in out.splitlines()
+            if line.split(None, 1)[1:] and line.split(None, 1)[1].startswith(f"ray::{name}")]
+
+
+def _big_repos(root: Path, n: int) -> dict[str, Path]:
+    """``n`` repositories of a few hundred chunks each (codesight's own engine, renamed)."""
+    engine = Path(__file__).resolve().parent.parent / "codesight_tui" / "core"
+    sources = {p.name: p.read_text() for p in sorted(engine.glob("*.py"))}
+    return {f"svc{i}": make_repo(root / f"svc{i}", {f"svc{i}/{name}": text.replace("codesight", f"svc{i}")
+                                                     for name, text in sources.items()}) for i in range(n)}
+
+
+def test_a_worker_killed_mid_job_is_retried_and_the_table_stays_consistent(tmp_path, env):
+    repos = _big_repos(tmp_path / "clones", 4)
+    store = str(tmp_path / "store")
+    job = subprocess.Popen([sys.executable, "-m", "codesight_tui", "fleet", "index", str(tmp_path / "clones"),
+                            "--store", store, "--workers", "2", "--json"], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    killed: list[int] = []
+
+    def kill_one() -> bool:
+        for pid in _ray_workers_running("index_repository"):
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+            return True
+        return job.poll() is not None
+
+    assert wait_for(kill_one, timeout=120, every=0.02)
+    out, err = job.communicate(timeout=300)
+    assert killed, "no worker was seen running a task"
+    assert job.returncode in (0, 1), err
+    report = json.loads(out)
+    # Ray ran the killed task again (max_retries): every repository is in, nothing twice.
+    assert sorted(report["indexed"]) == sorted(repos) and report["failed"] == [], err
+    assert set(assert_consistent(store, repos)) == set(repos)
+    again = json.loads(codesight("fleet", "index", str(tmp_path / "clones"), "--store", store, "--local", "--json",
+                                 env=env).stdout)
+    assert again["indexed"] == [] and sorted(again["unchanged"]) == sorted(repos)
+
+
+def test_the_job_killed_outright_leaves_whole_repositories_and_the_next_run_completes(tmp_path, env):
+    repos = _big_repos(tmp_path / "clones", 4)
+    store = str(tmp_path / "store")
+    job = subprocess.Popen([sys.executable, "-m", "codesight_tui", "fleet", "index", str(tmp_path / "clones"),
+                            "--store", store, "--workers", "1"], env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    assert job.stderr is not None
+    seen = []
+    for line in job.stderr:  # the progress: one line per repository written
+        seen.append(line)
+        if "files changed" in line:
+            break
+    job.kill()
+    job.wait(timeout=30)
+    from codesight_tui.core.fleet_job import ray_temp_dir, sweep_orphans
+
+    wait_for(lambda: sweep_orphans(ray_temp_dir(), kill=False) > 0, timeout=5)  # what the kill left
+    assert any("files changed" in line for line in seen), seen
+    partial = assert_consistent(store, repos)
+    assert 1 <= len(partial) < len(repos)
+    from codesight_tui import Fleet
+
+    recorded = {r.name for r in Fleet(store).repos() if r.commit}
+    assert recorded <= set(partial)
+    resumed = codesight("fleet", "index", str(tmp_path / "clones"), "--store", store, "--workers", "1", "--json",
+                        env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    report = json.loads(resumed.stdout)
+    assert set(report["unchanged"]) == recorded and set(report["indexed"]) == set(repos) - recorded
+    assert set(assert_consistent(store, repos)) == set(repos)
+    # What the killed run's Ray left behind (its agents, orphaned) was swept by the next run.
+    assert sweep_orphans(ray_temp_dir(), kill=False) == 0
+
+
+def test_a_failing_repository_is_reported_and_skipped(tmp_path, env):
+    clones = tmp_path / "clones"
+    make_repo(clones / "frontend", FRONTEND)
+    (clones / "empty").mkdir()
+    git(clones / "empty", "init", "-q")  # a clone with no commit
+    bare = tmp_path / "infra.git"
+    make_repo(tmp_path / "infra-src", INFRA)
+    git(tmp_path, "clone", "-q", "--bare", str(tmp_path / "infra-src"), str(bare))
+    store = str(tmp_path / "store")
+    done = codesight("fleet", "index", str(clones), f"file://{bare}", f"file://{tmp_path}/missing.git",
+                     str(tmp_path / "no-such-dir"), "--store", store, "--workers", "2", "--json", env=env)
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    assert sorted(report["indexed"]) == ["frontend", "infra"]  # a git URL (file://) is cloned, read, dropped
+    assert sorted(r["repo"] for r in report["failed"]) == sorted(["empty", "missing", str(tmp_path / "no-such-dir")])
+    assert all("Traceback" not in r["error"] for r in report["failed"])
+    hits = json.loads(codesight("search", "RolloutCanary", "--store", store, "--json", env=env, cwd=tmp_path).stdout)
+    assert hits[0]["repo"] == "infra"
+    status = codesight("fleet", "status", "--store", store, env=env)
+    assert "empty" in status.stdout and "failed:" in status.stdout
+
+
+def test_bad_stores_are_one_line(tmp_path, env):
+    empty = tmp_path / "not-a-store"
+    empty.mkdir()
+    out = codesight("search", "anything", "--store", str(empty), env=env, cwd=tmp_path)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "is not a fleet store" in out.stderr
+    out = codesight("search", "anything", "--store", "s3://fleet/x", "--endpoint", "http://127.0.0.1:9", env=env,
+                    cwd=tmp_path)
+    assert out.returncode == 1 and out.stderr.strip().endswith("cannot reach it") and "Traceback" not in out.stderr
+    out = codesight("search", "anything", "--repo", "svc*", env=env, cwd=tmp_path)
+    assert out.returncode == 2 and "--store" in out.stderr
+    out = codesight("fleet", "index", str(tmp_path / "nothing"), "--store", str(tmp_path / "s"), env=env)
+    assert out.returncode == 2 and "no repository to index" in out.stderr
