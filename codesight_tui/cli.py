@@ -184,6 +184,7 @@ def _build_parser() -> argparse.ArgumentParser:
     pm.add_argument("--root", action="append", default=None, metavar="PATH",
                     help="a directory whose repositories the server may search (repeatable)")
     pm.add_argument("--watch", action="store_true", help="watch every root that is a repository from the start")
+    _store_options(pm)
 
     pc = sub.add_parser("cache", help="show or prune the shared embedding cache",
                         description="The embedding cache is shared by every repository (one file per model)."
@@ -234,6 +235,8 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="a Ray cluster to run on (default: start Ray here, with --workers CPUs)")
     fi.add_argument("--workers", type=int, default=0, help="repositories indexed at once (default: the cores)")
     fi.add_argument("--local", action="store_true", help="no Ray: one repository at a time in this process")
+    fi.add_argument("--gpus", type=float, default=0.0, metavar="N",
+                    help="GPUs (or a share of one, e.g. 0.25) each task asks Ray for: full-model tasks on GPU nodes")
     fs = fsub.add_parser("status", help="the store's repositories: commit, files, chunks, last failure")
     fr = fsub.add_parser("remove", help="take repositories out of the store")
     fr.add_argument("names", nargs="+", help="repository names, as status lists them")
@@ -314,6 +317,7 @@ def _tui_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="*", default=None,
                    help=ROOT_HELP + "; several paths are searched together as one ranked list")
     p.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
+    _store_options(p)
     return p
 
 
@@ -648,11 +652,12 @@ def cmd_fleet(args) -> int:
         raise CodeSightError("say which store: --store PATH or s3://bucket/prefix (or fleet_store in the config)",
                              exit_code=EXIT_USAGE)
     if args.fleet_command == "index":
-        if args.workers < 0:
-            _err("--workers must be 0 (the cores) or more")
+        if args.workers < 0 or args.gpus < 0:
+            _err("--workers and --gpus must be 0 or more")
             return EXIT_USAGE
         report = fleet.index(args.sources, model=args.model, address=args.ray_address, workers=args.workers,
-                             local=args.local, progress=None if args.json else (lambda m: _err(_safe(m))))
+                             local=args.local, gpus=args.gpus,
+                             progress=None if args.json else (lambda m: _err(_safe(m))))
         if args.json:
             print(json.dumps(report.to_dict(), indent=2))
         else:
@@ -804,7 +809,7 @@ def cmd_watch(args) -> int:
 def cmd_mcp(args) -> int:
     from codesight_tui.mcp_server import serve
 
-    return serve(args.root, watch=args.watch)
+    return serve(args.root, watch=args.watch, fleet=_fleet(args))
 
 
 def cmd_status(args) -> int:
@@ -1152,7 +1157,7 @@ def cmd_tui(args) -> int:
         from codesight_tui.tui.app import run_app
     except ImportError:
         raise CodeSightError("the terminal UI is not available in this build; use `codesight search`") from None
-    return run_app(roots[0], roots[1:])
+    return run_app(roots[0], roots[1:], fleet=_fleet(args))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -66,7 +66,8 @@ class IndexState(BaseModel):
 
 
 class Hit(BaseModel):
-    repo: str
+    repo: str = Field(description="the repository's root; for a fleet store's hit, its name in the store")
+    commit: str | None = Field(default=None, description="a fleet store's hit: the commit it was indexed at")
     path: str = Field(description="relative to repo")
     start_line: int
     end_line: int
@@ -273,7 +274,7 @@ def _hit(r) -> Hit:
     return Hit(repo=r.repo, path=r.path, start_line=r.start_line, end_line=r.end_line, line=r.line or r.start_line,
                scope=r.scope, name=r.name, language=r.language or "", score=round(r.score, 6), found_by=found,
                bm25_rank=r.bm25_rank, vector_rank=r.vector_rank, static_rank=r.static_rank, page=r.page,
-               slide=r.slide, location=r.location, snippet=snippet)
+               slide=r.slide, location=r.location, snippet=snippet, commit=r.commit or None)
 
 
 async def _wait_lexical(job: IndexJob, ctx, cs: CodeSight, limit: float = LEXICAL_WAIT_S) -> None:
@@ -294,7 +295,7 @@ async def _wait_lexical(job: IndexJob, ctx, cs: CodeSight, limit: float = LEXICA
         await anyio.sleep(0.1)
 
 
-def build_server(roots: list[Path], *, watch_roots: bool = False):
+def build_server(roots: list[Path], *, watch_roots: bool = False, fleet=None):
     """The ``MCPServer`` with codesight's tools over ``roots``; returns ``(server, repos)``."""
     from codesight_tui import __version__
 
@@ -373,13 +374,15 @@ def build_server(roots: list[Path], *, watch_roots: bool = False):
     @server.tool(annotations=ToolAnnotations(title="Search code", readOnlyHint=True, openWorldHint=False))
     async def search(query: str, ctx: Context, repo_path: str | None = None, top_k: int = 10,
                      file_glob: str | None = None, mode: str | None = None, language: str | None = None,
-                     roots: list[str] | None = None) -> SearchOutput:
+                     roots: list[str] | None = None, fleet_repo: str | None = None) -> SearchOutput:
         """Search code by meaning or by name: plain words ("where do we retry failed uploads") or a
         symbol ("RetryPolicy"). Returns ranked hits with path, lines, enclosing scope and snippet.
         repo_path: the repository (default: the first allowed root). roots: several repositories,
         one ranked list. file_glob: gitignore-style path filter, e.g. "src/**/*.py". mode: hybrid
         (default), bm25 or vector. language: e.g. python, go. A repository never indexed is indexed
-        now: the first answer comes from BM25 within seconds, vectors follow in the background."""
+        now: the first answer comes from BM25 within seconds, vectors follow in the background.
+        Where the server has a fleet store (the team's repositories), its hits come too, each with
+        its repository's name and commit; fleet_repo narrows them by a glob over those names."""
         t0 = time.perf_counter()
         if not query or not query.strip():
             raise ToolError("the query is empty: say what to look for, e.g. \"parse config file\"")
@@ -389,9 +392,13 @@ def build_server(roots: list[Path], *, watch_roots: bool = False):
         notes = await prepare(targets, ctx, mode)
         engines = [repos.engine(r) for r in targets]
 
+        if fleet_repo and fleet is None:
+            raise ToolError("fleet_repo narrows a fleet store, and this server has none (codesight mcp --store URI)")
+        more = {"fleet": fleet, "repo": fleet_repo} if fleet is not None else {}
+
         def run():
             return CodeSight.search_many(engines, query, top_k=top_k, mode=mode, glob=file_glob, language=language,
-                                         load_model=False)
+                                         load_model=False, **more)
 
         return await answer("search", query, targets, mode, run, notes, t0)
 
@@ -614,11 +621,12 @@ async def _run_stdio(server) -> None:
         await low.run(read_stream, write_stream, low.create_initialization_options())
 
 
-def serve(roots: list[str] | None = None, *, watch: bool = False) -> int:
-    """Run the server on stdin/stdout until the client goes away."""
+def serve(roots: list[str] | None = None, *, watch: bool = False, fleet=None) -> int:
+    """Run the server on stdin/stdout until the client goes away; ``fleet`` (a ``Fleet``) is
+    searched beside the repositories."""
     import signal
 
-    server, repos = build_server(default_roots(roots), watch_roots=watch)
+    server, repos = build_server(default_roots(roots), watch_roots=watch, fleet=fleet)
     # SIGTERM and SIGHUP (the client or the ssh session went away) end it the way EOF does: the
     # index runs stop at a batch boundary and the model's child process goes with it.
     def terminate(number, frame):

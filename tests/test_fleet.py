@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import snapshot_tree, wait_for
+from conftest import snapshot_tree, wait_for
 
 pytestmark = pytest.mark.loopback  # moto's S3 server and Ray listen on 127.0.0.1 only
 
@@ -128,8 +128,10 @@ def codesight(*args: str, env: dict[str, str], cwd: Path | None = None, timeout:
 
 def rows(store: str, endpoint: str | None = None) -> list[dict]:
     """Every row of the store's chunks table (no vectors)."""
+    from codesight_tui.core import fleet
     from codesight_tui.core.fleet import CHUNKS, FleetStore, StoreSpec
 
+    fleet._TABLES.clear()  # another process wrote since: open the newest version
     table = FleetStore(StoreSpec(store, endpoint))._table(CHUNKS)
     cols = ["id", "repo", "commit", "path", "blob", "start_line", "content"]
     return table.search().select(cols).limit(None).to_arrow().to_pylist()
@@ -265,9 +267,11 @@ def _ray_workers_running(name: str) -> list[int]:
 
 
 def _big_repos(root: Path, n: int) -> dict[str, Path]:
-    """``n`` repositories of a few hundred chunks each (codesight's own engine, renamed)."""
+    """``n`` repositories of a few hundred chunks each (codesight's own engine's 12 largest files,
+    renamed): each task takes long enough to be caught running."""
     engine = Path(__file__).resolve().parent.parent / "codesight_tui" / "core"
-    sources = {p.name: p.read_text() for p in sorted(engine.glob("*.py"))}
+    biggest = sorted(engine.glob("*.py"), key=lambda p: p.stat().st_size, reverse=True)[:12]
+    sources = {p.name: p.read_text() for p in biggest}
     return {f"svc{i}": make_repo(root / f"svc{i}", {f"svc{i}/{name}": text.replace("codesight", f"svc{i}")
                                                      for name, text in sources.items()}) for i in range(n)}
 
@@ -368,3 +372,68 @@ def test_bad_stores_are_one_line(tmp_path, env):
     assert out.returncode == 2 and "--store" in out.stderr
     out = codesight("fleet", "index", str(tmp_path / "nothing"), "--store", str(tmp_path / "s"), env=env)
     assert out.returncode == 2 and "no repository to index" in out.stderr
+
+
+def _local_fleet(tmp_path: Path, static_model_dir: Path):
+    """A fleet store of two repositories, built in this process without Ray (``--local``)."""
+    from codesight_tui import Fleet
+    from codesight_tui.config import Settings
+
+    clones = tmp_path / "clones"
+    make_repo(clones / "frontend", FRONTEND)
+    make_repo(clones / "infra", INFRA)
+    fleet = Fleet(str(tmp_path / "store"), settings=Settings(static_model=str(static_model_dir)))
+    report = fleet.index([str(clones)], local=True)
+    assert sorted(report.indexed) == ["frontend", "infra"]
+    return fleet
+
+
+async def test_the_tui_searches_the_fleet_beside_the_repository(repo, settings, tmp_path, static_model_dir):
+    from codesight_tui import CodeSight
+    from codesight_tui.tui.app import CodeSightApp
+    from codesight_tui.tui.widgets.preview import Preview
+    from codesight_tui.tui.widgets.results import ResultsList
+    from conftest import HashEmbedder
+    from test_tui import search, settle
+
+    fleet = _local_fleet(tmp_path, static_model_dir)
+    engine = CodeSight(repo, settings=settings, embedder=HashEmbedder())
+    app = CodeSightApp(repo, engine=engine, watch=False, fleet=fleet)
+    notes: list[str] = []
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.notify = lambda message, **kw: notes.append(str(message))  # type: ignore[method-assign]
+        await settle(app, pilot)
+        await search(app, pilot, "debounce keystrokes")
+        fleet_hits = [h for h in app.hits if h.commit]
+        assert fleet_hits and fleet_hits[0].repo == "frontend" and fleet_hits[0].path == "src/debounce.js"
+        row = app.query_one(ResultsList).get_option_at_index(app.hits.index(fleet_hits[0])).prompt
+        assert f"frontend@{fleet_hits[0].commit[:7]}:" in str(row)
+        app.query_one(ResultsList).highlighted = app.hits.index(fleet_hits[0])
+        await settle(app, pilot)
+        preview = app.query_one(Preview)
+        assert preview.current is fleet_hits[0]
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        assert any("is in the fleet store, not on this machine" in n for n in notes)
+        await search(app, pilot, "haversine")  # the repository's own hits still come first for its code
+        assert app.hits[0].path == "src/geo.py" and not app.hits[0].commit
+
+
+async def test_mcp_search_takes_the_fleet_too(repo, tmp_path, static_model_dir, monkeypatch):
+    from test_mcp import server
+
+    fleet = _local_fleet(tmp_path, static_model_dir)
+    monkeypatch.setenv("CODESIGHT_STATIC_MODEL", str(static_model_dir))
+    async with server(repo, extra=("--store", fleet.spec.uri)) as client:
+        r = await client.call_tool("search", {"query": "ParseClusterConfig", "mode": "bm25", "top_k": 5})
+        assert not r.is_error, r.content
+        hits = r.structured_content["results"]
+        assert (hits[0]["repo"], hits[0]["path"]) == ("infra", "config/parse.go") and hits[0]["commit"]
+        r = await client.call_tool("search", {"query": "function", "mode": "bm25", "fleet_repo": "front*"})
+        assert {h["repo"] for h in r.structured_content["results"] if h["commit"]} == {"frontend"}
+        r = await client.call_tool("search", {"query": "haversine", "mode": "bm25"})
+        assert r.structured_content["results"][0]["path"] == "src/geo.py"
+        assert r.structured_content["results"][0]["commit"] is None
+    async with server(repo) as client:
+        r = await client.call_tool("search", {"query": "x", "fleet_repo": "a*"})
+        assert r.is_error and "no" in r.content[0].text and "fleet" in r.content[0].text

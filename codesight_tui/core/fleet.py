@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,10 @@ CHUNKS, REPOS, META = "chunks", "repos", "meta"
 KINDS = ("static", "full")
 SCHEMA_VERSION = "1"
 DELETE_BATCH = 400  # paths per delete predicate
+# Versions a run leaves are removed by a later run once this old: a reader in the middle of one
+# (a search that opened it) never has its files taken away.
+CLEANUP_AFTER = timedelta(minutes=10)
+READ_CONSISTENCY_S = 30  # a reader checks for a newer version of the tables at most this often
 VECTOR_INDEX_ROWS = 100_000  # an approximate (IVF_PQ) vector index above this many rows; exact below
 
 
@@ -137,6 +142,10 @@ def _repos_schema() -> pa.Schema:
 
 
 _CONNECTIONS: dict[StoreSpec, Any] = {}
+# Opened tables and the indexed repositories' names, per store and process: a warm reader (the
+# service, MCP, the TUI) opens each table once and reads the names every READ_CONSISTENCY_S.
+_TABLES: dict[tuple[StoreSpec, str], Any] = {}
+_NAMES_SEEN: dict[StoreSpec, tuple[float, list[str]]] = {}
 _CONNECT_LOCK = threading.Lock()
 
 
@@ -152,7 +161,10 @@ def _connect(spec: StoreSpec) -> Any:
 
                 private_dir(Path(spec.location()))
             try:
-                db = lancedb.connect(spec.location(), storage_options=spec.storage_options() or None)
+                # A long-lived reader (the warm service, MCP, the TUI) sees what a fleet job wrote
+                # within this long; without it, LanceDB keeps the version it first opened.
+                db = lancedb.connect(spec.location(), storage_options=spec.storage_options() or None,
+                                     read_consistency_interval=timedelta(seconds=READ_CONSISTENCY_S))
             except Exception as exc:  # unreachable, refused, a malformed URI, an unknown scheme
                 raise explain(exc, spec, "open") from None
             _CONNECTIONS[spec] = db
@@ -189,7 +201,6 @@ class FleetStore:
 
     def __init__(self, spec: StoreSpec) -> None:
         self.spec = spec
-        self._tables: dict[str, Any] = {}
         self._meta: dict[str, str] | None = None
         self._rows: dict[int, tuple[ChunkRow, str, str]] = {}  # id -> (row, repo, commit), per search
         self._where: str | None = None  # the current search's repository and language filter
@@ -203,7 +214,7 @@ class FleetStore:
             raise explain(exc, self.spec, "read") from None
 
     def _table(self, name: str) -> Any:
-        table = self._tables.get(name)
+        table = _TABLES.get((self.spec, name))
         if table is None:
             try:
                 table = _connect(self.spec).open_table(name)
@@ -215,7 +226,7 @@ class FleetStore:
                     raise CodeSightError(f"{self.spec.uri} is not a fleet store (no {name} table): build it with"
                                          " `codesight fleet index SOURCES --store URI`", exit_code=2) from None
                 raise explain(exc, self.spec, "read") from None
-            self._tables[name] = table
+            _TABLES[(self.spec, name)] = table
         return table
 
     def exists(self) -> bool:
@@ -254,7 +265,8 @@ class FleetStore:
             raise
         except Exception as exc:
             raise explain(exc, self.spec, "create") from None
-        self._tables.clear()
+        for key in [k for k in _TABLES if k[0] == self.spec]:
+            del _TABLES[key]
         self._meta = None
 
     def repos(self) -> list[RepoRecord]:
@@ -300,12 +312,10 @@ class FleetStore:
             self._table(CHUNKS).delete(in_list("repo", part))
             self._table(REPOS).delete(in_list("name", part))
 
-    def finish(self) -> dict[str, Any]:
+    def finish(self, cleanup_older_than: timedelta = CLEANUP_AFTER) -> dict[str, Any]:
         """After a run: the full-text index (made, or brought up to date), an approximate vector
         index on a large store, and old versions' files compacted away. Rows not yet in an index
         are searched all the same (by a scan), so a run killed before this loses nothing."""
-        from datetime import timedelta
-
         chunks = self._table(CHUNKS)
         n = chunks.count_rows()
         indices = {getattr(i, "name", str(i)): i for i in chunks.list_indices()}
@@ -320,8 +330,8 @@ class FleetStore:
             chunks.create_scalar_index("repo", index_type="BITMAP", replace=True)
         if n >= VECTOR_INDEX_ROWS and ("vector",) not in have:
             chunks.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_PQ", replace=True)
-        chunks.optimize(cleanup_older_than=timedelta(minutes=10))
-        self._table(REPOS).optimize(cleanup_older_than=timedelta(minutes=10))
+        chunks.optimize(cleanup_older_than=cleanup_older_than)
+        self._table(REPOS).optimize(cleanup_older_than=cleanup_older_than)
         if not self.spec.remote:  # a local store is its owner's alone (object storage: the bucket's policy)
             from codesight_tui.core.private import tighten
 
@@ -344,7 +354,11 @@ class FleetStore:
     # --- the reader ----------------------------------------------------------------------------
     def repo_filter(self, glob: str | None) -> tuple[str | None, list[str]]:
         """A SQL filter for the repositories a ``--repo`` glob names (None: all), and their names."""
-        names = [r.name for r in self.repos() if r.commit]
+        now = time.monotonic()
+        seen = _NAMES_SEEN.get(self.spec)
+        if seen is None or now - seen[0] > READ_CONSISTENCY_S:
+            seen = _NAMES_SEEN[self.spec] = (now, [r.name for r in self.repos() if r.commit])
+        names = seen[1]
         if not glob:
             return None, names
         chosen = [n for n in names if fnmatch.fnmatchcase(n, glob) or fnmatch.fnmatchcase(n.lower(), glob.lower())]
@@ -520,13 +534,13 @@ class Fleet:
         self.store = FleetStore(self.spec)
 
     def index(self, sources: list[str], *, model: str = "static", address: str | None = None, workers: int = 0,
-              progress: Callable[[str], None] | None = None, local: bool = False) -> Any:
+              progress: Callable[[str], None] | None = None, local: bool = False, gpus: float = 0.0) -> Any:
         """Index git URLs, clones or directories of clones (``core.fleet_job.run``); a
         ``FleetReport``."""
         from codesight_tui.core import fleet_job
 
         return fleet_job.run(sources, self.spec, self.settings, kind=model, address=address, workers=workers,
-                             progress=progress, local=local)
+                             progress=progress, local=local, gpus=gpus)
 
     def repos(self) -> list[RepoRecord]:
         return self.store.repos()

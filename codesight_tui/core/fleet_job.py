@@ -90,9 +90,10 @@ def resolve_sources(items: list[str]) -> tuple[list[Source], list[tuple[str, str
         elif _is_clone(path):
             sources.append(Source(path.resolve().name.removesuffix(".git"), str(path.resolve())))
         else:
-            clones = sorted(p for p in path.iterdir() if p.is_dir() and not p.is_symlink() and _is_clone(p))
+            clones = sorted(p for p in path.iterdir() if p.is_dir() and _is_clone(p))
             if not clones:
                 bad.append((item, "neither a git repository nor a directory of them"))
+            # A link in the directory is followed: the name is the link's, the repository its target.
             sources += [Source(p.name.removesuffix(".git"), str(p.resolve())) for p in clones]
     seen: dict[str, Source] = {}
     unique: list[Source] = []
@@ -343,13 +344,16 @@ class FleetReport:
     seconds: float = 0.0
     workers: int = 0
     rows: int = 0
+    write_seconds: float = 0.0  # the driver applying rows (deletes, inserts, repos rows)
+    index_seconds: float = 0.0  # full-text, scalar and vector indexes, compaction
 
     def to_dict(self) -> dict[str, Any]:
         return {"repos": self.repos, "indexed": self.indexed, "unchanged": self.unchanged,
                 "failed": [{"repo": r, "error": e} for r, e in self.failed], "files": self.files,
                 "changed_files": self.changed_files, "chunks": self.chunks, "stale_files": self.stale_files,
                 "embedded": self.embedded, "cache_hits": self.cache_hits, "seconds": self.seconds,
-                "workers": self.workers, "rows": self.rows}
+                "workers": self.workers, "rows": self.rows, "write_seconds": round(self.write_seconds, 2),
+                "index_seconds": self.index_seconds}
 
 
 def _ray(address: str | None, workers: int) -> Any:
@@ -422,10 +426,12 @@ def _task_settings(settings: Settings) -> dict[str, Any]:
 
 
 def run(items: list[str], spec: StoreSpec, settings: Settings, *, kind: str = "static", address: str | None = None,
-        workers: int = 0, progress: Callable[[str], None] | None = None, local: bool = False) -> FleetReport:
+        workers: int = 0, progress: Callable[[str], None] | None = None, local: bool = False,
+        gpus: float = 0.0) -> FleetReport:
     """Index ``items`` (git URLs, clones, directories of clones) into the store at ``spec``.
     ``workers``: Ray tasks at once (0: the cores here, or the cluster's). ``local`` runs the tasks
-    in this process, one at a time, with no Ray."""
+    in this process, one at a time, with no Ray. ``gpus``: the GPUs (or share of one) each task
+    asks Ray for, so that full-model tasks land on a cluster's GPU nodes."""
     if kind not in KINDS:
         raise CodeSightError(f"unknown model kind {kind!r}: use static or full", exit_code=2)
     say = progress or (lambda _m: None)
@@ -446,7 +452,7 @@ def run(items: list[str], spec: StoreSpec, settings: Settings, *, kind: str = "s
             # Ray first: its processes are forked before LanceDB's runtime exists in this one.
             ray = _ray(address, workers or _cores())
         try:
-            _run(sources, spec, settings, kind, ray, workers, say, report)
+            _run(sources, spec, settings, kind, ray, workers, say, report, gpus)
         finally:
             if ray is not None and not address:
                 ray.shutdown()
@@ -455,7 +461,7 @@ def run(items: list[str], spec: StoreSpec, settings: Settings, *, kind: str = "s
 
 
 def _run(sources: list[Source], spec: StoreSpec, settings: Settings, kind: str, ray: Any, workers: int,
-         say: Callable[[str], None], report: FleetReport) -> None:
+         say: Callable[[str], None], report: FleetReport, gpus: float = 0.0) -> None:
     info = model_info(settings)
     static_path = None
     if kind == "static":
@@ -492,8 +498,10 @@ def _run(sources: list[Source], spec: StoreSpec, settings: Settings, kind: str, 
             store.record(RepoRecord(task.source.name, task.source.location, *_kept(old), error=error or "failed"))
             say(f"{task.source.name}: failed: {error}")
             return
+        t_write = time.perf_counter()
         store.apply(RepoRecord(task.source.name, task.source.location, out.commit, time.time(), out.files),
                     out.rows, out.stale)
+        report.write_seconds += time.perf_counter() - t_write
         report.indexed.append(task.source.name)
         report.files += out.files
         report.changed_files += out.changed
@@ -513,8 +521,9 @@ def _run(sources: list[Source], spec: StoreSpec, settings: Settings, kind: str, 
             else:
                 done(task, out, None)
     else:
-        report.workers = _run_ray(ray, tasks, workers, done)
-    report.rows = store.finish()["rows"]
+        report.workers = _run_ray(ray, tasks, workers, done, gpus)
+    finished = store.finish()
+    report.rows, report.index_seconds = finished["rows"], finished["index_seconds"]
 
 
 def _kept(old: RepoRecord | None) -> tuple[str, float, int, int]:
@@ -530,11 +539,12 @@ def _full_dim(info: Any) -> int:
 
 
 def _run_ray(ray: Any, tasks: list[RepoTask], workers: int,
-             done: Callable[[RepoTask, RepoOutput | None, str | None], None]) -> int:
+             done: Callable[[RepoTask, RepoOutput | None, str | None], None], gpus: float = 0.0) -> int:
     """Each task on a Ray worker, ``workers`` at once; results applied as they come."""
-    slots = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    resources = ray.cluster_resources()
+    slots = workers or max(1, int(resources.get("GPU", 0) / gpus if gpus else resources.get("CPU", 1)))
     # max_retries: a worker that dies (killed, out of memory) has its task run again elsewhere.
-    remote = ray.remote(num_cpus=1, max_retries=3, retry_exceptions=False)(index_repository)
+    remote = ray.remote(num_cpus=1, num_gpus=gpus, max_retries=3, retry_exceptions=False)(index_repository)
     pending: dict[Any, RepoTask] = {}
     queue: Iterator[RepoTask] = iter(tasks)
     for task in queue:

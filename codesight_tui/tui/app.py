@@ -97,8 +97,10 @@ class CodeSightApp(App[int]):
     ]
 
     def __init__(self, root: Path, *, engine=None, auto_index: bool = True, watch: bool = True,
-                 clock=time.time, more_roots: list[Path] | tuple = (), more_engines: list | None = None) -> None:
+                 clock=time.time, more_roots: list[Path] | tuple = (), more_engines: list | None = None,
+                 fleet=None) -> None:
         super().__init__()
+        self.fleet = fleet  # a codesight_tui.Fleet searched beside the repositories (--store), or None
         self.root = Path(root).resolve()
         self._engine = engine
         # Further repositories searched beside the first: one ranked list, each hit labelled.
@@ -151,7 +153,7 @@ class CodeSightApp(App[int]):
         return [self.engine, *self._more_engines]
 
     def root_of(self, hit) -> Path:
-        return Path(hit.repo) if getattr(hit, "repo", "") else self.root
+        return Path(hit.repo) if getattr(hit, "repo", "") and not getattr(hit, "commit", "") else self.root
 
     def engine_of(self, hit):
         """The engine whose index holds ``hit`` (several repositories: the one of its repo)."""
@@ -301,8 +303,8 @@ class CodeSightApp(App[int]):
             if query.startswith(LIKE):  # "more like this": like: PATH:LINE, a file or a symbol
                 hits = self.engine.related_many(engines, query[len(LIKE):].strip(), **args)
             else:
-                hits = self.engine.search_many(engines, query, **args) if len(engines) > 1 else \
-                    self.engine.search(query, **args)
+                hits = self.engine.search_many(engines, query, fleet=self.fleet, **args) \
+                    if len(engines) > 1 or self.fleet is not None else self.engine.search(query, **args)
         except Exception as exc:  # CodeSightError or a bug: show it, keep the app alive
             self.call_from_thread(self.notify, str(exc), severity="error")
         finally:  # always report back, or the next keystroke would wait forever
@@ -744,6 +746,10 @@ class CodeSightApp(App[int]):
         if hit.is_document:
             self._open_document(hit)
             return
+        if hit.commit:  # a fleet hit: nothing on this machine to open
+            self.notify(f"{hit.repo}@{hit.commit[:10]} {hit.path}:{hit.line or hit.start_line} is in the fleet store,"
+                        " not on this machine (Ctrl+Y copies where)", timeout=8)
+            return
         argv = editor_argv(str(self.root_of(hit) / hit.path), hit.line or hit.start_line,
                            template=self.engine.settings.editor)
         error: Exception | None = None
@@ -816,6 +822,8 @@ class CodeSightApp(App[int]):
         hit = self._current_hit()
         if hit is not None:
             path = hit.path if not getattr(hit, "repo", "") else str(self.root_of(hit) / hit.path)
+            if hit.commit:  # a fleet hit: its repository and commit name it
+                path = f"{hit.repo}@{hit.commit[:10]}/{hit.path}"
             where = f"{path}:{hit.line or hit.start_line}"
             if hit.page is not None or hit.slide is not None:  # spec.pdf p.12, deck.pptx slide 4
                 where = hit.location.replace(hit.path, path, 1)
@@ -866,7 +874,7 @@ def tmux_clipboard() -> str | None:
     return out.stdout.strip() or None
 
 
-def run_app(root: Path, more_roots: list[Path] | tuple = ()) -> int:
+def run_app(root: Path, more_roots: list[Path] | tuple = (), fleet=None) -> int:
     """Run the TUI on ``root`` (and ``more_roots``, searched beside it as one ranked list);
     returns the exit code. Quits promptly even mid-index."""
     from codesight_tui.core.engine import CodeSight
@@ -875,7 +883,7 @@ def run_app(root: Path, more_roots: list[Path] | tuple = ()) -> int:
     engines = [CodeSight(r, model_process=True) for r in (root, *more_roots)]
     for engine in engines:
         engine.lexical_processes = True  # our entry points are guarded, so a big first index can spawn workers
-    app = CodeSightApp(root, engine=engines[0], more_roots=list(more_roots), more_engines=engines[1:])
+    app = CodeSightApp(root, engine=engines[0], more_roots=list(more_roots), more_engines=engines[1:], fleet=fleet)
     # A loop of our own: asyncio.run() would end by joining every thread worker (Python 3.11 waits
     # for ever), so a worker blocked in a model that is still loading kept the user 28-38 s.
     import asyncio

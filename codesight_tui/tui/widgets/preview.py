@@ -59,7 +59,9 @@ def render_hit(root: Path, hit, stale: bool = False, theme: str = "ansi_dark",
     only ever paints the strips that are on screen. ``document`` is a PDF, DOCX or PPTX hit's
     extracted text (``CodeSight.document_text``), shown around the hit as plain text."""
     target = hit.line or hit.start_line
-    if document is not None:
+    if getattr(hit, "commit", ""):
+        window = None  # a fleet hit (core.fleet): its repository is not on this machine; the indexed text is
+    elif document is not None:
         window = read_window(root / hit.path, hit.start_line, hit.end_line, target, text=document)
     elif getattr(hit, "is_document", False):
         window = None  # the file itself is binary: the indexed text is all there is to show

@@ -56,6 +56,8 @@ def result_row(rank: int, hit, stale: bool = False, width: int = 0, scores: bool
     tail = (" stale" if stale else "") + (f"  {name}" if name else "") + (f"  {hit.score:.4f}" if scores else "")
     path = printable(hit.path)
     repo = f"{printable(Path(hit.repo).name)}:" if getattr(hit, "repo", "") else ""  # several repositories: whose hit
+    if getattr(hit, "commit", ""):  # a fleet hit: its repository there, at its commit
+        repo = f"{printable(hit.repo)}@{hit.commit[:7]}:"
     if width:
         path = _short_path(path, max(12, width - 6 - len(repo) - len(loc) - len(tail)))
     row = Text(no_wrap=True, overflow="ellipsis")
