@@ -18,7 +18,7 @@ from mcp.client.stdio import StdioServerParameters
 
 TOOLS = {"search", "find_related", "index", "status", "watch", "unwatch"}
 HIT_FIELDS = {"repo", "path", "start_line", "end_line", "line", "scope", "name", "language", "score", "found_by",
-              "bm25_rank", "vector_rank", "static_rank", "page", "slide", "location", "snippet"}
+              "bm25_rank", "vector_rank", "static_rank", "page", "slide", "location", "snippet", "commit"}
 
 
 @asynccontextmanager
@@ -46,7 +46,7 @@ async def test_tools_declare_their_contract(repo):
     assert search["required"] == ["query"]
     assert {"query", "repo_path", "top_k", "file_glob", "mode", "language", "roots"} <= set(search["properties"])
     related = tools["find_related"].input_schema
-    assert related["required"] == ["location"] and set(search["properties"]) - {"query"} <= set(related["properties"])
+    assert related["required"] == ["location"] and set(search["properties"]) - {"query", "fleet_repo"} <= set(related["properties"])
     assert tools["find_related"].annotations.read_only_hint
     assert "tokens" in tools["search"].output_schema["properties"]
     assert set(tools["index"].input_schema["properties"]) == {"repo_path", "force_rebuild"}
