@@ -348,12 +348,10 @@ class FleetReport:
     index_seconds: float = 0.0  # full-text, scalar and vector indexes, compaction
 
     def to_dict(self) -> dict[str, Any]:
-        return {"repos": self.repos, "indexed": self.indexed, "unchanged": self.unchanged,
-                "failed": [{"repo": r, "error": e} for r, e in self.failed], "files": self.files,
-                "changed_files": self.changed_files, "chunks": self.chunks, "stale_files": self.stale_files,
-                "embedded": self.embedded, "cache_hits": self.cache_hits, "seconds": self.seconds,
-                "workers": self.workers, "rows": self.rows, "write_seconds": round(self.write_seconds, 2),
-                "index_seconds": self.index_seconds}
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["failed"] = [{"repo": r, "error": e} for r, e in self.failed]
+        d["write_seconds"] = round(self.write_seconds, 2)
+        return d
 
 
 def _ray(address: str | None, workers: int) -> Any:
