@@ -178,6 +178,29 @@ def test_a_damaged_vector_store_falls_back_to_bm25_then_is_rebuilt(repo, setting
     assert c._vectors.count() >= c.store.counts()["vectors"]
 
 
+def test_a_garbled_vector_manifest_no_search_reads_is_found_by_the_periodic_check(repo, settings, hash_embedder):
+    # Found by benchmarks/torture.py: a garbage manifest newer than the table's own was read by no
+    # search (hybrid search answered from the static tier and BM25), so no run rebuilt it and vector
+    # search failed for good. The periodic check reads every id back.
+    c = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    c.index()
+    c.close()
+    versions = c.index_dir / "vectors.lance" / "chunks.lance" / "_versions"
+    newest = min(int(p.name.split(".")[0]) for p in versions.glob("*.manifest"))  # u64::MAX - version
+    (versions / f"{newest - 3}.manifest").write_bytes(b"\x00garbage from the future" * 40)
+    not_due = CodeSight(repo, settings=settings, embedder=hash_embedder)  # checked less than a day ago
+    report = not_due.index()
+    assert not any("rebuilt" in n for n in report.warnings)  # a run with nothing to do reads no vectors
+    not_due.close()
+    due = CodeSight(repo, settings=settings.model_copy(update={"integrity_check_hours": 0}), embedder=hash_embedder)
+    report = due.index()
+    assert any("rebuilt it from the embedding cache" in n for n in report.warnings), report.warnings
+    assert report.embedded == 0 and report.cache_hits > 0
+    assert due.search("haversine", mode="vector")
+    report = due.index()
+    assert not any("rebuilt" in n for n in report.warnings)  # once, not in a loop
+
+
 def test_a_full_disk_is_one_clear_error_and_nothing_is_lost(repo, settings):
     # Issue 22, fault 6: a full disk gave "cannot rollback - no transaction is active". SQLite's
     # page cap gives the same SQLITE_FULL a full file system does.

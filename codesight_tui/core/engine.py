@@ -252,6 +252,7 @@ class CodeSight:
         try:
             self._vectors.refresh()  # another process may have written since this one last looked
             self._tighten()
+            check_vectors = False
             if self.storage.damaged_marker.exists() and not force:
                 self._note(f"index at {self.index_dir} was damaged (a search found a bad page);"
                                     " rebuilt it (cached vectors are reused)")
@@ -264,6 +265,7 @@ class CodeSight:
                 # on every run over the whole tree (0.9 ms/MB: 0.24 s for the 265 MB index of a
                 # 10,000-file tree, benchmarks/bench_integrity.py), and every integrity_check_hours
                 # for a watcher's batches, which come many a minute.
+                check_vectors = self._integrity_due(store)  # by the clock only: it imports LanceDB
                 found = store.quick_check()
                 if found:
                     self._note(f"index at {self.index_dir} was damaged (integrity check: {found});"
@@ -276,8 +278,11 @@ class CodeSight:
                 store = self.store
                 self.storage.damaged_marker.unlink(missing_ok=True)
                 store.set_meta(checked_at=time.time())
-            elif not self.storage.vector_files_present() or (self.storage.vectors_damaged_marker.exists()
-                                                      and not self.storage.vectors_read_back()):
+            elif not self.storage.vector_files_present() or (
+                    # a search met a failure, or the periodic check is due: vector damage no search
+                    # has read yet (a garbled manifest) is found here too, by reading every id back
+                    (self.storage.vectors_damaged_marker.exists() or check_vectors)
+                    and not self.storage.vectors_read_back()):
                 # Vectors that can't be read are rebuilt from the embedding cache: no model work.
                 self._note(f"vector index at {self.index_dir} was damaged or missing; rebuilt it"
                                     " from the embedding cache")

@@ -161,6 +161,8 @@ class IndexStorage:
     def vectors_read_back(self) -> bool:
         """Whether every vector SQLite counts can be read back now (a full read: only after a search
         met a failure, which may also have been a reader left on a version compacted away)."""
+        if not self.store.conn.execute("SELECT 1 FROM chunks WHERE embedded=1 LIMIT 1").fetchone():
+            return True  # nothing to read back (and nothing to rebuild)
         try:
             self.vectors = VectorStore(self.vectors.directory)  # a fresh handle, latest version
             t = self.vectors.table()
