@@ -107,15 +107,18 @@ COVERAGE_EXPONENT = 0.5  # the vector list's weight scales with coverage ** this
 # 0.7 measured better than 0.35, 0.5, 1.0, 1.5 and 2.0 on the polyglot set (bm25 + static) without
 # losing on the devset; feedback from the top hit helps it as it helps the full model's list.
 STATIC_WEIGHT = 0.7
-# Step 3b, file-level evidence where BM25 is the only list: a file's best chunk gains this much of
-# the fused scores of its next FILE_EVIDENCE_CHUNKS chunks, so a file that matches in several places
-# outranks one chunk that matches once. NDCG@10 in bm25 mode: polyglot fold A 0.8538 -> 0.8623 (the
-# fold it was tuned on; 0.1-0.3 and 1-4 chunks tried), fold B 0.8612 -> 0.8674, devset 0.662 ->
-# 0.679. With the static tier's list too it wins on both folds (fold A 0.8710 -> 0.8839, B 0.8592 ->
-# 0.8774) but loses on the devset (0.692 -> 0.685: a big file outranks the small one that holds the
-# answer), so it is not used there.
+# Step 3b, file-level evidence: a file's best chunk gains this much of the fused scores of its next
+# FILE_EVIDENCE_CHUNKS chunks, so a file that matches in several places outranks one chunk that
+# matches once. NDCG@10 where BM25 is the only list: polyglot fold A 0.8538 -> 0.8623 (the fold it
+# was tuned on; 0.1-0.3 and 1-4 chunks tried), fold B 0.8612 -> 0.8674, devset 0.662 -> 0.679.
+# With the static tier's list too, the deep end of two lists holds many chunks of a big file, which
+# then outranked the small file that holds the answer (devset 0.692 -> 0.685). There only chunks that
+# a retriever put in its first FILE_EVIDENCE_TOP count: fast mode, fold A 0.8710 -> 0.8806 (tuned:
+# 5-30 tried), fold B 0.8592 -> 0.8728, devset 0.692 -> 0.697. With the full model's list it loses on
+# the devset however gated (0.784 -> 0.743-0.751), so hybrid mode does not use it.
 FILE_EVIDENCE = 0.2
 FILE_EVIDENCE_CHUNKS = 2
+FILE_EVIDENCE_TOP = 10
 
 _TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*|\w+")
 _CAMEL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2,}[a-z]")
@@ -335,8 +338,8 @@ def rerank(store: Chunks, rankings: dict[str, list[int]], query: str, *, rrf_k: 
 
     def score(rankings: dict[str, list[int]]) -> list[tuple[int, float, dict[str, int], bool]]:
         fused, ranks = rrf_scores(rankings, rrf_k, weight)
-        if FILE_EVIDENCE and set(rankings) == {"bm25"}:
-            fused = _file_evidence(fused, rows)
+        if FILE_EVIDENCE and "bm25" in rankings and "vector" not in rankings:
+            fused = _file_evidence(fused, rows, ranks if len(rankings) > 1 else None)
         best = max(fused.values(), default=1.0 / (rrf_k + 1))
         scored = [((fused.get(cid, 0.0) + (DEFINITION_BONUS * best if cid in defs else 0.0)) * f, cid)
                   for cid, f in factor.items()]
@@ -361,10 +364,13 @@ def rerank(store: Chunks, rankings: dict[str, list[int]], query: str, *, rrf_k: 
     return out
 
 
-def _file_evidence(fused: dict[int, float], rows: dict[int, ChunkRow]) -> dict[int, float]:
+def _file_evidence(fused: dict[int, float], rows: dict[int, ChunkRow],
+                   ranks: dict[int, dict[str, int]] | None = None) -> dict[int, float]:
     """Step 3b: each file's best chunk gains ``FILE_EVIDENCE`` times the fused scores of the file's
     next ``FILE_EVIDENCE_CHUNKS`` best chunks. Only the best: the file rises as one hit, and its
-    other chunks do not crowd out other files' answers."""
+    other chunks do not crowd out other files' answers. Given the lists' ``ranks``, a chunk counts
+    as evidence only where some list put it in its first ``FILE_EVIDENCE_TOP`` (the file's best
+    chunk gains either way)."""
     per_file: dict[str, list[tuple[float, int]]] = {}
     for cid, sc in fused.items():
         row = rows.get(cid)
@@ -375,7 +381,9 @@ def _file_evidence(fused: dict[int, float], rows: dict[int, ChunkRow]) -> dict[i
         if len(chunks) > 1:
             chunks.sort(key=lambda t: (-t[0], t[1]))
             best_score, best = chunks[0]
-            out[best] = best_score + FILE_EVIDENCE * sum(sc for sc, _ in chunks[1 : FILE_EVIDENCE_CHUNKS + 1])
+            evidence = [sc for sc, cid in chunks[1:]
+                        if ranks is None or min(ranks.get(cid, {}).values(), default=FILE_EVIDENCE_TOP + 1) <= FILE_EVIDENCE_TOP]
+            out[best] = best_score + FILE_EVIDENCE * sum(evidence[:FILE_EVIDENCE_CHUNKS])
     return out
 
 
