@@ -410,10 +410,10 @@ def test_a_file_that_matches_in_several_places_outranks_one_lucky_chunk(tmp_path
     assert without[0] == "beta.py" and with_evidence[0] == "alpha.py", (without, with_evidence)
 
 
-def test_file_evidence_with_several_lists_counts_only_chunks_a_list_ranked_high():
+def test_file_evidence_with_several_lists_counts_only_chunks_bm25_ranked_high():
     """With BM25 and the static tier fused, the deep end of both lists holds many chunks of a big
-    file: they are no evidence that the file answers the question. Chunks some list put in its first
-    FILE_EVIDENCE_TOP are."""
+    file, and the static list ranks every chunk however unlike the question: neither is evidence
+    that the file answers it. Chunks BM25 put in its first FILE_EVIDENCE_TOP are."""
     from codesight_tui.core import ranking
     from codesight_tui.core.searcher import rrf_scores
 
@@ -423,14 +423,14 @@ def test_file_evidence_with_several_lists_counts_only_chunks_a_list_ranked_high(
 
     deep = ranking.FILE_EVIDENCE_TOP + 5
     filler = list(range(100, 100 + deep))  # other files' chunks, ahead of big.py's deep ones
-    # big.py: its best chunk 1 at rank 3, and chunks 2 and 3 only deep in both lists;
-    # small.py: its best chunk 4 at rank 2 and its chunk 5 at rank 6 of the static list.
-    rankings = {"bm25": [9, 4, 1] + filler + [2, 3], "static": [9, 8, 7, 6, 1, 5] + filler + [3, 2]}
+    # big.py: its best chunk 1 at rank 3, and chunks 2 and 3 high in the static list only;
+    # small.py: its best chunk 4 at rank 2 and its chunk 5 at rank 6 of BM25.
+    rankings = {"bm25": [9, 4, 1, 8, 7, 5] + filler + [2, 3], "static": [9, 2, 3, 6, 1] + filler}
     rows = {1: Row("big.py"), 2: Row("big.py"), 3: Row("big.py"), 4: Row("small.py"), 5: Row("small.py")}
     rows.update({cid: Row(f"f{cid}.py") for cid in [6, 7, 8, 9, *filler]})
     fused, ranks = rrf_scores(rankings)
     ungated = ranking._file_evidence(fused, rows)
     gated = ranking._file_evidence(fused, rows, ranks)
-    assert ungated[1] > fused[1] and gated[1] == fused[1]  # deep chunks: evidence only when ungated
-    assert gated[4] == pytest.approx(fused[4] + ranking.FILE_EVIDENCE * fused[5])  # chunk 5 ranked 6th
+    assert ungated[1] > fused[1] and gated[1] == fused[1]  # big.py's other chunks: evidence only ungated
+    assert gated[4] == pytest.approx(fused[4] + ranking.FILE_EVIDENCE * fused[5])  # chunk 5: BM25's 6th
     assert gated[2] == fused[2] and gated[5] == fused[5]  # only a file's best chunk gains

@@ -112,10 +112,11 @@ STATIC_WEIGHT = 0.7
 # matches once. NDCG@10 where BM25 is the only list: polyglot fold A 0.8538 -> 0.8623 (the fold it
 # was tuned on; 0.1-0.3 and 1-4 chunks tried), fold B 0.8612 -> 0.8674, devset 0.662 -> 0.679.
 # With the static tier's list too, the deep end of two lists holds many chunks of a big file, which
-# then outranked the small file that holds the answer (devset 0.692 -> 0.685). There only chunks that
-# a retriever put in its first FILE_EVIDENCE_TOP count: fast mode, fold A 0.8710 -> 0.8806 (tuned:
-# 5-30 tried), fold B 0.8592 -> 0.8728, devset 0.692 -> 0.697. With the full model's list it loses on
-# the devset however gated (0.784 -> 0.743-0.751), so hybrid mode does not use it.
+# then outranked the small file that holds the answer (devset 0.692 -> 0.685); and the static list
+# ranks every chunk, however unlike the question (in a small repository, all of them). There only
+# chunks BM25 put in its first FILE_EVIDENCE_TOP count: fast mode, fold A 0.8710 -> 0.8777 (tuned:
+# other gates and 5-30 tried), fold B 0.8592 -> 0.8670, devset 0.692 -> 0.693. With the full model's
+# list it loses on the devset however gated (0.784 -> 0.743-0.751), so hybrid mode does not use it.
 FILE_EVIDENCE = 0.2
 FILE_EVIDENCE_CHUNKS = 2
 FILE_EVIDENCE_TOP = 10
@@ -369,8 +370,8 @@ def _file_evidence(fused: dict[int, float], rows: dict[int, ChunkRow],
     """Step 3b: each file's best chunk gains ``FILE_EVIDENCE`` times the fused scores of the file's
     next ``FILE_EVIDENCE_CHUNKS`` best chunks. Only the best: the file rises as one hit, and its
     other chunks do not crowd out other files' answers. Given the lists' ``ranks``, a chunk counts
-    as evidence only where some list put it in its first ``FILE_EVIDENCE_TOP`` (the file's best
-    chunk gains either way)."""
+    as evidence only where BM25 put it in its first ``FILE_EVIDENCE_TOP`` (the file's best chunk
+    gains either way)."""
     per_file: dict[str, list[tuple[float, int]]] = {}
     for cid, sc in fused.items():
         row = rows.get(cid)
@@ -382,7 +383,7 @@ def _file_evidence(fused: dict[int, float], rows: dict[int, ChunkRow],
             chunks.sort(key=lambda t: (-t[0], t[1]))
             best_score, best = chunks[0]
             evidence = [sc for sc, cid in chunks[1:]
-                        if ranks is None or min(ranks.get(cid, {}).values(), default=FILE_EVIDENCE_TOP + 1) <= FILE_EVIDENCE_TOP]
+                        if ranks is None or ranks.get(cid, {}).get("bm25", FILE_EVIDENCE_TOP + 1) <= FILE_EVIDENCE_TOP]
             out[best] = best_score + FILE_EVIDENCE * sum(evidence[:FILE_EVIDENCE_CHUNKS])
     return out
 
