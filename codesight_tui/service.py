@@ -177,6 +177,7 @@ class Service:
             if cs is None:
                 # The full model (--full) runs in a child process shared by every engine.
                 cs = self.engines[root] = CodeSight(root, model_process=True)
+                cs.resident_bm25 = True
             return cs
 
     def watch(self, root: Path) -> None:

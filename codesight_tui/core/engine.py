@@ -115,6 +115,9 @@ class CodeSight:
         # re-imports the caller's main module, which a script without a __main__ guard can't
         # survive. The CLI and the TUI turn it on.
         self.lexical_processes = False
+        # BM25 answered from memory (core.lexical) once a copy of the FTS index is read: for a
+        # process that answers many queries. The warm service turns it on.
+        self.resident_bm25 = False
         self._search_cache: EmbeddingCache | None = None  # opened for lookups (see _read_cache)
         self._search_cache_tried = False
         self._token_counter: TokenCounter | None = None  # made on first need
@@ -532,6 +535,8 @@ class CodeSight:
             _check_glob(glob)
         if not self.has_index():
             return SearchResponse()
+        if self.resident_bm25:
+            self.store.keep_resident()
         notes: list[str] = []
         qfn = None
         full = mode == "vector" or (mode == "hybrid" and not fast)  # the full model's vectors are wanted

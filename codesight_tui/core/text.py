@@ -91,6 +91,9 @@ def query_terms(query: str) -> list[str]:
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+FTS_MAX_TERMS = 64  # terms of a query that BM25 searches for
+
+
 def fts_query(query: str) -> str | None:
     """A safe FTS5 MATCH expression (OR of quoted terms) for any input, or None if it has no words.
 
@@ -100,7 +103,7 @@ def fts_query(query: str) -> str | None:
     terms = query_terms(query)
     if not terms:
         return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms[:64])
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms[:FTS_MAX_TERMS])
 
 
 def content_hash(text: str) -> str:
