@@ -19,11 +19,12 @@ QUERIES = [
     "parse the query string", "retry a failed operation", "hash a password with a salt", "search",
     "Running runs ran", "CAFÉ naïve résumé", "the of and", "zzqqxxnonexistentword", "SearchResult",
     "static tier vectors coverage", "lock writer index busy", "json", "socket permission peer",
+    "def search(self, query", "keep_resident", "self.store.keep_resident()", "a_b a b",
 ]
 
 WORDS = ("index search query vector static model chunk path lock store socket file line token score rank write read"
          " build error notice status watch repository cache embed parse ranking fusion depth ids rows terms the a of"
-         " to in for with").split()
+         " to in for with keep_resident fts_query get_meta search_many static_index").split()
 
 
 @pytest.fixture(scope="module")
@@ -100,20 +101,12 @@ def test_any_mix_of_words_ranks_as_fts5(engine, words):
     assert_same_ranking(engine, _shared(engine), " ".join(words))
 
 
-def test_a_phrase_is_left_to_fts5(engine):
-    r = resident(engine)
-    # get_or_create: FTS5 reads the quoted term as the phrase "get or create", which needs positions
-    assert r.search(engine.store.conn, query_terms("get_or_create")[:64], 10) is None
-    engine.store.keep_resident()
-    try:
-        engine.store.resident.wait(30)
-        assert engine.store.bm25("keep_resident bm25", 20) == [
-            i for i, in engine.store.conn.execute(
-                "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts, 2.0, 2.0, 1.0, 1.0)"
-                " LIMIT 20", (fts_query("keep_resident bm25"),))]
-    finally:
-        engine.store.resident.close()
-        engine.store.resident = None
+@pytest.mark.parametrize("query", ["get_or_create", "keep_resident bm25", "fts_query query_terms",
+                                   "static_model off", "path_match glob", "x_y_z_nowhere", "resident_bm25 True"])
+def test_a_phrase_ranks_as_fts5s(engine, query):
+    # get_or_create: FTS5 reads the quoted term as the phrase "get or create", matched by positions
+    assert any(len(t) > 1 for t in _shared(engine).tokens(query_terms(query)[:64]))
+    assert_same_ranking(engine, _shared(engine), query)
 
 
 def test_a_copy_older_than_the_index_is_not_used_and_is_read_again(tmp_path):

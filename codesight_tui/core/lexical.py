@@ -2,10 +2,12 @@
 
 FTS5's ``bm25()`` scores every row that matches any word of a question, 3-9 ms a query on
 Django's 25,000-37,000 chunks: most of a served search. ``ResidentBM25`` reads the FTS index once
-(its ``fts5vocab`` postings, each row's size and the table's totals) into numpy arrays and then
-answers a query in a fraction of a millisecond, with FTS5's own formula: the same IDF (its
-floor of 1e-6 included), the same column weights, the same document lengths, so the same ranking
-(``tests/test_lexical.py`` checks it against FTS5 row for row).
+(every token's occurrences from ``fts5vocab``, each row's size and the table's totals) into numpy
+arrays and then answers a query in a fraction of a millisecond, with FTS5's own formula: the same
+IDF (its floor of 1e-6 included), the same column weights, the same document lengths, and phrases
+(a quoted term that FTS5 reads as several tokens, ``get_or_create``) matched as FTS5 matches them,
+by consecutive offsets in one column. So the ranking is FTS5's (``tests/test_lexical.py`` checks
+it row for row).
 
 It answers only what it can answer exactly, and returns None for the rest, which FTS5 answers as
 before:
@@ -14,8 +16,6 @@ before:
   that finds it stale does once the index has been quiet for ``QUIET`` seconds (two queries that
   long apart saw the same record), so that a run of writes (an index run's batches, a branch
   switch under the watcher) costs one read, not one per query;
-- a quoted term that FTS5 reads as a phrase of several tokens (``get_or_create``), which needs
-  token positions;
 - an index of more than ``MAX_ROWS`` chunks, where the copy would cost more memory than it saves.
 
 Query terms are tokenized by SQLite itself (an in-memory FTS5 table with the index's tokenizer),
@@ -37,7 +37,7 @@ import numpy as np
 K1 = 1.2  # FTS5's bm25() constants (fts5_aux.c)
 B = 0.75
 QUIET = 2.0  # seconds an index must go unchanged before a stale copy is read again
-MAX_ROWS = 300_000  # chunks: a larger index stays with FTS5 (its copy would take seconds and 100s of MB)
+MAX_ROWS = 150_000  # chunks: a larger index stays with FTS5 (Django's 25,225 take 2 s and ~35 MB)
 _STRUCTURE_ROWID = 10  # FTS5's %_data rows: the structure record (changes with every write) ...
 _AVERAGES_ROWID = 1  # ... and the averages record (row count, then each column's token total)
 
@@ -65,20 +65,43 @@ class _Postings:
     n_rows: int
     ids: np.ndarray  # the rows' ids, ascending
     norm: np.ndarray  # per row: K1 * (1 - B + B * length / average length)
-    spans: dict[str, tuple[int, int]]  # token -> its slice of rows/freqs
-    rows: np.ndarray  # positions in ids, term by term
+    spans: dict[str, tuple[int, int, int, int]]  # token -> its slices of rows/freqs and of places
+    rows: np.ndarray  # positions in ids, token by token
     freqs: np.ndarray  # the column-weighted count of the token in that row
+    places: np.ndarray  # each occurrence, token by token, ascending: row << 32 | column << 28 | offset
+    weights: np.ndarray  # per column
 
-    def top(self, phrases: Sequence[str | None], limit: int) -> list[int]:
+    def phrase(self, tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, freqs)`` of a token or a phrase of several (consecutive offsets in one column,
+        as FTS5 matches a quoted string that tokenizes to several tokens)."""
+        spans = [self.spans.get(t) for t in tokens]
+        if not spans or any(sp is None for sp in spans):
+            return np.empty(0, np.int32), np.empty(0, np.float64)
+        if len(spans) == 1:
+            r0, r1, _, _ = spans[0]  # type: ignore[misc]
+            return self.rows[r0:r1], self.freqs[r0:r1].astype(np.float64)
+        _, _, p0, p1 = spans[0]  # type: ignore[misc]
+        starts = self.places[p0:p1]
+        for i, sp in enumerate(spans[1:], 1):
+            _, _, q0, q1 = sp  # type: ignore[misc]
+            nxt = self.places[q0:q1]
+            at = np.searchsorted(nxt, starts + i)
+            starts = starts[(at < len(nxt)) & (nxt[np.minimum(at, len(nxt) - 1)] == starts + i)]
+            if not len(starts):
+                break
+        rows = (starts >> 32).astype(np.int32)
+        w = self.weights[(starts >> 28) & 0xF]
+        uniq, first = np.unique(rows, return_index=True)
+        return uniq, np.add.reduceat(w, first) if len(first) else np.empty(0, np.float64)
+
+    def top(self, phrases: Sequence[Sequence[str]], limit: int) -> list[int]:
         score = np.zeros(len(self.ids))
-        for token in phrases:
-            span = self.spans.get(token) if token is not None else None
-            if span is None:
+        for tokens in phrases:
+            rows, f = self.phrase(tokens)
+            if not len(rows):
                 continue
-            start, end = span
-            hits = end - start
+            hits = len(rows)
             idf = math.log((self.n_rows - hits + 0.5) / (hits + 0.5))
-            rows, f = self.rows[start:end], self.freqs[start:end].astype(np.float64)
             score[rows] += (idf if idf > 0.0 else 1e-6) * ((f * (K1 + 1.0)) / (f + self.norm[rows]))
         found = np.flatnonzero(score)
         if len(found) > limit:
@@ -115,7 +138,7 @@ class ResidentBM25:
 
     def search(self, conn: sqlite3.Connection, terms: Sequence[str], limit: int) -> list[int] | None:
         """The ids FTS5 would rank first for the OR of ``terms`` (each a quoted FTS5 string), or
-        None where this copy can't say (stale, still building, too big, or a phrase)."""
+        None where this copy can't say (stale, still building, too big)."""
         try:
             key = self.key(conn)
         except sqlite3.Error:
@@ -129,14 +152,10 @@ class ResidentBM25:
                 if postings is None or now - self._stale[1] >= QUIET:
                     self.refresh()
             return None
-        tokens = self.tokens(terms)
-        if tokens is None:
-            return None
-        return postings.top(tokens, limit)
+        return postings.top(self.tokens(terms), limit)
 
-    def tokens(self, terms: Sequence[str]) -> list[str | None] | None:
-        """Each term as FTS5 reads it: its one token (None for a term with none), or None for the
-        whole query where a term is a phrase of several."""
+    def tokens(self, terms: Sequence[str]) -> list[tuple[str, ...]]:
+        """Each term as FTS5 reads it: its tokens (none, one, or a phrase of several)."""
         with self._lock:
             missing = [t for t in dict.fromkeys(terms) if t not in self._tokens]
             if missing:
@@ -155,13 +174,7 @@ class ResidentBM25:
                     self._tokens.clear()
                 for i, term in enumerate(missing, 1):
                     self._tokens[term] = tuple(found.get(i, ()))
-            out: list[str | None] = []
-            for term in terms:
-                toks = self._tokens[term]
-                if len(toks) > 1:
-                    return None
-                out.append(toks[0] if toks else None)
-            return out
+            return [self._tokens[term] for term in terms]
 
     # --- reading the index ----------------------------------------------------------------------
     def refresh(self) -> None:
@@ -208,32 +221,54 @@ class ResidentBM25:
             norm = K1 * (1.0 - B + B * length / (sum(totals[1:]) / n_rows))
             conn.execute(f"CREATE VIRTUAL TABLE temp.cs_vocab_row USING fts5vocab(main, {self.table}, row)")
             conn.execute(f"CREATE VIRTUAL TABLE temp.cs_vocab USING fts5vocab(main, {self.table}, instance)")
-            vocab = conn.execute("SELECT term, doc FROM temp.cs_vocab_row ORDER BY term").fetchall()
-            weight = " ".join(f"WHEN {_quote(c)} THEN {float(w)!r}" for c, w in zip(self.columns, self.weights))
-            cur = conn.execute(f"SELECT doc, sum(CASE col {weight} ELSE 1.0 END) FROM temp.cs_vocab"
-                               " GROUP BY term, doc ORDER BY term, doc")
-            total = sum(n for _, n in vocab)
+            # per token: the rows that hold it and its occurrences, in the instance table's order
+            vocab = conn.execute("SELECT term, doc, cnt FROM temp.cs_vocab_row ORDER BY term").fetchall()
+            column = " ".join(f"WHEN {_quote(c)} THEN {i}" for i, c in enumerate(self.columns))
+            cur = conn.execute(f"SELECT doc, CASE col {column} ELSE {len(self.columns)} END, offset"
+                               " FROM temp.cs_vocab")  # in (term, doc, col, offset) order: checked below
+            total = sum(n for _, _, n in vocab)
             docs = np.empty(total, np.int64)
-            freqs = np.empty(total, np.float32)
+            cols = np.empty(total, np.int64)
+            offsets = np.empty(total, np.int64)
             at = 0
             while batch := cur.fetchmany(65536):
                 n = len(batch)
                 if at + n > total:
                     raise ValueError("the FTS5 vocabulary changed while it was read")
-                docs[at:at + n] = np.fromiter((r[0] for r in batch), np.int64, n)
-                freqs[at:at + n] = np.fromiter((r[1] for r in batch), np.float64, n)
+                block = np.array(batch, dtype=np.int64)
+                docs[at:at + n], cols[at:at + n], offsets[at:at + n] = block[:, 0], block[:, 1], block[:, 2]
                 at += n
-            if at != total:
+            if at != total or (total and (offsets.max() >= 1 << 28 or cols.max() >= len(self.columns))):
                 raise ValueError("the FTS5 vocabulary does not add up")
             rows = np.searchsorted(ids, docs)
             if total and (rows.max() >= len(ids) or not np.array_equal(ids[rows], docs)):
                 raise ValueError("a posting names a row with no size")
-            spans: dict[str, tuple[int, int]] = {}
-            start = 0
-            for term, n in vocab:
-                spans[term] = (start, start + n)
-                start += n
-            self.postings = _Postings(key, n_rows, ids, norm, spans, rows.astype(np.int32), freqs)
+            del docs
+            places = (rows << 32) | (cols << 28) | offsets
+            ends = np.cumsum([n for _, _, n in vocab], dtype=np.int64)
+            if total > 1:
+                rising = places[1:] > places[:-1]
+                rising[ends[:-1] - 1] = True  # a new token starts afresh
+                if not rising.all():
+                    raise ValueError("the FTS5 vocabulary is not in token, row, column, offset order")
+            first = np.zeros(total, bool)  # the first occurrence of a token in a row
+            if total:
+                first[0] = True
+                first[1:] = rows[1:] != rows[:-1]
+                first[ends[:-1]] = True
+            starts = np.flatnonzero(first)
+            weights = np.array([*self.weights, 1.0], np.float64)
+            freqs = np.add.reduceat(weights[cols], starts).astype(np.float32) if total else np.empty(0, np.float32)
+            del cols, offsets, first
+            spans: dict[str, tuple[int, int, int, int]] = {}
+            r0 = p0 = 0
+            for (term, n_docs, n), p1 in zip(vocab, ends.tolist()):
+                spans[term] = (r0, r0 + n_docs, p0, p1)
+                r0, p0 = r0 + n_docs, p1
+            if r0 != len(starts):
+                raise ValueError("the FTS5 vocabulary's row counts do not add up")
+            self.postings = _Postings(key, n_rows, ids, norm, spans, rows[starts].astype(np.int32), freqs, places,
+                                      weights)
             self.failed_key = None
             self.builds += 1
         finally:
