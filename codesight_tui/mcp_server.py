@@ -171,6 +171,7 @@ class Repos:
                 # The model runs in a child process, shared by every repository's engine.
                 cs = self.engines[repo] = CodeSight(repo, model_process=True)
                 cs.lexical_processes = True  # `codesight mcp` is a guarded entry point: workers can spawn
+                cs.resident_bm25 = True  # a long-lived process: BM25 from memory (core.lexical)
             return cs
 
     # --- indexing ---------------------------------------------------------------------------
