@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,19 @@ def test_an_index_over_the_limit_stays_with_fts5(engine):
     assert r.postings is None
     assert r.search(engine.store.conn, ["search"], 10) is None  # and no second read at the same key
     assert not (r._building and r._building.is_alive())
+
+
+def test_a_copy_that_cannot_be_read_is_not_tried_at_every_query(tmp_path):
+    r = ResidentBM25(tmp_path / "missing" / "index.db", "chunks_fts", ["path", "scope", "content", "terms"],
+                     BM25_WEIGHTS, "porter unicode61 remove_diacritics 2")
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE chunks_fts_data (id INTEGER PRIMARY KEY, block BLOB)")
+    conn.execute("INSERT INTO chunks_fts_data VALUES (10, x'0102')")
+    assert r.search(conn, ["anything"], 10) is None
+    r.wait(30)
+    assert r.failed_key == b"\x01\x02" and r.postings is None
+    assert r.search(conn, ["anything"], 10) is None
+    assert r._building is not None and not r._building.is_alive()  # no second read was started
+    before = r._building
+    r.search(conn, ["anything"], 10)
+    assert r._building is before

@@ -150,7 +150,7 @@ class ResidentBM25:
                 if self._stale is None or self._stale[0] != key:
                     self._stale = (key, now)
                 if postings is None or now - self._stale[1] >= QUIET:
-                    self.refresh()
+                    self.refresh(key)
             return None
         return postings.top(self.tokens(terms), limit)
 
@@ -177,12 +177,14 @@ class ResidentBM25:
             return [self._tokens[term] for term in terms]
 
     # --- reading the index ----------------------------------------------------------------------
-    def refresh(self) -> None:
-        """Start reading the index afresh in a background thread (unless a read is under way)."""
+    def refresh(self, seen: bytes | None = None) -> None:
+        """Start reading the index afresh in a background thread (unless a read is under way).
+        ``seen``: the structure record the caller saw, not tried again if this read fails."""
         with self._lock:
             if self._building is not None and self._building.is_alive():
                 return
-            self._building = threading.Thread(target=self._build_quietly, name="codesight-bm25", daemon=True)
+            self._building = threading.Thread(target=self._build_quietly, args=(seen,), name="codesight-bm25",
+                                              daemon=True)
             self._building.start()
 
     def wait(self, timeout: float | None = None) -> None:
@@ -191,11 +193,13 @@ class ResidentBM25:
         if t is not None:
             t.join(timeout)
 
-    def _build_quietly(self) -> None:
+    def _build_quietly(self, seen: bytes | None) -> None:
         try:
             self.build()
         except (sqlite3.Error, ValueError, MemoryError):
-            pass  # FTS5 goes on answering; failed_key keeps it from trying again until the next write
+            # FTS5 goes on answering; failed_key keeps it from trying again until the next write
+            # (a database this process cannot open read-only fails before it reads a record)
+            self.failed_key = self.failed_key or seen
 
     def build(self) -> None:
         """Read the postings, in one read transaction (a writer may be at work meanwhile)."""
