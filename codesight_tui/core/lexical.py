@@ -261,7 +261,7 @@ class ResidentBM25:
                 first[1:] = rows[1:] != rows[:-1]
                 first[ends[:-1]] = True
             starts = np.flatnonzero(first)
-            weights = np.array([*self.weights, 1.0], np.float64)
+            weights = np.array(self.weights, np.float64)
             freqs = np.add.reduceat(weights[cols], starts).astype(np.float32) if total else np.empty(0, np.float32)
             del cols, offsets, first
             spans: dict[str, tuple[int, int, int, int]] = {}
@@ -277,7 +277,8 @@ class ResidentBM25:
             self.builds += 1
         finally:
             try:
-                conn.execute("ROLLBACK") if conn.in_transaction else None
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
             finally:
                 conn.close()
 

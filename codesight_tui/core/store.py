@@ -22,7 +22,7 @@ import pathspec
 from codesight_tui.core.chunker import Chunk, embed_text
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.languages import DOCUMENT_EXTENSIONS
-from codesight_tui.core.text import FTS_MAX_TERMS, content_hash, expansion_terms, fts_query, query_terms
+from codesight_tui.core.text import content_hash, expansion_terms, fts_match, fts_terms
 
 if TYPE_CHECKING:
     import numpy as np
@@ -525,13 +525,14 @@ class Store:
 
     def bm25(self, query: str, limit: int, language: str | None = None, glob: str | None = None) -> list[int]:
         """Chunk ids ranked by FTS5 BM25 for a free-text query (any string is safe)."""
-        match = fts_query(query)
-        if match is None:
+        terms = fts_terms(query)
+        if not terms:
             return []
         if self.resident is not None and not language and not glob:
-            found = self.resident.search(self.conn, query_terms(query)[:FTS_MAX_TERMS], limit)
+            found = self.resident.search(self.conn, terms, limit)
             if found is not None:
                 return found
+        match = fts_match(terms)
         sql = (
             "SELECT f.rowid FROM chunks_fts f"
             + (" JOIN chunks c ON c.id = f.rowid" if language or glob else "")

@@ -100,10 +100,17 @@ def fts_query(query: str) -> str | None:
     Every term is double-quoted, so FTS5 operators typed by the user (``AND``, ``NEAR``, ``*``,
     ``-``, ``:``, parentheses) are searched as words and never parsed as syntax.
     """
-    terms = query_terms(query)
-    if not terms:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms[:FTS_MAX_TERMS])
+    return fts_match(fts_terms(query))
+
+
+def fts_terms(query: str) -> list[str]:
+    """The terms BM25 searches for: ``query_terms``, the first ``FTS_MAX_TERMS``."""
+    return query_terms(query)[:FTS_MAX_TERMS]
+
+
+def fts_match(terms: list[str]) -> str | None:
+    """The MATCH expression of ``fts_terms``: each term quoted, joined by OR (None for none)."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) if terms else None
 
 
 def content_hash(text: str) -> str:
