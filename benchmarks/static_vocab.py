@@ -58,6 +58,7 @@ def corpus(work: Path) -> list[Path]:
         deb.mkdir(parents=True, exist_ok=True)
         for k in range(0, len(names), 20):  # a name apt no longer has fails its batch only
             subprocess.run(["apt-get", "download", *names[k : k + 20]], cwd=deb, capture_output=True, check=False)
+        src.mkdir(parents=True, exist_ok=True)
         for f in sorted(deb.glob("*.deb")):
             subprocess.run(["dpkg-deb", "-x", str(f), str(src / f.stem)], check=False)
     sys.path.insert(0, str(HERE))
