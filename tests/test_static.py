@@ -22,10 +22,16 @@ GEO_QUERY = "great-circle distance between two places on the globe"
 
 
 def _consistent(cs: CodeSight) -> bool:
+    """Every chunk has a static vector, and every chunk with a doc view has one for it too."""
+    from codesight_tui.core.chunker import doc_text
+
     c = cs.store.conn
     chunks = {i for (i,) in c.execute("SELECT id FROM chunks")}
     static = {i for (i,) in c.execute("SELECT id FROM static_vectors")}
-    return chunks == static
+    docs = {i for (i,) in c.execute("SELECT id FROM static_docs")}
+    viewed = {i for i, *row in c.execute("SELECT id, path, scope, content, language FROM chunks")
+              if doc_text(*row)}
+    return chunks == static and docs == viewed
 
 
 def test_distilled_model_is_a_real_static_model(static_model_dir):
@@ -89,6 +95,57 @@ def test_static_vectors_follow_the_lexical_phase(repo, settings, hash_embedder, 
     assert 0 < again.static_embedded < n
     assert _consistent(cs)
     assert not any(h.path == "server/main.go" for h in cs.search("listening port server start", fast=True))
+
+
+def test_a_docstring_is_searched_beside_its_code(tmp_path, settings, hash_embedder, static_model_dir):
+    """A chunk's doc view (its comments and docstrings under its first line) has a static vector
+    of its own, and a chunk is as near as the nearer of its two: a question about behaviour meets
+    the docstring's words, where the whole chunk's vector is mostly its code's."""
+    src = tmp_path / "repo" / "src"
+    src.mkdir(parents=True)
+    (src / "indent.py").write_text(
+        "def detect_indentation(code):\n"
+        '    """Guess how many spaces each nesting level of a snippet is indented by."""\n'
+        "    widths = [len(ln) - len(ln.lstrip(' ')) for ln in code.splitlines() if ln.strip()]\n"
+        "    deltas = sorted({b - a for a, b in zip(widths, widths[1:]) if b > a})\n"
+        "    return deltas[0] if deltas else 4\n")
+    (src / "other.py").write_text(
+        "def parse_config(path):\n    with open(path) as fh:\n        return json.load(fh)\n\n\n"
+        "def render_table(rows):\n    return '\\n'.join(' | '.join(map(str, r)) for r in rows)\n")
+    cs = CodeSight(tmp_path / "repo", settings=settings, embedder=hash_embedder, static_model=str(static_model_dir))
+    cs.index(embed=False, static=True)
+    assert _consistent(cs)
+    docs = cs.store.conn.execute("SELECT count(*) FROM static_docs").fetchone()[0]
+    assert docs == 1  # only the chunk with a docstring has a doc view
+
+    index, coverage = cs.models.static_index(cs.store)
+    assert coverage == 1.0 and len(index.doc_rows) == 1
+    model = index.model
+    query = model.encode_query("how wide is one level of indentation in a piece of text")
+    (cid,) = [i for (i,) in cs.store.conn.execute("SELECT id FROM chunks WHERE path = 'src/indent.py'")]
+    whole = float(index.vectors([cid])[cid] @ query)
+    view = float(index.doc_matrix[0] @ query)
+    assert view > whole  # the docstring is nearer the question than the whole chunk
+    near = dict(index.nearest(query, 10))
+    assert near[cid] == pytest.approx(view, abs=1e-5)  # the nearer of the two counts
+    assert max(near, key=near.get) == cid
+
+
+def test_an_index_from_before_doc_views_keeps_its_static_tier_and_gets_them(repo, settings, hash_embedder,
+                                                                             static_model_dir):
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder, static_model=str(static_model_dir))
+    cs.index(embed=False, static=True)
+    with cs.store.transaction():  # as an index written before doc views had static vectors
+        cs.store.conn.execute("DELETE FROM static_docs")
+        cs.store.conn.execute("DELETE FROM meta WHERE key = 'static_docs'")
+    assert not _consistent(cs)
+    # Search goes on with the static vectors the index has...
+    assert cs.search(GEO_QUERY, fast=True).retrievers == ["bm25", "static"]
+    # ...and the next run adds the doc views alone, embedding no chunk again.
+    report = cs.index(embed=False, static=True)
+    assert report.static_embedded == 0 and _consistent(cs)
+    assert cs.store.get_meta("static_docs") == "1"
+    assert cs.search(GEO_QUERY, fast=True).retrievers == ["bm25", "static"]
 
 
 def test_full_vectors_take_over_from_the_static_tier(repo, settings, hash_embedder, static_model_dir):

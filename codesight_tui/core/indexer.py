@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -456,22 +457,38 @@ class _EmbedJob:
 def index_static(store: Store, model: StaticEmbedder, *, progress: ProgressFn | None = None, cancel: threading.Event | None = None,
                  report: IndexReport | None = None, batch: int = 4096) -> IndexReport:
     """Give every chunk without one a static vector (``model``: a ``core.static.StaticEmbedder``),
-    batch by batch, each committed on its own. Vectors of another static model are dropped first."""
+    and its doc view one too where it has a doc view (as the full model's vectors do), batch by
+    batch, each committed on its own. Vectors of another static model are dropped first."""
     report = report or IndexReport()
     t0 = time.perf_counter()
     if store.get_meta("static_model") != model.name:
         store.clear_static()
-        store.set_meta(static_model=model.name, static_dim=model.dim)
+        store.set_meta(static_model=model.name, static_dim=model.dim, static_docs="1")
+    elif store.get_meta("static_docs") != "1":
+        # An index from before doc views had static vectors: its chunks get their doc views' now,
+        # while search goes on with the vectors it has.
+        for rows in _pages_by_id(partial(store.static_pending, have=True), batch, cancel, report):
+            _put_static(store, model, rows, own=False)
+        if not report.cancelled:
+            store.set_meta(static_docs="1")
     total = store.counts()["chunks"] - store.static_count()
     done = 0
     for rows in _pages_by_id(store.static_pending, batch, cancel, report) if total > 0 else ():
-        store.put_static([r.id for r in rows], model.encode([embed_text(r.path, r.scope, r.content) for r in rows]))
+        _put_static(store, model, rows)
         done += len(rows)
         if progress:
             progress(Progress("static", done, max(total, done), rows[-1].path))
     report.static_embedded += done
     report.static_seconds += time.perf_counter() - t0
     return report
+
+
+def _put_static(store: Store, model: StaticEmbedder, rows: list[ChunkRow], own: bool = True) -> None:
+    """Static vectors of ``rows`` (unless not ``own``) and of the doc views of those that have one."""
+    docs = [(r.id, text) for r in rows if (text := doc_text(r.path, r.scope, r.content, r.language))]
+    store.put_static([r.id for r in rows] if own else [],
+                     model.encode([embed_text(r.path, r.scope, r.content) for r in rows]) if own else None,
+                     [cid for cid, _ in docs], model.encode([text for _, text in docs]))
 
 
 def _pages_by_id(fetch: Callable[[int, int], list[ChunkRow]], page: int, cancel: threading.Event | None,

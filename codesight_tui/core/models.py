@@ -239,7 +239,8 @@ class Models:
                     from codesight_tui.core.static import StaticIndex
 
                     ids, matrix = store.static_matrix(model.dim)
-                    cached = self._static_cache = (version, StaticIndex(model, ids, matrix))
+                    cached = self._static_cache = (version, StaticIndex(model, ids, matrix,
+                                                                        *store.static_matrix(model.dim, docs=True)))
             index = cached[1]
             if not len(index):
                 return None

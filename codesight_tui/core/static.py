@@ -206,12 +206,25 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 
 class StaticIndex:
     """Every static vector of an index in memory (float32; 100,000 chunks are 100 MB at 256
-    dimensions), searched exactly: one matrix product, a few milliseconds."""
+    dimensions), searched exactly: one matrix product, a few milliseconds.
 
-    def __init__(self, model: StaticEmbedder, ids: np.ndarray, matrix: np.ndarray) -> None:
+    ``doc_ids`` and ``doc_matrix`` are the vectors of chunks' doc views (their comments and
+    docstrings under their first line): a chunk's similarity is the nearer of its two, as in the
+    full model's table. A question about behaviour meets a docstring's words better than the whole
+    chunk's, which its code dominates. NDCG@10 in fast mode: polyglot fold A 0.8777 -> 0.8797,
+    fold B 0.8673 -> 0.8684, devset 0.693 -> 0.695 (benchmarks/README.md, "Static tier")."""
+
+    def __init__(self, model: StaticEmbedder, ids: np.ndarray, matrix: np.ndarray,
+                 doc_ids: np.ndarray | None = None, doc_matrix: np.ndarray | None = None) -> None:
         self.model = model
         self.ids = ids  # ascending
         self.matrix = matrix
+        self.doc_rows = np.zeros(0, dtype=np.int64)  # the row in ``matrix`` of each doc vector's chunk
+        self.doc_matrix = np.zeros((0, matrix.shape[1] if matrix.ndim == 2 else 0), dtype=np.float32)
+        if doc_ids is not None and doc_matrix is not None and len(doc_ids) and len(ids):
+            rows = np.minimum(np.searchsorted(ids, doc_ids), len(ids) - 1)
+            have = ids[rows] == doc_ids  # a doc vector whose chunk has no vector (yet) waits for it
+            self.doc_rows, self.doc_matrix = rows[have], doc_matrix[have]
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -220,7 +233,10 @@ class StaticIndex:
         """``(chunk id, cosine)`` of the ``limit`` nearest chunks, nearest first."""
         if not len(self.ids) or limit <= 0:
             return []
-        sims = self.matrix @ np.asarray(query_vector, dtype=np.float32)
+        q = np.asarray(query_vector, dtype=np.float32)
+        sims = self.matrix @ q
+        if len(self.doc_rows):  # doc_rows are unique: one doc view per chunk
+            sims[self.doc_rows] = np.maximum(sims[self.doc_rows], self.doc_matrix @ q)
         limit = min(limit, len(sims))
         top = np.argpartition(-sims, limit - 1)[:limit]
         top = top[np.argsort(-sims[top], kind="stable")]

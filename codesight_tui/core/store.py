@@ -78,6 +78,12 @@ CREATE TABLE IF NOT EXISTS static_vectors (id INTEGER PRIMARY KEY, vector BLOB N
 CREATE TRIGGER IF NOT EXISTS chunks_ad_static AFTER DELETE ON chunks BEGIN
     DELETE FROM static_vectors WHERE id = old.id;
 END;
+-- The static vector of a code chunk's doc view (chunker.doc_view), for those that have one; written
+-- with the chunk's own and searched beside it (the nearer of the two counts).
+CREATE TABLE IF NOT EXISTS static_docs (id INTEGER PRIMARY KEY, vector BLOB NOT NULL);
+CREATE TRIGGER IF NOT EXISTS chunks_ad_static_docs AFTER DELETE ON chunks BEGIN
+    DELETE FROM static_docs WHERE id = old.id;
+END;
 CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF path, scope, content, terms ON chunks BEGIN
     INSERT INTO chunks_fts(chunks_fts, rowid, path, scope, content, terms)
     VALUES ('delete', old.id, old.path, old.scope, old.content, old.terms);
@@ -384,30 +390,34 @@ class Store:
         return {"files": files, "chunks": chunks, "vectors": chunks - pending, "pending": pending}
 
     # --- static tier -------------------------------------------------------------------
-    def static_pending(self, after: int, limit: int) -> list[ChunkRow]:
-        """Chunks above id ``after`` without a static vector, by id (new chunks get higher ids,
-        so a caller pages with the last id it saw)."""
+    def static_pending(self, after: int, limit: int, have: bool = False) -> list[ChunkRow]:
+        """Chunks above id ``after`` without a static vector (``have``: with one), by id (new
+        chunks get higher ids, so a caller pages with the last id it saw)."""
         rows = self.conn.execute(
-            "SELECT id, path, start_line, end_line, language, scope, content, embed_key FROM chunks c"
-            " WHERE id > ? AND NOT EXISTS (SELECT 1 FROM static_vectors s WHERE s.id = c.id) ORDER BY id LIMIT ?",
+            "SELECT id, path, start_line, end_line, language, scope, content, embed_key FROM chunks c WHERE id > ?"
+            f" AND {'' if have else 'NOT '}EXISTS (SELECT 1 FROM static_vectors s WHERE s.id = c.id) ORDER BY id LIMIT ?",
             (after, limit)).fetchall()
         return [ChunkRow(*r) for r in rows]
 
-    def put_static(self, ids: list[int], vectors: np.ndarray) -> None:
-        """Store static vectors (float16) of chunk ids, in one transaction; a chunk deleted in
-        the meantime gets none."""
+    def put_static(self, ids: list[int], vectors: np.ndarray | None, doc_ids: list[int] | None = None,
+                   doc_vectors: np.ndarray | None = None) -> None:
+        """Store static vectors (float16) of chunk ids, and of the doc views of ``doc_ids``, in
+        one transaction; a chunk deleted in the meantime gets none."""
         import numpy as np
 
-        blobs = np.asarray(vectors, dtype=np.float16)
         with self.transaction():
-            self.conn.executemany(
-                "INSERT OR REPLACE INTO static_vectors SELECT id, ? FROM chunks WHERE id = ?",
-                [(blobs[k].tobytes(), cid) for k, cid in enumerate(ids)])
+            for table, keys, vecs in (("static_vectors", ids, vectors), ("static_docs", doc_ids, doc_vectors)):
+                if keys:
+                    blobs = np.asarray(vecs, dtype=np.float16)
+                    self.conn.executemany(
+                        f"INSERT OR REPLACE INTO {table} SELECT id, ? FROM chunks WHERE id = ?",
+                        [(blobs[k].tobytes(), cid) for k, cid in enumerate(keys)])
             self._bump_static()
 
     def clear_static(self) -> None:
         with self.transaction():
             self.conn.execute("DELETE FROM static_vectors")
+            self.conn.execute("DELETE FROM static_docs")
             self._bump_static()
 
     def _bump_static(self) -> None:
@@ -416,12 +426,13 @@ class Store:
     def static_count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM static_vectors").fetchone()[0])
 
-    def static_matrix(self, dim: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(ids, vectors)``: every static vector as one float32 matrix (rows L2-normalised
-        when stored), with the chunk id of each row."""
+    def static_matrix(self, dim: int, docs: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, vectors)``: every static vector (``docs``: every doc view's) as one float32
+        matrix (rows L2-normalised when stored), with the chunk id of each row."""
         import numpy as np
 
-        rows = self.conn.execute("SELECT id, vector FROM static_vectors ORDER BY id").fetchall()
+        table = "static_docs" if docs else "static_vectors"
+        rows = self.conn.execute(f"SELECT id, vector FROM {table} ORDER BY id").fetchall()
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         blob = b"".join(r[1] for r in rows)
         if len(blob) != len(rows) * dim * 2:  # vectors of another size: a model change half done
