@@ -268,17 +268,17 @@ class Service:
             self._refuse(reply, "a service of another codesight install is running; it is stopping")
             self.stopping.set()
             return
+        cmd = msg.get("cmd")
+        if cmd == "stop":  # the owner's to stop, whatever settings it was started with
+            reply.finish(0)
+            self.stopping.set()
+            return
         if msg.get("env") != self.env:
             self._refuse(reply, "the service was started with other CODESIGHT_*/XDG_* settings")
             return
-        cmd = msg.get("cmd")
         if cmd == "ping":
             reply.send({"status": self.status()})
             reply.finish(0)
-            return
-        if cmd == "stop":
-            reply.finish(0)
-            self.stopping.set()
             return
         argv = msg.get("argv")
         if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv) and argv[0] in client.SERVED):

@@ -214,6 +214,11 @@ def test_a_client_with_other_settings_is_answered_in_its_own_process(served, tmp
     assert "started with other CODESIGHT_*/XDG_* settings" in got.stderr
     assert got.returncode == 0 and "uploads/queue.py" in got.stdout  # indexed afresh in its own data dir
     assert status()["served"] == 0
+    # Its owner can stop it from there all the same (it said "not running" and went on).
+    pid = service_pid()
+    stop = cs("service", "stop", env=other)
+    assert (stop.returncode, stop.stdout.strip()) == (0, "codesight service: stopped")
+    assert wait_for(lambda: not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2])
 
 
 def test_the_service_keeps_a_served_repository_fresh(served):
