@@ -148,6 +148,29 @@ def test_an_index_from_before_doc_views_keeps_its_static_tier_and_gets_them(repo
     assert cs.search(GEO_QUERY, fast=True).retrievers == ["bm25", "static"]
 
 
+def test_a_read_only_index_from_before_doc_views_keeps_its_static_tier(repo, settings, hash_embedder,
+                                                                       static_model_dir):
+    from codesight_tui.core.store import Store
+
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder, static_model=str(static_model_dir))
+    cs.index(embed=False, static=True)
+    with cs.store.transaction():  # the schema before doc views
+        cs.store.conn.execute("DROP TRIGGER chunks_ad_static_docs")
+        cs.store.conn.execute("DROP TABLE static_docs")
+    db = cs.store.db_path
+    cs.close()
+    ro = Store(db, readonly=True)  # nothing can add the table
+    try:
+        ids, matrix = ro.static_matrix(256, docs=True)
+        assert len(ids) == 0 and matrix.shape == (0, 256)
+        found = cs.models.static_index(ro)
+        assert found is not None
+        index, coverage = found
+        assert len(index) > 0 and coverage == 1.0 and len(index.doc_rows) == 0
+    finally:
+        ro.close()
+
+
 def test_full_vectors_take_over_from_the_static_tier(repo, settings, hash_embedder, static_model_dir):
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder, static_model=str(static_model_dir))
     cs.index()  # static first, then the full model

@@ -432,7 +432,13 @@ class Store:
         import numpy as np
 
         table = "static_docs" if docs else "static_vectors"
-        rows = self.conn.execute(f"SELECT id, vector FROM {table} ORDER BY id").fetchall()
+        try:
+            rows = self.conn.execute(f"SELECT id, vector FROM {table} ORDER BY id").fetchall()
+        except sqlite3.OperationalError:
+            if not (docs and self.readonly):
+                raise
+            rows = []  # an index from before doc views, opened read-only: its chunks' vectors serve
+
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         blob = b"".join(r[1] for r in rows)
         if len(blob) != len(rows) * dim * 2:  # vectors of another size: a model change half done
