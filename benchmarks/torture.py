@@ -1099,9 +1099,11 @@ def section_checkout(env: Env, args) -> None:
            f" {changed if settled else '?'}; search errors {len(errors)}; watch rc {watch.returncode}")
     if settled is None:
         problem("checkout: the index never matched the new branch")
-    elif settled > fresh_loaded + (0.5 if args.fast else 0.0):
-        # With --fast's 300 files both take under a second, and the harness sees "settled" only
-        # every 0.2 s: the comparison is strict at full size (3,000 files) only.
+    elif settled > (2 * fresh_loaded + 0.5 if args.fast else fresh_loaded):
+        # With --fast's 300 files both take about a second, mostly process start-up on a machine
+        # the search loop and another section keep busy, and the harness sees "settled" only every
+        # 0.2 s (a CI run measured 1.3 s against 0.8): the comparison is strict at full size (3,000
+        # files) only, and --fast catches a settle that is slower by a multiple.
         problem(f"checkout: settling took {settled:.1f} s, a fresh lexical phase under the same load {fresh_loaded:.1f} s")
     if errors or issues or "Traceback" in err:
         problem(f"checkout: errors {errors[:2]}, issues {issues}, {err[-200:]}")
