@@ -141,9 +141,12 @@ def test_an_index_from_before_doc_views_keeps_its_static_tier_and_gets_them(repo
     assert not _consistent(cs)
     # Search goes on with the static vectors the index has...
     assert cs.search(GEO_QUERY, fast=True).retrievers == ["bm25", "static"]
-    # ...and the next run adds the doc views alone, embedding no chunk again.
-    report = cs.index(embed=False, static=True)
+    # ...and the next run adds the doc views alone, embedding no chunk again, and says so.
+    seen = []
+    report = cs.index(embed=False, static=True, progress=lambda p: seen.append((p.phase, p.done, p.total)))
     assert report.static_embedded == 0 and _consistent(cs)
+    n = cs.counts()["chunks"]
+    assert ("static", n, n) in seen
     assert cs.store.get_meta("static_docs") == "1"
     assert cs.search(GEO_QUERY, fast=True).retrievers == ["bm25", "static"]
 

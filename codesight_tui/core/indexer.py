@@ -467,8 +467,12 @@ def index_static(store: Store, model: StaticEmbedder, *, progress: ProgressFn | 
     elif store.get_meta("static_docs") != "1":
         # An index from before doc views had static vectors: its chunks get their doc views' now,
         # while search goes on with the vectors it has.
+        have, seen = store.static_count(), 0
         for rows in _pages_by_id(partial(store.static_pending, have=True), batch, cancel, report):
             _put_static(store, model, rows, own=False)
+            seen += len(rows)
+            if progress:
+                progress(Progress("static", seen, max(have, seen), rows[-1].path))
         if not report.cancelled:
             store.set_meta(static_docs="1")
     total = store.counts()["chunks"] - store.static_count()
