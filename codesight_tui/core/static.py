@@ -211,7 +211,7 @@ class StaticIndex:
     ``doc_ids`` and ``doc_matrix`` are the vectors of chunks' doc views (their comments and
     docstrings under their first line): a chunk's similarity is the nearer of its two, as in the
     full model's table. A question about behaviour meets a docstring's words better than the whole
-    chunk's, which its code dominates. NDCG@10 in fast mode: polyglot fold A 0.8777 -> 0.8797,
+    chunk's, which its code dominates. NDCG@10 in fast mode: polyglot fold A 0.8777 -> 0.8798,
     fold B 0.8673 -> 0.8684, devset 0.693 -> 0.695 (benchmarks/README.md, "Static tier")."""
 
     def __init__(self, model: StaticEmbedder, ids: np.ndarray, matrix: np.ndarray,
@@ -220,11 +220,17 @@ class StaticIndex:
         self.ids = ids  # ascending
         self.matrix = matrix
         self.doc_rows = np.zeros(0, dtype=np.int64)  # the row in ``matrix`` of each doc vector's chunk
-        self.doc_matrix = np.zeros((0, matrix.shape[1] if matrix.ndim == 2 else 0), dtype=np.float32)
-        if doc_ids is not None and doc_matrix is not None and len(doc_ids) and len(ids):
-            rows = np.minimum(np.searchsorted(ids, doc_ids), len(ids) - 1)
-            have = ids[rows] == doc_ids  # a doc vector whose chunk has no vector (yet) waits for it
+        self.doc_matrix = np.zeros((0, matrix.shape[1]), dtype=np.float32)
+        if doc_ids is not None and doc_matrix is not None and len(doc_ids):
+            rows, have = self._rows(doc_ids)  # a doc vector whose chunk has no vector (yet) waits for it
             self.doc_rows, self.doc_matrix = rows[have], doc_matrix[have]
+
+    def _rows(self, ids: np.ndarray | list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Each chunk id's row in ``matrix``, and whether it has one there."""
+        if not len(self.ids):
+            return np.zeros(len(ids), dtype=np.int64), np.zeros(len(ids), dtype=bool)
+        rows = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
+        return rows, self.ids[rows] == np.asarray(ids)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -245,10 +251,10 @@ class StaticIndex:
     def vectors(self, ids: Iterable[int]) -> dict[int, np.ndarray]:
         """Stored static vectors of chunk ids, by id (those it has)."""
         ids = list(ids)
-        if not ids or not len(self.ids):
+        if not ids:
             return {}
-        rows = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
-        return {cid: self.matrix[r] for cid, r in zip(ids, rows.tolist()) if self.ids[r] == cid}
+        rows, have = self._rows(ids)
+        return {cid: self.matrix[r] for cid, r, ok in zip(ids, rows.tolist(), have.tolist()) if ok}
 
 
 _LOADED: dict[str, StaticEmbedder] = {}
