@@ -434,3 +434,18 @@ def test_file_evidence_with_several_lists_counts_only_chunks_bm25_ranked_high():
     assert ungated[1] > fused[1] and gated[1] == fused[1]  # big.py's other chunks: evidence only ungated
     assert gated[4] == pytest.approx(fused[4] + ranking.FILE_EVIDENCE * fused[5])  # chunk 5: BM25's 6th
     assert gated[2] == fused[2] and gated[5] == fused[5]  # only a file's best chunk gains
+
+
+def test_a_symbol_opens_at_its_declaration_below_a_long_doc_comment(tmp_path, settings):
+    # A Javadoc of 60 lines, with a code sample naming the class, fills the class's first windows:
+    # the symbol's hit is the window that declares it, and Enter opens at that line.
+    doc = "".join(f" * The mapper reads and writes values, note {i} of many.\n" for i in range(50))
+    sample = " *<pre>\n   final Mapper mapper = new Mapper();\n   mapper.read(json);\n *</pre>\n"
+    body = "".join(f"    private int field{i} = {i};\n" for i in range(30))
+    c = _lexical(tmp_path, settings, {
+        "src/Mapper.java": "package demo;\n\nimport java.io.*;\n\n/**\n" + doc + sample + " */\n"
+                           "public class Mapper\n{\n" + body + "}\n"})
+    declared = 5 + 1 + 50 + 4 + 1
+    hit = c.search("Mapper", top_k=3, mode="bm25")[0]
+    assert hit.definition and hit.start_line <= declared <= hit.end_line
+    assert hit.line == declared

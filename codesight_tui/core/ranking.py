@@ -178,7 +178,7 @@ def _names(segment: str) -> list[str]:
     return out
 
 
-def definitions(store: Chunks, ident: str) -> list[int]:
+def definitions(store: Chunks, ident: str, limit: int = 8) -> list[int]:
     """Chunk ids where ``ident`` is defined: for each (file, enclosing scope) the first chunk of
     the definition. ``a.b`` needs ``b`` defined inside a scope named ``a``, or in a file or
     directory named ``a``. Exact case first, then case-insensitive; the one in the file named after
@@ -191,7 +191,7 @@ def definitions(store: Chunks, ident: str) -> list[int]:
     for fold in (False, True):
         norm: Callable[[str], str] = str.casefold if fold else str
         target = norm(name)
-        first: dict[tuple[str, str], tuple[int, int]] = {}
+        windows: dict[tuple[str, str], list[tuple[int, int]]] = {}
         for cid, path, start, scope in rows:
             segs = scope.split(" > ") if scope else []
             for i, seg in enumerate(segs):
@@ -201,17 +201,64 @@ def definitions(store: Chunks, ident: str) -> list[int]:
                 # A qualifier is an enclosing scope, or the module the file is: std.testing.expect is
                 # `expect` in std/testing.zig, utils.slugify is `slugify` in utils.py.
                 if all(norm(q) in outer or norm(q) in (norm(c) for c in _modules(path)) for q in quals):
-                    key = (path, " > ".join(segs[:i]))
-                    if key not in first or start < first[key][0]:
-                        first[key] = (start, cid)
+                    windows.setdefault((path, " > ".join(segs[:i])), []).append((start, cid))
                 break
-        if first:
+        if windows:
             # The definition in the file named after it first (Request.swift before Request+Body.swift),
             # before the cut to a few.
             named = _squash(name)
-            return [cid for _, _, cid in sorted((_file_stem(path) != named, start, cid)
-                                                 for (path, _), (start, cid) in first.items())]
+            found = sorted((_file_stem(path) != named, min(w), sorted(w)) for (path, _), w in windows.items())
+            return _declaring_windows(store, [w for *_, w in found[:limit]], name)
     return []
+
+
+# A line that only comments on or decorates a definition, not the line that declares it.
+COMMENT_OR_DECORATOR = ("#", "//", "/*", "*", "--", ";", "@", "%", '"""', "'''")
+DECLARATION_WINDOWS = 8  # windows of one definition searched for its declaring line
+
+
+def declaring_line(lines: list[str], names: list[re.Pattern[str]]) -> int | None:
+    """The index of the first line that names one of ``names`` in code: not in a comment, a block
+    comment (a Javadoc's code sample included) or a decorator above the definition."""
+    in_block = False
+    for k, line in enumerate(lines):
+        text = line.lstrip()
+        if in_block:
+            if "*/" not in text:
+                continue
+            in_block, text = False, text.split("*/", 1)[1].lstrip()
+        if text.startswith("/*") and "*/" not in text[2:]:
+            in_block = True
+            continue
+        if text and not text.startswith(COMMENT_OR_DECORATOR) and any(n.search(text) for n in names):
+            return k
+    return None
+
+
+def _declaring_windows(store: Chunks, defs: list[list[tuple[int, int]]], name: str) -> list[int]:
+    """For each definition (its windows by line), the window that holds its declaring line: a long
+    doc comment above a class (Javadoc, Rust's ///) fills the first windows, and a symbol query asks
+    for the declaration. The first window where none of the first few holds it."""
+    first = [w[0][1] for w in defs]
+    later = [cid for w in defs if len(w) > 1 for _, cid in w[:DECLARATION_WINDOWS]]
+    if not later:
+        return first
+    rows = store.get_chunks(later)
+    pattern = [re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])", re.IGNORECASE)]
+    out = []
+    for w, cid in zip(defs, first, strict=True):
+        spans = [rows[c] for _, c in w[:DECLARATION_WINDOWS] if c in rows]
+        if len(spans) > 1:
+            text: dict[int, str] = {}
+            for row in spans:
+                for k, line in enumerate(row.content.split("\n")):
+                    text.setdefault(row.start_line + k, line)
+            start = min(text)
+            found = declaring_line([text.get(n, "") for n in range(start, max(text) + 1)], pattern)
+            if found is not None:
+                cid = next(r.id for r in spans if r.start_line <= start + found <= r.end_line)
+        out.append(cid)
+    return out
 
 
 @lru_cache(maxsize=65_536)

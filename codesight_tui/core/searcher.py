@@ -284,14 +284,11 @@ def search(store: Store, vectors: VectorStore, query_vector_fn: Callable[[str], 
     return results
 
 
-_COMMENT_OR_DECORATOR = ("#", "//", "/*", "*", "--", ";", "@", "%", '"""', "'''")
-
-
 def _set_target_lines(results: list[SearchResult], query: str) -> None:
     """Each hit's ``line``: for a definition the query names, the line that defines it (not the
     decorator or comment block above it); otherwise the first line holding a word of the query.
     The chunk's first line where neither is found."""
-    from codesight_tui.core.ranking import analyze
+    from codesight_tui.core.ranking import analyze, declaring_line
 
     q = analyze(query)
     names = [i.split(".")[-1] for i in q.identifiers]
@@ -301,9 +298,7 @@ def _set_target_lines(results: list[SearchResult], query: str) -> None:
         lines = r.content.split("\n")
         found = None
         if r.definition and name_res:
-            found = next((k for k, ln in enumerate(lines)
-                          if not ln.lstrip().startswith(_COMMENT_OR_DECORATOR) and any(x.search(ln) for x in name_res)),
-                         None)
+            found = declaring_line(lines, name_res)
         if found is None and words:
             low = [ln.lower() for ln in lines]
             if r.language in DOCUMENT_LANGUAGES:
