@@ -449,3 +449,22 @@ def test_a_symbol_opens_at_its_declaration_below_a_long_doc_comment(tmp_path, se
     hit = c.search("Mapper", top_k=3, mode="bm25")[0]
     assert hit.definition and hit.start_line <= declared <= hit.end_line
     assert hit.line == declared
+
+
+def test_code_named_like_a_projects_notes_is_source(tmp_path, settings):
+    # "CHANGES" and "HISTORY" name notes, but changeset.ex and history.lua are code: the notes'
+    # penalty buried Ecto's Changeset module under a file that merely uses it.
+    from codesight_tui.core.paths import DOCS, SOURCE, classify
+
+    for notes in ("LICENSE", "LICENSE-MIT", "COPYING.LESSER", "README", "README.zoneinfo", "Changes", "HISTORY.rst",
+                  "AUTHORS", "pkg/CHANGELOG"):
+        assert classify(notes) == DOCS, notes
+    for code in ("lib/ecto/changeset.ex", "lua/history.lua", "plugins/history.plugin.bash", "license_check.go",
+                 "src/notices.py", "authors_controller.rb"):
+        assert classify(code) == SOURCE, code
+    c = _lexical(tmp_path, settings, {
+        "lib/ecto/changeset.ex": "defmodule Ecto.Changeset do\n  @moduledoc \"Changesets filter and cast data.\"\n"
+                                 "  def cast(data, params), do: {data, params}\nend\n",
+        "lib/ecto/changeset/relation.ex": "defmodule Ecto.Changeset.Relation do\n  # Changeset Changeset Changeset\n"
+                                          "  def change(changeset), do: changeset\nend\n"})
+    assert c.search("Changeset", top_k=3, mode="bm25")[0].path == "lib/ecto/changeset.ex"

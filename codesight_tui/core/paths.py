@@ -7,6 +7,8 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+from codesight_tui.core.languages import CODE_LANGUAGES, detect_language
+
 SOURCE, TEST, DOCS, VENDOR, DECLARATIONS, DATA, DOCUMENT = 0, 1, 2, 3, 4, 5, 6
 # Embedding order: source first, then type declarations, tests, docs, office documents (PDF, DOCX,
 # PPTX), vendored/generated files, and data last (translation catalogs, tables).
@@ -26,9 +28,13 @@ _TEST = re.compile(
 _DOCS = re.compile(
     r"(^|/)(docs?|documentation|examples?|samples?|demos?|tutorials?|site|man)/"
     r"|\.(stub|tt|tpl|mustache)$"  # scaffolding templates that generators copy into new projects
-    r"|\.(md|rst|txt|adoc|markdown)$|(^|/)(README|CHANGELOG|CHANGES|HISTORY|LICENSE|COPYING|NOTICE|AUTHORS)[^/]*$",
+    r"|\.(md|rst|txt|adoc|markdown)$",
     re.IGNORECASE,
 )
+# A project's notes by name (README, LICENSE-MIT, HISTORY.rst, Changes), but not code named alike:
+# changeset.ex, history.lua and license_check.go are source.
+_DOC_NAMES = re.compile(r"(^|/)(README|CHANGELOG|CHANGES|HISTORY|LICENSE|COPYING|NOTICE|AUTHORS)([-_.][^/]*)?$",
+                        re.IGNORECASE)
 
 # Data rather than code: translation catalogs (gettext, XLIFF, Apple strings, .NET resources) and
 # tables. Thousands of near-identical entries would otherwise crowd out code in vector search.
@@ -51,7 +57,7 @@ def classify(rel_path: str) -> int:
         return TEST
     if _DOCUMENT.search(rel_path):
         return DOCUMENT
-    if _DOCS.search(rel_path):
+    if _DOCS.search(rel_path) or (_DOC_NAMES.search(rel_path) and detect_language(rel_path) not in CODE_LANGUAGES):
         return DOCS
     if _DECLARATIONS.search(rel_path):
         return DECLARATIONS
