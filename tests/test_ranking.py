@@ -468,3 +468,25 @@ def test_code_named_like_a_projects_notes_is_source(tmp_path, settings):
         "lib/ecto/changeset/relation.ex": "defmodule Ecto.Changeset.Relation do\n  # Changeset Changeset Changeset\n"
                                           "  def change(changeset), do: changeset\nend\n"})
     assert c.search("Changeset", top_k=3, mode="bm25")[0].path == "lib/ecto/changeset.ex"
+
+
+def test_a_cpp_header_is_parsed_as_cpp(tmp_path, settings):
+    # .h is C by its name; fmt's and abseil's headers are C++, and the C grammar read fmt's
+    # `template <typename Context> class basic_format_args { ... }` as no definition at all.
+    from codesight_tui.core.languages import detect_language
+
+    c_header = ('#ifndef UV_H\n#define UV_H\n#ifdef __cplusplus\nextern "C" {\n#endif\n'
+                "struct uv_loop_s { int active; };\nint uv_run(struct uv_loop_s *loop);\n#endif\n")
+    assert detect_language("include/uv.h", b"", c_header) == "c"
+    for cpp in ("template <typename T> class Box;\n", "namespace absl {\n}\n", "#include <vector>\n",
+                "class Foo : public Bar {\n", "  std::string name;\n"):
+        assert detect_language("x.h", b"", "// header\n" + cpp) == "cpp", cpp
+    members = "".join(f"  auto get{i}(int id) const -> int {{ return values_[id] + {i}; }}\n" for i in range(40))
+    c = _lexical(tmp_path, settings, {
+        "include/fmt/base.h": "#pragma once\n#include <string>\n\ntemplate <typename Context> class basic_format_args {\n"
+                              " private:\n  int values_[8];\n public:\n" + members + "};\n",
+        "include/fmt/args.h": "#include \"base.h\"\n\ntemplate <typename Context> class dynamic_store {\n"
+                              "  // converts to basic_format_args, basic_format_args of the basic_format_args\n"
+                              "  operator basic_format_args<Context>() const { return {}; }\n};\n"})
+    hit = c.search("basic_format_args", top_k=3, mode="bm25")[0]
+    assert hit.path == "include/fmt/base.h" and hit.definition and hit.scope.startswith("class basic_format_args")

@@ -286,7 +286,7 @@ def extract(abs_path: str, rel_path: str, *, max_bytes: int | None = None, expec
     text, why = read_text(abs_path, max_bytes, expect)
     if text is None:
         raise ExtractError(why or "unreadable")
-    return Extracted(text, detect_language(rel_path, text[:200].encode()))
+    return Extracted(text, detect_language(rel_path, text[:200].encode(), text))
 
 
 # --- a child process that reads documents, each within a time limit ---------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 
 EXTENSIONS: dict[str, str] = {
@@ -51,12 +52,24 @@ CODE_LANGUAGES = frozenset(
 )
 
 
-def detect_language(rel_path: str, head: bytes = b"") -> str:
-    """Best guess of a file's language from its name, then its shebang line; ``text`` otherwise."""
+# What only C++ says in a header: a template, a namespace or class body, an access specifier, a
+# standard header without ".h", or a name qualified with "::" (a C header's extern "C" guard says
+# none of these). A .h file is C unless its first lines say one of them.
+_CPP_HEADER = re.compile(
+    r"^[ \t]*(?:template[ \t]*<|namespace(?:[ \t]+[\w:]+)?[ \t]*\{|class[ \t]+\w+[^;()\n]*[:{]"
+    r"|(?:public|private|protected)[ \t]*:|#[ \t]*include[ \t]*<[a-z_]+>)|\bstd::\w", re.MULTILINE)
+HEADER_SCAN = 32_768  # characters of a .h file read for those signs
+
+
+def detect_language(rel_path: str, head: bytes = b"", text: str = "") -> str:
+    """Best guess of a file's language from its name, then its shebang line; ``text`` otherwise.
+    ``text`` (the file's, where it is read) tells a C++ header (``.h``) from a C one."""
     p = PurePosixPath(rel_path)
     if p.name in FILENAMES:
         return FILENAMES[p.name]
     lang = EXTENSIONS.get(p.suffix.lower()) or DOCUMENT_EXTENSIONS.get(p.suffix.lower())
+    if lang == "c" and p.suffix == ".h" and _CPP_HEADER.search(text, 0, HEADER_SCAN):
+        return "cpp"
     if lang:
         return lang
     if head.startswith(b"#!"):

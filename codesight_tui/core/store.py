@@ -29,11 +29,11 @@ if TYPE_CHECKING:
 
     from codesight_tui.core.lexical import ResidentBM25
 
-SCHEMA_VERSION = "7"  # bumped when the stored rows change meaning (v3: TS signatures are scopes; v4: doc views;
+SCHEMA_VERSION = "8"  # bumped when the stored rows change meaning (v3: TS signatures are scopes; v4: doc views;
 # v5: compound names in the embedded scope header are followed by their words; v6: grammars for C#, Kotlin,
 # Scala, Swift, Lua, shell, Haskell, Elixir and Zig, and attributes attached to definitions; v7: secrets
 # are masked before chunking and secret files are not indexed, so an older index, which may hold
-# them, is rebuilt)
+# them, is rebuilt; v8: a .h file with C++ in it is parsed as C++)
 
 FTS_AUTOMERGE = 8
 
