@@ -254,3 +254,17 @@ def test_attributes_stay_with_their_definition(chunker):
     src = "module A where\n\n" + "\n\n".join(f"f{i} :: Int -> Int\nf{i} x = x + {i}" for i in range(3))
     scopes = [c for c in chunker.chunk("A.hs", "haskell", src) if "function f1" in c.scope]
     assert scopes and "f1 :: Int -> Int" in scopes[0].content
+
+
+def test_lua_functions_bound_by_assignment_are_definitions(chunker):
+    # mini.nvim defines every function as `MiniJump.jump = function(...)`, lazy.nvim its tasks as
+    # functions in a table: the grammar's function_declaration alone left them all unscoped.
+    body = "\n".join(f"  local step{i} = target + {i}" for i in range(50))
+    src = (f"local MiniJump = {{}}\n\nMiniJump.jump = function(target)\n{body}\n  return target\nend\n\n"
+           f"local H = {{}}\nlocal helper = function(x)\n{body}\n  return x\nend\n\n"
+           f"M.build = {{\n  skip = function(plugin)\n    return plugin.build == nil\n  end,\n"
+           f"  run = function(self)\n{body}\n  end,\n}}\n\nlocal M = {{}}\nreturn MiniJump\n")
+    scopes = {c.scope for c in chunker.chunk("jump.lua", "lua", src)}
+    assert "function MiniJump.jump" in scopes and "function helper" in scopes
+    assert "table M.build > function run" in scopes
+    assert not any("H" == s.split()[-1] or s.endswith(" M") for s in scopes if s)  # plain tables stay unnamed

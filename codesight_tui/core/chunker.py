@@ -202,7 +202,11 @@ GRAMMARS: dict[str, _Grammar] = {
                       {"class_declaration": "class", "protocol_declaration": "protocol",
                        "function_declaration": "func", "init_declaration": "init",
                        "typealias_declaration": "typealias"}),
-    "lua": _Grammar("tree_sitter_lua", "language", {"function_declaration": "function"}),
+    # Lua also defines functions by assignment (M.setup = function(config) ... end, local f =
+    # function ...), and in a module's table (M.task = { run = function(self) ... end }).
+    "lua": _Grammar("tree_sitter_lua", "language",
+                    {"function_declaration": "function", "assignment_statement": "function", "field": "function"},
+                    frozenset({"variable_declaration"})),
     "shell": _Grammar("tree_sitter_bash", "language", {"function_definition": "function"}),
     "haskell": _Grammar("tree_sitter_haskell", "language",
                         {"function": "function", "bind": "bind", "data_type": "data", "newtype": "newtype",
@@ -265,10 +269,21 @@ def _declarator_name(node: Node) -> str:
     return _text(d) if d is not node and d.type in _NAME_TYPES else ""
 
 
+def _lua_value(node: Node) -> Node | None:
+    """What a Lua assignment (its first value) or table field binds its name to."""
+    if node.type == "field":
+        return node.child_by_field_name("value")
+    values = next((c for c in node.named_children if c.type == "expression_list"), None)
+    return values.named_children[0] if values is not None and values.named_children else None
+
+
 def _keyword(node: Node) -> str:
-    """The defining keyword where one node type covers several (Swift, Elixir), else ''."""
+    """The defining keyword where one node type covers several (Swift, Elixir, Lua), else ''."""
     if node.type == "call":  # Elixir: defmodule, def, defp, ...
         return _text(node.child_by_field_name("target"))
+    if node.type == "assignment_statement":  # Lua: a function, or a table of functions
+        value = _lua_value(node)
+        return "table" if value is not None and value.type == "table_constructor" else ""
     if node.type == "class_declaration":  # Swift: struct Foo, extension Foo, ...
         for c in node.children:
             if not c.is_named and c.type in _SWIFT_KINDS:
@@ -337,6 +352,11 @@ class _TreeChunker:
             return node.child_by_field_name("body") is not None
         if t == "call":  # Elixir
             return _text(node.child_by_field_name("target")) in _ELIXIR_DEFS
+        if t in ("assignment_statement", "field"):  # Lua: a function, or a table of them, bound to a name
+            value = _lua_value(node)
+            return value is not None and (value.type == "function_definition" or (
+                value.type == "table_constructor" and t == "assignment_statement"
+                and any(self.is_def(f) for f in value.named_children if f.type == "field")))
         return True
 
     def unwrap(self, node: Node) -> Node:
