@@ -268,3 +268,21 @@ def test_lua_functions_bound_by_assignment_are_definitions(chunker):
     assert "function MiniJump.jump" in scopes and "function helper" in scopes
     assert "table M.build > function run" in scopes
     assert not any("H" == s.split()[-1] or s.endswith(" M") for s in scopes if s)  # plain tables stay unnamed
+
+
+def test_rust_items_inside_a_macro_call_are_definitions(chunker):
+    # tokio wraps whole modules in cfg_rt! { ... }: the grammar sees one token tree there, and
+    # tokio::spawn was no definition at all. Lines stay the file's; a macro in an expression is not read.
+    body = "\n".join(f"        let step{i} = future_{i}();" for i in range(40))
+    src = ("use crate::task;\n\ncfg_rt! {\n    /// Spawns a new asynchronous task.\n    #[track_caller]\n"
+           f"    pub fn spawn<F>(future: F) -> JoinHandle<F> {{\n{body}\n        task::spawn_inner(future)\n    }}\n\n"
+           "    cfg_unstable! {\n        impl Builder {\n            pub fn name(&self) -> &str { self.name }\n        }\n    }\n}\n\n"
+           "fn main() {\n    tokio::select! {\n        _ = a() => {}\n        _ = b() => {}\n    }\n}\n")
+    chunks = chunker.chunk("spawn.rs", "rust", src)
+    spawn = [c for c in chunks if c.scope == "fn spawn"]
+    assert spawn and spawn[0].start_line == 4 and spawn[0].content.startswith("    /// Spawns")
+    scopes = " | ".join(c.scope for c in chunks)
+    assert "impl Builder" in scopes and "fn main" in scopes and "select" not in scopes
+    lines = src.split("\n")
+    for c in chunks:
+        assert c.content == "\n".join(lines[c.start_line - 1:c.end_line])

@@ -131,6 +131,9 @@ class _Grammar:
     wrappers: frozenset[str] = frozenset()  # nodes that wrap a definition (decorators, export)
     opaque: frozenset[str] = frozenset()  # nodes that never hold a definition (expressions)
     attached: frozenset[str] = frozenset()  # nodes right above a definition that belong to it, as comments do
+    # Macro calls whose braces hold items, at item level (Rust's cfg_rt! { pub fn spawn ... }): the
+    # grammar sees a token tree there, so the braces' text is parsed again for its definitions.
+    macro_items: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "opaque", _NO_DEFS_INSIDE | self.opaque)
@@ -169,7 +172,7 @@ GRAMMARS: dict[str, _Grammar] = {
     "rust": _Grammar("tree_sitter_rust", "language",
                      {"function_item": "fn", "impl_item": "impl", "struct_item": "struct", "enum_item": "enum",
                       "trait_item": "trait", "mod_item": "mod", "macro_definition": "macro"},
-                     attached=frozenset({"attribute_item"})),
+                     attached=frozenset({"attribute_item"}), macro_items=frozenset({"macro_invocation"})),
     "java": _Grammar("tree_sitter_java", "language",
                      {"class_declaration": "class", "interface_declaration": "interface",
                       "enum_declaration": "enum", "record_declaration": "record",
@@ -320,15 +323,21 @@ def _node_name(node: Node) -> str:
     return _declarator_name(node)
 
 
+MACRO_PARSES = 200  # macro bodies parsed again per file, at most
+
+
 class _TreeChunker:
     """Turns one parsed file into line-range segments ``(start, end, scope)``, 0-based."""
 
-    def __init__(self, grammar: _Grammar, lines: list[str], prefix: list[int], budget_for: Budget) -> None:
+    def __init__(self, grammar: _Grammar, lines: list[str], prefix: list[int], budget_for: Budget,
+                 parser: Any = None) -> None:
         self.g = grammar
         self.lines = lines
         self.prefix = prefix  # prefix[i]: tokens in lines[:i]
         self.budget_for = budget_for
         self.out: list[tuple[int, int, str]] = []
+        self.parser = parser  # parses a macro's items again (grammar.macro_items)
+        self.trees: list[Any] = []  # those parses, kept alive while their nodes are used
 
     def tokens(self, s: int, e: int) -> int:
         return self.prefix[e + 1] - self.prefix[s]
@@ -382,11 +391,28 @@ class _TreeChunker:
             c = stack.pop()
             if self.is_def(c):
                 found.append(c)
+            elif c.type in self.g.macro_items and c.end_point[0] > c.start_point[0]:
+                found.extend(self.macro_defs(c))
             elif c.end_point[0] > c.start_point[0] and c.type not in self.g.opaque:
                 # A node on one line holds no definition worth a chunk of its own: skipping
                 # those keeps this walk off the (huge) expression subtrees.
                 stack.extend(reversed(c.named_children))
         return found
+
+    def macro_defs(self, node: Node) -> list[Node]:
+        """The definitions in the braces of a macro call at item level, parsed again on their own
+        (after as many newlines and spaces as put them on their lines and columns in the file)."""
+        parent = node.parent
+        body = next((c for c in node.named_children if c.type == "token_tree"), None)
+        text = body.text if body is not None else None
+        if (body is None or self.parser is None or not text or parent is None
+                or parent.type not in ("source_file", "declaration_list") or not text.startswith(b"{")
+                or len(self.trees) >= MACRO_PARSES):
+            return []
+        row, col = body.start_point
+        tree = self.parser.parse(b"\n" * row + b" " * (col + 1) + text[1:-1])
+        self.trees.append(tree)
+        return self.inner_defs(tree.root_node)
 
     def span(self, node: Node, prev_end: int) -> tuple[int, int]:
         s, e = node.start_point[0], node.end_point[0]
@@ -663,7 +689,7 @@ class Chunker:
         if parser is not None:
             try:
                 tree = parser.parse(text.encode("utf-8", errors="surrogatepass"))
-                tc = _TreeChunker(GRAMMARS[language], lines, prefix, budget_for)
+                tc = _TreeChunker(GRAMMARS[language], lines, prefix, budget_for, parser)
                 segs = tc.run(tree.root_node)
             except Exception:  # a grammar bug must never lose a file: fall back to blocks
                 segs = None
