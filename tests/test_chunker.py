@@ -286,3 +286,20 @@ def test_rust_items_inside_a_macro_call_are_definitions(chunker):
     lines = src.split("\n")
     for c in chunks:
         assert c.content == "\n".join(lines[c.start_line - 1:c.end_line])
+
+
+def test_definitions_by_typedef_macro_assignment_and_class_field(chunker):
+    # C's typedef struct { ... } uv_buf_t; was a nameless "struct", and a function-like macro no
+    # definition; JS methods bound by assignment and TS arrow-function fields were unscoped.
+    body = "\n".join(f"  int field{i};" for i in range(40))
+    c_src = (f"typedef struct {{\n{body}\n}} uv_buf_t;\n\n#define UV_CHECK(expr) \\\n  do {{ \\\n"
+             "    if (!(expr)) abort(); \\\n  } while (0)\n")
+    scopes = " | ".join(c.scope for c in chunker.chunk("uv.h", "c", c_src))
+    assert "struct uv_buf_t" in scopes and "macro UV_CHECK" in scopes
+    stmts = "\n".join(f"  config.step{i} = merge(config.step{i}, defaults.step{i});" for i in range(40))
+    js = (f"Axios.prototype.request = function request(config) {{\n{stmts}\n}};\n\n"
+          f"module.exports = function dispatchRequest(config) {{\n{stmts}\n}};\n")
+    scopes = {c.scope for c in chunker.chunk("lib/Axios.js", "javascript", js)}
+    assert {"function Axios.prototype.request", "function dispatchRequest"} <= scopes
+    ts = f"export class Runner {{\n  private run = async (task: Task) => {{\n{stmts}\n  }}\n}}\n"
+    assert "class Runner > method run" in {c.scope for c in chunker.chunk("runner.ts", "typescript", ts)}

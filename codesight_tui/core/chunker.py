@@ -143,6 +143,9 @@ _JS_DEFS = {
     "function_declaration": "function", "generator_function_declaration": "function",
     "class_declaration": "class", "method_definition": "method", "lexical_declaration": "const",
     "variable_declaration": "var",
+    # A function bound by assignment (Axios.prototype.request = function ..., module.exports =
+    # function ...) or held in a class field (run = async (task) => { ... }).
+    "assignment_expression": "function", "field_definition": "method", "public_field_definition": "method",
 }
 _TS_DEFS = {
     **_JS_DEFS, "abstract_class_declaration": "class", "interface_declaration": "interface",
@@ -151,7 +154,7 @@ _TS_DEFS = {
     "function_signature": "function",  # declarations (.d.ts) define names too
 }
 _C_DEFS = {"function_definition": "function", "struct_specifier": "struct", "enum_specifier": "enum",
-           "union_specifier": "union"}
+           "union_specifier": "union", "preproc_function_def": "macro"}
 
 GRAMMARS: dict[str, _Grammar] = {
     "python": _Grammar("tree_sitter_python", "language",
@@ -305,6 +308,16 @@ def _node_name(node: Node) -> str:
     n = node.child_by_field_name("name")
     if n is not None:
         return _text(n)
+    if t == "assignment_expression":  # JS: the name assigned to, or module.exports' function's own
+        left, fn = _text(node.child_by_field_name("left")), node.child_by_field_name("right")
+        own = fn.child_by_field_name("name") if fn is not None else None
+        return _text(own) if own is not None and left in ("module.exports", "exports") else left
+    if t == "field_definition":  # JS class field
+        return _text(node.child_by_field_name("property"))
+    parent = node.parent
+    if t in ("struct_specifier", "enum_specifier", "union_specifier") and parent is not None \
+            and parent.type == "type_definition":  # C: typedef struct { ... } uv_buf_t;
+        return _text(parent.child_by_field_name("declarator"))
     if t in ("variable_declaration", "test_declaration"):  # Zig: const Foo = struct {...}; test "name"
         for c in node.named_children:
             if c.type in ("identifier", "string"):
@@ -359,6 +372,9 @@ class _TreeChunker:
             )
         if t in ("struct_specifier", "enum_specifier", "union_specifier", "class_specifier"):
             return node.child_by_field_name("body") is not None
+        if t in ("assignment_expression", "field_definition", "public_field_definition"):
+            value = node.child_by_field_name("right" if t == "assignment_expression" else "value")
+            return value is not None and value.type in _FUNC_VALUES
         if t == "call":  # Elixir
             return _text(node.child_by_field_name("target")) in _ELIXIR_DEFS
         if t in ("assignment_statement", "field"):  # Lua: a function, or a table of them, bound to a name

@@ -33,8 +33,9 @@ SCHEMA_VERSION = "8"  # bumped when the stored rows change meaning (v3: TS signa
 # v5: compound names in the embedded scope header are followed by their words; v6: grammars for C#, Kotlin,
 # Scala, Swift, Lua, shell, Haskell, Elixir and Zig, and attributes attached to definitions; v7: secrets
 # are masked before chunking and secret files are not indexed, so an older index, which may hold
-# them, is rebuilt; v8: a .h file with C++ in it is parsed as C++; Lua functions bound by
-# assignment or in a table, and Rust items in a macro call's braces, are definitions)
+# them, is rebuilt; v8: a .h file with C++ in it is parsed as C++; Lua and JS functions bound by
+# assignment, Lua's in a table, JS/TS class fields holding a function, C's function-like macros and
+# typedef'd structs, and Rust items in a macro call's braces are definitions)
 
 FTS_AUTOMERGE = 8
 
