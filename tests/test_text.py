@@ -53,3 +53,20 @@ def test_fts_query_always_quotes_every_term(q):
     if m is not None:
         for part in m.split(" OR "):
             assert part.startswith('"') and part.endswith('"')
+
+
+def test_expansion_terms_do_not_depend_on_the_hash_seed():
+    """The terms' order decides which phrases match ("basic_json" is the phrase "basic json"): it
+    came from a set, so each process (each hash seed) indexed a repository a little differently,
+    and BM25 answered differently after every rebuild."""
+    import subprocess
+    import sys
+
+    text = ("template<typename BasicJsonType, typename TargetType> void from_json(const BasicJsonType& j,"
+            " TargetType& value) { adl_serializer<ValueType>::to_json(j, identity_tag<TargetType>{}); }")
+    probe = f"from codesight_tui.core.text import expansion_terms; print(expansion_terms({text!r}))"
+    outs = {subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                           env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}).stdout
+            for seed in range(8)}
+    assert len(outs) == 1
+    assert "basic json type basicjsontype" in outs.pop()

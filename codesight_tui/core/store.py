@@ -35,7 +35,8 @@ SCHEMA_VERSION = "8"  # bumped when the stored rows change meaning (v3: TS signa
 # are masked before chunking and secret files are not indexed, so an older index, which may hold
 # them, is rebuilt; v8: a .h file with C++ in it is parsed as C++; Lua and JS functions bound by
 # assignment, Lua's in a table, JS/TS class fields holding a function, C's function-like macros and
-# typedef'd structs, and Rust items in a macro call's braces are definitions)
+# typedef'd structs, and Rust items in a macro call's braces are definitions; identifier expansions
+# in a fixed order, not one that changed with each process's hash seed)
 
 FTS_AUTOMERGE = 8
 

@@ -58,7 +58,10 @@ def expansion_terms(text: str) -> str:
     the parts and the joined form makes every spelling of a name match every other.
     """
     out: list[str] = []
-    for ident in set(_COMPOUND.findall(text)):
+    # In order of first use, not a set's: the order decides which parts stand next to each other,
+    # and so which phrases match ("basic_json" is the phrase "basic json"). A set's order changes
+    # with each process's hash seed, and so did BM25's answers after a rebuild.
+    for ident in dict.fromkeys(_COMPOUND.findall(text)):
         terms = _EXPANSIONS.get(ident)
         if terms is None:
             parts = _split_cached(ident)
