@@ -485,13 +485,18 @@ def _snippet(content: str, width: int = 100, lines: int = 3) -> list[str]:
 def _ready(cs, mode: str, full: bool) -> None:
     """Index a repository that has none yet before searching it (what a first search needs): the
     lexical phase and the static tier for a hybrid search, which answers from those in seconds;
-    the full model's vectors only for ``--full`` or vector mode, or where the static tier is off."""
-    if cs.is_indexed():
-        return
+    the full model's vectors only for ``--full`` or vector mode, or where the static tier is off.
+    An index made without the static tier (a first search in bm25 mode, ``index --no-embed``) gets
+    it before a hybrid search, which would otherwise load the full model to answer from BM25."""
     from codesight_tui.core.errors import IndexBusyError
 
-    _err(f"no index for {cs.root} yet: indexing first")
     static = mode == "hybrid" and cs.static_path() is not None
+    if cs.is_indexed():
+        if not static or full or cs.static_ready() or cs.counts()["vectors"]:
+            return
+        _err(f"no static vectors for {cs.root} yet: computing them first")
+    else:
+        _err(f"no index for {cs.root} yet: indexing first")
     try:
         report = _run_index(cs, embed=mode == "vector" or (mode == "hybrid" and (full or not static)),
                             static=static)

@@ -241,6 +241,28 @@ def test_cli_search_answers_without_torch(repo, settings, static_model_dir, monk
     assert "still without vectors (run `codesight index`)" in full.stderr
 
 
+def test_a_search_after_a_bm25_only_index_gets_the_static_tier_first(repo, settings, static_model_dir, monkeypatch):
+    """A first search in bm25 mode indexes the lexical phase alone. The next hybrid search used to
+    find an index, skip the static tier, load the full model and answer from BM25, every time: it
+    now computes the static vectors first (seconds) and answers from BM25 + static, without torch."""
+    _auto_home(settings, static_model_dir)
+    monkeypatch.setenv("CODESIGHT_STATIC_MODEL", "auto")
+    first = subprocess.run([sys.executable, "-m", "codesight_tui", "search", "haversine", "--mode", "bm25",
+                            "--path", str(repo), "--json"], capture_output=True, text=True, timeout=300, cwd=repo)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert CodeSight(repo).status(check_disk=False)["static_vectors"] == 0
+    probe = ("import sys, json; from codesight_tui.cli import main; rc = main(sys.argv[1:]);"
+             " print(json.dumps({'rc': rc, 'torch': 'torch' in sys.modules}))")
+    run = subprocess.run([sys.executable, "-c", probe, "search", GEO_QUERY, "--path", str(repo), "--json"],
+                         capture_output=True, text=True, timeout=300, cwd=repo)
+    *hits_json, tail = run.stdout.strip().splitlines()
+    assert json.loads(tail) == {"rc": 0, "torch": False}, run.stderr[-2000:]
+    assert "computing them first" in run.stderr and "still without vectors" not in run.stderr
+    assert json.loads("\n".join(hits_json))[0]["static_rank"] == 1
+    status = CodeSight(repo).status(check_disk=False)
+    assert status["static_vectors"] == status["chunks"] > 0
+
+
 @pytest.mark.model
 def test_auto_tier_with_the_real_model(repo, settings, static_model_dir):
     """``static_model = "auto"`` finds the distilled model; part-way through the full model, hybrid
