@@ -314,10 +314,10 @@ def _node_name(node: Node) -> str:
         return _text(own) if own is not None and left in ("module.exports", "exports") else left
     if t == "field_definition":  # JS class field
         return _text(node.child_by_field_name("property"))
-    parent = node.parent
-    if t in ("struct_specifier", "enum_specifier", "union_specifier") and parent is not None \
-            and parent.type == "type_definition":  # C: typedef struct { ... } uv_buf_t;
-        return _text(parent.child_by_field_name("declarator"))
+    if t in ("struct_specifier", "enum_specifier", "union_specifier"):  # C: typedef struct { ... } uv_buf_t;
+        parent = node.parent
+        if parent is not None and parent.type == "type_definition":
+            return _text(parent.child_by_field_name("declarator"))
     if t in ("variable_declaration", "test_declaration"):  # Zig: const Foo = struct {...}; test "name"
         for c in node.named_children:
             if c.type in ("identifier", "string"):
@@ -418,12 +418,13 @@ class _TreeChunker:
     def macro_defs(self, node: Node) -> list[Node]:
         """The definitions in the braces of a macro call at item level, parsed again on their own
         (after as many newlines and spaces as put them on their lines and columns in the file)."""
+        if self.parser is None or len(self.trees) >= MACRO_PARSES:
+            return []
         parent = node.parent
         body = next((c for c in node.named_children if c.type == "token_tree"), None)
         text = body.text if body is not None else None
-        if (body is None or self.parser is None or not text or parent is None
-                or parent.type not in ("source_file", "declaration_list") or not text.startswith(b"{")
-                or len(self.trees) >= MACRO_PARSES):
+        if (body is None or not text or not text.startswith(b"{") or parent is None
+                or parent.type not in ("source_file", "declaration_list")):
             return []
         row, col = body.start_point
         tree = self.parser.parse(b"\n" * row + b" " * (col + 1) + text[1:-1])

@@ -207,8 +207,8 @@ def definitions(store: Chunks, ident: str, limit: int = 8) -> list[int]:
             # The definition in the file named after it first (Request.swift before Request+Body.swift),
             # before the cut to a few.
             named = _squash(name)
-            found = sorted((_file_stem(path) != named, min(w), sorted(w)) for (path, _), w in windows.items())
-            return _declaring_windows(store, [w for *_, w in found[:limit]], name)
+            found = sorted((_file_stem(path) != named, sorted(w)) for (path, _), w in windows.items())
+            return _declaring_windows(store, [w for _, w in found[:limit]], name)
     return []
 
 
@@ -357,7 +357,7 @@ def rerank(store: Chunks, rankings: dict[str, list[int]], query: str, *, rrf_k: 
               "static": wv * STATIC_WEIGHT * max(0.0, min(1.0, static_weight)) ** COVERAGE_EXPONENT}
     defs: set[int] = set()
     for ident in q.identifiers[:4]:
-        defs.update(definitions(store, ident)[:8])
+        defs.update(definitions(store, ident))
     candidates = {cid for ids in rankings.values() for cid in ids}
     rows = store.get_chunks(list(candidates | defs))
     qwords = {_stem(w) for w in q.words}
