@@ -348,14 +348,40 @@ def test_translation_catalogs_are_data():
 
     assert classify("django/conf/locale/de/LC_MESSAGES/django.po") == DATA
     assert classify("app/i18n/fr.json") == DATA and classify("res/strings.xliff") == DATA
-    assert classify("src/locale.py") == SOURCE and classify("src/config.json") == SOURCE
+    assert classify("src/locale.py") == SOURCE and classify("src/config.json") != DATA
     from codesight_tui.core.paths import DOCS
 
     # scaffolding templates that generators copy into new projects rank as docs
     assert classify("Routing/Console/stubs/controller.plain.stub") == DOCS
     assert classify("generators/rails/app/templates/Gemfile.tt") == DOCS
     # embedded last: after docs and tests
-    assert _priority("conf/locale/de/django.po", 0) > _priority("docs/index.md", 0) > _priority("src/a.py", 0)
+    assert (_priority("conf/locale/de/django.po", 0, "text") > _priority("docs/index.md", 0, "markdown")
+            > _priority("src/a.py", 0, "python"))
+
+
+def test_configuration_and_data_formats_are_not_code():
+    from codesight_tui.core.indexer import _priority
+    from codesight_tui.core.paths import CONFIG, SOURCE, classify
+
+    for path in ("src/commands/setrange.json", ".github/workflows/test.yml", "pyproject.toml", "setup.cfg",
+                 "pom.xml", "src/commands.def", "BUILD.bazel"):
+        assert classify(path) == CONFIG, path
+    # a script without an extension is code by its shebang line (the language the index detected)
+    assert classify("libexec/bats", "shell") == SOURCE and classify("libexec/bats") == CONFIG
+    assert _priority("config/app.yml", 0, "yaml") > _priority("docs/index.md", 0, "markdown")
+
+
+def test_configuration_ranks_below_the_code_it_describes_unless_asked_for(tmp_path, settings):
+    c = _lexical(tmp_path, settings, {
+        "src/t_string.c": "void setrangeCommand(client *c) {\n    sds value = c->argv[3]->ptr;\n"
+                          "    o = dbUnshareStringValue(c->db, c->argv[1], o);\n"
+                          "    memcpy((char*)o->ptr + offset, value, sdslen(value));\n}\n",
+        "src/commands/setrange.json": '{\n  "SETRANGE": {\n    "summary": "Overwrites a part of a string value '
+                                      'with another by an offset. Creates the key if it doesn\'t exist.",\n'
+                                      '    "group": "string",\n    "arguments": ["key", "offset", "value"]\n  }\n}\n'})
+    query = "how SETRANGE overwrites part of a string value"
+    assert c.search(query, top_k=2, mode="bm25")[0].path == "src/t_string.c"
+    assert c.search(query + " json", top_k=2, mode="bm25")[0].path == "src/commands/setrange.json"
 
 
 def test_catalog_hits_rank_below_code_unless_asked_for(tmp_path, settings):

@@ -102,9 +102,9 @@ class IndexReport:
         return d
 
 
-def _priority(rel_path: str, mtime_ns: int) -> int:
+def _priority(rel_path: str, mtime_ns: int, language: str) -> int:
     """Lower embeds first: the path's kind (source, test, docs, vendored), then newest first."""
-    return VALUE_ORDER[classify(rel_path)] * 10**11 + (10**11 - min(mtime_ns // 10**9, 10**11 - 1))
+    return VALUE_ORDER[classify(rel_path, language)] * 10**11 + (10**11 - min(mtime_ns // 10**9, 10**11 - 1))
 
 
 def _batches(entries: list[FileEntry]) -> Iterator[list[FileEntry]]:
@@ -337,7 +337,7 @@ def index_lexical(root: Path, store: Store, chunker: Chunker, *, max_file_size: 
                     else:  # unreadable now: drop what it had, try again next run
                         report.chunks_removed += store.delete_file(e.rel_path)
                 added, removed = store.write_files([
-                    (e.rel_path, e.mtime_ns, e.size, lang, file_rows, _priority(e.rel_path, e.mtime_ns), masked)
+                    (e.rel_path, e.mtime_ns, e.size, lang, file_rows, _priority(e.rel_path, e.mtime_ns, lang), masked)
                     for (e, lang, masked), file_rows in zip(items, rows)])
                 report.chunks_added += added
                 report.chunks_removed += removed
@@ -401,8 +401,9 @@ def _index_documents(store: Store, chunker: Chunker, documents: list[FileEntry],
             text, masked = redact(ex.text)
             rows = chunk_fields(e.rel_path, chunker.chunk(e.rel_path, ex.language, text, blocks=ex.blocks))
             with store.transaction():
+                priority = _priority(e.rel_path, e.mtime_ns, ex.language)
                 added, removed = store.write_files(
-                    [(e.rel_path, e.mtime_ns, e.size, ex.language, rows, _priority(e.rel_path, e.mtime_ns), masked)])
+                    [(e.rel_path, e.mtime_ns, e.size, ex.language, rows, priority, masked)])
                 store.put_document(e.rel_path, text, ex.locators)
             report.chunks_added += added
             report.chunks_removed += removed

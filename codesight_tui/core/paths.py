@@ -9,10 +9,10 @@ from pathlib import Path
 
 from codesight_tui.core.languages import CODE_LANGUAGES, detect_language
 
-SOURCE, TEST, DOCS, VENDOR, DECLARATIONS, DATA, DOCUMENT = 0, 1, 2, 3, 4, 5, 6
+SOURCE, TEST, DOCS, VENDOR, DECLARATIONS, DATA, DOCUMENT, CONFIG = 0, 1, 2, 3, 4, 5, 6, 7
 # Embedding order: source first, then type declarations, tests, docs, office documents (PDF, DOCX,
-# PPTX), vendored/generated files, and data last (translation catalogs, tables).
-VALUE_ORDER = {SOURCE: 0, DECLARATIONS: 1, TEST: 2, DOCS: 3, DOCUMENT: 4, VENDOR: 5, DATA: 6}
+# PPTX), configuration, vendored/generated files, and data last (translation catalogs, tables).
+VALUE_ORDER = {SOURCE: 0, DECLARATIONS: 1, TEST: 2, DOCS: 3, DOCUMENT: 4, CONFIG: 5, VENDOR: 6, DATA: 7}
 _DOCUMENT = re.compile(r"\.(pdf|docx|pptx)$", re.IGNORECASE)
 
 _VENDOR = re.compile(
@@ -44,11 +44,18 @@ _DATA = re.compile(r"\.(po|pot|mo|xliff|xlf|strings|stringsdict|resx|csv|tsv|arb
 # Type declarations and stubs that restate an implementation's API (TypeScript .d.ts, Python .pyi).
 _DECLARATIONS = re.compile(r"\.d\.[cm]?ts$|\.pyi$")
 
+# Configuration and data formats rather than code: JSON, YAML, TOML, INI and XML files (a CI
+# workflow, a manifest, redis's commands/*.json that describe each command), and text of no known
+# format (a build file, a generated table, a template). See ``classify``.
+CONFIG_LANGUAGES = frozenset(["json", "yaml", "toml", "ini", "xml", "text"])
+
 
 @lru_cache(maxsize=65_536)
-def classify(rel_path: str) -> int:
+def classify(rel_path: str, language: str | None = None) -> int:
     """SOURCE, TEST, DOCS, VENDOR (vendored, generated, minified, lock files), DECLARATIONS, DATA
-    (translation catalogs, tables) or DOCUMENT (PDF, DOCX, PPTX)."""
+    (translation catalogs, tables), DOCUMENT (PDF, DOCX, PPTX) or CONFIG (configuration and data
+    formats). ``language`` is the file's as the index detected it (a script without an extension is
+    ``shell`` by its shebang line); by default it is guessed from the name alone."""
     if _DATA.search(rel_path):
         return DATA
     if _VENDOR.search(rel_path):
@@ -61,6 +68,8 @@ def classify(rel_path: str) -> int:
         return DOCS
     if _DECLARATIONS.search(rel_path):
         return DECLARATIONS
+    if (language or detect_language(rel_path)) in CONFIG_LANGUAGES:
+        return CONFIG
     return SOURCE
 
 
