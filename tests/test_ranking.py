@@ -516,3 +516,42 @@ def test_a_cpp_header_is_parsed_as_cpp(tmp_path, settings):
                               "  operator basic_format_args<Context>() const { return {}; }\n};\n"})
     hit = c.search("basic_format_args", top_k=3, mode="bm25")[0]
     assert hit.path == "include/fmt/base.h" and hit.definition and hit.scope.startswith("class basic_format_args")
+
+
+C_HEADER = '''/* The keyspace: every key of a database and the value it holds. */
+typedef struct keyspace {
+    dict *keys;     /* the keys and their values */
+    dict *expires;  /* keys with an expire time */
+} keyspace;
+
+/* Look up a key in the keyspace; NULL if it does not exist. */
+robj *lookupKey(keyspace *ks, robj *key);
+void keyspaceAdd(keyspace *ks, robj *key, robj *value);
+'''
+
+C_INLINE = '''static inline int dictIsEmpty(const dict *d) {
+    return d->used == 0;
+}
+'''
+
+C_SOURCE = '''robj *lookupKey(keyspace *ks, robj *key) {
+    dictEntry *de = dictFind(ks->keys, key->ptr);
+    if (de == NULL) return NULL;
+    return dictGetVal(de);
+}
+'''
+
+
+def test_a_c_header_ranks_as_declarations_below_its_implementation(tmp_path, settings):
+    c = _lexical(tmp_path, settings, {"src/db.h": C_HEADER, "src/db.c": C_SOURCE, "src/dict.h": C_INLINE})
+    query = "how a key is looked up in the keyspace"
+    assert c.search(query, top_k=2, mode="bm25")[0].path == "src/db.c"
+    assert c.search(query + " header", top_k=2, mode="bm25")[0].path == "src/db.h"  # asked for
+    assert c.search("keyspace", top_k=1, mode="bm25")[0].path == "src/db.h"  # the struct it defines
+    from codesight_tui.core.paths import DECLARATIONS, SOURCE
+    from codesight_tui.core.ranking import _kind
+
+    kinds = {r.path: _kind(r) for r in c.store.get_chunks(
+        [i for (i,) in c.store.conn.execute("SELECT id FROM chunks")]).values()}
+    # a function defined in a header (static inline) is an implementation
+    assert kinds == {"src/db.h": DECLARATIONS, "src/db.c": SOURCE, "src/dict.h": SOURCE}
