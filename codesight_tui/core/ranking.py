@@ -19,8 +19,8 @@ benchmarks/README.md), and none of them knows anything about a particular reposi
 4. Penalties: tests, docs, examples, vendored or generated files, data (translation catalogs,
    tables), configuration (JSON, YAML, TOML, XML, text of no known format) and type declarations
    or stubs that restate an implementation (``.d.ts``, ``.pyi``, a C header's prototypes and
-   structs) rank lower, unless the query asks for them; a declaration of a symbol the query names keeps
-   its place.
+   structs) rank lower, unless the query asks for them; a declaration of a symbol the query
+   names keeps its place.
 5. File saturation: for a short query, each later chunk of a file already listed counts half as
    much as the one before, so the next file about the topic comes up (polyglot +0.04). Long
    queries describe one piece of code and are left alone: there a uniform decay cost the devset
