@@ -555,3 +555,9 @@ def test_a_c_header_ranks_as_declarations_below_its_implementation(tmp_path, set
         [i for (i,) in c.store.conn.execute("SELECT id FROM chunks")]).values()}
     # a function defined in a header (static inline) is an implementation
     assert kinds == {"src/db.h": DECLARATIONS, "src/db.c": SOURCE, "src/dict.h": SOURCE}
+    from codesight_tui.core.indexer import _priority
+    from codesight_tui.core.paths import classify
+
+    # the file's class is the classifier's, so headers are embedded after the code they declare
+    assert classify("src/db.h", "c") == DECLARATIONS and classify("include/fmt/base.h", "cpp") == SOURCE
+    assert _priority("src/db.h", 0, "c") > _priority("src/db.c", 0, "c")

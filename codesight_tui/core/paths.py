@@ -41,7 +41,9 @@ _DOC_NAMES = re.compile(r"(^|/)(README|CHANGELOG|CHANGES|HISTORY|LICENSE|COPYING
 _DATA = re.compile(r"\.(po|pot|mo|xliff|xlf|strings|stringsdict|resx|csv|tsv|arb)$"
                    r"|(^|/)(locales?|i18n|l10n|translations)/[^/]*\.(json|ya?ml|properties|toml|ini)$", re.IGNORECASE)
 
-# Type declarations and stubs that restate an implementation's API (TypeScript .d.ts, Python .pyi).
+# Type declarations and stubs that restate an implementation's API (TypeScript .d.ts, Python .pyi),
+# and C headers (a .h file read as C, not C++): their prototypes, structs and macros declare what the
+# .c files implement. A function defined in a header is the ranking's business (``ranking._kind``).
 _DECLARATIONS = re.compile(r"\.d\.[cm]?ts$|\.pyi$")
 
 # Configuration and data formats rather than code: JSON, YAML, TOML, INI and XML files (a CI
@@ -66,9 +68,10 @@ def classify(rel_path: str, language: str | None = None) -> int:
         return DOCUMENT
     if _DOCS.search(rel_path) or (_DOC_NAMES.search(rel_path) and detect_language(rel_path) not in CODE_LANGUAGES):
         return DOCS
-    if _DECLARATIONS.search(rel_path):
+    language = language or detect_language(rel_path)
+    if _DECLARATIONS.search(rel_path) or (language == "c" and rel_path.endswith(".h")):
         return DECLARATIONS
-    if (language or detect_language(rel_path)) in CONFIG_LANGUAGES:
+    if language in CONFIG_LANGUAGES:
         return CONFIG
     return SOURCE
 
