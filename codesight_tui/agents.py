@@ -299,6 +299,18 @@ def _guide_edit(text: str | None, add: bool) -> str | None:
     return new + "\n" if new.strip() else None
 
 
+def _inside(path: Path, project: Path) -> None:
+    """Refuse a project file that a link (the file's own, or a folder's on its way) takes out of
+    the project: a cloned repository can plant ``CLAUDE.md -> ~/.bashrc``, and following it would
+    append to, replace or delete a file the user never named."""
+    root = project.resolve()
+    target = path.resolve()
+    if target != root and root not in target.parents:
+        shown = path.relative_to(project) if path.is_relative_to(project) else path
+        raise CodeSightError(f"{shown} links out of the project (to {target}): remove the link or edit it by hand;"
+                             " nothing was changed", exit_code=1)
+
+
 def plan(agent: Agent, *, home: Path, env: dict, project: Path | None, remove: bool) -> Plan:
     """What ``install`` (or ``uninstall`` with ``remove``) would change for one agent."""
     p = Plan(agent, detected(agent, home, env))
@@ -310,6 +322,10 @@ def plan(agent: Agent, *, home: Path, env: dict, project: Path | None, remove: b
     else:
         config = _where(agent.user_config, home, env)
         guide = _where(agent.user_guide, home, env) if agent.user_guide else None
+    if project is not None:
+        for path in (config, guide):
+            if path is not None:
+                _inside(path, project)
     entry = None if remove else _entry(agent, server_command(project))
     before = _read(config)
     edit = _toml_edit if agent.flavour == "toml" else _json_edit

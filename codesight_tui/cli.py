@@ -958,6 +958,7 @@ def _coverage(text: str | None) -> list[float] | None:
 
 def cmd_install(args) -> int:
     from codesight_tui import agents
+    from codesight_tui.core.errors import CodeSightError
     from codesight_tui.core.paths import find_repo_root
 
     remove = args.command == "uninstall"
@@ -975,9 +976,15 @@ def cmd_install(args) -> int:
         _err("no coding agent found here (looked for " + ", ".join(a.name for a in agents.AGENTS)
              + "): name one, e.g. codesight install claude-code")
         return EXIT_ERROR
-    plans = [(agents.plan(a, home=home, env=env, project=project, remove=remove), named) for a, named in chosen]
     failed = 0
     touched = 0
+    plans = []
+    for a, named in chosen:  # one agent's unreadable or unsafe file is said, and the others go on
+        try:
+            plans.append((agents.plan(a, home=home, env=env, project=project, remove=remove), named))
+        except CodeSightError as exc:
+            _err(f"{a.name}: {exc}")
+            failed += 1
     for p, named in plans:
         note = "" if p.detected or remove else " (not found here; set up because you named it)"
         if project is not None and p.agent.project_config is None:

@@ -153,3 +153,32 @@ def test_no_agent_here_says_so(tmp_path):
     empty.mkdir()
     r = run(empty, "install")
     assert r.returncode == 1 and "no coding agent found" in r.stderr and not list(empty.iterdir())
+
+
+def test_links_planted_in_a_project_are_never_followed_out_of_it(home, tmp_path):
+    """Issue 48 item 1: a cloned repository's ``CLAUDE.md -> ~/.bashrc`` or a rule file linked to
+    a file of the user's must not be appended to, replaced or deleted."""
+    project = tmp_path / "p"
+    (project / ".git").mkdir(parents=True)
+    (project / ".cursor" / "rules").mkdir(parents=True)
+    precious = home / "precious.txt"
+    precious.write_text("keep me\n")
+    bashrc = home / ".bashrc"
+    bashrc.write_text("alias ll='ls -l'\n")
+    (project / ".cursor" / "rules" / "codesight.mdc").symlink_to(precious)
+    (project / "CLAUDE.md").symlink_to(bashrc)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (project / ".vscode").symlink_to(outside)  # a folder on the way out counts as well
+
+    r = run(home, "install", "claude-code", "cursor", "copilot", "gemini", "--project", str(project))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    refused = r.stderr.strip().splitlines()
+    assert len(refused) == 3 and all("links out of the project" in line for line in refused), r.stderr
+    assert precious.read_text() == "keep me\n" and bashrc.read_text() == "alias ll='ls -l'\n"
+    assert not list(outside.iterdir())
+    assert (project / "GEMINI.md").exists()  # the agent with no planted link is still set up
+
+    r = run(home, "uninstall", "cursor", "--project", str(project))
+    assert r.returncode == 1 and "links out of the project" in r.stderr
+    assert precious.read_text() == "keep me\n" and not list(home.glob("*.codesight.bak"))

@@ -437,3 +437,95 @@ async def test_mcp_search_takes_the_fleet_too(repo, tmp_path, static_model_dir, 
     async with server(repo) as client:
         r = await client.call_tool("search", {"query": "x", "fleet_repo": "a*"})
         assert r.is_error and "no" in r.content[0].text and "fleet" in r.content[0].text
+
+
+# --- issue 48: the fleet's security items ---------------------------------------------------------
+
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="makes a directory owned by another user")
+def test_a_ray_directory_another_user_made_first_is_refused(tmp_path, env):
+    """Item 2: another user creates $TMPDIR/codesight-ray-UID (0777) before us, to read or feed
+    Ray's sockets and logs; the run refuses it in one line and puts nothing in it."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir(mode=0o777)
+    planted = tmp / f"codesight-ray-{os.getuid()}"
+    planted.mkdir()
+    os.chown(planted, 65534, 65534)
+    planted.chmod(0o777)
+    clones = tmp_path / "clones"
+    make_repo(clones / "frontend", FRONTEND)
+    out = codesight("fleet", "index", str(clones), "--store", str(tmp_path / "store"), "--workers", "1",
+                    env=env | {"TMPDIR": str(tmp)})
+    assert out.returncode == 1 and "is not a directory of yours" in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert not list(planted.iterdir())
+
+
+def test_a_local_ray_keeps_its_directories_and_its_token_private(tmp_path, env):
+    """Item 2: Ray makes its own directories 0777 and writes ~/.ray/auth_token 0644; after a run
+    codesight's directory is still 0700 around them, and no token file was written."""
+    home = tmp_path / "home"
+    home.mkdir()
+    clones = tmp_path / "clones"
+    make_repo(clones / "frontend", FRONTEND)
+    out = codesight("fleet", "index", str(clones), "--store", str(tmp_path / "store"), "--workers", "1", "--json",
+                    env=env | {"HOME": str(home)})
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["indexed"] == ["frontend"]
+    from codesight_tui.core.fleet_job import ray_temp_dir
+
+    ours = ray_temp_dir().parent
+    assert ours.is_dir() and _mode(ours) == 0o700 and ours.stat().st_uid == os.getuid()
+    assert not (home / ".ray").exists()
+
+
+def test_a_store_path_is_created_only_by_a_writer_and_only_where_it_is_a_store(tmp_path, env):
+    """Item 3: a search creates nothing; an index run refuses a directory that holds other files
+    (a repository) and leaves the mode of a directory it was given as it was."""
+    env = env | {"CODESIGHT_SERVICE": "off"}
+    out = codesight("search", "foo", "--store", str(tmp_path / "x" / "a" / "b"), env=env, cwd=tmp_path)
+    assert out.returncode == 2 and "no fleet store at" in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "x").exists()
+
+    clones = tmp_path / "clones"
+    make_repo(clones / "frontend", FRONTEND)
+    other = make_repo(tmp_path / "other-repo", {"README": "hello\n", "docs/guide.md": "# Guide\n"})
+    (other / "README").chmod(0o644)
+    (other / "docs").chmod(0o755)
+    before = snapshot_tree(other)
+    out = codesight("fleet", "index", str(clones), "--store", str(other), "--local", env=env)
+    assert out.returncode == 2 and "is not a fleet store and not empty" in out.stderr, out.stderr
+    assert snapshot_tree(other) == before and not list(other.glob("*.lance"))
+    assert _mode(other / "README") == 0o644 and _mode(other / "docs") == 0o755
+
+    given = tmp_path / "shared-store"
+    given.mkdir()
+    given.chmod(0o755)
+    assert codesight("fleet", "index", str(clones), "--store", str(given), "--local", env=env).returncode == 0
+    assert _mode(given) == 0o755  # the directory was the user's: its mode is theirs
+    assert {p.name for p in given.iterdir()} == {"chunks.lance", "repos.lance", "meta.lance"}
+    assert all(_mode(p) == 0o700 for p in given.iterdir())  # what the store wrote is private
+    made = tmp_path / "new" / "store"
+    assert codesight("fleet", "index", str(clones), "--store", str(made), "--local", env=env).returncode == 0
+    assert _mode(tmp_path / "new") == 0o700 and _mode(made) == 0o700
+
+
+def test_credentials_in_a_source_url_are_never_stored_or_printed(tmp_path, env):
+    """Item 4: a token in a git URL stays out of the store (readable by whoever reads the bucket),
+    the report, the status and the error."""
+    store = tmp_path / "store"
+    url = "https://deploy:SECRET-TOKEN-42@127.0.0.1:9/org/pay.git?access_token=SECRET-TOKEN-43"
+    out = codesight("fleet", "index", url, "--store", str(store), "--local", "--json", env=env)
+    assert out.returncode == 1
+    report = json.loads(out.stdout)
+    assert report["failed"] and report["failed"][0]["repo"] == "pay"
+    status = codesight("fleet", "status", "--store", str(store), "--json", env=env)
+    assert status.returncode in (0, 1) and "127.0.0.1:9/org/pay.git" in status.stdout
+    for text in (out.stdout, out.stderr, status.stdout, status.stderr):
+        assert "SECRET-TOKEN" not in text
+    for f in store.rglob("*"):
+        if f.is_file():
+            assert b"SECRET-TOKEN" not in f.read_bytes(), f

@@ -118,10 +118,25 @@ def test_redact_knows_the_common_formats_and_leaves_code_alone():
 
 def test_secret_names():
     for rel in (".env", "app/.env.production", "id_ed25519", "keys/deploy.pem", ".ssh/config", "home/.npmrc",
-                "gcp/credentials-prod.json", "terraform.tfstate"):
+                "gcp/credentials-prod.json", "terraform.tfstate", "shadow", "gshadow", "etc/shadow-", "gshadow-"):
         assert secret_name(rel), rel
-    for rel in (".env.example", "id_ed25519.pub", "src/environment.py", "docs/keys.md", "credentials.py"):
+    for rel in (".env.example", "id_ed25519.pub", "src/environment.py", "docs/keys.md", "credentials.py",
+                "ui/shadow/box.css", "shadow.py", "passwd"):
         assert not secret_name(rel), rel
+    assert not secret_name("ui/shadow", is_dir=True)  # a folder so named is code (issue 48 item 8)
+
+
+def test_credentials_are_scrubbed_from_urls():
+    from codesight_tui.core.redact import scrub_credentials
+
+    assert scrub_credentials("https://user:SECRET@host/org/pay.git") == "https://host/org/pay.git"
+    assert scrub_credentials("https://ghp_abc@github.com/a/b") == "https://github.com/a/b"
+    assert scrub_credentials("ssh://git@host/x.git") == "ssh://git@host/x.git"  # a login name is no secret
+    assert scrub_credentials("ssh://me:pw@host/x") == "ssh://me@host/x"
+    assert scrub_credentials("git@github.com:org/x.git") == "git@github.com:org/x.git"
+    assert scrub_credentials("https://h/x.git?access_token=abc&ref=main") == "https://h/x.git?access_token=***&ref=main"
+    said = "fatal: unable to access 'https://u:p@h/x/': The requested URL returned error: 403"
+    assert scrub_credentials(said) == "fatal: unable to access 'https://h/x/': The requested URL returned error: 403"
 
 
 @pytest.mark.loopback

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.redact import scrub_credentials
 from codesight_tui.core.store import ChunkRow, path_matches
 from codesight_tui.core.text import query_terms
 
@@ -156,10 +157,10 @@ def _connect(spec: StoreSpec) -> Any:
         if db is None:
             import lancedb
 
-            if not spec.remote:
-                from codesight_tui.core.private import private_dir
-
-                private_dir(Path(spec.location()))
+            if not spec.remote and not Path(spec.location()).is_dir():
+                # A reader creates nothing (LanceDB's connect would make the directories).
+                raise CodeSightError(f"no fleet store at {spec.location()}: build it with"
+                                     f" `codesight fleet index SOURCES --store {spec.uri}`", exit_code=2)
             try:
                 # A long-lived reader (the warm service, MCP, the TUI) sees what a fleet job wrote
                 # within this long; without it, LanceDB keeps the version it first opened.
@@ -169,6 +170,32 @@ def _connect(spec: StoreSpec) -> Any:
                 raise explain(exc, spec, "open") from None
             _CONNECTIONS[spec] = db
         return db
+
+
+_TABLE_DIRS = tuple(f"{name}.lance" for name in (CHUNKS, REPOS, META))
+
+
+def _claim(spec: StoreSpec) -> None:
+    """Make a local store's directory ready for writing: created 0700 (with the parents this
+    creates) where it is missing; an existing one must be a store or empty, so that a mistyped
+    ``--store`` never writes tables into a repository or a home directory."""
+    path = Path(spec.location())
+    if not path.exists():
+        from codesight_tui.core.private import private_dir
+
+        try:
+            private_dir(path)
+        except OSError as exc:
+            raise CodeSightError(f"cannot create the fleet store {path}: {exc.strerror or exc}", exit_code=1) from None
+        return
+    if not path.is_dir():
+        raise CodeSightError(f"{path} is not a directory: name a new or empty directory for the fleet store",
+                             exit_code=2)
+    others = sorted(e.name for e in path.iterdir() if e.name not in _TABLE_DIRS)
+    if others:
+        raise CodeSightError(f"{path} is not a fleet store and not empty (it holds {others[0]}"
+                             f"{f' and {len(others) - 1} more' if len(others) > 1 else ''}): name a new or empty"
+                             " directory", exit_code=2)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -242,6 +269,8 @@ class FleetStore:
         """Create the tables if they are missing; refuse vectors of another model or size."""
         import pyarrow as pa
 
+        if not self.spec.remote:
+            _claim(self.spec)
         db = _connect(self.spec)
         names = self._names()
         if META in names:
@@ -271,9 +300,10 @@ class FleetStore:
 
     def repos(self) -> list[RepoRecord]:
         rows = self._table(REPOS).to_arrow().to_pylist()
-        return sorted((RepoRecord(str(r["name"]), str(r["source"] or ""), str(r["commit"] or ""),
+        # scrubbed on the way out too: a store written before credentials were kept out of it
+        return sorted((RepoRecord(str(r["name"]), scrub_credentials(str(r["source"] or "")), str(r["commit"] or ""),
                                   float(r["indexed_at"] or 0.0), int(r["files"] or 0), int(r["chunks"] or 0),
-                                  str(r["error"] or "")) for r in rows), key=lambda r: r.name)
+                                  scrub_credentials(str(r["error"] or ""))) for r in rows), key=lambda r: r.name)
 
     def known_files(self) -> dict[str, dict[str, str]]:
         """``{repo: {path: blob}}`` of the rows in the store (what a re-index compares against)."""
@@ -301,7 +331,10 @@ class FleetStore:
     def record(self, record: RepoRecord) -> None:
         import pyarrow as pa
 
-        row = pa.Table.from_pylist([record.to_dict()], schema=_repos_schema())
+        # Whoever can read the store (a shared bucket) reads this row: a source's credentials
+        # (``https://user:TOKEN@host/...``) never go into it, nor into its error.
+        values = record.to_dict() | {"source": scrub_credentials(record.source), "error": scrub_credentials(record.error)}
+        row = pa.Table.from_pylist([values], schema=_repos_schema())
         (self._table(REPOS).merge_insert("name").when_matched_update_all().when_not_matched_insert_all()
          .execute(row))
 
@@ -335,7 +368,8 @@ class FleetStore:
         if not self.spec.remote:  # a local store is its owner's alone (object storage: the bucket's policy)
             from codesight_tui.core.private import tighten
 
-            tighten(Path(self.spec.location()))
+            for table_dir in _TABLE_DIRS:  # what this store wrote, not the directory it was given
+                tighten(Path(self.spec.location()) / table_dir)
         return {"rows": n, "index_seconds": round(time.perf_counter() - t0, 2)}
 
     def size_bytes(self) -> int | None:

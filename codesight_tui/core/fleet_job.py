@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.fleet import KINDS, FleetStore, RepoRecord, StoreSpec, chunk_id, chunks_schema
+from codesight_tui.core.redact import scrub_credentials
 
 if TYPE_CHECKING:
     from codesight_tui.config import Settings
@@ -66,7 +67,8 @@ def _git(args: list[str], cwd: str | None = None, *, timeout: float = 60, stdout
         raise CodeSightError(f"git {args[0]} took more than {timeout:.0f} s") from None
     if done.returncode != 0:
         err = done.stderr.decode(errors="replace").strip().splitlines()
-        raise CodeSightError(f"git {args[0]} failed: {(err[-1] if err else f'exit {done.returncode}')[:200]}")
+        said = scrub_credentials(err[-1] if err else f"exit {done.returncode}")
+        raise CodeSightError(f"git {args[0]} failed: {said[:200]}")
     return done
 
 
@@ -81,7 +83,8 @@ def resolve_sources(items: list[str]) -> tuple[list[Source], list[tuple[str, str
     bad: list[tuple[str, str]] = []
     for item in items:
         if _is_url(item):
-            name = item.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].removesuffix(".git")
+            bare = item.split("?", 1)[0].split("#", 1)[0]
+            name = bare.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].removesuffix(".git")
             sources.append(Source(name or item, item, url=True))
             continue
         path = Path(item).expanduser()
@@ -100,7 +103,8 @@ def resolve_sources(items: list[str]) -> tuple[list[Source], list[tuple[str, str
     for s in sources:
         if s.name in seen:
             if seen[s.name].location != s.location:
-                bad.append((s.location, f"another source is named {s.name!r} too ({seen[s.name].location})"))
+                bad.append((scrub_credentials(s.location),
+                            f"another source is named {s.name!r} too ({scrub_credentials(seen[s.name].location)})"))
             continue
         seen[s.name] = s
         unique.append(s)
@@ -359,10 +363,26 @@ def _ray(address: str | None, workers: int) -> Any:
     ``address``."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing leaves the machine unasked
     os.environ.setdefault("RAY_DISABLE_DOCKER_CPU_WARNING", "1")
+    fresh_token = not address and not os.environ.get("RAY_AUTH_TOKEN") and not os.environ.get("RAY_AUTH_TOKEN_PATH")
+    if fresh_token:
+        # Ray 2.60's GCS and raylet listen on every interface whatever the node address, so a
+        # local cluster asks every caller for a token: a new one per run, in the environment that
+        # its processes inherit (readable by this user only), never in ~/.ray/auth_token, which
+        # Ray would write 0644. Set before Ray is imported: its loader keeps what it read first.
+        import secrets
+
+        os.environ["RAY_AUTH_MODE"] = "token"
+        os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
     try:
         import ray
     except ImportError:
         raise CodeSightError("the fleet needs Ray: pip install 'codesight-tui[fleet]'", exit_code=2) from None
+    if fresh_token:  # a Ray imported earlier in this process reads the new token and mode again
+        with contextlib.suppress(Exception):
+            from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined]
+
+            Config.initialize("")
+            AuthenticationTokenLoader.instance().reset_cache()
     if ray.is_initialized():
         return ray
     try:
@@ -371,6 +391,7 @@ def _ray(address: str | None, workers: int) -> Any:
         else:
             temp = ray_temp_dir()
             sweep_orphans(temp)
+
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False,
                      object_store_memory=max(128, 96 * workers) << 20, _temp_dir=str(temp),
                      _node_ip_address="127.0.0.1")  # a local Ray answers this machine only
@@ -381,11 +402,18 @@ def _ray(address: str | None, workers: int) -> Any:
 
 
 def ray_temp_dir() -> Path:
-    """Where a Ray started here keeps its sockets and logs: this user's own directory (0700), not
-    Ray's default /tmp/ray, which is shared and world-writable. Short, for socket paths."""
-    from codesight_tui.core.private import private_dir
+    """Where a Ray started here keeps its sockets and logs: ``r`` inside this user's own directory
+    (0700), not Ray's default /tmp/ray, which is shared and world-writable. Ray makes its own
+    directory and its sessions 0777; inside ours nobody else can reach them. A directory of that
+    name that another user made first is refused. Short, for socket paths."""
+    from codesight_tui.core.private import owned_private_dir
 
-    return private_dir(Path(tempfile.gettempdir()) / f"codesight-ray-{os.getuid()}")
+    outer = Path(tempfile.gettempdir()) / f"codesight-ray-{os.getuid()}"
+    try:
+        owned_private_dir(outer)
+    except PermissionError as exc:
+        raise CodeSightError(f"cannot start Ray: {exc}", exit_code=1) from None
+    return outer / "r"
 
 
 def sweep_orphans(temp: Path, kill: bool = True) -> int:
@@ -492,7 +520,8 @@ def _run(sources: list[Source], spec: StoreSpec, settings: Settings, kind: str, 
     def done(task: RepoTask, out: RepoOutput | None, error: str | None) -> None:
         old = recorded.get(task.source.name)
         if out is None:
-            report.failed.append((task.source.name, error or "failed"))
+            error = scrub_credentials(error or "failed")
+            report.failed.append((task.source.name, error))
             store.record(RepoRecord(task.source.name, task.source.location, *_kept(old), error=error or "failed"))
             say(f"{task.source.name}: failed: {error}")
             return

@@ -33,6 +33,8 @@ SECRET_FILES: tuple[str, ...] = (
     ".npmrc", ".pypirc", ".netrc", "_netrc", ".git-credentials", ".pgpass", ".htpasswd",
     "credentials*.json", "client_secret*.json", "service-account*.json", "*.tfstate", "*.tfstate.backup",
     ".ssh/", ".gnupg/", ".aws/", ".docker/config.json", ".kube/config",
+    # password hashes (``codesight --path /etc`` as root): the files, not a folder so named
+    "shadow", "shadow-", "gshadow", "gshadow-", "master.passwd", "!shadow/", "!gshadow/",
 )
 
 # A private key block, from its BEGIN line to its END line (or to the end of the text).
@@ -199,3 +201,29 @@ def secret_name(rel_path: str, patterns: tuple[str, ...] | list[str] = SECRET_FI
     if quick is not None and quick.search(probe) is None:
         return False
     return spec.match_file(probe)
+
+
+# A URL's user information (``https://user:TOKEN@host``) and its query parameters that carry
+# credentials (``?access_token=...``, a presigned ``X-Amz-Signature``): what a fleet source,
+# a log line or an error message may hold and must not keep.
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/@\s'\"<>]*)@")
+_URL_SECRET_PARAM = re.compile(
+    r"(?i)([?&;][a-z0-9_.-]*(?:token|secret|passw(?:or)?d|pwd|key|signature|sig|credential|auth)[a-z0-9_.-]*=)"
+    r"[^&#\s'\"<>]+")
+
+
+def scrub_credentials(text: str) -> str:
+    """``text`` with every URL's credentials taken out: the user information of an ``https://``
+    (or any other) URL, the password of an ``ssh://`` one (its login name is no secret), and the
+    values of query parameters named like a token, key, signature or password (``***``)."""
+    def userinfo(m: re.Match[str]) -> str:
+        scheme, info = m.group(1), m.group(2)
+        if "ssh" in scheme.lower() and ":" not in info:
+            return m.group(0)
+        if "ssh" in scheme.lower():
+            return f"{scheme}{info.split(':', 1)[0]}@"
+        return scheme
+
+    if "://" not in text and "=" not in text:
+        return text
+    return _URL_SECRET_PARAM.sub(r"\1***", _URL_USERINFO.sub(userinfo, text))
