@@ -1,15 +1,24 @@
 """``codesight install`` / ``uninstall``: codesight's MCP server, and a few lines on when to use it,
 in the configuration of the coding agents a user has.
 
-Each agent's file is edited the way its owner would: the other entries, their order and the file's
-indentation stay; a file that does not parse is refused, never rewritten; a changed file is backed
-up first (``<name>.codesight.bak``) and replaced atomically (a temporary file, then a rename,
-through a symlinked dotfile to its target); a second run changes nothing and says so.
+Each agent's file is edited the way its owner would: the other entries, their order, the file's
+indentation, line endings and comments stay (VS Code's JSON with comments is read as such); a file
+that does not parse is refused, never rewritten; a read-only file is left alone; a file is
+replaced atomically (a temporary file, then a rename, through a symlinked dotfile to its target);
+a second run changes nothing and says so.
+
+What install changed is written down in a ledger in codesight's data directory (each file's
+bytes before the first install, the bytes written, and the agents sharing the file, as Codex and
+OpenCode share ``AGENTS.md``), with the first backup of each file beside it. Uninstall gives a
+file it finds as install left it back byte for byte, or removes it and the folders install made;
+a file edited since loses only codesight's entry. An entry named ``codesight`` that install did not
+write is the user's own: kept, unless ``--force``.
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import os
 import re
@@ -56,41 +65,79 @@ class Agent:
     user_guide: str | None = None
     project_guide: str | None = None
     guide_is_file: bool = False  # the guide is a file of its own (Cursor's rule), not a block in one
+    jsonc: bool = False  # the agent reads its JSON with comments and trailing commas
 
 
 AGENTS: tuple[Agent, ...] = (
     Agent("claude-code", "Claude Code", (".claude", ".claude.json"), ("claude",), ".claude.json", ".mcp.json",
           "mcpServers", "json-typed", ".claude/CLAUDE.md", "CLAUDE.md"),
     Agent("cursor", "Cursor", (".cursor",), ("cursor", "cursor-agent"), ".cursor/mcp.json", ".cursor/mcp.json",
-          "mcpServers", "json-command", None, ".cursor/rules/codesight.mdc", guide_is_file=True),
+          "mcpServers", "json-command", None, ".cursor/rules/codesight.mdc", guide_is_file=True, jsonc=True),
     Agent("codex", "Codex CLI", (".codex",), ("codex",), ".codex/config.toml", ".codex/config.toml",
           "mcp_servers", "toml", ".codex/AGENTS.md", "AGENTS.md"),
     Agent("gemini", "Gemini CLI", (".gemini",), ("gemini",), ".gemini/settings.json", ".gemini/settings.json",
-          "mcpServers", "json-command", ".gemini/GEMINI.md", "GEMINI.md"),
+          "mcpServers", "json-command", ".gemini/GEMINI.md", "GEMINI.md", jsonc=True),
     Agent("opencode", "OpenCode", ("$XDG/opencode", ".opencode"), ("opencode",), "$XDG/opencode/opencode.json",
-          "opencode.json", "mcp", "opencode", "$XDG/opencode/AGENTS.md", "AGENTS.md"),
+          "opencode.json", "mcp", "opencode", "$XDG/opencode/AGENTS.md", "AGENTS.md", jsonc=True),
     Agent("copilot", "GitHub Copilot in VS Code", ("$XDG/Code", ".vscode"), ("code",), "$XDG/Code/User/mcp.json",
-          ".vscode/mcp.json", "servers", "json-typed", None, ".github/copilot-instructions.md"),
+          ".vscode/mcp.json", "servers", "json-typed", None, ".github/copilot-instructions.md", jsonc=True),
 )
 BY_NAME = {a.name: a for a in AGENTS} | {"claude": AGENTS[0], "vscode": AGENTS[5], "gemini-cli": AGENTS[3]}
 
 
+class Ledger:
+    """What install wrote, per file (its resolved path): ``before`` (the text before the first
+    install, None for a file install created), ``after`` (the text install last wrote),
+    ``agents`` (those whose entry or guide is in it), ``entries`` (each agent's server entry as
+    written), ``made`` (folders install created for it) and ``backup`` (the first backup).
+    Kept as JSON, 0600, in codesight's data directory, never in a project."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            self.files: dict[str, dict] = data.get("files", {})
+            self.made: list[str] = data.get("made", [])  # folders install created, until they go
+        except (OSError, ValueError, AttributeError):
+            self.files, self.made = {}, []
+
+    def save(self) -> None:
+        from codesight_tui.core.private import private_dir
+
+        private_dir(self.path.parent)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"files": self.files, "made": self.made}, f, indent=1)
+        os.replace(tmp, self.path)
+
+    def backup_dir(self) -> Path:
+        return self.path.parent / "install-backups"
+
+
 @dataclass
 class Change:
-    """One file's planned edit: ``before`` is None for a new file, ``after`` None to delete it."""
+    """One file's planned edit: ``before`` is None for a new file, ``after`` None to delete it.
+    ``path`` is where the bytes go (a symlinked dotfile's target)."""
 
     path: Path
     before: str | None
     after: str | None
+    agent: str = ""
+    entry: dict | None = None  # the server entry this change writes (None: a guide, or a removal)
+    remove: bool = False
+    restores: bool = False  # gives the file back as it was before the first install
 
     @property
     def changed(self) -> bool:
         return self.before != self.after
 
     def diff(self) -> str:
-        return "".join(difflib.unified_diff((self.before or "").splitlines(True), (self.after or "").splitlines(True),
-                                            str(self.path) if self.before is not None else "/dev/null",
-                                            str(self.path) if self.after is not None else "/dev/null"))
+        lines = difflib.unified_diff((self.before or "").splitlines(True), (self.after or "").splitlines(True),
+                                     str(self.path) if self.before is not None else "/dev/null",
+                                     str(self.path) if self.after is not None else "/dev/null")
+        # a last line with no newline is marked as diff marks it, not run into the next header
+        return "".join(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines)
 
 
 @dataclass
@@ -98,15 +145,20 @@ class Plan:
     agent: Agent
     detected: bool
     changes: list[Change] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was left alone, and why
 
     @property
     def changed(self) -> list[Change]:
         return [c for c in self.changes if c.changed]
 
 
-def server_command(root: Path | None = None) -> list[str]:
+def server_command(root: Path | None = None, *, portable: bool = False) -> list[str]:
     """How an agent starts this installation's MCP server: the absolute path of the ``codesight``
-    beside this Python (a virtual environment's own), else this Python with ``-m``."""
+    beside this Python (a virtual environment's own), else this Python with ``-m``. A project's
+    files, which a team commits, get ``codesight mcp``: the agent starts it in the project, and a
+    teammate's ``codesight`` is wherever their PATH finds it."""
+    if portable:
+        return ["codesight", "mcp"]
     found = shutil.which("codesight", path=str(Path(sys.executable).parent))
     argv = [str(Path(found).absolute())] if found else [str(Path(sys.executable).absolute()), "-m", "codesight_tui"]
     return [*argv, "mcp", *(["--root", str(root)] if root is not None else [])]
@@ -119,9 +171,12 @@ def _where(spec: str, home: Path, env: dict) -> Path:
     return home / spec
 
 
-def detected(agent: Agent, home: Path, env: dict) -> bool:
-    """Whether the agent is installed here: its directory or file under the home, or its program."""
+def detected(agent: Agent, home: Path, env: dict, project: Path | None = None) -> bool:
+    """Whether the agent is installed here: its directory or file under the home, or its program;
+    in a project, also its project file (``.mcp.json``, ``opencode.json``, ...) or guide."""
     if any(_where(m, home, env).exists() for m in agent.markers):
+        return True
+    if project is not None and any((project / f).exists() for f in (agent.project_config, agent.project_guide) if f):
         return True
     return any(shutil.which(b, path=env.get("PATH", "")) for b in agent.binaries)
 
@@ -135,8 +190,10 @@ def _entry(agent: Agent, argv: list[str]) -> dict:
 
 
 def _read(path: Path) -> str | None:
+    """The file's text with its line endings as they are (CRLF stays CRLF)."""
     try:
-        return path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8", newline="") as f:
+            return f.read()
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
@@ -156,19 +213,51 @@ _DECODER = json.JSONDecoder()
 _WS = re.compile(r"[ \t\r\n]*")
 
 
-def _members(text: str, at: int):
+def _blank_comments(text: str) -> str:
+    """JSON with comments as plain JSON of the same length: ``//`` and ``/* */`` comments and
+    trailing commas become spaces (newlines stay), so every offset found in it is the original's."""
+    out = list(text)
+    i, n, in_str = 0, len(text), False
+    while i < n:
+        c = text[i]
+        if in_str:
+            if c == "\\":
+                i += 2
+                continue
+            if c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+        elif text.startswith("//", i) or text.startswith("/*", i):
+            if text[i + 1] == "/":
+                end = text.find("\n", i)
+            else:
+                end = text.find("*/", i + 2)
+                end = end + 2 if end >= 0 else -1
+            end = n if end < 0 else end
+            for k in range(i, end):
+                if out[k] not in "\r\n":
+                    out[k] = " "
+            i = end
+            continue
+        i += 1
+    blanked = "".join(out)
+    return re.sub(r",(\s*[}\]])", lambda m: " " + m.group(1), blanked)
+
+
+def _members(shadow: str, at: int):
     """``(name, name_start, value_start, value_end)`` of each member of the JSON object whose
-    ``{`` is at ``at`` (the text is known to parse)."""
-    i = _WS.match(text, at + 1).end()
-    while text[i] != "}":
-        name, j = _DECODER.raw_decode(text, i)
-        j = _WS.match(text, j).end() + 1  # past ':'
-        j = _WS.match(text, j).end()
-        _, k = _DECODER.raw_decode(text, j)
+    ``{`` is at ``at`` (``shadow`` is known to parse)."""
+    i = _WS.match(shadow, at + 1).end()
+    while shadow[i] != "}":
+        name, j = _DECODER.raw_decode(shadow, i)
+        j = _WS.match(shadow, j).end() + 1  # past ':'
+        j = _WS.match(shadow, j).end()
+        _, k = _DECODER.raw_decode(shadow, j)
         yield name, i, j, k
-        i = _WS.match(text, k).end()
-        if text[i] == ",":
-            i = _WS.match(text, i + 1).end()
+        i = _WS.match(shadow, k).end()
+        if shadow[i] == ",":
+            i = _WS.match(shadow, i + 1).end()
 
 
 def _line_indent(text: str, at: int) -> str:
@@ -176,31 +265,33 @@ def _line_indent(text: str, at: int) -> str:
     return re.match(r"[ \t]*", text[start:at]).group(0)
 
 
-def _dump(value, unit: str | int, indent: str) -> str:
-    return json.dumps(value, indent=unit, ensure_ascii=False).replace("\n", "\n" + indent)
+def _dump(value, unit: str | int, indent: str, eol: str = "\n") -> str:
+    return json.dumps(value, indent=unit, ensure_ascii=False).replace("\n", eol + indent)
 
 
-def _put(text: str, obj_at: int, name: str, value, unit: str | int) -> str:
+def _put(text: str, shadow: str, obj_at: int, name: str, value, unit: str | int) -> str:
     """``text`` with member ``name`` of the object at ``obj_at`` set to ``value``, touching
     nothing else: a new member goes last, on a line of its own, indented like its siblings."""
-    members = list(_members(text, obj_at))
+    eol = "\r\n" if "\r\n" in text else "\n"
+    members = list(_members(shadow, obj_at))
     for n, _, vs, ve in members:
         if n == name:
-            return text[:vs] + _dump(value, unit, _line_indent(text, vs)) + text[ve:]
+            return text[:vs] + _dump(value, unit, _line_indent(text, vs), eol) + text[ve:]
     step = "\t" if unit == "\t" else " " * int(unit)
     if members:
         indent = _line_indent(text, members[-1][1])
         end = members[-1][3]
-        return text[:end] + f",\n{indent}{json.dumps(name)}: {_dump(value, unit, indent)}" + text[end:]
-    close = text.index("}", obj_at)
+        return text[:end] + f",{eol}{indent}{json.dumps(name)}: {_dump(value, unit, indent, eol)}" + text[end:]
+    close = shadow.index("}", obj_at)
     outer = _line_indent(text, obj_at)
     indent = outer + step
-    return text[:obj_at + 1] + f"\n{indent}{json.dumps(name)}: {_dump(value, unit, indent)}\n{outer}" + text[close:]
+    return (text[:obj_at + 1] + f"{eol}{indent}{json.dumps(name)}: {_dump(value, unit, indent, eol)}{eol}{outer}"
+            + text[close:])
 
 
-def _drop(text: str, obj_at: int, name: str) -> str:
+def _drop(text: str, shadow: str, obj_at: int, name: str) -> str:
     """``text`` without member ``name`` of the object at ``obj_at`` (and its comma)."""
-    members = list(_members(text, obj_at))
+    members = list(_members(shadow, obj_at))
     for i, (n, ns, _, ve) in enumerate(members):
         if n != name:
             continue
@@ -208,95 +299,157 @@ def _drop(text: str, obj_at: int, name: str) -> str:
             return text[:members[i - 1][3]] + text[ve:]
         if len(members) > 1:  # the first of several: up to the next member
             return text[:ns] + text[members[1][1]:]
-        close = _WS.match(text, ve).end()
+        close = _WS.match(shadow, ve).end()
         return text[:obj_at + 1] + text[close:]
     return text
 
 
-def _json_edit(path: Path, text: str | None, key: str, entry: dict | None) -> str | None:
+def _json_data(path: Path, text: str, jsonc: bool) -> object:
+    try:
+        return json.loads(_blank_comments(text) if jsonc else text)
+    except ValueError as exc:
+        kind = "JSON (comments allowed)" if jsonc else "plain JSON"
+        raise CodeSightError(f"{path} is not {kind} ({exc}): fix it or edit it by hand; nothing was changed",
+                             exit_code=1) from None
+
+
+def _current_entry(agent: Agent, text: str | None, path: Path) -> object:
+    """The ``codesight`` entry the file holds now (None: none)."""
+    if text is None or not text.strip():
+        return None
+    if agent.flavour == "toml":
+        servers = _toml_data(path, text).get(agent.key)
+    else:
+        data = _json_data(path, text, agent.jsonc)
+        servers = data.get(agent.key) if isinstance(data, dict) else None
+    return servers.get(SERVER) if isinstance(servers, dict) else None
+
+
+def _json_edit(path: Path, text: str | None, key: str, entry: dict | None, jsonc: bool = False) -> str | None:
     """The file with ``key.codesight`` set to ``entry`` (None: removed). Only that member's text
-    changes: the other entries keep their layout, comments aside (a file with comments is not
-    JSON and is refused)."""
+    changes: the other entries keep their layout, and a JSON-with-comments file its comments."""
     if text is None or not text.strip():
         if entry is None:
             return text
         return json.dumps({key: {SERVER: entry}}, indent=2) + "\n"
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise CodeSightError(f"{path} is not plain JSON ({exc}): fix it or edit it by hand; nothing was changed",
-                             exit_code=1) from None
+    shadow = _blank_comments(text) if jsonc else text
+    data = _json_data(path, text, jsonc)
     if not isinstance(data, dict) or not isinstance(data.get(key, {}), dict):
         raise CodeSightError(f"{path}: expected an object with an object \"{key}\"; nothing was changed",
                              exit_code=1)
     servers = data.get(key)
-    top = _WS.match(text).end()
+    top = _WS.match(shadow).end()
     unit = _indent(text)
     if entry is None:
         if not servers or SERVER not in servers:
             return text
         del servers[SERVER]
-        at = next(vs for n, _, vs, _ in _members(text, top) if n == key)
-        out = _drop(text, at, SERVER)
+        at = next(vs for n, _, vs, _ in _members(shadow, top) if n == key)
+        out = _drop(text, shadow, at, SERVER)
     else:
         if servers is not None and servers.get(SERVER) == entry:
             return text
         data.setdefault(key, {})[SERVER] = entry
-        at = next((vs for n, _, vs, _ in _members(text, top) if n == key), None)
-        out = _put(text, top, key, {SERVER: entry}, unit) if at is None else _put(text, at, SERVER, entry, unit)
-    if json.loads(out) != data:  # never write what does not say exactly what was meant
+        at = next((vs for n, _, vs, _ in _members(shadow, top) if n == key), None)
+        out = (_put(text, shadow, top, key, {SERVER: entry}, unit) if at is None
+               else _put(text, shadow, at, SERVER, entry, unit))
+    try:
+        same = json.loads(_blank_comments(out) if jsonc else out) == data
+    except ValueError:
+        same = False
+    if not same:  # never write what does not say exactly what was meant
+        if jsonc and shadow != text:
+            raise CodeSightError(f"{path}: cannot edit it without losing its comments; add codesight by hand",
+                                 exit_code=1)
         out = json.dumps(data, indent=unit, ensure_ascii=False) + ("\n" if text.endswith("\n") else "")
     return out
 
 
-def _toml_edit(path: Path, text: str | None, key: str, entry: dict | None) -> str | None:
-    """The TOML file with ``[key.codesight]`` set to ``entry`` (None: removed), comments and
-    layout kept (tomlkit)."""
+def _toml_data(path: Path, text: str) -> dict:
     import tomlkit
 
     try:
-        doc = tomlkit.parse(text or "")
+        return dict(tomlkit.parse(text).unwrap())
     except Exception as exc:  # tomlkit's ParseError and friends
         raise CodeSightError(f"{path} is not valid TOML ({exc}): fix it or edit it by hand; nothing was changed",
                              exit_code=1) from None
-    servers = doc.get(key)
+
+
+def _toml_section(key: str) -> re.Pattern[str]:
+    """``[key.codesight]`` and its lines, up to the next table header or the end."""
+    return re.compile(rf"^\[{re.escape(key)}\.{SERVER}\][^\n]*\n?(?:(?!\[)[^\n]*(?:\n|$))*", re.MULTILINE)
+
+
+def _without_empty(data: dict, key: str) -> dict:
+    return {k: v for k, v in data.items() if not (k == key and v == {})}
+
+
+def _toml_edit(path: Path, text: str | None, key: str, entry: dict | None) -> str | None:
+    """The TOML file with ``key.codesight`` set to ``entry`` (None: removed), every other byte
+    kept: codesight's entry is a ``[key.codesight]`` table of its own, appended at the end (valid
+    beside dotted keys, ``mcp_servers.other.command = ...``), or a member of an inline table
+    ``mcp_servers = { ... }``. The result is parsed and compared with what was meant before it is
+    written; what cannot be said exactly is refused."""
+    import tomlkit
+
+    text_ = text or ""
+    data = _toml_data(path, text_)
+    servers = data.get(key)
     if servers is not None and not isinstance(servers, dict):
         raise CodeSightError(f"{path}: \"{key}\" is not a table; nothing was changed", exit_code=1)
+    expected = json.loads(json.dumps(data, default=str))  # a plain copy
     if entry is None:
-        if servers is None or SERVER not in servers:
+        if not servers or SERVER not in servers:
             return text
-        del servers[SERVER]
-        if not servers:
-            del doc[key]
-        return tomlkit.dumps(doc).rstrip("\n") + "\n" if doc else ""
+        del expected[key][SERVER]
+        out = _toml_section(key).sub("", text_, count=1)
+        if out == text_:  # not a table of its own (a dotted key or an inline table): tomlkit removes it
+            doc = tomlkit.parse(text_)
+            del doc[key][SERVER]
+            out = tomlkit.dumps(doc)
     else:
-        if servers is not None and SERVER in servers and servers[SERVER].unwrap() == entry:
+        if servers is not None and servers.get(SERVER) == entry:
             return text
-        if servers is None:
-            servers = tomlkit.table(is_super_table=True)
-            doc[key] = servers
-        table = tomlkit.table()
-        for k, v in entry.items():
-            table[k] = v
-        servers[SERVER] = table
-    return tomlkit.dumps(doc)
+        expected.setdefault(key, {})[SERVER] = entry
+        doc = tomlkit.parse(text_)
+        if isinstance(doc.get(key), tomlkit.items.InlineTable):
+            inline = tomlkit.inline_table()
+            inline.update(entry)
+            doc[key][SERVER] = inline
+            out = tomlkit.dumps(doc)
+        else:
+            base = _toml_section(key).sub("", text_, count=1)
+            eol = "\r\n" if "\r\n" in text_ else "\n"
+            lines = [f"[{key}.{SERVER}]"] + [f"{k} = {tomlkit.item(v).as_string()}" for k, v in entry.items()]
+            if base.strip():  # after the user's last line, one blank line between
+                base += "" if base.endswith("\n") else eol
+                base += "" if base.endswith(eol * 2) else eol
+            out = base + eol.join(lines) + eol
+    try:
+        ok = _without_empty(dict(tomlkit.parse(out).unwrap()), key) == _without_empty(expected, key)
+    except Exception:
+        ok = False
+    if not ok:
+        raise CodeSightError(f"{path}: cannot set codesight's entry without changing others; add it by hand:"
+                             f" [{key}.{SERVER}]", exit_code=1)
+    return out if entry is not None or out.strip() else ""
 
 
 def _guide_edit(text: str | None, add: bool) -> str | None:
     """A Markdown file with codesight's marked block added (once) or removed; a file left empty
     by the removal goes."""
     text_ = text or ""
-    block = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END) + r"\n?", re.DOTALL)
+    eol = "\r\n" if "\r\n" in text_ else "\n"
+    guide = GUIDE.replace("\n", eol)
+    block = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END) + r"(?:\r?\n)?", re.DOTALL)
     if add:
         if BEGIN in text_:
-            new = block.sub(GUIDE, text_, count=1)
-        else:
-            new = text_ + ("\n" if text_ and not text_.endswith("\n") else "") + ("\n" if text_.strip() else "") + GUIDE
-        return new
+            return block.sub(lambda _m: guide, text_, count=1)
+        return text_ + (eol if text_ and not text_.endswith("\n") else "") + (eol if text_.strip() else "") + guide
     if BEGIN not in text_:
         return text
-    new = block.sub("", text_, count=1).rstrip("\n")
-    return new + "\n" if new.strip() else None
+    new = block.sub("", text_, count=1).rstrip("\r\n")
+    return new + eol if new.strip() else None
 
 
 def _inside(path: Path, project: Path) -> None:
@@ -311,9 +464,56 @@ def _inside(path: Path, project: Path) -> None:
                              " nothing was changed", exit_code=1)
 
 
-def plan(agent: Agent, *, home: Path, env: dict, project: Path | None, remove: bool) -> Plan:
+def _writable(path: Path) -> None:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if not mode & 0o222:
+        raise CodeSightError(f"{path} is read-only: nothing was changed (make it writable, or edit it by hand)",
+                             exit_code=1)
+
+
+def _key(path: Path) -> str:
+    """The ledger's name for a file: its folder resolved (the file may not exist yet)."""
+    return str(path.parent.resolve() / path.name)
+
+
+def _target(path: Path) -> Path:
+    return path.resolve() if path.is_symlink() else path
+
+
+def _file_change(agent: Agent, path: Path, before: str | None, edited: str | None, *, remove: bool,
+                 ledger: Ledger, entry: dict | None = None, shared: bool = False) -> Change:
+    """The change to one file, with the ledger's say: an uninstall of a file that is as install
+    left it gives back its first bytes (or removes it); a guide another agent still uses stays."""
+    target = _target(path)
+    record = ledger.files.get(_key(target))
+    if remove and record is not None and agent.name in record.get("agents", []):
+        others = [a for a in record["agents"] if a != agent.name]
+        if shared and others:
+            return Change(target, before, before, agent.name, remove=True)
+        if not others and before == record.get("after"):
+            return Change(target, before, record.get("before"), agent.name, remove=True, restores=True)
+    return Change(target, before, edited, agent.name, entry=entry, remove=remove)
+
+
+def _looks_ours(agent: Agent, current: object) -> bool:
+    """An entry an earlier codesight wrote (before the ledger): the shape install writes, no more."""
+    if not isinstance(current, dict):
+        return False
+    template = _entry(agent, ["codesight", "mcp"])
+    if set(current) - set(template):
+        return False
+    argv = current.get("command") if agent.flavour == "opencode" else [current.get("command"), *current.get("args", [])]
+    return isinstance(argv, list) and "mcp" in argv[:4] and any("codesight" in str(a) for a in argv[:3])
+
+
+def plan(agent: Agent, *, home: Path, env: dict, project: Path | None, remove: bool, ledger: Ledger | None = None,
+         force: bool = False) -> Plan:
     """What ``install`` (or ``uninstall`` with ``remove``) would change for one agent."""
-    p = Plan(agent, detected(agent, home, env))
+    ledger = ledger if ledger is not None else Ledger(Path(os.devnull))
+    p = Plan(agent, detected(agent, home, env, project))
     if project is not None:
         if agent.project_config is None:
             return p
@@ -326,49 +526,117 @@ def plan(agent: Agent, *, home: Path, env: dict, project: Path | None, remove: b
         for path in (config, guide):
             if path is not None:
                 _inside(path, project)
-    entry = None if remove else _entry(agent, server_command(project))
+    entry = None if remove else _entry(agent, server_command(project, portable=project is not None))
     before = _read(config)
-    edit = _toml_edit if agent.flavour == "toml" else _json_edit
-    p.changes.append(Change(config, before, edit(config, before, agent.key, entry)))
+    current = _current_entry(agent, before, config)
+    record = ledger.files.get(_key(_target(config)))
+    ours = (current is None or current == entry
+            or (record.get("entries", {}).get(agent.name) == current if record else _looks_ours(agent, current)))
+    if not ours and not force:
+        p.notes.append(f"{config}: its codesight entry is not one install wrote (your own?): left as is;"
+                       f" --force {'removes' if remove else 'replaces'} it")
+    else:
+        if agent.flavour == "toml":
+            edited = _toml_edit(config, before, agent.key, entry)
+        else:
+            edited = _json_edit(config, before, agent.key, entry, jsonc=agent.jsonc)
+        p.changes.append(_file_change(agent, config, before, edited, remove=remove, ledger=ledger, entry=entry))
     if guide is not None:
         before = _read(guide)
         if agent.guide_is_file:  # the file is codesight's own: written whole, removed whole
-            p.changes.append(Change(guide, before, None if remove else CURSOR_RULE))
+            edited = None if remove else CURSOR_RULE
         else:
-            p.changes.append(Change(guide, before, _guide_edit(before, add=not remove)))
+            edited = _guide_edit(before, add=not remove)
+        p.changes.append(_file_change(agent, guide, before, edited, remove=remove, ledger=ledger,
+                                      shared=not agent.guide_is_file))
+    for c in p.changed:
+        _writable(c.path)
     return p
 
 
-def apply(change: Change) -> Path | None:
-    """Carry out one change: back the file up, write a temporary file beside it and rename it over
-    (the target of a symlinked dotfile, not the link). Returns the backup's path, if one was made."""
-    path = change.path.resolve() if change.path.is_symlink() else change.path
+def apply(change: Change, ledger: Ledger | None = None) -> Path | None:
+    """Carry out one change: keep the file's first backup (in the ledger's folder, never in a
+    project), write a temporary file beside it and rename it over (the target of a symlinked
+    dotfile, not the link), and write down what was done. Returns the backup's path, if one was
+    made now."""
+    path = change.path
+    key = _key(path)
+    record = ledger.files.get(key) if ledger is not None else None
     backup = None
-    if change.before is not None:
-        backup = path.with_name(path.name + ".codesight.bak")
-        shutil.copy2(path, backup)
+    if not change.changed:  # nothing to write: only the ledger learns who shares the file
+        if ledger is not None and record is not None:
+            if change.remove:
+                record["agents"] = [a for a in record.get("agents", []) if a != change.agent]
+            elif change.agent not in record.get("agents", []):
+                record.setdefault("agents", []).append(change.agent)
+            ledger.save()
+        return None
+    if ledger is not None and record is None and change.before is not None:
+        folder = ledger.backup_dir()
+        from codesight_tui.core.private import private_dir
+
+        private_dir(folder)
+        backup = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:12]}-{path.name}"
+        if not backup.exists():
+            shutil.copy2(path, backup)
+            os.chmod(backup, 0o600)
+        else:
+            backup = None
+    made: list[str] = []
     if change.after is None:
         path.unlink(missing_ok=True)
-        return backup
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(change.after)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        if change.restores and ledger is not None:  # the folders install made for it, once empty
+            d = path.parent.resolve()
+            while str(d) in ledger.made:
+                try:
+                    d.rmdir()
+                except OSError:
+                    break
+                ledger.made.remove(str(d))
+                d = d.parent
+    else:
+        d = path.parent.resolve()
+        while not d.exists():
+            made.append(str(d))
+            d = d.parent
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+                f.write(change.after)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, mode)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    if ledger is not None:
+        if change.remove:
+            if record is not None:
+                record["agents"] = [a for a in record.get("agents", []) if a != change.agent]
+                record.get("entries", {}).pop(change.agent, None)
+                if change.restores or not record["agents"]:
+                    del ledger.files[key]
+                else:
+                    record["after"] = change.after
+        else:
+            record = ledger.files.setdefault(key, {"before": change.before, "agents": [], "entries": {},
+                                                   "made": made, "backup": str(backup) if backup else None})
+            record["after"] = change.after
+            ledger.made += [d for d in made if d not in ledger.made]
+            if change.agent not in record["agents"]:
+                record["agents"].append(change.agent)
+            if change.entry is not None:
+                record["entries"][change.agent] = change.entry
+        ledger.save()
     return backup
 
 
-def select(names: list[str], home: Path, env: dict) -> list[tuple[Agent, bool]]:
+def select(names: list[str], home: Path, env: dict, project: Path | None = None) -> list[tuple[Agent, bool]]:
     """The agents to act on, each with whether it was named: those named (any spelling in
-    ``BY_NAME``), else every one detected here."""
+    ``BY_NAME``), else every one detected here (in a project, its files count too)."""
     if names:
         out = []
         for n in names:
@@ -378,4 +646,4 @@ def select(names: list[str], home: Path, env: dict) -> list[tuple[Agent, bool]]:
             if agent not in [a for a, _ in out]:
                 out.append((agent, True))
         return out
-    return [(a, False) for a in AGENTS if detected(a, home, env)]
+    return [(a, False) for a in AGENTS if detected(a, home, env, project)]

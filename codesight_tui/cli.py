@@ -209,6 +209,8 @@ def _build_parser() -> argparse.ArgumentParser:
                          help="the project's own files (.mcp.json, AGENTS.md, ...) in the repository around DIR"
                          " (default here), not your user configuration")
         pin.add_argument("--dry-run", action="store_true", help="show the diff, change nothing")
+        pin.add_argument("--force", action="store_true",
+                         help="replace (or remove) a codesight entry that install did not write")
 
     psv = sub.add_parser("service", help="start, stop or show your warm search service",
                          description="The service keeps each repository it has served open and watched, and"
@@ -958,30 +960,40 @@ def _coverage(text: str | None) -> list[float] | None:
 
 def cmd_install(args) -> int:
     from codesight_tui import agents
+    from codesight_tui.config import Settings
     from codesight_tui.core.errors import CodeSightError
     from codesight_tui.core.paths import find_repo_root
 
     remove = args.command == "uninstall"
     home = Path.home()
     env = dict(os.environ)
+    names = list(args.agents)
     project = None
     if args.project is not None:
-        start = Path(args.project).expanduser()
+        where = args.project
+        # `install --project claude-code cursor`: --project takes an optional DIR, and argparse
+        # gives it the first agent's name; an agent's name that is no directory here is an agent.
+        if where.lower() in agents.BY_NAME and not Path(where).is_dir():
+            names.insert(0, where)
+            where = "."
+        start = Path(where).expanduser()
         if not start.is_dir():
-            _err(f"no such directory: {args.project}")
+            _err(f"no such directory: {where}")
             return EXIT_USAGE
         project = find_repo_root(start.resolve())
-    chosen = agents.select(args.agents, home, env)
+    chosen = agents.select(names, home, env, project)
     if not chosen:
         _err("no coding agent found here (looked for " + ", ".join(a.name for a in agents.AGENTS)
              + "): name one, e.g. codesight install claude-code")
         return EXIT_ERROR
+    ledger = agents.Ledger(Path(Settings().data_dir).expanduser() / "installed.json")
     failed = 0
     touched = 0
     plans = []
     for a, named in chosen:  # one agent's unreadable or unsafe file is said, and the others go on
         try:
-            plans.append((agents.plan(a, home=home, env=env, project=project, remove=remove), named))
+            plans.append((agents.plan(a, home=home, env=env, project=project, remove=remove, ledger=ledger,
+                                      force=args.force), named))
         except CodeSightError as exc:
             _err(f"{a.name}: {exc}")
             failed += 1
@@ -990,9 +1002,15 @@ def cmd_install(args) -> int:
         if project is not None and p.agent.project_config is None:
             print(f"{p.agent.name}: has no project configuration; nothing to do")
             continue
+        for line in p.notes:
+            print(f"{p.agent.name}: {_home(line)}")
         if not p.changed:
-            state = "not set up" if remove else "already set up"
-            print(f"{p.agent.name}: {state} ({_home(p.changes[0].path)}), nothing changed{note}")
+            if not args.dry_run:
+                for c in p.changes:  # the ledger learns which agents share a file no run had to change
+                    agents.apply(c, ledger)
+            if not p.notes:
+                state = "not set up" if remove else "already set up"
+                print(f"{p.agent.name}: {state} ({_home(p.changes[0].path)}), nothing changed{note}")
             continue
         touched += 1
         if args.dry_run:
@@ -1001,21 +1019,24 @@ def cmd_install(args) -> int:
                 print(_safe(c.diff()), end="")
             continue
         done = []
-        for c in p.changed:
+        for c in p.changes:
             try:
-                backup = agents.apply(c)
+                backup = agents.apply(c, ledger)
             except OSError as exc:
                 _err(f"{p.agent.name}: cannot write {_home(c.path)}: {exc.strerror or exc}")
                 failed += 1
                 break
-            what = "removed" if c.after is None else "updated" if c.before is not None else "created"
-            done.append(f"{what} {_home(c.path)}" + (f" (backup {_home(backup)})" if backup else ""))
+            if not c.changed:
+                continue
+            what = ("restored" if c.restores and c.after is not None else "removed" if c.after is None
+                    else "updated" if c.before is not None else "created")
+            done.append(f"{what} {_home(c.path)}" + (f" (first backup {_home(backup)})" if backup else ""))
         print(f"{p.agent.name}: " + "; ".join(done) + note)
-    if not touched and not args.dry_run:
+    if not touched and not args.dry_run and not failed:
         print("nothing changed")
     if not remove and touched and not args.dry_run and not failed:
         print("restart the agent (or reload its MCP servers) to use codesight")
-    return EXIT_ERROR if failed else EXIT_OK
+    return EXIT_ERROR if failed or any(p.notes for p, _ in plans) else EXIT_OK
 
 
 def _home(path: Path) -> str:

@@ -70,8 +70,9 @@ def test_install_writes_each_agents_own_format_and_keeps_the_users_entries(home)
     for md in (".claude/CLAUDE.md", ".codex/AGENTS.md", ".config/opencode/AGENTS.md"):
         assert agents.BEGIN in (home / md).read_text()
     assert not (home / ".config" / "Code").exists()  # VS Code is not here: nothing of it touched
-    assert (home / ".claude.json.codesight.bak").read_text() == CLAUDE_JSON
-    assert (home / ".codex" / "config.toml.codesight.bak").read_text() == CODEX_TOML
+    backups = Path(os.environ["CODESIGHT_DATA_DIR"]) / "install-backups"  # first backups, outside the agents' folders
+    assert sorted(p.read_text() for p in backups.iterdir()) == sorted([CLAUDE_JSON, CODEX_TOML, "# House rules\n\nUse tabs.\n"])
+    assert not list(home.rglob("*.codesight.bak"))
     assert oct((home / ".cursor" / "mcp.json").stat().st_mode & 0o777) == "0o600"
     for name in ("claude-code", "cursor", "codex", "gemini", "opencode"):
         assert name + ":" in r.stdout
@@ -102,15 +103,22 @@ def test_uninstall_gives_back_the_files_as_they_were(home):
     for rel in (".claude.json", ".codex/config.toml", ".gemini/GEMINI.md"):
         assert after[rel] == before[rel], rel
     assert not (home / ".claude" / "CLAUDE.md").exists()  # made by install, empty without the block
-    assert json.loads((home / ".cursor" / "mcp.json").read_text()) == {"mcpServers": {}}
+    assert not (home / ".cursor" / "mcp.json").exists()  # made by install: removed, not left as a skeleton
+    assert after == before  # every file of the home as it was, byte for byte, and nothing left behind
     assert run(home, "uninstall").stdout.count("not set up") == 5
 
 
 def test_a_file_that_does_not_parse_is_refused_and_left_alone(home):
-    bad = '{\n  // my servers\n  "mcpServers": {}\n}\n'
+    bad = '{\n  // my servers\n  "mcpServers": {}\n}\n'  # comments: fine for Cursor, not for Claude Code
+    (home / ".claude.json").write_text(bad)
+    r = run(home, "install", "claude-code")
+    assert r.returncode == 1 and "not plain JSON" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert (home / ".claude.json").read_text() == bad
+    bad = '{\n  "mcpServers": {\n'
     (home / ".cursor" / "mcp.json").write_text(bad)
     r = run(home, "install", "cursor")
-    assert r.returncode == 1 and "not plain JSON" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 1 and "not JSON (comments allowed)" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert (home / ".cursor" / "mcp.json").read_text() == bad
     (home / ".codex" / "config.toml").write_text("[mcp_servers\n")
@@ -128,7 +136,8 @@ def test_project_level_and_a_named_agent_that_is_absent(home, tmp_path):
     assert r.returncode == 0, r.stderr
     root = project.resolve()
     mcp = json.loads((project / ".mcp.json").read_text())["mcpServers"]["codesight"]
-    assert mcp["args"] == ["mcp", "--root", str(root)]
+    # files a team commits name no path of this machine: the agent starts `codesight mcp` in the project
+    assert mcp["command"] == "codesight" and mcp["args"] == ["mcp"] and str(root) not in (project / ".mcp.json").read_text()
     assert json.loads((project / ".vscode" / "mcp.json").read_text())["servers"]["codesight"]["type"] == "stdio"
     assert "not found here" in r.stdout  # VS Code was named, not found: set up all the same, and said
     assert (project / "AGENTS.md").read_text().startswith("# Agents\n") and agents.BEGIN in (project / "AGENTS.md").read_text()
@@ -182,3 +191,118 @@ def test_links_planted_in_a_project_are_never_followed_out_of_it(home, tmp_path)
     r = run(home, "uninstall", "cursor", "--project", str(project))
     assert r.returncode == 1 and "links out of the project" in r.stderr
     assert precious.read_text() == "keep me\n" and not list(home.glob("*.codesight.bak"))
+
+
+# --- issue 48: items 5, 6, 7, 14, 19, 21 and the dry run's last line ------------------------------
+
+def test_codex_toml_with_dotted_keys_or_an_inline_table_keeps_every_entry(home):
+    """Item 5: dotted keys and inline tables are the user's; install adds a table of its own and
+    uninstall gives the file back byte for byte (an empty [mcp_servers] with a comment included)."""
+    config = home / ".codex" / "config.toml"
+    for text in ('model = "o3"\nmcp_servers.other.command = "x"\nmcp_servers.other.args = ["-v"]\n',
+                 'mcp_servers = { other = { command = "x", args = ["-v"] } }\n',
+                 '# mine\n[mcp_servers]\n# servers go here\n',
+                 'model = "o3"'):  # no final newline
+        config.write_text(text)
+        r = run(home, "install", "codex")
+        assert r.returncode == 0 and "Traceback" not in r.stderr, (text, r.stderr)
+        data = tomllib.loads(config.read_text())
+        assert data["mcp_servers"]["codesight"]["args"] == ["mcp"], text
+        if "other" in text:
+            assert data["mcp_servers"]["other"] == {"command": "x", "args": ["-v"]}, text
+        r = run(home, "uninstall", "codex")
+        assert r.returncode == 0, r.stderr
+        assert config.read_text() == text
+
+
+def test_a_hand_made_entry_is_kept_and_backups_are_the_first_ones(home):
+    """Item 6: a "codesight" entry install did not write stays (unless --force), and uninstall
+    after --force gives it back."""
+    mine = {"command": "/opt/cs/bin/codesight", "args": ["mcp", "--root", "/src/a"], "env": {"X": "1"}}
+    text = json.dumps({"mcpServers": {"codesight": mine}}, indent=2) + "\n"
+    (home / ".claude.json").write_text(text)
+    r = run(home, "install", "claude-code")
+    assert r.returncode == 1 and "not one install wrote" in r.stdout and "--force" in r.stdout
+    assert (home / ".claude.json").read_text() == text
+    assert run(home, "install", "claude-code", "--force").returncode == 0
+    assert json.loads((home / ".claude.json").read_text())["mcpServers"]["codesight"] != mine
+    assert run(home, "install", "claude-code", "--force").returncode == 0  # a second run: the first backup stays
+    backups = list((Path(os.environ["CODESIGHT_DATA_DIR"]) / "install-backups").glob("*-.claude.json"))
+    assert [b.read_text() for b in backups] == [text]
+    assert run(home, "uninstall", "claude-code").returncode == 0
+    assert (home / ".claude.json").read_text() == text  # the user's own entry is back
+
+
+def test_uninstall_undoes_a_project_install_byte_for_byte(home, tmp_path):
+    """Item 7: six agents into a project, then out: every file as it was (CRLF, missing final
+    newline and all), no skeletons, no backups in the repository, exit 0; Codex and OpenCode
+    share AGENTS.md, and removing one keeps the other's block."""
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / "CLAUDE.md").write_bytes(b"# Rules\r\n\r\nBe kind.\r\n")
+    (project / "AGENTS.md").write_bytes(b"# Agents\n\n")
+    (project / "opencode.json").write_bytes(b'{\n  "theme": "dark"\n}')
+    before = snapshot(project)
+    names = ["claude-code", "cursor", "codex", "gemini", "opencode", "copilot"]
+    assert run(home, "install", *names, "--project", str(project)).returncode == 0
+    assert agents.BEGIN in (project / "AGENTS.md").read_text()
+    assert (project / "CLAUDE.md").read_bytes().count(b"\r\n") > 3 and b"\n\n" not in (project / "CLAUDE.md").read_bytes()
+    r = run(home, "uninstall", "codex", "--project", str(project))
+    assert r.returncode == 0, r.stderr
+    assert agents.BEGIN in (project / "AGENTS.md").read_text()  # OpenCode still uses it
+    r = run(home, "uninstall", *names, "--project", str(project))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert snapshot(project) == before
+    assert not [p for p in project.rglob("*") if p.is_dir() and p.name != ".git"]
+
+
+def test_jsonc_settings_are_edited_and_one_bad_file_does_not_block_the_others(home):
+    """Item 14: VS Code's mcp.json with comments and a trailing comma is edited in place; a file
+    that does not parse skips its agent in one line and the others are set up."""
+    code = home / ".xdg-code" / "Code" / "User"
+    code.mkdir(parents=True)
+    text = '{\n  // my servers\n  "servers": {\n    "other": {"command": "x"}, /* keep */\n  },\n}\n'
+    (code / "mcp.json").write_text(text)
+    (home / ".gemini" / "settings.json").write_text("{ not json")
+    env_home = {"XDG_CONFIG_HOME": str(home / ".xdg-code")}
+    r = subprocess.run([sys.executable, "-m", "codesight_tui", "install"], capture_output=True, text=True,
+                       env=os.environ | {"HOME": str(home)} | env_home, cwd=home, timeout=120)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "gemini" in r.stderr, r.stderr
+    assert "claude-code:" in r.stdout and "codex:" in r.stdout and "copilot:" in r.stdout
+    edited = (code / "mcp.json").read_text()
+    assert "// my servers" in edited and "/* keep */" in edited and '"codesight"' in edited
+
+
+def test_a_read_only_file_is_left_alone(home):
+    """Item 19: a 0444 settings file is not replaced behind the user's back."""
+    settings = home / ".gemini" / "settings.json"
+    settings.write_text('{"theme": "dark"}\n')
+    settings.chmod(0o444)
+    r = run(home, "install", "gemini")
+    assert r.returncode == 1 and "read-only" in r.stderr and "Traceback" not in r.stderr
+    assert settings.read_text() == '{"theme": "dark"}\n' and settings.stat().st_mode & 0o777 == 0o444
+
+
+def test_project_detection_and_agent_names_after_project(home, tmp_path):
+    """Item 21: a project's own files say which agents it uses; `--project NAME ...` takes the
+    names as agents."""
+    project = tmp_path / "p2"
+    (project / ".git").mkdir(parents=True)
+    (project / ".mcp.json").write_text('{"mcpServers": {}}\n')
+    (project / "opencode.json").write_text("{}\n")
+    empty_home = tmp_path / "bare-home"
+    empty_home.mkdir()
+    r = run(empty_home, "install", "--project", str(project))
+    assert r.returncode == 0, r.stderr
+    assert "claude-code:" in r.stdout and "opencode:" in r.stdout and "cursor:" not in r.stdout
+    r = run(home, "install", "--project", "cursor", "gemini", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert (project / ".cursor" / "mcp.json").exists() and (project / ".gemini" / "settings.json").exists()
+
+
+def test_dry_run_marks_a_missing_final_newline(home):
+    """Item 30: a file with no final newline does not run into the next file's header."""
+    (home / ".claude" / "CLAUDE.md").write_text("# Mine")
+    r = run(home, "install", "claude-code", "--dry-run")
+    assert "\\ No newline at end of file\n" in r.stdout
+    assert not any(line.startswith("# Mine---") or line.endswith("# Mine+++") for line in r.stdout.splitlines())
