@@ -544,7 +544,10 @@ def cmd_related(args) -> int:
     if not args.target.strip():
         _err("say where: codesight related PATH:LINE, a file, or a symbol")
         return EXIT_USAGE
-    return _find(args, lambda engines, **kw: CodeSight.related_many(engines, args.target, **kw), "")
+    from codesight_tui.core.related import from_cwd
+
+    target = from_cwd(args.target, args.cwd or os.getcwd())  # a path as the user sees it, from where they are
+    return _find(args, lambda engines, **kw: CodeSight.related_many(engines, target, **kw), "")
 
 
 def _find(args, run, query: str) -> int:

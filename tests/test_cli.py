@@ -322,3 +322,22 @@ def test_a_repository_json_py_does_not_shadow_the_standard_library(tmp_path):
     r = subprocess.run([sys.executable, "-m", "codesight_tui", "index", ".", "--no-embed", "--json"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "shadowed" not in r.stderr, r.stderr
+
+
+def test_related_takes_paths_from_the_current_directory_and_any_line_number(repo):
+    """Issue 48 items 12 and 15: `related mod.py:10` in repo/src means repo/src/mod.py, as the
+    vimgrep output there says; a line number too large for any file (or for int()) is one line."""
+    run("index", repo, "--no-embed")
+    src = repo / "src"
+    r = run("search", "haversine", "--mode", "bm25", "--vimgrep", cwd=src)
+    path, line = r.stdout.splitlines()[0].split(":")[:2]
+    assert path == "geo.py"
+    r = run("related", f"{path}:{line}", "--mode", "bm25", "--json", cwd=src)
+    assert r.returncode in (0, 1) and "not indexed" not in r.stderr, r.stderr  # found (1: nothing like it here)
+    assert all(h["path"] != "src/geo.py" or not h["start_line"] <= int(line) <= h["end_line"] for h in json.loads(r.stdout))
+    r = run("related", f"src/geo.py:{line}", "--mode", "bm25", cwd=repo)  # from the root, as before
+    assert r.returncode in (0, 1) and "not indexed" not in r.stderr, r.stderr
+    for digits in ("99999999999999999999999", "9" * 5000):
+        r = run("related", f"src/geo.py:{digits}", "--mode", "bm25", cwd=repo)
+        assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr[-300:]
+        assert "has no line" in r.stderr

@@ -60,13 +60,39 @@ def terms_of(content: str, limit: int = MAX_TERMS) -> str:
     return " ".join(w for w, _ in counts.most_common(limit))
 
 
+MAX_LINE = 2**31 - 1  # past the end of any file; SQLite's integers and int() both take it
+
+
+def _line_number(digits: str) -> int:
+    """A line number as typed; one too long for any file (or for int(), past 4,300 digits) is
+    MAX_LINE, which no file has."""
+    return int(digits) if len(digits) <= 9 else MAX_LINE
+
+
+def from_cwd(target: str, cwd: str | Path) -> str:
+    """``target`` with a relative path that names a file under ``cwd`` made absolute: ``mod5.py:10``
+    typed in ``repo/src`` (as ``search --vimgrep`` there prints it) is ``repo/src/mod5.py:10``. A
+    path that is no file there is left as it is: relative to the repository root, or a symbol."""
+    text = target.strip()
+    m = _TARGET.match(text)
+    path, rest = (m.group("path"), text[len(m.group("path")):]) if m else (text, "")
+    p = Path(path).expanduser()
+    if p.is_absolute():
+        return text
+    try:
+        full = Path(cwd) / p
+        return f"{full}{rest}" if full.is_file() else text
+    except (OSError, ValueError):
+        return text
+
+
 def parse_target(target: str, root: Path) -> tuple[str, int | None] | None:
     """``(path relative to root, line or None)`` where ``target`` names a file under ``root``
     (``src/app.py:42``, ``src/app.py``, an absolute path), else None (a symbol, perhaps).
     Raises for a path outside ``root``."""
     text = target.strip()
     m = _TARGET.match(text)
-    path, line = (m.group("path"), int(m.group("line"))) if m else (text, None)
+    path, line = (m.group("path"), _line_number(m.group("line"))) if m else (text, None)
     p = Path(path).expanduser()
     full = p if p.is_absolute() else root / p
     if not (m or full.is_file()):
@@ -97,7 +123,8 @@ def find_source(store: Store, root: Path, target: str,
             if known is None:
                 raise CodeSightError(f"{path} is not indexed (ignored, skipped, or new: run `codesight index`)",
                                      exit_code=2)
-            raise CodeSightError(f"{path} has no line {line}", exit_code=2)
+            shown = line if line != MAX_LINE else "that far"
+            raise CodeSightError(f"{path} has no line {shown}", exit_code=2)
         row = store.get_chunks([found[0]])[found[0]]
     else:
         name = target.strip()
