@@ -535,7 +535,33 @@ def cmd_search(args) -> int:
     if not args.query.strip():
         _err("the query is empty: say what to look for, e.g. codesight search \"parse config file\"")
         return EXIT_USAGE
+    _trailing_path(args)
     return _find(args, lambda engines, **kw: CodeSight.search_many(engines, args.query, **kw), args.query)
+
+
+def _trailing_path(args) -> None:
+    """``codesight search retry src/``, as one types ``rg retry src/``: a last word that names a
+    file or folder in the repository (from the current directory) is where to look, not a query
+    word. Only without -g, and never the query's only word."""
+    words = args.query.split()
+    if len(words) < 2 or args.glob or args.all or not re.search(r"[/.]", words[-1]):
+        return
+    cwd = Path(args.cwd or os.getcwd())
+    candidate = (cwd / Path(words[-1]).expanduser())
+    try:
+        if not candidate.exists():
+            return
+        root = _search_roots(args)[0]
+        rel = candidate.resolve().relative_to(root)
+    except (OSError, ValueError):
+        return
+    if not rel.parts:
+        args.query = " ".join(words[:-1])  # the root itself: every path
+        return
+    args.glob = "/" + rel.as_posix() + ("/" if candidate.is_dir() else "")
+    args.query = " ".join(words[:-1])
+    if args.verbose:
+        _err(f"{words[-1]} is a path here: searching {args.glob} for {args.query!r} (as rg does)")
 
 
 def cmd_related(args) -> int:

@@ -341,3 +341,20 @@ def test_related_takes_paths_from_the_current_directory_and_any_line_number(repo
         r = run("related", f"src/geo.py:{digits}", "--mode", "bm25", cwd=repo)
         assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr[-300:]
         assert "has no line" in r.stderr
+
+
+def test_a_path_after_the_query_is_where_to_look(repo):
+    """Issue 48 item 16: `codesight search verify src/` searches src/ for "verify", as rg does."""
+    run("index", repo, "--no-embed")
+    (repo / "docs").mkdir(exist_ok=True)
+    (repo / "docs" / "verify.md").write_text("# Verify\\n\\nHow we verify a password hash.\\n")
+    run("index", repo, "--no-embed")
+    r = run("search", "verify", "password", "src/", "--mode", "bm25", "--json", "--verbose", cwd=repo)
+    assert r.returncode == 0, r.stderr
+    hits = json.loads(r.stdout)
+    assert hits and all(h["path"].startswith("src/") for h in hits)
+    assert "src/ is a path here" in r.stderr
+    r = run("search", "verify", "password", "--mode", "bm25", "--json", cwd=repo)
+    assert any(h["path"].startswith("docs/") for h in json.loads(r.stdout))  # without it, everywhere
+    r = run("search", "src/", "--mode", "bm25", "--json", cwd=repo)  # the only word stays the query
+    assert r.returncode in (0, 1) and "Traceback" not in r.stderr
