@@ -529,3 +529,19 @@ def test_credentials_in_a_source_url_are_never_stored_or_printed(tmp_path, env):
     for f in store.rglob("*"):
         if f.is_file():
             assert b"SECRET-TOKEN" not in f.read_bytes(), f
+
+
+def test_an_unreachable_or_broken_store_costs_only_its_own_hits(tmp_path, env):
+    """Item 9: a fleet store that cannot be reached, or is no store, is one line on stderr; the
+    local hits still come, exit 0."""
+    payments = make_repo(tmp_path / "payments", PAYMENTS)
+    assert codesight("index", str(payments), "--no-embed", env=env).returncode == 0
+    not_a_store = tmp_path / "not-a-store"
+    not_a_store.mkdir()
+    (not_a_store / "notes.txt").write_text("x\n")
+    for extra in ({"CODESIGHT_FLEET_STORE": "s3://fleet/x", "CODESIGHT_FLEET_ENDPOINT": "http://127.0.0.1:9"},
+                  {"CODESIGHT_FLEET_STORE": str(not_a_store)}):
+        out = codesight("search", "retry failed charge", "--mode", "bm25", "--json", env=env | extra, cwd=payments)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)[0]["path"] == "billing/charges.py"
+        assert "local hits only" in out.stderr and "Traceback" not in out.stderr

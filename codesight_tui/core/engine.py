@@ -649,8 +649,14 @@ class CodeSight:
             if kwargs.get("like") is not None:
                 raise CodeSightError("related does not search a fleet store yet: search it with words", exit_code=2)
             local = {Path(label).name for label in labels}
-            found = fleet.search(query, top_k=top_k + 10, mode=str(mode or fleet.settings.default_mode),
-                                 repo=repo, glob=kwargs.get("glob"), language=kwargs.get("language"))
+            try:
+                found = fleet.search(query, top_k=top_k + 10, mode=str(mode or fleet.settings.default_mode),
+                                     repo=repo, glob=kwargs.get("glob"), language=kwargs.get("language"))
+            except CodeSightError as exc:
+                if not engines:  # the fleet alone was asked: its failure is the answer
+                    raise
+                # An unreachable or damaged store costs its own hits, never the local ones.
+                found = SearchResponse([], [f"{exc} (local hits only)"])
             per_repo.append(SearchResponse([h for h in found if h.repo not in local][:top_k], found.notices,
                                            found.retrievers))
             labels.append("")
