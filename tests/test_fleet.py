@@ -545,3 +545,21 @@ def test_an_unreachable_or_broken_store_costs_only_its_own_hits(tmp_path, env):
         assert out.returncode == 0, out.stderr
         assert json.loads(out.stdout)[0]["path"] == "billing/charges.py"
         assert "local hits only" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_store_from_a_newer_codesight_is_refused(tmp_path, env):
+    """Item 11: a store whose format is newer than this codesight's is neither searched nor
+    written to, in one line."""
+    import lancedb
+
+    clones = tmp_path / "clones"
+    make_repo(clones / "frontend", FRONTEND)
+    store = tmp_path / "store"
+    assert codesight("fleet", "index", str(clones), "--store", str(store), "--local", env=env).returncode == 0
+    lancedb.connect(str(store)).open_table("meta").update(where="key = 'schema'", values={"value": "9"})
+    before = snapshot_tree(store)
+    out = codesight("fleet", "index", str(clones), "--store", str(store), "--local", env=env)
+    assert out.returncode == 2 and "newer codesight" in out.stderr and "Traceback" not in out.stderr
+    out = codesight("search", "debounce", "--store", str(store), env=env, cwd=tmp_path)
+    assert out.returncode == 2 and "newer codesight" in out.stderr
+    assert snapshot_tree(store) == before

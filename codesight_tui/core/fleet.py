@@ -260,9 +260,16 @@ class FleetStore:
         return {CHUNKS, REPOS, META} <= self._names()
 
     def meta(self) -> dict[str, str]:
+        """The store's model, kind, dimensions and format; a store in a format newer than this
+        codesight's is refused (read or written), as the local index refuses a newer index."""
         if self._meta is None:
             rows = self._table(META).to_arrow().to_pylist()
-            self._meta = {str(r["key"]): str(r["value"]) for r in rows}
+            meta = {str(r["key"]): str(r["value"]) for r in rows}
+            schema = meta.get("schema", SCHEMA_VERSION)
+            if not schema.isdigit() or int(schema) > int(SCHEMA_VERSION):
+                raise CodeSightError(f"{self.spec.uri} was written by a newer codesight (store format {schema}; this"
+                                     f" one reads {SCHEMA_VERSION}): upgrade codesight to use it", exit_code=2)
+            self._meta = meta
         return self._meta
 
     def prepare(self, model: str, kind: str, dim: int) -> None:
