@@ -518,3 +518,26 @@ def test_a_status_call_never_takes_the_notice_a_search_should_show(repo, setting
     assert said[0] in hits.notices  # ...and so does the search that comes after
     assert not cs2.search("haversine", mode="bm25").notices  # each reader once
     assert said[0] not in cs2.status()["notices"]
+
+
+def test_an_unreadable_file_is_not_changed_forever(repo, settings, hash_embedder, monkeypatch):
+    """Issue 48 item 27: a file no run can read (chmod 000 for a user; here open() refused) is
+    skipped as unreadable, and status does not report it as added after every run."""
+    import codesight_tui.core.walker as walker
+
+    locked = str(repo / "src" / "geo.py")
+    real_open = os.open
+
+    def refusing(path, flags, *args):
+        if str(path) == locked:
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(walker.os, "open", refusing)
+    cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    report = cs.index()
+    assert report.skipped.get("unreadable") == 1
+    assert cs.changed_files() == {"added": [], "modified": [], "deleted": []}
+    assert cs.status()["changed"] == 0
+    cs.index()
+    assert cs.status()["changed"] == 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import os
 import sqlite3
 import threading
 import time
@@ -57,6 +58,16 @@ if TYPE_CHECKING:
 # Longer queries are cut here: a pasted file or a hostile 100 KB string gets an answer in
 # milliseconds instead of minutes of identifier splitting, and no question is that long.
 MAX_QUERY_CHARS = 2000
+
+
+def _readable(path: Path) -> bool:
+    """Whether an index run could open ``path`` (as the indexer does: no link followed)."""
+    from codesight_tui.core.walker import open_checked
+
+    fd, why = open_checked(str(path))
+    if fd is not None:
+        os.close(fd)
+    return why != "unreadable"
 
 
 def _clean(text: str | None) -> str | None:
@@ -868,6 +879,9 @@ class CodeSight:
         _entries, changed, deleted = scan_changes(self.root, self.store, self.settings.max_file_size,
                                                  self._exclude(), max_document_size=self.settings.max_document_size,
                                                  secret_files=tuple(self.settings.secret_files))
+        # A file no index run can read (chmod 000) is not news: it was skipped as unreadable, and
+        # counting it as added would say "changed" forever. Only the few changed ones are tried.
+        changed = [e for e in changed if _readable(self.root / e.rel_path)]
         added = [e.rel_path for e in changed if e.rel_path not in known]
         modified = [e.rel_path for e in changed if e.rel_path in known]
         return {"added": added, "modified": modified, "deleted": deleted}
