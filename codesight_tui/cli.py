@@ -938,16 +938,45 @@ def cmd_cache(args) -> int:
         stats = [EmbeddingCache.open_file(f).stats() for f in files]
     except sqlite3.Error as exc:
         raise CodeSightError(f"cannot read the embedding cache in {settings.cache_dir}: {exc}") from None
+    # Beside the embedding caches: the static model, the ONNX export and whatever else lives there.
+    cache_dir = Path(settings.cache_dir).expanduser()
+    counted = {Path(f).name for f in files} | {Path(f).name + s for f in files for s in ("-wal", "-shm")}
+    other: dict[str, int] = {}
+    if cache_dir.is_dir():
+        for entry in sorted(cache_dir.iterdir()):
+            if entry.name not in counted:
+                other[entry.name + ("/" if entry.is_dir() else "")] = _tree_bytes(entry)
+    total = sum(int(st["bytes"]) for st in stats) + sum(other.values())
     if args.json:
-        print(json.dumps({"cache_dir": str(settings.cache_dir), "max_mb": settings.cache_max_mb, "models": stats},
-                         indent=2))
+        print(json.dumps({"cache_dir": str(settings.cache_dir), "max_mb": settings.cache_max_mb, "models": stats,
+                          "other": other, "total_bytes": total}, indent=2))
         return EXIT_OK
-    print(f"{settings.cache_dir} (cap {settings.cache_max_mb:,} MB per model)")
+    print(f"{settings.cache_dir}: {_human_size(total)} in all (embedding caches capped at"
+          f" {settings.cache_max_mb:,} MB per model)")
     for st in stats:
         print(f"  {Path(st['path']).name}: {st['entries']:,} vectors, {_human_size(st['bytes'])}")
-    if not stats:
+    for name, size in other.items():
+        print(f"  {name}: {_human_size(size)}")
+    if not stats and not other:
         print("  empty")
     return EXIT_OK
+
+
+def _tree_bytes(path: Path) -> int:
+    """Bytes of a file, or of every file under a folder (links not followed)."""
+    if not path.is_dir() or path.is_symlink():
+        try:
+            return path.lstat().st_size
+        except OSError:
+            return 0
+    total = 0
+    for dirpath, _dirs, names in os.walk(path):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                continue
+    return total
 
 
 def _eval_suites(args):

@@ -2,6 +2,7 @@
 the cache line in `status`."""
 
 import json
+from pathlib import Path
 import subprocess
 import sys
 import sqlite3
@@ -72,6 +73,14 @@ def test_cache_command(repo, settings, hash_embedder):
     r = run("prune", "--max-size", "lots")
     assert r.returncode == 2 and "bad size" in r.stderr and "Traceback" not in r.stderr
     assert len(cache_files(settings.cache_dir)) == 1 and cache_mod.TOUCH_EVERY_S == 86400
+    # Issue 48 item 30: what else the cache folder holds (the static model, the ONNX export) counts too.
+    static = Path(settings.cache_dir) / "static" / "some-model"
+    static.mkdir(parents=True)
+    (static / "model.safetensors").write_bytes(b"\0" * 300_000)
+    st = json.loads(run("--json").stdout)
+    assert st["other"]["static/"] == 300_000
+    assert st["total_bytes"] == sum(m["bytes"] for m in st["models"]) + sum(st["other"].values())
+    assert "static/:" in run().stdout and "in all" in run().stdout
 
 
 

@@ -609,6 +609,7 @@ async def test_copy_says_where_the_text_went(repo, settings, monkeypatch, tmp_pa
         assert "OSC 52" in note.message
         saved = settings.data_dir / "last-copy.txt"
         assert str(saved) in note.message and saved.read_text() == hit.content
+        assert saved.stat().st_mode & 0o777 == 0o600  # issue 48 item 30: the owner's alone, as the index is
 
 
 async def test_help_and_palette(repo, settings):

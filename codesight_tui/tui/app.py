@@ -799,9 +799,11 @@ class CodeSightApp(App[int]):
             pass
         kept = ""
         try:
+            from codesight_tui.core.private import private_dir, private_file
+
             path = Path(self.engine.settings.data_dir).expanduser() / "last-copy.txt"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            private_dir(path.parent)
+            private_file(path).write_text(text, encoding="utf-8")  # the owner's alone, as the index is
             kept = f" Also saved to {path}."
         except OSError:
             pass
