@@ -563,3 +563,19 @@ def test_a_store_from_a_newer_codesight_is_refused(tmp_path, env):
     out = codesight("search", "debounce", "--store", str(store), env=env, cwd=tmp_path)
     assert out.returncode == 2 and "newer codesight" in out.stderr
     assert snapshot_tree(store) == before
+
+
+def test_a_large_blob_is_never_unpacked(tmp_path):
+    """Item 10: the checkout skips files over max_file_size before writing them (a 3 MB blob in a
+    small repository costs no temporary space)."""
+    from codesight_tui.core.fleet_job import RepoTask, Source, _checkout
+
+    repo = make_repo(tmp_path / "big", {"src/app.py": "def main():\n    return 1\n",
+                                         "data/blob.bin": "x" * 3_000_000})
+    commit = git(repo, "rev-parse", "HEAD").strip()
+    work = tmp_path / "work"
+    work.mkdir()
+    task = RepoTask(Source("big", str(repo)), commit, {}, "static", {}, None)
+    tree = _checkout(task, work, 1_000_000)
+    assert (tree / "src" / "app.py").is_file() and not (tree / "data" / "blob.bin").exists()
+    assert sum(f.stat().st_size for f in tree.rglob("*") if f.is_file()) < 10_000

@@ -220,8 +220,10 @@ def model_info(settings: Settings) -> Any:
                        nvidia_gpu(), settings.cache_dir)
 
 
-def _checkout(task: RepoTask, work: Path) -> Path:
-    """The commit's files under ``work/tree`` (``git archive``: read-only on the repository)."""
+def _checkout(task: RepoTask, work: Path, max_file_size: int) -> Path:
+    """The commit's files under ``work/tree`` (``git archive``: read-only on the repository). A
+    file over ``max_file_size``, which the walk would skip, is never written out: a 200 MB blob in
+    a small pack costs no temporary space."""
     gitdir = task.source.location
     if task.source.url:
         gitdir = str(work / "clone.git")
@@ -239,6 +241,8 @@ def _checkout(task: RepoTask, work: Path) -> Path:
             for member in tar:
                 if member.issym() or member.islnk():
                     continue  # the walker follows no link either
+                if member.isfile() and member.size > max_file_size:
+                    continue
                 tar.extract(member, tree, filter="data")
     except (tarfile.TarError, OSError) as exc:
         archive.kill()
@@ -277,7 +281,7 @@ def index_repository(task: RepoTask) -> RepoOutput:
     settings = _settings_of(task.settings)
     with tempfile.TemporaryDirectory(prefix="codesight-fleet-") as tmp:
         work = Path(tmp)
-        tree = _checkout(task, work)
+        tree = _checkout(task, work, settings.max_file_size)
         blobs = _blobs(task, work)
         stats = WalkStats()
         entries = [e for e in walk(tree, max_file_size=settings.max_file_size, exclude=list(settings.exclude),
