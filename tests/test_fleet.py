@@ -579,3 +579,19 @@ def test_a_large_blob_is_never_unpacked(tmp_path):
     tree = _checkout(task, work, 1_000_000)
     assert (tree / "src" / "app.py").is_file() and not (tree / "data" / "blob.bin").exists()
     assert sum(f.stat().st_size for f in tree.rglob("*") if f.is_file()) < 10_000
+
+
+def test_fleet_hits_carry_the_repositorys_current_commit(tmp_path, env):
+    """Item 18: a file unchanged by the last commit is labelled with that commit, as `fleet
+    status` says, not with the commit its rows were first written at."""
+    clones = tmp_path / "clones"
+    frontend = make_repo(clones / "frontend", FRONTEND)
+    store = str(tmp_path / "store")
+    assert codesight("fleet", "index", str(clones), "--store", store, "--local", env=env).returncode == 0
+    (frontend / "src" / "router.js").write_text("export function matchRoute(routes, url) {\n  return null;\n}\n")
+    git(frontend, "commit", "-qam", "router")
+    head = git(frontend, "rev-parse", "HEAD").strip()
+    assert codesight("fleet", "index", str(clones), "--store", store, "--local", env=env).returncode == 0
+    hits = json.loads(codesight("search", "debounce keystrokes", "--store", store, "--json", env=env,
+                                cwd=tmp_path).stdout)
+    assert hits[0]["path"] == "src/debounce.js" and hits[0]["commit"] == head

@@ -146,7 +146,7 @@ _CONNECTIONS: dict[StoreSpec, Any] = {}
 # Opened tables and the indexed repositories' names, per store and process: a warm reader (the
 # service, MCP, the TUI) opens each table once and reads the names every READ_CONSISTENCY_S.
 _TABLES: dict[tuple[StoreSpec, str], Any] = {}
-_NAMES_SEEN: dict[StoreSpec, tuple[float, list[str]]] = {}
+_NAMES_SEEN: dict[StoreSpec, tuple[float, dict[str, str]]] = {}  # name -> the commit its rows are of
 _CONNECT_LOCK = threading.Lock()
 
 
@@ -393,13 +393,18 @@ class FleetStore:
         return total
 
     # --- the reader ----------------------------------------------------------------------------
-    def repo_filter(self, glob: str | None) -> tuple[str | None, list[str]]:
-        """A SQL filter for the repositories a ``--repo`` glob names (None: all), and their names."""
+    def commits(self) -> dict[str, str]:
+        """Each indexed repository's commit, as its ``repos`` row says (read again every
+        READ_CONSISTENCY_S): a row that did not change since an older commit is of this one too."""
         now = time.monotonic()
         seen = _NAMES_SEEN.get(self.spec)
         if seen is None or now - seen[0] > READ_CONSISTENCY_S:
-            seen = _NAMES_SEEN[self.spec] = (now, [r.name for r in self.repos() if r.commit])
-        names = seen[1]
+            seen = _NAMES_SEEN[self.spec] = (now, {r.name: r.commit for r in self.repos() if r.commit})
+        return seen[1]
+
+    def repo_filter(self, glob: str | None) -> tuple[str | None, list[str]]:
+        """A SQL filter for the repositories a ``--repo`` glob names (None: all), and their names."""
+        names = list(self.commits())
         if not glob:
             return None, names
         chosen = [n for n in names if fnmatch.fnmatchcase(n, glob) or fnmatch.fnmatchcase(n.lower(), glob.lower())]
@@ -524,11 +529,13 @@ class FleetStore:
                            static_vectors_for=lambda rows: self.vectors([r.id for r in rows]))
         self.get_chunks([cid for cid, *_ in fused[:top_k * 4]])
         hits: list[SearchResult] = []
+        current = self.commits()
         for cid, score, ranks, is_def in fused:
             got = self._rows.get(cid)
             if got is None:
                 continue
-            row, repo_name, commit = got
+            row, repo_name, written_at = got
+            commit = current.get(repo_name) or written_at  # the repository's commit, as `fleet status` says
             if mode != "vector" and _merge_into([h for h in hits if h.repo == repo_name], row):
                 continue  # the next window of a definition already listed (as a local search does)
             hits.append(SearchResult(
