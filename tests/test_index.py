@@ -541,3 +541,21 @@ def test_an_unreadable_file_is_not_changed_forever(repo, settings, hash_embedder
     assert cs.status()["changed"] == 0
     cs.index()
     assert cs.status()["changed"] == 0
+
+
+def test_a_static_only_rebuild_keeps_the_full_vectors_the_cache_holds(repo, settings, hash_embedder):
+    """Issue 48 item 28: `index --force --static-only` rebuilds without the full model, and the
+    full model's vectors come back from the shared cache (no model work), not 0 of N."""
+    probe = CodeSight(repo, settings=settings)
+    embedder = HashEmbedder(name=probe.model_info.vectors_name)  # as the real model: its cache is the model's
+    probe.close()
+    cs = CodeSight(repo, settings=settings, embedder=embedder)
+    cs.index()
+    chunks = cs.status()["chunks"]
+    assert cs.status()["vectors"] == chunks
+    cs.close()
+    cs = CodeSight(repo, settings=settings, embedder=embedder)
+    embedder.calls.clear()
+    cs.index(force=True, embed=False, static=True)
+    assert cs.status()["vectors"] == chunks and cs.status()["pending"] == 0
+    assert embedder.calls == []

@@ -326,9 +326,11 @@ class CodeSight:
             gpu = static and self.models.gpu_likely()
             if static and not gpu and not report.cancelled:
                 self.models.index_static(store, progress, cancel, report)
-            if full_work and not report.cancelled and not self.embedder_loaded:
+            cache_only = not embed and static and report.vectors_pending and not report.cancelled
+            if ((full_work and not self.embedder_loaded) or cache_only) and not report.cancelled:
                 # What the shared cache holds needs no model: a re-clone or a rebuilt index may
-                # need no torch at all.
+                # need no torch at all, and a static-only run (--force --static-only included)
+                # keeps the full model's vectors the cache has, embedding nothing.
                 self._fill_from_cache(store, progress, cancel, report)
                 report.vectors_pending = store.counts()["pending"]
                 full_work = bool(report.vectors_pending) and not report.cancelled
