@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import signal
 import socket
 from pathlib import Path
 
@@ -13,6 +14,14 @@ import numpy as np
 import pytest
 
 from codesight_tui.config import Settings
+
+# A suite started from a script in the background (`nohup ... &`) runs with SIGINT and SIGHUP
+# ignored, and every process it starts inherits that (issue 48 item 31: a SIGINT test then saw
+# its indexer exit 0, and `codesight watch` children outlived their tests). The suite puts the
+# defaults back, so the processes it starts behave as they would for a user.
+for _sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+    if signal.getsignal(_sig) is signal.SIG_IGN:
+        signal.signal(_sig, signal.default_int_handler if _sig is signal.SIGINT else signal.SIG_DFL)
 
 
 @pytest.fixture(autouse=True)
@@ -275,3 +284,14 @@ def snapshot_tree(root: Path) -> dict[str, bytes]:
             elif p.is_file():
                 out[rel] = p.read_bytes() + f"|{p.stat().st_mtime_ns}".encode()
     return out
+
+
+def stop(proc, sig: int = signal.SIGINT, timeout: float = 20) -> tuple[str, str]:
+    """End a child a test started: ``sig`` first (the way a user stops it), then SIGKILL if it
+    has not gone within ``timeout``, so that no failure leaves it running. Its output."""
+    proc.send_signal(sig)
+    try:
+        return proc.communicate(timeout=timeout)
+    except Exception:
+        proc.kill()
+        return proc.communicate()

@@ -13,6 +13,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+
+from conftest import stop
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -268,8 +270,7 @@ async def test_an_indexer_a_watcher_and_parallel_mcp_searches_at_once(repo):
                     break
                 await asyncio.sleep(0.5)
     finally:
-        watcher.send_signal(2)
-        _, werr = watcher.communicate(timeout=60)
+        _, werr = stop(watcher, timeout=60)
         outs = [p.communicate(timeout=300) + (p.returncode,) for p in indexers]
     assert not errors and searches >= 40
     assert "Traceback" not in werr and watcher.returncode == 0, werr[-2000:]

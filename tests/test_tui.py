@@ -764,3 +764,15 @@ async def test_alt_keys_as_tmux_sends_them_act_and_type_nothing(repo, settings):
             app.post_message(event)
         await pilot.pause(0.1)
         assert query.value == "verify password" and app.clipboard == hit.content
+
+
+async def test_a_late_search_answer_after_the_screen_is_gone_is_no_crash(repo, settings):
+    """Issue 48 item 31: an answer that lands once the app's widgets are gone (it was closing)
+    found no #query and raised NoMatches out of the handler."""
+    engine = CodeSight(repo, settings=settings, embedder=HashEmbedder())
+    app = CodeSightApp(repo, engine=engine, watch=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+    app._search_finished(SearchFinished(("verify", "hybrid", "", ""), [], 1.0))  # no exception
+    assert not app._search_running

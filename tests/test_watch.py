@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from conftest import stop
+
 from codesight_tui import CodeSight
 from codesight_tui.core.watch import ADDED, DELETED, MODIFIED, Batch, Watcher
 
@@ -218,8 +220,7 @@ def test_codesight_watch_prints_one_line_per_batch(repo, tmp_path):
                             "--mode", "bm25", "--json"], capture_output=True, text=True, env=env, timeout=60)
         assert json.loads(r.stdout)[0]["path"] == "new_one.py"
     finally:
-        proc.send_signal(2)
-        _, err = proc.communicate(timeout=20)
+        _, err = stop(proc)
     assert proc.returncode == 0 and "Traceback" not in err and "stopped watching" in err
 
 

@@ -315,6 +315,12 @@ class CodeSightApp(App[int]):
     @on(SearchFinished)
     def _search_finished(self, msg: SearchFinished) -> None:
         self._search_running = False
+        try:
+            self._show_search(msg)
+        except NoMatches:  # a late answer while the app closes, or while another screen is up
+            return
+
+    def _show_search(self, msg: SearchFinished) -> None:
         for note in msg.notices:  # a rebuilt index, a model that can't load: said once, not per keystroke
             if note not in self._told:
                 self._told.add(note)
