@@ -415,7 +415,13 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet=None):
         if not location or not location.strip():
             raise ToolError("say where: \"path:line\", a file, or a symbol")
         top_k = _top_k(top_k)
-        targets = [where(r) for r in roots] if roots else [where(repo_path)]
+        if roots:
+            targets = [where(r) for r in roots]
+        elif repo_path is None and len(repos.roots) > 1:
+            # "path:line" of any allowed root: each is looked in, the first that has it is the source
+            targets = [where(str(r)) for r in repos.roots]
+        else:
+            targets = [where(repo_path)]
         targets = outermost(targets)
         notes = await prepare(targets, ctx, mode)
         engines = [repos.engine(r) for r in targets]

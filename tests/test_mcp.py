@@ -286,3 +286,17 @@ async def test_an_indexer_a_watcher_and_parallel_mcp_searches_at_once(repo):
     status = json.loads(subprocess.run([*cli, "status", str(repo), "--json"], capture_output=True, text=True,
                                        env=env).stdout)
     assert status["changed"] == 0 and status["vectors"] == status["chunks"] and not status["indexing"]
+
+
+async def test_find_related_looks_in_every_root_and_a_bad_glob_is_an_error(repo, tmp_path, _isolated_home):
+    """Issue 48 item 29: with two roots, find_related finds path:line in the second without
+    repo_path; a path filter with an unclosed '[' is an error, not an empty answer."""
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    (other / "algo.py").write_text("def levenshtein(a, b):\n    return 0\n\n\ndef edit_distance(s, t):\n"
+                                   "    return levenshtein(s, t)\n")
+    async with server(repo, other) as client:
+        r = await client.call_tool("find_related", {"location": "algo.py:5", "mode": "bm25"})
+        assert not r.is_error, r.content
+        r = await client.call_tool("search", {"query": "haversine", "mode": "bm25", "file_glob": "[[["})
+        assert r.is_error and "'['" in r.content[0].text

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -82,6 +83,18 @@ def _check_glob(glob: str) -> None:
         path_matches("probe", glob)
     except Exception as exc:
         raise CodeSightError(f"invalid path filter {glob!r}: {exc}", exit_code=2) from None
+    # pathspec reads an unclosed "[" as a literal, so "[[[" matched nothing and looked like an
+    # empty answer: a bracket is a character class, and one with no "]" is a mistake.
+    plain = re.sub(r"\\.", "", glob)
+    depth = 0
+    for ch in plain:
+        if ch == "[" and depth == 0:
+            depth = 1
+        elif ch == "]" and depth:
+            depth = 0
+    if depth:
+        raise CodeSightError(f"invalid path filter {glob!r}: a '[' with no ']' (escape it as \\[ to match it)",
+                             exit_code=2)
 
 
 def _settings(settings: Settings | None, overrides: dict[str, Any]) -> Settings:
