@@ -144,3 +144,17 @@ def test_result_names_drop_the_keywords():
         "SecureCookieSessionInterface.open_session"
     assert short_scope("impl Display for Foo > fn fmt") == "Display for Foo.fmt"
     assert short_scope("") == ""
+
+
+def test_vector_mode_lists_one_definition_once(repo, settings, hash_embedder):
+    """Issue 48 item 25: a long function cut into several windows is one result in vector mode,
+    as in hybrid mode (it was six rows of resizeWindows on fzf)."""
+    body = "".join(f"    window_height_{i} = resize_window(pane, rows={i}, cols={i * 2})\n" for i in range(160))
+    (repo / "src" / "layout.py").write_text(f"def resize_windows(pane):\n{body}    return pane\n")
+    c = CodeSight(repo, settings=settings, embedder=hash_embedder)
+    c.index()
+    windows = c.store.conn.execute("SELECT count(*) FROM chunks WHERE path = 'src/layout.py'").fetchone()[0]
+    assert windows >= 3
+    for mode in ("vector", "hybrid"):
+        hits = [h for h in c.search("resize window height pane rows", mode=mode, top_k=10) if h.path == "src/layout.py"]
+        assert len(hits) == 1, (mode, [(h.start_line, h.end_line) for h in hits])

@@ -536,7 +536,7 @@ class FleetStore:
                 continue
             row, repo_name, written_at = got
             commit = current.get(repo_name) or written_at  # the repository's commit, as `fleet status` says
-            if mode != "vector" and _merge_into([h for h in hits if h.repo == repo_name], row):
+            if _merge_into([h for h in hits if h.repo == repo_name], row):
                 continue  # the next window of a definition already listed (as a local search does)
             hits.append(SearchResult(
                 row.path, row.start_line, row.end_line, row.scope or "", row.language or "", round(score, 6),

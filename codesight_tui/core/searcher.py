@@ -261,13 +261,16 @@ def search(store: Store, vectors: VectorStore, query_vector_fn: Callable[[str], 
                        if static_vector is not None and static_index is not None else None)
     else:
         fused = [(cid, s, r, False) for cid, s, r in rrf_fuse(rankings, k=rrf_k)]
-    rows = store.get_chunks([cid for cid, *_ in fused[: top_k * (4 if stack else 2)]])
+    # One definition is one result in every mode of the stack (vector mode listed six windows of
+    # one long function); the plain seed ranking, kept for comparison, shows the raw chunks.
+    merge = stack or (mode == "vector" and ranking == "stack")
+    rows = store.get_chunks([cid for cid, *_ in fused[: top_k * (4 if merge else 2)]])
     results: list[SearchResult] = []
     for cid, score, ranks, is_def in fused:
         row = rows.get(cid)
         if row is None:  # vector of a chunk removed since (or beyond what was fetched): skip it
             continue
-        if stack and _merge_into(results, row):
+        if merge and _merge_into(results, row):
             continue
         results.append(SearchResult(
             row.path, row.start_line, row.end_line, row.scope or "", row.language or "", round(score, 6),
