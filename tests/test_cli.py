@@ -358,3 +358,27 @@ def test_a_path_after_the_query_is_where_to_look(repo):
     assert any(h["path"].startswith("docs/") for h in json.loads(r.stdout))  # without it, everywhere
     r = run("search", "src/", "--mode", "bm25", "--json", cwd=repo)  # the only word stays the query
     assert r.returncode in (0, 1) and "Traceback" not in r.stderr
+
+
+def test_related_to_a_whole_file_goes_by_its_definitions_not_its_imports(repo):
+    """Issue 48 item 26: `related FILE` matched other files' import blocks (its first chunk);
+    a whole file is represented by its definitions, and none of it comes back."""
+    names = [f"Name{i}Type" for i in range(60)]
+    imports = "from typing import (\n" + "".join(f"    {n},\n" for n in names) + ")\nimport os\nimport sys\n\n\n"
+    (repo / "src" / "wrap.py").write_text(imports + "".join(f"CONSTANT_{i} = {i}\n" for i in range(40)) + "\n\n"
+                                          + "def wrap_paragraph(text, width):\n"
+                                          "    words = text.split()\n    lines, line = [], ''\n"
+                                          "    for word in words:\n        if len(line) + len(word) > width:\n"
+                                          "            lines.append(line)\n            line = word\n"
+                                          "        else:\n            line = (line + ' ' + word).strip()\n"
+                                          "    return lines + [line]\n")
+    (repo / "src" / "other.py").write_text(imports + "def load_settings(path):\n    return open(path).read()\n")
+    (repo / "src" / "textfill.py").write_text("def fill_text_to_width(text, width):\n    words = text.split()\n"
+                                              "    out = []\n    for word in words:\n        out.append(word)\n"
+                                              "    return ' '.join(out)[:width]\n")
+    run("index", repo, "--no-embed")
+    r = run("related", "src/wrap.py", "--mode", "bm25", "--json", cwd=repo)
+    assert r.returncode == 0, r.stderr
+    hits = json.loads(r.stdout)
+    assert hits[0]["path"] == "src/textfill.py", [(h["path"], h["start_line"]) for h in hits]
+    assert not any(h["path"] == "src/wrap.py" for h in hits)

@@ -104,12 +104,33 @@ def parse_target(target: str, root: Path) -> tuple[str, int | None] | None:
     return rel.as_posix(), line
 
 
+def _file_source(store: Store, root: Path, path: str) -> RelatedSource | None:
+    """A whole file as its definitions say it: their names and words are the BM25 query, the
+    largest one's vectors the vector query, and the whole file is left out of the answer. Its
+    first chunk alone is usually its imports, and matched other files' import blocks. None for a
+    file with no definition (its first chunk then stands for it)."""
+    rows = store.conn.execute("SELECT id, scope, start_line, end_line FROM chunks WHERE path = ? ORDER BY start_line",
+                              (path,)).fetchall()
+    defs = [r for r in rows if r[1]]
+    if not defs:
+        return None
+    chunks = store.get_chunks([r[0] for r in defs])
+    largest = max(defs, key=lambda r: (r[3] - r[2], -r[2]))
+    names = " ".join(r[1] for r in defs)
+    text = names + "\n" + "\n".join(chunks[r[0]].content for r in defs if r[0] in chunks)
+    best = chunks[largest[0]]
+    return RelatedSource(str(root), path, 1, max(r[3] for r in rows), best.id, best.content,
+                         terms_of(text) or names[:200])
+
+
 def find_source(store: Store, root: Path, target: str,
                 definitions: Callable[[Store, str], list[int]]) -> RelatedSource:
     """The chunk ``target`` names in this index: the smallest chunk holding ``path:line`` (a path
     alone: its first chunk), or the definition of a symbol (``definitions(store, name)``)."""
     where = parse_target(target, root)
     row = None
+    if where is not None and where[1] is None and (whole := _file_source(store, root, where[0])) is not None:
+        return whole
     if where is not None:
         path, line = where
         found = store.conn.execute(
