@@ -608,6 +608,11 @@ def _find(args, run, query: str) -> int:
     results = run(engines, top_k=args.limit, mode=mode, glob=args.glob, language=args.lang, fast=fast, **extra)
     for n in results.notices:
         _err(n)
+    if fast and results and not (args.json or args.vimgrep) and (args.verbose or sys.stderr.isatty()):
+        full = sum(cs.counts()["vectors"] for cs in engines)
+        if full:  # the answer came without vectors this machine has: say how to use them
+            _err(f"answered from BM25 and the static tier; --full uses the full model's vectors too"
+                 f" ({full:,} chunks have them)")
     for cs in engines if mode != "bm25" and not fast else ():
         pending = cs.counts()["pending"]
         if pending:
@@ -634,8 +639,7 @@ def _find(args, run, query: str) -> int:
             # A document's place is its page, slide or (Word, which has no stable pages) its heading:
             # the lines of its extracted text mean nothing to a reader.
             loc = _safe(f"{where}{r.location if r.is_document else f'{r.path}:{r.start_line}-{r.end_line}'}")
-            tag = {"both": "bm25+vec", "bm25": "bm25", "vector": "vec", "static": "static",
-                   "symbol": "definition"}[r.found_by]
+            tag = retriever_tag(r)
             scope = r.scope
             if r.page or r.slide:  # the location says "p.12" / "slide 4"; a slide's title is left
                 scope = scope.split(": ", 1)[1] if ": " in scope else ""
@@ -1095,6 +1099,14 @@ def cmd_install(args) -> int:
     if not remove and touched and not args.dry_run and not failed:
         print("restart the agent (or reload its MCP servers) to use codesight")
     return EXIT_ERROR if failed or any(p.notes for p, _ in plans) else EXIT_OK
+
+
+def retriever_tag(hit) -> str:
+    """Which lists found a hit, as the plain output says it: ``bm25+static``, ``bm25+vec``, ``vec``,
+    ``definition`` (a definition no list ranked). It said ``bm25+vec`` for a static-tier hit."""
+    parts = [name for name, rank in (("bm25", hit.bm25_rank), ("static", hit.static_rank), ("vec", hit.vector_rank))
+             if rank]
+    return "+".join(parts) or ("definition" if hit.definition else "bm25")
 
 
 def _home(path: Path) -> str:

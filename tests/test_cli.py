@@ -382,3 +382,19 @@ def test_related_to_a_whole_file_goes_by_its_definitions_not_its_imports(repo):
     hits = json.loads(r.stdout)
     assert hits[0]["path"] == "src/textfill.py", [(h["path"], h["start_line"]) for h in hits]
     assert not any(h["path"] == "src/wrap.py" for h in hits)
+
+
+def test_the_plain_output_names_the_lists_that_found_each_hit():
+    """Issue 48 item 24: a static-tier hit was tagged bm25+vec while --json said vector_rank null."""
+    from codesight_tui.cli import retriever_tag
+    from codesight_tui.core.searcher import SearchResult
+
+    def hit(**ranks):
+        return SearchResult("a.py", 1, 2, "", "python", 0.1, ranks.get("bm25"), ranks.get("vector"), "x", 1,
+                            static_rank=ranks.get("static"), definition=ranks.get("definition", False))
+
+    assert retriever_tag(hit(bm25=2, static=1)) == "bm25+static"
+    assert retriever_tag(hit(bm25=1, vector=3)) == "bm25+vec"
+    assert retriever_tag(hit(static=4)) == "static"
+    assert retriever_tag(hit(bm25=1, static=2, vector=3)) == "bm25+static+vec"
+    assert retriever_tag(hit(definition=True)) == "definition"

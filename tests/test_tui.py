@@ -663,6 +663,11 @@ async def test_status_bar_keeps_mode_filter_and_freshness_at_80_columns(repo, se
     # the first pass: no "0 files · 0 chunks" while results may already be listed
     first = IndexState(phase="lexical", phase_total=500, phase_done=120)
     assert not bar.render_state(first, now=1.0, width=200).startswith("0 files")
+    # issue 48 item 24: while the static model distils every hit is BM25's: not a bare "hybrid"
+    first.retrievers = ("bm25",)
+    assert "hybrid: bm25" in plain(bar.render_state(first, now=1.0, width=200))
+    first.retrievers = ("bm25", "vector")  # the usual pair: the mode says it
+    assert "hybrid:" not in plain(bar.render_state(first, now=1.0, width=200))
 
 
 def test_eta_follows_the_recent_rate():

@@ -124,9 +124,11 @@ class StatusBar(Static):
         parts.append((0, st.freshness(now)))
         if st.stale:
             parts.append((1, f"[b]{len(st.stale)} stale[/b]"))
-        # Which tiers answered, where the static tier did: "hybrid: bm25+static" while the full
-        # model is loading or embedding, "bm25+static+vector" part-way through it.
-        tiers = f": {'+'.join(st.retrievers)}" if st.mode == "hybrid" and "static" in st.retrievers else ""
+        # Which tiers answered, where it was not the usual pair: "hybrid: bm25" while the static
+        # model distils (every hit BM25's), "hybrid: bm25+static" while the full model loads or
+        # embeds, "bm25+static+vector" part-way through it.
+        tiers = (f": {'+'.join(st.retrievers)}" if st.mode == "hybrid" and st.retrievers
+                 and ("static" in st.retrievers or "vector" not in st.retrievers) else "")
         parts.append((0, f"[b]{st.mode}[/b]{tiers}" + (f" {st.filters}" if st.filters else "")))
         if st.model_state == "failed":
             parts.append((1, "[b yellow]" + ("full model unavailable" if "static" in st.retrievers
