@@ -781,3 +781,20 @@ async def test_a_late_search_answer_after_the_screen_is_gone_is_no_crash(repo, s
         await pilot.pause()
     app._search_finished(SearchFinished(("verify", "hybrid", "", ""), [], 1.0))  # no exception
     assert not app._search_running
+
+
+def test_the_preview_lexes_from_above_a_window_that_starts_in_a_string(tmp_path):
+    """Issue 48 item 22: a window opening inside a docstring was lexed as one long string, hit
+    included (148 of 1,083 definitions in rich/)."""
+    from codesight_tui.core.searcher import SearchResult
+    from codesight_tui.tui.widgets.preview import render_hit
+
+    doc = "".join(f"    line {i} of a long docstring that explains the module\n" for i in range(80))
+    body = 'def first():\n    """\n' + doc + '    """\n    return 1\n\n\ndef render_lines(lines, width):\n    return [l[:width] for l in lines]\n'
+    (tmp_path / "mod.py").write_text(body)
+    target = body.split("\n").index("def render_lines(lines, width):") + 1
+    hit = SearchResult("mod.py", target, target + 1, "def render_lines", "python", 1.0, 1, None, "", 1, line=target)
+    _, strips, row = render_hit(tmp_path, hit, terms=())
+    def_seg = next(seg for seg in strips[row] if seg.text.strip() == "def")
+    doc_seg = next(seg for seg in strips[row - 6] if "docstring" in seg.text)
+    assert def_seg.style != doc_seg.style  # a keyword, not more of the string

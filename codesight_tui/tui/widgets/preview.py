@@ -25,16 +25,11 @@ MAX_LINES = 400
 LEXERS = {"pdf": "text", "docx": "text", "pptx": "text", "tsx": "tsx", "shell": "bash", "make": "make", "docker": "docker", "text": "text", "ini": "ini"}
 
 
-def read_window(path: Path, start: int, end: int, target: int = 0,
-                text: str | None = None) -> tuple[int, list[str]] | None:
-    """Lines ``start - CONTEXT_BEFORE .. end + CONTEXT_AFTER`` (at most ``MAX_LINES``, always
-    around ``target``) of a file, streamed so a huge file is never held whole; None if unreadable.
-    ``text`` (a document's extracted text) is read instead of the file."""
-    target = target or start
-    first = max(1, min(start - CONTEXT_BEFORE, target - CENTRE_CONTEXT), target - MAX_LINES // 2)
-    last = min(max(end, target) + CONTEXT_AFTER, first + MAX_LINES - 1)
-    if text is not None:
-        return first, text.split("\n")[first - 1 : last]
+LEX_FROM_TOP = 4000  # a window starting within this many lines of the top is lexed from line 1
+
+
+def read_lines(path: Path, first: int, last: int) -> list[str] | None:
+    """Lines ``first..last`` of a file, streamed; None if unreadable."""
     out: list[str] = []
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
@@ -45,7 +40,21 @@ def read_window(path: Path, start: int, end: int, target: int = 0,
                     out.append(line.rstrip("\r\n"))
     except OSError:
         return None
-    return first, out
+    return out
+
+
+def read_window(path: Path, start: int, end: int, target: int = 0,
+                text: str | None = None) -> tuple[int, list[str]] | None:
+    """Lines ``start - CONTEXT_BEFORE .. end + CONTEXT_AFTER`` (at most ``MAX_LINES``, always
+    around ``target``) of a file, streamed so a huge file is never held whole; None if unreadable.
+    ``text`` (a document's extracted text) is read instead of the file."""
+    target = target or start
+    first = max(1, min(start - CONTEXT_BEFORE, target - CENTRE_CONTEXT), target - MAX_LINES // 2)
+    last = min(max(end, target) + CONTEXT_AFTER, first + MAX_LINES - 1)
+    if text is not None:
+        return first, text.split("\n")[first - 1 : last]
+    out = read_lines(path, first, last)
+    return None if out is None else (first, out)
 
 
 TERM_STYLE = "bold reverse"
@@ -73,12 +82,19 @@ def render_hit(root: Path, hit, stale: bool = False, theme: str = "ansi_dark",
     else:
         first, lines = window
     lexer = LEXERS.get(hit.language, hit.language or "text")
+    # The lexer needs to know what the window starts inside: a window that opens in a docstring
+    # was read as one long string, hit and all. Lines above it (up to LEX_FROM_TOP) are lexed too.
+    above: list[str] = []
+    if window is not None and lexer != "text" and 1 < first <= LEX_FROM_TOP:
+        above = read_lines(root / hit.path, 1, first - 1) or []
     # Escape sequences in a file (OSC 52 writes the clipboard) are shown, never sent to the terminal.
-    code = printable("\n".join(line.expandtabs(4) for line in lines))
+    code = printable("\n".join(line.expandtabs(4) for line in above + lines))
     try:
         highlighted = Syntax(code, lexer, theme=theme, background_color="default").highlight(code)
     except Exception:  # an unknown lexer name: plain text is better than nothing
         highlighted = Text(code)
+    if above:
+        highlighted = Text("\n", end="").join(highlighted.split("\n", allow_blank=True)[len(above):])
     console = Console(width=10_000, color_system="truecolor", force_terminal=True, legacy_windows=False)
     width = len(str(first + len(lines) - 1))
     strips = []
