@@ -15,6 +15,7 @@ from pathlib import Path
 
 from codesight_tui.core.modes import MODES
 
+MAX_LIMIT = 1000  # results per answer: more is a dump of the index, not a search (and a served call's reply)
 COMMANDS = ("index", "search", "related", "ask", "status", "watch", "mcp", "eval", "cache", "stats", "install",
             "uninstall", "service", "fleet")
 
@@ -581,8 +582,8 @@ def _find(args, run, query: str) -> int:
     vimgrep lines; exit 1 when there are none."""
     from codesight_tui.core.engine import CodeSight
 
-    if args.limit < 1:
-        _err("--limit must be at least 1")
+    if not 1 <= args.limit <= MAX_LIMIT:
+        _err(f"--limit takes 1 to {MAX_LIMIT:,} results")
         return EXIT_USAGE
     if args.json and args.vimgrep:
         _err("--json and --vimgrep are two formats: give one")

@@ -38,6 +38,8 @@ from codesight_tui import client
 WORKERS = 8
 MAX_REQUEST = 1 << 20
 HEARTBEAT_S = 1.0
+REQUEST_S = 2.0  # a request line must arrive whole within this: a client trickling bytes holds no worker
+SEND_S = 5.0  # a client that reads nothing for this long is gone
 
 _local = threading.local()
 
@@ -117,6 +119,13 @@ class _Reply:
 
     def finish(self, rc: int) -> None:
         self.send({"rc": rc})
+
+    def keep_alive(self) -> None:
+        if self.lock.acquire(blocking=False):
+            try:
+                self._send({"k": 1})
+            finally:
+                self.lock.release()
 
 
 def peer_uid(conn: socket.socket) -> int | None:
@@ -242,9 +251,14 @@ class Service:
         if uid is not None and uid != self.owner:
             self._refuse(reply, "this service belongs to another user")
             return
-        conn.settimeout(5.0)
+        deadline = time.monotonic() + REQUEST_S
         data = b""
         while not data.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._refuse(reply, "the request did not arrive in time")
+                return
+            conn.settimeout(left)
             try:
                 more = conn.recv(65536)
             except OSError:
@@ -260,6 +274,7 @@ class Service:
         except ValueError:
             self._refuse(reply, "not a request")
             return
+        conn.settimeout(SEND_S)
         if not isinstance(msg, dict) or msg.get("v") != client.PROTOCOL:
             self._refuse(reply, "another protocol version")
             return
@@ -316,11 +331,14 @@ class Service:
         return rc
 
     def heartbeat(self) -> None:
+        """A keep-alive to every running request each second. A reply busy sending (to a client
+        that is slow to read) is skipped, never waited for: it is talking already, and waiting on
+        it would hold every other client's keep-alive up to SEND_S."""
         while not self.stopping.wait(HEARTBEAT_S):
             with self.lock:
                 replies = list(self.replies)
             for r in replies:
-                r.send({"k": 1})
+                r.keep_alive()
 
     def idle(self) -> bool:
         with self.lock:

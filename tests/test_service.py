@@ -292,3 +292,42 @@ def test_the_service_keeps_numpys_blas_on_one_thread():
             "print(sorted({p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'}))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[1]"
+
+
+def test_tricklers_and_a_client_that_never_reads_do_not_stall_the_service(served):
+    """Issue 48 item 13: eight connections trickling a byte a second held all eight workers (a
+    normal search then waited, gave up and ran in its own process); a request must now arrive
+    whole within REQUEST_S. -n is bounded."""
+    assert cs("search", "retry", "--mode", "bm25", cwd=served).returncode == 0
+    assert wait_for(started)
+    before = status()["served"]
+    stop = threading.Event()
+
+    def trickle() -> None:
+        try:
+            conn = client.connect(2.0)
+        except client.Unserved:
+            return
+        try:
+            while not stop.is_set():
+                try:
+                    conn.sendall(b"{")
+                except OSError:
+                    return
+                stop.wait(1.0)
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=trickle, daemon=True) for _ in range(8)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    try:
+        out = cs("search", "retry", "failed", "upload", "--mode", "bm25", "--verbose", cwd=served)
+    finally:
+        stop.set()
+    assert out.returncode == 0 and "uploads/retry.py" in out.stdout
+    assert "answering in this process" not in out.stderr, out.stderr  # the service answered it
+    assert status()["served"] >= before + 1
+    big = cs("search", "retry", "--mode", "bm25", "-n", "100000", cwd=served)
+    assert big.returncode == 2 and "--limit takes 1 to 1,000" in big.stderr
