@@ -10,10 +10,21 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 from pathlib import Path
 
 from codesight_tui.core.modes import MODES
+
+
+class AskInClient(Exception):
+    """A served call that must ask its user a question: the service hands it back, and the client
+    runs it in its own process, where the terminal is."""
+
+
+# Set by the warm service for the call its thread serves: ``can_ask``, whether that call's client
+# has a terminal to ask on.
+SERVED = threading.local()
 
 MAX_LIMIT = 1000  # results per answer: more is a dump of the index, not a search (and a served call's reply)
 COMMANDS = ("index", "search", "related", "ask", "status", "watch", "mcp", "eval", "cache", "stats", "install",
@@ -95,6 +106,8 @@ def resolve_root(path: str | Path, *, yes: bool = False, indexing: bool = True, 
         return root
     what = "your home directory" if home else f"over {LARGE_TREE_FILES:,} files"
     question = f"codesight: {root} is not a git repository and holds {what}. Index all of it?"
+    if getattr(SERVED, "can_ask", False):  # served, for a client on a terminal: it asks there, not here
+        raise AskInClient(question)
     if sys.stdin.isatty() and sys.stderr.isatty():
         sys.stderr.write(question + " [y/N] ")
         sys.stderr.flush()
@@ -440,8 +453,6 @@ def _summary(report) -> str:
 
 def _run_index(cs, *, embed: bool, force: bool = False, wait: bool = False, show: bool = True,
                static: bool | None = None):
-    import threading
-
     cancel = threading.Event()
     cs.lexical_processes = True  # our main module is guarded, so worker processes can spawn
     with _ProgressView(_progress_wanted(show)) as view:

@@ -205,7 +205,8 @@ def _via_service(argv: list[str]) -> int | None:
                 stream.flush()
 
     message = {"v": PROTOCOL, "install": install_key(), "env": env_key(), "argv": argv, "cwd": os.getcwd(),
-               "tty": sys.stdout.isatty() and not os.environ.get("NO_COLOR")}
+               "tty": sys.stdout.isatty() and not os.environ.get("NO_COLOR"),
+               "ask": sys.stdin.isatty() and sys.stderr.isatty()}  # a question can be asked here
     try:
         end = request(message, show)
     except Unserved as exc:

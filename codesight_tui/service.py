@@ -305,15 +305,22 @@ class Service:
             return
         with self.lock:
             self.replies.add(reply)
-        rc = self.run(argv, cwd, bool(msg.get("tty")), reply)
-        reply.finish(rc)
+        rc = self.run(argv, cwd, bool(msg.get("tty")), reply, can_ask=bool(msg.get("ask")))
+        if rc is not None:
+            reply.finish(rc)
 
-    def run(self, argv: list[str], cwd: str, tty: bool, reply: _Reply) -> int:
+    def run(self, argv: list[str], cwd: str, tty: bool, reply: _Reply, can_ask: bool = False) -> int | None:
+        """Run one command for a client; its exit code, or None where it was handed back (a
+        question to ask on the client's terminal: the client then runs it itself)."""
         from codesight_tui import cli
 
         _local.sink, _local.tty = reply.write, tty
+        cli.SERVED.can_ask = can_ask
         try:
             rc = cli.run(argv, cwd=cwd)
+        except cli.AskInClient:
+            reply.send({"refused": "a question to ask on the terminal"})
+            return None
         except SystemExit as exc:  # argparse: usage errors and --help
             rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
         except Exception as exc:
@@ -323,6 +330,7 @@ class Service:
             rc = 1
         finally:
             _local.sink = None
+            cli.SERVED.can_ask = False
         with self.lock:
             self.served += 1
             roots = [r for r in self.engines if r not in self.watchers]

@@ -331,3 +331,33 @@ def test_tricklers_and_a_client_that_never_reads_do_not_stall_the_service(served
     assert status()["served"] >= before + 1
     big = cs("search", "retry", "--mode", "bm25", "-n", "100000", cwd=served)
     assert big.returncode == 2 and "--limit takes 1 to 1,000" in big.stderr
+
+
+def test_a_question_is_asked_on_the_clients_terminal_when_served(served, tmp_path):
+    """Issue 48 item 17: through the service, the [y/N] question for the home directory was never
+    asked (the service has no terminal, so it said "pass --yes"); it is handed back and asked."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "notes.py").write_text("x = 1\n")
+    env = dict(os.environ, HOME=str(home))
+    assert cs("search", "retry", "--mode", "bm25", cwd=served, env={"HOME": str(home)}).returncode == 0
+    assert wait_for(started)
+    master, slave = os.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "codesight_tui", "search", "anything", "--mode", "bm25"],
+                            stdin=slave, stdout=slave, stderr=slave, cwd=home, env=env, close_fds=True)
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + 60
+    try:
+        while b"[y/N]" not in seen and b"--yes" not in seen and time.monotonic() < deadline:
+            try:
+                seen += os.read(master, 4096)
+            except OSError:
+                break
+        assert b"[y/N]" in seen, seen.decode(errors="replace")
+        os.write(master, b"n\n")
+        assert proc.wait(timeout=60) == 2
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
