@@ -109,6 +109,8 @@ async def test_mode_toggle_and_filters(repo, settings):
         await settle(app, pilot)
         assert app.glob == "web/" and app.hits and {h.path for h in app.hits} == {"web/client.js"}
         assert "glob:web/" in app.query_one("#status").render_state(app.state)
+        # issue 48 item 23: the list says its filter too (the status bar can lose it at 80 columns)
+        assert str(app.query_one(ResultsList).border_title).endswith("· glob:web/")
         await pilot.press("ctrl+f")
         await pilot.pause(0.1)
         app.screen.query_one("#filter-glob").value = ""

@@ -684,6 +684,7 @@ class CodeSightApp(App[int]):
             self.glob, self.language = glob, language
             self.state.filters = " ".join(x for x in (self.glob and f"glob:{self.glob}",
                                                       self.language and f"lang:{self.language}") if x)
+            self.query_one(ResultsList).filters = self.state.filters
             self.refresh_status()
             self.run_search()
 

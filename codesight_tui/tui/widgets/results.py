@@ -90,6 +90,7 @@ class ResultsList(OptionList):
 
     hits: Sequence[Any] = ()
     show_scores = False
+    filters = ""  # "glob:src/ lang:python", as the app has them set
 
     def show(self, hits: list, stale: set[str], refresh: bool = False) -> bool:
         """List ``hits``; returns False (and repaints nothing) when they are the ones on show.
@@ -97,16 +98,20 @@ class ResultsList(OptionList):
         it is still in the list, and says so when the list changed under it; a new query starts
         at the top."""
         sig = [(h.chunk_id, h.score, h.start_line, h.end_line, h.path in stale) for h in hits]
-        if sig == getattr(self, "_shown", None) and self.option_count == len(hits):
+        if sig == getattr(self, "_shown", None) and self.option_count == len(hits) and self.filters == getattr(
+                self, "_shown_filters", None):
             self.hits = hits  # one more key, the same hits: nothing to repaint
             return False
         keep, before = (self.current, self.highlighted) if refresh else (None, None)
         old = [hit_identity(h) for h in self.hits]
         self.hits = hits
         self._shown = sig
+        self._shown_filters = self.filters
         self._stale = stale
         self._fill()
-        self.border_title = f"{len(hits)} result{'s' if len(hits) != 1 else ''}" if hits else ""
+        # The filter is said where the results are: at 80 columns the status bar can lose it.
+        where = f" · {self.filters}" if self.filters else ""
+        self.border_title = f"{len(hits)} result{'s' if len(hits) != 1 else ''}{where}" if hits else ""
         if hits:
             found = None
             if keep is not None:
