@@ -421,6 +421,8 @@ async def test_f4_shows_code_like_the_selected_hit(repo, settings):
         assert app.query_one("#query").value == f"like: src/geo.py:{source.line}"
         assert app.hits and app.hits[0].path == "src/distance.py", [h.path for h in app.hits]
         assert not any(h.path == source.path and h.start_line <= source.line <= h.end_line for h in app.hits)
+        row = str(app.query_one(ResultsList).get_option_at_index(0).prompt)  # issue 48 item 30: as search rows,
+        assert f"{repo.name}:" not in row and not any(h.repo for h in app.hits)  # no repository name in front
         assert "More like this" in {c.title for c in app.get_system_commands(app.screen)}
         await search(app, pilot, "like: src/nowhere.py:3")  # typed by hand: one clear line, the app lives on
         assert app.hits == []

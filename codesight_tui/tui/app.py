@@ -302,6 +302,9 @@ class CodeSightApp(App[int]):
             engines = self.engines
             if query.startswith(LIKE):  # "more like this": like: PATH:LINE, a file or a symbol
                 hits = self.engine.related_many(engines, query[len(LIKE):].strip(), **args)
+                if len(engines) == 1:  # one repository: its rows carry no name, as search's do
+                    for hit in hits:
+                        hit.repo = ""
             else:
                 hits = self.engine.search_many(engines, query, fleet=self.fleet, **args) \
                     if len(engines) > 1 or self.fleet is not None else self.engine.search(query, **args)
