@@ -24,6 +24,11 @@ Sections (``--only`` picks some):
   service      the warm service: 1,000 concurrent calls and 200 client processes (answers compared with
                the in-process one), kill -9 of it mid-index, the stale socket that leaves, and another
                user's connection (root only: through the modes, and with them opened)
+  install      install/uninstall: links planted to write outside a project, Codex TOML with dotted keys,
+               inline tables and comments, VS Code's JSON with comments, a read-only file, a hand-made
+               entry, six agents into a project and out again byte for byte
+  fleet        Ray's directory made first by another user, what a local Ray listens on and writes, a
+               store path that is no store, a token in a source URL, a large blob in a small repository
 
 Throughout: every repository's bytes and mtimes are compared before and after (target: untouched),
 and every child process runs with a socket guard that records any network connection (target: 0).
@@ -1109,9 +1114,231 @@ def section_checkout(env: Env, args) -> None:
         problem(f"checkout: errors {errors[:2]}, issues {issues}, {err[-200:]}")
 
 
+# --- install and the fleet (issue 48) -------------------------------------------------------------
+def _tree_bytes(root: Path) -> dict[str, bytes]:
+    """Every file's bytes and every link's target under ``root`` (no mtimes: a byte-for-byte
+    restore rewrites a file)."""
+    out: dict[str, bytes] = {}
+    for p in sorted(root.rglob("*")):
+        rel = str(p.relative_to(root))
+        if p.is_symlink():
+            out[rel] = b"->" + os.readlink(p).encode()
+        elif p.is_file():
+            out[rel] = p.read_bytes()
+        elif p.is_dir():
+            out[rel + "/"] = b""
+    return out
+
+
+def section_install(env: Env, args) -> None:
+    """`codesight install` / `uninstall` against the files users and cloned repositories really
+    have: links planted to write outside a project, Codex TOML with dotted keys, inline tables and
+    comments, VS Code's JSON with comments, a read-only file, a hand-made entry, and six agents
+    into a project and out again, byte for byte."""
+    import tomllib
+
+    base = env.work / "install"
+    data = base / "data"
+    cases: list[tuple[str, bool]] = []
+
+    def run(home: Path, *argv: str) -> subprocess.CompletedProcess:
+        return env.cli(list(argv), data, env.cache, timeout=120, extra={"HOME": str(home)})
+
+    def new_home(name: str) -> Path:
+        home = base / name
+        for d in (".claude", ".cursor", ".codex", ".gemini", ".config/opencode"):
+            (home / d).mkdir(parents=True, exist_ok=True)
+        return home
+
+    # 1. links a cloned repository plants, pointing at the user's files
+    home = new_home("home-links")
+    (home / "precious.txt").write_text("keep me\n")
+    (home / ".bashrc").write_text("alias ll='ls -l'\n")
+    proj = base / "planted"
+    (proj / ".git").mkdir(parents=True)
+    (proj / ".cursor" / "rules").mkdir(parents=True)
+    (proj / ".cursor" / "rules" / "codesight.mdc").symlink_to(home / "precious.txt")
+    (proj / "CLAUDE.md").symlink_to(home / ".bashrc")
+    (proj / "AGENTS.md").symlink_to(home / "precious.txt")
+    before = _tree_bytes(home)
+    r1 = run(home, "install", "claude-code", "cursor", "codex", "--project", str(proj))
+    r2 = run(home, "uninstall", "claude-code", "cursor", "codex", "--project", str(proj))
+    same = _tree_bytes(home) == before
+    cases.append(("links out of a project refused, the user's files untouched",
+                  same and r1.returncode == 1 and "links out of the project" in r1.stderr and "Traceback" not in r2.stderr))
+
+    # 2. Codex TOML as users write it; install then uninstall gives back the same bytes
+    variants = {"dotted keys": 'model = "o3"\nmcp_servers.other.command = "x"\nmcp_servers.other.args = ["-v"]\n',
+                "inline table": 'mcp_servers = { other = { command = "x", args = ["-v"] } }\n',
+                "empty table with a comment": '# mine\n[mcp_servers]\n# servers go here\n',
+                "CRLF, no final newline": 'model = "o3"\r\n[mcp_servers.other]\r\ncommand = "y"'}
+    for name, text in variants.items():
+        home = new_home(f"home-toml-{len(cases)}")
+        config = home / ".codex" / "config.toml"
+        config.write_bytes(text.encode())
+        r1 = run(home, "install", "codex")
+        try:
+            got = tomllib.loads(config.read_text())
+            kept = got["mcp_servers"]["codesight"]["args"][-1] == "mcp" and (
+                "other" not in text or got["mcp_servers"]["other"]["command"] in ("x", "y"))
+        except Exception:
+            kept = False
+        r2 = run(home, "uninstall", "codex")
+        cases.append((f"Codex TOML, {name}", kept and r1.returncode == r2.returncode == 0
+                      and config.read_bytes() == text.encode()))
+
+    # 3. VS Code's mcp.json with comments and a trailing comma
+    home = new_home("home-jsonc")
+    code = home / ".config" / "Code" / "User"
+    code.mkdir(parents=True)
+    text = '{\n  // my servers\n  "servers": {\n    "other": {"command": "x"}, /* keep */\n  },\n}\n'
+    (code / "mcp.json").write_text(text)
+    r1 = run(home, "install", "copilot")
+    edited = (code / "mcp.json").read_text()
+    r2 = run(home, "uninstall", "copilot")
+    cases.append(("VS Code JSON with comments edited in place and given back",
+                  r1.returncode == 0 and "// my servers" in edited and '"codesight"' in edited
+                  and (code / "mcp.json").read_text() == text))
+
+    # 4. a read-only settings file, and 5. a hand-made "codesight" entry
+    home = new_home("home-ro")
+    settings = home / ".gemini" / "settings.json"
+    settings.write_text('{"theme": "dark"}\n')
+    settings.chmod(0o444)
+    r1 = run(home, "install", "gemini")
+    cases.append(("a read-only file left alone", r1.returncode == 1 and "read-only" in r1.stderr
+                  and settings.read_text() == '{"theme": "dark"}\n' and settings.stat().st_mode & 0o777 == 0o444))
+    home = new_home("home-own")
+    mine = '{\n  "mcpServers": {\n    "codesight": {"command": "/opt/cs", "args": ["mcp"], "env": {"X": "1"}}\n  }\n}\n'
+    (home / ".claude.json").write_text(mine)
+    r1 = run(home, "install", "claude-code")
+    r2 = run(home, "uninstall", "claude-code")
+    cases.append(("a hand-made entry kept by install and uninstall", r1.returncode == 1
+                  and (home / ".claude.json").read_text() == mine))
+
+    # 6. six agents into a project and out: every byte back, nothing left behind
+    home = new_home("home-six")
+    proj = base / "six"
+    (proj / ".git").mkdir(parents=True)
+    (proj / "CLAUDE.md").write_bytes(b"# Rules\r\n\r\nBe kind.\r\n")
+    (proj / "AGENTS.md").write_bytes(b"# Agents")
+    (proj / "opencode.json").write_bytes(b'{\n  "theme": "dark"\n}')
+    before = _tree_bytes(proj)
+    names = ["claude-code", "cursor", "codex", "gemini", "opencode", "copilot"]
+    r1 = run(home, "install", *names, "--project", str(proj))
+    r2 = run(home, "uninstall", *names, "--project", str(proj))
+    cases.append(("six agents into a project and out, byte for byte", r1.returncode == r2.returncode == 0
+                  and _tree_bytes(proj) == before))
+
+    good = sum(ok for _, ok in cases)
+    figure(f"install: {good} of {len(cases)} cases as intended")
+    for name, ok in cases:
+        if not ok:
+            problem(f"install: {name}")
+
+
+def _git_repo(root: Path, files: dict[str, bytes]) -> Path:
+    root.mkdir(parents=True)
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    genv = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t",
+                GIT_COMMITTER_EMAIL="t@example.com")
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "init"]):
+        subprocess.run(["git", "-C", str(root), *cmd], check=True, env=genv, capture_output=True)
+    return root
+
+
+def section_fleet(env: Env, args) -> None:
+    """`codesight fleet` on the hostile probe's cases: Ray's directory made first by another user
+    (root only), what a local Ray listens on and writes, a store path that is no store, a token
+    in a source URL, and a large blob in a small repository (temporary space)."""
+    base = env.work / "fleet"
+    data = base / "data"
+    home = base / "home"
+    home.mkdir(parents=True)
+    code = _git_repo(base / "clones" / "svc", {"src/retry.py": b"def retry_failed_upload(chunk):\n    return chunk.send()\n",
+                                              "data/blob.bin": os.urandom(1024) * (30 * 1024)})  # 30 MB
+    clones = str(base / "clones")
+    extra = {"HOME": str(home)}
+
+    if os.geteuid() == 0:  # 1. another user's directory where Ray's would go
+        tmp = base / "tmp-foreign"
+        tmp.mkdir(mode=0o777)
+        planted = tmp / f"codesight-ray-{os.getuid()}"
+        planted.mkdir()
+        os.chown(planted, 65534, 65534)
+        planted.chmod(0o777)
+        r = env.cli(["fleet", "index", clones, "--store", str(base / "s1"), "--workers", "1"], data, env.cache,
+                    extra=extra | {"TMPDIR": str(tmp)})
+        ok = r.returncode == 1 and "not a directory of yours" in r.stderr and not list(planted.iterdir())
+        figure(f"fleet: Ray directory made first by another user: {'refused' if ok else 'USED'}")
+        if not ok:
+            problem(f"fleet: another user's Ray directory was not refused: {r.stderr[-300:]}")
+
+    # 2. a local Ray run: its listeners, its directories, its token
+    tmp = Path(tempfile.mkdtemp(prefix="csr-", dir="/tmp"))  # short: Ray's socket paths must stay under 108 bytes
+    before = set(subprocess.run(["ss", "-ltnH"], capture_output=True, text=True).stdout.splitlines())
+    job = subprocess.Popen([sys.executable, "-m", "codesight_tui", "fleet", "index", clones, "--store",
+                            str(base / "s2"), "--workers", "1"], env={**env.env(data, env.cache), **extra,
+                                                                       "TMPDIR": str(tmp)},
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    listeners: set[str] = set()
+    while job.poll() is None:
+        listeners |= set(subprocess.run(["ss", "-ltnH"], capture_output=True, text=True).stdout.splitlines()) - before
+        time.sleep(0.3)
+    out, err = job.communicate()
+    wide = sorted({ln.split()[3] for ln in listeners if not ln.split()[3].startswith(("127.", "[::1]"))})
+    ours = tmp / f"codesight-ray-{os.getuid()}"
+    private = ours.is_dir() and ours.stat().st_mode & 0o777 == 0o700
+    figure(f"fleet: a local Ray run: exit {job.returncode}; {len(listeners)} new listeners, {len(wide)} beyond"
+           f" loopback ({', '.join(wide[:4])}{'...' if len(wide) > 4 else ''}: Ray 2.60 binds GCS and raylet"
+           " to every interface; each asks for this run's token, which is in no file); codesight's Ray"
+           f" directory {'0700' if private else 'NOT 0700'}; ~/.ray {'absent' if not (home / '.ray').exists() else 'WRITTEN'}")
+    if job.returncode != 0 or not private or (home / ".ray").exists():
+        problem(f"fleet: the Ray run: exit {job.returncode}, private {private}, {err[-300:]}")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+    # 3. a store path that holds something else (a repository)
+    other = _git_repo(base / "not-a-store", {"README": b"hello\n", "docs/guide.md": b"# Guide\n"})
+    before_tree = _tree_bytes(other)
+    r = env.cli(["fleet", "index", clones, "--store", str(other), "--local"], data, env.cache, extra=extra)
+    ok = r.returncode == 2 and _tree_bytes(other) == before_tree
+    figure(f"fleet: a repository given as the store: {'refused, untouched' if ok else 'WRITTEN TO'}")
+    if not ok:
+        problem("fleet: a non-store directory was written to")
+
+    # 4. a token in a source URL (port 9: nothing listens, the clone fails at once)
+    store = base / "s4"
+    r = env.cli(["fleet", "index", "https://deploy:SECRET-TOKEN@127.0.0.1:9/org/pay.git", "--store", str(store),
+                 "--local", "--json"], data, env.cache, extra=extra)
+    st = env.cli(["fleet", "status", "--store", str(store), "--json"], data, env.cache, extra=extra)
+    leaked = sum(b"SECRET-TOKEN" in f.read_bytes() for f in store.rglob("*") if f.is_file())
+    leaked += sum("SECRET-TOKEN" in t for t in (r.stdout, r.stderr, st.stdout, st.stderr))
+    figure(f"fleet: a token in a source URL: {leaked} places hold it (store files, report, status)")
+    if leaked:
+        problem("fleet: a URL's token was stored or printed")
+
+    # 5. a 30 MB blob in a small repository: the temporary space the run takes
+    tmp = base / "tmp-blob"
+    tmp.mkdir()
+    job = subprocess.Popen([sys.executable, "-m", "codesight_tui", "fleet", "index", clones, "--store",
+                            str(base / "s5"), "--local"], env={**env.env(data, env.cache), **extra, "TMPDIR": str(tmp)},
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = 0
+    while job.poll() is None:
+        peak = max(peak, sum(f.stat().st_size for f in tmp.rglob("*") if f.is_file() and not f.is_symlink()))
+        time.sleep(0.05)
+    job.communicate()
+    figure(f"fleet: a 30 MB blob (max_file_size 1 MB): peak temporary space {peak / 1e6:.1f} MB; exit {job.returncode}")
+    if job.returncode != 0 or peak > 5e6:
+        problem(f"fleet: the large blob took {peak / 1e6:.1f} MB of temporary space")
+    assert code.exists()
+
+
 # Rough cost of each section in --fast, for starting the longest first.
 SECTION_WEIGHT = {"kill": 4, "faults": 3, "queries": 2, "hostile": 1, "concurrency": 2, "footprint": 2, "limits": 2,
-                  "checkout": 1}
+                  "checkout": 1, "fleet": 2, "install": 1}
 
 
 def run_parallel(args, work: Path) -> int:
@@ -1391,7 +1618,8 @@ def main() -> int:
     exec(GUARD.replace('os.environ.get("CODESIGHT_TORTURE_NETLOG")', repr(str(env.netlog))), {})  # this process too
     sections = {"kill": section_kill, "concurrency": section_concurrency, "faults": section_faults,
                 "hostile": section_hostile, "queries": section_queries, "footprint": section_footprint,
-                "limits": section_limits, "checkout": section_checkout, "service": section_service}
+                "limits": section_limits, "checkout": section_checkout, "service": section_service,
+                "install": section_install, "fleet": section_fleet}
     t0 = time.perf_counter()
     print(f"torture: {args.only}; work directory {work}; {os.cpu_count()} cpus", flush=True)
     try:

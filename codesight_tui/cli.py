@@ -1063,15 +1063,17 @@ def cmd_install(args) -> int:
     ledger = agents.Ledger(Path(Settings().data_dir).expanduser() / "installed.json")
     failed = 0
     touched = 0
-    plans = []
-    for a, named in chosen:  # one agent's unreadable or unsafe file is said, and the others go on
-        try:
-            plans.append((agents.plan(a, home=home, env=env, project=project, remove=remove, ledger=ledger,
-                                      force=args.force), named))
+    noted = False
+    # One agent at a time, planned after the one before it was carried out: Codex and OpenCode
+    # share AGENTS.md, and each must see what the other did to it.
+    for a, named in chosen:
+        try:  # one agent's unreadable or unsafe file is said, and the others go on
+            p = agents.plan(a, home=home, env=env, project=project, remove=remove, ledger=ledger, force=args.force)
         except CodeSightError as exc:
             _err(f"{a.name}: {exc}")
             failed += 1
-    for p, named in plans:
+            continue
+        noted = noted or bool(p.notes)
         note = "" if p.detected or remove else " (not found here; set up because you named it)"
         if project is not None and p.agent.project_config is None:
             print(f"{p.agent.name}: has no project configuration; nothing to do")
@@ -1110,7 +1112,7 @@ def cmd_install(args) -> int:
         print("nothing changed")
     if not remove and touched and not args.dry_run and not failed:
         print("restart the agent (or reload its MCP servers) to use codesight")
-    return EXIT_ERROR if failed or any(p.notes for p, _ in plans) else EXIT_OK
+    return EXIT_ERROR if failed or noted else EXIT_OK
 
 
 def retriever_tag(hit) -> str:

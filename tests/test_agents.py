@@ -240,7 +240,7 @@ def test_uninstall_undoes_a_project_install_byte_for_byte(home, tmp_path):
     project = tmp_path / "proj"
     (project / ".git").mkdir(parents=True)
     (project / "CLAUDE.md").write_bytes(b"# Rules\r\n\r\nBe kind.\r\n")
-    (project / "AGENTS.md").write_bytes(b"# Agents\n\n")
+    (project / "AGENTS.md").write_bytes(b"# Agents")  # no final newline
     (project / "opencode.json").write_bytes(b'{\n  "theme": "dark"\n}')
     before = snapshot(project)
     names = ["claude-code", "cursor", "codex", "gemini", "opencode", "copilot"]
@@ -252,6 +252,10 @@ def test_uninstall_undoes_a_project_install_byte_for_byte(home, tmp_path):
     assert agents.BEGIN in (project / "AGENTS.md").read_text()  # OpenCode still uses it
     r = run(home, "uninstall", *names, "--project", str(project))
     assert r.returncode == 0, r.stdout + r.stderr
+    assert snapshot(project) == before
+    # all six in and out in one go each: Codex and OpenCode each see what the other did to AGENTS.md
+    assert run(home, "install", *names, "--project", str(project)).returncode == 0
+    assert run(home, "uninstall", *names, "--project", str(project)).returncode == 0
     assert snapshot(project) == before
     assert not [p for p in project.rglob("*") if p.is_dir() and p.name != ".git"]
 
