@@ -559,3 +559,7 @@ def test_a_static_only_rebuild_keeps_the_full_vectors_the_cache_holds(repo, sett
     cs.index(force=True, embed=False, static=True)
     assert cs.status()["vectors"] == chunks and cs.status()["pending"] == 0
     assert embedder.calls == []
+    # What the cache lacks stays pending: a static-only run never loads or runs the full model.
+    (repo / "src" / "fresh.py").write_text("def brand_new_function_nobody_embedded():\n    return 42\n")
+    report = cs.index(embed=False, static=True)
+    assert embedder.calls == [] and report.embedded == 0 and cs.status()["pending"] > 0

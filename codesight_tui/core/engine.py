@@ -346,7 +346,7 @@ class CodeSight:
                 # keeps the full model's vectors the cache has, embedding nothing.
                 self._fill_from_cache(store, progress, cancel, report)
                 report.vectors_pending = store.counts()["pending"]
-                full_work = bool(report.vectors_pending) and not report.cancelled
+                full_work = embed and bool(report.vectors_pending) and not report.cancelled
             static_later = gpu and full_work
             if gpu and not static_later and not report.cancelled:
                 self.models.index_static(store, progress, cancel, report)
