@@ -123,3 +123,30 @@ def test_the_readme_installs_users_as_a_regular_package():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     run = next(line for line in readme.splitlines() if "pip install" in line and "codesight /path/to/repo" in line)
     assert " -e " not in run and run.rstrip().endswith("codesight /path/to/repo")
+
+
+@pytest.mark.model
+def test_a_static_model_states_its_own_relevance_floor(tmp_path, static_model_dir, _isolated_home):
+    """Issue 49: a static table trained for retrieval scores a question's best hit near 0.15, not
+    0.5, so the distilled table's floor (0.3) dropped every answer with no word of the code; the
+    model folder's config.json says its own floor (the trainer sets it), and the search uses it."""
+    import json
+    import shutil
+
+    from codesight_tui.core.searcher import STATIC_RELEVANCE_FLOOR
+    from codesight_tui.core.static import StaticEmbedder
+
+    assert StaticEmbedder(static_model_dir).relevance_floor == STATIC_RELEVANCE_FLOOR  # none stated: the default
+    repo = build_repo(tmp_path / "repo")
+    question = "spherical trigonometry across the globe"  # no word of the fixture's code
+    for floor, answered in ((0.99, False), (0.0, True)):
+        model = tmp_path / f"model-{floor}"
+        shutil.copytree(static_model_dir, model)
+        config = json.loads((model / "config.json").read_text()) | {"relevance_floor": floor}
+        (model / "config.json").write_text(json.dumps(config))
+        cs = CodeSight(repo, static_model=str(model), device="cpu", data_dir=tmp_path / f"data-{floor}")
+        cs.index(embed=False, static=True)
+        assert list(cs.search(question, mode="bm25")) == []
+        hits = list(cs.search(question, mode="hybrid", fast=True))
+        cs.close()
+        assert bool(hits) == answered, (floor, [h.path for h in hits])

@@ -136,6 +136,10 @@ RELEVANCE_FLOOR = 0.25
 # (random words reach 0.45 to 0.6 on rich's source, a real question 0.4 to 0.6): this floor only
 # drops the emptiest queries ("the", unrelated everyday words score about 0.2).
 STATIC_RELEVANCE_FLOOR = 0.3
+# A model trained for retrieval spreads its cosines differently (a question's best hit about 0.15,
+# not 0.5): its folder states its own floor (config.json "relevance_floor", set where it was trained
+# by matching held-out pair similarities to the distilled model's at this floor); see
+# StaticEmbedder.relevance_floor.
 # So an answer from the static tier alone (nothing lexical, no full model) also needs this share of
 # the query's words to be whole words the model knows: "zzqqxxnonexistentword" and "xkcd blorp
 # fnord" reach 0.47 to 0.64 on rich's source, more than "progress bar with eta" (0.50).
@@ -228,7 +232,8 @@ def search(store: Store, vectors: VectorStore, query_vector_fn: Callable[[str], 
     near_static = False
     if static_found is not None:
         static_vector, found = static_found.result()
-        near_static = bool(found) and found[0][1] >= STATIC_RELEVANCE_FLOOR
+        floor = static_index.model.relevance_floor if static_index is not None else STATIC_RELEVANCE_FLOOR
+        near_static = bool(found) and found[0][1] >= floor
         if near_static and not rankings.get("bm25") and not n_vectors:  # the static tier would be all there is
             assert static_index is not None
             near_static = static_index.model.known_share(query_terms(query)) >= STATIC_KNOWN_WORDS

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.searcher import STATIC_RELEVANCE_FLOOR
 
 PCA_DIMS = 256  # measured against 128 and no PCA: see benchmarks/README.md, "Static tier"
 DISTILL_TIMEOUT = 1800  # seconds: a distillation that has not finished by then is abandoned
@@ -135,6 +136,12 @@ class StaticEmbedder:
         tokenizer.no_truncation()
         self.tokenizer = tokenizer
         self.max_length = int(config.get("max_length") or 512)
+        # Under this cosine a query's nearest chunk counts as unrelated (searcher); a trained model
+        # says its own, the distilled one the default its floor was measured with.
+        try:
+            self.relevance_floor = float(config.get("relevance_floor", STATIC_RELEVANCE_FLOOR))
+        except (TypeError, ValueError):
+            self.relevance_floor = STATIC_RELEVANCE_FLOOR
         unk = getattr(tokenizer.model, "unk_token", None)
         self.unk_id = tokenizer.token_to_id(unk) if unk else None
         self.dim = int(self.embeddings.shape[1])

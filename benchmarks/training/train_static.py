@@ -1,0 +1,228 @@
+"""Issue 49: the static tier trained for retrieval on (description, code) pairs.
+
+    python benchmarks/training/corpus.py                     # the pairs (see its docstring)
+    python benchmarks/training/train_static.py --out DIR     # the model, a model2vec folder
+    CODESIGHT_STATIC_MODEL=DIR bash benchmarks/eval_polyglot.sh --mode fast --fold A   (then B)
+    CODESIGHT_STATIC_MODEL=DIR bash benchmarks/eval_devset.sh --mode fast
+
+The student is the distilled table itself, read exactly as ``core.static.StaticEmbedder`` reads it:
+a text's vector is the mean of its tokens' rows (no special tokens, unknown tokens dropped, at most
+``max_length`` tokens), normalised. So the table is an ``EmbeddingBag(mode="mean")`` and training
+changes nothing at query or index time but the numbers in it.
+
+Loss: symmetric in-batch MultipleNegativesRankingLoss (each description against every code of
+its batch, and each code against every description), scale 20, Adam. 2% of the pairs are held out
+for an in-distribution MRR@10, printed after every epoch. Each epoch ends in a checkpoint in
+``$CODESIGHT_TRAIN_DIR/static-<run>/`` (table and optimiser), so a run stopped anywhere resumes
+from its last epoch. ``--resif`` puts each row back at its distilled norm afterwards (the
+distillation's SIF weighting lives in the norms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT))
+WORK = Path(os.environ.get("CODESIGHT_TRAIN_DIR", Path.home() / ".cache" / "codesight-train"))
+
+
+def base_model_dir() -> Path:
+    """The distilled static model codesight makes on first use (distilled here if missing)."""
+    from codesight_tui.config import Settings
+    from codesight_tui.core.fleet_job import model_info, static_model_path
+
+    settings = Settings(static_model="auto")  # the distilled one, whatever CODESIGHT_STATIC_MODEL says
+    return static_model_path(settings, model_info(settings))
+
+
+def tokenize(texts: list[str], base: Path) -> list[np.ndarray]:
+    from codesight_tui.core.static import StaticEmbedder
+
+    enc = StaticEmbedder(base)
+    out = []
+    for k in range(0, len(texts), 4096):
+        part = [t[: enc.max_chars] for t in texts[k:k + 4096]]
+        for e in enc.tokenizer.encode_batch_fast(part, add_special_tokens=False):
+            ids = np.asarray(e.ids[: enc.max_length], dtype=np.int64)
+            if enc.unk_id is not None:
+                ids = ids[ids != enc.unk_id]
+            out.append(ids)
+    return out
+
+
+def bag(rows: list[np.ndarray]):
+    import torch
+
+    lengths = [max(len(r), 1) for r in rows]
+    flat = np.concatenate([r if len(r) else np.zeros(1, np.int64) for r in rows])
+    offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    return torch.from_numpy(flat), torch.from_numpy(offsets.astype(np.int64))
+
+
+def encode(emb, rows: list[np.ndarray]):
+    import torch.nn.functional as F
+
+    ids, offsets = bag(rows)
+    return F.normalize(emb(ids, offsets), dim=-1)
+
+
+def mrr_at_10(emb, q: list[np.ndarray], d: list[np.ndarray]) -> float:
+    import torch
+
+    with torch.no_grad():
+        qv, dv = encode(emb, q), encode(emb, d)
+        sims = qv @ dv.T
+        ranks = (sims > sims.diag()[:, None]).sum(dim=1) + 1
+        return float(torch.where(ranks <= 10, 1.0 / ranks, torch.zeros_like(ranks, dtype=torch.float)).mean())
+
+
+def relevance_floor(base_table: np.ndarray, table: np.ndarray, q: list[np.ndarray], d: list[np.ndarray]) -> float:
+    """The trained model's static relevance floor: the distilled model's floor (the searcher's
+    STATIC_RELEVANCE_FLOOR) carried over by quantile, on held-out (description, code) pairs. The
+    share of true pairs the distilled model scores under its floor is the share the trained one
+    scores under the returned value, so a query is dropped as unrelated as often as before."""
+    import torch
+
+    from codesight_tui.core.searcher import STATIC_RELEVANCE_FLOOR
+
+    def pair_sims(weights: np.ndarray) -> np.ndarray:
+        emb = torch.nn.EmbeddingBag(weights.shape[0], weights.shape[1], mode="mean")
+        emb.weight.data = torch.from_numpy(weights.astype(np.float32))
+        with torch.no_grad():
+            return (encode(emb, q) * encode(emb, d)).sum(dim=1).numpy()
+
+    below = float((pair_sims(base_table) < STATIC_RELEVANCE_FLOOR).mean())
+    return round(float(np.quantile(pair_sims(table), below)), 4)
+
+
+def write_floor(model_dir: Path, floor: float) -> None:
+    config_file = model_dir / "config.json"
+    config = json.loads(config_file.read_text()) if config_file.is_file() else {}
+    config["relevance_floor"] = floor
+    config_file.write_text(json.dumps(config, indent=4) + "\n")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--pairs", type=Path, default=WORK / "pairs.jsonl")
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=512)
+    ap.add_argument("--lr", type=float, default=0.003)
+    ap.add_argument("--scale", type=float, default=20.0)
+    ap.add_argument("--resif", action="store_true", help="rows back at their distilled norms afterwards")
+    ap.add_argument("--limit", type=int, default=0, help="use only the first N pairs (a quick check)")
+    ap.add_argument("--where", default="", help="only pairs whose doc sits here: start, inner, module (comma list)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--calibrate", action="store_true",
+                    help="only set the relevance floor of the model already at --out (no training)")
+    args = ap.parse_args()
+
+    import torch
+    import torch.nn.functional as F
+    from safetensors.numpy import load_file, save_file
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    base = base_model_dir()
+    pairs = [json.loads(line) for line in args.pairs.read_text().splitlines()]
+    if args.where:
+        pairs = [p for p in pairs if p.get("where", "start") in args.where.split(",")]
+    if args.limit:
+        pairs = pairs[: args.limit]
+    key = hashlib.sha1(f"{args.pairs.stat().st_size}:{len(pairs)}:{args.batch}:{args.lr}:{args.scale}:{args.seed}"
+                       f":{args.where}:{args.epochs}"
+                       f":{base.name}".encode()).hexdigest()[:10]
+    run = WORK / f"static-{key}"
+    run.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    q_rows = tokenize([p["query"] for p in pairs], base)
+    d_rows = tokenize([p["doc"] for p in pairs], base)
+    print(f"{len(pairs):,} pairs tokenised in {time.perf_counter() - t0:.0f} s "
+          f"(mean tokens: query {np.mean([len(r) for r in q_rows]):.1f}, code {np.mean([len(r) for r in d_rows]):.1f})",
+          flush=True)
+    order = list(range(len(pairs)))
+    random.Random(args.seed).shuffle(order)
+    n_val = max(256, len(order) // 50)
+    val, train = order[:n_val][:2000], order[n_val:]
+
+    table = load_file(str(base / "model.safetensors"))["embeddings"].astype(np.float32)
+    base_norms = np.linalg.norm(table, axis=1)
+    vq, vd = [q_rows[i] for i in val], [d_rows[i] for i in val]
+    if args.calibrate:
+        trained = load_file(str(args.out / "model.safetensors"))["embeddings"].astype(np.float32)
+        floor = relevance_floor(table, trained, vq, vd)
+        write_floor(args.out, floor)
+        print(f"relevance floor of {args.out}: {floor}")
+        return 0
+    emb = torch.nn.EmbeddingBag(table.shape[0], table.shape[1], mode="mean")
+    emb.weight.data = torch.from_numpy(table.copy())
+    opt = torch.optim.Adam(emb.parameters(), lr=args.lr)
+    done = 0
+    for epoch in range(args.epochs, 0, -1):
+        ck = run / f"epoch-{epoch}.pt"
+        if ck.is_file():
+            state = torch.load(ck)
+            emb.load_state_dict(state["emb"])
+            opt.load_state_dict(state["opt"])
+            done = epoch
+            print(f"resumed from {ck}", flush=True)
+            break
+    print(f"held-out MRR@10 ({len(val)} pairs, each against all): {mrr_at_10(emb, vq, vd):.4f} before", flush=True)
+    for epoch in range(done + 1, args.epochs + 1):
+        t1 = time.perf_counter()
+        rnd = random.Random(args.seed * 1000 + epoch)
+        batch_order = train[:]
+        rnd.shuffle(batch_order)
+        total, steps = 0.0, 0
+        for k in range(0, len(batch_order) - args.batch + 1, args.batch):
+            idx = batch_order[k:k + args.batch]
+            qv = encode(emb, [q_rows[i] for i in idx])
+            dv = encode(emb, [d_rows[i] for i in idx])
+            logits = args.scale * qv @ dv.T
+            target = torch.arange(len(idx))
+            loss = (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target)) / 2
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss.detach())
+            steps += 1
+        torch.save({"emb": emb.state_dict(), "opt": opt.state_dict()}, run / f"epoch-{epoch}.pt")
+        print(f"epoch {epoch}: loss {total / max(steps, 1):.4f}, {time.perf_counter() - t1:.0f} s; held-out MRR@10 "
+              f"{mrr_at_10(emb, vq, vd):.4f}", flush=True)
+
+    out = emb.weight.detach().numpy().astype(np.float32)
+    if args.resif:
+        norms = np.linalg.norm(out, axis=1)
+        out *= (base_norms / np.maximum(norms, 1e-8))[:, None]
+    shutil.rmtree(args.out, ignore_errors=True)
+    shutil.copytree(base, args.out)
+    save_file({"embeddings": out.astype(np.float16)}, str(args.out / "model.safetensors"))
+    floor = relevance_floor(table, out.astype(np.float16).astype(np.float32), vq, vd)
+    write_floor(args.out, floor)
+    print(f"relevance floor {floor} (the distilled model's {0.3} carried over by quantile on held-out pairs)")
+    (args.out / "training.json").write_text(json.dumps({
+        "recipe": "symmetric in-batch MNRL on (description, code) pairs, from the distilled table",
+        "pairs": len(pairs), "epochs": args.epochs, "batch": args.batch, "lr": args.lr, "scale": args.scale,
+        "resif": args.resif, "seed": args.seed, "where": args.where or "all", "base": base.name,
+        "seconds": round(time.perf_counter() - t0),
+    }, indent=1) + "\n")
+    print(f"written: {args.out} ({time.perf_counter() - t0:.0f} s in all)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
