@@ -53,8 +53,10 @@ class Settings(BaseSettings):
         description="sentence-transformers model name or local path; the default is bundled.",
     )
     static_model: str = Field(
-        default="auto", description="The static tier (fast semantic search without torch): 'auto' distils one"
-        " from embedding_model once per machine, a path names a model2vec model folder, 'off' turns it off.")
+        default="auto", description="The static tier (fast semantic search without torch): 'auto' is the one"
+        " shipped in the package (trained on code for retrieval) with the bundled model, else one distilled"
+        " from embedding_model once per machine; 'distilled' always distils; a path names a model2vec model"
+        " folder; 'off' turns it off.")
     device: Literal["auto", "cpu", "cuda", "mps"] = Field(
         default="auto", description="Where the model runs: auto picks cuda, then mps, then cpu."
     )

@@ -773,7 +773,7 @@ def test_a_damaged_distilled_static_model_is_made_again(tmp_path, static_model_d
 
     from codesight_tui.core import static
 
-    cs = CodeSight(tmp_path, static_model="auto", device="cpu")
+    cs = CodeSight(tmp_path, static_model="distilled", device="cpu")  # never "auto": that may be the shipped model
     path = cs.static_path()
     shutil.copytree(static_model_dir, path)
     (path / "model.safetensors").write_bytes(b"\x00garbage")

@@ -208,7 +208,7 @@ def test_missing_static_model_is_a_warning_not_a_failure(repo, settings, hash_em
 
 
 def _auto_home(settings, static_model_dir) -> Path:
-    """Put the session's distilled model where ``static_model = "auto"`` looks for it."""
+    """Put the session's distilled model where ``static_model = "distilled"`` looks for it."""
     from codesight_tui.core.tokens import resolve_model
 
     info = resolve_model(settings.embedding_model)
@@ -222,7 +222,7 @@ def test_cli_search_answers_without_torch(repo, settings, static_model_dir, monk
     """A fresh `codesight search` on a fresh repository indexes the lexical phase and the static
     tier only, and answers from BM25 + static without importing torch."""
     _auto_home(settings, static_model_dir)
-    monkeypatch.setenv("CODESIGHT_STATIC_MODEL", "auto")
+    monkeypatch.setenv("CODESIGHT_STATIC_MODEL", "distilled")
     probe = ("import sys, json; from codesight_tui.cli import main; rc = main(sys.argv[1:]);"
              " print(json.dumps({'rc': rc, 'torch': 'torch' in sys.modules}))")
     run = subprocess.run([sys.executable, "-c", probe, "search", GEO_QUERY, "--path", str(repo), "--json", "-y"],
@@ -246,7 +246,7 @@ def test_a_search_after_a_bm25_only_index_gets_the_static_tier_first(repo, setti
     find an index, skip the static tier, load the full model and answer from BM25, every time: it
     now computes the static vectors first (seconds) and answers from BM25 + static, without torch."""
     _auto_home(settings, static_model_dir)
-    monkeypatch.setenv("CODESIGHT_STATIC_MODEL", "auto")
+    monkeypatch.setenv("CODESIGHT_STATIC_MODEL", "distilled")
     first = subprocess.run([sys.executable, "-m", "codesight_tui", "search", "haversine", "--mode", "bm25",
                             "--path", str(repo), "--json"], capture_output=True, text=True, timeout=300, cwd=repo)
     assert first.returncode == 0, first.stderr[-2000:]
@@ -265,10 +265,10 @@ def test_a_search_after_a_bm25_only_index_gets_the_static_tier_first(repo, setti
 
 @pytest.mark.model
 def test_auto_tier_with_the_real_model(repo, settings, static_model_dir):
-    """``static_model = "auto"`` finds the distilled model; part-way through the full model, hybrid
-    search fuses all three lists."""
+    """``static_model = "distilled"`` finds the distilled model; part-way through the full model,
+    hybrid search fuses all three lists."""
     _auto_home(settings, static_model_dir)
-    cs = CodeSight(repo, settings=settings.model_copy(update={"static_model": "auto"}))
+    cs = CodeSight(repo, settings=settings.model_copy(update={"static_model": "distilled"}))
     cs.index(embed=False, static=True)
     assert cs.static_path() is not None and cs.status(check_disk=False)["static_coverage"] == 1.0
     cs.limit_vectors(0.5)
@@ -321,3 +321,25 @@ def test_static_goes_first_on_a_cpu_and_after_the_full_model_on_a_gpu(repo, sett
     assert phases.index("lexical") < phases.index("static")
     assert (phases.index("static") < phases.index("embed")) == (device == "cpu")
     assert _consistent(cs) and cs.counts()["pending"] == 0
+
+
+@pytest.mark.model
+def test_the_shipped_static_model_is_the_default_and_answers_a_plain_question(repo, settings):
+    """Issue 49: with the bundled full model, ``static_model = "auto"`` is the static model shipped in
+    the package (trained on code; no distillation on a first run), with its own relevance floor;
+    the issue's fixture question finds the LRU cache in the top 3 from BM25 + static."""
+    from codesight_tui.core.static import PACKAGED_DIR, StaticEmbedder, is_model_dir
+
+    assert is_model_dir(PACKAGED_DIR)
+    cs = CodeSight(repo, settings=settings.model_copy(update={"static_model": "auto"}))
+    assert cs.static_path() == PACKAGED_DIR
+    model = StaticEmbedder(PACKAGED_DIR)
+    assert model.dim == 256 and model.relevance_floor < 0.3
+    report = cs.index(embed=False, static=True)
+    assert report.distill_seconds == 0 and cs.status(check_disk=False)["static_coverage"] == 1.0
+    cs.close()
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "training" / "fixture_question.py"
+    out = subprocess.run([sys.executable, str(script), "auto"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-1000:]
+    rank = out.stdout.split("storage/cache.py at ")[1].split(";")[0]
+    assert rank.isdigit() and int(rank) <= 3, out.stdout

@@ -197,8 +197,10 @@ def static_model_path(settings: Settings, info: Any, say: Callable[[str], None] 
     local tier, not the fleet's)."""
     from codesight_tui.core.static import distill, distilled_dir, is_model_dir
 
+    # The fleet keeps the distilled table, whatever "auto" means locally: a store records only the
+    # full model's name, and a new table would mix two kinds of static vectors in one store.
     value = str(settings.static_model or "auto").strip()
-    if value.lower() not in ("auto", "off"):
+    if value.lower() not in ("auto", "off", "distilled"):
         path = Path(value).expanduser()
         if not is_model_dir(path):
             raise CodeSightError(f"no model2vec model at {path} (static_model)", exit_code=2)

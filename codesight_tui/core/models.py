@@ -148,17 +148,20 @@ class Models:
 
     # --- the static tier ------------------------------------------------------------------------
     def static_path(self) -> Path | None:
-        """The static model's folder: distilled from the full model (``static_model = "auto"``),
-        a configured model2vec folder, or None when the tier is off (or the model was injected)."""
+        """The static model's folder: the one shipped in the package (``static_model = "auto"``
+        with the bundled full model), distilled from the full model (``auto`` otherwise, or
+        ``distilled``), a configured model2vec folder, or None when the tier is off (or the model
+        was injected)."""
         value = str(self.settings.static_model or "auto").strip()
         if value.lower() == "off":
             return None
-        if value.lower() == "auto":
+        if value.lower() in ("auto", "distilled"):
             if self.injected:
                 return None
-            from codesight_tui.core.static import distilled_dir
+            from codesight_tui.core.static import distilled_dir, packaged_model
 
-            return distilled_dir(self.settings.cache_dir, self.info.name, self.info.load_from)
+            shipped = packaged_model(self.info.name) if value.lower() == "auto" else None
+            return shipped or distilled_dir(self.settings.cache_dir, self.info.name, self.info.load_from)
         return Path(value).expanduser()
 
     def static_model(self, *, create: bool = False, progress: ProgressFn | None = None,
@@ -172,7 +175,9 @@ class Models:
         path = self.static_path()
         if path is None:
             return None
-        auto = str(self.settings.static_model).strip().lower() == "auto"
+        # "auto" and "distilled" distil what is missing; the shipped model is never remade
+        auto = (str(self.settings.static_model).strip().lower() in ("auto", "distilled")
+                and path != static.PACKAGED_DIR)
         if not static.is_model_dir(path):
             if not create:
                 return None

@@ -46,6 +46,21 @@ def distilled_dir(cache_dir: Path, base_name: str, base_path: Path | str | None)
     return Path(cache_dir).expanduser() / "static" / f"{_slug(base_name)}-pca{PCA_DIMS}-{digest}"
 
 
+PACKAGED_DIR = Path(__file__).resolve().parents[1] / "models" / "static"
+
+
+def packaged_model(base_name: str) -> Path | None:
+    """The static model shipped in the package, for the bundled full model: MiniLM's tokenizer,
+    its distilled table trained on (description, code) pairs for retrieval (issue 49; recipe and
+    corpus manifest in benchmarks/training/). None where it is absent or another full model is
+    configured, whose own distillation then serves."""
+    from codesight_tui.config import DEFAULT_MODEL
+
+    if base_name != DEFAULT_MODEL or not is_model_dir(PACKAGED_DIR):
+        return None
+    return PACKAGED_DIR
+
+
 def is_model_dir(path: Path) -> bool:
     """Whether ``path`` holds a model2vec model (its vectors and its tokenizer)."""
     return (path / "model.safetensors").is_file() and (path / "tokenizer.json").is_file()
