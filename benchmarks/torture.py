@@ -1142,7 +1142,9 @@ def section_install(env: Env, args) -> None:
     cases: list[tuple[str, bool]] = []
 
     def run(home: Path, *argv: str) -> subprocess.CompletedProcess:
-        return env.cli(list(argv), data, env.cache, timeout=120, extra={"HOME": str(home)})
+        # XDG_CONFIG_HOME too: VS Code's and OpenCode's files are under it, whatever the caller's is
+        return env.cli(list(argv), data, env.cache, timeout=120,
+                       extra={"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")})
 
     def new_home(name: str) -> Path:
         home = base / name

@@ -927,6 +927,7 @@ def cmd_cache(args) -> int:
     from codesight_tui.config import load_settings
     from codesight_tui.core.cache import EmbeddingCache, cache_files
     from codesight_tui.core.errors import CodeSightError
+    from codesight_tui.core.paths import tree_bytes
 
     settings = load_settings()
     files = cache_files(settings.cache_dir)
@@ -961,7 +962,7 @@ def cmd_cache(args) -> int:
     if cache_dir.is_dir():
         for entry in sorted(cache_dir.iterdir()):
             if entry.name not in counted:
-                other[entry.name + ("/" if entry.is_dir() else "")] = _tree_bytes(entry)
+                other[entry.name + ("/" if entry.is_dir() else "")] = tree_bytes(entry)
     total = sum(int(st["bytes"]) for st in stats) + sum(other.values())
     if args.json:
         print(json.dumps({"cache_dir": str(settings.cache_dir), "max_mb": settings.cache_max_mb, "models": stats,
@@ -976,23 +977,6 @@ def cmd_cache(args) -> int:
     if not stats and not other:
         print("  empty")
     return EXIT_OK
-
-
-def _tree_bytes(path: Path) -> int:
-    """Bytes of a file, or of every file under a folder (links not followed)."""
-    if not path.is_dir() or path.is_symlink():
-        try:
-            return path.lstat().st_size
-        except OSError:
-            return 0
-    total = 0
-    for dirpath, _dirs, names in os.walk(path):
-        for name in names:
-            try:
-                total += os.lstat(os.path.join(dirpath, name)).st_size
-            except OSError:
-                continue
-    return total
 
 
 def _eval_suites(args):

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.paths import tree_bytes
 from codesight_tui.core.redact import scrub_credentials
 from codesight_tui.core.store import ChunkRow, path_matches
 from codesight_tui.core.text import query_terms
@@ -383,14 +384,7 @@ class FleetStore:
         """Bytes the store takes, where it is a local path (object storage: None)."""
         if self.spec.remote:
             return None
-        total = 0
-        for dirpath, _dirs, files in os.walk(self.spec.location()):
-            for f in files:
-                try:
-                    total += os.lstat(os.path.join(dirpath, f)).st_size
-                except OSError:
-                    pass
-        return total
+        return tree_bytes(Path(self.spec.location()))
 
     # --- the reader ----------------------------------------------------------------------------
     def commits(self) -> dict[str, str]:

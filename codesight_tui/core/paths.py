@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -124,3 +125,22 @@ def git_head(root: Path) -> str | None:
     except (OSError, IndexError):
         return None
     return None
+
+
+def tree_bytes(path: Path) -> int:
+    """Bytes of a file, or of every file under a folder (links are not followed; what vanishes
+    meanwhile counts nothing)."""
+    path = Path(path)
+    if path.is_symlink() or not path.is_dir():
+        try:
+            return path.lstat().st_size
+        except OSError:
+            return 0
+    total = 0
+    for dirpath, _dirs, names in os.walk(path):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                continue
+    return total
