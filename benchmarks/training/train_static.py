@@ -41,8 +41,8 @@ WORK = Path(os.environ.get("CODESIGHT_TRAIN_DIR", Path.home() / ".cache" / "code
 MODEL_CARD = """# codesight's static model
 
 A model2vec static model: all-MiniLM-L6-v2's tokenizer, its vocabulary distilled from the model
-(model2vec, PCA to 256 dimensions, SIF weighting), then trained contrastively on 145,316
-(description, code) pairs mined from 326 permissively licensed public repositories in 20 languages
+(model2vec, PCA to 256 dimensions, SIF weighting), then trained contrastively on 144,514
+(description, code) pairs mined from 318 permissively licensed public repositories in 20 languages
 (symmetric in-batch MultipleNegativesRankingLoss, scale 20, batch 512, Adam at 0.003, 2 epochs).
 No evaluation repository, nor any file sharing content with one, is in the data.
 
