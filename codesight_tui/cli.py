@@ -563,7 +563,12 @@ def _trailing_path(args) -> None:
     try:
         if not candidate.exists():
             return
-        root = _search_roots(args)[0]
+        # Only where the repository is: _find resolves (and, for a large tree, asks about) the root
+        # once, later; resolving it here too asked twice.
+        from codesight_tui.core.paths import find_repo_root
+
+        base = Path(args.path[0]).expanduser() if args.path else cwd
+        root = find_repo_root(base if base.is_absolute() else cwd / base)
         rel = candidate.resolve().relative_to(root)
     except (OSError, ValueError):
         return
