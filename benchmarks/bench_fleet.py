@@ -1,4 +1,4 @@
-"""The fleet (issue 33) on 100+ real repositories: indexing throughput with 1, 2 and 4 Ray workers,
+"""The fleet (issue 33) on 100+ real repositories: indexing throughput with 1, 2 and 4 workers,
 re-index after one commit, search latency against object-store tables (moto's S3 server on
 127.0.0.1) and against a local copy, and the store's size.
 
@@ -9,7 +9,7 @@ unpacked by its unpack.sh) and the source distributions of ``--sdists`` packages
 environment (pip download, from PyPI), each made a git repository of one commit. It is built once
 under ``--work`` (default .cache/fleet-bench) and reused. Queries are the polyglot set's own.
 ``--full N`` also indexes N repositories with the full model (ONNX on a CPU) for its throughput.
-Every index run is a fresh `codesight fleet index` process, so Ray's start is in its time.
+Every index run is a fresh `codesight fleet index` process, so its workers' start is in its time.
 """
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ def main() -> int:
 
 
 def throughput(args, work: Path, clones: str) -> Path:
-    print("\n## Throughput (static model, fresh store, `codesight fleet index DIR --workers N`, Ray started by the run)")
+    print("\n## Throughput (static model, fresh store, `codesight fleet index DIR --workers N`, workers started by the run)")
     print("| workers | seconds | of which writing | of which indexes | repositories | files | chunks | chunks/s |"
           " vs 1 worker |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -218,11 +218,11 @@ def reindex(work: Path, repos: list[Path], clones: str, local_store: Path) -> No
     git(target, "commit", "-qam", "bench: one change")
     report, seconds, _ = codesight("fleet", "index", clones, "--store", str(local_store), "--workers", "2")
     print(f"- one commit: {seconds:.1f} s ({len(report['indexed'])} repository re-read, {report['changed_files']}"
-          f" file chunked, {report['chunks']} chunks, {len(report['unchanged'])} unchanged; Ray's start included)")
+          f" file chunked, {report['chunks']} chunks, {len(report['unchanged'])} unchanged; the workers' start included)")
     report, seconds, _ = codesight("fleet", "index", clones, "--store", str(local_store), "--workers", "2")
     print(f"- nothing changed: {seconds:.1f} s ({len(report['unchanged'])} unchanged)")
     report, seconds, _ = codesight("fleet", "index", clones, "--store", str(local_store), "--local")
-    print(f"- nothing changed, --local (no Ray): {seconds:.1f} s")
+    print(f"- nothing changed, --local (no workers): {seconds:.1f} s")
 
 
 def search(args, work: Path, repos: list[Path]) -> None:

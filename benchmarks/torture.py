@@ -1252,9 +1252,9 @@ def _git_repo(root: Path, files: dict[str, bytes]) -> Path:
 
 
 def section_fleet(env: Env, args) -> None:
-    """`codesight fleet` on the hostile probe's cases: Ray's directory made first by another user
-    (root only), what a local Ray listens on and writes, a store path that is no store, a token
-    in a source URL, and a large blob in a small repository (temporary space)."""
+    """`codesight fleet` on the hostile probe's cases: what a run on this machine's workers listens
+    on and leaves behind, a store path that is no store, a token in a source URL, and a large blob
+    in a small repository (temporary space)."""
     base = env.work / "fleet"
     data = base / "data"
     home = base / "home"
@@ -1264,42 +1264,25 @@ def section_fleet(env: Env, args) -> None:
     clones = str(base / "clones")
     extra = {"HOME": str(home)}
 
-    if os.geteuid() == 0:  # 1. another user's directory where Ray's would go
-        tmp = base / "tmp-foreign"
-        tmp.mkdir(mode=0o777)
-        planted = tmp / f"codesight-ray-{os.getuid()}"
-        planted.mkdir()
-        os.chown(planted, 65534, 65534)
-        planted.chmod(0o777)
-        r = env.cli(["fleet", "index", clones, "--store", str(base / "s1"), "--workers", "1"], data, env.cache,
-                    extra=extra | {"TMPDIR": str(tmp)})
-        ok = r.returncode == 1 and "not a directory of yours" in r.stderr and not list(planted.iterdir())
-        figure(f"fleet: Ray directory made first by another user: {'refused' if ok else 'USED'}")
-        if not ok:
-            problem(f"fleet: another user's Ray directory was not refused: {r.stderr[-300:]}")
-
-    # 2. a local Ray run: its listeners, its directories, its token
-    tmp = Path(tempfile.mkdtemp(prefix="csr-", dir="/tmp"))  # short: Ray's socket paths must stay under 108 bytes
-    before = set(subprocess.run(["ss", "-ltnH"], capture_output=True, text=True).stdout.splitlines())
+    # 1-2. a run on this machine's worker processes: what it listens on, what it leaves
+    tmp = base / "tmp-run"
+    tmp.mkdir()
+    before = set(subprocess.run(["ss", "-ltunH"], capture_output=True, text=True).stdout.splitlines())
     job = subprocess.Popen([sys.executable, "-m", "codesight_tui", "fleet", "index", clones, "--store",
-                            str(base / "s2"), "--workers", "1"], env={**env.env(data, env.cache), **extra,
+                            str(base / "s2"), "--workers", "2"], env={**env.env(data, env.cache), **extra,
                                                                        "TMPDIR": str(tmp)},
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     listeners: set[str] = set()
     while job.poll() is None:
-        listeners |= set(subprocess.run(["ss", "-ltnH"], capture_output=True, text=True).stdout.splitlines()) - before
-        time.sleep(0.3)
+        listeners |= set(subprocess.run(["ss", "-ltunH"], capture_output=True, text=True).stdout.splitlines()) - before
+        time.sleep(0.1)
     out, err = job.communicate()
-    wide = sorted({ln.split()[3] for ln in listeners if not ln.split()[3].startswith(("127.", "[::1]"))})
-    ours = tmp / f"codesight-ray-{os.getuid()}"
-    private = ours.is_dir() and ours.stat().st_mode & 0o777 == 0o700
-    figure(f"fleet: a local Ray run: exit {job.returncode}; {len(listeners)} new listeners, {len(wide)} beyond"
-           f" loopback ({', '.join(wide[:4])}{'...' if len(wide) > 4 else ''}: Ray 2.60 binds GCS and raylet"
-           " to every interface; each asks for this run's token, which is in no file); codesight's Ray"
-           f" directory {'0700' if private else 'NOT 0700'}; ~/.ray {'absent' if not (home / '.ray').exists() else 'WRITTEN'}")
-    if job.returncode != 0 or not private or (home / ".ray").exists():
-        problem(f"fleet: the Ray run: exit {job.returncode}, private {private}, {err[-300:]}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    left = sorted(str(p.relative_to(base)) for p in [*tmp.iterdir(), *home.iterdir()])
+    figure(f"fleet: a run on worker processes here: exit {job.returncode}; {len(listeners)} new TCP/UDP listeners"
+           f" (a local Ray had 7 beyond loopback); left in TMPDIR and HOME: {left or 'nothing'}")
+    if job.returncode != 0 or listeners or left:
+        problem(f"fleet: the run: exit {job.returncode}, listeners {sorted(listeners)[:3]}, left {left[:3]},"
+                f" {err[-300:]}")
 
     # 3. a store path that holds something else (a repository)
     other = _git_repo(base / "not-a-store", {"README": b"hello\n", "docs/guide.md": b"# Guide\n"})

@@ -240,7 +240,8 @@ def _build_parser() -> argparse.ArgumentParser:
                         " (s3://, gs://, az://) that everyone who can read it can search (search --store)."
                         " `fleet index` reads each repository's HEAD commit through git (never its working"
                         " tree, never writing to it), chunks and embeds what changed since the store's copy in"
-                        " Ray tasks, and writes the rows. Credentials: the cloud's usual variables (AWS_*).")
+                        " worker processes here (or on a Ray cluster), and writes the rows. Credentials: the cloud's"
+                        " usual variables (AWS_*).")
     fsub = pf.add_subparsers(dest="fleet_command", metavar="{index,status,remove}")
     fi = fsub.add_parser("index", help="index git URLs, clones or directories of clones into the store")
     fi.add_argument("sources", nargs="+", help="a git URL, a clone, or a directory whose sub-directories are clones")
@@ -248,11 +249,12 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="the vectors: static (the static tier: thousands of chunks a second on a CPU; default)"
                     " or full (the full model: a GPU's work)")
     fi.add_argument("--ray-address", default=None, metavar="ADDR",
-                    help="a Ray cluster to run on (default: start Ray here, with --workers CPUs)")
+                    help="a Ray cluster to run on (default: worker processes here, --workers at once)")
     fi.add_argument("--workers", type=int, default=0, help="repositories indexed at once (default: the cores)")
-    fi.add_argument("--local", action="store_true", help="no Ray: one repository at a time in this process")
+    fi.add_argument("--local", action="store_true", help="no workers: one repository at a time in this process")
     fi.add_argument("--gpus", type=float, default=0.0, metavar="N",
-                    help="GPUs (or a share of one, e.g. 0.25) each task asks Ray for: full-model tasks on GPU nodes")
+                    help="GPUs (or a share of one, e.g. 0.25) each task asks the Ray cluster for: full-model tasks"
+                    " on GPU nodes")
     fs = fsub.add_parser("status", help="the store's repositories: commit, files, chunks, last failure")
     fr = fsub.add_parser("remove", help="take repositories out of the store")
     fr.add_argument("names", nargs="+", help="repository names, as status lists them")

@@ -1,22 +1,24 @@
-"""The fleet (issue 33): several fixture repositories indexed by a real local Ray into a real
-LanceDB store on a real S3-compatible server (moto's, on 127.0.0.1), searched, re-indexed after a
-commit, and killed mid-job (a Ray worker, and the driver itself)."""
+"""The fleet (issue 33): several fixture repositories indexed by real worker processes (and by a
+real Ray cluster on 127.0.0.1) into a real LanceDB store on a real S3-compatible server (moto's,
+on 127.0.0.1), searched, re-indexed after a commit, and killed mid-job (a worker, and the driver
+itself)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
-import time
+import tempfile
 from pathlib import Path
 
 import pytest
-
 from conftest import snapshot_tree, wait_for
 
-pytestmark = pytest.mark.loopback  # moto's S3 server and Ray listen on 127.0.0.1 only
+pytestmark = pytest.mark.loopback  # moto's S3 server and the Ray cluster's test listen on 127.0.0.1
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00",
@@ -260,10 +262,18 @@ def test_fleet_is_fused_with_the_local_index(tmp_path, env):
     assert both[0]["repo"] == "frontend" and both[0]["commit"]
 
 
-def _ray_workers_running(name: str) -> list[int]:
-    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
-    return [int(line.split(None, 1)[0]) for line in out.splitlines()
-            if line.split(None, 1)[1:] and line.split(None, 1)[1].startswith(f"ray::{name}")]
+def _workers(state: str = "task") -> list[int]:
+    """This user's fleet workers (``core.pool``) that are running a task (or idle), by the name
+    they give themselves."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and proc.stat().st_uid == os.getuid() and \
+                    (proc / "comm").read_text().strip() == f"codesight-{state}":
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
 
 
 def _big_repos(root: Path, n: int) -> dict[str, Path]:
@@ -285,7 +295,7 @@ def test_a_worker_killed_mid_job_is_retried_and_the_table_stays_consistent(tmp_p
     killed: list[int] = []
 
     def kill_one() -> bool:
-        for pid in _ray_workers_running("index_repository"):
+        for pid in _workers():
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
             return True
@@ -296,7 +306,7 @@ def test_a_worker_killed_mid_job_is_retried_and_the_table_stays_consistent(tmp_p
     assert killed, "no worker was seen running a task"
     assert job.returncode in (0, 1), err
     report = json.loads(out)
-    # Ray ran the killed task again (max_retries): every repository is in, nothing twice.
+    # The killed task ran again (MAX_RETRIES): every repository is in, nothing twice.
     assert sorted(report["indexed"]) == sorted(repos) and report["failed"] == [], err
     assert set(assert_consistent(store, repos)) == set(repos)
     again = json.loads(codesight("fleet", "index", str(tmp_path / "clones"), "--store", store, "--local", "--json",
@@ -316,11 +326,11 @@ def test_the_job_killed_outright_leaves_whole_repositories_and_the_next_run_comp
         seen.append(line)
         if "files changed" in line:
             break
+    assert _workers() or _workers("idle")
     job.kill()
     job.wait(timeout=30)
-    from codesight_tui.core.fleet_job import ray_temp_dir, sweep_orphans
-
-    wait_for(lambda: sweep_orphans(ray_temp_dir(), kill=False) > 0, timeout=5)  # what the kill left
+    # The workers die with the driver: none is left running, orphaned, to write nowhere.
+    assert wait_for(lambda: not _workers() and not _workers("idle"), timeout=10)
     assert any("files changed" in line for line in seen), seen
     partial = assert_consistent(store, repos)
     assert 1 <= len(partial) < len(repos)
@@ -334,8 +344,6 @@ def test_the_job_killed_outright_leaves_whole_repositories_and_the_next_run_comp
     report = json.loads(resumed.stdout)
     assert set(report["unchanged"]) == recorded and set(report["indexed"]) == set(repos) - recorded
     assert set(assert_consistent(store, repos)) == set(repos)
-    # What the killed run's Ray left behind (its agents, orphaned) was swept by the next run.
-    assert sweep_orphans(ray_temp_dir(), kill=False) == 0
 
 
 def test_a_failing_repository_is_reported_and_skipped(tmp_path, env):
@@ -389,12 +397,13 @@ def _local_fleet(tmp_path: Path, static_model_dir: Path):
 
 
 async def test_the_tui_searches_the_fleet_beside_the_repository(repo, settings, tmp_path, static_model_dir):
+    from conftest import HashEmbedder
+    from test_tui import search, settle
+
     from codesight_tui import CodeSight
     from codesight_tui.tui.app import CodeSightApp
     from codesight_tui.tui.widgets.preview import Preview
     from codesight_tui.tui.widgets.results import ResultsList
-    from conftest import HashEmbedder
-    from test_tui import search, settle
 
     fleet = _local_fleet(tmp_path, static_model_dir)
     engine = CodeSight(repo, settings=settings, embedder=HashEmbedder())
@@ -445,41 +454,128 @@ def _mode(path: Path) -> int:
     return path.stat().st_mode & 0o777
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="makes a directory owned by another user")
-def test_a_ray_directory_another_user_made_first_is_refused(tmp_path, env):
-    """Item 2: another user creates $TMPDIR/codesight-ray-UID (0777) before us, to read or feed
-    Ray's sockets and logs; the run refuses it in one line and puts nothing in it."""
-    tmp = tmp_path / "tmp"
-    tmp.mkdir(mode=0o777)
-    planted = tmp / f"codesight-ray-{os.getuid()}"
-    planted.mkdir()
-    os.chown(planted, 65534, 65534)
-    planted.chmod(0o777)
-    clones = tmp_path / "clones"
-    make_repo(clones / "frontend", FRONTEND)
-    out = codesight("fleet", "index", str(clones), "--store", str(tmp_path / "store"), "--workers", "1",
-                    env=env | {"TMPDIR": str(tmp)})
-    assert out.returncode == 1 and "is not a directory of yours" in out.stderr and "Traceback" not in out.stderr
-    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
-    assert not list(planted.iterdir())
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit():
+                ppid = int((proc / "stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(proc.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
 
 
-def test_a_local_ray_keeps_its_directories_and_its_token_private(tmp_path, env):
-    """Item 2: Ray makes its own directories 0777 and writes ~/.ray/auth_token 0644; after a run
-    codesight's directory is still 0700 around them, and no token file was written."""
-    home = tmp_path / "home"
+def _sockets(pids: set[int]) -> dict[str, list[str]]:
+    """What the processes listen on: TCP and UDP sockets bound to an address (``ip:port``), and
+    Unix sockets bound to a path."""
+    inodes: set[str] = set()
+    for pid in pids:
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    if target.startswith("socket:["):
+                        inodes.add(target[8:-1])
+        except OSError:
+            continue
+    found: dict[str, list[str]] = {"inet": [], "unix": []}
+    for table in ("tcp", "tcp6", "udp", "udp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+                f = line.split()
+                listening = f[3] == "0A" if table.startswith("tcp") else f[3] == "07"
+                if f[9] in inodes and listening:
+                    found["inet"].append(f"{table} {f[1]}")
+    for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
+        f = line.split()
+        if len(f) >= 8 and f[6] in inodes and f[7].startswith("/"):
+            with contextlib.suppress(OSError):  # the path, and its folder's mode while it is there
+                found["unix"].append(f"{f[7]} {_mode(Path(f[7]).parent):o}")
+    return found
+
+
+def test_a_run_here_listens_on_no_port_and_leaves_nothing_behind(tmp_path, env):
+    """Item 2: a local Ray listened on every interface (GCS, raylet: 7 ports beyond loopback),
+    made its directories 0777 and wrote ~/.ray/auth_token 0644. The workers here listen on no
+    port; the fork server's socket is in a 0700 directory of ours; nothing is left in TMPDIR or
+    HOME after the run."""
+    repos = _big_repos(tmp_path / "clones", 3)
+    home, tmp = tmp_path / "home", tmp_path / "tmp"
     home.mkdir()
+    tmp.mkdir()
+    job = subprocess.Popen([sys.executable, "-m", "codesight_tui", "fleet", "index", str(tmp_path / "clones"),
+                            "--store", str(tmp_path / "store"), "--workers", "2", "--json"],
+                           env=env | {"HOME": str(home), "TMPDIR": str(tmp)}, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    seen: dict[str, list[str]] = {"inet": [], "unix": []}
+    workers_seen = set()
+
+    def look() -> bool:
+        tree = _descendants(job.pid) | {job.pid}
+        workers_seen.update(tree & set(_workers()))
+        for kind, where in _sockets(tree).items():
+            seen[kind] += where
+        return job.poll() is not None
+
+    wait_for(look, timeout=240, every=0.05)
+    out, err = job.communicate(timeout=60)
+    assert job.returncode == 0, err
+    assert sorted(json.loads(out)["indexed"]) == sorted(repos)
+    assert workers_seen, "no worker was seen running a task"
+    assert seen["inet"] == [], seen
+    assert seen["unix"], "the fork server's socket was not seen"
+    for where in set(seen["unix"]):
+        path, mode = where.split()
+        assert Path(path).parent.parent == tmp and mode == "700", where
+    assert list(tmp.iterdir()) == [] and list(home.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(tmp_path_factory):
+    """A real Ray cluster's head on 127.0.0.1 (``ray start``), with a token of its own, for
+    ``--ray-address``."""
+    pytest.importorskip("ray")
+    import secrets
+
+    tmp = Path(tempfile.mkdtemp(prefix="cs-ray-", dir="/tmp"))  # short: Ray's socket paths
+    token = secrets.token_hex(32)
+    env = os.environ | {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "RAY_USAGE_STATS_ENABLED": "0",
+                        "HOME": str(tmp_path_factory.mktemp("ray-home"))}
+    ray = [sys.executable, "-m", "ray.scripts.scripts"]
+    started = subprocess.run([*ray, "start", "--head", "--node-ip-address=127.0.0.1", "--port=0", "--num-cpus=2",
+                              "--include-dashboard=false", f"--temp-dir={tmp}", "--disable-usage-stats"],
+                             env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert started.returncode == 0, started.stderr[-2000:]
+    address = next(line.split("'")[1] for line in started.stdout.splitlines()
+                   if "ray start --address=" in line)
+    yield address, env
+    subprocess.run([*ray, "stop", "--force"], env=env, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_a_ray_cluster_runs_the_tasks_when_asked(tmp_path, env, ray_cluster):
+    """``--ray-address`` hands the tasks to a Ray cluster (here one on 127.0.0.1); the store
+    gets the same rows as from the workers here."""
+    address, ray_env = ray_cluster
     clones = tmp_path / "clones"
     make_repo(clones / "frontend", FRONTEND)
-    out = codesight("fleet", "index", str(clones), "--store", str(tmp_path / "store"), "--workers", "1", "--json",
-                    env=env | {"HOME": str(home)})
+    make_repo(clones / "infra", INFRA)
+    store = str(tmp_path / "store")
+    out = codesight("fleet", "index", str(clones), "--store", store, "--ray-address", address, "--json",
+                    env=env | {k: ray_env[k] for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "HOME")})
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["indexed"] == ["frontend"]
-    from codesight_tui.core.fleet_job import ray_temp_dir
-
-    ours = ray_temp_dir().parent
-    assert ours.is_dir() and _mode(ours) == 0o700 and ours.stat().st_uid == os.getuid()
-    assert not (home / ".ray").exists()
+    assert sorted(json.loads(out.stdout)["indexed"]) == ["frontend", "infra"]
+    hits = json.loads(codesight("search", "RolloutCanary", "--store", store, "--json", env=env, cwd=tmp_path).stdout)
+    assert (hits[0]["repo"], hits[0]["path"]) == ("infra", "deploy/rollout.go")
+    out = codesight("fleet", "index", str(clones), "--store", store, "--gpus", "1", env=env)
+    assert out.returncode == 2 and "--ray-address" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_a_store_path_is_created_only_by_a_writer_and_only_where_it_is_a_store(tmp_path, env):

@@ -1,7 +1,7 @@
 """The fleet: one search over many repositories, in LanceDB tables at a URI (a local path, or
 ``s3://``, ``gs://``, ``az://`` object storage) that any number of readers share.
 
-``core.fleet_job`` builds the tables (a Ray job over git commits); this module is the store
+``core.fleet_job`` builds the tables (tasks over git commits, on this machine's cores or a Ray cluster); this module is the store
 itself and the search over it. Three tables:
 
 - ``chunks``: one row per chunk of every repository's indexed commit: its repository and commit,

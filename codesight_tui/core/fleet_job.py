@@ -1,15 +1,17 @@
-"""``codesight fleet index``: many repositories into one fleet store (``core.fleet``), as a Ray job.
+"""``codesight fleet index``: many repositories into one fleet store (``core.fleet``).
 
 The driver (this process) resolves the sources (git URLs, local clones, directories of clones)
 to a commit each, asks the store which repositories are already at that commit, and hands each of
-the others to a Ray task. A task reads the commit (``git archive``, so nothing is written into the
-repository, and a clone's uncommitted edits are not indexed), walks it with the same walker
-(.gitignore, secret files, size caps), chunks only the files whose git blob differs from the
-store's, masks secrets, and embeds with the same models through the same content-addressed cache;
-it returns rows, and writes nothing. The driver is the one writer: it applies each repository's
-rows as its task ends (``FleetStore.apply``), so a worker killed mid-task leaves the store as it
-was (Ray runs the task again), a repository that fails is reported and skipped, and a driver
-killed mid-job leaves whole repositories done and the rest at their old commit, for the next run.
+the others to a task: on worker processes of this machine (``core.pool``, no network listener),
+on a Ray cluster (``--ray-address``), or in this process (``--local``). A task reads the commit
+(``git archive``, so nothing is written into the repository, and a clone's uncommitted edits are
+not indexed), walks it with the same walker (.gitignore, secret files, size caps), chunks only the
+files whose git blob differs from the store's, masks secrets, and embeds with the same models
+through the same content-addressed cache; it returns rows, and writes nothing. The driver is the
+one writer: it applies each repository's rows as its task ends (``FleetStore.apply``), so a
+worker killed mid-task leaves the store as it was (the task runs again), a repository that fails
+is reported and skipped, and a driver killed mid-job leaves whole repositories done and the rest
+at their old commit, for the next run.
 """
 
 from __future__ import annotations
@@ -123,7 +125,7 @@ def head_commit(source: Source) -> str:
 
 @dataclass
 class RepoTask:
-    """What one Ray task needs: the source, its commit, the store's blobs of its files, and the
+    """What one task needs: the source, its commit, the store's blobs of its files, and the
     settings of the walk and the model."""
 
     source: Source
@@ -268,8 +270,8 @@ def _blobs(task: RepoTask, work: Path) -> dict[str, str]:
 
 
 def index_repository(task: RepoTask) -> RepoOutput:
-    """One repository's rows (runs in a Ray worker, or in-process): what changed since the rows the
-    store holds (``task.known``), chunked, masked and embedded."""
+    """One repository's rows (in a worker process, a Ray worker, or in-process): what changed since
+    the rows the store holds (``task.known``), chunked, masked and embedded."""
     import numpy as np
     import pyarrow as pa
 
@@ -364,91 +366,22 @@ class FleetReport:
         return d
 
 
-def _ray(address: str | None, workers: int) -> Any:
-    """Ray, started here with ``workers`` CPUs (no dashboard, no usage report), or joined at
-    ``address``."""
+def _ray(address: str) -> Any:
+    """Ray, joined at ``address`` (a cluster's; usage reports off). A run on this machine alone
+    uses ``core.pool`` instead: Ray 2.60's servers listen on every interface."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing leaves the machine unasked
     os.environ.setdefault("RAY_DISABLE_DOCKER_CPU_WARNING", "1")
-    fresh_token = not address and not os.environ.get("RAY_AUTH_TOKEN") and not os.environ.get("RAY_AUTH_TOKEN_PATH")
-    if fresh_token:
-        # Ray 2.60's GCS and raylet listen on every interface whatever the node address, so a
-        # local cluster asks every caller for a token: a new one per run, in the environment that
-        # its processes inherit (readable by this user only), never in ~/.ray/auth_token, which
-        # Ray would write 0644. Set before Ray is imported: its loader keeps what it read first.
-        import secrets
-
-        os.environ["RAY_AUTH_MODE"] = "token"
-        os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
     try:
         import ray
     except ImportError:
-        raise CodeSightError("the fleet needs Ray: pip install 'codesight-tui[fleet]'", exit_code=2) from None
-    if fresh_token:  # a Ray imported earlier in this process reads the new token and mode again
-        with contextlib.suppress(Exception):
-            from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined]
-
-            Config.initialize("")
-            AuthenticationTokenLoader.instance().reset_cache()
+        raise CodeSightError("--ray-address needs Ray: pip install 'codesight-tui[fleet]'", exit_code=2) from None
     if ray.is_initialized():
         return ray
     try:
-        if address:
-            ray.init(address=address, log_to_driver=False, configure_logging=False)
-        else:
-            temp = ray_temp_dir()
-            sweep_orphans(temp)
-
-            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False,
-                     object_store_memory=max(128, 96 * workers) << 20, _temp_dir=str(temp),
-                     _node_ip_address="127.0.0.1")  # a local Ray answers this machine only
+        ray.init(address=address, log_to_driver=False, configure_logging=False)
     except Exception as exc:
-        raise CodeSightError(f"cannot start Ray{f' at {address}' if address else ''}: {str(exc).splitlines()[0][:200]}"
-                             ) from None
+        raise CodeSightError(f"cannot join Ray at {address}: {str(exc).splitlines()[0][:200]}") from None
     return ray
-
-
-def ray_temp_dir() -> Path:
-    """Where a Ray started here keeps its sockets and logs: ``r`` inside this user's own directory
-    (0700), not Ray's default /tmp/ray, which is shared and world-writable. Ray makes its own
-    directory and its sessions 0777; inside ours nobody else can reach them. A directory of that
-    name that another user made first is refused. Short, for socket paths."""
-    from codesight_tui.core.private import owned_private_dir
-
-    outer = Path(tempfile.gettempdir()) / f"codesight-ray-{os.getuid()}"
-    try:
-        owned_private_dir(outer)
-    except PermissionError as exc:
-        raise CodeSightError(f"cannot start Ray: {exc}", exit_code=1) from None
-    return outer / "r"
-
-
-def sweep_orphans(temp: Path, kill: bool = True) -> int:
-    """Kill what a local Ray of an earlier run left when that run was killed outright (kill -9
-    gives it no time to stop Ray): processes of this user, orphaned (parent 1), that hold files
-    open under ``temp``. Linux (/proc) only; elsewhere nothing is swept. Returns how many (with
-    ``kill=False``, how many there are)."""
-    import signal
-
-    killed = 0
-    prefix = str(temp) + os.sep
-    try:
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
-            if ppid != 1 or os.stat(f"/proc/{pid}").st_uid != os.getuid():
-                continue
-            fds = os.listdir(f"/proc/{pid}/fd")
-            if any(os.readlink(f"/proc/{pid}/fd/{fd}").startswith(prefix) for fd in fds):
-                if kill:
-                    os.kill(pid, signal.SIGKILL)
-                killed += 1
-        except (OSError, ValueError, IndexError):
-            continue
-    return killed
 
 
 def _task_settings(settings: Settings) -> dict[str, Any]:
@@ -461,11 +394,15 @@ def run(items: list[str], spec: StoreSpec, settings: Settings, *, kind: str = "s
         workers: int = 0, progress: Callable[[str], None] | None = None, local: bool = False,
         gpus: float = 0.0) -> FleetReport:
     """Index ``items`` (git URLs, clones, directories of clones) into the store at ``spec``.
-    ``workers``: Ray tasks at once (0: the cores here, or the cluster's). ``local`` runs the tasks
-    in this process, one at a time, with no Ray. ``gpus``: the GPUs (or share of one) each task
-    asks Ray for, so that full-model tasks land on a cluster's GPU nodes."""
+    ``workers``: tasks at once (0: the cores here, or the cluster's). ``address``: a Ray cluster to
+    run the tasks on; without it they run on worker processes here (``core.pool``), and with
+    ``local`` in this process, one at a time. ``gpus``: the GPUs (or share of one) each Ray task
+    asks for, so that full-model tasks land on a cluster's GPU nodes."""
     if kind not in KINDS:
         raise CodeSightError(f"unknown model kind {kind!r}: use static or full", exit_code=2)
+    if gpus and not address:
+        raise CodeSightError("--gpus asks a Ray cluster for GPUs: give --ray-address too (a run here uses the"
+                             " device setting)", exit_code=2)
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
     report = FleetReport()
@@ -478,22 +415,19 @@ def run(items: list[str], spec: StoreSpec, settings: Settings, *, kind: str = "s
     # Ray prints what its workers report (a worker that died, say) on standard output, which is
     # the caller's (JSON): it goes to standard error instead.
     with contextlib.redirect_stdout(sys.stderr):
-        if not local:
-            from codesight_tui.core.indexer import _cores
-
-            # Ray first: its processes are forked before LanceDB's runtime exists in this one.
-            ray = _ray(address, workers or _cores())
+        if address and not local:
+            ray = _ray(address)
         try:
-            _run(sources, spec, settings, kind, ray, workers, say, report, gpus)
+            _run(sources, spec, settings, kind, ray, workers, say, report, gpus, local)
         finally:
-            if ray is not None and not address:
+            if ray is not None:
                 ray.shutdown()
     report.seconds = round(time.perf_counter() - t0, 2)
     return report
 
 
 def _run(sources: list[Source], spec: StoreSpec, settings: Settings, kind: str, ray: Any, workers: int,
-         say: Callable[[str], None], report: FleetReport, gpus: float = 0.0) -> None:
+         say: Callable[[str], None], report: FleetReport, gpus: float = 0.0, local: bool = False) -> None:
     info = model_info(settings)
     static_path = None
     if kind == "static":
@@ -544,7 +478,9 @@ def _run(sources: list[Source], spec: StoreSpec, settings: Settings, kind: str, 
         report.cache_hits += out.cache_hits
         say(f"{task.source.name}: {out.changed} of {out.files} files changed, {out.chunks} chunks, {out.seconds:.1f} s")
 
-    if ray is None or not tasks:
+    if ray is not None and tasks:
+        report.workers = _run_ray(ray, tasks, workers, done, gpus)
+    elif local or not tasks:  # --local: in this process, one at a time
         report.workers = 1 if tasks else 0
         for task in tasks:
             try:
@@ -554,7 +490,10 @@ def _run(sources: list[Source], spec: StoreSpec, settings: Settings, kind: str, 
             else:
                 done(task, out, None)
     else:
-        report.workers = _run_ray(ray, tasks, workers, done, gpus)
+        from codesight_tui.core.indexer import _cores
+        from codesight_tui.core.pool import run_tasks
+
+        report.workers = run_tasks(index_repository, tasks, workers or _cores(), done, preload=__name__)
     finished = store.finish()
     report.rows, report.index_seconds = finished["rows"], finished["index_seconds"]
 
