@@ -13,9 +13,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codesight_tui.core.modes import MODES
 
+if TYPE_CHECKING:
+    from codesight_tui.core.workspace import Workspace
 
 class AskInClient(Exception):
     """A served call that must ask its user a question: the service hands it back, and the client
@@ -32,8 +35,8 @@ COMMANDS = ("index", "search", "related", "ask", "status", "watch", "mcp", "eval
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 # The service (``codesight_tui.service``) sets this to hand ``search`` and ``related`` its warm
-# engines: a callable from a repository root to its ``CodeSight``. None: a new engine per call.
-ENGINE = None
+# engines: its ``core.workspace.Workspace``. None: a workspace (and new engines) per call.
+WORKSPACE: Workspace | None = None
 
 
 class Terminated(KeyboardInterrupt):
@@ -456,7 +459,6 @@ def _summary(report) -> str:
 def _run_index(cs, *, embed: bool, force: bool = False, wait: bool = False, show: bool = True,
                static: bool | None = None):
     cancel = threading.Event()
-    cs.lexical_processes = True  # our main module is guarded, so worker processes can spawn
     with _ProgressView(_progress_wanted(show)) as view:
         try:
             return cs.index(progress=view, embed=embed, force=force, cancel=cancel, wait=wait, static=static)
@@ -476,7 +478,8 @@ def _check_language(lang: str) -> str:
 def cmd_index(args) -> int:
     from codesight_tui.core.engine import CodeSight
 
-    cs = CodeSight(resolve_root(args.path, yes=args.yes), exclude=args.exclude or None)
+    # Our main module is guarded, so an index run's worker processes can spawn (lexical_processes).
+    cs = CodeSight(resolve_root(args.path, yes=args.yes), exclude=args.exclude or None, lexical_processes=True)
     report = _run_index(cs, embed=not (args.no_embed or args.static_only), force=args.force, wait=args.wait,
                         static=args.static_only or not args.no_embed)
     for w in report.warnings:
@@ -542,15 +545,13 @@ def _search_roots(args) -> list[Path]:
 
 
 def cmd_search(args) -> int:
-    from codesight_tui.core.engine import CodeSight
-
     if isinstance(args.query, list):  # unquoted words, as an editor's :grep passes them
         args.query = " ".join(args.query)
     if not args.query.strip():
         _err("the query is empty: say what to look for, e.g. codesight search \"parse config file\"")
         return EXIT_USAGE
     _trailing_path(args)
-    return _find(args, lambda engines, **kw: CodeSight.search_many(engines, args.query, **kw), args.query)
+    return _find(args, args.query)
 
 
 def _trailing_path(args) -> None:
@@ -584,21 +585,29 @@ def _trailing_path(args) -> None:
 
 
 def cmd_related(args) -> int:
-    from codesight_tui.core.engine import CodeSight
-
     if not args.target.strip():
         _err("say where: codesight related PATH:LINE, a file, or a symbol")
         return EXIT_USAGE
     from codesight_tui.core.related import from_cwd
 
     target = from_cwd(args.target, args.cwd or os.getcwd())  # a path as the user sees it, from where they are
-    return _find(args, lambda engines, **kw: CodeSight.related_many(engines, target, **kw), "")
+    return _find(args, target, like=True)
 
 
-def _find(args, run, query: str) -> int:
+def _workspace() -> Workspace:
+    """The warm service's workspace, or this process's own (its entry point is guarded, so
+    index runs may spawn worker processes)."""
+    from codesight_tui.core.workspace import EngineOptions, Workspace
+
+    return WORKSPACE or Workspace(EngineOptions(lexical_processes=True))
+
+
+def _find(args, query: str, like: bool = False) -> int:
     """``search`` and ``related``: index what has no index, run, print the hits as text, JSON or
     vimgrep lines; exit 1 when there are none."""
     from codesight_tui.core.engine import CodeSight
+    from codesight_tui.core.modes import Vectors
+    from codesight_tui.core.workspace import SearchRequest
 
     if not 1 <= args.limit <= MAX_LIMIT:
         _err(f"--limit takes 1 to {MAX_LIMIT:,} results")
@@ -607,24 +616,28 @@ def _find(args, run, query: str) -> int:
         _err("--json and --vimgrep are two formats: give one")
         return EXIT_USAGE
     fleet = _fleet(args)
+    workspace = _workspace()
     if fleet is not None and not args.path and not args.all and not _in_repository(args):
-        engines = []  # outside any repository: the fleet alone
+        roots = []  # outside any repository: the fleet alone
     else:
-        engines = [(ENGINE or CodeSight)(root) for root in _search_roots(args)]
+        roots = _search_roots(args)
+    engines = [workspace.engine(root) for root in roots]
     if args.lang:
         args.lang = _check_language(args.lang)
     mode = args.mode or (engines[0].settings if engines else fleet.settings).default_mode
     for cs in engines:
         _ready(cs, mode, args.full)
     several = len(engines) > 1 or fleet is not None
-    # A fresh process answers from BM25 and the static tier (no torch: well under a second) where
-    # every repository has static vectors; --full (or no static tier) loads the full model.
-    fast = mode == "hybrid" and not args.full and all(cs.static_ready() for cs in engines)
-    extra = {"fleet": fleet, "repo": args.repo} if fleet is not None else {}
     if args.repo and fleet is None:
         _err("--repo narrows a fleet store's repositories: give --store too (or set fleet_store)")
         return EXIT_USAGE
-    results = run(engines, top_k=args.limit, mode=mode, glob=args.glob, language=args.lang, fast=fast, **extra)
+    # A fresh process answers from BM25 and the static tier (no torch: well under a second) where
+    # every repository has static vectors; --full (or no static tier) loads the full model.
+    request = SearchRequest(query, tuple(roots), args.limit, mode, args.glob, args.lang,
+                            vectors=Vectors.LOAD if args.full else Vectors.STATIC, like=like, fleet=fleet,
+                            fleet_repo=args.repo)
+    fast = workspace.vectors_for(request, engines, mode) is Vectors.STATIC
+    results = workspace.search(request)
     for n in results.notices:
         _err(n)
     if fast and results and not (args.json or args.vimgrep) and (args.verbose or sys.stderr.isatty()):
@@ -784,7 +797,7 @@ def cmd_ask(args) -> int:
     if args.top_k is not None and not 1 <= args.top_k <= 50:
         _err("--top-k must be between 1 and 50")
         return EXIT_USAGE
-    cs = CodeSight(resolve_root(args.path, yes=args.yes))
+    cs = CodeSight(resolve_root(args.path, yes=args.yes), lexical_processes=True)
     llm_config(cs.settings)  # a missing back end is said before any indexing
     _ready(cs, "hybrid", args.full)
     stream = cs.ask_stream(args.question, args.top_k, glob=args.glob,
@@ -835,8 +848,7 @@ def cmd_watch(args) -> int:
 
     from codesight_tui.core.engine import CodeSight
 
-    cs = CodeSight(resolve_root(args.path, yes=args.yes))
-    cs.lexical_processes = True
+    cs = CodeSight(resolve_root(args.path, yes=args.yes), lexical_processes=True)
 
     def on_batch(batch, report) -> None:
         line = _batch_line(batch, report)

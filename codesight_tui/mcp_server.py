@@ -31,8 +31,10 @@ from pydantic import BaseModel, Field, ValidationError
 from codesight_tui.core.engine import CodeSight
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.jobs import IndexJob
+from codesight_tui.core.modes import Vectors
 from codesight_tui.core.paths import find_repo_root, outermost
 from codesight_tui.core.text import LONE_SURROGATE
+from codesight_tui.core.workspace import EngineOptions, SearchRequest, Workspace
 
 # How long a tool call waits for a lexical phase to commit before answering with what exists: well
 # under the 30 to 60 s tool timeouts assistants use.
@@ -126,17 +128,17 @@ class WatchOutput(BaseModel):
 
 # --- state -----------------------------------------------------------------------------------
 class Repos:
-    """The server's repositories: allowed roots, one engine per repository, background index
-    runs, watchers. Thread-safe: tools run in worker threads, in parallel."""
+    """The server's allowed roots, over the core's ``Workspace`` (one engine per repository,
+    background index runs, watchers, the model's warm-up). Thread-safe: tools run in worker
+    threads, in parallel."""
 
     def __init__(self, roots: list[Path]) -> None:
         self.roots = [Path(os.path.realpath(r)) for r in roots]
+        # The model runs in a child process, shared by every repository's engine; `codesight mcp`
+        # is a guarded entry point, so workers can spawn; a long-lived process: BM25 from memory.
+        self.workspace = Workspace(EngineOptions(model_process=True, lexical_processes=True, resident_bm25=True))
         self._lock = threading.RLock()
-        self.engines: dict[Path, CodeSight] = {}
-        self.jobs: dict[Path, IndexJob] = {}
-        self.watchers: dict[Path, object] = {}
-        self.caught_up: set[Path] = set()
-        self.model_thread: threading.Thread | None = None
+        self.caught_up: set[Path] = set()  # repositories this server has brought up to date
 
     # --- where ------------------------------------------------------------------------------
     def _allowed(self, real: Path) -> bool:
@@ -165,84 +167,32 @@ class Repos:
         return repo if self._allowed(repo) else base
 
     def engine(self, repo: Path) -> CodeSight:
-        with self._lock:
-            cs = self.engines.get(repo)
-            if cs is None:
-                # The model runs in a child process, shared by every repository's engine.
-                cs = self.engines[repo] = CodeSight(repo, model_process=True)
-                cs.lexical_processes = True  # `codesight mcp` is a guarded entry point: workers can spawn
-                cs.resident_bm25 = True  # a long-lived process: BM25 from memory (core.lexical)
-            return cs
+        return self.workspace.engine(repo)
 
-    # --- indexing ---------------------------------------------------------------------------
     def start_index(self, repo: Path, force: bool = False) -> tuple[IndexJob, bool]:
-        """A background index run of ``repo``: ``(job, started)``; a run already going is reused.
-        A watched repository is indexed by its watcher (asked for a full walk)."""
+        """A background index run of ``repo`` (``Workspace.start_index``)."""
         with self._lock:
-            job = self.jobs.get(repo)
-            if job is None:
-                job = self.jobs[repo] = IndexJob(self.engine(repo))
-            if job.running:
-                return job, False
-            watcher = self.watchers.get(repo)
-            if watcher is not None and watcher.running and not force:
-                watcher.request_full()
-                told = IndexJob(job.engine)  # nothing to wait for: the watcher's batch is the run
-                told.phase = "watch"
-                return told, False
-            self.caught_up.add(repo)
-            return job, job.start(force=force)
-
-    def running(self, repo: Path) -> IndexJob | None:
-        job = self.jobs.get(repo)
-        return job if job is not None and job.running else None
-
-    def load_model(self, cs: CodeSight) -> None:
-        """Load the shared model in the background (a first search never waits for it)."""
-        with self._lock:
-            if cs.embedder_loaded or cs.model_error or (self.model_thread and self.model_thread.is_alive()):
-                return
-
-            def load() -> None:
-                try:
-                    cs.embedder()
-                except CodeSightError:
-                    pass
-
-            self.model_thread = threading.Thread(target=load, name="codesight-model", daemon=True)
-            self.model_thread.start()
-
-    def model_state(self, cs: CodeSight) -> str:
-        if cs.embedder_loaded:
-            return f"{cs.model_info.name} (ready)"
-        if cs.model_error:
-            return f"{cs.model_info.name} (failed: {cs.model_error}; BM25 only)"
-        return f"{cs.model_info.name} (loading)" if self.model_thread else f"{cs.model_info.name} (not loaded yet)"
+            job, started = self.workspace.start_index(repo, force=force)
+            if job.phase != "watch":
+                self.caught_up.add(repo)
+            return job, started
 
     def state(self, repo: Path) -> IndexState:
         cs = self.engine(repo)
         counts = cs.counts()
-        job = self.running(repo)
+        job = self.workspace.running(repo)
         last = cs.last_indexed()
-        watcher = self.watchers.get(repo)
         return IndexState(
             repo=str(repo), indexed=cs.is_indexed(), files=counts["files"], chunks=counts["chunks"],
             vectors=counts["vectors"],
             vector_coverage=round(counts["vectors"] / counts["chunks"], 4) if counts["chunks"] else 0.0,
             indexing=job is not None or cs.indexing_now(), phase=job.phase if job else None,
             progress=f"{job.phase} {job.done}/{job.total}" if job else None,
-            watching=watcher is not None and watcher.running, model=self.model_state(cs),
+            watching=self.workspace.watching(repo), model=self.workspace.model_state(cs),
             last_indexed=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(last)) if last else None)
 
     def close(self) -> None:
-        for w in list(self.watchers.values()):
-            w.stop(timeout=1)
-        for job in self.jobs.values():
-            job.cancel()
-        for job in self.jobs.values():
-            job.wait(2)
-        for cs in self.engines.values():
-            cs.close()
+        self.workspace.close()
 
 
 class _Server(MCPServer):
@@ -321,17 +271,17 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet=None):
         notes: list[str] = []
         for repo in targets:
             cs = repos.engine(repo)
-            if repo not in repos.caught_up and repos.running(repo) is None:
+            if repo not in repos.caught_up and repos.workspace.running(repo) is None:
                 job, _ = repos.start_index(repo)  # first use in this server: bring it up to date
                 if not cs.is_indexed():
                     await _wait_lexical(job, ctx, cs)
-            elif not cs.is_indexed() and (job := repos.running(repo)) is not None:
+            elif not cs.is_indexed() and (job := repos.workspace.running(repo)) is not None:
                 await _wait_lexical(job, ctx, cs)
-            job = repos.jobs.get(repo)
+            job = repos.workspace.job_of(repo)
             if job is not None and job.error and job.finished.is_set():
                 notes.append(f"{repo.name}: {job.error}")
             if (mode or cs.settings.default_mode) != "bm25":
-                repos.load_model(cs)
+                repos.workspace.warm_model(cs)
         return notes
 
     async def answer(kind: str, query: str, targets: list[Path], mode: str | None, run, notes: list[str],
@@ -391,15 +341,13 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet=None):
         targets = [where(r) for r in roots] if roots else [where(repo_path)]
         targets = outermost(targets)  # nested roots are one index, not one each
         notes = await prepare(targets, ctx, mode)
-        engines = [repos.engine(r) for r in targets]
-
         if fleet_repo and fleet is None:
             raise ToolError("fleet_repo narrows a fleet store, and this server has none (codesight mcp --store URI)")
-        more = {"fleet": fleet, "repo": fleet_repo} if fleet is not None else {}
+        request = SearchRequest(query, tuple(targets), top_k, mode, file_glob, language,  # type: ignore[arg-type]
+                                vectors=Vectors.LOADED, fleet=fleet, fleet_repo=fleet_repo)
 
         def run():
-            return CodeSight.search_many(engines, query, top_k=top_k, mode=mode, glob=file_glob, language=language,
-                                         load_model=False, **more)
+            return repos.workspace.search(request)
 
         return await answer("search", query, targets, mode, run, notes, t0)
 
@@ -424,11 +372,11 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet=None):
             targets = [where(repo_path)]
         targets = outermost(targets)
         notes = await prepare(targets, ctx, mode)
-        engines = [repos.engine(r) for r in targets]
+        request = SearchRequest(location, tuple(targets), top_k, mode, file_glob, language,  # type: ignore[arg-type]
+                                vectors=Vectors.LOADED, like=True)
 
         def run():
-            return CodeSight.related_many(engines, location, top_k=top_k, mode=mode, glob=file_glob,
-                                          language=language, load_model=False)
+            return repos.workspace.search(request)
 
         return await answer("find_related", location, targets, mode, run, notes, t0)
 
@@ -481,11 +429,9 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet=None):
     def unwatch(repo_path: str | None = None) -> WatchOutput:
         """Stop keeping a repository's index current (the index stays as it is)."""
         repo = where(repo_path)
-        with repos._lock:
-            watcher = repos.watchers.pop(repo, None)
+        watcher = repos.workspace.unwatch(repo, timeout=2)
         if watcher is None:
             return WatchOutput(repo=str(repo), watching=False, message="was not being watched")
-        watcher.stop(timeout=2)
         return WatchOutput(repo=str(repo), watching=False, mode=watcher.mode, batches=watcher.batches,
                            message=f"stopped watching after {watcher.batches} batches")
 
@@ -498,17 +444,15 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet=None):
 
 def _watch(repos: Repos, repo: Path) -> WatchOutput:
     with repos._lock:
-        watcher = repos.watchers.get(repo)
+        watcher = repos.workspace.watcher(repo)
         if watcher is not None and watcher.running:
             return WatchOutput(repo=str(repo), watching=True, mode=watcher.mode, batches=watcher.batches,
                                message="already watching")
-        cs = repos.engine(repo)
         repos.caught_up.add(repo)  # the watcher's first batch catches up with the whole tree
-        job = repos.running(repo)
+        job = repos.workspace.running(repo)
     if job is not None:  # the watcher takes over: its runs give way to each new change, a plain run doesn't
         job.cancel(wait=30)
-    with repos._lock:
-        watcher = repos.watchers[repo] = cs.watch()
+    watcher = repos.workspace.watch(repo)
     return WatchOutput(repo=str(repo), watching=True, mode=watcher.mode, batches=0,
                        message="watching: changes are indexed in batches as they are saved")
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from codesight_tui import client
+from codesight_tui.core.workspace import EngineOptions, Workspace
 
 WORKERS = 8
 MAX_REQUEST = 1 << 20
@@ -159,9 +160,11 @@ class Service:
         self.env = env
         self.install = client.install_key()
         self.lock = threading.Lock()
-        self.engines: dict[Path, Any] = {}
-        self.watchers: dict[Path, Any] = {}
-        self.stamp = config_stamp()
+        # The warm engines (a changed config file starts them all afresh). The full model (--full)
+        # runs in a child process shared by every engine; BM25 answers from memory.
+        self.workspace = Workspace(EngineOptions(model_process=True, lexical_processes=True, resident_bm25=True),
+                                   reload_on=config_stamp)
+        self.unwatchable: set[Path] = set()  # trees a watcher could not start on: not tried again
         self.replies: set[_Reply] = set()
         self.busy = 0
         self.last = time.monotonic()
@@ -173,52 +176,29 @@ class Service:
 
     # --- engines --------------------------------------------------------------------------------
     def engine(self, root: Path) -> Any:
-        """The warm engine of ``root`` (a changed config file starts them all afresh)."""
-        from codesight_tui.core.engine import CodeSight
-
-        root = Path(root)
-        with self.lock:
-            stamp = config_stamp()
-            if stamp != self.stamp:
-                self._close_engines()
-                self.stamp = stamp
-            cs = self.engines.get(root)
-            if cs is None:
-                # The full model (--full) runs in a child process shared by every engine.
-                cs = self.engines[root] = CodeSight(root, model_process=True)
-                cs.resident_bm25 = True
-            return cs
+        """The warm engine of ``root``."""
+        return self.workspace.engine(Path(root))
 
     def watch(self, root: Path) -> None:
         """Keep ``root``'s lexical index and static tier fresh while the service lives (the full
         model is left to ``codesight index``: minutes of CPU the user did not ask for)."""
         with self.lock:
-            if root in self.watchers or root not in self.engines or self.stopping.is_set():
+            if root in self.unwatchable or self.workspace.watcher(root) is not None \
+                    or root not in self.workspace.roots() or self.stopping.is_set():
                 return
-            cs = self.engines[root]
             try:
-                self.watchers[root] = cs.watch(embed=False, static=True)
+                self.workspace.watch(root, lambda cs: cs.watch(embed=False, static=True))
             except Exception as exc:  # an unwatchable tree is still searched, as a fresh process would
-                self.watchers[root] = None
+                self.unwatchable.add(root)
                 print(f"codesight service: not watching {root}: {exc}", file=sys.__stderr__)
-
-    def _close_engines(self) -> None:
-        for w in self.watchers.values():
-            if w is not None:
-                w.stop(timeout=2)
-        for cs in self.engines.values():
-            cs.close()
-        self.watchers.clear()
-        self.engines.clear()
 
     def status(self) -> dict[str, Any]:
         with self.lock:
             return {"pid": os.getpid(), "socket": client.socket_path(), "started": self.started,
                     "uptime_s": round(time.time() - self.started, 1), "served": self.served,
                     "refused": self.refused, "failed": self.failed, "idle_exit_s": self.idle_s,
-                    "repositories": [{"root": str(r), "watching": bool(self.watchers.get(r)
-                                                                       and self.watchers[r].running)}
-                                     for r in self.engines]}
+                    "repositories": [{"root": str(r), "watching": self.workspace.watching(r)}
+                                     for r in self.workspace.roots()]}
 
     # --- requests -------------------------------------------------------------------------------
     def handle(self, conn: socket.socket) -> None:
@@ -333,7 +313,7 @@ class Service:
             cli.SERVED.can_ask = False
         with self.lock:
             self.served += 1
-            roots = [r for r in self.engines if r not in self.watchers]
+            roots = [r for r in self.workspace.roots() if self.workspace.watcher(r) is None]
         for root in roots:
             self.watch(root)
         return rc
@@ -406,7 +386,7 @@ def serve(idle_s: float | None = None, lock_fd: int | None = None) -> int:
     listener.listen(1024)
     listener.settimeout(0.5)
     service = Service(idle_s, env)
-    cli.ENGINE = service.engine
+    cli.WORKSPACE = service.workspace
     sys.stdout, sys.stderr = _Streams(sys.stdout, "o"), _Streams(sys.stderr, "e")  # type: ignore[assignment]
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: service.stopping.set())
@@ -435,7 +415,7 @@ def serve(idle_s: float | None = None, lock_fd: int | None = None) -> int:
         listener.close()
         pool.shutdown(wait=True, cancel_futures=True)
         with service.lock:
-            service._close_engines()
+            service.workspace.close()
         os.close(lock_fd)
     return 0
 

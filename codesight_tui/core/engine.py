@@ -118,7 +118,8 @@ class CodeSight:
     """
 
     def __init__(self, path: str | Path = ".", settings: Settings | None = None, embedder: Any = None, *,
-                 model_process: bool = False, **overrides: Any) -> None:
+                 model_process: bool = False, lexical_processes: bool = False, resident_bm25: bool = False,
+                 **overrides: Any) -> None:
         root = Path(path).expanduser()
         if not root.exists():
             raise CodeSightError(f"no such directory: {path}", exit_code=2)
@@ -137,11 +138,11 @@ class CodeSight:
         self.storage = IndexStorage(self.root, self.index_dir, self._note)
         # Chunk big change sets in worker processes (multiprocessing "spawn"). Off by default: spawn
         # re-imports the caller's main module, which a script without a __main__ guard can't
-        # survive. The CLI and the TUI turn it on.
-        self.lexical_processes = False
+        # survive. The CLI, the TUI, MCP and the service turn it on (core.workspace.EngineOptions).
+        self.lexical_processes = lexical_processes
         # BM25 answered from memory (core.lexical) once a copy of the FTS index is read: for a
-        # process that answers many queries. The warm service turns it on.
-        self.resident_bm25 = False
+        # process that answers many queries (MCP, the warm service).
+        self.resident_bm25 = resident_bm25
         self._search_cache: EmbeddingCache | None = None  # opened for lookups (see _read_cache)
         self._search_cache_tried = False
         self._token_counter: TokenCounter | None = None  # made on first need

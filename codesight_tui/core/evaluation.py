@@ -254,8 +254,7 @@ def evaluate(suites: Iterable[Suite | tuple[Path, Path]], modes: list[str], limi
     labels = [_label(m, lv) for lv in levels for m in modes]
     files_out: list[Row] = []
     for n, (suite, queries) in enumerate(loaded, start=1):
-        cs = CodeSight(suite.root, settings=settings)
-        cs.lexical_processes = processes
+        cs = CodeSight(suite.root, settings=settings, lexical_processes=processes)
         if on_suite is not None:
             on_suite(suite.name or suite.root.name, n, len(loaded))
         if index:

@@ -1,7 +1,21 @@
 """The search modes, defined once for every surface (the CLI's choices, the TUI's Tab cycle, the
 settings' default_mode, the engine's check)."""
 
+from enum import Enum
 from typing import Literal, get_args
 
 Mode = Literal["hybrid", "bm25", "vector"]
 MODES: tuple[str, ...] = get_args(Mode)  # in the TUI's Tab order
+
+
+class Vectors(str, Enum):
+    """Which vector lists a search may fuse beside BM25: the tiers of an answer.
+
+    ``STATIC``: the static tier only, never the full model (a fresh CLI process: no torch, well
+    under a second). Where a root has no static vectors, or the mode is not hybrid, this comes
+    to ``LOAD``. ``LOADED``: the full model's too if it is loaded already, never waiting for it
+    (the TUI, MCP). ``LOAD``: the full model's, loading it first (``--full``, the Python API)."""
+
+    STATIC = "static"
+    LOADED = "loaded"
+    LOAD = "load"

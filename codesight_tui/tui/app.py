@@ -29,8 +29,9 @@ from textual.worker import get_current_worker
 
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.jobs import LEXICAL_COMMITTED, Ending, IndexJob
-from codesight_tui.core.modes import MODES
+from codesight_tui.core.modes import MODES, Vectors
 from codesight_tui.core.text import printable
+from codesight_tui.core.workspace import EngineOptions, SearchRequest, Workspace
 from codesight_tui.tui.editor import editor_argv, knows_line, viewer_argv
 from codesight_tui.tui.messages import (
     FilesChanged,
@@ -98,14 +99,18 @@ class CodeSightApp(App[int]):
 
     def __init__(self, root: Path, *, engine=None, auto_index: bool = True, watch: bool = True,
                  clock=time.time, more_roots: list[Path] | tuple = (), more_engines: list | None = None,
-                 fleet=None) -> None:
+                 fleet=None, workspace: Workspace | None = None) -> None:
         super().__init__()
         self.fleet = fleet  # a codesight_tui.Fleet searched beside the repositories (--store), or None
         self.root = Path(root).resolve()
-        self._engine = engine
+        # The engines, their index jobs and watchers. The model runs in a child process: torch
+        # never shares this process's GIL with the UI.
+        self.workspace = workspace or Workspace(EngineOptions(model_process=True))
+        for given in (engine, *(more_engines or ())):  # engines made by the caller (a test's embedder)
+            if given is not None:
+                self.workspace.adopt(given)
         # Further repositories searched beside the first: one ranked list, each hit labelled.
         self.more_roots = [Path(r).resolve() for r in more_roots]
-        self._more_engines = more_engines
         self.auto_index = auto_index
         self.watch_files = watch
         self.clock = clock
@@ -118,13 +123,11 @@ class CodeSightApp(App[int]):
         self._search_pending = False
         self._shown_key: tuple | None = None  # (query, mode, glob, language) of the hits on screen
         self._reindex_timer: Timer | None = None
-        self._jobs: dict[Path, IndexJob] = {}  # the index runs of each repository, one at a time
         self._todo: dict[Path, tuple] = {}  # repositories waiting for a run: (engine, force, paths or None)
         self._report = None  # the last repository's report, for IndexFinished
         self._indexing = False
         self._stop = threading.Event()
         self._watching = False
-        self._watchers: list = []
         self._watched: dict[Path, set[str]] = {}  # files the watchers saw change since the last index run
         self._told: set[str] = set()  # notices already shown
         self.index_idle = threading.Event()  # clear while an index run is going or asked for
@@ -136,21 +139,17 @@ class CodeSightApp(App[int]):
     # --- engine -------------------------------------------------------------------------
     @property
     def engine(self):
-        if self._engine is None:
-            from codesight_tui.core.engine import CodeSight
-
-            # The model runs in a child process: torch never shares this process's GIL with the UI.
-            self._engine = CodeSight(self.root, model_process=True)
-        return self._engine
+        return self.workspace.engine(self.root)
 
     @property
     def engines(self) -> list:
         """Every repository's engine, the first one's first."""
-        if self._more_engines is None:
-            from codesight_tui.core.engine import CodeSight
+        return [self.engine, *(self.workspace.engine(r) for r in self.more_roots)]
 
-            self._more_engines = [CodeSight(r, model_process=True) for r in self.more_roots]
-        return [self.engine, *self._more_engines]
+    def _release_models(self) -> None:
+        """A model batch in flight ends now, not when it is done."""
+        for engine in self.workspace.engines():
+            engine.release_model()
 
     def root_of(self, hit) -> Path:
         return Path(hit.repo) if getattr(hit, "repo", "") and not getattr(hit, "commit", "") else self.root
@@ -217,12 +216,10 @@ class CodeSightApp(App[int]):
         # However the app ends, background threads must stop: the watcher waits on this event, the
         # index jobs on their cancel, and the workers on their cancelled_event (set by cancel_all).
         self._stop.set()
-        for watcher in self._watchers:
-            watcher.stop(timeout=0)
+        self.workspace.stop_watchers(timeout=0)
         self._cancel_jobs()
         self.workers.cancel_all()
-        if self._engine is not None:
-            self._engine.release_model()  # a batch in flight ends now, not when it is done
+        self._release_models()
 
     def _counts(self) -> dict:
         """Counts over every repository searched."""
@@ -297,17 +294,14 @@ class CodeSightApp(App[int]):
         t0 = time.perf_counter()
         hits: list = []
         try:
-            args = {"top_k": TOP_K, "mode": mode, "glob": glob or None, "language": language or None,
-                    "load_model": False}
-            engines = self.engines
-            if query.startswith(LIKE):  # "more like this": like: PATH:LINE, a file or a symbol
-                hits = self.engine.related_many(engines, query[len(LIKE):].strip(), **args)
-                if len(engines) == 1:  # one repository: its rows carry no name, as search's do
-                    for hit in hits:
-                        hit.repo = ""
-            else:
-                hits = self.engine.search_many(engines, query, fleet=self.fleet, **args) \
-                    if len(engines) > 1 or self.fleet is not None else self.engine.search(query, **args)
+            roots = (self.root, *self.more_roots)
+            like = query.startswith(LIKE)  # "more like this": like: PATH:LINE, a file or a symbol
+            hits = self.workspace.search(SearchRequest(
+                query[len(LIKE):].strip() if like else query, roots, TOP_K, mode, glob or None, language or None,
+                vectors=Vectors.LOADED, like=like, fleet=None if like else self.fleet))
+            if len(roots) == 1 and (like or self.fleet is None):  # one repository: its rows carry no name
+                for hit in hits:
+                    hit.repo = ""
         except Exception as exc:  # CodeSightError or a bug: show it, keep the app alive
             self.call_from_thread(self.notify, str(exc), severity="error")
         finally:  # always report back, or the next keystroke would wait forever
@@ -382,18 +376,14 @@ class CodeSightApp(App[int]):
     # --- indexing -----------------------------------------------------------------------
     def index_job(self, engine) -> IndexJob:
         """The ``IndexJob`` of ``engine``'s repository (the MCP server and the service use the same)."""
-        job = self._jobs.get(engine.root)
-        if job is None:
-            job = self._jobs[engine.root] = IndexJob(
-                engine, on_progress=lambda ev, engine=engine: self._job_progress(engine, ev),
-                on_idle=self._on_job_idle, name=f"codesight-tui-index-{engine.root.name}")
-        return job
+        return self.workspace.job(engine.root, on_progress=lambda ev, engine=engine: self._job_progress(engine, ev),
+                                  on_idle=self._on_job_idle, name=f"codesight-tui-index-{engine.root.name}")
 
     def _on_job_idle(self, ending: Ending) -> None:
         """On the job's thread: the UI decides what follows; an app that is closing only notes that
         its runs have stopped (its messages are no longer read)."""
         if self._stop.is_set():
-            if not any(j.running for j in self._jobs.values()):
+            if not any(j.running for j in self.workspace.jobs()):
                 self.index_idle.set()
             return
         self.post_message(IndexIdle(ending))
@@ -418,7 +408,7 @@ class CodeSightApp(App[int]):
 
     def _index_next(self) -> None:
         """Hand what is waiting to the job that runs, or start the next repository's."""
-        going = next((j for j in self._jobs.values() if j.running), None)
+        going = next((j for j in self.workspace.jobs() if j.running), None)
         if going is None and self._todo:
             going = self.index_job(self._todo[next(iter(self._todo))][0])
             self._report = None
@@ -463,7 +453,7 @@ class CodeSightApp(App[int]):
             return
         if ending.report is not None and not ending.report.cancelled:
             self._report = ending.report
-        if self._todo or any(j.running for j in self._jobs.values()):
+        if self._todo or any(j.running for j in self.workspace.jobs()):
             self._index_next()
             return
         if ending.report is None or ending.report.cancelled:
@@ -489,18 +479,18 @@ class CodeSightApp(App[int]):
             if not worker.is_cancelled and engine.embedder_loaded:
                 self.post_message(ModelReady(engine.model_info.name))
         finally:
-            if not any(j.running for j in self._jobs.values()) and not self._todo:
+            if not any(j.running for j in self.workspace.jobs()) and not self._todo:
                 self.index_idle.set()
 
     def index_stopped(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for every index run to stop; True when none is going."""
         deadline = time.monotonic() + timeout
-        return all(job.wait(max(0.0, deadline - time.monotonic())) for job in list(self._jobs.values()))
+        return all(job.wait(max(0.0, deadline - time.monotonic())) for job in list(self.workspace.jobs()))
 
     def _cancel_jobs(self) -> None:
         """Stop every index run at its next batch boundary (what it committed stays)."""
         self._todo.clear()
-        for job in self._jobs.values():
+        for job in self.workspace.jobs():
             job.cancel()
 
     @on(IndexProgress)
@@ -526,7 +516,7 @@ class CodeSightApp(App[int]):
 
     @on(IndexFinished)
     def _index_finished(self, msg: IndexFinished) -> None:
-        if self._todo or any(j.running for j in self._jobs.values()):
+        if self._todo or any(j.running for j in self.workspace.jobs()):
             return  # asked for again meanwhile: that run's end will say so
         self._indexing = False
         gc.freeze()  # what the run left alive (caches, connections) lives on: keep it out of full GCs
@@ -614,7 +604,7 @@ class CodeSightApp(App[int]):
         the tree has symlinked directories), batched; its threads end with the app."""
         self._watching = True
         for engine in self.engines:
-            self._watchers.append(self._watch_one(engine))
+            self.workspace.watch(engine.root, self._watch_one)
 
     def _watch_one(self, engine):
         def scan() -> dict:  # poll mode: what differs from the index, looked at only between index runs
@@ -850,8 +840,7 @@ class CodeSightApp(App[int]):
         self._stop.set()
         self._cancel_jobs()
         self.workers.cancel_all()
-        if self._engine is not None:
-            self._engine.release_model()  # a batch in flight ends now, not when it is done
+        self._release_models()
         self.exit(0)
 
     def get_system_commands(self, screen: Screen):
@@ -889,13 +878,12 @@ def tmux_clipboard() -> str | None:
 def run_app(root: Path, more_roots: list[Path] | tuple = (), fleet=None) -> int:
     """Run the TUI on ``root`` (and ``more_roots``, searched beside it as one ranked list);
     returns the exit code. Quits promptly even mid-index."""
-    from codesight_tui.core.engine import CodeSight
 
-    # Engines first: they validate the paths and settings before the screen changes.
-    engines = [CodeSight(r, model_process=True) for r in (root, *more_roots)]
-    for engine in engines:
-        engine.lexical_processes = True  # our entry points are guarded, so a big first index can spawn workers
-    app = CodeSightApp(root, engine=engines[0], more_roots=list(more_roots), more_engines=engines[1:], fleet=fleet)
+    # Our entry points are guarded, so a big first index can spawn workers (lexical_processes).
+    workspace = Workspace(EngineOptions(model_process=True, lexical_processes=True))
+    for r in (root, *more_roots):  # engines first: they validate the paths and settings before the screen changes
+        workspace.engine(Path(r).resolve())
+    app = CodeSightApp(root, more_roots=list(more_roots), fleet=fleet, workspace=workspace)
     # A loop of our own: asyncio.run() would end by joining every thread worker (Python 3.11 waits
     # for ever), so a worker blocked in a model that is still loading kept the user 28-38 s.
     import asyncio

@@ -1,0 +1,267 @@
+"""One workspace behind every surface: the engines of the repositories a process serves, their
+index jobs and watchers, the full model's warm-up, and the one search entry point.
+
+The CLI, the TUI, the MCP server and the warm service each hold a ``Workspace`` and keep no
+registry of their own: an engine is made here, once per root, with the options the process was
+started with (``EngineOptions``), never changed after. A search is a ``SearchRequest``; the
+workspace picks the engines and the vectors it may use (``Vectors``), and answers with the same
+``SearchResponse`` every surface formats in its own way.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.jobs import IndexJob
+from codesight_tui.core.modes import Mode, Vectors
+
+if TYPE_CHECKING:
+    from codesight_tui.core.engine import CodeSight
+    from codesight_tui.core.fleet import Fleet
+    from codesight_tui.core.searcher import SearchResponse
+    from codesight_tui.core.watch import Watcher
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """How this process's engines run, fixed when each is made.
+
+    ``model_process``: the full model in a child process shared by every engine (long-lived
+    processes: the GIL stays the UI's, and a model that dies takes no engine with it).
+    ``lexical_processes``: big change sets chunked in spawned worker processes, which re-import
+    the main module: only for guarded entry points (``codesight``, ``python -m ...``).
+    ``resident_bm25``: BM25 answered from memory once the FTS index is read, for a process
+    that answers many queries."""
+
+    model_process: bool = False
+    lexical_processes: bool = False
+    resident_bm25: bool = False
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """A search (or, with ``like``, a "more like this") over ``roots``, and a fleet store.
+
+    ``query``: words or a symbol; with ``like`` set, what it names (``path:line``, a file, or a
+    symbol) is the source instead. ``vectors``: which vector lists the answer may use (see
+    ``Vectors``). ``fleet``: a ``Fleet`` searched beside the roots (``fleet_repo`` narrows its
+    repositories by a glob)."""
+
+    query: str
+    roots: tuple[Path, ...] = ()
+    top_k: int = 10
+    mode: Mode | None = None
+    glob: str | None = None
+    language: str | None = None
+    vectors: Vectors = Vectors.LOAD
+    like: bool = False
+    fleet: Fleet | None = None
+    fleet_repo: str | None = None
+
+
+class Workspace:
+    """Engines per root, their index jobs and watchers, the model's warm-up (see the module).
+    Thread-safe: the MCP server's tools and the service's requests run in parallel threads.
+
+    ``reload_on``: a stamp of what the engines were made from (the service: the config file's
+    mtime and size); when it changes, every engine is closed and made afresh on next use."""
+
+    def __init__(self, options: EngineOptions | None = None, *,
+                 reload_on: Callable[[], object] | None = None) -> None:
+        self.options = options or EngineOptions()
+        self._lock = threading.RLock()
+        self._engines: dict[Path, CodeSight] = {}
+        self._jobs: dict[Path, IndexJob] = {}
+        self._watchers: dict[Path, Watcher] = {}
+        self._model_thread: threading.Thread | None = None
+        self._reload_on = reload_on
+        self._stamp = reload_on() if reload_on is not None else None
+
+    # --- engines ------------------------------------------------------------------------------
+    def engine(self, root: Path | str) -> CodeSight:
+        """The engine of ``root``, made on first use with this workspace's options."""
+        from codesight_tui.core.engine import CodeSight  # deferred: the engine imports this module's users
+
+        root = Path(root)
+        with self._lock:
+            if self._reload_on is not None:
+                stamp = self._reload_on()
+                if stamp != self._stamp:
+                    self._close_all()
+                    self._stamp = stamp
+            cs = self._engines.get(root)
+            if cs is None:
+                opts = self.options
+                cs = self._engines[root] = CodeSight(root, model_process=opts.model_process,
+                                                     lexical_processes=opts.lexical_processes,
+                                                     resident_bm25=opts.resident_bm25)
+            return cs
+
+    def adopt(self, engine: CodeSight) -> CodeSight:
+        """Serve ``engine`` (made by the caller: a test's, with its own embedder) for its root."""
+        with self._lock:
+            return self._engines.setdefault(engine.root, engine)
+
+    def roots(self) -> list[Path]:
+        with self._lock:
+            return list(self._engines)
+
+    def engines(self) -> list[CodeSight]:
+        with self._lock:
+            return list(self._engines.values())
+
+    # --- index jobs ---------------------------------------------------------------------------
+    def job(self, root: Path, **made_with: Any) -> IndexJob:
+        """The one ``IndexJob`` of ``root``'s engine (``made_with``: its callbacks and name, used
+        when it is first made)."""
+        with self._lock:
+            job = self._jobs.get(root)
+            if job is None:
+                job = self._jobs[root] = IndexJob(self.engine(root), **made_with)
+            return job
+
+    def job_of(self, root: Path) -> IndexJob | None:
+        with self._lock:
+            return self._jobs.get(root)
+
+    def running(self, root: Path) -> IndexJob | None:
+        job = self.job_of(root)
+        return job if job is not None and job.running else None
+
+    def jobs(self) -> list[IndexJob]:
+        with self._lock:
+            return list(self._jobs.values())
+
+    def start_index(self, root: Path, force: bool = False) -> tuple[IndexJob, bool]:
+        """A background index run of ``root``: ``(job, started)``; a run already going is reused.
+        A watched repository is indexed by its watcher (asked for a full walk) instead."""
+        with self._lock:
+            job = self.job(root)
+            if job.running:
+                return job, False
+            watcher = self._watchers.get(root)
+            if watcher is not None and watcher.running and not force:
+                watcher.request_full()
+                told = IndexJob(job.engine)  # nothing to wait for: the watcher's batch is the run
+                told.phase = "watch"
+                return told, False
+            return job, job.start(force=force)
+
+    def cancel_jobs(self, wait: float | None = None) -> None:
+        jobs = self.jobs()
+        for job in jobs:
+            job.cancel()
+        if wait is not None:
+            for job in jobs:
+                job.wait(wait)
+
+    # --- watchers -----------------------------------------------------------------------------
+    def watch(self, root: Path, start: Callable[[CodeSight], Watcher] | None = None) -> Watcher:
+        """``root``'s running watcher, or a new one: ``start(engine)`` (default: the engine's own
+        ``watch()``, which indexes each batch). A start that fails raises and keeps nothing."""
+        with self._lock:
+            watcher = self._watchers.get(root)
+            if watcher is not None and watcher.running:
+                return watcher
+            cs = self.engine(root)
+            watcher = self._watchers[root] = start(cs) if start is not None else cs.watch()
+            return watcher
+
+    def watcher(self, root: Path) -> Watcher | None:
+        with self._lock:
+            return self._watchers.get(root)
+
+    def watching(self, root: Path) -> bool:
+        watcher = self.watcher(root)
+        return watcher is not None and watcher.running
+
+    def unwatch(self, root: Path, timeout: float = 2) -> Watcher | None:
+        """Stop watching ``root``; the watcher that was stopped, or None."""
+        with self._lock:
+            watcher = self._watchers.pop(root, None)
+        if watcher is not None:
+            watcher.stop(timeout=timeout)
+        return watcher
+
+    def stop_watchers(self, timeout: float = 2) -> None:
+        with self._lock:
+            watchers = list(self._watchers.values())
+        for watcher in watchers:
+            watcher.stop(timeout=timeout)
+
+    # --- the full model -----------------------------------------------------------------------
+    def warm_model(self, cs: CodeSight) -> None:
+        """Load the full model in the background, once (a first search never waits for it)."""
+        with self._lock:
+            if cs.embedder_loaded or cs.model_error or (self._model_thread and self._model_thread.is_alive()):
+                return
+
+            def load() -> None:
+                try:
+                    cs.embedder()
+                except CodeSightError:
+                    pass  # model_error says why, and answers say they are BM25 + static
+
+            self._model_thread = threading.Thread(target=load, name="codesight-model", daemon=True)
+            self._model_thread.start()
+
+    def model_state(self, cs: CodeSight) -> str:
+        name = cs.model_info.name
+        if cs.embedder_loaded:
+            return f"{name} (ready)"
+        if cs.model_error:
+            return f"{name} (failed: {cs.model_error}; BM25 only)"
+        return f"{name} (loading)" if self._model_thread else f"{name} (not loaded yet)"
+
+    # --- search -------------------------------------------------------------------------------
+    def vectors_for(self, request: SearchRequest, engines: list[CodeSight], mode: str) -> Vectors:
+        """What ``request.vectors`` comes to here: ``STATIC`` only for a hybrid search of roots
+        that all have static vectors, else the full model is loaded (``LOAD``)."""
+        if request.vectors is Vectors.STATIC and not (mode == "hybrid" and all(cs.static_ready() for cs in engines)):
+            return Vectors.LOAD
+        return request.vectors
+
+    def search(self, request: SearchRequest) -> SearchResponse:
+        """The answer to ``request``: one ranked list over its roots (each hit labelled with its
+        repository) and its fleet store."""
+        from codesight_tui.core.engine import CodeSight
+
+        engines = [self.engine(root) for root in request.roots]
+        if not engines and request.fleet is None:
+            raise CodeSightError("nothing to search: no repository and no fleet store", exit_code=2)
+        settings = engines[0].settings if engines else request.fleet.settings  # type: ignore[union-attr]
+        mode = request.mode or settings.default_mode
+        vectors = self.vectors_for(request, engines, mode)
+        kw: dict[str, Any] = {"top_k": request.top_k, "mode": mode, "glob": request.glob,
+                              "language": request.language, "load_model": vectors is Vectors.LOAD,
+                              "fast": vectors is Vectors.STATIC}
+        if request.like:
+            if request.fleet is not None:
+                raise CodeSightError("related does not search a fleet store yet: search it with words", exit_code=2)
+            return CodeSight.related_many(engines, request.query, **kw)
+        more: dict[str, Any] = {"fleet": request.fleet, "repo": request.fleet_repo} if request.fleet else {}
+        return CodeSight.search_many(engines, request.query, **kw, **more)
+
+    # --- the end --------------------------------------------------------------------------------
+    def _close_all(self) -> None:
+        for watcher in self._watchers.values():
+            watcher.stop(timeout=2)
+        for job in self._jobs.values():
+            job.cancel()
+        for job in self._jobs.values():
+            job.wait(2)
+        for cs in self._engines.values():
+            cs.close()
+        self._watchers.clear()
+        self._jobs.clear()
+        self._engines.clear()
+
+    def close(self) -> None:
+        """Stop every watcher and index run (each at its next batch) and close every engine."""
+        with self._lock:
+            self._close_all()

@@ -1,0 +1,80 @@
+"""core.workspace (issue 50): one engine per root made with the process's options, one index job
+and one watcher per root, the search policy in one place, and a reload when the config changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codesight_tui.core.engine import CodeSight
+from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.modes import Vectors
+from codesight_tui.core.workspace import EngineOptions, SearchRequest, Workspace
+from conftest import HashEmbedder, build_repo, wait_for
+
+
+def test_one_engine_per_root_made_with_the_options(repo):
+    ws = Workspace(EngineOptions(lexical_processes=True, resident_bm25=True))
+    cs = ws.engine(repo)
+    assert ws.engine(repo) is cs and ws.engines() == [cs] and ws.roots() == [repo]
+    assert cs.lexical_processes and cs.resident_bm25 and not cs.model_process
+    mine = CodeSight(build_repo(repo.parent / "other"), embedder=HashEmbedder())
+    assert ws.adopt(mine) is mine and ws.engine(mine.root) is mine
+    ws.close()
+    assert ws.engines() == []
+
+
+def test_a_changed_stamp_makes_the_engines_afresh(repo):
+    stamp = [1]
+    ws = Workspace(reload_on=lambda: stamp[0])
+    first = ws.engine(repo)
+    assert ws.engine(repo) is first
+    stamp[0] = 2
+    assert ws.engine(repo) is not first
+
+
+def test_one_job_per_root_and_a_search_of_what_it_indexed(repo, settings):
+    ws = Workspace()
+    ws.adopt(CodeSight(repo, settings=settings, embedder=HashEmbedder()))
+    job, started = ws.start_index(repo)
+    assert started and ws.job(repo) is job and ws.job_of(repo) is job
+    assert job.finished.wait(120) and job.error is None and ws.running(repo) is None
+    hits = ws.search(SearchRequest("haversine", (repo,), top_k=3, mode="bm25"))
+    assert hits[0].path == "src/geo.py" and hits[0].repo == str(repo)
+    like = ws.search(SearchRequest("src/geo.py", (repo,), top_k=3, mode="bm25", like=True))
+    assert all(h.path != "src/geo.py" for h in like)
+    with pytest.raises(CodeSightError, match="nothing to search"):
+        ws.search(SearchRequest("x"))
+
+
+def test_the_static_answer_falls_back_to_the_full_model_where_it_cannot_be_given(repo, settings):
+    ws = Workspace()
+    cs = ws.adopt(CodeSight(repo, settings=settings, embedder=HashEmbedder(), static_model="off"))
+    cs.index()
+    wanted = SearchRequest("distance between two points", (repo,), vectors=Vectors.STATIC)
+    assert ws.vectors_for(wanted, [cs], "hybrid") is Vectors.LOAD  # no static tier here
+    assert ws.vectors_for(wanted, [cs], "bm25") is Vectors.LOAD
+    loaded = SearchRequest("x", (repo,), vectors=Vectors.LOADED)
+    assert ws.vectors_for(loaded, [cs], "hybrid") is Vectors.LOADED
+    assert "vector" in ws.search(wanted).retrievers
+
+
+def test_one_watcher_per_root(repo, settings):
+    ws = Workspace()
+    ws.adopt(CodeSight(repo, settings=settings, embedder=HashEmbedder()))
+    watcher = ws.watch(repo, lambda cs: cs.watch(embed=False))
+    assert ws.watch(repo) is watcher and ws.watching(repo)
+    (repo / "src" / "fresh.py").write_text("def brand_new_symbol():\n    return 1\n")
+    assert wait_for(lambda: any(h.path == "src/fresh.py" for h in
+                                ws.search(SearchRequest("brand_new_symbol", (repo,), mode="bm25"))), timeout=30)
+    assert ws.unwatch(repo) is watcher and not watcher.running and not ws.watching(repo)
+    assert ws.unwatch(repo) is None
+    ws.close()
+
+
+def test_the_request_is_a_value(tmp_path):
+    request = SearchRequest("q", (Path("/x"),))
+    assert request.vectors is Vectors.LOAD and request.top_k == 10 and not request.like
+    with pytest.raises(AttributeError):
+        request.query = "other"  # type: ignore[misc]
