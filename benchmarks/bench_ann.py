@@ -65,13 +65,13 @@ def run_queries(table, queries: np.ndarray, limit: int, **knobs) -> tuple[list[l
 
 
 def main() -> int:
+    import argparse
+
     import lancedb
 
-    from codesight_tui.config import DEFAULT_MODEL
+    from codesight_tui.core.config import DEFAULT_MODEL
     from codesight_tui.core.embedder import SentenceTransformerEmbedder
     from codesight_tui.core.tokens import resolve_model
-
-    import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=int, default=40, help="rows fetched per query (the retriever depth)")

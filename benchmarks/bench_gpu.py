@@ -19,8 +19,8 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import subprocess
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -179,7 +179,7 @@ def model_only_rss(info, args) -> float:
 
 def run_index(args, info) -> None:
     from codesight_tui import CodeSight
-    from codesight_tui.config import Settings
+    from codesight_tui.core.config import Settings
 
     home = Path(tempfile.mkdtemp(prefix="codesight-gpu-"))
     settings = Settings(data_dir=home / "data", cache_dir=home / "cache", embedding_model=info.load_from,
@@ -249,7 +249,7 @@ def main() -> None:
     ap.add_argument("--overlap", action="store_true", help="use the overlapped (GPU) path on a CPU too")
     args = ap.parse_args()
 
-    from codesight_tui.config import Settings
+    from codesight_tui.core.config import Settings
     from codesight_tui.core.tokens import resolve_model
 
     info = resolve_model(args.model or Settings().embedding_model)

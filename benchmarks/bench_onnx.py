@@ -73,7 +73,7 @@ def main() -> int:
     from bench_scale import fetch
 
     from codesight_tui import CodeSight
-    from codesight_tui.config import Settings
+    from codesight_tui.core.config import Settings
     from codesight_tui.core.indexer import embed_text
 
     corpus = args.corpus or fetch()

@@ -42,7 +42,7 @@ def oracle_order(results, targets):
 def main() -> None:
     suites = devset_suites(__doc__)
 
-    from codesight_tui.config import Settings, load_settings
+    from codesight_tui.core.config import Settings, load_settings
     from codesight_tui.core.engine import CodeSight
     from codesight_tui.core.evaluation import load_queries, score
 

@@ -55,9 +55,9 @@ def main() -> None:
     os.environ["CODESIGHT_CACHE_DIR"] = str(SEED / "cache")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    from codesight_tui.config import Settings
     from codesight_tui.core import chunker, indexer, store
     from codesight_tui.core.chunker import Chunk
+    from codesight_tui.core.config import Settings
     from codesight_tui.core.evaluation import evaluate
 
     def windows(self, files):

@@ -44,8 +44,8 @@ def texts_of(work: Path, per_package: int, files_per_package: int, seed: int) ->
     from static_vocab import corpus, files_of
 
     from codesight_tui import CodeSight
-    from codesight_tui.config import Settings
     from codesight_tui.core.chunker import doc_view, embed_text
+    from codesight_tui.core.config import Settings
 
     rnd = random.Random(seed)
     root = work / "root"
@@ -84,7 +84,7 @@ def texts_of(work: Path, per_package: int, files_per_package: int, seed: int) ->
 
 def teacher(work: Path, texts: list[str], tag: str) -> np.ndarray:
     """MiniLM's vectors of ``texts`` (ONNX), saved as they come, so a run that stops resumes."""
-    from codesight_tui.config import Settings
+    from codesight_tui.core.config import Settings
     from codesight_tui.core.embedder import in_process
     from codesight_tui.core.onnx_model import for_backend
     from codesight_tui.core.tokens import resolve_model
@@ -207,7 +207,7 @@ def main() -> int:
     args = ap.parse_args()
     from safetensors.numpy import save_file
 
-    from codesight_tui.config import Settings
+    from codesight_tui.core.config import Settings
     from codesight_tui.core.static import distill, distilled_dir
     from codesight_tui.core.tokens import resolve_model
 

@@ -747,7 +747,8 @@ def section_hostile(env: Env, args) -> None:
 def section_queries(env: Env, args) -> None:
     print(f"\n[queries] {args.queries:,} hypothesis queries through the API, {args.cli_queries} through the CLI",
           flush=True)
-    from hypothesis import HealthCheck, given, settings, strategies as st
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
 
     from codesight_tui.core.errors import CodeSightError
 

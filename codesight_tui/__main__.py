@@ -11,5 +11,13 @@ if __name__ == "__main__" and sys.path and os.path.abspath(sys.path[0] or os.cur
 
 from codesight_tui.client import main
 
+
+def run_here(argv: list[str]) -> int:
+    """The command in this process, where the service did not answer it."""
+    from codesight_tui.cli import main as cli_main
+
+    return cli_main(argv)
+
+
 if __name__ == "__main__":  # guarded: worker processes (spawn) import this module again
-    raise SystemExit(main())
+    raise SystemExit(main(run_here))

@@ -528,7 +528,7 @@ def _ready(cs, mode: str, full: bool) -> None:
 
 
 def _search_roots(args) -> list[Path]:
-    from codesight_tui.config import load_settings
+    from codesight_tui.core.config import load_settings
     from codesight_tui.core.errors import CodeSightError
 
     paths = list(args.path or [])
@@ -700,7 +700,7 @@ def _in_repository(args) -> bool:
 
 def _fleet(args):
     """The fleet store ``--store`` (or the config's ``fleet_store``) names, or None."""
-    from codesight_tui.config import load_settings
+    from codesight_tui.core.config import load_settings
 
     settings = load_settings()
     uri = getattr(args, "store", None) or settings.fleet_store
@@ -943,8 +943,8 @@ def _parse_size(text: str) -> int:
 def cmd_cache(args) -> int:
     import sqlite3
 
-    from codesight_tui.config import load_settings
     from codesight_tui.core.cache import EmbeddingCache, cache_files
+    from codesight_tui.core.config import load_settings
     from codesight_tui.core.errors import CodeSightError
     from codesight_tui.core.paths import tree_bytes
 
@@ -1037,7 +1037,7 @@ def _coverage(text: str | None) -> list[float] | None:
 
 def cmd_install(args) -> int:
     from codesight_tui import agents
-    from codesight_tui.config import Settings
+    from codesight_tui.core.config import Settings
     from codesight_tui.core.errors import CodeSightError
     from codesight_tui.core.paths import find_repo_root
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from collections.abc import Callable
 
 SERVED = ("search", "related")
 PROTOCOL = 2
@@ -281,16 +282,17 @@ def start_service(wait: float = 0.0) -> int | None:
     return pid
 
 
-def main() -> int:
+def main(run_here: Callable[[list[str]], int]) -> int:
+    """The console script: ``search`` and ``related`` through the service where one answers;
+    everything else, and those where none does, by ``run_here`` (the caller's ``cli.main``,
+    which this module never imports: a served call stays light)."""
     argv = sys.argv[1:]
     served = bool(argv) and argv[0] in SERVED and "-h" not in argv and "--help" not in argv and enabled()
     if served:
         rc = _via_service(argv)
         if rc is not None:
             return rc
-    from codesight_tui.cli import main as in_process
-
-    rc = in_process(argv)
+    rc = run_here(argv)
     if served:
         try:
             sys.stdout.flush()

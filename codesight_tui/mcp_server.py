@@ -468,7 +468,7 @@ def default_roots(given: list[str] | None) -> list[Path]:
                 raise CodeSightError(f"--root {g}: no such directory", exit_code=2)
             out.append(p.resolve())
         return out
-    from codesight_tui.config import load_settings
+    from codesight_tui.core.config import load_settings
 
     roots = []
     here = find_repo_root(Path.cwd())

@@ -142,7 +142,7 @@ def peer_uid(conn: socket.socket) -> int | None:
 
 
 def config_stamp() -> tuple[int, int] | None:
-    from codesight_tui.config import default_config_file
+    from codesight_tui.core.config import default_config_file
 
     try:
         st = default_config_file().stat()
@@ -363,7 +363,7 @@ def serve(idle_s: float | None = None, lock_fd: int | None = None) -> int:
     os.write(lock_fd, f"{os.getpid()}\n".encode())
     os.chdir("/")
     from codesight_tui import cli
-    from codesight_tui.config import load_settings
+    from codesight_tui.core.config import load_settings
     from codesight_tui.core.engine import CodeSight  # noqa: F401  (warm: the first answer needs it)
 
     _one_blas_thread()

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codesight_tui.config import Settings
+from codesight_tui.core.config import Settings
 
 # A suite started from a script in the background (`nohup ... &`) runs with SIGINT and SIGHUP
 # ignored, and every process it starts inherits that (issue 48 item 31: a SIGINT test then saw
@@ -150,7 +150,7 @@ def hash_embedder() -> HashEmbedder:
 @pytest.fixture(scope="session")
 def real_embedder():
     """The real bundled all-MiniLM-L6-v2 on CPU, loaded once for the whole session."""
-    from codesight_tui.config import DEFAULT_MODEL
+    from codesight_tui.core.config import DEFAULT_MODEL
     from codesight_tui.core.embedder import SentenceTransformerEmbedder
     from codesight_tui.core.tokens import resolve_model
 

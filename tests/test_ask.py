@@ -7,10 +7,10 @@ import subprocess
 import sys
 
 import pytest
+from llmstub import ANSWER, StubServer
 
 from codesight_tui import CodeSight
 from codesight_tui.core.ask import AskError, build_prompt, cited
-from llmstub import ANSWER, StubServer
 
 KEY = "sk-test-0123456789abcdef-secret"
 BACKENDS = ("anthropic", "openai", "azure", "ollama")
@@ -221,12 +221,12 @@ async def _wait_for(pilot, condition, timeout: float = 30.0):
 
 @pytest.mark.loopback
 async def test_tui_ask_view_streams_the_answer_and_jumps_to_a_source(repo, settings, stub, monkeypatch):
+    from test_tui import make_app, settle
     from textual.widgets import Markdown, OptionList
 
     from codesight_tui.tui.screens.ask import AskScreen
     from codesight_tui.tui.widgets.preview import Preview
     from codesight_tui.tui.widgets.results import ResultsList
-    from test_tui import make_app, settle
 
     llm_env(monkeypatch, "ollama", stub.url)
     app = make_app(repo, settings.model_copy(update={"llm_backend": "ollama", "llm_model": "stub-model"}))
@@ -257,10 +257,10 @@ async def test_tui_ask_view_shows_each_piece_as_it_comes(repo, settings, monkeyp
     """Issue 35, item 3: pieces sent 0.8 s apart appeared all at once at the end (the view read
     the Answer's text, which is whole only when the stream ends); and with Ollama configured the
     view still said "No back end yet?"."""
+    from test_tui import make_app, settle
     from textual.widgets import Markdown
 
     from codesight_tui.tui.screens.ask import AskScreen
-    from test_tui import make_app, settle
 
     with StubServer(delay=0.8) as slow:
         llm_env(monkeypatch, "ollama", slow.url)
@@ -281,10 +281,10 @@ async def test_tui_ask_view_shows_each_piece_as_it_comes(repo, settings, monkeyp
 
 
 async def test_tui_ask_without_a_back_end_says_how_to_set_one(repo, settings, monkeypatch):
+    from test_tui import make_app, settle
     from textual.widgets import Markdown
 
     from codesight_tui.tui.screens.ask import AskScreen
-    from test_tui import make_app, settle
 
     monkeypatch.delenv("CODESIGHT_LLM_BACKEND", raising=False)
     app = make_app(repo, settings)

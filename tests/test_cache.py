@@ -2,11 +2,11 @@
 the cache line in `status`."""
 
 import json
-from pathlib import Path
+import sqlite3
 import subprocess
 import sys
-import sqlite3
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest

@@ -1,8 +1,9 @@
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from codesight_tui.config import DEFAULT_MODEL
 from codesight_tui.core.chunker import Chunker, doc_text, doc_view, embed_text, has_grammar, scope_text
+from codesight_tui.core.config import DEFAULT_MODEL
 from codesight_tui.core.tokens import TokenCounter, resolve_model
 
 INFO = resolve_model(DEFAULT_MODEL)

@@ -7,14 +7,14 @@ import subprocess
 import sys
 
 import pytest
+from conftest import snapshot_tree
+from docmaker import big_pdf, make_docx, make_encrypted_pdf, make_pdf, make_pptx
 
 from codesight_tui import CodeSight
 from codesight_tui.core.extract import DocumentReader, ExtractError, extract
 from codesight_tui.core.searcher import SearchResult
 from codesight_tui.tui.editor import viewer_argv
 from codesight_tui.tui.widgets.preview import render_hit
-from conftest import snapshot_tree
-from docmaker import big_pdf, make_docx, make_encrypted_pdf, make_pdf, make_pptx
 
 RETRY = ("The uploader retries failed uploads three times with exponential backoff. Each attempt waits twice"
          " as long as the one before it, and gives up at the deadline.")
@@ -226,9 +226,10 @@ def test_viewer_gets_argv_and_the_page_never_a_shell(tmp_path):
 
 
 async def test_tui_lists_document_hits_by_page_and_previews_the_extracted_text(tmp_path, settings, monkeypatch):
+    from test_tui import make_app, search, settle
+
     from codesight_tui.tui.widgets.preview import Preview
     from codesight_tui.tui.widgets.results import ResultsList
-    from test_tui import make_app, search, settle
 
     root = doc_repo(tmp_path / "repo")
     app = make_app(root, settings)

@@ -130,10 +130,10 @@ def codesight(*args: str, env: dict[str, str], cwd: Path | None = None, timeout:
 
 def rows(store: str, endpoint: str | None = None) -> list[dict]:
     """Every row of the store's chunks table (no vectors)."""
-    from codesight_tui.core import fleet
-    from codesight_tui.core.fleet import CHUNKS, FleetStore, StoreSpec
+    from codesight_tui.core.fleet import store as fleet_store
+    from codesight_tui.core.fleet.store import CHUNKS, FleetStore, StoreSpec
 
-    fleet._TABLES.clear()  # another process wrote since: open the newest version
+    fleet_store._TABLES.clear()  # another process wrote since: open the newest version
     table = FleetStore(StoreSpec(store, endpoint))._table(CHUNKS)
     cols = ["id", "repo", "commit", "path", "blob", "start_line", "content"]
     return table.search().select(cols).limit(None).to_arrow().to_pylist()
@@ -385,7 +385,7 @@ def test_bad_stores_are_one_line(tmp_path, env):
 def _local_fleet(tmp_path: Path, static_model_dir: Path):
     """A fleet store of two repositories, built in this process without Ray (``--local``)."""
     from codesight_tui import Fleet
-    from codesight_tui.config import Settings
+    from codesight_tui.core.config import Settings
 
     clones = tmp_path / "clones"
     make_repo(clones / "frontend", FRONTEND)
@@ -664,7 +664,7 @@ def test_a_store_from_a_newer_codesight_is_refused(tmp_path, env):
 def test_a_large_blob_is_never_unpacked(tmp_path):
     """Item 10: the checkout skips files over max_file_size before writing them (a 3 MB blob in a
     small repository costs no temporary space)."""
-    from codesight_tui.core.fleet_job import RepoTask, Source, _checkout
+    from codesight_tui.core.fleet.job import RepoTask, Source, _checkout
 
     repo = make_repo(tmp_path / "big", {"src/app.py": "def main():\n    return 1\n",
                                          "data/blob.bin": "x" * 3_000_000})

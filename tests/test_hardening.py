@@ -352,18 +352,18 @@ def test_a_swap_during_an_index_run_indexes_nothing_of_the_target(tmp_path, hash
     (root / "notes.txt").write_text("plain notes\n")
     outside = tmp_path / "outside.txt"
     outside.write_text("TOP SECRET KEY MATERIAL\n")
-    real_prepare = indexer._prepare
+    real_prepare = indexer.prepare_batch
 
     def swapped(chunker, batch, max_bytes=None):
         (root / "notes.txt").unlink()
         (root / "notes.txt").symlink_to(outside)
         return real_prepare(chunker, batch, max_bytes)
 
-    monkeypatch.setattr(indexer, "_prepare", swapped)
+    monkeypatch.setattr(indexer, "prepare_batch", swapped)
     cs = CodeSight(root, embedder=hash_embedder)
     cs.index(embed=False)
     assert not cs.search("SECRET MATERIAL", mode="bm25")
-    monkeypatch.setattr(indexer, "_prepare", real_prepare)
+    monkeypatch.setattr(indexer, "prepare_batch", real_prepare)
     (root / "notes.txt").unlink()
     (root / "notes.txt").write_text("plain notes\n")
     cs.index(embed=False)  # the file is back: indexed as itself, not remembered as the target
@@ -379,7 +379,7 @@ def test_a_file_that_grows_after_the_walk_is_never_read_past_the_cap(tmp_path, h
     (root / ".git").mkdir(parents=True)
     log = root / "app.log"
     log.write_text("started ok\n")
-    real_prepare = indexer._prepare
+    real_prepare = indexer.prepare_batch
     caps: list[int] = []
 
     def growing(chunker, batch, max_bytes=None):
@@ -388,12 +388,12 @@ def test_a_file_that_grows_after_the_walk_is_never_read_past_the_cap(tmp_path, h
         caps.append(max_bytes)
         return real_prepare(chunker, batch, max_bytes)
 
-    monkeypatch.setattr(indexer, "_prepare", growing)
+    monkeypatch.setattr(indexer, "prepare_batch", growing)
     cs = CodeSight(root, embedder=hash_embedder, max_file_size=100_000)
     report = cs.index(embed=False)
     assert caps == [100_000]
     assert report.skipped["changed"] == 1 and cs.counts()["chunks"] == 0
-    monkeypatch.setattr(indexer, "_prepare", real_prepare)
+    monkeypatch.setattr(indexer, "prepare_batch", real_prepare)
     assert cs.index(embed=False).skipped["too_large"] == 1  # the next walk sees its new size
     # A file that grows while it is read is cut at the cap, plus the one byte that tells.
     assert read_bytes(str(log), 100_000) == (None, "too_large")
@@ -419,9 +419,9 @@ def test_a_zip_bomb_docx_is_skipped_before_it_is_parsed(tmp_path, hash_embedder)
 
 
 def test_the_document_reader_is_memory_capped(tmp_path):
-    from codesight_tui.core.extract import DocumentReader, ExtractError
-
     from docmaker import make_pdf_bomb
+
+    from codesight_tui.core.extract import DocumentReader, ExtractError
 
     pdf = make_pdf_bomb(tmp_path / "bomb.pdf", 600)  # 600 MB inflated from under a megabyte
     assert pdf.stat().st_size < 2_000_000

@@ -6,7 +6,9 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from codesight_tui import CodeSight
 from codesight_tui.core.errors import CodeSightError

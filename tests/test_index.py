@@ -6,11 +6,11 @@ import threading
 
 import numpy as np
 import pytest
+from conftest import HashEmbedder
 
 from codesight_tui import CodeSight
 from codesight_tui.core.chunker import doc_text
 from codesight_tui.core.errors import IndexBusyError
-from conftest import HashEmbedder
 
 
 def lance_ids(cs):

@@ -6,9 +6,10 @@ from __future__ import annotations
 import threading
 import time
 
+from conftest import HashEmbedder, wait_for
+
 from codesight_tui import CodeSight
 from codesight_tui.core.jobs import BUSY_MESSAGE, IndexJob
-from conftest import HashEmbedder, wait_for
 
 
 class SlowEmbedder(HashEmbedder):

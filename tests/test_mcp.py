@@ -13,7 +13,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-
 from conftest import stop
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters

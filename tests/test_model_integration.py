@@ -62,7 +62,7 @@ def test_model_in_a_child_process(real_embedder, tmp_path, monkeypatch):
     decoy.mkdir()
     (decoy / "__init__.py").write_text("raise SystemExit('decoy imported')\n")
     monkeypatch.chdir(tmp_path)
-    from codesight_tui.config import DEFAULT_MODEL
+    from codesight_tui.core.config import DEFAULT_MODEL
 
     emb = ProcessEmbedder(resolve_model(DEFAULT_MODEL), device="cpu")
     try:

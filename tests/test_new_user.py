@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import build_repo
 
 from codesight_tui import CodeSight
-from conftest import build_repo
 
 
 @pytest.mark.model
@@ -133,7 +133,7 @@ def test_a_static_model_states_its_own_relevance_floor(tmp_path, static_model_di
     import json
     import shutil
 
-    from codesight_tui.core.searcher import STATIC_RELEVANCE_FLOOR
+    from codesight_tui.core.fusion import STATIC_RELEVANCE_FLOOR
     from codesight_tui.core.static import StaticEmbedder
 
     assert StaticEmbedder(static_model_dir).relevance_floor == STATIC_RELEVANCE_FLOOR  # none stated: the default

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from codesight_tui import CodeSight
-from codesight_tui.config import DEFAULT_MODEL, Settings
+from codesight_tui.core.config import DEFAULT_MODEL, Settings
 from codesight_tui.core.embedder import ProcessEmbedder
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.onnx_model import OnnxEmbedder, export, export_dir, exportable, for_backend, is_exported

@@ -441,7 +441,7 @@ def test_file_evidence_with_several_lists_counts_only_chunks_bm25_ranked_high():
     file, and the static list ranks every chunk however unlike the question: neither is evidence
     that the file answers it. Chunks BM25 put in its first FILE_EVIDENCE_TOP are."""
     from codesight_tui.core import ranking
-    from codesight_tui.core.searcher import rrf_scores
+    from codesight_tui.core.fusion import rrf_scores
 
     class Row:
         def __init__(self, path):

@@ -1,9 +1,11 @@
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from codesight_tui import CodeSight
 from codesight_tui.core.errors import CodeSightError
-from codesight_tui.core.searcher import rrf_fuse
+from codesight_tui.core.fusion import rrf_fuse
 
 
 @pytest.fixture
@@ -110,7 +112,7 @@ def test_one_long_definition_is_one_result():
     # 1018-1064 and 1084-1090 that do not touch. A definition is listed once, at its best window.
     from types import SimpleNamespace as Row
 
-    from codesight_tui.core.searcher import SearchResult, _merge_into
+    from codesight_tui.core.searcher import SearchResult, merge_into
 
     def hit(start, end, scope="class Flask > def url_for", path="src/flask/app.py"):
         return SearchResult(path, start, end, scope, "python", 1.0, 1, 1, "x\n" * (end - start) + "x", 1)
@@ -119,14 +121,14 @@ def test_one_long_definition_is_one_result():
         return Row(path=path, start_line=start, end_line=end, scope=scope, content="y\n" * (end - start) + "y")
 
     results = [hit(966, 988)]
-    assert _merge_into(results, row(1018, 1064)) and _merge_into(results, row(1084, 1090))
+    assert merge_into(results, row(1018, 1064)) and merge_into(results, row(1084, 1090))
     assert [(r.start_line, r.end_line) for r in results] == [(966, 988)]
-    assert _merge_into(results, row(989, 1000))  # a touching window still extends it
+    assert merge_into(results, row(989, 1000))  # a touching window still extends it
     assert [(r.start_line, r.end_line) for r in results] == [(966, 1000)]
     # other definitions, other files and merged small definitions stay separate results
-    assert not _merge_into(results, row(1200, 1210, "class Flask > def url_map"))
-    assert not _merge_into(results, row(1018, 1064, path="src/flask/helpers.py"))
-    assert not _merge_into([hit(1, 9, "def a, def b")], row(30, 39, "def a, def b"))
+    assert not merge_into(results, row(1200, 1210, "class Flask > def url_map"))
+    assert not merge_into(results, row(1018, 1064, path="src/flask/helpers.py"))
+    assert not merge_into([hit(1, 9, "def a, def b")], row(30, 39, "def a, def b"))
 
 
 @pytest.mark.parametrize("query", ["!!!", "...", "()", "-> =>", "{}[]", "¿?"])

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import time
 
+from conftest import HashEmbedder
 from textual.widgets import Input
 
 from codesight_tui import CodeSight
 from codesight_tui.tui.app import CodeSightApp
 from codesight_tui.tui.messages import IndexProgress, ModelFailed
-from conftest import HashEmbedder
 
 SIZE = (100, 30)
 

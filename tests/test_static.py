@@ -283,9 +283,8 @@ def test_auto_tier_with_the_real_model(repo, settings, static_model_dir):
 async def test_tui_answers_from_the_static_tier_while_the_full_model_is_missing(repo, settings, static_model_dir):
     """The TUI's index run gives every chunk a static vector without the full model; hybrid
     results then come from BM25 + the static tier (badge ``v``), and the status bar says so."""
-    from test_tui import BrokenModelEngine, search, settle
-
     from rich.text import Text
+    from test_tui import BrokenModelEngine, search, settle
 
     from codesight_tui.tui.app import CodeSightApp
     from codesight_tui.tui.messages import ModelFailed

@@ -1,6 +1,7 @@
 import re
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from codesight_tui.core.text import expansion_terms, fts_query, query_terms, split_identifier
 

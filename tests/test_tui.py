@@ -10,6 +10,7 @@ import threading
 import time
 
 import pytest
+from conftest import HashEmbedder
 
 from codesight_tui import CodeSight
 from codesight_tui.core.errors import CodeSightError
@@ -17,7 +18,6 @@ from codesight_tui.tui.app import CodeSightApp
 from codesight_tui.tui.messages import IndexFinished, ModelFailed, SearchFinished
 from codesight_tui.tui.widgets.preview import Preview
 from codesight_tui.tui.widgets.results import ResultsList
-from conftest import HashEmbedder
 
 SIZE = (120, 36)
 

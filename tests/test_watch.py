@@ -12,7 +12,6 @@ import threading
 import time
 
 import pytest
-
 from conftest import stop
 
 from codesight_tui import CodeSight

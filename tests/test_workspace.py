@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import HashEmbedder, build_repo, wait_for
 
 from codesight_tui.core.engine import CodeSight
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.modes import Vectors
 from codesight_tui.core.workspace import EngineOptions, SearchRequest, Workspace
-from conftest import HashEmbedder, build_repo, wait_for
 
 
 def test_one_engine_per_root_made_with_the_options(repo):

@@ -42,8 +42,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--chunks", type=int, default=20_000)
     args = ap.parse_args()
-    from codesight_tui.config import Settings
-    from codesight_tui.core.fleet_job import model_info, static_model_path
+    from codesight_tui.core.config import Settings
+    from codesight_tui.core.models import model_info, static_model_path
     from codesight_tui.core.static import PACKAGED_DIR, StaticEmbedder
 
     distilled = static_model_path(Settings(static_model="distilled"), model_info(Settings()))  # the fleet's

@@ -60,7 +60,7 @@ FILES = {
 
 def rank(model: str) -> tuple[int | None, list[str]]:
     from codesight_tui import CodeSight
-    from codesight_tui.config import Settings
+    from codesight_tui.core.config import Settings
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "fixture"

@@ -56,8 +56,8 @@ all-MiniLM-L6-v2 is Apache-2.0.
 
 def base_model_dir() -> Path:
     """The distilled static model codesight makes on first use (distilled here if missing)."""
-    from codesight_tui.config import Settings
-    from codesight_tui.core.fleet_job import model_info, static_model_path
+    from codesight_tui.core.config import Settings
+    from codesight_tui.core.models import model_info, static_model_path
 
     settings = Settings(static_model="distilled")  # the distilled one, whatever CODESIGHT_STATIC_MODEL says
     return static_model_path(settings, model_info(settings))
@@ -113,7 +113,7 @@ def relevance_floor(base_table: np.ndarray, table: np.ndarray, q: list[np.ndarra
     from 0.57 to 0.51: a floor carried over on true pairs dropped plain questions whole.)"""
     import torch
 
-    from codesight_tui.core.searcher import STATIC_RELEVANCE_FLOOR
+    from codesight_tui.core.fusion import STATIC_RELEVANCE_FLOOR
 
     def unrelated(weights: np.ndarray) -> np.ndarray:
         emb = torch.nn.EmbeddingBag(weights.shape[0], weights.shape[1], mode="mean")

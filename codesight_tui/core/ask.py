@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from codesight_tui.core.errors import CodeSightError
 
 if TYPE_CHECKING:
-    from codesight_tui.config import Settings
+    from codesight_tui.core.config import Settings
     from codesight_tui.core.searcher import SearchResult
 
 BACKENDS = ("anthropic", "openai", "azure", "ollama")

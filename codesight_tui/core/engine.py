@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from codesight_tui.core.errors import CodeSightError, IndexBusyError, VectorStoreError
+from codesight_tui.core.fusion import rrf_fuse
 from codesight_tui.core.indexer import (
     IndexReport,
     Progress,
@@ -36,7 +37,7 @@ from codesight_tui.core.models import Models, nvidia_gpu
 from codesight_tui.core.modes import MODES
 from codesight_tui.core.paths import index_dir_for
 from codesight_tui.core.related import RelatedSource
-from codesight_tui.core.searcher import SearchResponse, SearchResult, rrf_fuse, search
+from codesight_tui.core.searcher import SearchResponse, SearchResult, search
 from codesight_tui.core.status import ChangedFiles, DocumentsStatus, IndexStatus, SecretsStatus
 from codesight_tui.core.storage import IndexStorage, mark
 from codesight_tui.core.store import Store
@@ -47,9 +48,9 @@ from codesight_tui.core.vectors import VectorStore
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from codesight_tui.config import Settings
     from codesight_tui.core.ask import Answer, AskStream
     from codesight_tui.core.cache import EmbeddingCache
+    from codesight_tui.core.config import Settings
     from codesight_tui.core.fleet import Fleet
     from codesight_tui.core.static import StaticEmbedder, StaticIndex
     from codesight_tui.core.store import ChunkRow
@@ -98,7 +99,7 @@ def _check_glob(glob: str) -> None:
 
 
 def _settings(settings: Settings | None, overrides: dict[str, Any]) -> Settings:
-    from codesight_tui.config import load_settings
+    from codesight_tui.core.config import load_settings
 
     if settings is None:
         return load_settings(**overrides)

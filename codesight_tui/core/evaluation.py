@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from codesight_tui.core.errors import CodeSightError
 
 if TYPE_CHECKING:
-    from codesight_tui.config import Settings
+    from codesight_tui.core.config import Settings
     from codesight_tui.core.engine import CodeSight
     from codesight_tui.core.indexer import ProgressFn
 

@@ -107,7 +107,7 @@ def _priority(rel_path: str, mtime_ns: int, language: str) -> int:
     return VALUE_ORDER[classify(rel_path, language)] * 10**11 + (10**11 - min(mtime_ns // 10**9, 10**11 - 1))
 
 
-def _batches(entries: list[FileEntry]) -> Iterator[list[FileEntry]]:
+def file_batches(entries: list[FileEntry]) -> Iterator[list[FileEntry]]:
     batch: list[FileEntry] = []
     size = 0
     for e in entries:
@@ -123,7 +123,7 @@ def _batches(entries: list[FileEntry]) -> Iterator[list[FileEntry]]:
 Prepared = tuple[list[tuple[FileEntry, str, int]], list[tuple[FileEntry, str]], list[list["ChunkFields"]]]
 
 
-def _prepare(chunker: Chunker, batch: list[FileEntry], max_bytes: int | None = None) -> Prepared:
+def prepare_batch(chunker: Chunker, batch: list[FileEntry], max_bytes: int | None = None) -> Prepared:
     """Read and chunk one batch: ``([(entry, language, secrets masked)], [(entry, why unreadable)],
     [rows])``, the rows of each file being its chunks' ``store.chunk_fields``. Secrets in the text
     (``core.redact``) are masked before anything is chunked, so no index row ever holds one."""
@@ -161,17 +161,17 @@ def _init_worker(tokenizer_file: Path | None, max_tokens: int, quiet: bool = Fal
 
 def _prepare_in_worker(batch: list[FileEntry], max_bytes: int | None = None) -> Prepared:
     assert _WORKER_CHUNKER is not None, "not a chunking worker"
-    return _prepare(_WORKER_CHUNKER, batch, max_bytes)
+    return prepare_batch(_WORKER_CHUNKER, batch, max_bytes)
 
 
-def _cores() -> int:
+def cpu_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def _worker_count(n_batches: int, processes: bool) -> int:
     """Worker processes for the lexical phase: none for small change sets (starting them costs
     about a second), nor on one core, nor when the caller asked for threads only."""
-    cores = _cores()
+    cores = cpu_cores()
     if not processes or cores < 2 or n_batches < 4:
         return 0
     return min(cores, 4)
@@ -190,7 +190,7 @@ class _Workers:
         self.ahead = 1
         # What a batch is given to, in the pool: this process's chunker, or a worker's.
         self._task: Callable[[list[FileEntry], int | None], Prepared] = (
-            lambda batch, max_bytes: _prepare(chunker, batch, max_bytes))
+            lambda batch, max_bytes: prepare_batch(chunker, batch, max_bytes))
 
     def start_processes(self, n: int) -> None:
         import multiprocessing as mp
@@ -311,7 +311,7 @@ def index_lexical(root: Path, store: Store, chunker: Chunker, *, max_file_size: 
         done = 0
 
         documents = [e for e in changed if is_document(e.rel_path)]
-        batches = list(_batches([e for e in changed if not is_document(e.rel_path)]))
+        batches = list(file_batches([e for e in changed if not is_document(e.rel_path)]))
         if workers.pool is None:
             n_proc = _worker_count(len(batches), processes)
             if n_proc:

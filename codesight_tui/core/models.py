@@ -24,7 +24,7 @@ from codesight_tui.core.indexer import IndexReport, Progress, ProgressFn, index_
 from codesight_tui.core.tokens import ModelInfo
 
 if TYPE_CHECKING:
-    from codesight_tui.config import Settings
+    from codesight_tui.core.config import Settings
     from codesight_tui.core.static import StaticEmbedder, StaticIndex
     from codesight_tui.core.store import Store
 
@@ -268,3 +268,34 @@ class Models:
         return {"static_model": str(path) if path else None, "static_vectors": n,
                 "static_coverage": round(n / chunks, 4) if chunks else 1.0,
                 "static_error": self.static_error}
+
+
+def static_model_path(settings: Settings, info: Any, say: Callable[[str], None] | None = None) -> Path:
+    """The static model a fleet store uses: the configured model2vec folder, else the one distilled
+    from the full model (distilled here first if this machine has none; ``off`` turns off the
+    local tier, not the fleet's)."""
+    from codesight_tui.core.static import distill, distilled_dir, is_model_dir
+
+    # The fleet keeps the distilled table, whatever "auto" means locally: a store records only the
+    # full model's name, and a new table would mix two kinds of static vectors in one store.
+    value = str(settings.static_model or "auto").strip()
+    if value.lower() not in ("auto", "off", "distilled"):
+        path = Path(value).expanduser()
+        if not is_model_dir(path):
+            raise CodeSightError(f"no model2vec model at {path} (static_model)", exit_code=2)
+        return path
+    path = distilled_dir(settings.cache_dir, info.name, info.load_from)
+    if not is_model_dir(path):
+        if say is not None:
+            say("distilling the static model (once per machine)")
+        distill(Path(info.load_from), path)
+    return path
+
+
+def model_info(settings: Settings) -> Any:
+    """The full model ``settings`` name, with the backend it runs on here."""
+    from codesight_tui.core.onnx_model import for_backend
+    from codesight_tui.core.tokens import resolve_model
+
+    return for_backend(resolve_model(settings.embedding_model), settings.embedding_backend, settings.device,
+                       nvidia_gpu(), settings.cache_dir)

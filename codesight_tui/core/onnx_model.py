@@ -42,10 +42,10 @@ CPU_BATCH = 1  # texts per run on a CPU: no padding; float32 22.6 texts/s at 1 a
 def export_dir(cache_dir: Path, info: ModelInfo, backend: str) -> Path:
     """Where the ONNX export of ``info`` for ``backend`` lives (the model's folder is part of the
     key, so another copy of the model exports anew)."""
-    from codesight_tui.core.static import _slug
+    from codesight_tui.core.paths import slug
 
     digest = hashlib.sha256(f"{info.name}\0{info.load_from}\0{EXPORT_VERSION}".encode()).hexdigest()[:10]
-    return Path(cache_dir).expanduser() / "onnx" / f"{_slug(info.name)}-{backend}-{digest}"
+    return Path(cache_dir).expanduser() / "onnx" / f"{slug(info.name)}-{backend}-{digest}"
 
 
 def is_exported(path: Path) -> bool:

@@ -144,3 +144,8 @@ def tree_bytes(path: Path) -> int:
             except OSError:
                 continue
     return total
+
+
+def slug(name: str) -> str:
+    """``name`` (a model's, say) as one short, safe file name."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")[-60:] or "model"

@@ -63,7 +63,7 @@ _Vectors = Callable[[list["ChunkRow"]], dict[int, np.ndarray]]
 
 class Chunks(Protocol):
     """What the ranking stack reads of an index: a local ``Store``, or a fleet store
-    (``core.fleet.FleetStore``)."""
+    (``core.fleet.store.FleetStore``)."""
 
     def get_chunks(self, ids: list[int]) -> dict[int, ChunkRow]: ...
 
@@ -357,7 +357,7 @@ def rerank(store: Chunks, rankings: dict[str, list[int]], query: str, *, rrf_k: 
     ``static_weight`` (the static tier's coverage times the share the full model has not
     embedded) weights the ``static`` list like ``coverage`` the vector list; ``static_vector``
     and ``static_vectors_for`` redo it by feedback the same way."""
-    from codesight_tui.core.searcher import rrf_scores
+    from codesight_tui.core.fusion import rrf_scores
     from codesight_tui.core.store import path_matches
 
     q = analyze(query)

@@ -4,11 +4,18 @@ Fusion. Every result keeps its rank in each retriever, so the caller can show wh
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
+from codesight_tui.core.fusion import (
+    RELEVANCE_FLOOR,
+    STATIC_FADE,
+    STATIC_KNOWN_WORDS,
+    STATIC_RELEVANCE_FLOOR,
+    rrf_fuse,
+)
 from codesight_tui.core.languages import DOCUMENT_LANGUAGES
 from codesight_tui.core.modes import MODES
 from codesight_tui.core.text import fts_query, query_terms
@@ -19,8 +26,6 @@ if TYPE_CHECKING:
     from codesight_tui.core.static import StaticIndex
     from codesight_tui.core.store import ChunkRow, Store
     from codesight_tui.core.vectors import VectorStore
-
-_Id = TypeVar("_Id", bound=Hashable)
 
 
 @dataclass(slots=True)
@@ -104,51 +109,6 @@ class SearchResponse(list[SearchResult]):
     def hits(self) -> list[SearchResult]:
         """The hits as a plain list."""
         return list(self)
-
-
-def rrf_scores(rankings: dict[str, list[_Id]], k: int = 60, weights: dict[str, float] | None = None,
-               ) -> tuple[dict[_Id, float], dict[_Id, dict[str, int]]]:
-    """Reciprocal Rank Fusion, the one implementation behind hybrid search, the ranking stack and
-    several repositories' lists: ``score(d) = sum over lists of weight / (k + rank(d))`` (weight 1
-    unless given). Returns ``({id: score}, {id: {list: rank}})``; ids may be any hashable."""
-    scores: dict[_Id, float] = {}
-    ranks: dict[_Id, dict[str, int]] = {}
-    for name, ids in rankings.items():
-        w = 1.0 if weights is None else weights.get(name, 1.0)
-        for rank, cid in enumerate(ids, start=1):
-            scores[cid] = scores.get(cid, 0.0) + w / (k + rank)
-            ranks.setdefault(cid, {})[name] = rank
-    return scores, ranks
-
-
-def rrf_fuse(rankings: dict[str, list[_Id]], k: int = 60) -> list[tuple[_Id, float, dict[str, int]]]:
-    """``rrf_scores`` in order: ``(id, score, {list: rank})`` by score, ties broken by best
-    single rank."""
-    scores, ranks = rrf_scores(rankings, k)
-    order = sorted(scores, key=lambda c: (-scores[c], min(ranks[c].values())))
-    return [(c, scores[c], ranks[c]) for c in order]
-
-
-# Cosine similarity under which the nearest chunk counts as unrelated (all-MiniLM-L6-v2: a real
-# question's best hit scores 0.35 to 0.8; punctuation and random words score below 0.2).
-RELEVANCE_FLOOR = 0.25
-# The same for the static tier. Static similarities separate nonsense from questions far less well
-# (random words reach 0.45 to 0.6 on rich's source, a real question 0.4 to 0.6): this floor only
-# drops the emptiest queries ("the", unrelated everyday words score about 0.2).
-STATIC_RELEVANCE_FLOOR = 0.3
-# A model trained for retrieval spreads its cosines differently (a question's best hit about 0.15,
-# not 0.5): its folder states its own floor (config.json "relevance_floor", set where it was trained
-# by matching held-out pair similarities to the distilled model's at this floor); see
-# StaticEmbedder.relevance_floor.
-# So an answer from the static tier alone (nothing lexical, no full model) also needs this share of
-# the query's words to be whole words the model knows: "zzqqxxnonexistentword" and "xkcd blorp
-# fnord" reach 0.47 to 0.64 on rich's source, more than "progress bar with eta" (0.50).
-STATIC_KNOWN_WORDS = 0.5
-# How fast the static list fades as the full model's vectors cover the index: its weight is
-# scaled by (1 - their coverage) ** this. 4 beat 1, 50 and dropping it once the full model has
-# any vector, at 10%, 25% and 50% coverage on ten polyglot repositories (+0.017 at 10%), and held
-# the devset (benchmarks/results-static.txt).
-STATIC_FADE = 4
 
 
 _POOL: ThreadPoolExecutor | None = None
@@ -275,7 +235,7 @@ def search(store: Store, vectors: VectorStore, query_vector_fn: Callable[[str], 
         row = rows.get(cid)
         if row is None:  # vector of a chunk removed since (or beyond what was fetched): skip it
             continue
-        if merge and _merge_into(results, row):
+        if merge and merge_into(results, row):
             continue
         results.append(SearchResult(
             row.path, row.start_line, row.end_line, row.scope or "", row.language or "", round(score, 6),
@@ -283,7 +243,7 @@ def search(store: Store, vectors: VectorStore, query_vector_fn: Callable[[str], 
         ))
         if len(results) >= top_k:
             break
-    _set_target_lines(results, query)
+    set_target_lines(results, query)
     for r in results:
         if r.language in DOCUMENT_LANGUAGES:
             where = store.locate(r.path, r.line or r.start_line)
@@ -292,7 +252,7 @@ def search(store: Store, vectors: VectorStore, query_vector_fn: Callable[[str], 
     return results
 
 
-def _set_target_lines(results: list[SearchResult], query: str) -> None:
+def set_target_lines(results: list[SearchResult], query: str) -> None:
     """Each hit's ``line``: for a definition the query names, the line that defines it (not the
     decorator or comment block above it); otherwise the first line holding a word of the query.
     The chunk's first line where neither is found."""
@@ -369,7 +329,7 @@ def _same_definition(r: SearchResult, row: SearchResult | ChunkRow) -> bool:
             and ", " not in r.scope.rsplit(" > ", 1)[-1])
 
 
-def _merge_into(results: list[SearchResult], row: ChunkRow) -> bool:
+def merge_into(results: list[SearchResult], row: ChunkRow) -> bool:
     """Fold a lower-ranked chunk into a better hit it continues (same file, same top-level scope,
     overlapping or touching lines): one definition is one result, not five in a row. A hit that
     grows until it touches a later hit swallows that one too. A window of a long definition that

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -29,21 +28,18 @@ from pathlib import Path
 import numpy as np
 
 from codesight_tui.core.errors import CodeSightError
-from codesight_tui.core.searcher import STATIC_RELEVANCE_FLOOR
+from codesight_tui.core.fusion import STATIC_RELEVANCE_FLOOR
+from codesight_tui.core.paths import slug
 
 PCA_DIMS = 256  # measured against 128 and no PCA: see benchmarks/README.md, "Static tier"
 DISTILL_TIMEOUT = 1800  # seconds: a distillation that has not finished by then is abandoned
-
-
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")[-60:] or "model"
 
 
 def distilled_dir(cache_dir: Path, base_name: str, base_path: Path | str | None) -> Path:
     """Where the static model distilled from ``base_name`` lives (one per base model and
     ``PCA_DIMS``; the base model's folder is part of the key, so another copy distils anew)."""
     digest = hashlib.sha256(f"{base_name}\0{base_path}\0{PCA_DIMS}".encode()).hexdigest()[:10]
-    return Path(cache_dir).expanduser() / "static" / f"{_slug(base_name)}-pca{PCA_DIMS}-{digest}"
+    return Path(cache_dir).expanduser() / "static" / f"{slug(base_name)}-pca{PCA_DIMS}-{digest}"
 
 
 PACKAGED_DIR = Path(__file__).resolve().parents[1] / "models" / "static"
@@ -54,7 +50,7 @@ def packaged_model(base_name: str) -> Path | None:
     its distilled table trained on (description, code) pairs for retrieval (issue 49; recipe and
     corpus manifest in benchmarks/training/). None where it is absent or another full model is
     configured, whose own distillation then serves."""
-    from codesight_tui.config import DEFAULT_MODEL
+    from codesight_tui.core.config import DEFAULT_MODEL
 
     if base_name != DEFAULT_MODEL or not is_model_dir(PACKAGED_DIR):
         return None

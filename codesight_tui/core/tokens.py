@@ -16,7 +16,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codesight_tui.config import DEFAULT_MODEL
+from codesight_tui.core.config import DEFAULT_MODEL
 
 if TYPE_CHECKING:
     import numpy as np

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import (
@@ -146,8 +146,9 @@ def load_settings(**overrides: object) -> Settings:
 
     from codesight_tui.core.errors import CodeSightError
 
+    given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}  # pydantic checks each
     try:
-        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+        return Settings(**given)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "config"

@@ -1,8 +1,8 @@
-"""The fleet: one search over many repositories, in LanceDB tables at a URI (a local path, or
-``s3://``, ``gs://``, ``az://`` object storage) that any number of readers share.
+"""The fleet store: LanceDB tables at a URI (a local path, or ``s3://``, ``gs://``, ``az://``
+object storage) that any number of readers share, and the search over them.
 
-``core.fleet_job`` builds the tables (tasks over git commits, on this machine's cores or a Ray cluster); this module is the store
-itself and the search over it. Three tables:
+``core.fleet.job`` builds the tables (tasks over git commits, on this machine's cores or a Ray
+cluster); ``core.fleet.Fleet`` is the public face. Three tables:
 
 - ``chunks``: one row per chunk of every repository's indexed commit: its repository and commit,
   path, the file's git blob id (the content hash re-indexing compares), lines, scope, language,
@@ -26,7 +26,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -467,16 +467,9 @@ class FleetStore:
         """The fleet's answer to ``query``: BM25 over the store's full-text index and the nearest
         vectors (``encode_query`` embeds the query with the store's model), fused and ranked by
         the same stack as a local index; each hit's ``repo`` and ``commit`` say where it is."""
+        from codesight_tui.core.fusion import RELEVANCE_FLOOR, STATIC_KNOWN_WORDS, STATIC_RELEVANCE_FLOOR
         from codesight_tui.core.ranking import rerank
-        from codesight_tui.core.searcher import (
-            RELEVANCE_FLOOR,
-            STATIC_KNOWN_WORDS,
-            STATIC_RELEVANCE_FLOOR,
-            SearchResponse,
-            SearchResult,
-            _merge_into,
-            _set_target_lines,
-        )
+        from codesight_tui.core.searcher import SearchResponse, SearchResult, merge_into, set_target_lines
 
         if not query or not any(ch.isalnum() for ch in query):
             return SearchResponse()
@@ -530,7 +523,7 @@ class FleetStore:
                 continue
             row, repo_name, written_at = got
             commit = current.get(repo_name) or written_at  # the repository's commit, as `fleet status` says
-            if _merge_into([h for h in hits if h.repo == repo_name], row):
+            if merge_into([h for h in hits if h.repo == repo_name], row):
                 continue  # the next window of a definition already listed (as a local search does)
             hits.append(SearchResult(
                 row.path, row.start_line, row.end_line, row.scope or "", row.language or "", round(score, 6),
@@ -538,102 +531,5 @@ class FleetStore:
                 static_rank=ranks.get("static"), commit=commit))
             if len(hits) >= top_k:
                 break
-        _set_target_lines(hits, query)
+        set_target_lines(hits, query)
         return SearchResponse(hits, retrievers=used)
-
-
-@dataclass
-class FleetModel:
-    """What embeds queries (and chunks) for a store: its kind and the encoder."""
-
-    kind: str
-    name: str
-    dim: int
-    encoder: Any = field(repr=False, default=None)
-
-    def encode_query(self, text: str) -> np.ndarray:
-        vector: np.ndarray = self.encoder.encode_query(text)
-        return vector
-
-    def known_share(self, words: list[str]) -> float:
-        share = getattr(self.encoder, "known_share", None)
-        return float(share(words)) if share is not None else 1.0
-
-
-_ENCODERS: dict[tuple[str, str], Any] = {}
-
-
-class Fleet:
-    """The fleet's public face: ``Fleet("s3://bucket/codesight", endpoint=...)`` indexes
-    repositories into a store (``index``), lists them (``repos``) and searches them (``search``;
-    ``CodeSight.search_many(..., fleet=)`` fuses it with local indexes)."""
-
-    def __init__(self, uri: str, endpoint: str | None = None, settings: Any = None) -> None:
-        from codesight_tui.config import load_settings
-
-        self.settings = settings if settings is not None else load_settings()
-        self.spec = StoreSpec(uri, endpoint or self.settings.fleet_endpoint)
-        self.store = FleetStore(self.spec)
-
-    def index(self, sources: list[str], *, model: str = "static", address: str | None = None, workers: int = 0,
-              progress: Callable[[str], None] | None = None, local: bool = False, gpus: float = 0.0) -> Any:
-        """Index git URLs, clones or directories of clones (``core.fleet_job.run``); a
-        ``FleetReport``."""
-        from codesight_tui.core import fleet_job
-
-        return fleet_job.run(sources, self.spec, self.settings, kind=model, address=address, workers=workers,
-                             progress=progress, local=local, gpus=gpus)
-
-    def repos(self) -> list[RepoRecord]:
-        return self.store.repos()
-
-    def remove(self, names: list[str]) -> list[str]:
-        """Take repositories out of the store; the names that were there."""
-        there = [r.name for r in self.store.repos() if r.name in set(names)]
-        self.store.forget(there)
-        self.store.finish()
-        return there
-
-    def size_bytes(self) -> int | None:
-        return self.store.size_bytes()
-
-    def model(self) -> FleetModel:
-        """The store's model, loaded here once per process (the static one distilled first if this
-        machine has none yet)."""
-        meta = self.store.meta()
-        kind, dim = meta.get("kind", "static"), int(meta.get("dim", "0"))
-        from codesight_tui.core import fleet_job
-
-        info = fleet_job.model_info(self.settings)
-        if meta.get("model") != info.name:
-            raise CodeSightError(f"{self.spec.uri} was built with {meta.get('model')}, and this codesight has"
-                                 f" {info.name}: set embedding_model to match", exit_code=2)
-        key = (kind, info.name)
-        encoder = _ENCODERS.get(key)
-        if encoder is None:
-            if kind == "static":
-                from codesight_tui.core.static import load
-
-                encoder = load(fleet_job.static_model_path(self.settings, info))
-            else:
-                from codesight_tui.core.embedder import in_process
-
-                encoder = in_process(info, self.settings.device, self.settings.batch_size)
-            _ENCODERS[key] = encoder
-        if int(encoder.dim) != dim:
-            raise CodeSightError(f"{self.spec.uri} holds {dim}-dimensional vectors, and this model makes"
-                                 f" {encoder.dim}", exit_code=2)
-        return FleetModel(kind, info.name, dim, encoder)
-
-    def search(self, query: str, top_k: int = 10, mode: str = "hybrid", *, repo: str | None = None,
-               glob: str | None = None, language: str | None = None) -> SearchResponse:
-        """The fleet's ranked hits for ``query``; ``repo`` is a glob over repository names."""
-        model = self.model() if mode != "bm25" else None
-        try:
-            return self.store.search(query, model.encode_query if model else None, top_k=top_k, mode=mode,
-                                     repo=repo, glob=glob, language=language, depth=self.settings.retriever_depth,
-                                     rrf_k=self.settings.rrf_k, known_share=model.known_share if model else None)
-        except CodeSightError:
-            raise
-        except Exception as exc:  # the object store unreachable, a credential refused, a table damaged
-            raise explain(exc, self.spec, "search") from None

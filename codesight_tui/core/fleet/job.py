@@ -1,4 +1,4 @@
-"""``codesight fleet index``: many repositories into one fleet store (``core.fleet``).
+"""``codesight fleet index``: many repositories into one fleet store (``core.fleet.store``).
 
 The driver (this process) resolves the sources (git URLs, local clones, directories of clones)
 to a commit each, asks the store which repositories are already at that commit, and hands each of
@@ -31,11 +31,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError
-from codesight_tui.core.fleet import KINDS, FleetStore, RepoRecord, StoreSpec, chunk_id, chunks_schema
+from codesight_tui.core.fleet.store import KINDS, FleetStore, RepoRecord, StoreSpec, chunk_id, chunks_schema
+from codesight_tui.core.models import model_info, static_model_path
 from codesight_tui.core.redact import scrub_credentials
 
 if TYPE_CHECKING:
-    from codesight_tui.config import Settings
+    from codesight_tui.core.config import Settings
 
 GIT_TIMEOUT = 600  # seconds for one clone or archive
 _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
@@ -159,7 +160,7 @@ _LOAD_LOCK = threading.Lock()
 
 
 def _settings_of(values: dict[str, Any]) -> Settings:
-    from codesight_tui.config import Settings
+    from codesight_tui.core.config import Settings
 
     return Settings(**values)
 
@@ -191,37 +192,6 @@ def _models(task: RepoTask) -> tuple[Any, Any, Any]:
             _LOADED[key] = (chunker, encoder, cache)
         loaded: tuple[Any, Any, Any] = _LOADED[key]
         return loaded
-
-
-def static_model_path(settings: Settings, info: Any, say: Callable[[str], None] | None = None) -> Path:
-    """The static model the fleet uses: the configured model2vec folder, else the one distilled
-    from the full model (distilled here first if this machine has none; ``off`` turns off the
-    local tier, not the fleet's)."""
-    from codesight_tui.core.static import distill, distilled_dir, is_model_dir
-
-    # The fleet keeps the distilled table, whatever "auto" means locally: a store records only the
-    # full model's name, and a new table would mix two kinds of static vectors in one store.
-    value = str(settings.static_model or "auto").strip()
-    if value.lower() not in ("auto", "off", "distilled"):
-        path = Path(value).expanduser()
-        if not is_model_dir(path):
-            raise CodeSightError(f"no model2vec model at {path} (static_model)", exit_code=2)
-        return path
-    path = distilled_dir(settings.cache_dir, info.name, info.load_from)
-    if not is_model_dir(path):
-        if say is not None:
-            say("distilling the static model (once per machine)")
-        distill(Path(info.load_from), path)
-    return path
-
-
-def model_info(settings: Settings) -> Any:
-    from codesight_tui.core.models import nvidia_gpu
-    from codesight_tui.core.onnx_model import for_backend
-    from codesight_tui.core.tokens import resolve_model
-
-    return for_backend(resolve_model(settings.embedding_model), settings.embedding_backend, settings.device,
-                       nvidia_gpu(), settings.cache_dir)
 
 
 def _checkout(task: RepoTask, work: Path, max_file_size: int) -> Path:
@@ -276,7 +246,7 @@ def index_repository(task: RepoTask) -> RepoOutput:
     import pyarrow as pa
 
     from codesight_tui.core.chunker import embed_text
-    from codesight_tui.core.indexer import _batches, _prepare
+    from codesight_tui.core.indexer import file_batches, prepare_batch
     from codesight_tui.core.languages import is_document
     from codesight_tui.core.walker import WalkStats, walk
 
@@ -297,8 +267,8 @@ def index_repository(task: RepoTask) -> RepoOutput:
         columns: dict[str, list[Any]] = {name: [] for name in chunks_schema(1).names}
         texts: list[str] = []
         keys: list[str] = []
-        for batch in _batches(changed):
-            items, _unreadable, rows = _prepare(chunker, batch)
+        for batch in file_batches(changed):
+            items, _unreadable, rows = prepare_batch(chunker, batch)
             for (entry, language, _masked), fields in zip(items, rows):
                 for start, end, scope, content, key, terms, digest in fields:
                     columns["id"].append(chunk_id(task.source.name, entry.rel_path, start, digest))
@@ -490,10 +460,10 @@ def _run(sources: list[Source], spec: StoreSpec, settings: Settings, kind: str, 
             else:
                 done(task, out, None)
     else:
-        from codesight_tui.core.indexer import _cores
+        from codesight_tui.core.indexer import cpu_cores
         from codesight_tui.core.pool import run_tasks
 
-        report.workers = run_tasks(index_repository, tasks, workers or _cores(), done, preload=__name__)
+        report.workers = run_tasks(index_repository, tasks, workers or cpu_cores(), done, preload=__name__)
     finished = store.finish()
     report.rows, report.index_seconds = finished["rows"], finished["index_seconds"]
 
