@@ -8,7 +8,7 @@ __version__ = "0.1.0"
 __all__ = ["CodeSight", "CodeSightError", "Fleet", "IndexJob", "IndexStatus", "SearchResponse", "SearchResult", "__version__"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name == "CodeSight":
         from codesight_tui.core.engine import CodeSight
 

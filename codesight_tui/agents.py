@@ -25,8 +25,10 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from codesight_tui.core.errors import CodeSightError
 
@@ -96,7 +98,7 @@ class Ledger:
         self.path = Path(path)
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
-            self.files: dict[str, dict] = data.get("files", {})
+            self.files: dict[str, dict[str, Any]] = data.get("files", {})
             self.made: list[str] = data.get("made", [])  # folders install created, until they go
         except (OSError, ValueError, AttributeError):
             self.files, self.made = {}, []
@@ -124,7 +126,7 @@ class Change:
     before: str | None
     after: str | None
     agent: str = ""
-    entry: dict | None = None  # the server entry this change writes (None: a guide, or a removal)
+    entry: dict[str, Any] | None = None  # the server entry this change writes (None: a guide, or a removal)
     remove: bool = False
     restores: bool = False  # gives the file back as it was before the first install
 
@@ -164,14 +166,14 @@ def server_command(root: Path | None = None, *, portable: bool = False) -> list[
     return [*argv, "mcp", *(["--root", str(root)] if root is not None else [])]
 
 
-def _where(spec: str, home: Path, env: dict) -> Path:
+def _where(spec: str, home: Path, env: dict[str, Any]) -> Path:
     if spec.startswith("$XDG/"):
         xdg = env.get("XDG_CONFIG_HOME")
         return (Path(xdg) if xdg else home / ".config") / spec[len("$XDG/"):]
     return home / spec
 
 
-def detected(agent: Agent, home: Path, env: dict, project: Path | None = None) -> bool:
+def detected(agent: Agent, home: Path, env: dict[str, Any], project: Path | None = None) -> bool:
     """Whether the agent is installed here: its directory or file under the home, or its program;
     in a project, also its project file (``.mcp.json``, ``opencode.json``, ...) or guide."""
     if any(_where(m, home, env).exists() for m in agent.markers):
@@ -181,7 +183,7 @@ def detected(agent: Agent, home: Path, env: dict, project: Path | None = None) -
     return any(shutil.which(b, path=env.get("PATH", "")) for b in agent.binaries)
 
 
-def _entry(agent: Agent, argv: list[str]) -> dict:
+def _entry(agent: Agent, argv: list[str]) -> dict[str, Any]:
     if agent.flavour == "opencode":
         return {"type": "local", "command": argv, "enabled": True}
     if agent.flavour == "json-typed":
@@ -245,31 +247,38 @@ def _blank_comments(text: str) -> str:
     return re.sub(r",(\s*[}\]])", lambda m: " " + m.group(1), blanked)
 
 
-def _members(shadow: str, at: int):
+def _ws_end(text: str, at: int = 0) -> int:
+    """Where the whitespace from ``at`` ends (``_WS`` matches the empty string too)."""
+    m = _WS.match(text, at)
+    return m.end() if m else at
+
+
+def _members(shadow: str, at: int) -> Iterator[tuple[str, int, int, int]]:
     """``(name, name_start, value_start, value_end)`` of each member of the JSON object whose
     ``{`` is at ``at`` (``shadow`` is known to parse)."""
-    i = _WS.match(shadow, at + 1).end()
+    i = _ws_end(shadow, at + 1)
     while shadow[i] != "}":
         name, j = _DECODER.raw_decode(shadow, i)
-        j = _WS.match(shadow, j).end() + 1  # past ':'
-        j = _WS.match(shadow, j).end()
+        j = _ws_end(shadow, j) + 1  # past ':'
+        j = _ws_end(shadow, j)
         _, k = _DECODER.raw_decode(shadow, j)
         yield name, i, j, k
-        i = _WS.match(shadow, k).end()
+        i = _ws_end(shadow, k)
         if shadow[i] == ",":
-            i = _WS.match(shadow, i + 1).end()
+            i = _ws_end(shadow, i + 1)
 
 
 def _line_indent(text: str, at: int) -> str:
     start = text.rfind("\n", 0, at) + 1
-    return re.match(r"[ \t]*", text[start:at]).group(0)
+    m = re.match(r"[ \t]*", text[start:at])
+    return m.group(0) if m else ""
 
 
-def _dump(value, unit: str | int, indent: str, eol: str = "\n") -> str:
+def _dump(value: Any, unit: str | int, indent: str, eol: str = "\n") -> str:
     return json.dumps(value, indent=unit, ensure_ascii=False).replace("\n", eol + indent)
 
 
-def _put(text: str, shadow: str, obj_at: int, name: str, value, unit: str | int) -> str:
+def _put(text: str, shadow: str, obj_at: int, name: str, value: Any, unit: str | int) -> str:
     """``text`` with member ``name`` of the object at ``obj_at`` set to ``value``, touching
     nothing else: a new member goes last, on a line of its own, indented like its siblings."""
     eol = "\r\n" if "\r\n" in text else "\n"
@@ -299,7 +308,7 @@ def _drop(text: str, shadow: str, obj_at: int, name: str) -> str:
             return text[:members[i - 1][3]] + text[ve:]
         if len(members) > 1:  # the first of several: up to the next member
             return text[:ns] + text[members[1][1]:]
-        close = _WS.match(shadow, ve).end()
+        close = _ws_end(shadow, ve)
         return text[:obj_at + 1] + text[close:]
     return text
 
@@ -325,7 +334,7 @@ def _current_entry(agent: Agent, text: str | None, path: Path) -> object:
     return servers.get(SERVER) if isinstance(servers, dict) else None
 
 
-def _json_edit(path: Path, text: str | None, key: str, entry: dict | None, jsonc: bool = False) -> str | None:
+def _json_edit(path: Path, text: str | None, key: str, entry: dict[str, Any] | None, jsonc: bool = False) -> str | None:
     """The file with ``key.codesight`` set to ``entry`` (None: removed). Only that member's text
     changes: the other entries keep their layout, and a JSON-with-comments file its comments."""
     if text is None or not text.strip():
@@ -338,7 +347,7 @@ def _json_edit(path: Path, text: str | None, key: str, entry: dict | None, jsonc
         raise CodeSightError(f"{path}: expected an object with an object \"{key}\"; nothing was changed",
                              exit_code=1)
     servers = data.get(key)
-    top = _WS.match(shadow).end()
+    top = _ws_end(shadow)
     unit = _indent(text)
     if entry is None:
         if not servers or SERVER not in servers:
@@ -350,9 +359,9 @@ def _json_edit(path: Path, text: str | None, key: str, entry: dict | None, jsonc
         if servers is not None and servers.get(SERVER) == entry:
             return text
         data.setdefault(key, {})[SERVER] = entry
-        at = next((vs for n, _, vs, _ in _members(shadow, top) if n == key), None)
-        out = (_put(text, shadow, top, key, {SERVER: entry}, unit) if at is None
-               else _put(text, shadow, at, SERVER, entry, unit))
+        member = next((vs for n, _, vs, _ in _members(shadow, top) if n == key), None)
+        out = (_put(text, shadow, top, key, {SERVER: entry}, unit) if member is None
+               else _put(text, shadow, member, SERVER, entry, unit))
     try:
         same = json.loads(_blank_comments(out) if jsonc else out) == data
     except ValueError:
@@ -365,7 +374,7 @@ def _json_edit(path: Path, text: str | None, key: str, entry: dict | None, jsonc
     return out
 
 
-def _toml_data(path: Path, text: str) -> dict:
+def _toml_data(path: Path, text: str) -> dict[str, Any]:
     import tomlkit
 
     try:
@@ -380,11 +389,11 @@ def _toml_section(key: str) -> re.Pattern[str]:
     return re.compile(rf"^\[{re.escape(key)}\.{SERVER}\][^\n]*\n?(?:(?!\[)[^\n]*(?:\n|$))*", re.MULTILINE)
 
 
-def _without_empty(data: dict, key: str) -> dict:
+def _without_empty(data: dict[str, Any], key: str) -> dict[str, Any]:
     return {k: v for k, v in data.items() if not (k == key and v == {})}
 
 
-def _toml_edit(path: Path, text: str | None, key: str, entry: dict | None) -> str | None:
+def _toml_edit(path: Path, text: str | None, key: str, entry: dict[str, Any] | None) -> str | None:
     """The TOML file with ``key.codesight`` set to ``entry`` (None: removed), every other byte
     kept: codesight's entry is a ``[key.codesight]`` table of its own, appended at the end (valid
     beside dotted keys, ``mcp_servers.other.command = ...``), or a member of an inline table
@@ -484,7 +493,7 @@ def _target(path: Path) -> Path:
 
 
 def _file_change(agent: Agent, path: Path, before: str | None, edited: str | None, *, remove: bool,
-                 ledger: Ledger, entry: dict | None = None, shared: bool = False) -> Change:
+                 ledger: Ledger, entry: dict[str, Any] | None = None, shared: bool = False) -> Change:
     """The change to one file, with the ledger's say: an uninstall of a file that is as install
     left it gives back its first bytes (or removes it); a guide another agent still uses stays."""
     target = _target(path)
@@ -509,7 +518,7 @@ def _looks_ours(agent: Agent, current: object) -> bool:
     return isinstance(argv, list) and "mcp" in argv[:4] and any("codesight" in str(a) for a in argv[:3])
 
 
-def plan(agent: Agent, *, home: Path, env: dict, project: Path | None, remove: bool, ledger: Ledger | None = None,
+def plan(agent: Agent, *, home: Path, env: dict[str, Any], project: Path | None, remove: bool, ledger: Ledger | None = None,
          force: bool = False) -> Plan:
     """What ``install`` (or ``uninstall`` with ``remove``) would change for one agent."""
     ledger = ledger if ledger is not None else Ledger(Path(os.devnull))
@@ -634,11 +643,11 @@ def apply(change: Change, ledger: Ledger | None = None) -> Path | None:
     return backup
 
 
-def select(names: list[str], home: Path, env: dict, project: Path | None = None) -> list[tuple[Agent, bool]]:
+def select(names: list[str], home: Path, env: dict[str, Any], project: Path | None = None) -> list[tuple[Agent, bool]]:
     """The agents to act on, each with whether it was named: those named (any spelling in
     ``BY_NAME``), else every one detected here (in a project, its files count too)."""
     if names:
-        out = []
+        out: list[tuple[Agent, bool]] = []
         for n in names:
             agent = BY_NAME.get(n.lower())
             if agent is None:

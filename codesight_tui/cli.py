@@ -18,6 +18,19 @@ from typing import TYPE_CHECKING
 from codesight_tui.core.modes import MODES
 
 if TYPE_CHECKING:
+    from types import FrameType, TracebackType
+    from typing import Any
+
+    from rich.progress import Progress
+    from typing_extensions import Self
+
+    from codesight_tui.core.engine import CodeSight
+    from codesight_tui.core.evaluation import Suite
+    from codesight_tui.core.fleet import Fleet
+    from codesight_tui.core.indexer import IndexReport
+    from codesight_tui.core.indexer import Progress as IndexProgress
+    from codesight_tui.core.searcher import SearchResult
+    from codesight_tui.core.watch import Batch
     from codesight_tui.core.workspace import Workspace
 
 class AskInClient(Exception):
@@ -49,7 +62,7 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
-def _raise_terminated(signum, frame) -> None:
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
     raise Terminated(signum)
 
 
@@ -386,10 +399,10 @@ class _ProgressView:
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
-        self.progress = None
-        self.tasks: dict[str, int] = {}
+        self.progress: Progress | None = None
+        self.tasks: dict[str, Any] = {}  # rich's TaskIDs, by phase
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         if self.enabled:
             from rich.console import Console
             from rich.progress import (
@@ -409,9 +422,10 @@ class _ProgressView:
             self.progress.__enter__()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if self.progress is not None:
-            self.progress.__exit__(*exc)
+            self.progress.__exit__(kind, exc, tb)
 
     def suite(self, name: str, n: int, total: int) -> None:
         """A multi-repository run moves on to the next repository."""
@@ -421,7 +435,7 @@ class _ProgressView:
             self.tasks["suite"] = self.progress.add_task("repos", total=total)
         self.progress.update(self.tasks["suite"], completed=n - 1, description=f"{name[:10]:<10}")
 
-    def __call__(self, ev) -> None:
+    def __call__(self, ev: IndexProgress) -> None:
         if self.progress is None:
             return
         label = {"scan": "scanning", "lexical": "lexical", "distill": "static model (once)", "static": "static vectors",
@@ -431,7 +445,7 @@ class _ProgressView:
         self.progress.update(self.tasks[ev.phase], completed=ev.done, total=max(ev.total, 1))
 
 
-def _summary(report) -> str:
+def _summary(report: IndexReport) -> str:
     skipped = ", ".join(f"{n} {why.replace('_', ' ')}" for why, n in sorted(report.skipped.items()))
     vec = f"{report.embedded} embedded, {report.cache_hits} from cache"
     if report.doc_views:
@@ -456,8 +470,8 @@ def _summary(report) -> str:
     return "\n".join(lines)
 
 
-def _run_index(cs, *, embed: bool, force: bool = False, wait: bool = False, show: bool = True,
-               static: bool | None = None):
+def _run_index(cs: CodeSight, *, embed: bool, force: bool = False, wait: bool = False, show: bool = True,
+               static: bool | None = None) -> IndexReport:
     cancel = threading.Event()
     with _ProgressView(_progress_wanted(show)) as view:
         try:
@@ -475,7 +489,7 @@ def _check_language(lang: str) -> str:
     return normalize_language(lang)
 
 
-def cmd_index(args) -> int:
+def cmd_index(args: argparse.Namespace) -> int:
     from codesight_tui.core.engine import CodeSight
 
     # Our main module is guarded, so an index run's worker processes can spawn (lexical_processes).
@@ -501,7 +515,7 @@ def _snippet(content: str, width: int = 100, lines: int = 3) -> list[str]:
     return out
 
 
-def _ready(cs, mode: str, full: bool) -> None:
+def _ready(cs: CodeSight, mode: str, full: bool) -> None:
     """Index a repository that has none yet before searching it (what a first search needs): the
     lexical phase and the static tier for a hybrid search, which answers from those in seconds;
     the full model's vectors only for ``--full`` or vector mode, or where the static tier is off.
@@ -527,7 +541,7 @@ def _ready(cs, mode: str, full: bool) -> None:
             _err(w)
 
 
-def _search_roots(args) -> list[Path]:
+def _search_roots(args: argparse.Namespace) -> list[Path]:
     from codesight_tui.core.config import load_settings
     from codesight_tui.core.errors import CodeSightError
 
@@ -544,7 +558,7 @@ def _search_roots(args) -> list[Path]:
     return outermost([resolve_root(p, yes=args.yes, cwd=cwd) for p in paths or ["."]])
 
 
-def cmd_search(args) -> int:
+def cmd_search(args: argparse.Namespace) -> int:
     if isinstance(args.query, list):  # unquoted words, as an editor's :grep passes them
         args.query = " ".join(args.query)
     if not args.query.strip():
@@ -554,7 +568,7 @@ def cmd_search(args) -> int:
     return _find(args, args.query)
 
 
-def _trailing_path(args) -> None:
+def _trailing_path(args: argparse.Namespace) -> None:
     """``codesight search retry src/``, as one types ``rg retry src/``: a last word that names a
     file or folder in the repository (from the current directory) is where to look, not a query
     word. Only without -g, and never the query's only word."""
@@ -584,7 +598,7 @@ def _trailing_path(args) -> None:
         _err(f"{words[-1]} is a path here: searching {args.glob} for {args.query!r} (as rg does)")
 
 
-def cmd_related(args) -> int:
+def cmd_related(args: argparse.Namespace) -> int:
     if not args.target.strip():
         _err("say where: codesight related PATH:LINE, a file, or a symbol")
         return EXIT_USAGE
@@ -602,7 +616,7 @@ def _workspace() -> Workspace:
     return WORKSPACE or Workspace(EngineOptions(lexical_processes=True))
 
 
-def _find(args, query: str, like: bool = False) -> int:
+def _find(args: argparse.Namespace, query: str, like: bool = False) -> int:
     """``search`` and ``related``: index what has no index, run, print the hits as text, JSON or
     vimgrep lines; exit 1 when there are none."""
     from codesight_tui.core.engine import CodeSight
@@ -624,7 +638,12 @@ def _find(args, query: str, like: bool = False) -> int:
     engines = [workspace.engine(root) for root in roots]
     if args.lang:
         args.lang = _check_language(args.lang)
-    mode = args.mode or (engines[0].settings if engines else fleet.settings).default_mode
+    if engines:
+        settings = engines[0].settings
+    else:  # outside any repository: the fleet alone
+        assert fleet is not None
+        settings = fleet.settings
+    mode = args.mode or settings.default_mode
     for cs in engines:
         _ready(cs, mode, args.full)
     several = len(engines) > 1 or fleet is not None
@@ -685,20 +704,20 @@ def _find(args, query: str, like: bool = False) -> int:
     return EXIT_OK if results else EXIT_ERROR
 
 
-def _repo_label(hit) -> str:
+def _repo_label(hit: SearchResult) -> str:
     """A hit's repository as the text output names it: a local root's name, a fleet
     repository's name and commit."""
     return f"{hit.repo}@{hit.commit[:10]}" if hit.commit else Path(hit.repo).name
 
 
-def _in_repository(args) -> bool:
+def _in_repository(args: argparse.Namespace) -> bool:
     from codesight_tui.core.paths import find_repo_root
 
     start = Path(getattr(args, "cwd", None) or ".").resolve()
     return (find_repo_root(start) / ".git").exists()
 
 
-def _fleet(args):
+def _fleet(args: argparse.Namespace) -> Fleet | None:
     """The fleet store ``--store`` (or the config's ``fleet_store``) names, or None."""
     from codesight_tui.core.config import load_settings
 
@@ -706,14 +725,14 @@ def _fleet(args):
     uri = getattr(args, "store", None) or settings.fleet_store
     if not uri:
         return None
-    from codesight_tui import Fleet
+    from codesight_tui.core.fleet import Fleet
 
     if "://" not in uri and getattr(args, "cwd", None):
         uri = os.path.join(args.cwd, os.path.expanduser(uri))
     return Fleet(uri, getattr(args, "endpoint", None), settings)
 
 
-def cmd_fleet(args) -> int:
+def cmd_fleet(args: argparse.Namespace) -> int:
     from codesight_tui.core.errors import CodeSightError
 
     if not getattr(args, "fleet_command", None):
@@ -768,7 +787,7 @@ def cmd_fleet(args) -> int:
     return EXIT_OK
 
 
-def vimgrep_line(hit, terms: list[str], cwd: str | None = None) -> str:
+def vimgrep_line(hit: SearchResult, terms: list[str], cwd: str | None = None) -> str:
     """``path:line:col:text`` for a hit, as ``rg --vimgrep`` prints it: the path as the user can
     open it from here (relative to the current directory where it is below it), the hit's line
     (its definition's own line, else the first matching one), the column of the first query word
@@ -790,7 +809,7 @@ def vimgrep_line(hit, terms: list[str], cwd: str | None = None) -> str:
     return f"{shown}:{line}:{col}:{text.rstrip()}"
 
 
-def cmd_ask(args) -> int:
+def cmd_ask(args: argparse.Namespace) -> int:
     from codesight_tui.core.ask import llm_config
     from codesight_tui.core.engine import CodeSight
 
@@ -832,7 +851,7 @@ def cmd_ask(args) -> int:
     return EXIT_OK
 
 
-def _batch_line(batch, report) -> dict:
+def _batch_line(batch: Batch, report: IndexReport) -> dict[str, Any]:
     kinds: dict[str, int] = {}
     for kind in batch.changes.values():
         kinds[kind] = kinds.get(kind, 0) + 1
@@ -843,14 +862,14 @@ def _batch_line(batch, report) -> dict:
             "seconds": round(report.seconds, 3), "warnings": report.warnings}
 
 
-def cmd_watch(args) -> int:
+def cmd_watch(args: argparse.Namespace) -> int:
     import threading
 
     from codesight_tui.core.engine import CodeSight
 
     cs = CodeSight(resolve_root(args.path, yes=args.yes), lexical_processes=True)
 
-    def on_batch(batch, report) -> None:
+    def on_batch(batch: Batch, report: IndexReport) -> None:
         line = _batch_line(batch, report)
         if args.json:
             print(json.dumps(line), flush=True)
@@ -877,13 +896,13 @@ def cmd_watch(args) -> int:
     return EXIT_OK
 
 
-def cmd_mcp(args) -> int:
+def cmd_mcp(args: argparse.Namespace) -> int:
     from codesight_tui.mcp_server import serve
 
     return serve(args.root, watch=args.watch, fleet=_fleet(args))
 
 
-def cmd_status(args) -> int:
+def cmd_status(args: argparse.Namespace) -> int:
     from codesight_tui.core.engine import CodeSight
 
     cs = CodeSight(resolve_root(args.path, indexing=False))
@@ -896,8 +915,9 @@ def cmd_status(args) -> int:
     if not st["indexed"]:
         print(f"{st['root']}: not indexed yet (run `codesight index {args.path}`)")
         return EXIT_OK
-    changed = st.get("changed_files") or {}
-    detail = ", ".join(f"{len(v)} {k}" for k, v in changed.items() if v)
+    changed = st.get("changed_files")
+    detail = ", ".join(f"{len(changed[k])} {k}" for k in ("added", "modified", "deleted")
+                       if changed and changed[k]) if changed else ""
     rows = [
         ("root", st["root"]),
         ("index", f"{st['index_dir']} ({_human_size(st['index_bytes'])})"),
@@ -908,18 +928,18 @@ def cmd_status(args) -> int:
          + (f", runs on {st['backend']}" if st.get("backend") else "")),
         ("static", f"{st['static_vectors']:,} vectors ({st['static_coverage']:.0%}), {st['static_model']}"
          if st.get("static_model") else "off"),
-        ("cache", f"{st['cache']['entries']:,} vectors, {_human_size(st['cache']['bytes'])} (shared; `codesight cache`)"
-         if st.get("cache") else "none yet"),
+        ("cache", f"{cache['entries']:,} vectors, {_human_size(cache['bytes'])} (shared; `codesight cache`)"
+         if (cache := st.get("cache")) else "none yet"),
         ("indexed", time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st["last_indexed"])) + f" ({_ago(st['last_indexed'])})"
          if st["last_indexed"] else "never"),
         ("changed", f"{st['changed']} files on disk since" + (f" ({detail})" if detail else "")),
         ("skipped", ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in st["skipped"].items()) or "none"),
     ]
-    sec = st.get("secrets") or {}
+    sec: dict[str, Any] = dict(st.get("secrets") or {})
     rows.append(("secrets", (f"{sec.get('files_skipped', 0):,} files not read (named like secrets),"
                              f" {sec.get('masked', 0):,} keys or tokens masked in {sec.get('files_masked', 0):,}"
                              " files")))
-    docs = st.get("documents") or {}
+    docs: dict[str, Any] = dict(st.get("documents") or {})
     if docs.get("indexed") or docs.get("skipped"):
         bad = docs.get("skipped") or {}
         listed = ", ".join(f"{p} ({why.replace('_', ' ')})" for p, why in list(bad.items())[:3])
@@ -940,7 +960,7 @@ def _parse_size(text: str) -> int:
     return int(float(m.group(1)) * 1024 ** " KMGT".index((m.group(2) or " ").upper()))
 
 
-def cmd_cache(args) -> int:
+def cmd_cache(args: argparse.Namespace) -> int:
     import sqlite3
 
     from codesight_tui.core.cache import EmbeddingCache, cache_files
@@ -951,10 +971,11 @@ def cmd_cache(args) -> int:
     settings = load_settings()
     files = cache_files(settings.cache_dir)
     if args.action == "prune":
+        max_bytes: int | None = None
         if args.max_size is None and args.older_than is None:
             max_bytes = settings.cache_max_mb * 1024 * 1024
-        else:
-            max_bytes = _parse_size(args.max_size) if args.max_size is not None else None
+        elif args.max_size is not None:
+            max_bytes = _parse_size(args.max_size)
         if args.older_than is not None and args.older_than < 0:
             raise CodeSightError("--older-than must be at least 0 days", exit_code=EXIT_USAGE)
         older = args.older_than * 86400 if args.older_than is not None else None
@@ -998,7 +1019,7 @@ def cmd_cache(args) -> int:
     return EXIT_OK
 
 
-def _eval_suites(args):
+def _eval_suites(args: argparse.Namespace) -> tuple[list[Suite] | list[tuple[Path, Path]], dict[str, Any]]:
     """The suites ``codesight eval`` was given: query files with --path, or one collection directory."""
     from codesight_tui.core.errors import CodeSightError
     from codesight_tui.core.evaluation import is_collection, load_collection
@@ -1035,7 +1056,7 @@ def _coverage(text: str | None) -> list[float] | None:
     return [x / 100 for x in pcts]
 
 
-def cmd_install(args) -> int:
+def cmd_install(args: argparse.Namespace) -> int:
     from codesight_tui import agents
     from codesight_tui.core.config import Settings
     from codesight_tui.core.errors import CodeSightError
@@ -1118,7 +1139,7 @@ def cmd_install(args) -> int:
     return EXIT_ERROR if failed or noted else EXIT_OK
 
 
-def retriever_tag(hit) -> str:
+def retriever_tag(hit: SearchResult) -> str:
     """Which lists found a hit, as the plain output says it: ``bm25+static``, ``bm25+vec``, ``vec``,
     ``definition`` (a definition no list ranked). It said ``bm25+vec`` for a static-tier hit."""
     parts = [name for name, rank in (("bm25", hit.bm25_rank), ("static", hit.static_rank), ("vec", hit.vector_rank))
@@ -1126,7 +1147,7 @@ def retriever_tag(hit) -> str:
     return "+".join(parts) or ("definition" if hit.definition else "bm25")
 
 
-def _home(path: Path) -> str:
+def _home(path: Path | str) -> str:
     """``path`` with the home directory written ``~``."""
     try:
         return "~/" + Path(path).relative_to(Path.home()).as_posix()
@@ -1134,12 +1155,12 @@ def _home(path: Path) -> str:
         return str(path)
 
 
-def cmd_service(args) -> int:
+def cmd_service(args: argparse.Namespace) -> int:
     from codesight_tui import client
 
-    def call(cmd: str) -> tuple[dict | None, str | None]:
+    def call(cmd: str) -> tuple[dict[str, Any] | None, str | None]:
         """``(status, None)`` from a running service, ``(None, why)`` where none answers."""
-        got: dict = {}
+        got: dict[str, Any] = {}
         try:
             client.request({"v": client.PROTOCOL, "install": client.install_key(), "env": client.env_key(),
                             "cmd": cmd}, got.update)
@@ -1182,7 +1203,7 @@ def cmd_service(args) -> int:
     return EXIT_OK
 
 
-def cmd_stats(args) -> int:
+def cmd_stats(args: argparse.Namespace) -> int:
     from codesight_tui.core.engine import CodeSight
 
     rows = CodeSight.usage_stats()
@@ -1203,7 +1224,7 @@ def _short(text: str, width: int) -> str:
     return text if len(text) <= width else "…" + text[-(width - 1):]
 
 
-def cmd_eval(args) -> int:
+def cmd_eval(args: argparse.Namespace) -> int:
     from codesight_tui.core.errors import CodeSightError
     from codesight_tui.core.evaluation import evaluate
 
@@ -1225,7 +1246,7 @@ def cmd_eval(args) -> int:
     return EXIT_OK
 
 
-def print_eval_report(report: dict) -> None:
+def print_eval_report(report: dict[str, Any]) -> None:
     """The tables of ``codesight eval``: each metric per category and mode, NDCG@10 per language
     beside the published peers, and query latency."""
     from codesight_tui.core.evaluation import METRICS
@@ -1260,7 +1281,7 @@ def print_eval_report(report: dict) -> None:
         print(f"latency {label:<10} p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms")
 
 
-def cmd_tui(args) -> int:
+def cmd_tui(args: argparse.Namespace) -> int:
     from codesight_tui.core.errors import CodeSightError
 
     paths = args.path or ["."]

@@ -15,7 +15,12 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Callable
+
+TYPE_CHECKING = False  # typing itself is not imported: a served call stays light
+if TYPE_CHECKING:
+    import _socket
+    from collections.abc import Callable
+    from typing import Any
 
 SERVED = ("search", "related")
 PROTOCOL = 2
@@ -83,7 +88,7 @@ def enabled() -> bool:
                 try:
                     import tomllib
                 except ImportError:  # Python 3.10: pydantic-settings brings tomli
-                    import tomli as tomllib
+                    import tomli as tomllib  # type: ignore[no-redef]
 
                 value = str(tomllib.load(fh).get("service", "auto"))
         except (OSError, ValueError, ImportError):
@@ -95,7 +100,7 @@ class Unserved(Exception):
     """The service could not answer: the call runs in this process instead."""
 
 
-def connect(timeout: float = CONNECT_TIMEOUT):
+def connect(timeout: float = CONNECT_TIMEOUT) -> _socket.socket:
     """A connected socket to this user's service; ``Unserved`` where there is none. (The C
     module: ``socket`` itself takes 7 ms to import, a quarter of a served call.)"""
     import _socket
@@ -142,7 +147,8 @@ def to_json(value: object) -> str:
     raise TypeError(f"not sent to the service: {type(value).__name__}")
 
 
-def request(message: dict, on_message, *, silence: float = SILENCE_TIMEOUT) -> dict:
+def request(message: dict[str, Any], on_message: Callable[[dict[str, Any]], Any], *,
+            silence: float = SILENCE_TIMEOUT) -> dict[str, Any]:
     """Send one request (a JSON line) and hand each message of the answer to ``on_message`` until
     the last one, ``{"rc": n}``, which is returned. The answer is frames: a kind byte (``o``
     stdout, ``e`` stderr, ``k`` still working, ``s`` status as JSON, ``r`` the exit code, ``x``
@@ -196,7 +202,7 @@ def _via_service(argv: list[str]) -> int | None:
     (nothing has been printed then). A service that stops mid-answer is one line and exit 1."""
     printed = False
 
-    def show(msg: dict) -> None:
+    def show(msg: dict[str, Any]) -> None:
         nonlocal printed
         for key, stream in (("o", sys.stdout), ("e", sys.stderr)):
             text = msg.get(key)

@@ -20,7 +20,10 @@ import os
 import re
 import threading
 import time
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -35,6 +38,10 @@ from codesight_tui.core.modes import Vectors
 from codesight_tui.core.paths import find_repo_root, outermost
 from codesight_tui.core.text import LONE_SURROGATE
 from codesight_tui.core.workspace import EngineOptions, SearchRequest, Workspace
+
+if TYPE_CHECKING:
+    from codesight_tui.core.fleet import Fleet
+    from codesight_tui.core.searcher import SearchResponse, SearchResult
 
 # How long a tool call waits for a lexical phase to commit before answering with what exists: well
 # under the 30 to 60 s tool timeouts assistants use.
@@ -199,7 +206,7 @@ class _Server(MCPServer):
     """The SDK's server, with arguments that fail validation said in one line per field
     ("top_k: Input should be a valid integer") instead of pydantic's report."""
 
-    async def call_tool(self, name, arguments, context=None):
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -216,7 +223,7 @@ def _top_k(value: int) -> int:
     return value
 
 
-def _hit(r) -> Hit:
+def _hit(r: SearchResult) -> Hit:
     found = [name for name, rank in (("bm25", r.bm25_rank), ("static", r.static_rank), ("vector", r.vector_rank))
              if rank]
     if r.definition or not found:
@@ -228,7 +235,7 @@ def _hit(r) -> Hit:
                slide=r.slide, location=r.location, snippet=snippet, commit=r.commit or None)
 
 
-async def _wait_lexical(job: IndexJob, ctx, cs: CodeSight, limit: float = LEXICAL_WAIT_S) -> None:
+async def _wait_lexical(job: IndexJob, ctx: Context, cs: CodeSight, limit: float = LEXICAL_WAIT_S) -> None:
     """Wait (up to ``limit``) for a run's lexical phase to commit, reporting progress to the client.
     A run that found another writer at work waits for that writer's lexical phase instead."""
     end = time.monotonic() + limit
@@ -246,20 +253,21 @@ async def _wait_lexical(job: IndexJob, ctx, cs: CodeSight, limit: float = LEXICA
         await anyio.sleep(0.1)
 
 
-def build_server(roots: list[Path], *, watch_roots: bool = False, fleet=None):
+def build_server(roots: list[Path], *, watch_roots: bool = False, fleet: Fleet | None = None,
+                 ) -> tuple[_Server, Repos]:
     """The ``MCPServer`` with codesight's tools over ``roots``; returns ``(server, repos)``."""
     from codesight_tui import __version__
 
     repos = Repos(roots)
     server = _Server("codesight", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
 
-    def where(repo_path):
+    def where(repo_path: str | None) -> Path:
         try:
             return repos.resolve(repo_path)
         except CodeSightError as exc:
             raise ToolError(str(exc)) from None
 
-    async def prepare(targets: list[Path], ctx, mode: str | None) -> list[str]:
+    async def prepare(targets: list[Path], ctx: Context, mode: str | None) -> list[str]:
         """Bring each repository to where it can answer (a first use starts its index run and
         waits for the lexical phase); returns what the answer should say about them."""
         try:
@@ -267,16 +275,16 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet=None):
         except CodeSightError as exc:  # an index another process holds, a damaged one: one line
             raise ToolError(str(exc)) from None
 
-    async def _prepare(targets: list[Path], ctx, mode: str | None) -> list[str]:
+    async def _prepare(targets: list[Path], ctx: Context, mode: str | None) -> list[str]:
         notes: list[str] = []
         for repo in targets:
             cs = repos.engine(repo)
             if repo not in repos.caught_up and repos.workspace.running(repo) is None:
-                job, _ = repos.start_index(repo)  # first use in this server: bring it up to date
+                first, _ = repos.start_index(repo)  # first use in this server: bring it up to date
                 if not cs.is_indexed():
-                    await _wait_lexical(job, ctx, cs)
-            elif not cs.is_indexed() and (job := repos.workspace.running(repo)) is not None:
-                await _wait_lexical(job, ctx, cs)
+                    await _wait_lexical(first, ctx, cs)
+            elif not cs.is_indexed() and (going := repos.workspace.running(repo)) is not None:
+                await _wait_lexical(going, ctx, cs)
             job = repos.workspace.job_of(repo)
             if job is not None and job.error and job.finished.is_set():
                 notes.append(f"{repo.name}: {job.error}")
@@ -284,7 +292,8 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet=None):
                 repos.workspace.warm_model(cs)
         return notes
 
-    async def answer(kind: str, query: str, targets: list[Path], mode: str | None, run, notes: list[str],
+    async def answer(kind: str, query: str, targets: list[Path], mode: str | None,
+                     run: Callable[[], SearchResponse], notes: list[str],
                      t0: float) -> SearchOutput:
         """Run a search (``run()`` in a worker thread) and say what it lacks; the answer's size in
         tokens is in it and in ``codesight stats``."""
@@ -322,7 +331,7 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet=None):
         out.elapsed_ms = round((time.perf_counter() - t0) * 1000, 1)
         return out
 
-    @server.tool(annotations=ToolAnnotations(title="Search code", readOnlyHint=True, openWorldHint=False))
+    @server.tool(annotations=ToolAnnotations(title="Search code", read_only_hint=True, open_world_hint=False))
     async def search(query: str, ctx: Context, repo_path: str | None = None, top_k: int = 10,
                      file_glob: str | None = None, mode: str | None = None, language: str | None = None,
                      roots: list[str] | None = None, fleet_repo: str | None = None) -> SearchOutput:
@@ -343,15 +352,15 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet=None):
         notes = await prepare(targets, ctx, mode)
         if fleet_repo and fleet is None:
             raise ToolError("fleet_repo narrows a fleet store, and this server has none (codesight mcp --store URI)")
-        request = SearchRequest(query, tuple(targets), top_k, mode, file_glob, language,  # type: ignore[arg-type]
+        request = SearchRequest(query, tuple(targets), top_k, mode, file_glob, language,
                                 vectors=Vectors.LOADED, fleet=fleet, fleet_repo=fleet_repo)
 
-        def run():
+        def run() -> SearchResponse:
             return repos.workspace.search(request)
 
         return await answer("search", query, targets, mode, run, notes, t0)
 
-    @server.tool(annotations=ToolAnnotations(title="Find related code", readOnlyHint=True, openWorldHint=False))
+    @server.tool(annotations=ToolAnnotations(title="Find related code", read_only_hint=True, open_world_hint=False))
     async def find_related(location: str, ctx: Context, repo_path: str | None = None, top_k: int = 10,
                            file_glob: str | None = None, mode: str | None = None, language: str | None = None,
                            roots: list[str] | None = None) -> SearchOutput:
@@ -372,16 +381,16 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet=None):
             targets = [where(repo_path)]
         targets = outermost(targets)
         notes = await prepare(targets, ctx, mode)
-        request = SearchRequest(location, tuple(targets), top_k, mode, file_glob, language,  # type: ignore[arg-type]
+        request = SearchRequest(location, tuple(targets), top_k, mode, file_glob, language,
                                 vectors=Vectors.LOADED, like=True)
 
-        def run():
+        def run() -> SearchResponse:
             return repos.workspace.search(request)
 
         return await answer("find_related", location, targets, mode, run, notes, t0)
 
-    @server.tool(annotations=ToolAnnotations(title="Index a repository", readOnlyHint=False,
-                                             destructiveHint=False, idempotentHint=True, openWorldHint=False))
+    @server.tool(annotations=ToolAnnotations(title="Index a repository", read_only_hint=False,
+                                             destructive_hint=False, idempotent_hint=True, open_world_hint=False))
     async def index(ctx: Context, repo_path: str | None = None, force_rebuild: bool = False) -> IndexOutput:
         """Bring a repository's index up to date (force_rebuild: from scratch; cached embeddings are
         reused). Returns as soon as BM25 search covers the repository, with progress notifications
@@ -404,28 +413,30 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet=None):
             message = "an index run was already going: " + message
         return IndexOutput(repo=str(repo), started=started, message=message, state=state)
 
-    @server.tool(annotations=ToolAnnotations(title="Index status", readOnlyHint=True, openWorldHint=False))
+    @server.tool(annotations=ToolAnnotations(title="Index status", read_only_hint=True, open_world_hint=False))
     async def status(repo_path: str | None = None) -> StatusOutput:
         """What is indexed and how fresh it is: files, chunks, vector coverage, last index time,
         files changed on disk since, the model, and whether an indexer is running now."""
         repo = where(repo_path)
         cs = repos.engine(repo)
         st = await anyio.to_thread.run_sync(cs.status)
-        changed = {k: v[:50] for k, v in (st.get("changed_files") or {}).items()}
+        files = st.get("changed_files")
+        changed = {"added": files["added"][:50], "modified": files["modified"][:50],
+                   "deleted": files["deleted"][:50]} if files else {}
         return StatusOutput(state=repos.state(repo), pending=st.get("pending", 0), stale_files=st.get("changed"),
                             changed=changed, index_bytes=st.get("index_bytes", 0), skipped=st.get("skipped") or {},
                             read_only=bool(st.get("read_only")), notices=st.get("notices") or [])
 
-    @server.tool(annotations=ToolAnnotations(title="Watch a repository", readOnlyHint=False,
-                                             destructiveHint=False, idempotentHint=True, openWorldHint=False))
+    @server.tool(annotations=ToolAnnotations(title="Watch a repository", read_only_hint=False,
+                                             destructive_hint=False, idempotent_hint=True, open_world_hint=False))
     def watch(repo_path: str | None = None) -> WatchOutput:
         """Keep a repository's index current while files change: each burst of saves is indexed as
         one batch (only changed files; only new text embedded), searchable within about a second."""
         repo = where(repo_path)
         return _watch(repos, repo)
 
-    @server.tool(annotations=ToolAnnotations(title="Stop watching", readOnlyHint=False, destructiveHint=False,
-                                             idempotentHint=True, openWorldHint=False))
+    @server.tool(annotations=ToolAnnotations(title="Stop watching", read_only_hint=False, destructive_hint=False,
+                                             idempotent_hint=True, open_world_hint=False))
     def unwatch(repo_path: str | None = None) -> WatchOutput:
         """Stop keeping a repository's index current (the index stays as it is)."""
         repo = where(repo_path)
@@ -498,7 +509,7 @@ MAX_FRAME_DEPTH = 64
 _FRAME_ID = re.compile(r'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
 
 
-def _depth(obj, limit: int) -> int:
+def _depth(obj: object, limit: int) -> int:
     """How deep ``obj`` nests (stops counting past ``limit``)."""
     deepest, stack = 0, [(obj, 1)]
     while stack:
@@ -511,7 +522,7 @@ def _depth(obj, limit: int) -> int:
     return deepest
 
 
-def _clean_strings(obj):
+def _clean_strings(obj: Any) -> Any:
     if isinstance(obj, str):
         return LONE_SURROGATE.sub("\ufffd", obj)
     if isinstance(obj, list):
@@ -548,18 +559,18 @@ def guard_frame(line: str) -> str:
 class _GuardedLines:
     """The server's stdin, line by line through ``guard_frame``."""
 
-    def __init__(self, source) -> None:
+    def __init__(self, source: AsyncIterable[str]) -> None:
         self.source = source
 
-    def __aiter__(self):
+    def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
 
-    async def _lines(self):
+    async def _lines(self) -> AsyncIterator[str]:
         async for line in self.source:
             yield guard_frame(line)
 
 
-async def _run_stdio(server) -> None:
+async def _run_stdio(server: _Server) -> None:
     """``MCPServer.run_stdio_async`` with ``guard_frame`` between stdin and the SDK."""
     import io
     import sys
@@ -567,12 +578,13 @@ async def _run_stdio(server) -> None:
     from mcp.server.stdio import stdio_server
 
     stdin = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
-    async with stdio_server(stdin=_GuardedLines(stdin)) as (read_stream, write_stream):
+    # The SDK only iterates its stdin (async for), which _GuardedLines does; it is typed as a file.
+    async with stdio_server(stdin=_GuardedLines(stdin)) as (read_stream, write_stream):  # type: ignore[arg-type]
         low = server._lowlevel_server
         await low.run(read_stream, write_stream, low.create_initialization_options())
 
 
-def serve(roots: list[str] | None = None, *, watch: bool = False, fleet=None) -> int:
+def serve(roots: list[str] | None = None, *, watch: bool = False, fleet: Fleet | None = None) -> int:
     """Run the server on stdin/stdout until the client goes away; ``fleet`` (a ``Fleet``) is
     searched beside the repositories."""
     import signal
@@ -580,7 +592,7 @@ def serve(roots: list[str] | None = None, *, watch: bool = False, fleet=None) ->
     server, repos = build_server(default_roots(roots), watch_roots=watch, fleet=fleet)
     # SIGTERM and SIGHUP (the client or the ssh session went away) end it the way EOF does: the
     # index runs stop at a batch boundary and the model's child process goes with it.
-    def terminate(number, frame):
+    def terminate(number: int, frame: FrameType | None) -> None:
         # The transport's reader thread is blocked on stdin, which the client still holds open:
         # waiting for it would never end. Stop the index runs (each at a batch boundary, committed
         # work kept), end the model's child process, and leave.

@@ -387,7 +387,7 @@ def serve(idle_s: float | None = None, lock_fd: int | None = None) -> int:
     listener.settimeout(0.5)
     service = Service(idle_s, env)
     cli.WORKSPACE = service.workspace
-    sys.stdout, sys.stderr = _Streams(sys.stdout, "o"), _Streams(sys.stderr, "e")  # type: ignore[assignment]
+    sys.stdout, sys.stderr = _Streams(sys.stdout, "o"), _Streams(sys.stderr, "e")
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: service.stopping.set())
     threading.Thread(target=service.heartbeat, name="codesight-heartbeat", daemon=True).start()

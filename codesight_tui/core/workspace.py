@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.jobs import IndexJob
-from codesight_tui.core.modes import Mode, Vectors
+from codesight_tui.core.modes import Vectors
 
 if TYPE_CHECKING:
     from codesight_tui.core.engine import CodeSight
@@ -55,7 +55,7 @@ class SearchRequest:
     query: str
     roots: tuple[Path, ...] = ()
     top_k: int = 10
-    mode: Mode | None = None
+    mode: str | None = None  # a Mode, or what a user typed: the engine checks it
     glob: str | None = None
     language: str | None = None
     vectors: Vectors = Vectors.LOAD
@@ -232,9 +232,12 @@ class Workspace:
         from codesight_tui.core.engine import CodeSight
 
         engines = [self.engine(root) for root in request.roots]
-        if not engines and request.fleet is None:
+        if engines:
+            settings = engines[0].settings
+        elif request.fleet is not None:
+            settings = request.fleet.settings
+        else:
             raise CodeSightError("nothing to search: no repository and no fleet store", exit_code=2)
-        settings = engines[0].settings if engines else request.fleet.settings  # type: ignore[union-attr]
         mode = request.mode or settings.default_mode
         vectors = self.vectors_for(request, engines, mode)
         kw: dict[str, Any] = {"top_k": request.top_k, "mode": mode, "glob": request.glob,

@@ -13,8 +13,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -49,6 +50,13 @@ from codesight_tui.tui.widgets.preview import Preview, render_hit
 from codesight_tui.tui.widgets.results import ResultsList
 from codesight_tui.tui.widgets.status import IndexState, StatusBar
 
+if TYPE_CHECKING:
+    from codesight_tui.core.engine import CodeSight
+    from codesight_tui.core.fleet import Fleet
+    from codesight_tui.core.indexer import IndexReport, Progress
+    from codesight_tui.core.searcher import SearchResult
+    from codesight_tui.core.watch import Batch, Watcher
+
 TOP_K = 50
 LIKE = "like:"  # a query that starts so asks for code like a place: like: src/app.py:42
 
@@ -75,7 +83,7 @@ class CodeSightApp(App[int]):
 
     CSS_PATH = "app.tcss"
     TITLE = "codesight"
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (110, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]  # noqa: RUF012 (Textual reads it per instance)
 
     # The footer shows these in this order and drops the last that do not fit: at 60 columns, Help
     # and Ask must still be there (issue 35).
@@ -97,9 +105,10 @@ class CodeSightApp(App[int]):
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="app.quit_alt"),
     ]
 
-    def __init__(self, root: Path, *, engine=None, auto_index: bool = True, watch: bool = True,
-                 clock=time.time, more_roots: list[Path] | tuple = (), more_engines: list | None = None,
-                 fleet=None, workspace: Workspace | None = None) -> None:
+    def __init__(self, root: Path, *, engine: CodeSight | None = None, auto_index: bool = True, watch: bool = True,
+                 clock: Callable[[], float] = time.time, more_roots: Sequence[Path] = (),
+                 more_engines: list[CodeSight] | None = None, fleet: Fleet | None = None,
+                 workspace: Workspace | None = None) -> None:
         super().__init__()
         self.fleet = fleet  # a codesight_tui.Fleet searched beside the repositories (--store), or None
         self.root = Path(root).resolve()
@@ -118,13 +127,13 @@ class CodeSightApp(App[int]):
         self.mode = "hybrid"
         self.glob = ""
         self.language = ""
-        self.hits: list = []
+        self.hits: list[SearchResult] = []
         self._search_running = False
         self._search_pending = False
-        self._shown_key: tuple | None = None  # (query, mode, glob, language) of the hits on screen
+        self._shown_key: tuple[str, str, str, str] | None = None  # (query, mode, glob, language) of the hits on screen
         self._reindex_timer: Timer | None = None
-        self._todo: dict[Path, tuple] = {}  # repositories waiting for a run: (engine, force, paths or None)
-        self._report = None  # the last repository's report, for IndexFinished
+        self._todo: dict[Path, tuple[CodeSight, bool, set[str] | None]] = {}  # repositories waiting for a run: (engine, force, paths or None)
+        self._report: IndexReport | None = None  # the last repository's report, for IndexFinished
         self._indexing = False
         self._stop = threading.Event()
         self._watching = False
@@ -138,11 +147,11 @@ class CodeSightApp(App[int]):
 
     # --- engine -------------------------------------------------------------------------
     @property
-    def engine(self):
+    def engine(self) -> CodeSight:
         return self.workspace.engine(self.root)
 
     @property
-    def engines(self) -> list:
+    def engines(self) -> list[CodeSight]:
         """Every repository's engine, the first one's first."""
         return [self.engine, *(self.workspace.engine(r) for r in self.more_roots)]
 
@@ -151,10 +160,10 @@ class CodeSightApp(App[int]):
         for engine in self.workspace.engines():
             engine.release_model()
 
-    def root_of(self, hit) -> Path:
+    def root_of(self, hit: SearchResult) -> Path:
         return Path(hit.repo) if getattr(hit, "repo", "") and not getattr(hit, "commit", "") else self.root
 
-    def engine_of(self, hit):
+    def engine_of(self, hit: SearchResult) -> CodeSight:
         """The engine whose index holds ``hit`` (several repositories: the one of its repo)."""
         if getattr(hit, "repo", ""):
             for engine in self.engines:
@@ -182,7 +191,7 @@ class CodeSightApp(App[int]):
         self.exit(return_code=128 + number)
 
     # --- layout -------------------------------------------------------------------------
-    def notify(self, message: str, *, markup: bool = False, **kwargs) -> None:
+    def notify(self, message: str, *, markup: bool = False, **kwargs: Any) -> None:
         """Notices carry paths and error text (``[/].py``, ``[x]``): plain text unless asked, and
         never a control character (a file name may hold an escape sequence)."""
         super().notify(printable(message), markup=markup, **kwargs)
@@ -221,7 +230,7 @@ class CodeSightApp(App[int]):
         self.workers.cancel_all()
         self._release_models()
 
-    def _counts(self) -> dict:
+    def _counts(self) -> dict[str, int]:
         """Counts over every repository searched."""
         total = {"files": 0, "chunks": 0, "vectors": 0, "pending": 0}
         for engine in self.engines:
@@ -269,7 +278,7 @@ class CodeSightApp(App[int]):
         """True while a search runs or waits to run."""
         return self._search_running or self._search_pending
 
-    def _search_key(self) -> tuple:
+    def _search_key(self) -> tuple[str, str, str, str]:
         return (self.query_one("#query", Input).value, self.mode, self.glob, self.language)
 
     def run_search(self) -> None:
@@ -289,10 +298,10 @@ class CodeSightApp(App[int]):
         self.search_worker(key)
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)
-    def search_worker(self, key: tuple) -> None:
+    def search_worker(self, key: tuple[str, str, str, str]) -> None:
         query, mode, glob, language = key
         t0 = time.perf_counter()
-        hits: list = []
+        hits: list[SearchResult] = []
         try:
             roots = (self.root, *self.more_roots)
             like = query.startswith(LIKE)  # "more like this": like: PATH:LINE, a file or a symbol
@@ -349,7 +358,7 @@ class CodeSightApp(App[int]):
         self.preview_worker(hit, hit.path in self.state.stale, self._shown_key[0] if self._shown_key else "")
 
     @work(thread=True, exclusive=True, group="preview", exit_on_error=False)
-    def preview_worker(self, hit, stale: bool, query: str = "") -> None:
+    def preview_worker(self, hit: SearchResult, stale: bool, query: str = "") -> None:
         """Read and highlight off the event loop; the preview drops it if the selection moved on."""
         try:
             document = self.engine_of(hit).document_text(hit.path) if hit.is_document else None
@@ -374,7 +383,7 @@ class CodeSightApp(App[int]):
         self.action_open_editor()
 
     # --- indexing -----------------------------------------------------------------------
-    def index_job(self, engine) -> IndexJob:
+    def index_job(self, engine: CodeSight) -> IndexJob:
         """The ``IndexJob`` of ``engine``'s repository (the MCP server and the service use the same)."""
         return self.workspace.job(engine.root, on_progress=lambda ev, engine=engine: self._job_progress(engine, ev),
                                   on_idle=self._on_job_idle, name=f"codesight-tui-index-{engine.root.name}")
@@ -394,7 +403,7 @@ class CodeSightApp(App[int]):
         at alone, in their repositories only; a first run, Ctrl+R or a rebuild walks every tree.
         Repositories are indexed one after another."""
         if force or not self._watched:
-            todo = [(e, None) for e in self.engines]
+            todo: list[tuple[CodeSight, set[str] | None]] = [(e, None) for e in self.engines]
         else:
             todo = [(e, set(self._watched[e.root])) for e in self.engines if self._watched.get(e.root)]
         self._watched = {}
@@ -421,7 +430,7 @@ class CodeSightApp(App[int]):
             _, force, paths = wanted
             going.request(force=force, paths=None if paths is None else sorted(paths))
 
-    def _job_progress(self, engine, ev) -> None:
+    def _job_progress(self, engine: CodeSight, ev: Progress) -> None:
         """A job's progress, on its thread: messages for the UI."""
         if self._stop.is_set():
             return
@@ -462,7 +471,7 @@ class CodeSightApp(App[int]):
         self.finish_worker(self._report)
 
     @work(thread=True, exclusive=True, group="index", exit_on_error=False)
-    def finish_worker(self, report) -> None:
+    def finish_worker(self, report: IndexReport | None) -> None:
         """Every repository's run is done: counts, and the model's state (loaded for queries)."""
         worker = get_current_worker()
         engine = self.engine
@@ -563,7 +572,7 @@ class CodeSightApp(App[int]):
             return
         self.call_from_thread(self._counts_read, counts, busy)
 
-    def _counts_read(self, counts: dict, busy: bool) -> None:
+    def _counts_read(self, counts: dict[str, int], busy: bool) -> None:
         st = self.state
         changed = (counts["files"], counts["chunks"], counts["vectors"]) != (st.files, st.chunks, st.vectors)
         st.files, st.chunks, st.vectors = counts["files"], counts["chunks"], counts["vectors"]
@@ -606,11 +615,14 @@ class CodeSightApp(App[int]):
         for engine in self.engines:
             self.workspace.watch(engine.root, self._watch_one)
 
-    def _watch_one(self, engine):
-        def scan() -> dict:  # poll mode: what differs from the index, looked at only between index runs
-            return engine.changed_files() if self.index_idle.is_set() else {}
+    def _watch_one(self, engine: CodeSight) -> Watcher:
+        def scan() -> dict[str, list[str]]:  # poll mode: what differs from the index, looked at only between index runs
+            if not self.index_idle.is_set():
+                return {}
+            changed = engine.changed_files()
+            return {"added": changed["added"], "modified": changed["modified"], "deleted": changed["deleted"]}
 
-        def handle(batch) -> None:
+        def handle(batch: Batch) -> None:
             self.post_message(FilesChanged(set(batch.paths), root=engine.root))
 
         return engine.watcher(handle, quiet=0.2, scan=scan, poll_every=3.0).start()
@@ -687,7 +699,7 @@ class CodeSightApp(App[int]):
         self.notify("Re-indexing…")
         self.start_index()
 
-    def check_action(self, action: str, parameters: tuple) -> bool | None:
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The search view's keys (Tab cycles the mode, F3 asks, ...) belong to the search view:
         over the Ask view, Tab moves between its question and its sources."""
         searching = action in ("cycle_mode", "filter", "ask", "zoom_preview", "copy_location", "copy_snippet",
@@ -698,7 +710,7 @@ class CodeSightApp(App[int]):
         """F3: the Ask view, with the query as the question."""
         from codesight_tui.tui.screens.ask import AskScreen
 
-        def back(result) -> None:
+        def back(result: Any) -> None:
             if not result:
                 return
             sources, index = result
@@ -727,13 +739,13 @@ class CodeSightApp(App[int]):
         if isinstance(self.screen, HelpScreen):
             return
         groups = [
-            ("Everywhere", list(self.BINDINGS)),
-            ("Moving through the results", list(QueryInput.BINDINGS)
+            ("Everywhere", [b for b in self.BINDINGS if isinstance(b, Binding)]),
+            ("Moving through the results", [b for b in QueryInput.BINDINGS if isinstance(b, Binding)]
              + [Binding("ctrl+p", "", "Command palette: every action by name", id="app.command_palette")]),
         ]
         self.push_screen(HelpScreen(groups))
 
-    def _current_hit(self):
+    def _current_hit(self) -> SearchResult | None:
         hit = self.query_one(ResultsList).current
         if hit is None:
             self.notify("No result selected.", severity="warning")
@@ -771,7 +783,7 @@ class CodeSightApp(App[int]):
                         f" give it line {hit.line or hit.start_line}. Set CODESIGHT_EDITOR to a template, e.g."
                         " 'myeditor --line {line} {path}'", severity="warning", timeout=12)
 
-    def _open_document(self, hit) -> None:
+    def _open_document(self, hit: SearchResult) -> None:
         """A PDF, DOCX or PPTX goes to the system's viewer (a window of its own: the terminal is
         not suspended), at the hit's page where the viewer takes one."""
         argv = viewer_argv(str(self.root_of(hit) / hit.path), hit.page or hit.slide,
@@ -843,7 +855,7 @@ class CodeSightApp(App[int]):
         self._release_models()
         self.exit(0)
 
-    def get_system_commands(self, screen: Screen):
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         for command in super().get_system_commands(screen):
             if command.title != "Keys":  # ours lists every binding with its id; one "Keys" only
                 yield command
@@ -875,7 +887,7 @@ def tmux_clipboard() -> str | None:
     return out.stdout.strip() or None
 
 
-def run_app(root: Path, more_roots: list[Path] | tuple = (), fleet=None) -> int:
+def run_app(root: Path, more_roots: Sequence[Path] = (), fleet: Fleet | None = None) -> int:
     """Run the TUI on ``root`` (and ``more_roots``, searched beside it as one ranked list);
     returns the exit code. Quits promptly even mid-index."""
 

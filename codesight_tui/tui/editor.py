@@ -16,7 +16,7 @@ COLON_LINE = {"subl", "sublime_text", "zed", "mate"}
 SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "fish", "ash", "busybox"}
 
 
-def knows_line(template: str | None = None, environ: dict | None = None) -> bool:
+def knows_line(template: str | None = None, environ: dict[str, str] | None = None) -> bool:
     """Whether ``editor_argv`` can put the cursor on the line: a template, or an editor whose
     line syntax is known (``$VISUAL``, ``$EDITOR``, else vi)."""
     if template:
@@ -27,7 +27,7 @@ def knows_line(template: str | None = None, environ: dict | None = None) -> bool
     return name in GOTO_FLAG or name in COLON_LINE or name in PLUS_LINE
 
 
-def editor_argv(path: str, line: int, *, template: str | None = None, environ: dict | None = None) -> list[str]:
+def editor_argv(path: str, line: int, *, template: str | None = None, environ: dict[str, str] | None = None) -> list[str]:
     """argv to open ``path`` at ``line``.
 
     ``template`` (``CODESIGHT_EDITOR``), e.g. ``"nvim +{line} {path}"``, wins; otherwise ``$VISUAL``,

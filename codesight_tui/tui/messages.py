@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.message import Message
+
+if TYPE_CHECKING:
+    from codesight_tui.core.indexer import IndexReport
+    from codesight_tui.core.jobs import Ending
+    from codesight_tui.core.searcher import SearchResult
 
 
 @dataclass
@@ -18,8 +25,8 @@ class IndexProgress(Message):
 
 @dataclass
 class IndexFinished(Message):
-    report: object
-    counts: dict = field(default_factory=dict)
+    report: IndexReport | None
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -32,16 +39,16 @@ class IndexFailed(Message):
 class IndexIdle(Message):
     """A repository's ``IndexJob`` has nothing left to run; ``ending`` says how its last run ended."""
 
-    ending: object
+    ending: Ending
 
 
 @dataclass
 class SearchFinished(Message):
-    key: tuple  # (query, mode, glob, language) that was searched
-    results: list
+    key: tuple[str, str, str, str]  # (query, mode, glob, language) that was searched
+    results: list[SearchResult]
     elapsed_ms: float
-    notices: list = field(default_factory=list)
-    retrievers: list = field(default_factory=list)  # the lists fused: bm25, static, vector
+    notices: list[str] = field(default_factory=list)
+    retrievers: list[str] = field(default_factory=list)  # the lists fused: bm25, static, vector
 
 
 @dataclass
@@ -56,6 +63,6 @@ class ModelFailed(Message):
 
 @dataclass
 class FilesChanged(Message):
-    paths: set
+    paths: set[str]
     reindex: bool = True  # False when the index run itself reports them (it is already on it)
-    root: object = None  # the repository they are in (None: the first)
+    root: Path | None = None  # the repository they are in (None: the first)

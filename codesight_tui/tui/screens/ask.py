@@ -5,7 +5,7 @@ the preview (where Enter opens it in the editor, or a document in its viewer).""
 from __future__ import annotations
 
 import time
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from rich.text import Text
 from textual import on, work
@@ -19,6 +19,14 @@ from textual.worker import get_current_worker
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.text import printable
 
+if TYPE_CHECKING:
+    from textual.app import ComposeResult
+
+    from codesight_tui.core.ask import Answer
+    from codesight_tui.core.config import Settings
+    from codesight_tui.core.searcher import SearchResult
+    from codesight_tui.tui.app import CodeSightApp
+
 INTRO = ("Ask about this repository: its code and documents. The question and the best search hits go to"
          " the LLM back end you configured, and the answer cites them as [n].")
 HELP = (INTRO + "\n\n"
@@ -27,7 +35,7 @@ HELP = (INTRO + "\n\n"
         " nothing leaves this machine.")
 
 
-def intro(settings) -> str:
+def intro(settings: Settings) -> str:
     """What the view says before the first question: the back end it will ask, or how to set one."""
     from codesight_tui.core.ask import llm_config
 
@@ -38,7 +46,7 @@ def intro(settings) -> str:
     return INTRO + f"\n\nBack end: **{cfg.backend}** ({printable(cfg.model)}). Nothing is sent until you press Enter."
 
 
-class AskScreen(Screen):
+class AskScreen(Screen[Any]):
     """Question box, streamed answer, numbered sources."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -58,13 +66,13 @@ class AskScreen(Screen):
     def __init__(self, question: str = "") -> None:
         super().__init__()
         self.question = question
-        self.sources: list = []
-        self.answer = None
+        self.sources: list[SearchResult] = []
+        self.answer: Answer | None = None
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         yield Input(self.question, placeholder="Ask a question…  (Enter asks, Esc goes back)", id="ask-question")
         with VerticalScroll(id="ask-body"):
-            yield Markdown(intro(self.app.engine.settings), id="ask-answer")
+            yield Markdown(intro(cast("CodeSightApp", self.app).engine.settings), id="ask-answer")
         yield OptionList(id="ask-sources")
         yield Static("", id="ask-status")
         yield Footer()
@@ -88,7 +96,7 @@ class AskScreen(Screen):
 
     @work(thread=True, exclusive=True, group="ask", exit_on_error=False)
     def ask_worker(self, question: str) -> None:
-        app = self.app
+        app = cast("CodeSightApp", self.app)
         engine = app.engine
         worker = get_current_worker()
         try:
@@ -128,7 +136,7 @@ class AskScreen(Screen):
         self._set_answer((partial + "\n\n" if partial else "") + f"**Ask failed:** {message}\n\n" +
                          ("" if partial else HELP if "back end" in message else ""))
 
-    def _show_sources(self, hits: list, cited: set) -> None:
+    def _show_sources(self, hits: list[SearchResult], cited: set[int]) -> None:
         self.sources = list(hits)
         options = self.query_one("#ask-sources", OptionList)
         options.clear_options()
@@ -144,7 +152,7 @@ class AskScreen(Screen):
         if hits:
             options.highlighted = 0
 
-    def _finished(self, answer) -> None:
+    def _finished(self, answer: Answer) -> None:
         self.answer = answer
         self._set_answer((answer.text or "*The back end sent an empty answer.*")
                          + (f"\n\n*({answer.cut})*" if answer.cut else ""))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
@@ -24,7 +25,7 @@ class FilterScreen(ModalScreen[tuple[str, str] | None]):
         super().__init__()
         self.glob, self.language = glob, language
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         with Vertical():
             yield Label("Path glob (gitignore style: *.py, src/, lib/**/test_*.js)")
             yield Input(self.glob, placeholder="any path", id="filter-glob")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.table import Table
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
@@ -58,7 +59,7 @@ class HelpScreen(ModalScreen[None]):
         super().__init__()
         self.groups = groups
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Static("[b]codesight keys[/b]  (Esc closes)\n"
                          "Letters always go to the query; every action is on Enter, Tab, Esc, Ctrl, Alt,"

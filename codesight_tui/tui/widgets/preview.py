@@ -4,7 +4,9 @@ the line Enter opens."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.syntax import Syntax
@@ -16,6 +18,11 @@ from textual.strip import Strip
 from textual.widgets import Static
 
 from codesight_tui.core.text import printable
+
+if TYPE_CHECKING:
+    from textual.app import ComposeResult
+
+    from codesight_tui.core.searcher import SearchResult
 
 CONTEXT_BEFORE = 6
 CENTRE_CONTEXT = 40  # lines read above the target line, so that a tall preview can centre it
@@ -60,8 +67,8 @@ def read_window(path: Path, start: int, end: int, target: int = 0,
 TERM_STYLE = "bold reverse"
 
 
-def render_hit(root: Path, hit, stale: bool = False, theme: str = "ansi_dark",
-               terms: list[str] | tuple = (), document: str | None = None) -> tuple[Text, list[Strip], int]:
+def render_hit(root: Path, hit: SearchResult, stale: bool = False, theme: str = "ansi_dark",
+               terms: Sequence[str] = (), document: str | None = None) -> tuple[Text, list[Strip], int]:
     """(title, lines, target row) for a hit, all the expensive work done: Pygments runs once, and
     every line becomes a ``Strip`` with a line-number gutter, the hit's lines marked, the line
     Enter opens pointed at and ``terms`` highlighted. Meant for a worker thread; the widget then
@@ -131,7 +138,7 @@ class CodeView(ScrollView, can_focus=False):
 
     DEFAULT_CSS = "CodeView { height: 1fr; scrollbar-size-horizontal: 0; }"
 
-    def __init__(self, **kw) -> None:
+    def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self._strips: list[Strip] = []
 
@@ -172,7 +179,7 @@ class Preview(Vertical):
     Preview > #preview-title { height: 1; background: $boost; color: $text-muted; padding: 0 1; }
     """
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         yield Static(id="preview-title")
         yield CodeView(id="preview-body")
 
@@ -184,10 +191,10 @@ class Preview(Vertical):
         text = Text(message, style="dim")
         self.query_one(CodeView).set_lines([Strip(list(text.render(Console())), text.cell_len)] if message else [])
 
-    def select(self, hit) -> None:
+    def select(self, hit: SearchResult | None) -> None:
         self.current = hit
 
-    def update(self, hit, title: Text, strips: list[Strip], focus_row: int = 0) -> None:
+    def update(self, hit: SearchResult, title: Text, strips: list[Strip], focus_row: int = 0) -> None:
         if hit is not self.current:
             return
         self.query_one("#preview-title", Static).update(title)
@@ -198,7 +205,7 @@ class Preview(Vertical):
         view = self.query_one(CodeView)
         view.scroll_to(y=max(0, view.scroll_offset.y + n), animate=False)
 
-    def show(self, root: Path, hit, stale: bool = False, terms: list[str] | tuple = ()) -> None:
+    def show(self, root: Path, hit: SearchResult, stale: bool = False, terms: Sequence[str] = ()) -> None:
         """Select and paint at once (on the calling thread)."""
         self.select(hit)
         self.update(hit, *render_hit(root, hit, stale, terms=terms))

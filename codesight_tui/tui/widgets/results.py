@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.text import Text
 from textual import events
@@ -17,6 +17,12 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from codesight_tui.core.text import printable
+
+if TYPE_CHECKING:
+    from textual.timer import Timer
+
+    from codesight_tui.core.searcher import SearchResult
+    from codesight_tui.tui.app import CodeSightApp
 
 BADGES = {"both": ("BV", "bold green"), "bm25": ("B ", "cyan"), "vector": (" V", "magenta"),
           "static": (" v", "magenta"), "symbol": ("S ", "bold yellow")}  # v: the static tier's vectors
@@ -34,7 +40,7 @@ def _short_path(path: str, room: int) -> str:
     return "/".join(parts)
 
 
-def result_row(rank: int, hit, stale: bool = False, width: int = 0, scores: bool = False) -> Text:
+def result_row(rank: int, hit: SearchResult, stale: bool = False, width: int = 0, scores: bool = False) -> Text:
     """``rank  badge  path:line  name`` as one non-wrapping line (``line``: where Enter opens).
 
     With a ``width``, the path's leading directories shrink first, so that the definition's name
@@ -76,10 +82,10 @@ def result_row(rank: int, hit, stale: bool = False, width: int = 0, scores: bool
     return row
 
 
-def hit_identity(hit) -> tuple:
+def hit_identity(hit: SearchResult) -> tuple[str, str, str | int]:
     """What makes two hits of two searches "the same result" for the cursor: the file and the
     definition (chunk ids change when a file is re-indexed, line numbers when it is edited)."""
-    return (getattr(hit, "repo", ""), hit.path, hit.scope or hit.start_line)
+    return (hit.repo, hit.path, hit.scope or hit.start_line)
 
 
 class ResultsList(OptionList):
@@ -88,11 +94,11 @@ class ResultsList(OptionList):
 
     BINDINGS: ClassVar[list[BindingType]] = []  # Up/Down/PgUp/PgDn/Home/End and Enter come from OptionList
 
-    hits: Sequence[Any] = ()
+    hits: Sequence[SearchResult] = ()
     show_scores = False
     filters = ""  # "glob:src/ lang:python", as the app has them set
 
-    def show(self, hits: list, stale: set[str], refresh: bool = False) -> bool:
+    def show(self, hits: list[SearchResult], stale: set[str], refresh: bool = False) -> bool:
         """List ``hits``; returns False (and repaints nothing) when they are the ones on show.
         A ``refresh`` (the same query searched again) keeps the highlighted hit highlighted when
         it is still in the list, and says so when the list changed under it; a new query starts
@@ -131,7 +137,7 @@ class ResultsList(OptionList):
                 self._subtitle_timer = self.set_timer(4.0, self._clear_subtitle)
         return True
 
-    _subtitle_timer = None
+    _subtitle_timer: Timer | None = None
 
     def action_cursor_up(self) -> None:
         """Up stops at the first hit: wrapping round to the last one puts the worst hit under the
@@ -149,7 +155,7 @@ class ResultsList(OptionList):
 
     def _fill(self) -> None:
         width = self.scrollable_content_region.width or self.size.width or 80
-        stale = getattr(self, "_stale", set())
+        stale: set[str] = getattr(self, "_stale", set())
         self.set_options(
             Option(result_row(i, h, h.path in stale, width, self.show_scores), id=str(i - 1))
             for i, h in enumerate(self.hits, start=1)
@@ -174,10 +180,10 @@ class ResultsList(OptionList):
         if event.is_printable and event.character or event.key == "backspace":
             event.stop()
             event.prevent_default()
-            self.app.type_into_query(event.character if event.key != "backspace" else None)
+            cast("CodeSightApp", self.app).type_into_query(event.character if event.key != "backspace" else None)
 
     @property
-    def current(self):
+    def current(self) -> SearchResult | None:
         hits = self.hits
         if self.highlighted is None or not hits or self.highlighted >= len(hits):
             return None

@@ -56,13 +56,13 @@ class IndexState:
     phase_started: float = 0.0
     phase_started_done: int = 0
     last_indexed: float | None = None
-    stale: set = field(default_factory=set)
+    stale: set[str] = field(default_factory=set)
     model: str = ""
     model_state: str = "loading"  # loading, ready, failed
     mode: str = "hybrid"
-    retrievers: tuple = ()  # the lists the last answer fused (bm25, static, vector)
+    retrievers: tuple[str, ...] = ()  # the lists the last answer fused (bm25, static, vector)
     filters: str = ""
-    samples: deque = field(default_factory=lambda: deque(maxlen=512))  # (time, done) of this phase
+    samples: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=512))  # (time, done) of this phase
 
     def start_phase(self, phase: str, now: float, done: int) -> None:
         self.phase, self.phase_started, self.phase_started_done = phase, now, done
@@ -84,7 +84,7 @@ class IndexState:
         (t0, d0), (t1, d1) = recent[0], recent[-1]
         if d1 <= d0 or t1 - t0 <= 0.5:
             return None
-        return (self.phase_total - self.phase_done) / ((d1 - d0) / (t1 - t0))
+        return float((self.phase_total - self.phase_done) / ((d1 - d0) / (t1 - t0)))
 
     def freshness(self, now: float) -> str:
         """One phrase that never contradicts itself: what is searchable now, what is still coming."""
