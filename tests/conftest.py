@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import socket
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -36,14 +37,52 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(base / "no-gitconfig"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "xdg"))
     # The static tier distils its model once per cache directory, which every test has its own
-    # of: it is off here, and tests/test_static.py turns it on with one real distillation.
+    # of: it is off here, and tests/integration/test_static.py turns it on with one real distillation.
     monkeypatch.setenv("CODESIGHT_STATIC_MODEL", "off")
     # Likewise the ONNX export of the full model (the default on a CPU) is made once per cache
-    # directory: tests run the model through torch, and tests/test_onnx.py exports it for real.
+    # directory: tests run the model through torch, and tests/integration/test_onnx.py exports it for real.
     monkeypatch.setenv("CODESIGHT_EMBEDDING_BACKEND", "torch")
-    # Commands run in their own process: tests/test_service.py starts services of its own.
+    # Commands run in their own process: tests/e2e/test_service.py starts services of its own.
     monkeypatch.setenv("CODESIGHT_SERVICE", "off")
     yield base
+
+
+class UnitTierBreach(AssertionError):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def _unit_tier(request, monkeypatch):
+    """tests/unit is the inner loop: no process of ours started (no CLI, server, worker or model
+    process; the engine's own `git` queries are allowed) and no model loaded, or the test belongs in
+    tests/integration. Checked, not trusted: doing either there fails."""
+    if "unit" not in request.node.path.relative_to(Path(__file__).parent).parts[:1]:
+        return
+
+    def refuse(what: str):
+        def refused(*_a, **_k):
+            raise UnitTierBreach(f"a unit test {what}: move it to tests/integration")
+        return refused
+
+    import multiprocessing.process
+
+    popen = subprocess.Popen.__init__
+
+    def only_git(self, args, *a, **k):
+        program = args[0] if isinstance(args, (list, tuple)) else str(args).split()[0]
+        if os.path.basename(str(program)) != "git":
+            refuse(f"started a process ({program})")()
+        popen(self, args, *a, **k)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", only_git)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse("started a process"))
+    monkeypatch.setattr(os, "fork", refuse("forked"))
+    from codesight_tui.core import embedder, static
+
+    monkeypatch.setattr(embedder, "in_process", refuse("loaded the full model"))
+    monkeypatch.setattr(embedder.ProcessEmbedder, "__init__", refuse("started the full model's process"))
+    monkeypatch.setattr(static, "load", refuse("loaded a static model"))
+    monkeypatch.setattr(static, "distill", refuse("distilled a static model"))
 
 
 class NetworkAttempt(OSError):

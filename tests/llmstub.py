@@ -1,6 +1,6 @@
 """A local stand-in for the LLM back ends: an HTTP server on 127.0.0.1 that speaks each API's wire
 format (Anthropic's and OpenAI's server-sent events, Azure's deployment paths, Ollama's NDJSON),
-errors included, and records what it was sent. Used by tests/test_ask.py and benchmarks/bench_ask.py.
+errors included, and records what it was sent. Used by tests/integration/test_ask.py and benchmarks/bench_ask.py.
 
 The model name picks the behaviour: ``missing`` answers 404, ``busy`` 429, ``slow`` sleeps
 longer than any test's timeout, ``broken`` 500, ``endless`` streams text until the client hangs up

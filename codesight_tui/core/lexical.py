@@ -6,7 +6,7 @@ Django's 25,000-37,000 chunks: most of a served search. ``ResidentBM25`` reads t
 arrays and then answers a query in a fraction of a millisecond, with FTS5's own formula: the same
 IDF (its floor of 1e-6 included), the same column weights, the same document lengths, and phrases
 (a quoted term that FTS5 reads as several tokens, ``get_or_create``) matched as FTS5 matches them,
-by consecutive offsets in one column. So the ranking is FTS5's (``tests/test_lexical.py`` checks
+by consecutive offsets in one column. So the ranking is FTS5's (``tests/unit/test_lexical.py`` checks
 it row for row).
 
 It answers only what it can answer exactly, and returns None for the rest, which FTS5 answers as

@@ -8,11 +8,11 @@ import sys
 
 import pytest
 from llmstub import ANSWER, StubServer
+from surfaces import KEY, llm_env
 
 from codesight_tui import CodeSight
 from codesight_tui.core.ask import AskError, build_prompt, cited
 
-KEY = "sk-test-0123456789abcdef-secret"
 BACKENDS = ("anthropic", "openai", "azure", "ollama")
 
 
@@ -20,27 +20,6 @@ BACKENDS = ("anthropic", "openai", "azure", "ollama")
 def stub():
     with StubServer() as server:
         yield server
-
-
-def llm_env(monkeypatch, backend: str, url: str, model: str = "stub-model", key: str = KEY) -> None:
-    for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_BASE_URL",
-                "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT", "OPENAI_API_VERSION", "OLLAMA_HOST"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("CODESIGHT_LLM_BACKEND", backend)
-    monkeypatch.setenv("CODESIGHT_LLM_MODEL", model)
-    monkeypatch.setenv("CODESIGHT_LLM_TIMEOUT", "2")
-    if backend == "anthropic":
-        monkeypatch.setenv("ANTHROPIC_API_KEY", key)
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
-    elif backend == "openai":
-        monkeypatch.setenv("OPENAI_API_KEY", key)
-        monkeypatch.setenv("OPENAI_BASE_URL", url + "/v1")
-    elif backend == "azure":
-        monkeypatch.setenv("AZURE_OPENAI_API_KEY", key)
-        monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", url)
-        monkeypatch.setenv("OPENAI_API_VERSION", "2024-10-21")
-    else:
-        monkeypatch.setenv("OLLAMA_HOST", url)
 
 
 @pytest.fixture
@@ -221,7 +200,7 @@ async def _wait_for(pilot, condition, timeout: float = 30.0):
 
 @pytest.mark.loopback
 async def test_tui_ask_view_streams_the_answer_and_jumps_to_a_source(repo, settings, stub, monkeypatch):
-    from test_tui import make_app, settle
+    from surfaces import make_app, settle
     from textual.widgets import Markdown, OptionList
 
     from codesight_tui.tui.screens.ask import AskScreen
@@ -257,7 +236,7 @@ async def test_tui_ask_view_shows_each_piece_as_it_comes(repo, settings, monkeyp
     """Issue 35, item 3: pieces sent 0.8 s apart appeared all at once at the end (the view read
     the Answer's text, which is whole only when the stream ends); and with Ollama configured the
     view still said "No back end yet?"."""
-    from test_tui import make_app, settle
+    from surfaces import make_app, settle
     from textual.widgets import Markdown
 
     from codesight_tui.tui.screens.ask import AskScreen
@@ -281,7 +260,7 @@ async def test_tui_ask_view_shows_each_piece_as_it_comes(repo, settings, monkeyp
 
 
 async def test_tui_ask_without_a_back_end_says_how_to_set_one(repo, settings, monkeypatch):
-    from test_tui import make_app, settle
+    from surfaces import make_app, settle
     from textual.widgets import Markdown
 
     from codesight_tui.tui.screens.ask import AskScreen

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-HARNESS = Path(__file__).resolve().parent.parent / "benchmarks" / "torture.py"
+HARNESS = Path(__file__).resolve().parents[2] / "benchmarks" / "torture.py"
 
 
 def test_torture_fast_subset(tmp_path, static_model_dir):

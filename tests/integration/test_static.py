@@ -284,7 +284,7 @@ async def test_tui_answers_from_the_static_tier_while_the_full_model_is_missing(
     """The TUI's index run gives every chunk a static vector without the full model; hybrid
     results then come from BM25 + the static tier (badge ``v``), and the status bar says so."""
     from rich.text import Text
-    from test_tui import BrokenModelEngine, search, settle
+    from surfaces import BrokenModelEngine, search, settle
 
     from codesight_tui.tui.app import CodeSightApp
     from codesight_tui.tui.messages import ModelFailed
@@ -337,7 +337,7 @@ def test_the_shipped_static_model_is_the_default_and_answers_a_plain_question(re
     report = cs.index(embed=False, static=True)
     assert report.distill_seconds == 0 and cs.status(check_disk=False)["static_coverage"] == 1.0
     cs.close()
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "training" / "fixture_question.py"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "training" / "fixture_question.py"
     out = subprocess.run([sys.executable, str(script), "auto"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-1000:]
     rank = out.stdout.split("storage/cache.py at ")[1].split(";")[0]

@@ -11,41 +11,15 @@ import time
 
 import pytest
 from conftest import HashEmbedder
+from surfaces import BrokenModelEngine, make_app, search, settle
 
 from codesight_tui import CodeSight
-from codesight_tui.core.errors import CodeSightError
 from codesight_tui.tui.app import CodeSightApp
 from codesight_tui.tui.messages import IndexFinished, ModelFailed, SearchFinished
 from codesight_tui.tui.widgets.preview import Preview
 from codesight_tui.tui.widgets.results import ResultsList
 
 SIZE = (120, 36)
-
-
-def make_app(repo, settings, embedder=None, **kw):
-    engine = CodeSight(repo, settings=settings, embedder=embedder or HashEmbedder())
-    kw.setdefault("watch", False)
-    return CodeSightApp(repo, engine=engine, **kw)
-
-
-async def settle(app, pilot, timeout: float = 20.0):
-    """Wait until no index run or search is pending."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        await pilot.pause(0.05)
-        if app.index_idle.is_set() and not app._indexing and not app.search_busy:
-            await app.workers.wait_for_complete()
-            await pilot.pause(0.05)
-            if app.index_idle.is_set() and not app.search_busy:
-                return
-    raise AssertionError("app did not settle")
-
-
-async def search(app, pilot, text: str):
-    app.query_one("#query").value = ""
-    await pilot.click("#query")
-    await pilot.press(*text)
-    await settle(app, pilot)
 
 
 async def test_typing_shows_results_and_preview(repo, settings):
@@ -305,7 +279,6 @@ async def test_another_writers_progress_shows_and_is_searched(repo, settings):
     """Issue 35, item 4: a TUI whose index run found another writer showed "vectors 0%" while
     `status` said 896 of 2,507 were done, stayed at "0% · bm25+static" for 25 minutes after every
     vector existed, and said "No results" in vector mode until restarted."""
-    import threading
 
     for i in range(120):
         (repo / f"bulk_{i}.py").write_text("".join(f"def f_{i}_{j}(x):\n    return x + {j}\n\n\n" for j in range(60)))
@@ -335,14 +308,6 @@ async def _until(pilot, condition, timeout: float) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         await pilot.pause(0.1)
-
-
-class BrokenModelEngine(CodeSight):
-    """A CodeSight whose model cannot load, as when the weights are missing."""
-
-    def embedder(self):
-        self._embedder_error = "cannot load embedding model 'missing-model': not found"
-        raise CodeSightError(self._embedder_error)
 
 
 async def test_model_failure_falls_back_to_lexical(repo, settings):

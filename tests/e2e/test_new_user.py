@@ -120,7 +120,7 @@ def test_the_readme_installs_users_as_a_regular_package():
     finder to every start-up: 13.6 ms of a 42 ms served search); the test command may stay -e."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     run = next(line for line in readme.splitlines() if "pip install" in line and "codesight /path/to/repo" in line)
     assert " -e " not in run and run.rstrip().endswith("codesight /path/to/repo")
 

@@ -279,7 +279,7 @@ def _workers(state: str = "task") -> list[int]:
 def _big_repos(root: Path, n: int) -> dict[str, Path]:
     """``n`` repositories of a few hundred chunks each (codesight's own engine's 12 largest files,
     renamed): each task takes long enough to be caught running."""
-    engine = Path(__file__).resolve().parent.parent / "codesight_tui" / "core"
+    engine = Path(__file__).resolve().parents[2] / "codesight_tui" / "core"
     biggest = sorted(engine.glob("*.py"), key=lambda p: p.stat().st_size, reverse=True)[:12]
     sources = {p.name: p.read_text() for p in biggest}
     return {f"svc{i}": make_repo(root / f"svc{i}", {f"svc{i}/{name}": text.replace("codesight", f"svc{i}")
@@ -398,7 +398,7 @@ def _local_fleet(tmp_path: Path, static_model_dir: Path):
 
 async def test_the_tui_searches_the_fleet_beside_the_repository(repo, settings, tmp_path, static_model_dir):
     from conftest import HashEmbedder
-    from test_tui import search, settle
+    from surfaces import search, settle
 
     from codesight_tui import CodeSight
     from codesight_tui.tui.app import CodeSightApp
@@ -429,7 +429,7 @@ async def test_the_tui_searches_the_fleet_beside_the_repository(repo, settings, 
 
 
 async def test_mcp_search_takes_the_fleet_too(repo, tmp_path, static_model_dir, monkeypatch):
-    from test_mcp import server
+    from surfaces import server
 
     fleet = _local_fleet(tmp_path, static_model_dir)
     monkeypatch.setenv("CODESIGHT_STATIC_MODEL", str(static_model_dir))

@@ -9,25 +9,15 @@ import os
 import subprocess
 import sys
 import time
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 from conftest import stop
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from surfaces import server
 
 TOOLS = {"search", "find_related", "index", "status", "watch", "unwatch"}
 HIT_FIELDS = {"repo", "path", "start_line", "end_line", "line", "scope", "name", "language", "score", "found_by",
               "bm25_rank", "vector_rank", "static_rank", "page", "slide", "location", "snippet", "commit"}
-
-
-@asynccontextmanager
-async def server(*roots: Path, extra: tuple[str, ...] = ()):
-    args = ["-m", "codesight_tui", "mcp", *[a for r in roots for a in ("--root", str(r))], *extra]
-    params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ), cwd=str(roots[0]))
-    async with Client(params, read_timeout_seconds=120) as client:
-        yield client
 
 
 def add_bulk(repo: Path, files: int = 30, per_file: int = 25) -> None:
@@ -227,7 +217,7 @@ def _consistency(data: Path, root: Path) -> list[str]:
     """The torture harness's consistency check (benchmarks/torture.py)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("torture", Path(__file__).parent.parent / "benchmarks" / "torture.py")
+    spec = importlib.util.spec_from_file_location("torture", Path(__file__).resolve().parents[2] / "benchmarks" / "torture.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.consistency(data, root)

@@ -1,7 +1,6 @@
 """Indexing against real SQLite and LanceDB, with the deterministic embedder."""
 
 import os
-import sqlite3
 import threading
 
 import numpy as np
@@ -138,7 +137,6 @@ def test_interrupted_embedding_resumes_without_duplicates(repo, settings):
                 raise KeyboardInterrupt
             return super().encode(texts)
 
-    from codesight_tui.core import engine
 
     for i in range(40):  # enough chunks for several embedding batches
         (repo / f"mod_{i}.py").write_text("".join(f"def f_{i}_{j}(x):\n    return x * {j}\n\n\n" for j in range(40)))

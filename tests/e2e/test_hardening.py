@@ -142,7 +142,7 @@ def test_credentials_are_scrubbed_from_urls():
 @pytest.mark.loopback
 def test_ask_never_sends_a_flagged_chunk_even_from_an_old_index(tmp_path, hash_embedder, monkeypatch):
     from llmstub import StubServer
-    from test_ask import llm_env
+    from surfaces import llm_env
 
     root = _secret_repo(tmp_path / "repo")
     cs = CodeSight(root, embedder=hash_embedder)
@@ -162,7 +162,7 @@ def test_ask_never_sends_a_flagged_chunk_even_from_an_old_index(tmp_path, hash_e
 @pytest.mark.loopback
 def test_an_endless_answer_is_cut(repo, hash_embedder, monkeypatch):
     from llmstub import StubServer
-    from test_ask import llm_env
+    from surfaces import llm_env
 
     from codesight_tui.core.ask import MAX_ANSWER_CHARS
 
@@ -178,7 +178,7 @@ def test_an_endless_answer_is_cut(repo, hash_embedder, monkeypatch):
 @pytest.mark.loopback
 def test_a_slow_endless_answer_is_cut_by_time(repo, hash_embedder, monkeypatch):
     from llmstub import StubServer
-    from test_ask import llm_env
+    from surfaces import llm_env
 
     CodeSight(repo, embedder=hash_embedder).index()
     with StubServer(delay=0.01) as stub:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from conftest import HashEmbedder
 from textual.widgets import Input
 

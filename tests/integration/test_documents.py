@@ -226,7 +226,7 @@ def test_viewer_gets_argv_and_the_page_never_a_shell(tmp_path):
 
 
 async def test_tui_lists_document_hits_by_page_and_previews_the_extracted_text(tmp_path, settings, monkeypatch):
-    from test_tui import make_app, search, settle
+    from surfaces import make_app, search, settle
 
     from codesight_tui.tui.widgets.preview import Preview
     from codesight_tui.tui.widgets.results import ResultsList

@@ -1,0 +1,84 @@
+"""Driving the surfaces from tests, shared by every tier: the TUI under Pilot (``make_app``,
+``settle``, ``search``, an engine whose model cannot load), the MCP server over stdio (``server``),
+and the LLM back ends' environment pointed at a stub (``llm_env``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from conftest import HashEmbedder
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from codesight_tui import CodeSight
+from codesight_tui.core.errors import CodeSightError
+from codesight_tui.tui.app import CodeSightApp
+
+KEY = "sk-test-0123456789abcdef-secret"
+
+
+def make_app(repo, settings, embedder=None, **kw):
+    engine = CodeSight(repo, settings=settings, embedder=embedder or HashEmbedder())
+    kw.setdefault("watch", False)
+    return CodeSightApp(repo, engine=engine, **kw)
+
+
+async def settle(app, pilot, timeout: float = 20.0):
+    """Wait until no index run or search is pending."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        await pilot.pause(0.05)
+        if app.index_idle.is_set() and not app._indexing and not app.search_busy:
+            await app.workers.wait_for_complete()
+            await pilot.pause(0.05)
+            if app.index_idle.is_set() and not app.search_busy:
+                return
+    raise AssertionError("app did not settle")
+
+
+async def search(app, pilot, text: str):
+    app.query_one("#query").value = ""
+    await pilot.click("#query")
+    await pilot.press(*text)
+    await settle(app, pilot)
+
+
+class BrokenModelEngine(CodeSight):
+    """A CodeSight whose model cannot load, as when the weights are missing."""
+
+    def embedder(self):
+        self._embedder_error = "cannot load embedding model 'missing-model': not found"
+        raise CodeSightError(self._embedder_error)
+
+
+@asynccontextmanager
+async def server(*roots: Path, extra: tuple[str, ...] = ()):
+    args = ["-m", "codesight_tui", "mcp", *[a for r in roots for a in ("--root", str(r))], *extra]
+    params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ), cwd=str(roots[0]))
+    async with Client(params, read_timeout_seconds=120) as client:
+        yield client
+
+
+def llm_env(monkeypatch, backend: str, url: str, model: str = "stub-model", key: str = KEY) -> None:
+    for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_BASE_URL",
+                "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT", "OPENAI_API_VERSION", "OLLAMA_HOST"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("CODESIGHT_LLM_BACKEND", backend)
+    monkeypatch.setenv("CODESIGHT_LLM_MODEL", model)
+    monkeypatch.setenv("CODESIGHT_LLM_TIMEOUT", "2")
+    if backend == "anthropic":
+        monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
+    elif backend == "openai":
+        monkeypatch.setenv("OPENAI_API_KEY", key)
+        monkeypatch.setenv("OPENAI_BASE_URL", url + "/v1")
+    elif backend == "azure":
+        monkeypatch.setenv("AZURE_OPENAI_API_KEY", key)
+        monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", url)
+        monkeypatch.setenv("OPENAI_API_VERSION", "2024-10-21")
+    else:
+        monkeypatch.setenv("OLLAMA_HOST", url)
