@@ -276,18 +276,19 @@ def _workers(state: str = "task") -> list[int]:
     return pids
 
 
-def _big_repos(root: Path, n: int) -> dict[str, Path]:
+def _big_repos(root: Path, n: int, copies: int = 1) -> dict[str, Path]:
     """``n`` repositories of a few hundred chunks each (codesight's own engine's 12 largest files,
-    renamed): each task takes long enough to be caught running."""
+    renamed, ``copies`` times over): each task takes long enough to be caught running."""
     engine = Path(__file__).resolve().parents[2] / "codesight_tui" / "core"
     biggest = sorted(engine.glob("*.py"), key=lambda p: p.stat().st_size, reverse=True)[:12]
     sources = {p.name: p.read_text() for p in biggest}
-    return {f"svc{i}": make_repo(root / f"svc{i}", {f"svc{i}/{name}": text.replace("codesight", f"svc{i}")
-                                                     for name, text in sources.items()}) for i in range(n)}
+    return {f"svc{i}": make_repo(root / f"svc{i}", {f"svc{i}/c{k}_{name}": text.replace("codesight", f"svc{i}c{k}")
+                                                     for name, text in sources.items() for k in range(copies)})
+            for i in range(n)}
 
 
 def test_a_worker_killed_mid_job_is_retried_and_the_table_stays_consistent(tmp_path, env):
-    repos = _big_repos(tmp_path / "clones", 4)
+    repos = _big_repos(tmp_path / "clones", 4, copies=2)
     store = str(tmp_path / "store")
     job = subprocess.Popen([sys.executable, "-m", "codesight_tui", "fleet", "index", str(tmp_path / "clones"),
                             "--store", store, "--workers", "2", "--json"], env=env, stdout=subprocess.PIPE,
@@ -315,7 +316,8 @@ def test_a_worker_killed_mid_job_is_retried_and_the_table_stays_consistent(tmp_p
 
 
 def test_the_job_killed_outright_leaves_whole_repositories_and_the_next_run_completes(tmp_path, env):
-    repos = _big_repos(tmp_path / "clones", 4)
+    # Tasks of a second or more each (48 files): the kill lands mid-job, with a worker alive.
+    repos = _big_repos(tmp_path / "clones", 4, copies=4)
     store = str(tmp_path / "store")
     job = subprocess.Popen([sys.executable, "-m", "codesight_tui", "fleet", "index", str(tmp_path / "clones"),
                             "--store", store, "--workers", "1"], env=env, stdout=subprocess.DEVNULL,
@@ -326,8 +328,9 @@ def test_the_job_killed_outright_leaves_whole_repositories_and_the_next_run_comp
         seen.append(line)
         if "files changed" in line:
             break
-    assert _workers() or _workers("idle")
+    alive = _workers() + _workers("idle")
     job.kill()
+    assert alive, "no worker was seen"
     job.wait(timeout=30)
     # The workers die with the driver: none is left running, orphaned, to write nowhere.
     assert wait_for(lambda: not _workers() and not _workers("idle"), timeout=10)
@@ -506,7 +509,7 @@ def test_a_run_here_listens_on_no_port_and_leaves_nothing_behind(tmp_path, env):
     made its directories 0777 and wrote ~/.ray/auth_token 0644. The workers here listen on no
     port; the fork server's socket is in a 0700 directory of ours; nothing is left in TMPDIR or
     HOME after the run."""
-    repos = _big_repos(tmp_path / "clones", 3)
+    repos = _big_repos(tmp_path / "clones", 3, copies=2)
     home, tmp = tmp_path / "home", tmp_path / "tmp"
     home.mkdir()
     tmp.mkdir()
