@@ -40,23 +40,6 @@ def private_dir(path: Path) -> Path:
     return path
 
 
-def owned_private_dir(path: Path) -> Path:
-    """``path`` as ``private_dir`` makes it, but refused (``PermissionError``) where it exists and
-    is not a directory of this user's, or is a link: for a fixed name in a shared directory such
-    as /tmp, which another user can create first to watch or feed what goes in it."""
-    path = Path(path)
-    try:
-        os.mkdir(path, DIR_MODE)
-    except FileExistsError:
-        pass
-    st = os.lstat(path)
-    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
-        raise PermissionError(f"{path} is not a directory of yours (another user or a link made it first):"
-                              " remove it, or set TMPDIR to a directory of your own")
-    _narrow(path, DIR_MODE)
-    return path
-
-
 def private_file(path: Path) -> Path:
     """Create ``path`` empty with mode 0600 if it does not exist (so that SQLite, which keeps a
     database's mode for its -wal and -shm files, never makes it wider); narrow it if it does."""

@@ -252,12 +252,8 @@ class Workspace:
 
     # --- the end --------------------------------------------------------------------------------
     def _close_all(self) -> None:
-        for watcher in self._watchers.values():
-            watcher.stop(timeout=2)
-        for job in self._jobs.values():
-            job.cancel()
-        for job in self._jobs.values():
-            job.wait(2)
+        self.stop_watchers(timeout=2)
+        self.cancel_jobs(wait=2)
         for cs in self._engines.values():
             cs.close()
         self._watchers.clear()

@@ -499,8 +499,7 @@ class CodeSightApp(App[int]):
     def _cancel_jobs(self) -> None:
         """Stop every index run at its next batch boundary (what it committed stays)."""
         self._todo.clear()
-        for job in self.workspace.jobs():
-            job.cancel()
+        self.workspace.cancel_jobs()
 
     @on(IndexProgress)
     def _index_progress(self, msg: IndexProgress) -> None:
