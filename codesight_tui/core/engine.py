@@ -646,19 +646,23 @@ class CodeSight:
         return self.search(source.terms, top_k=top_k, mode=mode, like=source, **kwargs)
 
     @staticmethod
-    def related_many(engines: list[CodeSight], target: str, top_k: int = 10, mode: str | None = None,
-                     **kwargs: Any) -> SearchResponse:
+    def related_many(engines: list[CodeSight], target: str, top_k: int = 10, mode: str | None = None, *,
+                     fleet: Fleet | None = None, repo: str | None = None, **kwargs: Any) -> SearchResponse:
         """``related`` across several repositories, as one list: the target is looked up in each
-        in turn (the first that has it is the source), then each is searched for code like it."""
+        in turn (the first that has it is the source; then ``fleet``, where none has it), then
+        each, and the fleet, is searched for code like it."""
         source = None
         for engine in engines:
             try:
                 source = engine.related_source(target)
                 break
             except CodeSightError:
-                if engine is engines[-1]:
+                if engine is engines[-1] and fleet is None:
                     raise
-        return CodeSight.search_many(engines, "", top_k=top_k, mode=mode, like=source, **kwargs)
+        if source is None and fleet is not None:
+            source = fleet.find_source(target, repo)
+        more: dict[str, Any] = {"fleet": fleet, "repo": repo} if fleet is not None else {}
+        return CodeSight.search_many(engines, "", top_k=top_k, mode=mode, like=source, **more, **kwargs)
 
     @staticmethod
     def search_many(engines: list[CodeSight], query: str, top_k: int = 10, mode: str | None = None, *,
@@ -674,12 +678,11 @@ class CodeSight:
         per_repo = [engine.search(query, top_k=top_k, mode=mode, **kwargs) for engine in engines]
         labels = [str(engine.root) for engine in engines]
         if fleet is not None:
-            if kwargs.get("like") is not None:
-                raise CodeSightError("related does not search a fleet store yet: search it with words", exit_code=2)
             local = {Path(label).name for label in labels}
             try:
                 found = fleet.search(query, top_k=top_k + 10, mode=str(mode or fleet.settings.default_mode),
-                                     repo=repo, glob=kwargs.get("glob"), language=kwargs.get("language"))
+                                     repo=repo, glob=kwargs.get("glob"), language=kwargs.get("language"),
+                                     like=kwargs.get("like"))
             except CodeSightError as exc:
                 if not engines:  # the fleet alone was asked: its failure is the answer
                     raise

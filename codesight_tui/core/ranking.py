@@ -58,7 +58,7 @@ from codesight_tui.core.text import STOPWORDS, split_identifier
 if TYPE_CHECKING:
     from codesight_tui.core.store import ChunkRow
 
-_Vectors = Callable[[list["ChunkRow"]], dict[int, np.ndarray]]
+VectorsFn = Callable[[list["ChunkRow"]], dict[int, np.ndarray]]
 
 
 class Chunks(Protocol):
@@ -68,6 +68,19 @@ class Chunks(Protocol):
     def get_chunks(self, ids: list[int]) -> dict[int, ChunkRow]: ...
 
     def scope_matches(self, name: str, limit: int = 400) -> list[tuple[int, str, int, str]]: ...
+
+
+class Retriever(Chunks, Protocol):
+    """What a search pipeline retrieves from: BM25, nearest neighbours, chunks and their stored
+    vectors by id, and scope matches. A local index (``core.searcher.LocalRetriever``: SQLite and
+    LanceDB) and a fleet store (``core.fleet.store.FleetStore``: LanceDB on object storage) both
+    are one; what they find goes through the same ``core.searcher.fuse_and_rank``."""
+
+    def bm25(self, query: str, depth: int, *, language: str | None = None, glob: str | None = None) -> list[int]: ...
+
+    def nearest(self, vector: np.ndarray, depth: int, *, language: str | None = None) -> list[tuple[int, float]]: ...
+
+    def vectors(self, ids: list[int]) -> dict[int, np.ndarray]: ...
 
 # Weighted RRF per query kind: (bm25, vector).
 WEIGHTS = {"symbol": (1.0, 0.5), "mixed": (1.0, 1.0), "natural": (0.7, 1.0)}
@@ -347,8 +360,8 @@ def _names_file(path: str, qwords: set[str]) -> bool:
 
 def rerank(store: Chunks, rankings: dict[str, list[int]], query: str, *, rrf_k: int = 60, glob: str | None = None,
            language: str | None = None, query_vector: np.ndarray | None = None, coverage: float = 1.0,
-           vectors_for: _Vectors | None = None, static_weight: float = 0.0, static_vector: np.ndarray | None = None,
-           static_vectors_for: _Vectors | None = None) -> list[tuple[int, float, dict[str, int], bool]]:
+           vectors_for: VectorsFn | None = None, static_weight: float = 0.0, static_vector: np.ndarray | None = None,
+           static_vectors_for: VectorsFn | None = None) -> list[tuple[int, float, dict[str, int], bool]]:
     """``(chunk id, score, {retriever: rank}, is_definition)``, best first.
 
     ``coverage`` is the share of chunks that have a vector (it weights the vector list).

@@ -86,6 +86,19 @@ def from_cwd(target: str, cwd: str | Path) -> str:
         return text
 
 
+def parse_location(target: str) -> tuple[str, int | None] | None:
+    """``(path, line)`` where ``target`` reads as ``path:line`` (``path:line:col`` too), ``(path,
+    None)`` for a path with a ``/`` and no space, else None (a symbol: ``utils.slugify`` is one).
+    The path is taken as written: for a store with no working tree (a fleet)."""
+    text = target.strip()
+    m = _TARGET.match(text)
+    if m:
+        return m.group("path").removeprefix("./"), _line_number(m.group("line"))
+    if "/" in text and " " not in text:
+        return text.removeprefix("./"), None
+    return None
+
+
 def parse_target(target: str, root: Path) -> tuple[str, int | None] | None:
     """``(path relative to root, line or None)`` where ``target`` names a file under ``root``
     (``src/app.py:42``, ``src/app.py``, an absolute path), else None (a symbol, perhaps).

@@ -23,6 +23,7 @@ from codesight_tui.core.text import fts_query, query_terms
 if TYPE_CHECKING:
     import numpy as np
 
+    from codesight_tui.core.ranking import Retriever, VectorsFn
     from codesight_tui.core.static import StaticIndex
     from codesight_tui.core.store import ChunkRow, Store
     from codesight_tui.core.vectors import VectorStore
@@ -121,6 +122,29 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL
 
 
+class LocalRetriever:
+    """A local index as a ``core.ranking.Retriever``: BM25 and chunks from SQLite (``Store``), the
+    full model's nearest neighbours and stored vectors from LanceDB (``VectorStore``)."""
+
+    def __init__(self, store: Store, vectors: VectorStore) -> None:
+        self.store, self.vector_store = store, vectors
+
+    def bm25(self, query: str, depth: int, *, language: str | None = None, glob: str | None = None) -> list[int]:
+        return self.store.bm25(query, depth, language=language, glob=glob)
+
+    def nearest(self, vector: np.ndarray, depth: int, *, language: str | None = None) -> list[tuple[int, float]]:
+        return self.vector_store.search(vector, depth, language=language)
+
+    def vectors(self, ids: list[int]) -> dict[int, np.ndarray]:
+        return self.vector_store.vectors(ids)
+
+    def get_chunks(self, ids: list[int]) -> dict[int, ChunkRow]:
+        return self.store.get_chunks(ids)
+
+    def scope_matches(self, name: str, limit: int = 400) -> list[tuple[int, str, int, str]]:
+        return self.store.scope_matches(name, limit)
+
+
 def _filtered(store: Store, ids: list[int], glob: str | None, language: str | None) -> list[int]:
     """``ids`` whose chunk passes the path and language filters (vector lists are over-fetched
     and filtered here: LanceDB and the static matrix know neither)."""
@@ -156,6 +180,7 @@ def search(store: Store, vectors: VectorStore, query_vector_fn: Callable[[str], 
     if not query or not any(ch.isalnum() for ch in query):
         return []  # blank or punctuation only: nothing to look for, not arbitrary neighbours
     depth = max(depth, top_k)
+    retriever = LocalRetriever(store, vectors)
     stack = mode in ("hybrid", "bm25") and ranking == "stack"
     rankings: dict[str, list[int]] = {}
     nearest = None
@@ -169,7 +194,7 @@ def search(store: Store, vectors: VectorStore, query_vector_fn: Callable[[str], 
 
         def nearest_fn() -> tuple[np.ndarray, list[tuple[int, float]]]:
             qv = query_vector_fn(vector_query or query)
-            return qv, vectors.search(qv, depth * 10 if glob else depth, language=language)
+            return qv, retriever.nearest(qv, depth * 10 if glob else depth, language=language)
 
         nearest = _pool().submit(nearest_fn)
     static_index, static_coverage = static if static is not None and mode == "hybrid" else (None, 0.0)
@@ -187,7 +212,7 @@ def search(store: Store, vectors: VectorStore, query_vector_fn: Callable[[str], 
 
         static_found = _pool().submit(static_fn)
     if mode in ("hybrid", "bm25"):
-        rankings["bm25"] = store.bm25(query, depth, language=language, glob=glob)
+        rankings["bm25"] = retriever.bm25(query, depth, language=language, glob=glob)
     static_vector = None
     near_static = False
     if static_found is not None:
@@ -215,41 +240,73 @@ def search(store: Store, vectors: VectorStore, query_vector_fn: Callable[[str], 
             return []
     if used is not None:
         used.extend(name for name in ("bm25", "static", "vector") if name in rankings)
+    return fuse_and_rank(retriever, rankings, query, top_k=top_k, stack=stack,
+                         merge=stack or (mode == "vector" and ranking == "stack"), rrf_k=rrf_k, glob=glob,
+                         language=language, coverage=coverage, query_vector=query_vector,
+                         vectors_for=vectors_for or (lambda rows: retriever.vectors([r.id for r in rows])),
+                         static_weight=static_weight, static_vector=static_vector,
+                         static_vectors_for=(lambda rows: static_index.vectors([r.id for r in rows]))
+                         if static_vector is not None and static_index is not None else None,
+                         locate=store.locate)
+
+
+def fuse_and_rank(retriever: Retriever, rankings: dict[str, list[int]], query: str, *, top_k: int, stack: bool = True,
+                  merge: bool = True, rrf_k: int = 60, glob: str | None = None, language: str | None = None,
+                  coverage: float = 1.0, query_vector: np.ndarray | None = None, vectors_for: VectorsFn | None = None,
+                  static_weight: float = 0.0, static_vector: np.ndarray | None = None,
+                  static_vectors_for: VectorsFn | None = None,
+                  origin: Callable[[int], tuple[str, str]] | None = None,
+                  locate: Callable[[str, int], tuple[str, int] | None] | None = None) -> list[SearchResult]:
+    """The one fusion and ranking behind every search, a local index's and a fleet store's: the
+    retrievers' ``rankings`` (``bm25``, ``static``, ``vector``: chunk ids, best first) fused by RRF
+    under the ranking stack (``core.ranking.rerank``; with ``stack=False`` plain RRF), the windows
+    of one definition merged into one hit (``merge``), and each hit's target line set. ``origin``
+    gives a chunk's ``(repo, commit)`` where the chunks come from several repositories (a fleet):
+    windows merge only within one repository. ``locate`` gives a document line's page or slide."""
     if stack:
         from codesight_tui.core.ranking import rerank
 
-        fused = rerank(store, rankings, query, rrf_k=rrf_k, glob=glob, language=language, coverage=coverage,
-                       query_vector=query_vector,
-                       vectors_for=vectors_for or (lambda rows: vectors.vectors([r.id for r in rows])),
-                       static_weight=static_weight, static_vector=static_vector,
-                       static_vectors_for=(lambda rows: static_index.vectors([r.id for r in rows]))
-                       if static_vector is not None and static_index is not None else None)
+        fused = rerank(retriever, rankings, query, rrf_k=rrf_k, glob=glob, language=language, coverage=coverage,
+                       query_vector=query_vector, vectors_for=vectors_for, static_weight=static_weight,
+                       static_vector=static_vector, static_vectors_for=static_vectors_for)
     else:
         fused = [(cid, s, r, False) for cid, s, r in rrf_fuse(rankings, k=rrf_k)]
-    # One definition is one result in every mode of the stack (vector mode listed six windows of
-    # one long function); the plain seed ranking, kept for comparison, shows the raw chunks.
-    merge = stack or (mode == "vector" and ranking == "stack")
-    rows = store.get_chunks([cid for cid, *_ in fused[: top_k * (4 if merge else 2)]])
+    rows = retriever.get_chunks([cid for cid, *_ in fused[: top_k * (4 if merge else 2)]])
     results: list[SearchResult] = []
     for cid, score, ranks, is_def in fused:
         row = rows.get(cid)
         if row is None:  # vector of a chunk removed since (or beyond what was fetched): skip it
             continue
-        if merge and merge_into(results, row):
+        repo, commit = origin(cid) if origin is not None else ("", "")
+        if merge and _merge_within(results, row, repo):
             continue
         results.append(SearchResult(
             row.path, row.start_line, row.end_line, row.scope or "", row.language or "", round(score, 6),
-            ranks.get("bm25"), ranks.get("vector"), row.content, cid, is_def, static_rank=ranks.get("static"),
+            ranks.get("bm25"), ranks.get("vector"), row.content, cid, is_def, repo=repo,
+            static_rank=ranks.get("static"), commit=commit,
         ))
         if len(results) >= top_k:
             break
     set_target_lines(results, query)
-    for r in results:
-        if r.language in DOCUMENT_LANGUAGES:
-            where = store.locate(r.path, r.line or r.start_line)
-            if where is not None and where[0] in ("page", "slide"):
-                setattr(r, where[0], where[1])
+    if locate is not None:
+        for r in results:
+            if r.language in DOCUMENT_LANGUAGES:
+                where = locate(r.path, r.line or r.start_line)
+                if where is not None and where[0] in ("page", "slide"):
+                    setattr(r, where[0], where[1])
     return results
+
+
+def _merge_within(results: list[SearchResult], row: ChunkRow, repo: str) -> bool:
+    """``merge_into`` among the hits of ``row``'s repository (all of them for one repository)."""
+    if all(r.repo == repo for r in results):
+        return merge_into(results, row)
+    group = [r for r in results if r.repo == repo]
+    if not merge_into(group, row):
+        return False
+    kept = {id(r) for r in group}  # what a growing hit swallowed leaves the whole list too
+    results[:] = [r for r in results if r.repo != repo or id(r) in kept]
+    return True
 
 
 def set_target_lines(results: list[SearchResult], query: str) -> None:

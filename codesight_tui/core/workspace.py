@@ -243,11 +243,9 @@ class Workspace:
         kw: dict[str, Any] = {"top_k": request.top_k, "mode": mode, "glob": request.glob,
                               "language": request.language, "load_model": vectors is Vectors.LOAD,
                               "fast": vectors is Vectors.STATIC}
-        if request.like:
-            if request.fleet is not None:
-                raise CodeSightError("related does not search a fleet store yet: search it with words", exit_code=2)
-            return CodeSight.related_many(engines, request.query, **kw)
         more: dict[str, Any] = {"fleet": request.fleet, "repo": request.fleet_repo} if request.fleet else {}
+        if request.like:
+            return CodeSight.related_many(engines, request.query, **kw, **more)
         return CodeSight.search_many(engines, request.query, **kw, **more)
 
     # --- the end --------------------------------------------------------------------------------

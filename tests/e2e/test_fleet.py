@@ -262,6 +262,52 @@ def test_fleet_is_fused_with_the_local_index(tmp_path, env):
     assert both[0]["repo"] == "frontend" and both[0]["commit"]
 
 
+THROTTLE = {
+    "src/throttle.js": '''// Run a function at most once per interval while the user keeps typing.
+export function throttleKeystrokes(fn, wait) {
+  let timer;
+  return (...args) => { if (!timer) { fn(...args); timer = setTimeout(() => { timer = null; }, wait); } };
+}
+''',
+    "src/format.js": '''export function formatCurrency(amount, currency) {
+  return new Intl.NumberFormat("en", { style: "currency", currency }).format(amount);
+}
+''',
+}
+
+
+def test_related_works_over_a_fleet(tmp_path, env):
+    """"More like this" over a fleet store: from a symbol or a path:line the store holds (no local
+    repository at all), and from a local chunk into the fleet; the source itself is never a hit."""
+    clones = tmp_path / "clones"
+    make_repo(clones / "frontend", FRONTEND)
+    make_repo(clones / "widgets", THROTTLE)
+    make_repo(clones / "infra", INFRA)
+    store = str(tmp_path / "store")
+    assert codesight("fleet", "index", str(clones), "--store", store, "--local", env=env).returncode == 0
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    for target in ("debounceKeystrokes", "src/debounce.js:3"):
+        out = codesight("related", target, "--store", store, "--json", env=env, cwd=outside)
+        assert out.returncode == 0, out.stderr
+        hits = json.loads(out.stdout)
+        assert (hits[0]["repo"], hits[0]["path"]) == ("widgets", "src/throttle.js"), hits
+        assert not [h for h in hits if h["repo"] == "frontend" and h["path"] == "src/debounce.js"]
+        assert all(h["commit"] for h in hits)
+    # A local chunk as the source: the fleet's code like it comes back beside the local hits.
+    app = make_repo(tmp_path / "app", {"ui/input.js": FRONTEND["src/debounce.js"].replace("debounceKeystrokes",
+                                                                                        "debounceInput"),
+                                       "ui/math.js": "export function clamp(x, lo, hi) {\n  return Math.min(hi, Math.max(lo, x));\n}\n"})
+    out = codesight("related", "ui/input.js:2", "--store", store, "--json", env=env, cwd=app)
+    assert out.returncode == 0, out.stderr
+    found = [(h["repo"], h["path"]) for h in json.loads(out.stdout)]
+    assert found[0] == ("frontend", "src/debounce.js"), found
+    assert (str(app.resolve()), "ui/input.js") not in found
+    missing = codesight("related", "noSuchFunctionAnywhere", "--store", store, env=env, cwd=outside)
+    assert missing.returncode == 2 and "noSuchFunctionAnywhere" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1
+
+
 def _workers(state: str = "task") -> list[int]:
     """This user's fleet workers (``core.pool``) that are running a task (or idle), by the name
     they give themselves."""

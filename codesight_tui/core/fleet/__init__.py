@@ -16,6 +16,7 @@ from codesight_tui.core.fleet.store import FleetStore, RepoRecord, StoreSpec, ex
 if TYPE_CHECKING:
     import numpy as np
 
+    from codesight_tui.core.related import RelatedSource
     from codesight_tui.core.searcher import SearchResponse
 
 
@@ -71,6 +72,16 @@ class Fleet:
         self.store.finish()
         return there
 
+    def find_source(self, target: str, repo: str | None = None) -> RelatedSource:
+        """The chunk ``target`` (``path:line`` or a symbol) names in the store: the start of a
+        "more like this" over the fleet (``FleetStore.find_source``)."""
+        try:
+            return self.store.find_source(target, repo)
+        except CodeSightError:
+            raise
+        except Exception as exc:  # the object store unreachable, a credential refused, a table damaged
+            raise explain(exc, self.spec, "search") from None
+
     def size_bytes(self) -> int | None:
         return self.store.size_bytes()
 
@@ -103,13 +114,17 @@ class Fleet:
         return FleetModel(kind, info.name, dim, encoder)
 
     def search(self, query: str, top_k: int = 10, mode: str = "hybrid", *, repo: str | None = None,
-               glob: str | None = None, language: str | None = None) -> SearchResponse:
-        """The fleet's ranked hits for ``query``; ``repo`` is a glob over repository names."""
+               glob: str | None = None, language: str | None = None,
+               like: RelatedSource | None = None) -> SearchResponse:
+        """The fleet's ranked hits for ``query``; ``repo`` is a glob over repository names.
+        ``like`` (from ``find_source`` or a local ``CodeSight.related_source``) searches for code
+        like that chunk instead, as ``CodeSight.related`` does."""
         model = self.model() if mode != "bm25" else None
         try:
             return self.store.search(query, model.encode_query if model else None, top_k=top_k, mode=mode,
                                      repo=repo, glob=glob, language=language, depth=self.settings.retriever_depth,
-                                     rrf_k=self.settings.rrf_k, known_share=model.known_share if model else None)
+                                     rrf_k=self.settings.rrf_k, known_share=model.known_share if model else None,
+                                     like=like)
         except CodeSightError:
             raise
         except Exception as exc:  # the object store unreachable, a credential refused, a table damaged

@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.paths import tree_bytes
 from codesight_tui.core.redact import scrub_credentials
+from codesight_tui.core.related import RelatedSource
+from codesight_tui.core.searcher import SearchResponse
 from codesight_tui.core.store import ChunkRow, path_matches
 from codesight_tui.core.text import query_terms
 
@@ -41,7 +43,6 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-    from codesight_tui.core.searcher import SearchResponse, SearchResult
 
 CHUNKS, REPOS, META = "chunks", "repos", "meta"
 KINDS = ("static", "full")
@@ -404,7 +405,10 @@ class FleetStore:
         chosen = [n for n in names if fnmatch.fnmatchcase(n, glob) or fnmatch.fnmatchcase(n.lower(), glob.lower())]
         return in_list("repo", chosen), chosen
 
-    def bm25(self, query: str, depth: int, where: str | None) -> list[int]:
+    def bm25(self, query: str, depth: int, *, language: str | None = None, glob: str | None = None) -> list[int]:
+        """BM25 over the store's full-text index, within this search's repositories and language
+        (``search`` sets them; ``glob`` is applied by the caller, over the rows)."""
+        where = self._where
         terms = query_terms(query)
         if not terms:
             return []
@@ -414,7 +418,9 @@ class FleetStore:
         rows = q.select(["id", "_score"]).limit(depth).to_arrow()
         return [int(i) for i in rows.column("id").to_pylist()]
 
-    def nearest(self, vector: np.ndarray, depth: int, where: str | None) -> list[tuple[int, float]]:
+    def nearest(self, vector: np.ndarray, depth: int, *, language: str | None = None) -> list[tuple[int, float]]:
+        """The nearest vectors, within this search's repositories and language (as ``bm25``)."""
+        where = self._where
         q = self._table(CHUNKS).search(vector, vector_column_name="vector").distance_type("cosine")
         if where:
             q = q.where(where, prefilter=True)
@@ -444,7 +450,7 @@ class FleetStore:
     def scope_matches(self, name: str, limit: int = 400) -> list[tuple[int, str, int, str]]:
         """``(id, path, start_line, scope)`` of chunks whose scope holds ``name`` (full-text
         candidates, narrowed here; the caller checks the exact definition)."""
-        ids = self.bm25(name, limit, self._where)
+        ids = self.bm25(name, limit)
         folded = name.casefold()
         rows = self.get_chunks(ids)
         return [(i, r.path, r.start_line, r.scope) for i, r in rows.items() if folded in r.scope.casefold()]
@@ -460,16 +466,56 @@ class FleetStore:
                 out[int(r["id"])] = np.asarray(r["vector"], dtype=np.float32)
         return out
 
+    def find_source(self, target: str, repo: str | None = None) -> RelatedSource:
+        """The chunk ``target`` names in the store, for "more like this": ``path:line`` (the
+        smallest chunk holding it, in the first repository that has the file) or a symbol (its
+        definition); ``repo`` is a glob over the repositories looked in. The source's ``root`` is
+        its repository's name, as the store's hits carry it. Raises ``CodeSightError`` (exit
+        code 2) with one line where there is none."""
+        from codesight_tui.core.ranking import definitions
+        from codesight_tui.core.related import MAX_LINE, parse_location, terms_of
+
+        self._rows = {}
+        self._where, _chosen = self.repo_filter(repo)
+        where = parse_location(target)
+        if where is not None:
+            path, line = where
+            cond = f"path = {_quote(path)}" + (f" AND start_line <= {line} AND end_line >= {line}" if line else "")
+            rows = self._fetch(f"({self._where}) AND {cond}" if self._where else cond, 400)
+            if not rows:
+                shown = f"{path}:{line if line != MAX_LINE else 'that far'}" if line else path
+                raise CodeSightError(f"{shown} is in no repository of {self.spec.uri}", exit_code=2)
+            best = min(rows, key=lambda r: (r["repo"], int(r["end_line"]) - int(r["start_line"]), int(r["start_line"])))
+            ids = [int(best["id"])]
+        else:
+            name = target.strip()
+            ids = definitions(self, name) if name else []
+            if not ids:
+                raise CodeSightError(f"no file or definition named {name!r} in {self.spec.uri}", exit_code=2)
+        row, repo_name, _commit = self._rows[ids[0]]
+        return RelatedSource(repo_name, row.path, row.start_line, row.end_line, row.id, row.content,
+                             terms_of(row.content) or row.content[:200])
+
     def search(self, query: str, encode_query: Callable[[str], np.ndarray] | None, *, top_k: int = 10,
                mode: str = "hybrid", repo: str | None = None, glob: str | None = None,
                language: str | None = None, depth: int = 80, rrf_k: int = 30,
-               known_share: Callable[[list[str]], float] | None = None) -> SearchResponse:
+               known_share: Callable[[list[str]], float] | None = None,
+               like: RelatedSource | None = None) -> SearchResponse:
         """The fleet's answer to ``query``: BM25 over the store's full-text index and the nearest
         vectors (``encode_query`` embeds the query with the store's model), fused and ranked by
-        the same stack as a local index; each hit's ``repo`` and ``commit`` say where it is."""
+        the same stack as a local index; each hit's ``repo`` and ``commit`` say where it is.
+        ``like`` (a ``RelatedSource``, from here or from a local index) searches for code like
+        that chunk: BM25 over its names, the vector list from its code; the chunk itself and what
+        overlaps it are left out."""
+        if like is not None:
+            query = like.terms
+            answer = self.search(query, None if encode_query is None else (lambda _q: encode_query(like.content)),
+                                 top_k=top_k + 4, mode=mode, repo=repo, glob=glob, language=language, depth=depth,
+                                 rrf_k=rrf_k, known_share=known_share)
+            kept = [h for h in answer if not like.overlaps(h.repo, h.path, h.start_line, h.end_line)]
+            return SearchResponse(kept[:top_k], answer.notices, answer.retrievers)
         from codesight_tui.core.fusion import RELEVANCE_FLOOR, STATIC_KNOWN_WORDS, STATIC_RELEVANCE_FLOOR
-        from codesight_tui.core.ranking import rerank
-        from codesight_tui.core.searcher import SearchResponse, SearchResult, merge_into, set_target_lines
+        from codesight_tui.core.searcher import fuse_and_rank
 
         if not query or not any(ch.isalnum() for ch in query):
             return SearchResponse()
@@ -485,11 +531,11 @@ class FleetStore:
         rankings: dict[str, list[int]] = {}
         over = depth * 10 if glob else depth
         if mode in ("hybrid", "bm25"):
-            rankings["bm25"] = self.bm25(query, over, where)
+            rankings["bm25"] = self.bm25(query, over)
         query_vector = None
         if mode in ("hybrid", "vector") and encode_query is not None:
             query_vector = encode_query(query)
-            found = self.nearest(query_vector, over, where)
+            found = self.nearest(query_vector, over)
             floor = RELEVANCE_FLOOR if kind == "full" else STATIC_RELEVANCE_FLOOR
             near = bool(found) and found[0][1] >= floor
             if near and kind == "static" and not rankings.get("bm25") and known_share is not None:
@@ -503,33 +549,19 @@ class FleetStore:
         if not any(rankings.values()):
             return SearchResponse(retrievers=[])
         used: list[str] = [n for n in ("bm25", "static", "vector") if n in rankings]
-        if mode == "vector":
-            fused = [(cid, 1.0 / (rrf_k + n), {list_name: n}, False)
-                     for n, cid in enumerate(rankings.get(list_name, []), 1)]
-        else:
-            fused = rerank(self, rankings, query, rrf_k=rrf_k, glob=glob, language=language,
-                           coverage=1.0 if kind == "full" else 0.0,
-                           query_vector=query_vector if kind == "full" else None,
-                           vectors_for=lambda rows: self.vectors([r.id for r in rows]),
-                           static_weight=1.0 if kind == "static" and "static" in rankings else 0.0,
-                           static_vector=query_vector if kind == "static" else None,
-                           static_vectors_for=lambda rows: self.vectors([r.id for r in rows]))
-        self.get_chunks([cid for cid, *_ in fused[:top_k * 4]])
-        hits: list[SearchResult] = []
         current = self.commits()
-        for cid, score, ranks, is_def in fused:
-            got = self._rows.get(cid)
-            if got is None:
-                continue
-            row, repo_name, written_at = got
-            commit = current.get(repo_name) or written_at  # the repository's commit, as `fleet status` says
-            if merge_into([h for h in hits if h.repo == repo_name], row):
-                continue  # the next window of a definition already listed (as a local search does)
-            hits.append(SearchResult(
-                row.path, row.start_line, row.end_line, row.scope or "", row.language or "", round(score, 6),
-                ranks.get("bm25"), ranks.get("vector"), row.content, cid, is_def, repo=repo_name,
-                static_rank=ranks.get("static"), commit=commit))
-            if len(hits) >= top_k:
-                break
-        set_target_lines(hits, query)
+
+        def origin(cid: int) -> tuple[str, str]:
+            _row, repo_name, written_at = self._rows[cid]
+            return repo_name, current.get(repo_name) or written_at  # its commit, as `fleet status` says
+
+        def stored(rows: list[ChunkRow]) -> dict[int, np.ndarray]:
+            return self.vectors([r.id for r in rows])
+
+        hits = fuse_and_rank(self, rankings, query, top_k=top_k, stack=mode != "vector", rrf_k=rrf_k, glob=glob,
+                             language=language, coverage=1.0 if kind == "full" else 0.0,
+                             query_vector=query_vector if kind == "full" else None, vectors_for=stored,
+                             static_weight=1.0 if kind == "static" and "static" in rankings else 0.0,
+                             static_vector=query_vector if kind == "static" else None, static_vectors_for=stored,
+                             origin=origin)
         return SearchResponse(hits, retrievers=used)
