@@ -36,11 +36,12 @@ os.environ.update(CODESIGHT_LLM_BACKEND={backend!r}, CODESIGHT_LLM_MODEL="stub-m
                   ANTHROPIC_BASE_URL={url!r}, OPENAI_BASE_URL={url + '/v1'!r}, AZURE_OPENAI_ENDPOINT={url!r},
                   OLLAMA_HOST={url!r})
 from codesight_tui import CodeSight
+from codesight_tui.core.modes import Vectors
 cs = CodeSight({str(REPO)!r})
 rows = []
 for k in range({runs}):
     t0 = time.perf_counter()
-    stream = cs.ask_stream({QUESTIONS!r}[k % {len(QUESTIONS)}], fast=True)
+    stream = cs.ask_stream({QUESTIONS!r}[k % {len(QUESTIONS)}], vectors=Vectors.STATIC)
     it = iter(stream)
     next(it)
     first = time.perf_counter() - t0

@@ -149,7 +149,7 @@ def main() -> int:
     bare_encode = lambda tx: emb.model.encode(tx, batch_size=emb.batch_size, normalize_embeddings=True)  # noqa: E731
     t_bare1, _ = timed(lambda: bare_encode(texts))
     tmp_cache = EmbeddingCache(Path(tempfile.mkdtemp()), emb.name, emb.dim)
-    t_pipe, rep = timed(lambda: index_vectors(cs.store, cs._vectors, emb, tmp_cache, limit=len(rows)))
+    t_pipe, rep = timed(lambda: index_vectors(cs.store, cs.storage.vectors, emb, tmp_cache, limit=len(rows)))
     t_bare2, _ = timed(lambda: bare_encode(texts))
     bare = len(texts) / ((t_bare1 + t_bare2) / 2)
     pipe = (rep.embedded + rep.doc_views) / t_pipe
@@ -169,7 +169,7 @@ def main() -> int:
               f" {t_full:.1f}s; total index time {total:.1f}s")
     counts = cs.store.counts()
     print(f"[index] {counts['chunks']:,} chunks, {counts['vectors']:,} vectors; on disk"
-          f" {(cs.store.size_bytes() + cs._vectors.size_bytes()) / 1e6:.1f} MB")
+          f" {(cs.store.size_bytes() + cs.storage.vectors.size_bytes()) / 1e6:.1f} MB")
 
     # 4. No-op re-index, in-process and as a fresh CLI process.
     noop = [timed(lambda: cs.index())[0] for _ in range(3)]

@@ -195,8 +195,7 @@ def run_index(args, info) -> None:
         elif p.phase == "lexical":
             marks["lexical"] = now
 
-    cs = CodeSight(args.corpus, settings=settings)
-    cs.lexical_processes = True  # as the CLI runs it
+    cs = CodeSight(args.corpus, settings=settings, lexical_processes=True)  # as the CLI runs it
     t0 = time.perf_counter()
     r = cs.index(progress=progress)
     wall = time.perf_counter() - t0

@@ -131,7 +131,7 @@ def main() -> int:
     t = time.perf_counter()
     done = 0
     while time.perf_counter() - t < args.embed_seconds:
-        rep = index_vectors(cs.store, cs._vectors, emb, cache, limit=256)
+        rep = index_vectors(cs.store, cs.storage.vectors, emb, cache, limit=256)
         done += rep.embedded
         if not rep.embedded:
             break
@@ -143,7 +143,7 @@ def main() -> int:
     t = time.perf_counter()
     rng = np.random.default_rng(7)
     real_ids = [i for (i,) in cs.store.conn.execute("SELECT id FROM chunks WHERE embedded = 1")]
-    base = cs._vectors.table().to_arrow().column("vector").combine_chunks()
+    base = cs.storage.vectors.table().to_arrow().column("vector").combine_chunks()
     base = np.asarray(base.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(base), -1)
     pending = cs.store.conn.execute("SELECT id, language, embed_key FROM chunks WHERE embedded = 0").fetchall()
     for k in range(0, len(pending), 20_000):
@@ -151,16 +151,16 @@ def main() -> int:
         v = base[rng.integers(0, len(base), len(part))] + rng.normal(0, 0.05, (len(part), base.shape[1]))
         v = (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
         cache.put_many([(key, vec) for (_, _, key), vec in zip(part, v)])  # as a real run leaves it
-        cs._vectors.add([i for i, _, _ in part], [lang or "" for _, lang, _ in part], v)
+        cs.storage.vectors.add([i for i, _, _ in part], [lang or "" for _, lang, _ in part], v)
         cs.store.mark_embedded([i for i, _, _ in part])
-    cs._vectors.optimize()
+    cs.storage.vectors.optimize()
     t_fill = time.perf_counter() - t
     t = time.perf_counter()
-    built = cs._vectors.ensure_ann()
+    built = cs.storage.vectors.ensure_ann()
     print(f"[vectors] {len(real_ids):,} real + {len(pending):,} stand-in vectors written in {t_fill:.0f}s;"
           f" ANN index {'built' if built else 'not built'} in {time.perf_counter() - t:.0f}s")
     counts = cs.store.counts()
-    disk = cs.store.size_bytes() + cs._vectors.size_bytes()
+    disk = cs.store.size_bytes() + cs.storage.vectors.size_bytes()
     print(f"[index] {counts['chunks']:,} chunks, {counts['vectors']:,} vectors; on disk {disk / 1e6:.0f} MB")
 
     queries = (NL_QUERIES * 3)[: args.queries]

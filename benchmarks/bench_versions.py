@@ -76,20 +76,20 @@ def main() -> int:
             cs = CodeSight(root, embedder=Embedder(), data_dir=work / f"data-{n}", cache_dir=work / "cache",
                            static_model="off")
             cs.index()
-            cs._vectors.optimize(compact=True)
-            base_v, base_b = cs.status(check_disk=False)["vector_versions"], dir_bytes(cs._vectors.directory)
+            cs.storage.vectors.optimize(compact=True)
+            base_v, base_b = cs.status(check_disk=False)["vector_versions"], dir_bytes(cs.storage.vectors.directory)
             target = root / "codesight_tui" / "core" / "walker.py"
             for i in range(n):
                 with open(target, "a") as fh:
                     fh.write(f"# edit {i}\n")
                 cs.index(paths=["codesight_tui/core/walker.py"])
             st = cs.status(check_disk=False)
-            versions, size = st["vector_versions"], dir_bytes(cs._vectors.directory)
+            versions, size = st["vector_versions"], dir_bytes(cs.storage.vectors.directory)
             p50, p95 = latency(cs, args.repeat)
-            cs._vectors.optimize(compact=True)
+            cs.storage.vectors.optimize(compact=True)
             time.sleep(11)  # past KEEP_VERSIONS_S, so that compaction may drop the old versions
-            cs._vectors.optimize(compact=True)
-            after_v, after_b = cs.status(check_disk=False)["vector_versions"], dir_bytes(cs._vectors.directory)
+            cs.storage.vectors.optimize(compact=True)
+            after_v, after_b = cs.status(check_disk=False)["vector_versions"], dir_bytes(cs.storage.vectors.directory)
             c50, c95 = latency(cs, args.repeat)
             print(f"{n:>4} edits ({st['vectors']:,} vectors): versions {base_v} -> {versions}, vectors"
                   f" {base_b / 1e6:.2f} -> {size / 1e6:.2f} MB, vector search p50 {p50:.2f} ms p95 {p95:.2f} ms;"

@@ -255,8 +255,7 @@ def engine(root: Path, data: Path, cache: Path):
 INDEX_CHILD = r'''
 import sys, json
 from codesight_tui import CodeSight
-cs = CodeSight(sys.argv[1])
-cs.lexical_processes = True
+cs = CodeSight(sys.argv[1], lexical_processes=True)
 def progress(ev):
     print(json.dumps([ev.phase, ev.done, ev.total]), flush=True)
 cs.index(progress=progress, force=sys.argv[2] == "force")
@@ -877,7 +876,7 @@ def section_footprint(env: Env, args) -> None:
         f.write_text(originals[f] + f"\n\ndef footprint_edit_{i}():\n    return {i}\n")
         cs.index()
         if i % max(1, args.edits // 10) == 0 or i == args.edits - 1:
-            samples.append((i + 1, cs._vectors.version_count(), cs._vectors.size_bytes(), cs.store.size_bytes()))
+            samples.append((i + 1, cs.storage.vectors.version_count(), cs.storage.vectors.size_bytes(), cs.store.size_bytes()))
     secs = time.perf_counter() - t0
     repo_bytes = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
     cache_bytes = sum(p.stat().st_size for p in cache.glob("*.sqlite*"))

@@ -9,7 +9,7 @@ _package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if __name__ == "__main__" and sys.path and os.path.abspath(sys.path[0] or os.curdir) != _package_parent:
     sys.path.pop(0)
 
-from codesight_tui.client import main
+from codesight_tui.client import main  # noqa: E402 - only once sys.path is safe (above)
 
 
 def run_here(argv: list[str]) -> int:

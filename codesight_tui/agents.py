@@ -379,7 +379,7 @@ def _toml_data(path: Path, text: str) -> dict[str, Any]:
 
     try:
         return dict(tomlkit.parse(text).unwrap())
-    except Exception as exc:  # tomlkit's ParseError and friends
+    except Exception as exc:  # tomlkit's ParseError and friends  # noqa: BLE001
         raise CodeSightError(f"{path} is not valid TOML ({exc}): fix it or edit it by hand; nothing was changed",
                              exit_code=1) from None
 
@@ -436,7 +436,7 @@ def _toml_edit(path: Path, text: str | None, key: str, entry: dict[str, Any] | N
             out = base + eol.join(lines) + eol
     try:
         ok = _without_empty(dict(tomlkit.parse(out).unwrap()), key) == _without_empty(expected, key)
-    except Exception:
+    except Exception:  # noqa: BLE001 - an edit tomlkit can't read back is no edit: refused, the file untouched
         ok = False
     if not ok:
         raise CodeSightError(f"{path}: cannot set codesight's entry without changing others; add it by hand:"

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codesight_tui.core.modes import MODES
+from codesight_tui.core.modes import ANSWERS, MODES, Vectors
 
 if TYPE_CHECKING:
     from types import FrameType, TracebackType
@@ -303,7 +303,7 @@ def _build_parser() -> argparse.ArgumentParser:
     pe.add_argument("--fold", default=None, metavar="NAME",
                     help="with a directory: only the repositories of this fold of its folds.json (A or B):"
                     " tune on one fold, confirm on the other")
-    pe.add_argument("--mode", choices=(*MODES, "fast", "all"), default="all",
+    pe.add_argument("--mode", choices=(*ANSWERS, "all"), default="all",
                     help="mode(s) to score (default all; fast: BM25 + the static tier, no full model)")
     pe.add_argument("--coverage", default=None, metavar="PCTS",
                     help="score at these shares of chunks with vectors, e.g. 0,10,50,100 (rebuilds vectors"
@@ -616,7 +616,7 @@ def _workspace() -> Workspace:
     return WORKSPACE or Workspace(EngineOptions(lexical_processes=True))
 
 
-def _find(args: argparse.Namespace, query: str, like: bool = False) -> int:
+def _find(args: argparse.Namespace, query: str, like: bool = False) -> int:  # noqa: C901 - search and related share it: each flag's check is one branch, read top to bottom
     """``search`` and ``related``: index what has no index, run, print the hits as text, JSON or
     vimgrep lines; exit 1 when there are none."""
     from codesight_tui.core.engine import CodeSight
@@ -820,7 +820,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     llm_config(cs.settings)  # a missing back end is said before any indexing
     _ready(cs, "hybrid", args.full)
     stream = cs.ask_stream(args.question, args.top_k, glob=args.glob,
-                           fast=not args.full and cs.static_ready())
+                           vectors=Vectors.STATIC if not args.full and cs.static_ready() else Vectors.LOAD)
     for n in stream.notices:
         _err(n)
     if args.json:
@@ -841,7 +841,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     cited = set(answer.citations)
     print("\nSources:")
-    for n, hit in enumerate(answer.sources, start=1):
+    for n, _hit in enumerate(answer.sources, start=1):
         label = _safe(answer.source_label(n))
         mark = "" if n in cited else "  (not cited)"
         print(f"  [{n}] \x1b[35m{label}\x1b[0m{mark}" if color else f"  [{n}] {label}{mark}")
@@ -1039,7 +1039,7 @@ def _eval_suites(args: argparse.Namespace) -> tuple[list[Suite] | list[tuple[Pat
         paths = paths * len(args.queries)
     if len(paths) != len(args.queries):
         raise CodeSightError(f"give --path once, or once per query file ({len(args.queries)})", exit_code=EXIT_USAGE)
-    return list(zip(args.queries, map(Path, paths))), {}
+    return list(zip(args.queries, map(Path, paths), strict=False)), {}
 
 
 def _coverage(text: str | None) -> list[float] | None:
@@ -1090,7 +1090,7 @@ def cmd_install(args: argparse.Namespace) -> int:
     noted = False
     # One agent at a time, planned after the one before it was carried out: Codex and OpenCode
     # share AGENTS.md, and each must see what the other did to it.
-    for a, named in chosen:
+    for a, _named in chosen:
         try:  # one agent's unreadable or unsafe file is said, and the others go on
             p = agents.plan(a, home=home, env=env, project=project, remove=remove, ledger=ledger, force=args.force)
         except CodeSightError as exc:
@@ -1232,7 +1232,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise CodeSightError("--limit must be at least 1", exit_code=EXIT_USAGE)
     suites, published = _eval_suites(args)
     coverage = _coverage(args.coverage)
-    modes = [*MODES, "fast"] if args.mode == "all" else [args.mode]
+    modes = list(ANSWERS) if args.mode == "all" else [args.mode]
     if coverage is not None and args.mode == "all":
         modes = ["hybrid"]
     progress = _ProgressView(_progress_wanted(not args.json))

@@ -12,6 +12,7 @@ Every other command, and the terminal UI, goes straight to ``codesight_tui.cli``
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
@@ -48,10 +49,8 @@ def runtime_dir() -> str:
         except OSError:
             base = None
     path = os.path.join(base, "codesight") if base else os.path.join("/tmp", f"codesight-{uid}")
-    try:
+    with contextlib.suppress(FileExistsError):
         os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
         raise PermissionError(f"{path} is not this user's directory")

@@ -15,6 +15,7 @@ them. Like the CLI and the TUI, this module uses only the public ``CodeSight`` A
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -246,14 +247,12 @@ async def _wait_lexical(job: IndexJob, ctx: Context, cs: CodeSight, limit: float
         now = (job.phase, job.done, job.total)
         if ctx is not None and now != last:
             last = now
-            try:
+            with contextlib.suppress(Exception):
                 await ctx.report_progress(job.done, job.total or None, f"{job.phase} {job.done}/{job.total}")
-            except Exception:
-                pass
         await anyio.sleep(0.1)
 
 
-def build_server(roots: list[Path], *, watch_roots: bool = False, fleet: Fleet | None = None,
+def build_server(roots: list[Path], *, watch_roots: bool = False, fleet: Fleet | None = None,  # noqa: C901 - its tools are closures defined inside it; each on its own is simple
                  ) -> tuple[_Server, Repos]:
     """The ``MCPServer`` with codesight's tools over ``roots``; returns ``(server, repos)``."""
     from codesight_tui import __version__

@@ -20,6 +20,7 @@ request was refused).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -188,7 +189,7 @@ class Service:
                 return
             try:
                 self.workspace.watch(root, lambda cs: cs.watch(embed=False, static=True))
-            except Exception as exc:  # an unwatchable tree is still searched, as a fresh process would
+            except Exception as exc:  # an unwatchable tree is still searched, as a fresh process would  # noqa: BLE001
                 self.unwatchable.add(root)
                 print(f"codesight service: not watching {root}: {exc}", file=sys.__stderr__)
 
@@ -207,7 +208,7 @@ class Service:
             self.busy += 1
         try:
             self._handle(conn, reply)
-        except Exception as exc:  # one bad request never takes the service down
+        except Exception as exc:  # one bad request never takes the service down  # noqa: BLE001
             with self.lock:
                 self.failed += 1
             reply.send({"refused": f"the service failed: {type(exc).__name__}: {exc}"})
@@ -216,10 +217,8 @@ class Service:
                 self.busy -= 1
                 self.replies.discard(reply)
                 self.last = time.monotonic()
-            try:
+            with contextlib.suppress(OSError):
                 conn.close()
-            except OSError:
-                pass
 
     def _refuse(self, reply: _Reply, why: str) -> None:
         with self.lock:
@@ -303,7 +302,7 @@ class Service:
             return None
         except SystemExit as exc:  # argparse: usage errors and --help
             rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - one bad request never takes the service down: counted and answered
             with self.lock:
                 self.failed += 1
             print(f"codesight: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -343,7 +342,7 @@ def _one_blas_thread() -> None:
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(1, user_api="blas")
-    except Exception:  # an unusual BLAS build: leave it as it is
+    except Exception:  # an unusual BLAS build: leave it as it is  # noqa: BLE001
         pass
 
 

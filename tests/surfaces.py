@@ -15,7 +15,6 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from codesight_tui import CodeSight
-from codesight_tui.core.errors import CodeSightError
 from codesight_tui.tui.app import CodeSightApp
 
 KEY = "sk-test-0123456789abcdef-secret"
@@ -50,9 +49,9 @@ async def search(app, pilot, text: str):
 class BrokenModelEngine(CodeSight):
     """A CodeSight whose model cannot load, as when the weights are missing."""
 
-    def embedder(self):
-        self._embedder_error = "cannot load embedding model 'missing-model': not found"
-        raise CodeSightError(self._embedder_error)
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.models.error = "cannot load embedding model 'missing-model': not found"
 
 
 @asynccontextmanager

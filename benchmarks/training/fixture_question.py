@@ -61,6 +61,7 @@ FILES = {
 def rank(model: str) -> tuple[int | None, list[str]]:
     from codesight_tui import CodeSight
     from codesight_tui.core.config import Settings
+    from codesight_tui.core.modes import Vectors
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "fixture"
@@ -71,7 +72,7 @@ def rank(model: str) -> tuple[int | None, list[str]]:
         settings = Settings(data_dir=Path(tmp) / "data", static_model=model)
         cs = CodeSight(root, settings=settings)
         cs.index(embed=False, static=True)
-        paths = [h.path for h in cs.search(QUESTION, mode="hybrid", fast=True, top_k=10)]
+        paths = [h.path for h in cs.search(QUESTION, mode="hybrid", vectors=Vectors.STATIC, top_k=10)]
         cs.close()
     return (paths.index("storage/cache.py") + 1 if "storage/cache.py" in paths else None), paths[:5]
 

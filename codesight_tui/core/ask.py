@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.searcher import SearchResponse
 
 if TYPE_CHECKING:
     from codesight_tui.core.config import Settings
-    from codesight_tui.core.searcher import SearchResult
+    from codesight_tui.core.searcher import Searcher, SearchResult
 
 BACKENDS = ("anthropic", "openai", "azure", "ollama")
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4o-mini", "ollama": "llama3.2"}
@@ -345,9 +346,43 @@ class AskStream:
                     break
         except AskError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every client library raises its own types: explained in one line
             raise AskError(_scrub(explain(exc, cfg), cfg)) from None
         finally:
             calls.close()  # ends the back end's stream (and its connection) when the answer was cut
             self.answer.text = "".join(parts)
             self.answer.seconds = time.perf_counter() - self._started
+
+
+def ask_stream(searcher: Searcher, settings: Settings, question: str, top_k: int | None = None,
+               **search: Any) -> AskStream:
+    """``question`` answered from what ``searcher`` (a repository, a fleet, several) finds, as
+    the LLM writes it: an ``AskStream``. The back end's configuration is checked before the
+    search, and the search runs before any connection is opened; ``search`` holds the search's
+    own keywords (``mode``, ``glob``, ``language`` ...). Raises ``AskError`` with one line."""
+    cfg = llm_config(settings)
+    if not question or not question.strip():
+        raise AskError("the question is empty", exit_code=2)
+    started = time.perf_counter()
+    importing = prepare(cfg.backend)  # the client library loads while the search runs
+    hits = without_secrets(searcher.search(question, top_k or settings.ask_top_k, **search),
+                           tuple(settings.secret_files))
+    if not hits:
+        raise AskError("nothing in the index matches this question: there are no sources to answer from")
+    importing.join()
+    return AskStream(question, hits, cfg, search_seconds=time.perf_counter() - started, started=started)
+
+
+def without_secrets(hits: SearchResponse, secret_files: tuple[str, ...]) -> SearchResponse:
+    """The hits that may go to an LLM: none from a file named like a secret, none whose text holds
+    a key or a token (``core.redact``), even from an index built before secrets were masked.
+    What was left out is said in a notice."""
+    from codesight_tui.core.redact import flagged, secret_name
+
+    kept = [h for h in hits if not secret_name(h.path, secret_files) and not flagged(h.content)]
+    notices = list(hits.notices)
+    if len(kept) < len(hits):
+        n = len(hits) - len(kept)
+        notices.append(f"{n} source{'s' if n > 1 else ''} left out of the question: {'they hold' if n > 1 else 'it holds'}"
+                       " a secret (a key or a token)")
+    return SearchResponse(kept, notices=notices, retrievers=hits.retrievers)

@@ -249,7 +249,7 @@ def _parser(language: str) -> Any:
 
         mod = importlib.import_module(spec.module)
         return tree_sitter.Parser(tree_sitter.Language(getattr(mod, spec.func)()))
-    except Exception:  # missing or incompatible wheel: the fallback chunker takes over
+    except Exception:  # missing or incompatible wheel: the fallback chunker takes over  # noqa: BLE001
         return None
 
 
@@ -683,7 +683,7 @@ class Chunker:
     def chunk_many(self, files: list[tuple[str, str, str]]) -> list[list[Chunk]]:
         """Chunk ``(path, language, text)`` triples; tokenising happens in one batch."""
         counts = self.counter.line_counts_batch([t for _, _, t in files])
-        return [self.chunk(p, lang, t, c) for (p, lang, t), c in zip(files, counts)]
+        return [self.chunk(p, lang, t, c) for (p, lang, t), c in zip(files, counts, strict=False)]
 
     def chunk(self, path: str, language: str, text: str, line_tokens: list[int] | None = None,
               blocks: list[tuple[int, int, str]] | None = None) -> list[Chunk]:
@@ -708,7 +708,7 @@ class Chunker:
                 tree = parser.parse(text.encode("utf-8", errors="surrogatepass"))
                 tc = _TreeChunker(GRAMMARS[language], lines, prefix, budget_for, parser)
                 segs = tc.run(tree.root_node)
-            except Exception:  # a grammar bug must never lose a file: fall back to blocks
+            except Exception:  # a grammar bug must never lose a file: fall back to blocks  # noqa: BLE001
                 segs = None
         if segs is None:
             segs = []

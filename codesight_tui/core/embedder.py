@@ -80,7 +80,7 @@ class SentenceTransformerEmbedder:
             model = SentenceTransformer(info.load_from, device=self.device)
         except CodeSightError:
             raise
-        except Exception as exc:  # no network, bad path, broken weights, ...
+        except Exception as exc:  # no network, bad path, broken weights, ...  # noqa: BLE001
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise CodeSightError(f"cannot load embedding model {info.name!r}: {first}") from None
         if self.device == "cuda":
@@ -140,7 +140,7 @@ class SentenceTransformerEmbedder:
             return False
         try:
             return not any(self._tokenizer().encode("a b").type_ids)
-        except Exception:  # a tokenizer file the Rust library can't load
+        except Exception:  # a tokenizer file the Rust library can't load  # noqa: BLE001
             return False
 
     def _features(self, texts: list[str]) -> Any:
@@ -222,7 +222,7 @@ def serve(fds: list[int], info: ModelInfo, device: str, batch_size: int) -> None
     conns = [Connection(fd) for fd in fds]
     try:
         emb = in_process(info, device, batch_size)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the model failing to load in the child is told to the parent, not lost
         for c in conns:
             c.send((False, str(exc)))
         return
@@ -239,7 +239,7 @@ def serve(fds: list[int], info: ModelInfo, device: str, batch_size: int) -> None
             out: tuple[bool, Any]
             try:
                 out = (True, emb.encode(texts))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - one failed batch is answered as failed; the child serves the next
                 out = (False, f"embedding failed: {type(exc).__name__}: {exc}")
             try:
                 conn.send(out)

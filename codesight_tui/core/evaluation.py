@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.modes import FAST, answer
 
 if TYPE_CHECKING:
     from codesight_tui.core.config import Settings
@@ -237,7 +238,7 @@ def evaluate(suites: Iterable[Suite | tuple[Path, Path]], modes: list[str], limi
     per-language figures are the mean over files of each file's mean.
 
     ``index`` brings each index up to date first; vectors are embedded only if a mode uses them.
-    Mode ``fast`` is hybrid search from BM25 and the static tier alone (``search(fast=True)``,
+    Mode ``fast`` is hybrid search from BM25 and the static tier alone (``search(vectors=Vectors.STATIC)``,
     what a fresh CLI process answers with); it needs no full-model vectors.
     ``coverage`` (fractions of the chunks that have vectors, e.g. ``[0, 0.1, 1]``) scores the
     modes once per fraction, as modes named ``hybrid@10%``: each repository's vectors are rebuilt
@@ -249,7 +250,7 @@ def evaluate(suites: Iterable[Suite | tuple[Path, Path]], modes: list[str], limi
     given = [s if isinstance(s, Suite) else Suite(Path(s[0]), Path(s[1])) for s in suites]
     loaded = [(s, load_queries(s.queries, s.prefix)) for s in given]
     wants_vectors = coverage is not None or any(m in ("hybrid", "vector") for m in modes)
-    wants_static = coverage is not None or any(m in ("hybrid", "fast") for m in modes)
+    wants_static = coverage is not None or any(m in ("hybrid", FAST) for m in modes)
     levels = [None] if coverage is None else list(coverage)
     labels = [_label(m, lv) for lv in levels for m in modes]
     files_out: list[Row] = []
@@ -299,7 +300,8 @@ def _run_queries(cs: CodeSight, queries: list[Query], mode: str, limit: int) -> 
     rows, lat = [], []
     for q in queries:
         t0 = time.perf_counter()
-        results = cs.search(q.text, top_k=limit, mode="hybrid" if mode == "fast" else mode, fast=mode == "fast")
+        retrieval_mode, vectors = answer(mode)
+        results = cs.search(q.text, top_k=limit, mode=retrieval_mode, vectors=vectors)
         lat.append((time.perf_counter() - t0) * 1000)
         s = score(results, q.targets)
         rows.append({"query": q.text, "category": q.category, **s,

@@ -13,6 +13,7 @@ limit: a PDF that makes the parser spin, or crash, costs that one file, never th
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import re
@@ -176,7 +177,7 @@ def _office_package(data: bytes, opener: Callable[[Any], Any]) -> Any:
         raise ExtractError("too_large_unpacked", f"its XML inflates to {inflated >> 20} MB")
     try:
         return opener(io.BytesIO(data))
-    except Exception:
+    except Exception:  # noqa: BLE001 - a parser's own errors on a broken file: the file is skipped as corrupt
         raise ExtractError("corrupt") from None
 
 
@@ -218,7 +219,7 @@ def _docx(data: bytes) -> Extracted:
             pending.append(text)
     except ExtractError:
         raise
-    except Exception:
+    except Exception:  # noqa: BLE001 - a parser's own errors on a broken file: the file is skipped as corrupt
         raise ExtractError("corrupt") from None
     flush()
     return out.done()
@@ -263,7 +264,7 @@ def _pptx(data: bytes) -> Extracted:
             out.add(lines + [""], f"slide {n}: {title}" if title else f"slide {n}")
     except ExtractError:
         raise
-    except Exception:
+    except Exception:  # noqa: BLE001 - a parser's own errors on a broken file: the file is skipped as corrupt
         raise ExtractError("corrupt") from None
     return out.done()
 
@@ -331,7 +332,7 @@ def _serve(conn: Connection, quiet: bool, memory_mb: int = 0, parent: int | None
             conn.send(("skip", exc.reason))
         except MemoryError:
             conn.send(("skip", "too_large_unpacked"))
-        except Exception:  # a parser bug: the file is skipped, the run goes on
+        except Exception:  # a parser bug: the file is skipped, the run goes on  # noqa: BLE001
             conn.send(("skip", "corrupt"))
 
 
@@ -399,10 +400,8 @@ class DocumentReader:
         proc, conn = self._proc, self._conn
         self._proc = self._conn = None
         if conn is not None:
-            try:
+            with contextlib.suppress(OSError):
                 conn.close()
-            except OSError:
-                pass
         if proc is not None and proc.is_alive():
             proc.kill()
             proc.join(2)

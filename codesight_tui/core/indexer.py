@@ -140,7 +140,7 @@ def prepare_batch(chunker: Chunker, batch: list[FileEntry], max_bytes: int | Non
         items.append((e, ex.language, masked))
         texts.append((e.rel_path, ex.language, text))
     chunked = chunker.chunk_many(texts)
-    return items, unreadable, [chunk_fields(e.rel_path, chunks) for (e, _, _), chunks in zip(items, chunked)]
+    return items, unreadable, [chunk_fields(e.rel_path, chunks) for (e, _, _), chunks in zip(items, chunked, strict=False)]
 
 
 _WORKER_CHUNKER: Chunker | None = None
@@ -338,7 +338,7 @@ def index_lexical(root: Path, store: Store, chunker: Chunker, *, max_file_size: 
                         report.chunks_removed += store.delete_file(e.rel_path)
                 added, removed = store.write_files([
                     (e.rel_path, e.mtime_ns, e.size, lang, file_rows, _priority(e.rel_path, e.mtime_ns, lang), masked)
-                    for (e, lang, masked), file_rows in zip(items, rows)])
+                    for (e, lang, masked), file_rows in zip(items, rows, strict=False)])
                 report.chunks_added += added
                 report.chunks_removed += removed
                 report.files_changed += len(items)
@@ -554,7 +554,7 @@ def fill_from_cache(store: Store, vectors: VectorStore, cache: EmbeddingCache, m
     return filled
 
 
-def index_vectors(store: Store, vectors: VectorStore, embedder: Any, cache: EmbeddingCache | None, *,
+def index_vectors(store: Store, vectors: VectorStore, embedder: Any, cache: EmbeddingCache | None, *,  # noqa: C901 - the embedding loop's cancel, overlap and cache paths are one story
                   batch: int = 128,
                   progress: ProgressFn | None = None, cancel: threading.Event | None = None,
                   report: IndexReport | None = None, limit: int | None = None,
@@ -609,7 +609,7 @@ def index_vectors(store: Store, vectors: VectorStore, embedder: Any, cache: Embe
         rows, found = job.rows, job.found
         if job.todo:
             vecs = job.future.result() if job.future is not None else embedder.encode(list(job.todo.values()))
-            fresh = dict(zip(job.todo.keys(), vecs))
+            fresh = dict(zip(job.todo.keys(), vecs, strict=False))
             if cache is not None:
                 cache.put_many(list(fresh.items()))
             found.update(fresh)

@@ -142,7 +142,7 @@ class IndexJob:
         if self.on_idle is not None:
             try:
                 self.on_idle(ending)
-            except Exception:
+            except Exception:  # noqa: BLE001 - a caller's hook never breaks the job
                 pass  # a caller's hook never breaks the job
 
     def _run(self, force: bool, paths: list[str] | None, wait: bool) -> None:
@@ -161,7 +161,7 @@ class IndexJob:
             self.busy, self.error = True, BUSY_MESSAGE
         except CodeSightError as exc:
             self.error = str(exc)
-        except Exception as exc:  # never lose the caller to one repository
+        except Exception as exc:  # never lose the caller to one repository  # noqa: BLE001
             self.error = f"indexing failed: {type(exc).__name__}: {exc}"
         finally:
             self.lexical_done.set()

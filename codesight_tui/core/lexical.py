@@ -266,7 +266,7 @@ class ResidentBM25:
             del cols, offsets, first
             spans: dict[str, tuple[int, int, int, int]] = {}
             r0 = p0 = 0
-            for (term, n_docs, n), p1 in zip(vocab, ends.tolist()):
+            for (term, n_docs, _n), p1 in zip(vocab, ends.tolist(), strict=False):
                 spans[term] = (r0, r0 + n_docs, p0, p1)
                 r0, p0 = r0 + n_docs, p1
             if r0 != len(starts):

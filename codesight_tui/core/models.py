@@ -12,6 +12,7 @@ loads, and keeps each index's static vectors in memory for search until they cha
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
@@ -200,10 +201,8 @@ class Models:
         import shutil
 
         broken = path.with_name(f"{path.name}.broken-{time.time_ns()}")
-        try:
+        with contextlib.suppress(OSError):
             path.rename(broken)
-        except OSError:
-            pass
         shutil.rmtree(broken, ignore_errors=True)
         self.note(f"the static model at {path} was damaged; distilled it again")
         return self.static_model(create=True, progress=progress, cancel=cancel, report=report, _repair=False)

@@ -1,5 +1,7 @@
-"""The search modes, defined once for every surface (the CLI's choices, the TUI's Tab cycle, the
-settings' default_mode, the engine's check)."""
+"""The search modes and the tiers of an answer, defined once for every surface (the CLI's choices,
+the TUI's Tab cycle, the settings' default_mode, the engine's check, ``codesight eval``)."""
+
+from __future__ import annotations
 
 from enum import Enum
 from typing import Literal, get_args
@@ -19,3 +21,15 @@ class Vectors(str, Enum):
     STATIC = "static"
     LOADED = "loaded"
     LOAD = "load"
+
+
+# "fast", the answer a fresh CLI process, the service and MCP give: hybrid over BM25 and the static
+# tier alone. Not a fourth retrieval mode but a tier of hybrid: ``codesight eval --mode fast``.
+FAST = "fast"
+ANSWERS: dict[str, tuple[Mode, Vectors]] = {"hybrid": ("hybrid", Vectors.LOAD), "bm25": ("bm25", Vectors.LOAD),
+                                            "vector": ("vector", Vectors.LOAD), FAST: ("hybrid", Vectors.STATIC)}
+
+
+def answer(name: str) -> tuple[Mode, Vectors]:
+    """The mode and the tier a named answer (``hybrid``, ``bm25``, ``vector`` or ``fast``) is."""
+    return ANSWERS[name]

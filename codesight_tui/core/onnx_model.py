@@ -221,7 +221,7 @@ class OnnxEmbedder:
             opts.log_severity_level = 3
             self.session = ort.InferenceSession(str(folder / "model.onnx"), opts, providers=["CPUExecutionProvider"])
             tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        except Exception as exc:  # a damaged file, a missing wheel
+        except Exception as exc:  # a damaged file, a missing wheel  # noqa: BLE001
             raise CodeSightError(f"cannot load the ONNX model of {info.name!r}: {exc}".splitlines()[0]) from None
         tok.no_padding()
         tok.enable_truncation(info.max_seq_length)

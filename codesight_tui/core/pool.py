@@ -62,13 +62,13 @@ def _worker(conn: Connection, fn: Callable[[Any], Any]) -> None:
             reply: tuple[str, Any] = ("ok", fn(task))
         except CodeSightError as exc:
             reply = ("error", str(exc))
-        except Exception as exc:  # a task's failure is reported as its result, as Ray does; the worker goes on
+        except Exception as exc:  # a task's failure is reported as its result, as Ray does; the worker goes on  # noqa: BLE001
             reply = ("error", f"{type(exc).__name__}: {exc}"[:300])
         try:
             conn.send(reply)
         except (OSError, ValueError):
             return
-        except Exception as exc:  # a result that does not pickle
+        except Exception as exc:  # a result that does not pickle  # noqa: BLE001
             conn.send(("error", f"{type(exc).__name__}: {exc}"[:300]))
 
 

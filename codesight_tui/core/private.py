@@ -11,6 +11,7 @@ a file anyway, so a file that is wider for the moment between its creation and t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -31,10 +32,8 @@ def private_dir(path: Path) -> Path:
             break
         p = p.parent
     for d in reversed(missing):
-        try:
+        with contextlib.suppress(FileExistsError):
             d.mkdir(mode=DIR_MODE)
-        except FileExistsError:
-            pass
         _narrow(d, DIR_MODE)
     _narrow(path, DIR_MODE)
     return path
@@ -59,10 +58,8 @@ def _narrow(path: Path, mode: int) -> None:
     if stat.S_ISLNK(st.st_mode) or st.st_uid != os.getuid():
         return  # never chmod through a link, nor what another user owns
     if stat.S_IMODE(st.st_mode) & 0o077:
-        try:
+        with contextlib.suppress(OSError):
             os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o077 & 0o7777 | (mode & 0o700))
-        except OSError:
-            pass
 
 
 def tighten(root: Path) -> int:

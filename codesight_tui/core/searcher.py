@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from codesight_tui.core.fusion import (
     RELEVANCE_FLOOR,
@@ -21,9 +21,12 @@ from codesight_tui.core.modes import MODES
 from codesight_tui.core.text import fts_query, query_terms
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
 
     from codesight_tui.core.ranking import Retriever, VectorsFn
+    from codesight_tui.core.related import RelatedSource
     from codesight_tui.core.static import StaticIndex
     from codesight_tui.core.store import ChunkRow, Store
     from codesight_tui.core.vectors import VectorStore
@@ -110,6 +113,24 @@ class SearchResponse(list[SearchResult]):
     def hits(self) -> list[SearchResult]:
         """The hits as a plain list."""
         return list(self)
+
+
+class Searcher(Protocol):
+    """What answers a search: one repository's index (``CodeSight``), a fleet store (``Fleet``),
+    or several together (``core.retrieval.Several``). ``query``, ``top_k`` and ``mode`` first;
+    the keywords each takes (``glob``, ``language``, ``like`` ...) are its own."""
+
+    def search(self, query: str, *args: Any, **kwargs: Any) -> SearchResponse: ...
+
+
+class RepoSearcher(Searcher, Protocol):
+    """A repository's ``Searcher``: it has a root, and finds the chunk a "more like this" starts
+    from (``CodeSight``)."""
+
+    @property
+    def root(self) -> Path: ...
+
+    def related_source(self, target: str) -> RelatedSource: ...
 
 
 _POOL: ThreadPoolExecutor | None = None

@@ -138,7 +138,7 @@ class StaticEmbedder:
             embeddings = tensors.get("embeddings", tensors.get("embedding.weight"))
             if embeddings is None or embeddings.ndim != 2:
                 raise ValueError("no embeddings matrix in model.safetensors")
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - safetensors, tokenizers and json each raise their own: one line
             raise CodeSightError(f"cannot load the static model at {path}: {exc}") from None
         self.embeddings = embeddings.astype(np.float32)
         self.weights = tensors.get("weights")
@@ -272,7 +272,7 @@ class StaticIndex:
         if not ids:
             return {}
         rows, have = self._rows(ids)
-        return {cid: self.matrix[r] for cid, r, ok in zip(ids, rows.tolist(), have.tolist()) if ok}
+        return {cid: self.matrix[r] for cid, r, ok in zip(ids, rows.tolist(), have.tolist(), strict=False) if ok}
 
 
 _LOADED: dict[str, StaticEmbedder] = {}

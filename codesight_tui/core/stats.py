@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codesight_tui.core.private import private_dir, private_file
+
+if TYPE_CHECKING:
+    from codesight_tui.core.store import Store
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS served (
@@ -81,3 +86,14 @@ def usage(data_dir: Path) -> list[RepoUsage]:
     finally:
         conn.close()
     return [RepoUsage(*r) for r in rows]
+
+
+def file_tokens(store: Store, count: Callable[[str], int], paths: list[str]) -> int:
+    """Tokens of these indexed files, whole (the sum of their chunks' ``count``): what reading
+    them would have cost an agent."""
+    total = 0
+    for k in range(0, len(paths), 500):
+        part = paths[k : k + 500]
+        rows = store.conn.execute(f"SELECT content FROM chunks WHERE path IN ({','.join('?' * len(part))})", part)
+        total += sum(count(content) for (content,) in rows)
+    return total

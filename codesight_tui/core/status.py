@@ -1,9 +1,13 @@
-"""The named shapes of what ``CodeSight.status()`` returns: typed dictionaries, so that the JSON
-the CLI and MCP print is the dictionary itself and a reader's key is checked by mypy."""
+"""The named shapes of what ``CodeSight.status()`` returns (typed dictionaries, so that the JSON
+the CLI and MCP print is the dictionary itself and a reader's key is checked by mypy), and the
+notices an index keeps for its readers."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+import threading
+from typing import Any
+
+from typing_extensions import NotRequired, TypedDict
 
 
 class SecretsStatus(TypedDict):
@@ -23,11 +27,9 @@ class ChangedFiles(TypedDict):
     deleted: list[str]
 
 
-class IndexStatus(TypedDict, total=False):
-    """An index's counts, model, freshness and size. ``root``, ``index_dir``, ``indexed``,
-    ``files``, ``chunks``, ``vectors``, ``pending``, ``model``, ``backend``, ``static_vectors``,
-    ``last_indexed``, ``changed``, ``index_bytes``, ``vector_coverage``, ``indexing`` and
-    ``notices`` are always there; the rest once an index exists."""
+class IndexStatus(TypedDict):
+    """An index's counts, model, freshness and size. The keys not marked ``NotRequired`` are there
+    before the first index too; the rest once an index exists."""
 
     root: str
     index_dir: str
@@ -39,23 +41,53 @@ class IndexStatus(TypedDict, total=False):
     vector_coverage: float
     model: str
     backend: str  # how the full model runs here: torch, onnx or onnx-int8 (core.onnx_model)
-    dim: int | None
-    last_indexed: float | None  # seconds since the epoch
-    git_head: str | None
-    index_bytes: int
-    db_bytes: int
-    vector_bytes: int
-    vector_versions: int
-    skipped: dict[str, int]  # files the last walk did not index, by reason
-    secrets: SecretsStatus
-    documents: DocumentsStatus
-    read_only: bool
-    static_model: str | None
     static_vectors: int
-    static_coverage: float
-    static_error: str | None
+    last_indexed: float | None  # seconds since the epoch
+    index_bytes: int
     indexing: bool  # a writer holds the index now (this process or another)
     notices: list[str]
-    cache: dict[str, Any] | None  # the shared embedding cache's file, where it exists
     changed: int | None  # files changed on disk since the last run (None: not looked at)
-    changed_files: ChangedFiles
+    dim: NotRequired[int | None]
+    git_head: NotRequired[str | None]
+    db_bytes: NotRequired[int]
+    vector_bytes: NotRequired[int]
+    vector_versions: NotRequired[int]
+    skipped: NotRequired[dict[str, int]]  # files the last walk did not index, by reason
+    secrets: NotRequired[SecretsStatus]
+    documents: NotRequired[DocumentsStatus]
+    read_only: NotRequired[bool]
+    static_model: NotRequired[str | None]
+    static_coverage: NotRequired[float]
+    static_error: NotRequired[str | None]
+    cache: NotRequired[dict[str, Any] | None]  # the shared embedding cache's file, where it exists
+    changed_files: NotRequired[ChangedFiles]
+
+
+class Notices:
+    """What happened to an index (rebuilt after damage, a format change, read-only), numbered, so
+    that each reader tells each notice once: "answers" (searches and index runs, which share it:
+    a notice an index run reported is not repeated by the search after it) or "status". A status
+    call never takes the notice a search should have shown, even when both run at once (MCP's
+    parallel calls)."""
+
+    def __init__(self) -> None:
+        self._events: list[tuple[int, str]] = []
+        self._told: dict[str, int] = {}
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def note(self, message: str) -> None:
+        with self._lock:
+            told = self._told.get("answers", 0)
+            if any(m == message for n, m in self._events if n > told):
+                return  # the same thing again before it was told (a retried open): told once
+            self._count += 1
+            self._events.append((self._count, message))
+            del self._events[:-64]  # the last 64 are plenty for any reader
+
+    def take(self, reader: str = "answers") -> list[str]:
+        """The notices this reader has not told yet."""
+        with self._lock:
+            told = self._told.get(reader, 0)
+            self._told[reader] = self._count
+            return [message for n, message in self._events if n > told]

@@ -11,6 +11,7 @@ never wiped under its feet. Damage a search meets is left as a marker (``damaged
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import sqlite3
 import time
@@ -55,10 +56,8 @@ def newer_schema(version: str | None) -> bool:
 
 def mark(marker: Path) -> None:
     """Leave a marker for the next index run; on a read-only index there is no next run to tell."""
-    try:
+    with contextlib.suppress(OSError):
         marker.touch()
-    except OSError:
-        pass
 
 
 class IndexStorage:
@@ -168,7 +167,7 @@ class IndexStorage:
             t = self.vectors.table()
             # Every data file is opened, only the id column is read (12 ms at 35,000 rows).
             return t is not None and set(self.vectors.ids()) >= self.store.embedded_ids()
-        except Exception:
+        except Exception:  # noqa: BLE001 - any failure to read the vectors back means they are rebuilt
             return False
 
     def rebuild(self, exc: Exception) -> Store:

@@ -7,6 +7,7 @@ WAL mode lets any number of readers search while one writer indexes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -196,10 +197,8 @@ class Store:
             self.resident.close()
         with self._lock:
             for c in self._all:
-                try:
+                with contextlib.suppress(sqlite3.Error):
                     c.close()
-                except sqlite3.Error:
-                    pass
             self._all.clear()
         self._local = threading.local()
 
@@ -493,10 +492,8 @@ class Store:
         """Files the last walk did not index, by reason (binary, too large, special files, names
         that are not UTF-8, links out of the tree, unreadable, ...)."""
         out: dict[str, int] = {}
-        try:
+        with contextlib.suppress(ValueError):
             out.update(json.loads(self.get_meta("skipped") or "{}"))
-        except ValueError:
-            pass
         for reason, n in self.conn.execute("SELECT skipped, count(*) FROM files WHERE skipped IS NOT NULL"
                                            " GROUP BY skipped"):
             out[reason] = out.get(reason, 0) + n
@@ -596,8 +593,6 @@ class _Tx:
         elif self.conn.in_transaction:
             # SQLite may have rolled back already (a full disk does): the first error is the one
             # that says what happened, so a failed ROLLBACK must not replace it.
-            try:
+            with contextlib.suppress(sqlite3.Error):
                 self.conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
         return False

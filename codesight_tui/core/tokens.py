@@ -79,7 +79,7 @@ def resolve_model(name: str) -> ModelInfo:
             tok = Path(hit)
             _, max_len = _model_dir_info(tok.parent)
             return ModelInfo(name, name, tok, max_len)
-    except Exception:  # any failure only costs us exact counting
+    except Exception:  # any failure only costs us exact counting  # noqa: BLE001
         pass
     return ModelInfo(name, name, None, 256)
 
@@ -283,7 +283,7 @@ class _WordPieceCounter:
             new = list(wanted.difference(cache))
         blocks = [new[i : i + _LEARN_BLOCK] for i in range(0, len(new), _LEARN_BLOCK)]
         encs = self._tk.encode_batch([" ".join(b) for b in blocks], add_special_tokens=False)
-        for block, enc in zip(blocks, encs):
+        for block, enc in zip(blocks, encs, strict=False):
             of_word = None
             if cache is self._pieces:  # BERT words: each is one pre-token, numbered in order
                 of_word = np.array(enc.word_ids, np.int64)
@@ -292,7 +292,7 @@ class _WordPieceCounter:
             if of_word is None:
                 ends = np.cumsum(np.fromiter(map(len, block), np.int64, len(block)) + 1)
                 of_word = np.searchsorted(ends, np.array(enc.offsets, np.int64).reshape(-1, 2)[:, 0], "right")
-            cache.update(zip(block, np.bincount(of_word, minlength=len(block)).tolist()))
+            cache.update(zip(block, np.bincount(of_word, minlength=len(block)).tolist(), strict=False))
 
     def cut(self, text: str, budget: int) -> list[str] | None:
         """``text`` cut between words into pieces of at most ``budget`` tokens each, exactly, or
@@ -402,12 +402,12 @@ class TokenCounter:
     def line_counts_batch(self, texts: list[str]) -> list[list[int]]:
         """For each text, the token count of each of its ``\\n``-separated lines."""
         if self._tk is None:
-            return [[len(l) // 2 + 1 for l in t.split("\n")] for t in texts]
+            return [[len(line) // 2 + 1 for line in t.split("\n")] for t in texts]
         if self._words is not None:
             return self._words.line_counts(texts, self._encoded_line_counts)
         keys = [[line.strip() for line in t.split("\n")] for t in texts]
         distinct = list(dict.fromkeys(k for ks in keys for k in ks))
-        counts = dict(zip(distinct, self._encoded_line_counts(distinct)))
+        counts = dict(zip(distinct, self._encoded_line_counts(distinct), strict=False))
         return [[counts[k] for k in ks] for ks in keys]
 
     def _encoded_line_counts(self, lines: list[str]) -> list[int]:
@@ -423,7 +423,7 @@ class TokenCounter:
             blocks = ["\n".join(new[i : i + 256]) for i in range(0, len(new), 256)]
             # encode_batch releases the GIL (encode would not) and spreads blocks over the cores.
             encs = self._tk.encode_batch(blocks, add_special_tokens=False)
-            cache.update(zip(new, (n for b, e in zip(blocks, encs) for n in _per_line(b, e.offsets))))
+            cache.update(zip(new, (n for b, e in zip(blocks, encs, strict=False) for n in _per_line(b, e.offsets)), strict=False))
         return [cache[k] for k in lines]
 
 

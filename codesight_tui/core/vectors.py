@@ -5,6 +5,7 @@ the negated chunk id. Search takes each chunk's closer row and returns chunk ids
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -168,7 +169,7 @@ class VectorStore:
             q = q.where(f"language = '{language.replace(chr(39), '')}'", prefilter=True)
         res = q.select(["id", "_distance"]).to_arrow()
         out: dict[int, float] = {}
-        for i, d in zip(res.column("id").to_pylist(), res.column("_distance").to_pylist()):
+        for i, d in zip(res.column("id").to_pylist(), res.column("_distance").to_pylist(), strict=False):
             out.setdefault(abs(i), d)  # rows come nearest first
         return list(out.items())[:limit]
 
@@ -189,7 +190,7 @@ class VectorStore:
             if res.num_rows:
                 vecs = res.column("vector").combine_chunks()
                 flat = vecs.values.to_numpy(zero_copy_only=False).reshape(len(vecs), -1)
-                out.update(zip(res.column("id").to_pylist(), flat.astype(np.float32, copy=False)))
+                out.update(zip(res.column("id").to_pylist(), flat.astype(np.float32, copy=False), strict=False))
         return out
 
     def optimize(self, compact: bool | None = None) -> None:
@@ -212,17 +213,15 @@ class VectorStore:
                 last = int(mark.read_text()) if mark.exists() else 0
                 compact = (t.stats()["fragment_stats"]["num_fragments"] >= COMPACT_FRAGMENTS
                            or t.version - last >= COMPACT_VERSIONS)
-            except Exception:  # an older lancedb without stats: compact every time
+            except Exception:  # an older lancedb without stats: compact every time  # noqa: BLE001
                 compact = True
         if not compact:
             return
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             t.optimize(cleanup_older_than=keep)
-        try:
+        with contextlib.suppress(OSError):
             mark.write_text(str(t.version))
-        except OSError:
-            pass
 
     def version_count(self) -> int:
         """How many versions of the table are kept on disk."""
@@ -235,7 +234,7 @@ class VectorStore:
             try:
                 self._has_ann = t is not None and any(
                     getattr(ix, "index_type", "").upper().startswith("IVF") for ix in t.list_indices())
-            except Exception:
+            except Exception:  # noqa: BLE001 - an older lancedb without list_indices: no ANN index assumed
                 self._has_ann = False
         return self._has_ann
 

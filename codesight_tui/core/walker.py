@@ -87,12 +87,12 @@ def spec_from_lines(lines: list[str]) -> pathspec.GitIgnoreSpec:
     lines = [_tame(line) for line in lines]
     try:
         return pathspec.GitIgnoreSpec.from_lines(lines)
-    except Exception:  # GitIgnorePatternError, or a regex that cannot compile
+    except Exception:  # GitIgnorePatternError, or a regex that cannot compile  # noqa: BLE001
         good = []
         for line in lines:
             try:
                 pathspec.GitIgnoreSpec.from_lines([line])
-            except Exception:
+            except Exception:  # noqa: BLE001 - a pattern pathspec can't compile is dropped, the rest kept
                 continue
             good.append(line)
         return pathspec.GitIgnoreSpec.from_lines(good)
@@ -103,7 +103,7 @@ def _read_spec(path: Path) -> pathspec.GitIgnoreSpec | None:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    return spec_from_lines(lines) if any(l.strip() for l in lines) else None
+    return spec_from_lines(lines) if any(line.strip() for line in lines) else None
 
 
 def global_excludes_file(root: Path) -> Path | None:
@@ -265,7 +265,7 @@ def entry_for(root: Path, rel_path: str, *, max_file_size: int = 1_000_000, stat
     return FileEntry(rel_path, str(path), st.st_size, clamp_mtime(st.st_mtime_ns), st.st_ino)
 
 
-def walk(root: str | Path, *, max_file_size: int = 1_000_000, exclude: list[str] | None = None,
+def walk(root: str | Path, *, max_file_size: int = 1_000_000, exclude: list[str] | None = None,  # noqa: C901 - one pass over the tree; each branch is one rule for one kind of entry
          stats: WalkStats | None = None, max_document_size: int = MAX_DOCUMENT_SIZE,
          secret_files: tuple[str, ...] | list[str] = SECRET_FILES) -> Iterator[FileEntry]:
     """Yield every indexable ``FileEntry`` under ``root``, sorted per directory, depth first.

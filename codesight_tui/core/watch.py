@@ -13,6 +13,7 @@ next batch.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -176,10 +177,8 @@ class Watcher:
             self.events += len(kept)
             self._cond.notify_all()
         if self.on_event is not None:
-            try:
+            with contextlib.suppress(Exception):
                 self.on_event()
-            except Exception:
-                pass
 
     def _relative(self, raw: set[tuple[Any, str]]) -> list[tuple[str, str]]:
         out = []
@@ -202,7 +201,7 @@ class Watcher:
                                  ignore_permission_denied=True, rust_timeout=500, yield_on_timeout=False):
                     self.push(self._relative(raw))
                 return
-            except Exception as exc:  # no inotify (limits, odd file systems): poll instead
+            except Exception as exc:  # no inotify (limits, odd file systems): poll instead  # noqa: BLE001
                 self.errors.append(f"file events unavailable ({type(exc).__name__}: {exc}); polling instead")
                 self.mode = "poll"
         self._poll()
@@ -214,7 +213,7 @@ class Watcher:
                 continue
             try:
                 found = self.scan()
-            except Exception:
+            except Exception:  # noqa: BLE001 - a poll that fails (a tree moving under it) is tried again
                 continue
             now = {(p, kind) for kind, paths in found.items() for p in paths}
             paths = {p for p, _ in now}
@@ -258,7 +257,7 @@ class Watcher:
                 self._busy.clear()
                 self._stop.wait(1.0)
                 continue
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a failed batch is kept and retried (below)
                 # A batch that failed (a full disk, a read-only index for a while) is kept and tried
                 # again, later each time, until it goes through: its files must not stay stale for good.
                 message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -241,8 +241,7 @@ class Workspace:
         mode = request.mode or settings.default_mode
         vectors = self.vectors_for(request, engines, mode)
         kw: dict[str, Any] = {"top_k": request.top_k, "mode": mode, "glob": request.glob,
-                              "language": request.language, "load_model": vectors is Vectors.LOAD,
-                              "fast": vectors is Vectors.STATIC}
+                              "language": request.language, "vectors": vectors}
         more: dict[str, Any] = {"fleet": request.fleet, "repo": request.fleet_repo} if request.fleet else {}
         if request.like:
             return CodeSight.related_many(engines, request.query, **kw, **more)

@@ -244,7 +244,7 @@ class CodeSightApp(App[int]):
         try:
             counts = self._counts()
             times = [t for t in (e.last_indexed() for e in self.engines) if t]
-        except Exception:  # a corrupt index is rebuilt by the index worker
+        except Exception:  # a corrupt index is rebuilt by the index worker  # noqa: BLE001
             return
         self.state.files, self.state.chunks, self.state.vectors = counts["files"], counts["chunks"], counts["vectors"]
         self.state.last_indexed = min(times) if times else None
@@ -311,7 +311,7 @@ class CodeSightApp(App[int]):
             if len(roots) == 1 and (like or self.fleet is None):  # one repository: its rows carry no name
                 for hit in hits:
                     hit.repo = ""
-        except Exception as exc:  # CodeSightError or a bug: show it, keep the app alive
+        except Exception as exc:  # CodeSightError or a bug: show it, keep the app alive  # noqa: BLE001
             self.call_from_thread(self.notify, str(exc), severity="error")
         finally:  # always report back, or the next keystroke would wait forever
             self.post_message(SearchFinished(key, hits, (time.perf_counter() - t0) * 1000,
@@ -364,7 +364,7 @@ class CodeSightApp(App[int]):
             document = self.engine_of(hit).document_text(hit.path) if hit.is_document else None
             title, body, row = render_hit(self.root_of(hit), hit, stale, terms=self.engine.query_terms(query),
                                           document=document)
-        except Exception as exc:  # never lose the app over a preview
+        except Exception as exc:  # never lose the app over a preview  # noqa: BLE001
             title, body, row = Text(f"{hit.path}: cannot show this file: {exc}", style="dim"), [], 0
         if not get_current_worker().is_cancelled:
             def paint() -> None:
@@ -567,7 +567,7 @@ class CodeSightApp(App[int]):
         try:
             counts = self._counts()
             busy = any(e.indexing_now() for e in self.engines)
-        except Exception:  # a damaged or vanishing index: the next index run says what is wrong
+        except Exception:  # a damaged or vanishing index: the next index run says what is wrong  # noqa: BLE001
             return
         self.call_from_thread(self._counts_read, counts, busy)
 
@@ -768,7 +768,7 @@ class CodeSightApp(App[int]):
             with self.suspend():
                 try:
                     subprocess.call(argv)
-                except Exception as exc:  # anything escaping here would leave the terminal broken
+                except Exception as exc:  # anything escaping here would leave the terminal broken  # noqa: BLE001
                     error = exc
         except SuspendNotSupported:
             self.notify(f"This terminal can't be suspended to run an editor. Location: {hit.path}:{hit.line or hit.start_line}",
@@ -806,7 +806,7 @@ class CodeSightApp(App[int]):
 
             pyperclip.copy(text)
             local = True
-        except Exception:  # no local clipboard (headless, ssh, no xclip): say so below
+        except Exception:  # no local clipboard (headless, ssh, no xclip): say so below  # noqa: BLE001
             pass
         kept = ""
         try:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from codesight_tui.core.modes import Vectors
 from codesight_tui import CodeSight
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.redact import flagged, redact, secret_name
@@ -763,7 +764,7 @@ def test_a_question_with_no_word_of_the_code_finds_it_in_the_first_answer(tmp_pa
     cs.index(embed=False, static=True)
     question = "evict the least recently used entry when full"
     assert "storage/cache.py" not in [h.path for h in cs.search(question, mode="bm25")]
-    hits = cs.search(question, mode="hybrid", fast=True)
+    hits = cs.search(question, mode="hybrid", vectors=Vectors.STATIC)
     assert "storage/cache.py" in [h.path for h in hits[:3]], [h.path for h in hits]
 
 # --- 17. minor: a damaged static model, overlapping roots ---------------------------------------

@@ -99,7 +99,7 @@ def test_vectors_of_removed_chunks_go_without_the_model(repo, settings, hash_emb
     (repo / "src" / "geo.py").unlink()
     report = c.index(embed=False)
     assert report.chunks_removed
-    ids = set(c._vectors.ids())
+    ids = set(c.storage.vectors.ids())
     assert ids == c.store.embedded_ids()  # no vector is left for a chunk that is gone
 
 
@@ -177,7 +177,7 @@ def test_a_damaged_vector_store_falls_back_to_bm25_then_is_rebuilt(repo, setting
     assert any("rebuilt it from the embedding cache" in n for n in report.warnings)
     assert report.embedded == 0 and report.cache_hits > 0  # nothing embedded again
     assert c.search("haversine", mode="vector")  # vector search answers again
-    assert c._vectors.count() >= c.store.counts()["vectors"]
+    assert c.storage.vectors.count() >= c.store.counts()["vectors"]
 
 
 def test_a_garbled_vector_manifest_no_search_reads_is_found_by_the_periodic_check(repo, settings, hash_embedder):

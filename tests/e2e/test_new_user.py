@@ -8,6 +8,7 @@ import sys
 import pytest
 from conftest import build_repo
 
+from codesight_tui.core.modes import Vectors
 from codesight_tui import CodeSight
 
 
@@ -20,8 +21,8 @@ def test_nonsense_gets_no_results_from_the_static_tier_alone(tmp_path, static_mo
     cs.index(embed=False, static=True)
     assert cs.static_ready()
     for nonsense in ("zzqqxxnonexistentword", "xkcd blorp fnord", "qwertyuiopasdf"):
-        assert list(cs.search(nonsense, mode="hybrid", fast=True)) == [], nonsense
-    assert cs.search("great circle distance between two points", mode="hybrid", fast=True)[0].path == "src/geo.py"
+        assert list(cs.search(nonsense, mode="hybrid", vectors=Vectors.STATIC)) == [], nonsense
+    assert cs.search("great circle distance between two points", mode="hybrid", vectors=Vectors.STATIC)[0].path == "src/geo.py"
     env_cmd = [sys.executable, "-m", "codesight_tui", "search", "zzqqxxnonexistentword", "--path", str(repo)]
     r = subprocess.run(env_cmd, capture_output=True, text=True, timeout=300,
                        env={**__import__("os").environ, "CODESIGHT_STATIC_MODEL": str(static_model_dir)})
@@ -147,6 +148,6 @@ def test_a_static_model_states_its_own_relevance_floor(tmp_path, static_model_di
         cs = CodeSight(repo, static_model=str(model), device="cpu", data_dir=tmp_path / f"data-{floor}")
         cs.index(embed=False, static=True)
         assert list(cs.search(question, mode="bm25")) == []
-        hits = list(cs.search(question, mode="hybrid", fast=True))
+        hits = list(cs.search(question, mode="hybrid", vectors=Vectors.STATIC))
         cs.close()
         assert bool(hits) == answered, (floor, [h.path for h in hits])

@@ -50,7 +50,7 @@ def test_no_back_end_configured_is_one_line_and_no_connection(indexed, monkeypat
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_answer_streams_and_cites_its_sources(backend, indexed, stub, monkeypatch):
     llm_env(monkeypatch, backend, stub.url)
-    cs = CodeSight(indexed.root, embedder=indexed._embedder)
+    cs = CodeSight(indexed.root, embedder=indexed.models.loaded)
     stream = cs.ask_stream("how are passwords hashed and verified?", top_k=4)
     deltas = list(stream)
     answer = stream.answer
@@ -104,7 +104,7 @@ FAILURES = [
     if not (backend == "ollama" and failure[1] == "bad-key")])  # Ollama takes no key
 def test_back_end_errors_are_one_line_and_search_goes_on(backend, model, key, expected, indexed, stub, monkeypatch):
     llm_env(monkeypatch, backend, stub.url, model=model, key=key)
-    cs = CodeSight(indexed.root, embedder=indexed._embedder)
+    cs = CodeSight(indexed.root, embedder=indexed.models.loaded)
     with pytest.raises(AskError) as err:
         cs.ask("how are passwords hashed?")
     message = str(err.value)
@@ -121,7 +121,7 @@ def test_ollama_not_running_says_so(indexed, monkeypatch):
         url = gone.url
     llm_env(monkeypatch, "ollama", url)  # the port is closed now
     with pytest.raises(AskError) as err:
-        CodeSight(indexed.root, embedder=indexed._embedder).ask("how are passwords hashed?")
+        CodeSight(indexed.root, embedder=indexed.models.loaded).ask("how are passwords hashed?")
     assert str(err.value) == f"Ollama is not running at {url}: start it with `ollama serve` (or set OLLAMA_HOST)"
 
 

@@ -157,6 +157,6 @@ def test_coverage_levels_rebuild_vectors_most_valuable_first(tmp_path, settings,
     cs.index()
     total = cs.store.counts()["chunks"]
     assert cs.limit_vectors(0.5) == round(total * 0.5) and cs.status()["pending"] == total - round(total * 0.5)
-    assert cs.limit_vectors(0.0) == 0 and cs._vectors.count() == 0
+    assert cs.limit_vectors(0.0) == 0 and cs.storage.vectors.count() == 0
     cs.index()
     assert cs.status()["pending"] == 0

@@ -13,7 +13,7 @@ from codesight_tui.core.errors import IndexBusyError
 
 
 def lance_ids(cs):
-    return sorted(cs._vectors.ids())
+    return sorted(cs.storage.vectors.ids())
 
 
 def sqlite_ids(cs, embedded=None):
@@ -146,7 +146,7 @@ def test_interrupted_embedding_resumes_without_duplicates(repo, settings):
     done = len(sqlite_ids(cs, embedded=True))
     assert 0 < done < len(sqlite_ids(cs))
     # Simulate a kill between the LanceDB append and the SQLite commit: an orphan vector.
-    cs._vectors.add([sqlite_ids(cs, embedded=False)[0]], ["python"], HashEmbedder().encode(["x"]))
+    cs.storage.vectors.add([sqlite_ids(cs, embedded=False)[0]], ["python"], HashEmbedder().encode(["x"]))
     cs2 = CodeSight(repo, settings=settings, embedder=HashEmbedder())
     r = cs2.index()
     assert r.files_changed == 0
@@ -192,13 +192,13 @@ def test_overlapped_embedding_writes_each_chunk_once_and_resumes(repo, settings)
 
     cancel = threading.Event()
     first = Threaded(cancel_after=3, cancel=cancel)
-    r1 = index_vectors(cs.store, cs._vectors, first, cache, batch=8, overlap=True, cancel=cancel)
+    r1 = index_vectors(cs.store, cs.storage.vectors, first, cache, batch=8, overlap=True, cancel=cancel)
     assert r1.cancelled and first.threads and all(t.startswith("codesight-embed") for t in first.threads)
     written = sqlite_ids(cs, embedded=True)
     assert 0 < len(written) < total and lance_ids(cs) == written  # every batch embedded was kept
 
     second = Threaded()
-    r2 = index_vectors(cs.store, cs._vectors, second, cache, batch=8, overlap=True)
+    r2 = index_vectors(cs.store, cs.storage.vectors, second, cache, batch=8, overlap=True)
     assert not r2.cancelled and r2.vectors_pending == 0
     ids = lance_ids(cs)
     assert ids == sqlite_ids(cs) and len(ids) == len(set(ids)) == total  # no duplicate rows
@@ -298,8 +298,7 @@ def test_lexical_phase_in_worker_processes_matches_the_thread_path(repo, tmp_pat
     rows = {}
     for processes in (True, False):
         s = settings.model_copy(update={"data_dir": tmp_path / f"data-{processes}"})
-        cs = CodeSight(repo, settings=s, embedder=hash_embedder)
-        cs.lexical_processes = processes
+        cs = CodeSight(repo, settings=s, embedder=hash_embedder, lexical_processes=processes)
         report = cs.index(embed=False, progress=lambda p: events.append(p.phase))
         assert report.files_changed >= 48 and not report.cancelled
         if processes and multi:  # a first index of a big tree starts its workers during the walk
@@ -325,7 +324,7 @@ def test_doc_views_are_a_second_row_that_search_folds_into_its_chunk(tmp_path, s
     documented = [i for i, r in rows.items() if doc_text(r.path, r.scope, r.content, r.language)]
     assert len(documented) == 1 and len(rows) == 2
     assert report.embedded == 2 and report.doc_views == 1  # chunks count once, doc views apart
-    table = cs._vectors.table().to_arrow()
+    table = cs.storage.vectors.table().to_arrow()
     assert sorted(table.column("id").to_pylist()) == sorted([-documented[0], *rows])
     assert lance_ids(cs) == sqlite_ids(cs)  # chunk ids only
     # The query's words are all in the doc view: it is the nearer row, and the chunk comes back
@@ -334,13 +333,13 @@ def test_doc_views_are_a_second_row_that_search_folds_into_its_chunk(tmp_path, s
     vec = dict(zip(table.column("id").to_pylist(), table.column("vector").to_pylist()))
     doc_d, text_d = (1 - float(np.dot(q, vec[i])) for i in (-documented[0], documented[0]))
     assert doc_d < text_d
-    hits = cs._vectors.search(q, 5)
+    hits = cs.storage.vectors.search(q, 5)
     assert [i for i, _ in hits].count(documented[0]) == 1 and all(i > 0 for i, _ in hits)
     assert hits[0] == (documented[0], pytest.approx(doc_d, abs=1e-5))
     assert cs.search("spaces nesting level", mode="vector", top_k=1)[0].scope == "def detect_indentation"
     (repo / "pkg" / "text.py").unlink()
     cs.index()
-    assert cs._vectors.count() == 1 and lance_ids(cs) == sqlite_ids(cs)  # both rows of the removed chunk went
+    assert cs.storage.vectors.count() == 1 and lance_ids(cs) == sqlite_ids(cs)  # both rows of the removed chunk went
 
 
 def test_a_doc_view_two_chunks_share_is_embedded_once_and_counted_once(tmp_path, settings, hash_embedder):
@@ -404,7 +403,7 @@ def test_embed_phase_is_announced_before_the_model_loads(repo, settings, hash_em
     model is loaded (seconds, in a fresh process), so the TUI says BM25 is ready at once."""
     cs = CodeSight(repo, settings=settings)
     events = []
-    monkeypatch.setattr(cs, "embedder", lambda: (events.append("model loaded"), hash_embedder)[1])
+    monkeypatch.setattr(cs.models, "embedder", lambda: (events.append("model loaded"), hash_embedder)[1])
     report = cs.index(progress=lambda p: events.append((p.phase, p.done, cs.store.counts()["chunks"])))
     first = next(i for i, e in enumerate(events) if e[0] == "embed")
     assert events[first] == ("embed", 0, report.chunks) and events.index("model loaded") > first
@@ -430,8 +429,8 @@ def test_small_edits_do_not_pile_up_vector_versions(repo, settings, hash_embedde
     for i in range(12):
         geo.write_text(base + f"\n\ndef edit_{i}():\n    return {i}\n")
         cs.index()
-        versions.append(cs._vectors.version_count())
-        sizes.append(cs._vectors.size_bytes())
+        versions.append(cs.storage.vectors.version_count())
+        sizes.append(cs.storage.vectors.size_bytes())
         time.sleep(0.3)
     assert max(versions[4:]) <= 20, versions  # a 5-minute window kept every one: 3 or more per edit
     assert sizes[-1] <= 2 * sizes[0] + 100_000, sizes
@@ -441,7 +440,7 @@ def test_small_edits_do_not_pile_up_vector_versions(repo, settings, hash_embedde
         (repo / f).unlink()
         cs.index(embed=False)
         time.sleep(1.1)
-    assert cs._vectors.version_count() <= 16
+    assert cs.storage.vectors.version_count() <= 16
     hits = cs.search("edit_11", mode="bm25")
     assert hits and hits[0].path == "src/geo.py"
 
@@ -481,7 +480,7 @@ def test_an_indexer_that_held_an_old_table_version_writes_no_duplicate_vectors(r
     a.index()
     (repo / "src" / "fresh_b.py").write_text("def made_later():\n    return 2\n")
     b.index()
-    table = VectorStore(b._vectors.directory).table()
+    table = VectorStore(b.storage.vectors.directory).table()
     ids = Counter(table.search().select(["id"]).limit(None).to_arrow().column("id").to_pylist())
     assert not [i for i, n in ids.items() if n > 1]
     assert set(i for i in ids if i > 0) == b.store.embedded_ids()

@@ -128,12 +128,12 @@ def test_doc_view_brings_a_described_function_closer(repo, settings, real_embedd
     query = "guess how many spaces a snippet uses for each nesting level"
     hit = cs.search(query, mode="vector", top_k=1)[0]
     assert hit.path == "src/indent.py" and "detect_indentation" in hit.scope
-    table = cs._vectors.table().to_arrow()
+    table = cs.storage.vectors.table().to_arrow()
     vec = dict(zip(table.column("id").to_pylist(), table.column("vector").to_pylist()))
     q = real_embedder.encode_query(query)
     doc_d, text_d = (1 - float(np.dot(q, vec[i])) for i in (-hit.chunk_id, hit.chunk_id))
     assert doc_d < text_d
-    assert cs._vectors.search(q, 1)[0] == (hit.chunk_id, pytest.approx(doc_d, abs=1e-4))
+    assert cs.storage.vectors.search(q, 1)[0] == (hit.chunk_id, pytest.approx(doc_d, abs=1e-4))
 
 
 @pytest.mark.parametrize("query", ["!!! ???", "()[]{}", "zzkq vvbx plorf", "purple elephant banana"])

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from codesight_tui.core.modes import Vectors
 from codesight_tui.core.engine import CodeSight
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.static import StaticEmbedder, distill, distilled_dir, is_model_dir
@@ -82,7 +83,7 @@ def test_static_vectors_follow_the_lexical_phase(repo, settings, hash_embedder, 
     assert hash_embedder.calls == []  # the full model did nothing
     assert _consistent(cs)
 
-    hits = cs.search(GEO_QUERY, fast=True)
+    hits = cs.search(GEO_QUERY, vectors=Vectors.STATIC)
     assert hits.retrievers == ["bm25", "static"]
     assert hits[0].path == "src/geo.py" and hits[0].found_by == "static" and hits[0].static_rank == 1
 
@@ -94,7 +95,7 @@ def test_static_vectors_follow_the_lexical_phase(repo, settings, hash_embedder, 
     again = cs.index(embed=False, static=True)
     assert 0 < again.static_embedded < n
     assert _consistent(cs)
-    assert not any(h.path == "server/main.go" for h in cs.search("listening port server start", fast=True))
+    assert not any(h.path == "server/main.go" for h in cs.search("listening port server start", vectors=Vectors.STATIC))
 
 
 def test_a_docstring_is_searched_beside_its_code(tmp_path, settings, hash_embedder, static_model_dir):
@@ -140,7 +141,7 @@ def test_an_index_from_before_doc_views_keeps_its_static_tier_and_gets_them(repo
         cs.store.conn.execute("DELETE FROM meta WHERE key = 'static_docs'")
     assert not _consistent(cs)
     # Search goes on with the static vectors the index has...
-    assert cs.search(GEO_QUERY, fast=True).retrievers == ["bm25", "static"]
+    assert cs.search(GEO_QUERY, vectors=Vectors.STATIC).retrievers == ["bm25", "static"]
     # ...and the next run adds the doc views alone, embedding no chunk again, and says so.
     seen = []
     report = cs.index(embed=False, static=True, progress=lambda p: seen.append((p.phase, p.done, p.total)))
@@ -148,7 +149,7 @@ def test_an_index_from_before_doc_views_keeps_its_static_tier_and_gets_them(repo
     n = cs.counts()["chunks"]
     assert ("static", n, n) in seen
     assert cs.store.get_meta("static_docs") == "1"
-    assert cs.search(GEO_QUERY, fast=True).retrievers == ["bm25", "static"]
+    assert cs.search(GEO_QUERY, vectors=Vectors.STATIC).retrievers == ["bm25", "static"]
 
 
 def test_a_read_only_index_from_before_doc_views_keeps_its_static_tier(repo, settings, hash_embedder,
@@ -181,10 +182,10 @@ def test_full_vectors_take_over_from_the_static_tier(repo, settings, hash_embedd
     # Full coverage: the static list has nothing left to add and is not fused.
     assert cs.search("read the config file").retrievers == ["bm25", "vector"]
     # ``fast`` answers without the full model even where it is loaded.
-    assert cs.search("read the config file", fast=True).retrievers == ["bm25", "static"]
+    assert cs.search("read the config file", vectors=Vectors.STATIC).retrievers == ["bm25", "static"]
     # Filters hold for the static list too.
-    assert all(h.language == "go" for h in cs.search(GEO_QUERY, fast=True, language="go"))
-    assert all(h.path.startswith("web/") for h in cs.search(GEO_QUERY, fast=True, glob="web/**"))
+    assert all(h.language == "go" for h in cs.search(GEO_QUERY, vectors=Vectors.STATIC, language="go"))
+    assert all(h.path.startswith("web/") for h in cs.search(GEO_QUERY, vectors=Vectors.STATIC, glob="web/**"))
 
 
 def test_another_static_model_replaces_the_vectors(repo, settings, hash_embedder, static_model_dir, tmp_path):
@@ -194,17 +195,17 @@ def test_another_static_model_replaces_the_vectors(repo, settings, hash_embedder
     shutil.copytree(static_model_dir, other)
     cs2 = CodeSight(repo, settings=settings, embedder=hash_embedder, static_model=str(other))
     # Vectors of another model are never mixed in: until re-indexed, the static list is not used.
-    assert cs2.search(GEO_QUERY, fast=True).retrievers == ["bm25"]
+    assert cs2.search(GEO_QUERY, vectors=Vectors.STATIC).retrievers == ["bm25"]
     report = cs2.index(embed=False, static=True)
     assert report.static_embedded == cs2.counts()["chunks"] and _consistent(cs2)
-    assert cs2.search(GEO_QUERY, fast=True).retrievers == ["bm25", "static"]
+    assert cs2.search(GEO_QUERY, vectors=Vectors.STATIC).retrievers == ["bm25", "static"]
 
 
 def test_missing_static_model_is_a_warning_not_a_failure(repo, settings, hash_embedder, tmp_path):
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder, static_model=str(tmp_path / "nothing"))
     report = cs.index(embed=False, static=True)
     assert report.files > 0 and any("no model2vec model" in w for w in report.warnings)
-    assert cs.search("haversine", fast=True)[0].path == "src/geo.py"
+    assert cs.search("haversine", vectors=Vectors.STATIC)[0].path == "src/geo.py"
 
 
 def _auto_home(settings, static_model_dir) -> Path:

@@ -147,7 +147,7 @@ def test_a_directory_moved_in_or_deleted_and_an_ignore_file_change(watched, repo
 def test_a_burst_of_2000_files_is_one_batch(watched, repo):
     cs, watcher, log = watched
     before = len(log)
-    versions = cs._vectors.version_count()
+    versions = cs.storage.vectors.version_count()
     burst = repo / "burst"
     burst.mkdir()
     for i in range(2000):
@@ -161,7 +161,7 @@ def test_a_burst_of_2000_files_is_one_batch(watched, repo):
     assert sum(report.files_changed for _, report in batches) == 2000
     assert cs.counts()["pending"] == 0
     # A delete and an add per 128 embedded chunks per run, then compaction; never one per file.
-    assert cs._vectors.version_count() - versions < 2000 / 128 + 4 * len(batches)
+    assert cs.storage.vectors.version_count() - versions < 2000 / 128 + 4 * len(batches)
 
 
 def test_an_edit_interrupts_a_long_embedding_and_is_searchable_first(repo, settings):

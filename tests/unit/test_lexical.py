@@ -129,8 +129,7 @@ def test_a_copy_older_than_the_index_is_not_used_and_is_read_again(tmp_path):
     root = tmp_path / "repo"
     root.mkdir()
     (root / "a.py").write_text("def alpha():\n    return 'first'\n")
-    cs = CodeSight(root)
-    cs.resident_bm25 = True
+    cs = CodeSight(root, resident_bm25=True)
     cs.index(embed=False)
     assert [h.path for h in cs.search("alpha", mode="bm25")] == ["a.py"]
     r = cs.store.resident
@@ -155,8 +154,7 @@ def test_a_copy_older_than_the_index_is_not_used_and_is_read_again(tmp_path):
 
 def test_the_engine_answers_the_same_with_bm25_from_memory(engine, tmp_path):
     before = {q: [(h.path, h.start_line) for h in engine.search(q, mode="bm25")] for q in QUERIES}
-    twin = CodeSight(engine.root, settings=engine.settings)
-    twin.resident_bm25 = True
+    twin = CodeSight(engine.root, settings=engine.settings, resident_bm25=True)
     twin.search("warm up", mode="bm25")
     twin.store.resident.wait(30)
     assert twin.store.resident.postings is not None

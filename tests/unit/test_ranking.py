@@ -217,7 +217,7 @@ def test_search_reads_feedback_vectors_from_the_cache(cs, monkeypatch):
     monkeypatch.undo()
     for p in cs.settings.cache_dir.glob("*.sqlite"):  # the cache is gone: LanceDB has every vector
         p.unlink()
-    other = CodeSight(cs.root, settings=cs.settings, embedder=cs._embedder)
+    other = CodeSight(cs.root, settings=cs.settings, embedder=cs.models.loaded)
     assert [h.chunk_id for h in other.search("retry a failed upload", top_k=5)] == expect
 
 

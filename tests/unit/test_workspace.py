@@ -18,7 +18,7 @@ def test_one_engine_per_root_made_with_the_options(repo):
     ws = Workspace(EngineOptions(lexical_processes=True, resident_bm25=True))
     cs = ws.engine(repo)
     assert ws.engine(repo) is cs and ws.engines() == [cs] and ws.roots() == [repo]
-    assert cs.lexical_processes and cs.resident_bm25 and not cs.model_process
+    assert cs.context.lexical_processes and cs.context.resident_bm25 and not cs.models.in_child
     mine = CodeSight(build_repo(repo.parent / "other"), embedder=HashEmbedder())
     assert ws.adopt(mine) is mine and ws.engine(mine.root) is mine
     ws.close()

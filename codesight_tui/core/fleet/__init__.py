@@ -79,7 +79,7 @@ class Fleet:
             return self.store.find_source(target, repo)
         except CodeSightError:
             raise
-        except Exception as exc:  # the object store unreachable, a credential refused, a table damaged
+        except Exception as exc:  # the object store unreachable, a credential refused, a table damaged  # noqa: BLE001
             raise explain(exc, self.spec, "search") from None
 
     def size_bytes(self) -> int | None:
@@ -127,5 +127,5 @@ class Fleet:
                                      like=like)
         except CodeSightError:
             raise
-        except Exception as exc:  # the object store unreachable, a credential refused, a table damaged
+        except Exception as exc:  # the object store unreachable, a credential refused, a table damaged  # noqa: BLE001
             raise explain(exc, self.spec, "search") from None

@@ -269,7 +269,7 @@ def index_repository(task: RepoTask) -> RepoOutput:
         keys: list[str] = []
         for batch in file_batches(changed):
             items, _unreadable, rows = prepare_batch(chunker, batch)
-            for (entry, language, _masked), fields in zip(items, rows):
+            for (entry, language, _masked), fields in zip(items, rows, strict=False):
                 for start, end, scope, content, key, terms, digest in fields:
                     columns["id"].append(chunk_id(task.source.name, entry.rel_path, start, digest))
                     columns["repo"].append(task.source.name)
@@ -349,7 +349,7 @@ def _ray(address: str) -> Any:
         return ray
     try:
         ray.init(address=address, log_to_driver=False, configure_logging=False)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - Ray raises many types for an unreachable cluster: one line
         raise CodeSightError(f"cannot join Ray at {address}: {str(exc).splitlines()[0][:200]}") from None
     return ray
 
@@ -499,7 +499,7 @@ def _run_ray(ray: Any, tasks: list[RepoTask], workers: int,
         task = pending.pop(ref)
         try:
             out = ray.get(ref)
-        except Exception as exc:  # the task raised, or its worker died past its retries
+        except Exception as exc:  # the task raised, or its worker died past its retries  # noqa: BLE001
             cause = getattr(exc, "cause", None)
             done(task, None, str(cause if isinstance(cause, CodeSightError) else _why(exc)))
         else:

@@ -168,7 +168,7 @@ def _connect(spec: StoreSpec) -> Any:
                 # within this long; without it, LanceDB keeps the version it first opened.
                 db = lancedb.connect(spec.location(), storage_options=spec.storage_options() or None,
                                      read_consistency_interval=timedelta(seconds=READ_CONSISTENCY_S))
-            except Exception as exc:  # unreachable, refused, a malformed URI, an unknown scheme
+            except Exception as exc:  # unreachable, refused, a malformed URI, an unknown scheme  # noqa: BLE001
                 raise explain(exc, spec, "open") from None
             _CONNECTIONS[spec] = db
         return db
@@ -239,7 +239,7 @@ class FleetStore:
         db = _connect(self.spec)
         try:
             return set(db.list_tables().tables if hasattr(db, "list_tables") else db.table_names())
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - LanceDB and the object store raise many types: explain() says which
             raise explain(exc, self.spec, "read") from None
 
     def _table(self, name: str) -> Any:
@@ -247,7 +247,7 @@ class FleetStore:
         if table is None:
             try:
                 table = _connect(self.spec).open_table(name)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - LanceDB and the object store raise many types: explain() says which
                 failure = explain(exc, self.spec, "read")
                 if failure.exit_code == 1 and not failure.args[0].endswith(_one_line(exc)):
                     raise failure from None  # unreachable or refused: asking again would say the same
@@ -301,7 +301,7 @@ class FleetStore:
                                 exist_ok=True)
         except CodeSightError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - LanceDB and the object store raise many types: explain() says which
             raise explain(exc, self.spec, "create") from None
         for key in [k for k in _TABLES if k[0] == self.spec]:
             del _TABLES[key]
@@ -319,7 +319,7 @@ class FleetStore:
         table = self._table(CHUNKS)
         out: dict[str, dict[str, str]] = {}
         data = table.search().select(["repo", "path", "blob"]).limit(None).to_arrow()
-        for repo, path, blob in zip(*(data.column(c).to_pylist() for c in ("repo", "path", "blob"))):
+        for repo, path, blob in zip(*(data.column(c).to_pylist() for c in ("repo", "path", "blob")), strict=False):
             out.setdefault(repo, {})[path] = blob
         return out
 
@@ -426,7 +426,7 @@ class FleetStore:
             q = q.where(where, prefilter=True)
         rows = q.select(["id", "_distance"]).limit(depth).to_arrow()
         return [(int(i), 1.0 - float(d)) for i, d in zip(rows.column("id").to_pylist(),
-                                                        rows.column("_distance").to_pylist())]
+                                                        rows.column("_distance").to_pylist(), strict=False)]
 
     def _fetch(self, where: str, limit: int, with_vectors: bool = False) -> list[dict[str, Any]]:
         columns = ["id", "repo", "commit", "path", "language", "start_line", "end_line", "scope", "content"]

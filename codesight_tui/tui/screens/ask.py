@@ -17,6 +17,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.modes import Vectors
 from codesight_tui.core.text import printable
 
 if TYPE_CHECKING:
@@ -100,8 +101,8 @@ class AskScreen(Screen[Any]):
         engine = app.engine
         worker = get_current_worker()
         try:
-            stream = engine.ask_stream(question, load_model=False, fast=not engine.embedder_loaded)
-        except Exception as exc:  # CodeSightError, or a bug: said, and the app goes on
+            stream = engine.ask_stream(question, vectors=Vectors.LOADED if engine.embedder_loaded else Vectors.STATIC)
+        except Exception as exc:  # CodeSightError, or a bug: said, and the app goes on  # noqa: BLE001
             app.call_from_thread(self._failed, str(exc) if isinstance(exc, CodeSightError) else f"ask failed: {exc}")
             return
         for note in stream.notices:  # what the search lacked (BM25 only, a damaged index)
@@ -119,7 +120,7 @@ class AskScreen(Screen[Any]):
                 if now - last > 0.05:  # repaint at most 20 times a second
                     last = now
                     app.call_from_thread(self._set_answer, text)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a back end failing mid-answer is shown; the app goes on
             app.call_from_thread(self._failed, str(exc) if isinstance(exc, CodeSightError) else f"ask failed: {exc}",
                                  text)
             return

@@ -98,7 +98,7 @@ def render_hit(root: Path, hit: SearchResult, stale: bool = False, theme: str = 
     code = printable("\n".join(line.expandtabs(4) for line in above + lines))
     try:
         highlighted = Syntax(code, lexer, theme=theme, background_color="default").highlight(code)
-    except Exception:  # an unknown lexer name: plain text is better than nothing
+    except Exception:  # an unknown lexer name: plain text is better than nothing  # noqa: BLE001
         highlighted = Text(code)
     if above:
         highlighted = Text("\n", end="").join(highlighted.split("\n", allow_blank=True)[len(above):])
