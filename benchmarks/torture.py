@@ -96,8 +96,9 @@ class Env:
         guard.mkdir(parents=True, exist_ok=True)
         (guard / "sitecustomize.py").write_text(GUARD)
         # Commands run in their own processes (the service section starts services of its own).
+        # Every phase is tortured, the full model's too, which a CPU leaves out by default (full_model).
         self.base = dict(os.environ, PYTHONPATH=str(guard), CODESIGHT_TORTURE_NETLOG=str(self.netlog),
-                         HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", CODESIGHT_SERVICE="off")
+                         HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", CODESIGHT_SERVICE="off", CODESIGHT_FULL_MODEL="on")
 
     def env(self, data: Path, cache: Path) -> dict:
         return dict(self.base, CODESIGHT_DATA_DIR=str(data), CODESIGHT_CACHE_DIR=str(cache))
@@ -359,7 +360,8 @@ def tui_kills(env: Env, root: Path, data: Path, cache: Path, rng, args) -> int:
     for k in range(args.tui_kills):
         session = f"torture{os.getpid()}_{k}"
         cmd = (f"env CODESIGHT_DATA_DIR={data} CODESIGHT_CACHE_DIR={cache} PYTHONPATH={env.base['PYTHONPATH']}"
-               f" CODESIGHT_TORTURE_NETLOG={env.netlog} HF_HUB_OFFLINE=1 {sys.executable} -m codesight_tui {root}")
+               f" CODESIGHT_TORTURE_NETLOG={env.netlog} HF_HUB_OFFLINE=1 CODESIGHT_FULL_MODEL=on"
+               f" {sys.executable} -m codesight_tui {root}")
         subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd], check=True)
         time.sleep(rng.uniform(2.0, 15.0))
         pane = subprocess.run(["tmux", "list-panes", "-t", session, "-F", "#{pane_pid}"], capture_output=True,

@@ -164,6 +164,9 @@ def _build_parser() -> argparse.ArgumentParser:
     pi.add_argument("--no-embed", action="store_true", help="lexical phase only (BM25 ready, no vectors)")
     pi.add_argument("--static-only", action="store_true",
                     help="lexical phase and the static tier's vectors (seconds), not the full model's")
+    pi.add_argument("--full", action="store_true",
+                    help="the full model's vectors too, even on a CPU where full_model = auto leaves them out"
+                    " (tens of minutes for a large repository)")
     pi.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="extra pattern to skip (repeatable)")
     pi.add_argument("--wait", action="store_true", help="wait for another indexer instead of failing")
     pi.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -494,8 +497,15 @@ def cmd_index(args: argparse.Namespace) -> int:
 
     # Our main module is guarded, so an index run's worker processes can spawn (lexical_processes).
     cs = CodeSight(resolve_root(args.path, yes=args.yes), exclude=args.exclude or None, lexical_processes=True)
-    report = _run_index(cs, embed=not (args.no_embed or args.static_only), force=args.force, wait=args.wait,
-                        static=args.static_only or not args.no_embed)
+    if args.full and (args.no_embed or args.static_only):
+        _err("--full computes the full model's vectors, --no-embed and --static-only leave them out: give one")
+        return EXIT_USAGE
+    wanted = not (args.no_embed or args.static_only)
+    embed = args.full or (wanted and cs.full_pass())
+    report = _run_index(cs, embed=embed, force=args.force, wait=args.wait, static=args.static_only or not args.no_embed)
+    if wanted and not embed:
+        _err("the full model's vectors are left out on a CPU (full_model = auto): BM25 and the static tier answer;"
+             " `codesight index --full` computes them")
     for w in report.warnings:
         _err(w)
     if args.json:
@@ -881,7 +891,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
         for w in report.warnings:
             _err(w)
 
-    watcher = cs.watch(on_batch, embed=not args.no_embed)
+    # The full model's vectors as `index` has them (CodeSight.full_pass); the static tier's always.
+    watcher = cs.watch(on_batch, embed=not args.no_embed and cs.full_pass(), static=not args.no_embed)
     _err(f"watching {cs.root} ({'file events' if watcher.mode == 'events' else 'polling'}); Ctrl-C stops")
     done = threading.Event()
     try:

@@ -84,6 +84,13 @@ class Settings(BaseSettings):
     retriever_depth: int = Field(default=80, ge=1, description="How many hits each retriever contributes"
                                  " (80 measured better than 20, 40 and 60; 120 adds little).")
     default_mode: Mode = "hybrid"
+    full_model: Literal["auto", "on", "off"] = Field(
+        default="auto", description="Whether index runs (the TUI's, MCP's, `codesight index`) embed every chunk"
+        " with the full model: 'auto' where it runs on a GPU (minutes) or the static tier is off, not on a"
+        " CPU, where it takes 40"
+        " minutes a large repository and its hybrid answer did not beat BM25 + the static tier by 0.01 on"
+        " every measured set (benchmarks/README.md, issue 49); 'on' always; 'off' never. Searches use its"
+        " vectors wherever an index has them; `codesight index --full` computes them once.")
     ranking: Literal["stack", "plain"] = Field(
         default="stack", description="Hybrid ranking: the ranking stack on top of RRF, or plain RRF.")
     integrity_check_hours: float = Field(

@@ -139,6 +139,12 @@ class CodeSight:
         configured): what lets a fresh process answer without the full model."""
         return self.has_index() and self.models.static_index(self.store) is not None
 
+    def full_pass(self) -> bool:
+        """Whether index runs embed every chunk with the full model: where ``full_model`` says so
+        (``Models.full_pass``: on a GPU, by default), or where this index has its vectors already
+        (``codesight index --full``), which are then kept current."""
+        return self.models.full_pass() or (self.has_index() and self.store.counts()["vectors"] > 0)
+
     def release_model(self) -> None:
         """End a model running in a child process (at once, even mid-batch, or still loading)."""
         self.models.release()

@@ -155,8 +155,9 @@ class IndexJob:
 
         self.error, self.busy, self.report = None, False, None
         try:
+            # The static tier always (the fast answer); the full model's vectors where ``embed``.
             self.report = self.engine.index(progress, embed=self.embed, force=force, cancel=self._cancel,
-                                            paths=paths, wait=wait)
+                                            paths=paths, wait=wait, static=True)
         except IndexBusyError:
             self.busy, self.error = True, BUSY_MESSAGE
         except CodeSightError as exc:

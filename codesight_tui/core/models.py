@@ -136,6 +136,15 @@ class Models:
             return bool(getattr(self.loaded, "device", "cpu") == "cuda")
         return nvidia_gpu()
 
+    def full_pass(self) -> bool:
+        """Whether index runs embed every chunk with the full model by default (``full_model``):
+        'on'; or 'auto' where the model runs on a GPU, was handed in by the caller (to be used), or
+        is the only semantic tier (the static one is off). On a CPU the answer stays BM25 + the
+        static tier, and the full pass is one setting away."""
+        choice = self.settings.full_model
+        return choice == "on" or (choice == "auto" and (self.injected or self.gpu_likely()
+                                                        or self.static_path() is None))
+
     def release(self) -> None:
         """End a model running in a child process (at once, even mid-batch, or still loading)."""
         if not self.in_child:

@@ -122,7 +122,9 @@ class Workspace:
         with self._lock:
             job = self._jobs.get(root)
             if job is None:
-                job = self._jobs[root] = IndexJob(self.engine(root), **made_with)
+                engine = self.engine(root)
+                made_with.setdefault("embed", engine.full_pass())  # settings.full_model
+                job = self._jobs[root] = IndexJob(engine, **made_with)
             return job
 
     def job_of(self, root: Path) -> IndexJob | None:
@@ -199,6 +201,8 @@ class Workspace:
         """Load the full model in the background, once (a first search never waits for it)."""
         with self._lock:
             if cs.embedder_loaded or cs.model_error or (self._model_thread and self._model_thread.is_alive()):
+                return
+            if not cs.full_pass():  # full_model: no full vectors here, so no query of it (a CPU)
                 return
 
             def load() -> None:

@@ -41,6 +41,7 @@ from codesight_tui.tui.messages import (
     IndexIdle,
     IndexProgress,
     ModelFailed,
+    ModelOff,
     ModelReady,
     SearchFinished,
 )
@@ -479,6 +480,9 @@ class CodeSightApp(App[int]):
             self.post_message(IndexFinished(report, self._counts()))
             if engine.model_error:
                 self.post_message(ModelFailed(engine.model_error))
+            elif not engine.embedder_loaded and not engine.full_pass():
+                self.post_message(ModelOff())  # full_model: the static tier answers; nothing to load
+                return
             elif not engine.embedder_loaded:
                 try:  # queries need the model even when nothing was left to embed
                     engine.embedder()
@@ -586,6 +590,9 @@ class CodeSightApp(App[int]):
     def model_worker(self) -> None:
         """Load the model for queries when this app's own index run will not (another writer)."""
         engine = self.engine
+        if not engine.full_pass():
+            self.post_message(ModelOff())
+            return
         try:
             engine.embedder()
         except CodeSightError as exc:
@@ -597,6 +604,11 @@ class CodeSightApp(App[int]):
     @on(ModelReady)
     def _model_ready(self, msg: ModelReady) -> None:
         self.state.model_state = "ready"
+        self.refresh_status()
+
+    @on(ModelOff)
+    def _model_off(self, msg: ModelOff) -> None:
+        self.state.model_state = "off"
         self.refresh_status()
         self.run_search()
 

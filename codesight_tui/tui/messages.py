@@ -56,6 +56,10 @@ class ModelReady(Message):
     name: str
 
 
+class ModelOff(Message):
+    """No full model on this machine's index runs (``full_model``): the static tier answers."""
+
+
 @dataclass
 class ModelFailed(Message):
     error: str

@@ -46,6 +46,31 @@ def test_index_search_status_json(repo):
     assert st["changed"] == 2 and st["changed_files"]["modified"] == ["src/geo.py"]
 
 
+@pytest.mark.model
+def test_a_cpu_leaves_the_full_pass_out_until_asked(repo):
+    """Issue 49: on a CPU (full_model = auto) `index` computes BM25 and the static tier and says in
+    one line how to get the full model's vectors; `index --full` computes them, and from then on
+    a plain `index` keeps them current."""
+    env = {"CODESIGHT_DEVICE": "cpu", "CODESIGHT_STATIC_MODEL": "auto"}  # the shipped static model
+    r = run("index", repo, "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    assert [line for line in r.stderr.splitlines() if "--full" in line] == [
+        "codesight: the full model's vectors are left out on a CPU (full_model = auto): BM25 and the static tier"
+        " answer; `codesight index --full` computes them"]
+    st = json.loads(run("status", repo, "--json", env=env).stdout)
+    assert st["vectors"] == 0 and st["static_vectors"] == st["chunks"] > 0
+    r = run("index", repo, "--full", "--json", env=env)
+    assert r.returncode == 0 and "--full" not in r.stderr, r.stderr
+    st = json.loads(run("status", repo, "--json", env=env).stdout)
+    assert st["vectors"] == st["chunks"]
+    (repo / "src" / "tally.py").write_text("def tally(xs):\n    return sum(xs)\n")
+    r = run("index", repo, "--json", env=env)
+    st = json.loads(run("status", repo, "--json", env=env).stdout)
+    assert r.returncode == 0 and "--full" not in r.stderr and st["vectors"] == st["chunks"]
+    both = run("index", repo, "--full", "--static-only", env=env)
+    assert both.returncode == 2 and len(both.stderr.strip().splitlines()) == 1
+
+
 def test_human_output(repo):
     run("index", repo, "--no-embed")
     r = run("search", "verify password", "--path", repo, "--mode", "bm25", "-n", "2")

@@ -249,7 +249,7 @@ def test_a_damaged_fts_table_is_found_and_rebuilt_by_a_plain_index_run(repo, has
     cs = CodeSight(repo, embedder=hash_embedder)
     cs.index()
     cs.close()
-    _garble_table(cs.db_path, "chunks_fts_config")
+    _garble_table(cs.storage.db_path, "chunks_fts_config")
     again = CodeSight(repo, embedder=hash_embedder)  # integrity_check_hours is 24: not due
     report = again.index()
     assert any("damaged" in w and "rebuilt" in w for w in report.warnings), report.warnings
@@ -524,7 +524,7 @@ def test_an_index_from_a_newer_codesight_is_refused_not_wiped(repo, hash_embedde
         with pytest.raises(CodeSightError, match="newer codesight") as err:
             call(CodeSight(repo, embedder=hash_embedder))
         assert err.value.exit_code == 2
-    c = sqlite3.connect(cs.db_path)
+    c = sqlite3.connect(cs.storage.db_path)
     assert c.execute("SELECT count(*) FROM chunks").fetchone()[0] == chunks
     out = subprocess.run([sys.executable, "-m", "codesight_tui", "status", str(repo)], capture_output=True,
                          text=True, env={**os.environ})
@@ -546,7 +546,7 @@ def test_an_older_index_is_rebuilt_only_under_the_writer_lock(repo, hash_embedde
                 f"try:\n    CodeSight({str(repo)!r}).status(check_disk=False)\nexcept IndexBusyError:\n    sys.exit(3)\n")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert out.returncode == 3, out.stderr
-    assert sqlite3.connect(cs.db_path).execute("SELECT count(*) FROM chunks").fetchone()[0] == chunks
+    assert sqlite3.connect(cs.storage.db_path).execute("SELECT count(*) FROM chunks").fetchone()[0] == chunks
     fresh = CodeSight(repo, embedder=hash_embedder)
     fresh.index()
     assert fresh.store.get_meta("schema_version") != "5"
@@ -660,10 +660,10 @@ def test_a_signal_mid_index_exits_promptly_and_cleanly(tmp_path, signame, code, 
         time.sleep(0.1)
     assert not _tagged(tag), "child processes left behind"
     cs = CodeSight(root)
-    _consistent(cs.db_path)
+    _consistent(cs.storage.db_path)
     report = cs.index(embed=False)  # no stale lock, and the run completes
     assert report.files == 4000
-    _consistent(cs.db_path)
+    _consistent(cs.storage.db_path)
 
 
 def test_sigterm_ends_watch_and_mcp_with_its_code(repo, tmp_path):

@@ -133,8 +133,8 @@ def test_a_bad_page_inside_the_index_is_reported_then_repaired(repo, settings, h
     c = CodeSight(repo, settings=settings, embedder=hash_embedder)
     c.index()
     c.close()
-    size = c.db_path.stat().st_size
-    with open(c.db_path, "r+b") as fh:  # a third of the pages, in the middle
+    size = c.storage.db_path.stat().st_size
+    with open(c.storage.db_path, "r+b") as fh:  # a third of the pages, in the middle
         fh.seek(size // 3)
         fh.write(b"\xde\xad" * (size // 6))
     c = CodeSight(repo, settings=settings, embedder=hash_embedder)

@@ -53,7 +53,8 @@ async def test_tools_declare_their_contract(repo):
 
 
 @pytest.mark.model
-async def test_a_cold_search_answers_from_bm25_while_vectors_are_still_coming(repo):
+async def test_a_cold_search_answers_from_bm25_while_vectors_are_still_coming(repo, monkeypatch):
+    monkeypatch.setenv("CODESIGHT_FULL_MODEL", "on")  # the full pass, which a CPU leaves out by default
     add_bulk(repo)
     async with server(repo) as client:
         progress = []
@@ -224,12 +225,13 @@ def _consistency(data: Path, root: Path) -> list[str]:
 
 
 @pytest.mark.model
-async def test_an_indexer_a_watcher_and_parallel_mcp_searches_at_once(repo):
+async def test_an_indexer_a_watcher_and_parallel_mcp_searches_at_once(repo, monkeypatch):
     """One writer at a time, by a file lock; everyone else searches what is there. No errors, and
     a consistent index at the end: one row per file, chunks = FTS rows, one vector per embedded
     chunk."""
     import subprocess
 
+    monkeypatch.setenv("CODESIGHT_FULL_MODEL", "on")  # every writer embeds: the full model's pass too
     (repo / "src" / "loop").unlink()
     add_bulk(repo, files=8, per_file=10)
     env = dict(os.environ, CODESIGHT_PROGRESS="0")

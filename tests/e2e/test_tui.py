@@ -323,6 +323,26 @@ async def test_model_failure_falls_back_to_lexical(repo, settings):
         assert app.hits and app.hits[0].path == "src/geo.py"  # BM25 still answers
 
 
+@pytest.mark.model
+async def test_on_a_cpu_the_tui_answers_from_the_static_tier_and_loads_no_model(repo, settings):
+    """Issue 49: hybrid did not beat BM25 + the static tier by 0.01 everywhere it was measured, so
+    on a CPU (full_model = auto) the TUI's index run stops after the static tier, no model loads,
+    and the status bar says "static tier", never a "vectors 0%" that would never move."""
+    from codesight_tui.tui.widgets.status import StatusBar
+
+    engine = CodeSight(repo, settings=settings.model_copy(update={"device": "cpu", "static_model": "auto"}))
+    app = CodeSightApp(repo, engine=engine, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot, timeout=120)
+        await search(app, pilot, "great circle distance between two points")
+        assert app.hits and app.hits[0].path == "src/geo.py"
+        assert app.state.model_state == "off" and not engine.embedder_loaded
+        bar = str(app.query_one(StatusBar).render_state(app.state))
+        assert "static tier" in bar and "vectors" not in bar and "loading" not in bar, bar
+        st = engine.status(check_disk=False)
+        assert st["vectors"] == 0 and st["static_vectors"] == st["chunks"]
+
+
 async def test_help_screen_lists_every_binding(repo, settings):
     from codesight_tui.tui.screens.help import HelpScreen
 

@@ -25,6 +25,23 @@ def test_one_engine_per_root_made_with_the_options(repo):
     assert ws.engines() == []
 
 
+@pytest.mark.parametrize(("choice", "device", "injected", "static", "full"), [
+    ("auto", "cpu", False, "auto", False), ("auto", "cuda", False, "auto", True), ("auto", "cpu", True, "auto", True),
+    ("auto", "cpu", False, "off", True), ("on", "cpu", False, "auto", True), ("off", "cuda", False, "auto", False),
+    ("off", "cpu", True, "off", False)])
+def test_the_full_pass_runs_where_full_model_says(repo, settings, choice, device, injected, static, full):
+    """Issue 49: the full model's pass is on by default only where it runs on a GPU, was handed in,
+    or is the only semantic tier (the static one off); the Workspace's index jobs (the TUI's,
+    MCP's) follow it."""
+    s = settings.model_copy(update={"full_model": choice, "device": device, "embedding_backend": "torch",
+                                    "static_model": static})
+    cs = CodeSight(repo, settings=s, embedder=HashEmbedder() if injected else None)
+    assert cs.models.full_pass() is full and cs.full_pass() is full
+    ws = Workspace()
+    assert ws.adopt(cs) is cs and ws.job(repo).embed is full
+    ws.close()
+
+
 def test_a_changed_stamp_makes_the_engines_afresh(repo):
     stamp = [1]
     ws = Workspace(reload_on=lambda: stamp[0])

@@ -58,7 +58,7 @@ class IndexState:
     last_indexed: float | None = None
     stale: set[str] = field(default_factory=set)
     model: str = ""
-    model_state: str = "loading"  # loading, ready, failed
+    model_state: str = "loading"  # loading, ready, failed, off (full_model: the static tier answers)
     mode: str = "hybrid"
     retrievers: tuple[str, ...] = ()  # the lists the last answer fused (bm25, static, vector)
     filters: str = ""
@@ -103,7 +103,7 @@ class IndexState:
         if self.phase == "failed":
             return "[b red]index failed[/]"
         when = f"indexed {ago(now - self.last_indexed)}" if self.last_indexed else "not indexed"
-        if self.chunks and self.vectors < self.chunks:
+        if self.chunks and self.vectors < self.chunks and not (self.model_state == "off" and not self.vectors):
             return f"lexical {when} · vectors {int(100 * self.vectors / self.chunks)}%"
         return when
 
@@ -133,6 +133,8 @@ class StatusBar(Static):
         if st.model_state == "failed":
             parts.append((1, "[b yellow]" + ("full model unavailable" if "static" in st.retrievers
                                              else "lexical only: model unavailable") + "[/]"))
+        elif st.model_state == "off":  # no full pass on this machine (full_model): nothing is loading
+            parts.append((4, "static tier"))
         else:
             parts.append((4, short_model(st.model) + (" (loading)" if st.model_state == "loading" else "")))
         for drop in (4, 3, 2, 1):
