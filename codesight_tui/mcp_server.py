@@ -366,7 +366,8 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet: Fleet |
         """Find the code most like a given place: other implementations of the same idea, callers'
         twins, the test or the sibling module. location: "path:line" (relative to the repository),
         a file, or a symbol ("RetryPolicy"). Same ranking and options as search; the place itself
-        is left out. roots: look across several repositories."""
+        is left out. roots: look across several repositories. Where the server has a fleet store,
+        its code like that place comes too (and a symbol only the fleet has is looked up there)."""
         t0 = time.perf_counter()
         if not location or not location.strip():
             raise ToolError("say where: \"path:line\", a file, or a symbol")
@@ -381,7 +382,7 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet: Fleet |
         targets = outermost(targets)
         notes = await prepare(targets, ctx, mode)
         request = SearchRequest(location, tuple(targets), top_k, mode, file_glob, language,
-                                vectors=Vectors.LOADED, like=True)
+                                vectors=Vectors.LOADED, like=True, fleet=fleet)
 
         def run() -> SearchResponse:
             return repos.workspace.search(request)

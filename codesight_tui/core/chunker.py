@@ -124,7 +124,7 @@ _NO_DEFS_INSIDE = frozenset({"string", "comment", "template_string", "string_lit
 
 
 @dataclass(frozen=True)
-class _Grammar:
+class Grammar:
     module: str
     func: str
     defs: dict[str, str]  # node type -> label keyword
@@ -156,8 +156,8 @@ _TS_DEFS = {
 _C_DEFS = {"function_definition": "function", "struct_specifier": "struct", "enum_specifier": "enum",
            "union_specifier": "union", "preproc_function_def": "macro"}
 
-GRAMMARS: dict[str, _Grammar] = {
-    "python": _Grammar("tree_sitter_python", "language",
+GRAMMARS: dict[str, Grammar] = {
+    "python": Grammar("tree_sitter_python", "language",
                        {"function_definition": "def", "class_definition": "class"},
                        frozenset({"decorated_definition"}),
                        # Python defines things in statements only, never inside an expression:
@@ -166,64 +166,64 @@ GRAMMARS: dict[str, _Grammar] = {
                                   "raise_statement", "import_statement", "import_from_statement",
                                   "future_import_statement", "delete_statement", "print_statement",
                                   "global_statement", "nonlocal_statement", "parameters", "decorator"})),
-    "javascript": _Grammar("tree_sitter_javascript", "language", _JS_DEFS, frozenset({"export_statement"})),
-    "typescript": _Grammar("tree_sitter_typescript", "language_typescript", _TS_DEFS,
+    "javascript": Grammar("tree_sitter_javascript", "language", _JS_DEFS, frozenset({"export_statement"})),
+    "typescript": Grammar("tree_sitter_typescript", "language_typescript", _TS_DEFS,
                            frozenset({"export_statement"})),
-    "tsx": _Grammar("tree_sitter_typescript", "language_tsx", _TS_DEFS, frozenset({"export_statement"})),
-    "go": _Grammar("tree_sitter_go", "language",
+    "tsx": Grammar("tree_sitter_typescript", "language_tsx", _TS_DEFS, frozenset({"export_statement"})),
+    "go": Grammar("tree_sitter_go", "language",
                    {"function_declaration": "func", "method_declaration": "func", "type_declaration": "type"}),
-    "rust": _Grammar("tree_sitter_rust", "language",
+    "rust": Grammar("tree_sitter_rust", "language",
                      {"function_item": "fn", "impl_item": "impl", "struct_item": "struct", "enum_item": "enum",
                       "trait_item": "trait", "mod_item": "mod", "macro_definition": "macro"},
                      attached=frozenset({"attribute_item"}), macro_items=frozenset({"macro_invocation"})),
-    "java": _Grammar("tree_sitter_java", "language",
+    "java": Grammar("tree_sitter_java", "language",
                      {"class_declaration": "class", "interface_declaration": "interface",
                       "enum_declaration": "enum", "record_declaration": "record",
                       "method_declaration": "method", "constructor_declaration": "constructor",
                       "annotation_type_declaration": "@interface"}),
-    "ruby": _Grammar("tree_sitter_ruby", "language",
+    "ruby": Grammar("tree_sitter_ruby", "language",
                      {"method": "def", "singleton_method": "def", "class": "class", "module": "module"}),
-    "php": _Grammar("tree_sitter_php", "language_php",
+    "php": Grammar("tree_sitter_php", "language_php",
                     {"function_definition": "function", "class_declaration": "class",
                      "interface_declaration": "interface", "trait_declaration": "trait",
                      "enum_declaration": "enum", "method_declaration": "function"}),
-    "c": _Grammar("tree_sitter_c", "language", _C_DEFS),
-    "cpp": _Grammar("tree_sitter_cpp", "language",
+    "c": Grammar("tree_sitter_c", "language", _C_DEFS),
+    "cpp": Grammar("tree_sitter_cpp", "language",
                     {**_C_DEFS, "class_specifier": "class", "namespace_definition": "namespace"},
                     frozenset({"template_declaration"})),
-    "csharp": _Grammar("tree_sitter_c_sharp", "language",
+    "csharp": Grammar("tree_sitter_c_sharp", "language",
                        {"namespace_declaration": "namespace", "class_declaration": "class",
                         "interface_declaration": "interface", "struct_declaration": "struct",
                         "enum_declaration": "enum", "record_declaration": "record",
                         "method_declaration": "method", "constructor_declaration": "constructor",
                         "property_declaration": "property", "operator_declaration": "operator"}),
-    "kotlin": _Grammar("tree_sitter_kotlin", "language",
+    "kotlin": Grammar("tree_sitter_kotlin", "language",
                        {"class_declaration": "class", "object_declaration": "object",
                         "function_declaration": "fun", "secondary_constructor": "constructor"}),
-    "scala": _Grammar("tree_sitter_scala", "language",
+    "scala": Grammar("tree_sitter_scala", "language",
                       {"class_definition": "class", "object_definition": "object", "trait_definition": "trait",
                        "enum_definition": "enum", "function_definition": "def", "given_definition": "given"}),
-    # Swift's class_declaration also covers struct, enum, extension and actor (see _keyword).
-    "swift": _Grammar("tree_sitter_swift", "language",
+    # Swift's class_declaration also covers struct, enum, extension and actor (see keyword).
+    "swift": Grammar("tree_sitter_swift", "language",
                       {"class_declaration": "class", "protocol_declaration": "protocol",
                        "function_declaration": "func", "init_declaration": "init",
                        "typealias_declaration": "typealias"}),
     # Lua also defines functions by assignment (M.setup = function(config) ... end, local f =
     # function ...), and in a module's table (M.task = { run = function(self) ... end }).
-    "lua": _Grammar("tree_sitter_lua", "language",
+    "lua": Grammar("tree_sitter_lua", "language",
                     {"function_declaration": "function", "assignment_statement": "function", "field": "function"},
                     frozenset({"variable_declaration"})),
-    "shell": _Grammar("tree_sitter_bash", "language", {"function_definition": "function"}),
-    "haskell": _Grammar("tree_sitter_haskell", "language",
+    "shell": Grammar("tree_sitter_bash", "language", {"function_definition": "function"}),
+    "haskell": Grammar("tree_sitter_haskell", "language",
                         {"function": "function", "bind": "bind", "data_type": "data", "newtype": "newtype",
                          "class": "class", "instance": "instance", "type_synomym": "type",
                          "type_family": "type family"},
                         attached=frozenset({"signature", "haddock"})),
     # Elixir defines with macro calls (defmodule, def, ...): see _ELIXIR_DEFS.
-    "elixir": _Grammar("tree_sitter_elixir", "language", {"call": ""},
+    "elixir": Grammar("tree_sitter_elixir", "language", {"call": ""},
                        attached=frozenset({"unary_operator"})),  # @doc, @spec, @impl above a def
     # Zig: functions, and containers bound to a name (const Foo = struct { ... }).
-    "zig": _Grammar("tree_sitter_zig", "language",
+    "zig": Grammar("tree_sitter_zig", "language",
                     {"function_declaration": "fn", "variable_declaration": "const", "test_declaration": "test"}),
 }
 
@@ -239,7 +239,7 @@ _NAME_TYPES = frozenset({"identifier", "field_identifier", "type_identifier", "q
 
 
 @cache
-def _parser(language: str) -> Any:
+def parser_for(language: str) -> Any:
     """A tree-sitter parser for ``language``, or None if its grammar wheel is not installed."""
     spec = GRAMMARS.get(language)
     if spec is None:
@@ -255,7 +255,7 @@ def _parser(language: str) -> Any:
 
 def has_grammar(language: str) -> bool:
     """Whether tree-sitter parsing is available for ``language`` here."""
-    return _parser(language) is not None
+    return parser_for(language) is not None
 
 
 def _text(node: Node) -> str:
@@ -283,7 +283,7 @@ def _lua_value(node: Node) -> Node | None:
     return values.named_children[0] if values is not None and values.named_children else None
 
 
-def _keyword(node: Node) -> str:
+def keyword(node: Node) -> str:
     """The defining keyword where one node type covers several (Swift, Elixir, Lua), else ''."""
     if node.type == "call":  # Elixir: defmodule, def, defp, ...
         return _text(node.child_by_field_name("target"))
@@ -297,7 +297,7 @@ def _keyword(node: Node) -> str:
     return ""
 
 
-def _node_name(node: Node) -> str:
+def node_name(node: Node) -> str:
     t = node.type
     if t == "call":  # Elixir: `defmodule A.B do`, `def name(args) do`, `def name, do: ...`
         args = next((c for c in node.named_children if c.type == "arguments"), None)
@@ -336,13 +336,45 @@ def _node_name(node: Node) -> str:
     return _declarator_name(node)
 
 
+def is_definition(g: Grammar, node: Node) -> bool:
+    """Whether ``node`` defines a name worth a scope of its own in grammar ``g``: a function, a
+    class, a type; a variable only where it binds a function or a class."""
+    t = node.type
+    if t in g.wrappers:
+        return any(is_definition(g, c) for c in node.named_children)
+    if t not in g.defs:
+        return False
+    if t == "variable_declaration" and g.module == "tree_sitter_zig":
+        return any(c.type in _ZIG_CONTAINERS for c in node.named_children)
+    if t in ("lexical_declaration", "variable_declaration"):
+        # only `const f = () => ...` / `const C = class ...` count as definitions
+        return any(
+            c.type == "variable_declarator" and c.child_by_field_name("value") is not None
+            and c.child_by_field_name("value").type in _FUNC_VALUES
+            for c in node.named_children
+        )
+    if t in ("struct_specifier", "enum_specifier", "union_specifier", "class_specifier"):
+        return node.child_by_field_name("body") is not None
+    if t in ("assignment_expression", "field_definition", "public_field_definition"):
+        value = node.child_by_field_name("right" if t == "assignment_expression" else "value")
+        return value is not None and value.type in _FUNC_VALUES
+    if t == "call":  # Elixir
+        return _text(node.child_by_field_name("target")) in _ELIXIR_DEFS
+    if t in ("assignment_statement", "field"):  # Lua: a function, or a table of them, bound to a name
+        value = _lua_value(node)
+        return value is not None and (value.type == "function_definition" or (
+            value.type == "table_constructor" and t == "assignment_statement"
+            and any(is_definition(g, f) for f in value.named_children if f.type == "field")))
+    return True
+
+
 MACRO_PARSES = 200  # macro bodies parsed again per file, at most
 
 
 class _TreeChunker:
     """Turns one parsed file into line-range segments ``(start, end, scope)``, 0-based."""
 
-    def __init__(self, grammar: _Grammar, lines: list[str], prefix: list[int], budget_for: Budget,
+    def __init__(self, grammar: Grammar, lines: list[str], prefix: list[int], budget_for: Budget,
                  parser: Any = None) -> None:
         self.g = grammar
         self.lines = lines
@@ -356,33 +388,7 @@ class _TreeChunker:
         return self.prefix[e + 1] - self.prefix[s]
 
     def is_def(self, node: Node) -> bool:
-        t = node.type
-        if t in self.g.wrappers:
-            return any(self.is_def(c) for c in node.named_children)
-        if t not in self.g.defs:
-            return False
-        if t == "variable_declaration" and self.g.module == "tree_sitter_zig":
-            return any(c.type in _ZIG_CONTAINERS for c in node.named_children)
-        if t in ("lexical_declaration", "variable_declaration"):
-            # only `const f = () => ...` / `const C = class ...` count as definitions
-            return any(
-                c.type == "variable_declarator" and c.child_by_field_name("value") is not None
-                and c.child_by_field_name("value").type in _FUNC_VALUES
-                for c in node.named_children
-            )
-        if t in ("struct_specifier", "enum_specifier", "union_specifier", "class_specifier"):
-            return node.child_by_field_name("body") is not None
-        if t in ("assignment_expression", "field_definition", "public_field_definition"):
-            value = node.child_by_field_name("right" if t == "assignment_expression" else "value")
-            return value is not None and value.type in _FUNC_VALUES
-        if t == "call":  # Elixir
-            return _text(node.child_by_field_name("target")) in _ELIXIR_DEFS
-        if t in ("assignment_statement", "field"):  # Lua: a function, or a table of them, bound to a name
-            value = _lua_value(node)
-            return value is not None and (value.type == "function_definition" or (
-                value.type == "table_constructor" and t == "assignment_statement"
-                and any(self.is_def(f) for f in value.named_children if f.type == "field")))
-        return True
+        return is_definition(self.g, node)
 
     def unwrap(self, node: Node) -> Node:
         while node.type in self.g.wrappers:
@@ -394,8 +400,8 @@ class _TreeChunker:
 
     def label(self, node: Node) -> str:
         node = self.unwrap(node)
-        name = _node_name(node).strip()
-        kw = _keyword(node) or self.g.defs.get(node.type, node.type)
+        name = node_name(node).strip()
+        kw = keyword(node) or self.g.defs.get(node.type, node.type)
         name = " ".join(name.split())[:80]
         return f"{kw} {name}".strip()
 
@@ -702,7 +708,7 @@ class Chunker:
 
         segs: list[tuple[int, int, str]] | None = None
         packed = blocks is not None
-        parser = None if packed else _parser(language)
+        parser = None if packed else parser_for(language)
         if parser is not None:
             try:
                 tree = parser.parse(text.encode("utf-8", errors="surrogatepass"))

@@ -192,18 +192,8 @@ def _run(ctx: RepoContext, progress: ProgressFn | None, *, embed: bool, force: b
 def watch(ctx: RepoContext, on_batch: Callable[[Batch, IndexReport], None] | None = None, *, embed: bool = True,
           quiet: float = 0.3, catch_up: bool = True, poll: bool | None = None,
           static: bool | None = None) -> Watcher:
-    """Keep the index current as files change: returns a started ``core.watch.Watcher``.
-
-    Each batch of changes is one ``index(paths=...)`` run: only the named files are looked
-    at, re-chunked and (their new text only) embedded, and the vector store gets one version
-    per batch. A change that arrives while a batch is embedding interrupts the embedding, so a
-    save is searchable in about a second even during a long first embedding; the next batch
-    resumes it. Another process's writer makes the batch wait (``RetryLater``), not fail.
-    ``static`` (default: as ``embed``) keeps the static tier current too.
-    ``on_batch(batch, report)`` is called after each batch. ``catch_up`` first brings the
-    index up to date with a full walk. ``poll`` forces a stat poll instead of inotify (the
-    default polls only where the tree has symlinked directories).
-    """
+    """Keep the index current as files change (``CodeSight.watch`` says how): one ``run`` per
+    batch of changes, whose embedding a newer change interrupts."""
     from codesight_tui.core.watch import RetryLater
 
     embedding = threading.Event()

@@ -69,20 +69,9 @@ def _constant(value: Any, *_args: object) -> Any:
 def search(ctx: RepoContext, query: str, top_k: int = 10, mode: Mode | None = None, *, glob: str | None = None,
            language: str | None = None, vectors: Vectors = Vectors.LOAD,
            like: RelatedSource | None = None) -> SearchResponse:
-    """Search the index. ``mode`` is ``hybrid`` (default), ``bm25`` or ``vector``.
-
-    Returns ``SearchResponse``: a list of ``SearchResult`` whose ``notices`` say what this answer lacks
-    (no model: BM25 only; a damaged vector table) and what happened to the index since the
-    last call (rebuilt, read-only), and whose ``retrievers`` say which lists were fused
-    (``bm25``, ``static``, ``vector``). Hybrid search fuses whatever exists: BM25, the static
-    tier's vectors and the full model's, each weighted by its coverage. ``vectors`` is the tier
-    (``core.modes.Vectors``): with ``LOADED`` a full model that is not loaded yet is not waited
-    for (hybrid answers from BM25 and the static tier, vector mode returns nothing): no torch
-    import, the fast path of a fresh CLI process. ``STATIC`` answers that way even where the full
-    model is loaded.
-    Any query string is safe. ``like`` (from ``related_source``) searches for code like that
-    chunk instead of ``query``: see ``related``.
-    """
+    """``CodeSight.search`` (which says what each argument does): the query checked, the vector
+    lists chosen by ``vectors`` and what is loaded, the search run, and a damaged vector table or
+    index turned into a notice, a BM25 answer, or one line."""
     if like is not None:
         query = like.terms
     mode = mode or ctx.settings.default_mode
@@ -240,14 +229,8 @@ def related_many(engines: Sequence[RepoSearcher], target: str, top_k: int = 10, 
 
 def search_many(engines: Sequence[RepoSearcher], query: str, top_k: int = 10, mode: Mode | None = None, *,
                 fleet: Fleet | None = None, repo: str | None = None, **kwargs: Any) -> SearchResponse:
-    """One ranked list across several repositories: each is searched on its own, and the lists
-    are fused by rank (the same RRF as hybrid search), each hit labelled with its repository
-    (``SearchResult.repo``). Equal fused scores go to the better-scored hit.
-
-    ``fleet`` (a ``Fleet``) is searched too, as one more list (``repo``: a glob over its
-    repositories' names); its hits carry their repository's name and ``commit``. A fleet
-    repository with the name of a local one searched here is left to the local index, which
-    holds the uncommitted work too."""
+    """One ranked list across several repositories and a fleet (``CodeSight.search_many`` says
+    how): each searched on its own, their lists fused by rank."""
     per_repo = [engine.search(query, top_k=top_k, mode=mode, **kwargs) for engine in engines]
     labels = [str(engine.root) for engine in engines]
     if fleet is not None:

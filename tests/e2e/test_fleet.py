@@ -492,6 +492,11 @@ async def test_mcp_search_takes_the_fleet_too(repo, tmp_path, static_model_dir, 
         r = await client.call_tool("search", {"query": "haversine", "mode": "bm25"})
         assert r.structured_content["results"][0]["path"] == "src/geo.py"
         assert r.structured_content["results"][0]["commit"] is None
+        # related over the fleet: a symbol only the fleet has is its source, and is no hit itself
+        r = await client.call_tool("find_related", {"location": "RolloutCanary", "mode": "bm25"})
+        assert not r.is_error, r.content
+        found = [(h["repo"], h["path"]) for h in r.structured_content["results"]]
+        assert found and ("infra", "deploy/rollout.go") not in found
     async with server(repo) as client:
         r = await client.call_tool("search", {"query": "x", "fleet_repo": "a*"})
         assert r.is_error and "no" in r.content[0].text and "fleet" in r.content[0].text
