@@ -1,0 +1,178 @@
+"""core.symbols (issue 51): definitions and references from the parse, per language. Each fixture
+defines ``helper``, calls it from ``caller`` (directly, and as a member where the language has
+methods), and names it once in a comment and once in a string on lines of their own: those two
+lines must never hold a reference, and every line below is checked exactly."""
+
+from __future__ import annotations
+
+import pytest
+
+from codesight_tui.core.symbols import extract
+
+FIXTURES = {
+    "python": ('''import os
+from util import helper as imported
+
+
+class Box:
+    def helper(self, x):
+        return x
+
+
+def caller(box):
+    # helper is named in this comment only
+    text = "helper in a string"
+    return helper(box) + box.helper(1)
+
+
+def helper(value):
+    return os.path.join(value)
+''', {"Box": 5, "helper": [6, 16], "caller": 10}, [13, 13], (11, 12)),
+    "javascript": ('''import { thing } from "./thing.js";
+
+class Box {
+  helper(x) { return x; }
+}
+
+function caller(box) {
+  // helper is named in this comment only
+  const text = "helper in a string";
+  return helper(box) + box.helper(1);
+}
+
+function helper(value) {
+  return thing(value);
+}
+''', {"Box": 3, "helper": [4, 13], "caller": 7}, [10, 10], (8, 9)),
+    "typescript": ('''import { thing } from "./thing";
+
+export class Box {
+  helper(x: number): number { return x; }
+}
+
+export function caller(box: Box): number {
+  // helper is named in this comment only
+  const text: string = "helper in a string";
+  return helper(box) + box.helper(1);
+}
+
+export const helper = (value: Box): number => thing(value);
+''', {"Box": 3, "helper": [4, 13], "caller": 7}, [10, 10], (8, 9)),
+    "go": ('''package main
+
+import "fmt"
+
+type Box struct{ N int }
+
+func (b *Box) Helper(x int) int { return x }
+
+func caller(b *Box) int {
+	// helper is named in this comment only
+	text := "helper in a string"
+	fmt.Println(text)
+	return helper(b) + b.Helper(1)
+}
+
+func helper(b *Box) int {
+	return b.N
+}
+''', {"Box": 5, "Helper": 7, "caller": 9, "helper": 16}, [13, 13], (10, 11)),
+    "rust": ('''use std::fmt;
+
+struct Boxed { n: u32 }
+
+impl Boxed {
+    fn helper(&self, x: u32) -> u32 { x }
+}
+
+fn caller(b: &Boxed) -> u32 {
+    // helper is named in this comment only
+    let text = "helper in a string";
+    helper(b) + b.helper(1)
+}
+
+fn helper(b: &Boxed) -> u32 {
+    b.n
+}
+''', {"Boxed": [3, 5], "helper": [6, 15], "caller": 9}, [12, 12], (10, 11)),
+    "java": ('''import java.util.List;
+
+class Box {
+    int helper(int x) { return x; }
+
+    int caller(Box box) {
+        // helper is named in this comment only
+        String text = "helper in a string";
+        return helper(1) + box.helper(2);
+    }
+}
+''', {"Box": 3, "helper": 4, "caller": 6}, [9, 9], (7, 8)),
+    "c": ('''#include <stdio.h>
+
+struct box { int n; };
+
+static int helper(struct box *b) {
+    return b->n;
+}
+
+int caller(struct box *b) {
+    /* helper is named in this comment only */
+    const char *text = "helper in a string";
+    return helper(b);
+}
+''', {"box": 3, "helper": 5, "caller": 9}, [12], (10, 11)),
+    "cpp": ('''#include <string>
+
+namespace shapes {
+class Box {
+ public:
+  int helper(int x) { return x; }
+};
+}
+
+int helper(int x) { return x + 1; }
+
+int caller(shapes::Box& box) {
+  // helper is named in this comment only
+  std::string text = "helper in a string";
+  return helper(1) + box.helper(2);
+}
+''', {"shapes": 3, "Box": 4, "helper": [6, 10], "caller": 12}, [15, 15], (13, 14)),
+}
+
+
+@pytest.mark.parametrize("language", sorted(FIXTURES))
+def test_definitions_and_references_are_on_the_right_lines(language):
+    source, defs, call_lines, prose = FIXTURES[language]
+    found = extract(language, source)
+    assert found is not None
+    lines: dict[str, list[int]] = {}
+    for d in found.defs:
+        lines.setdefault(d.name, []).append(d.line)
+    for name, want in defs.items():
+        assert lines.get(name) == (want if isinstance(want, list) else [want]), (name, lines)
+    helper_refs = [r for r in found.refs if r.name.lower() == "helper"]
+    assert not [r for r in helper_refs if r.line in prose], "a comment or a string is no reference"
+    calls = [r for r in helper_refs if r.kind == "call"]
+    assert [r.line for r in calls] == call_lines
+    assert all(found.enclosing(r) is not None and found.enclosing(r).name == "caller" for r in calls)
+    # a definition's own name is not a reference to it
+    assert not [r for r in helper_refs if any(d.name.lower() == "helper" and d.line == r.line for d in found.defs)]
+
+
+def test_scopes_nest_and_kinds_are_told_apart():
+    found = extract("python", FIXTURES["python"][0])
+    assert found is not None
+    method = next(d for d in found.defs if d.name == "helper" and d.scope == "Box")
+    assert (method.kind, method.start_line, method.end_line) == ("def", 6, 7)
+    kinds = {(r.name, r.line): r.kind for r in found.refs}
+    assert kinds[("helper", 2)] == "import" and kinds[("os", 1)] == "import"
+    assert kinds[("join", 17)] == "call" and kinds[("path", 17)] == "other"
+    typed = extract("typescript", FIXTURES["typescript"][0])
+    assert typed is not None
+    assert {r.kind for r in typed.refs if r.name == "Box"} == {"type"}
+
+
+def test_no_grammar_no_symbols():
+    assert extract("markdown", "# helper\n") is None
+    assert extract("python", "") is not None
