@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from codesight_tui.core.engine import CodeSight
     from codesight_tui.core.fleet import Fleet
     from codesight_tui.core.searcher import SearchResponse
+    from codesight_tui.core.status import IndexStatus
     from codesight_tui.core.watch import Watcher
 
 
@@ -250,6 +251,15 @@ class Workspace:
         if request.like:
             return CodeSight.related_many(engines, request.query, **kw, **more)
         return CodeSight.search_many(engines, request.query, **kw, **more)
+
+    def related(self, request: SearchRequest) -> SearchResponse:
+        """Code most like what ``request.query`` names (``path:line``, a file or a symbol), over
+        its roots and its fleet store: ``search`` with ``like`` set."""
+        return self.search(replace(request, like=True))
+
+    def status(self, root: Path, check_disk: bool = True) -> IndexStatus:
+        """``root``'s index: counts, model, freshness, size (``CodeSight.status``)."""
+        return self.engine(root).status(check_disk)
 
     # --- the end --------------------------------------------------------------------------------
     def _close_all(self) -> None:

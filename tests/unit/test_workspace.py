@@ -61,6 +61,10 @@ def test_one_job_per_root_and_a_search_of_what_it_indexed(repo, settings):
     assert hits[0].path == "src/geo.py" and hits[0].repo == str(repo)
     like = ws.search(SearchRequest("src/geo.py", (repo,), top_k=3, mode="bm25", like=True))
     assert all(h.path != "src/geo.py" for h in like)
+    assert [h.path for h in ws.related(SearchRequest("src/geo.py", (repo,), top_k=3, mode="bm25"))] == [
+        h.path for h in like]
+    status = ws.status(repo, check_disk=False)
+    assert status["indexed"] and status["files"] == ws.engine(repo).counts()["files"] and status["changed"] is None
     with pytest.raises(CodeSightError, match="nothing to search"):
         ws.search(SearchRequest("x"))
 
