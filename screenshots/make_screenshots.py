@@ -38,7 +38,7 @@ async def main() -> None:
     from codesight_tui.tui.app import CodeSightApp
 
     engine = CodeSight(REPO, exclude=EXCLUDE)
-    engine.index()
+    engine.index(embed=engine.full_pass(), static=True)  # as the TUI does here: on a CPU, no full pass
     shots = [
         ("results.svg", (120, 34), "where do we cut over-long lines into pieces", []),
         ("wide-160x48.svg", (160, 48), "keep the selected hit when the list is refreshed", []),
@@ -51,7 +51,7 @@ async def main() -> None:
         async with app.run_test(size=size) as pilot:
             for _ in range(200):
                 await pilot.pause(0.05)
-                if app.index_idle.is_set() and not app._indexing and app.state.model_state == "ready":
+                if app.index_idle.is_set() and not app._indexing and app.state.model_state in ("ready", "off"):
                     break
             if query:
                 await settle(app, pilot, query)
@@ -62,7 +62,9 @@ async def main() -> None:
         print("wrote", HERE / name)
 
     # In the middle of a first index: BM25 + the static tier answer while the model embeds (the
-    # static model distilled for the shots above is reused; the embedding cache starts empty).
+    # static model distilled for the shots above is reused; the embedding cache starts empty). The
+    # full pass is asked for: on a CPU it is off by default (full_model), as on a GPU it is not.
+    os.environ["CODESIGHT_FULL_MODEL"] = "on"
     static_model = engine.static_path()
     if static_model is not None:
         os.environ["CODESIGHT_STATIC_MODEL"] = str(static_model)
@@ -112,7 +114,7 @@ async def documents_and_ask() -> None:
             async with app.run_test(size=(80, 24)) as pilot:
                 for _ in range(200):
                     await pilot.pause(0.05)
-                    if app.index_idle.is_set() and not app._indexing and app.state.model_state == "ready":
+                    if app.index_idle.is_set() and not app._indexing and app.state.model_state in ("ready", "off"):
                         break
                 await settle(app, pilot, "when do we delete the data of closed accounts")
                 for k in keys:
