@@ -70,8 +70,8 @@ def main() -> int:
     import lancedb
 
     from codesight_tui.core.config import DEFAULT_MODEL
-    from codesight_tui.core.embedder import SentenceTransformerEmbedder
-    from codesight_tui.core.tokens import resolve_model
+    from codesight_tui.core.index.embedder import SentenceTransformerEmbedder
+    from codesight_tui.core.ingest.tokens import resolve_model
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=int, default=40, help="rows fetched per query (the retriever depth)")

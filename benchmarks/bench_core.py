@@ -117,9 +117,9 @@ def main() -> int:
     import torch
 
     from codesight_tui import CodeSight
-    from codesight_tui.core.cache import EmbeddingCache
-    from codesight_tui.core.chunker import doc_text, embed_text
-    from codesight_tui.core.indexer import index_vectors
+    from codesight_tui.core.index.cache import EmbeddingCache
+    from codesight_tui.core.ingest.chunker import doc_text, embed_text
+    from codesight_tui.core.index.indexer import index_vectors
 
     print(f"corpus: {corpus}  exclude={exclude}")
     print(f"machine: {os.cpu_count()} cpus, torch {torch.__version__}, threads {torch.get_num_threads()}")

@@ -39,7 +39,7 @@ def tree_state(root: Path) -> dict:
 
 
 def extraction(work: Path) -> None:
-    from codesight_tui.core.extract import DocumentReader, extract
+    from codesight_tui.core.ingest.extract import DocumentReader, extract
 
     rng = random.Random(1)
     pdf = big_pdf(work / "report.pdf", 300)

@@ -41,10 +41,10 @@ QUERIES = [
 
 def corpus_texts(root: Path, info, limit: int) -> list[str]:
     """The unique texts indexing would embed for ``root``, in walk order, at most ``limit``."""
-    from codesight_tui.core.chunker import Chunker, embed_text
+    from codesight_tui.core.ingest.chunker import Chunker, embed_text
     from codesight_tui.core.languages import detect_language
-    from codesight_tui.core.tokens import TokenCounter
-    from codesight_tui.core.walker import read_text, walk
+    from codesight_tui.core.ingest.tokens import TokenCounter
+    from codesight_tui.core.ingest.walker import read_text, walk
 
     chunker = Chunker(TokenCounter(info.tokenizer_file), info.max_seq_length - 2)
     seen: dict[str, None] = {}
@@ -83,7 +83,7 @@ def run_encode(args, info) -> None:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from codesight_tui.core.embedder import SentenceTransformerEmbedder, tokenizer_threads
+    from codesight_tui.core.index.embedder import SentenceTransformerEmbedder, tokenizer_threads
 
     t = time.perf_counter()
     texts = corpus_texts(Path(args.corpus), info, args.texts)
@@ -164,8 +164,8 @@ def model_only_rss(info, args) -> float:
     the model and its runtime (on a GPU, CUDA's libraries) cost before any index work. Read from
     VmHWM: a child's ru_maxrss starts from its parent's, since the kernel carries it across exec."""
     code = ("import sys; sys.path.insert(0, sys.argv[1]);"
-            "from codesight_tui.core.embedder import SentenceTransformerEmbedder;"
-            "from codesight_tui.core.tokens import resolve_model;"
+            "from codesight_tui.core.index.embedder import SentenceTransformerEmbedder;"
+            "from codesight_tui.core.ingest.tokens import resolve_model;"
             "e = SentenceTransformerEmbedder(resolve_model(sys.argv[2]), sys.argv[3]);"
             "e.encode([f'def f{i}(x):\\n    return x + {i}' for i in range(2000)]);"
             "print(next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')) / 1024)")
@@ -249,7 +249,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from codesight_tui.core.config import Settings
-    from codesight_tui.core.tokens import resolve_model
+    from codesight_tui.core.ingest.tokens import resolve_model
 
     info = resolve_model(args.model or Settings().embedding_model)
     print(f"model: {info.name} (from {info.load_from})", flush=True)

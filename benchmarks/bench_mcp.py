@@ -85,7 +85,7 @@ async def section_latency(corpus: Path, env: dict, rounds: int) -> None:
 
 def private_copy(corpus: Path, work: Path, limit: int | None = None) -> Path:
     """A git repository holding the corpus (or its first ``limit`` files, in walk order)."""
-    from codesight_tui.core.walker import walk
+    from codesight_tui.core.ingest.walker import walk
 
     dst = work / "repo"
     if limit is None:

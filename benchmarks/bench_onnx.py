@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 def child(backend: str, texts_file: Path, out: Path, cache: Path) -> None:
     """One backend in this fresh process: export (if not yet), load, embed; JSON on stdout."""
-    from codesight_tui.core.embedder import in_process
-    from codesight_tui.core.onnx_model import export, for_backend
-    from codesight_tui.core.tokens import resolve_model
+    from codesight_tui.core.index.embedder import in_process
+    from codesight_tui.core.index.onnx_model import export, for_backend
+    from codesight_tui.core.ingest.tokens import resolve_model
 
     texts = json.loads(texts_file.read_text())
     info = for_backend(resolve_model("minilm"), backend, "cpu", False, cache)
@@ -74,7 +74,7 @@ def main() -> int:
 
     from codesight_tui import CodeSight
     from codesight_tui.core.config import Settings
-    from codesight_tui.core.indexer import embed_text
+    from codesight_tui.core.index.indexer import embed_text
 
     corpus = args.corpus or fetch()
     print(f"corpus: {corpus}; machine: {os.cpu_count()} cpus; load {os.getloadavg()[0]:.2f}")

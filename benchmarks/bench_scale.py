@@ -102,8 +102,8 @@ def main() -> int:
         print(f"\n[memory] peak RSS: this process {rss_mb():.0f} MB")
         return 0
 
-    from codesight_tui.core.cache import EmbeddingCache
-    from codesight_tui.core.indexer import index_vectors
+    from codesight_tui.core.index.cache import EmbeddingCache
+    from codesight_tui.core.index.indexer import index_vectors
 
     n_files = sum(1 for p in corpus.rglob("*") if p.is_file())
     print(f"corpus: {corpus} ({n_files:,} files on disk); machine: {os.cpu_count()} cpus")

@@ -28,8 +28,8 @@ from bench_core import DATA, EXCLUDE, NL_QUERIES, fetch_django  # noqa: E402
 
 
 def distill_time(dest: Path) -> float:
-    from codesight_tui.core.static import distill
-    from codesight_tui.core.tokens import resolve_model
+    from codesight_tui.core.index.static import distill
+    from codesight_tui.core.ingest.tokens import resolve_model
 
     shutil.rmtree(dest, ignore_errors=True)
     return distill(Path(resolve_model("minilm").load_from), dest)

@@ -44,7 +44,7 @@ def main() -> None:
 
     from codesight_tui.core.config import Settings, load_settings
     from codesight_tui.core.engine import CodeSight
-    from codesight_tui.core.evaluation import load_queries, score
+    from codesight_tui.core.apps.evaluation import load_queries, score
 
     depth = Settings.model_fields["retriever_depth"].default
     rankings = {"final ranking": load_settings(ranking="stack", retriever_depth=depth),

@@ -44,7 +44,7 @@ def texts_of(work: Path, per_package: int, files_per_package: int, seed: int) ->
     from static_vocab import corpus, files_of
 
     from codesight_tui import CodeSight
-    from codesight_tui.core.chunker import doc_view, embed_text
+    from codesight_tui.core.ingest.chunker import doc_view, embed_text
     from codesight_tui.core.config import Settings
 
     rnd = random.Random(seed)
@@ -85,9 +85,9 @@ def texts_of(work: Path, per_package: int, files_per_package: int, seed: int) ->
 def teacher(work: Path, texts: list[str], tag: str) -> np.ndarray:
     """MiniLM's vectors of ``texts`` (ONNX), saved as they come, so a run that stops resumes."""
     from codesight_tui.core.config import Settings
-    from codesight_tui.core.embedder import in_process
-    from codesight_tui.core.onnx_model import for_backend
-    from codesight_tui.core.tokens import resolve_model
+    from codesight_tui.core.index.embedder import in_process
+    from codesight_tui.core.index.onnx_model import for_backend
+    from codesight_tui.core.ingest.tokens import resolve_model
 
     path = work / f"teacher-{tag}.npy"
     have = np.load(path) if path.is_file() else np.zeros((0, 384), np.float32)
@@ -208,8 +208,8 @@ def main() -> int:
     from safetensors.numpy import save_file
 
     from codesight_tui.core.config import Settings
-    from codesight_tui.core.static import distill, distilled_dir
-    from codesight_tui.core.tokens import resolve_model
+    from codesight_tui.core.index.static import distill, distilled_dir
+    from codesight_tui.core.ingest.tokens import resolve_model
 
     args.work.mkdir(parents=True, exist_ok=True)
     texts, ys = [], []

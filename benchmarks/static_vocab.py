@@ -123,8 +123,8 @@ def main() -> int:
     from model2vec.distill import distill
     from tokenizers import Tokenizer
 
-    from codesight_tui.core.static import PCA_DIMS
-    from codesight_tui.core.tokens import resolve_model
+    from codesight_tui.core.index.static import PCA_DIMS
+    from codesight_tui.core.ingest.tokens import resolve_model
 
     logging.disable(logging.WARNING)
     info = resolve_model("minilm")

@@ -156,7 +156,7 @@ def consistency(data: Path, root: Path) -> list[str]:
     """What is wrong with the index of ``root`` under ``data`` (empty when consistent): one row per
     file; the FTS index matches the chunks; every embedded chunk has exactly one vector and at
     most one doc view; no vector without an embedded chunk; no duplicate ids."""
-    from codesight_tui.core.paths import index_dir_for
+    from codesight_tui.core.ingest.paths import index_dir_for
 
     d = index_dir_for(root, data)
     db = d / "index.db"
@@ -1592,8 +1592,8 @@ def main() -> int:
         # One static model for every child (they inherit the variable): each section's fresh cache
         # would otherwise distil its own, 25-40 s each, and a kill aimed at embedding would land in
         # the distillation instead. The test suite passes the one its session distilled.
-        from codesight_tui.core.static import distill
-        from codesight_tui.core.tokens import resolve_model
+        from codesight_tui.core.index.static import distill
+        from codesight_tui.core.ingest.tokens import resolve_model
 
         t = time.perf_counter()
         distill(Path(resolve_model("minilm").load_from), work / "static-model")

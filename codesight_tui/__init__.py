@@ -22,15 +22,15 @@ def __getattr__(name: str) -> object:
 
         return CodeSightError
     if name in ("SearchResult", "SearchResponse"):
-        from codesight_tui.core import searcher
+        from codesight_tui.core.search import searcher
 
         return getattr(searcher, name)
     if name == "IndexJob":
-        from codesight_tui.core.jobs import IndexJob
+        from codesight_tui.core.process.jobs import IndexJob
 
         return IndexJob
     if name == "IndexStatus":
-        from codesight_tui.core.status import IndexStatus
+        from codesight_tui.core.search.status import IndexStatus
 
         return IndexStatus
     raise AttributeError(name)

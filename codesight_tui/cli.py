@@ -24,14 +24,14 @@ if TYPE_CHECKING:
     from rich.progress import Progress
     from typing_extensions import Self
 
+    from codesight_tui.core.apps.evaluation import Suite
+    from codesight_tui.core.apps.workspace import Workspace
     from codesight_tui.core.engine import CodeSight
-    from codesight_tui.core.evaluation import Suite
     from codesight_tui.core.fleet import Fleet
-    from codesight_tui.core.indexer import IndexReport
-    from codesight_tui.core.indexer import Progress as IndexProgress
-    from codesight_tui.core.searcher import SearchResult
-    from codesight_tui.core.watch import Batch
-    from codesight_tui.core.workspace import Workspace
+    from codesight_tui.core.index.indexer import IndexReport
+    from codesight_tui.core.index.indexer import Progress as IndexProgress
+    from codesight_tui.core.search.searcher import SearchResult
+    from codesight_tui.core.store.watch import Batch
 
 class AskInClient(Exception):
     """A served call that must ask its user a question: the service hands it back, and the client
@@ -102,7 +102,7 @@ def resolve_root(path: str | Path, *, yes: bool = False, indexing: bool = True, 
     that has no index yet is indexed only after the user says yes: asked on a terminal, else
     ``--yes``."""
     from codesight_tui.core.errors import CodeSightError
-    from codesight_tui.core.paths import find_repo_root
+    from codesight_tui.core.ingest.paths import find_repo_root
 
     start = Path(cwd or ".", Path(path).expanduser())
     if not start.exists():
@@ -562,7 +562,7 @@ def _search_roots(args: argparse.Namespace) -> list[Path]:
             raise CodeSightError("no saved repositories: list them as repos = [\"~/src/a\", \"~/src/b\"] in the"
                                  " config file", exit_code=EXIT_USAGE)
         paths += saved
-    from codesight_tui.core.paths import outermost
+    from codesight_tui.core.ingest.paths import outermost
 
     cwd = getattr(args, "cwd", None)  # a served call's own directory (the service's is /)
     return outermost([resolve_root(p, yes=args.yes, cwd=cwd) for p in paths or ["."]])
@@ -592,7 +592,7 @@ def _trailing_path(args: argparse.Namespace) -> None:
             return
         # Only where the repository is: _find resolves (and, for a large tree, asks about) the root
         # once, later; resolving it here too asked twice.
-        from codesight_tui.core.paths import find_repo_root
+        from codesight_tui.core.ingest.paths import find_repo_root
 
         base = Path(args.path[0]).expanduser() if args.path else cwd
         root = find_repo_root(base if base.is_absolute() else cwd / base)
@@ -612,7 +612,7 @@ def cmd_related(args: argparse.Namespace) -> int:
     if not args.target.strip():
         _err("say where: codesight related PATH:LINE, a file, or a symbol")
         return EXIT_USAGE
-    from codesight_tui.core.related import from_cwd
+    from codesight_tui.core.search.related import from_cwd
 
     target = from_cwd(args.target, args.cwd or os.getcwd())  # a path as the user sees it, from where they are
     return _find(args, target, like=True)
@@ -621,7 +621,7 @@ def cmd_related(args: argparse.Namespace) -> int:
 def _workspace() -> Workspace:
     """The warm service's workspace, or this process's own (its entry point is guarded, so
     index runs may spawn worker processes)."""
-    from codesight_tui.core.workspace import EngineOptions, Workspace
+    from codesight_tui.core.apps.workspace import EngineOptions, Workspace
 
     return WORKSPACE or Workspace(EngineOptions(lexical_processes=True))
 
@@ -629,9 +629,9 @@ def _workspace() -> Workspace:
 def _find(args: argparse.Namespace, query: str, like: bool = False) -> int:  # noqa: C901 - search and related share it: each flag's check is one branch, read top to bottom
     """``search`` and ``related``: index what has no index, run, print the hits as text, JSON or
     vimgrep lines; exit 1 when there are none."""
+    from codesight_tui.core.apps.workspace import SearchRequest
     from codesight_tui.core.engine import CodeSight
     from codesight_tui.core.modes import Vectors
-    from codesight_tui.core.workspace import SearchRequest
 
     if not 1 <= args.limit <= MAX_LIMIT:
         _err(f"--limit takes 1 to {MAX_LIMIT:,} results")
@@ -721,7 +721,7 @@ def _repo_label(hit: SearchResult) -> str:
 
 
 def _in_repository(args: argparse.Namespace) -> bool:
-    from codesight_tui.core.paths import find_repo_root
+    from codesight_tui.core.ingest.paths import find_repo_root
 
     start = Path(getattr(args, "cwd", None) or ".").resolve()
     return (find_repo_root(start) / ".git").exists()
@@ -820,8 +820,8 @@ def vimgrep_line(hit: SearchResult, terms: list[str], cwd: str | None = None) ->
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from codesight_tui.core.ask import llm_config
     from codesight_tui.core.engine import CodeSight
+    from codesight_tui.core.search.ask import llm_config
 
     if args.top_k is not None and not 1 <= args.top_k <= 50:
         _err("--top-k must be between 1 and 50")
@@ -974,10 +974,10 @@ def _parse_size(text: str) -> int:
 def cmd_cache(args: argparse.Namespace) -> int:
     import sqlite3
 
-    from codesight_tui.core.cache import EmbeddingCache, cache_files
     from codesight_tui.core.config import load_settings
     from codesight_tui.core.errors import CodeSightError
-    from codesight_tui.core.paths import tree_bytes
+    from codesight_tui.core.index.cache import EmbeddingCache, cache_files
+    from codesight_tui.core.ingest.paths import tree_bytes
 
     settings = load_settings()
     files = cache_files(settings.cache_dir)
@@ -1032,8 +1032,8 @@ def cmd_cache(args: argparse.Namespace) -> int:
 
 def _eval_suites(args: argparse.Namespace) -> tuple[list[Suite] | list[tuple[Path, Path]], dict[str, Any]]:
     """The suites ``codesight eval`` was given: query files with --path, or one collection directory."""
+    from codesight_tui.core.apps.evaluation import is_collection, load_collection
     from codesight_tui.core.errors import CodeSightError
-    from codesight_tui.core.evaluation import is_collection, load_collection
 
     if len(args.queries) == 1 and args.queries[0].is_dir():
         if not is_collection(args.queries[0]):
@@ -1071,7 +1071,7 @@ def cmd_install(args: argparse.Namespace) -> int:
     from codesight_tui import agents
     from codesight_tui.core.config import Settings
     from codesight_tui.core.errors import CodeSightError
-    from codesight_tui.core.paths import find_repo_root
+    from codesight_tui.core.ingest.paths import find_repo_root
 
     remove = args.command == "uninstall"
     home = Path.home()
@@ -1236,8 +1236,8 @@ def _short(text: str, width: int) -> str:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from codesight_tui.core.apps.evaluation import evaluate
     from codesight_tui.core.errors import CodeSightError
-    from codesight_tui.core.evaluation import evaluate
 
     if args.limit < 1:
         raise CodeSightError("--limit must be at least 1", exit_code=EXIT_USAGE)
@@ -1260,7 +1260,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def print_eval_report(report: dict[str, Any]) -> None:
     """The tables of ``codesight eval``: each metric per category and mode, NDCG@10 per language
     beside the published peers, and query latency."""
-    from codesight_tui.core.evaluation import METRICS
+    from codesight_tui.core.apps.evaluation import METRICS
 
     summary = report["modes"]
     labels = list(summary)
@@ -1302,7 +1302,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
         raise CodeSightError("the terminal UI needs a terminal; to search from a script or a pipe use"
                              " `codesight search \"QUERY\"` (add --json for machine-readable output)",
                              exit_code=EXIT_USAGE)
-    from codesight_tui.core.paths import outermost
+    from codesight_tui.core.ingest.paths import outermost
 
     roots = outermost([resolve_root(p, yes=args.yes) for p in paths])
     try:

@@ -32,17 +32,17 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
+from codesight_tui.core.apps.workspace import EngineOptions, SearchRequest, Workspace
 from codesight_tui.core.engine import CodeSight
 from codesight_tui.core.errors import CodeSightError
-from codesight_tui.core.jobs import IndexJob
+from codesight_tui.core.ingest.paths import find_repo_root, outermost
 from codesight_tui.core.modes import Vectors
-from codesight_tui.core.paths import find_repo_root, outermost
+from codesight_tui.core.process.jobs import IndexJob
 from codesight_tui.core.text import LONE_SURROGATE
-from codesight_tui.core.workspace import EngineOptions, SearchRequest, Workspace
 
 if TYPE_CHECKING:
     from codesight_tui.core.fleet import Fleet
-    from codesight_tui.core.searcher import SearchResponse, SearchResult
+    from codesight_tui.core.search.searcher import SearchResponse, SearchResult
 
 # How long a tool call waits for a lexical phase to commit before answering with what exists: well
 # under the 30 to 60 s tool timeouts assistants use.

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from codesight_tui import client
-from codesight_tui.core.workspace import EngineOptions, Workspace
+from codesight_tui.core.apps.workspace import EngineOptions, Workspace
 
 WORKERS = 8
 MAX_REQUEST = 1 << 20

@@ -77,7 +77,7 @@ def _unit_tier(request, monkeypatch):
     monkeypatch.setattr(subprocess.Popen, "__init__", only_git)
     monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse("started a process"))
     monkeypatch.setattr(os, "fork", refuse("forked"))
-    from codesight_tui.core import embedder, static
+    from codesight_tui.core.index import embedder; from codesight_tui.core.index import static
 
     monkeypatch.setattr(embedder, "in_process", refuse("loaded the full model"))
     monkeypatch.setattr(embedder.ProcessEmbedder, "__init__", refuse("started the full model's process"))
@@ -161,8 +161,8 @@ class HashEmbedder:
 def static_model_dir(tmp_path_factory) -> Path:
     """A static model distilled for real from the bundled MiniLM (``core.static.distill``, in its
     child process), once for the whole session."""
-    from codesight_tui.core.static import distill
-    from codesight_tui.core.tokens import resolve_model
+    from codesight_tui.core.index.static import distill
+    from codesight_tui.core.ingest.tokens import resolve_model
 
     dest = tmp_path_factory.mktemp("static") / "minilm-static"
     distill(Path(resolve_model("minilm").load_from), dest)
@@ -190,8 +190,8 @@ def hash_embedder() -> HashEmbedder:
 def real_embedder():
     """The real bundled all-MiniLM-L6-v2 on CPU, loaded once for the whole session."""
     from codesight_tui.core.config import DEFAULT_MODEL
-    from codesight_tui.core.embedder import SentenceTransformerEmbedder
-    from codesight_tui.core.tokens import resolve_model
+    from codesight_tui.core.index.embedder import SentenceTransformerEmbedder
+    from codesight_tui.core.ingest.tokens import resolve_model
 
     os.environ["HF_HUB_OFFLINE"] = "1"
     return SentenceTransformerEmbedder(resolve_model(DEFAULT_MODEL), device="cpu")

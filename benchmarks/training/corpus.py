@@ -360,7 +360,7 @@ def read_blobs(gitdir: Path, ids: list[str]) -> Iterator[tuple[str, bytes]]:
 # --- mining ----------------------------------------------------------------------------------
 def mine_repo(repo: str, language: str, gitdir: Path, commit: str, blobs_out: set[str], names_out: set[str],
               chunker, per_repo: int, seed: int) -> tuple[list[dict], dict]:
-    from codesight_tui.core.chunker import embed_text
+    from codesight_tui.core.ingest.chunker import embed_text
     from codesight_tui.core.languages import CODE_LANGUAGES, detect_language
 
     entries = []
@@ -425,8 +425,8 @@ def main() -> int:
     t0 = time.perf_counter()
     WORK.mkdir(parents=True, exist_ok=True)
 
-    from codesight_tui.core.chunker import Chunker
-    from codesight_tui.core.tokens import TokenCounter, resolve_model
+    from codesight_tui.core.ingest.chunker import Chunker
+    from codesight_tui.core.ingest.tokens import TokenCounter, resolve_model
 
     info = resolve_model("minilm")
     chunker = Chunker(TokenCounter(info.tokenizer_file), info.max_seq_length - 2)

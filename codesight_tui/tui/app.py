@@ -28,11 +28,11 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, OptionList
 from textual.worker import get_current_worker
 
+from codesight_tui.core.apps.workspace import EngineOptions, SearchRequest, Workspace
 from codesight_tui.core.errors import CodeSightError
-from codesight_tui.core.jobs import LEXICAL_COMMITTED, Ending, IndexJob
 from codesight_tui.core.modes import MODES, Vectors
+from codesight_tui.core.process.jobs import LEXICAL_COMMITTED, Ending, IndexJob
 from codesight_tui.core.text import printable
-from codesight_tui.core.workspace import EngineOptions, SearchRequest, Workspace
 from codesight_tui.tui.editor import editor_argv, knows_line, viewer_argv
 from codesight_tui.tui.messages import (
     FilesChanged,
@@ -54,9 +54,9 @@ from codesight_tui.tui.widgets.status import IndexState, StatusBar
 if TYPE_CHECKING:
     from codesight_tui.core.engine import CodeSight
     from codesight_tui.core.fleet import Fleet
-    from codesight_tui.core.indexer import IndexReport, Progress
-    from codesight_tui.core.searcher import SearchResult
-    from codesight_tui.core.watch import Batch, Watcher
+    from codesight_tui.core.index.indexer import IndexReport, Progress
+    from codesight_tui.core.search.searcher import SearchResult
+    from codesight_tui.core.store.watch import Batch, Watcher
 
 TOP_K = 50
 LIKE = "like:"  # a query that starts so asks for code like a place: like: src/app.py:42

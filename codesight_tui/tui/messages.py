@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from codesight_tui.core.indexer import IndexReport
-    from codesight_tui.core.jobs import Ending
-    from codesight_tui.core.searcher import SearchResult
+    from codesight_tui.core.index.indexer import IndexReport
+    from codesight_tui.core.process.jobs import Ending
+    from codesight_tui.core.search.searcher import SearchResult
 
 
 @dataclass

@@ -411,7 +411,7 @@ def test_related_to_a_whole_file_goes_by_its_definitions_not_its_imports(repo):
 def test_the_plain_output_names_the_lists_that_found_each_hit():
     """Issue 48 item 24: a static-tier hit was tagged bm25+vec while --json said vector_rank null."""
     from codesight_tui.cli import retriever_tag
-    from codesight_tui.core.searcher import SearchResult
+    from codesight_tui.core.search.searcher import SearchResult
 
     def hit(**ranks):
         return SearchResult("a.py", 1, 2, "", "python", 0.1, ranks.get("bm25"), ranks.get("vector"), "x", 1,

@@ -326,8 +326,8 @@ def _big_repos(root: Path, n: int, copies: int = 1) -> dict[str, Path]:
     """``n`` repositories of a few hundred chunks each (codesight's own engine's 12 largest files,
     renamed, ``copies`` times over): each task takes long enough to be caught running."""
     engine = Path(__file__).resolve().parents[2] / "codesight_tui" / "core"
-    biggest = sorted(engine.glob("*.py"), key=lambda p: p.stat().st_size, reverse=True)[:12]
-    sources = {p.name: p.read_text() for p in biggest}
+    biggest = sorted(engine.rglob("*.py"), key=lambda p: p.stat().st_size, reverse=True)[:12]
+    sources = {f"{p.parent.name}_{p.name}": p.read_text() for p in biggest}
     return {f"svc{i}": make_repo(root / f"svc{i}", {f"svc{i}/c{k}_{name}": text.replace("codesight", f"svc{i}c{k}")
                                                      for name, text in sources.items() for k in range(copies)})
             for i in range(n)}

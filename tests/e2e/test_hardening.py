@@ -20,7 +20,7 @@ from codesight_tui import CodeSight
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.redact import flagged, redact, secret_name
 from codesight_tui.core.text import printable
-from codesight_tui.core.walker import walk
+from codesight_tui.core.ingest.walker import walk
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -165,7 +165,7 @@ def test_an_endless_answer_is_cut(repo, hash_embedder, monkeypatch):
     from llmstub import StubServer
     from surfaces import llm_env
 
-    from codesight_tui.core.ask import MAX_ANSWER_CHARS
+    from codesight_tui.core.search.ask import MAX_ANSWER_CHARS
 
     CodeSight(repo, embedder=hash_embedder).index()
     with StubServer(delay=0) as stub:
@@ -323,7 +323,7 @@ def test_tui_rows_previews_and_answers_show_escapes_as_text(tmp_path, hash_embed
 # --- 8, 9. a file swapped or grown between walk and read ------------------------------------------
 
 def test_a_file_swapped_for_a_symlink_after_the_walk_is_not_read(tmp_path):
-    from codesight_tui.core.extract import ExtractError, extract
+    from codesight_tui.core.ingest.extract import ExtractError, extract
 
     root = tmp_path / "repo"
     root.mkdir()
@@ -346,7 +346,7 @@ def test_a_file_swapped_for_a_symlink_after_the_walk_is_not_read(tmp_path):
 
 
 def test_a_swap_during_an_index_run_indexes_nothing_of_the_target(tmp_path, hash_embedder, monkeypatch):
-    from codesight_tui.core import indexer
+    from codesight_tui.core.index import indexer
 
     root = tmp_path / "repo"
     (root / ".git").mkdir(parents=True)
@@ -373,8 +373,8 @@ def test_a_swap_during_an_index_run_indexes_nothing_of_the_target(tmp_path, hash
 
 
 def test_a_file_that_grows_after_the_walk_is_never_read_past_the_cap(tmp_path, hash_embedder, monkeypatch):
-    from codesight_tui.core import indexer
-    from codesight_tui.core.walker import read_bytes
+    from codesight_tui.core.index import indexer
+    from codesight_tui.core.ingest.walker import read_bytes
 
     root = tmp_path / "repo"
     (root / ".git").mkdir(parents=True)
@@ -422,7 +422,7 @@ def test_a_zip_bomb_docx_is_skipped_before_it_is_parsed(tmp_path, hash_embedder)
 def test_the_document_reader_is_memory_capped(tmp_path):
     from docmaker import make_pdf_bomb
 
-    from codesight_tui.core.extract import DocumentReader, ExtractError
+    from codesight_tui.core.ingest.extract import DocumentReader, ExtractError
 
     pdf = make_pdf_bomb(tmp_path / "bomb.pdf", 600)  # 600 MB inflated from under a megabyte
     assert pdf.stat().st_size < 2_000_000
@@ -467,7 +467,7 @@ def test_a_modification_time_after_2262_is_indexed(repo, hash_embedder):
 # --- 13, 14. the watcher ---------------------------------------------------------------------
 
 def test_a_batch_that_failed_is_kept_and_retried(tmp_path):
-    from codesight_tui.core.watch import Watcher
+    from codesight_tui.core.store.watch import Watcher
 
     root = tmp_path / "repo"
     root.mkdir()
@@ -772,7 +772,7 @@ def test_a_question_with_no_word_of_the_code_finds_it_in_the_first_answer(tmp_pa
 def test_a_damaged_distilled_static_model_is_made_again(tmp_path, static_model_dir, monkeypatch, _isolated_home):
     import shutil
 
-    from codesight_tui.core import static
+    from codesight_tui.core.index import static
 
     cs = CodeSight(tmp_path, static_model="distilled", device="cpu")  # never "auto": that may be the shipped model
     path = cs.static_path()
@@ -796,7 +796,7 @@ def test_a_damaged_distilled_static_model_is_made_again(tmp_path, static_model_d
 
 
 def test_overlapping_roots_are_one_index(tmp_path):
-    from codesight_tui.core.paths import outermost
+    from codesight_tui.core.ingest.paths import outermost
 
     top = tmp_path / "top"
     subs = [top / f"s{i}" / "deeper" for i in range(12)]
@@ -818,7 +818,7 @@ def test_overlapping_roots_are_one_index(tmp_path):
 def test_a_moment_of_locked_at_open_is_waited_out(repo, hash_embedder, monkeypatch):
     """SQLite says "locked" at once, without its busy timeout, while a writer recovers its WAL:
     an MCP search that opened the index at that instant failed (seen in CI under load)."""
-    from codesight_tui.core import storage
+    from codesight_tui.core.index import storage
     from codesight_tui.core.errors import IndexBusyError
 
     CodeSight(repo, embedder=hash_embedder).index(embed=False)

@@ -49,7 +49,7 @@ def test_quit_is_prompt_while_the_model_is_still_loading(repo, tmp_path):
     import shutil
     import time
 
-    from codesight_tui.core.tokens import resolve_model
+    from codesight_tui.core.ingest.tokens import resolve_model
 
     model = tmp_path / "model"
     shutil.copytree(resolve_model("minilm").load_from, model, ignore=shutil.ignore_patterns("model.safetensors"))
@@ -97,7 +97,7 @@ def test_several_repositories_come_in_the_order_of_the_scores_shown():
     """Item 7: results of several repositories came out of score order (each kept its own
     repository's score while the list was in the order of the fusion across them)."""
 
-    from codesight_tui.core.searcher import SearchResponse, SearchResult
+    from codesight_tui.core.search.searcher import SearchResponse, SearchResult
 
     def hit(path: str, score: float) -> SearchResult:
         return SearchResult(path, 1, 2, "", "python", score, 1, None, "x", 1, False)
@@ -135,7 +135,7 @@ def test_a_static_model_states_its_own_relevance_floor(tmp_path, static_model_di
     import shutil
 
     from codesight_tui.core.fusion import STATIC_RELEVANCE_FLOOR
-    from codesight_tui.core.static import StaticEmbedder
+    from codesight_tui.core.index.static import StaticEmbedder
 
     assert StaticEmbedder(static_model_dir).relevance_floor == STATIC_RELEVANCE_FLOOR  # none stated: the default
     repo = build_repo(tmp_path / "repo")

@@ -775,7 +775,7 @@ async def test_a_late_search_answer_after_the_screen_is_gone_is_no_crash(repo, s
 def test_the_preview_lexes_from_above_a_window_that_starts_in_a_string(tmp_path):
     """Issue 48 item 22: a window opening inside a docstring was lexed as one long string, hit
     included (148 of 1,083 definitions in rich/)."""
-    from codesight_tui.core.searcher import SearchResult
+    from codesight_tui.core.search.searcher import SearchResult
     from codesight_tui.tui.widgets.preview import render_hit
 
     doc = "".join(f"    line {i} of a long docstring that explains the module\n" for i in range(80))

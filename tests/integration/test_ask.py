@@ -11,7 +11,7 @@ from llmstub import ANSWER, StubServer
 from surfaces import KEY, llm_env
 
 from codesight_tui import CodeSight
-from codesight_tui.core.ask import AskError, build_prompt, cited
+from codesight_tui.core.search.ask import AskError, build_prompt, cited
 
 BACKENDS = ("anthropic", "openai", "azure", "ollama")
 
@@ -131,7 +131,7 @@ def test_citations_map_back_to_sources():
 
 
 def test_prompt_names_document_pages(indexed):
-    from codesight_tui.core.searcher import SearchResult
+    from codesight_tui.core.search.searcher import SearchResult
 
     hits = [SearchResult("docs/spec.pdf", 40, 52, "page 12", "pdf", 1.0, 1, None, "The quota resets nightly.", 7,
                          page=12),

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from codesight_tui import CodeSight
-from codesight_tui.core import cache as cache_mod
-from codesight_tui.core.cache import EmbeddingCache, cache_files
-from codesight_tui.core.chunker import doc_text
+from codesight_tui.core.index import cache as cache_mod
+from codesight_tui.core.index.cache import EmbeddingCache, cache_files
+from codesight_tui.core.ingest.chunker import doc_text
 from codesight_tui.core.text import content_hash
 
 
@@ -104,7 +104,7 @@ def test_index_survives_a_damaged_cache(repo, settings, hash_embedder):
 
 def test_a_full_disk_or_lock_never_sets_a_healthy_cache_aside(settings, hash_embedder, monkeypatch):
     # Issue 22, fault 7: any SQLite error used to move a healthy cache aside and start an empty one.
-    from codesight_tui.core import cache as cache_mod
+    from codesight_tui.core.index import cache as cache_mod
     from codesight_tui.core.errors import CodeSightError
 
     c = EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim)

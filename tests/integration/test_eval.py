@@ -10,7 +10,7 @@ from types import SimpleNamespace as R
 import pytest
 
 from codesight_tui.core.errors import CodeSightError
-from codesight_tui.core.evaluation import Target, load_queries, score
+from codesight_tui.core.apps.evaluation import Target, load_queries, score
 
 
 def hit(path, start, end):
@@ -147,7 +147,7 @@ def test_eval_over_a_multi_repository_directory(tmp_path):
 @pytest.mark.model
 def test_coverage_levels_rebuild_vectors_most_valuable_first(tmp_path, settings, hash_embedder):
     from codesight_tui import CodeSight
-    from codesight_tui.core.evaluation import evaluate, load_collection
+    from codesight_tui.core.apps.evaluation import evaluate, load_collection
 
     d = _collection(tmp_path)
     suites, published = load_collection(d, ["pyrepo"])

@@ -8,7 +8,7 @@ import pytest
 from conftest import HashEmbedder
 
 from codesight_tui import CodeSight
-from codesight_tui.core.chunker import doc_text
+from codesight_tui.core.ingest.chunker import doc_text
 from codesight_tui.core.errors import IndexBusyError
 
 
@@ -167,8 +167,8 @@ def test_overlapped_embedding_writes_each_chunk_once_and_resumes(repo, settings)
     """The GPU path: batch n+1 is embedded in a second thread while batch n is written. Rows in a
     batch still being embedded must not be read again as pending, nothing may be embedded twice,
     and a cancel keeps every written batch."""
-    from codesight_tui.core.cache import EmbeddingCache
-    from codesight_tui.core.indexer import index_vectors
+    from codesight_tui.core.index.cache import EmbeddingCache
+    from codesight_tui.core.index.indexer import index_vectors
 
     class Threaded(HashEmbedder):
         def __init__(self, cancel_after=None, cancel=None):
@@ -261,7 +261,7 @@ def test_large_vector_tables_get_an_ann_index(tmp_path):
     own row first, and rows added later are found too (LanceDB scans unindexed rows)."""
     import numpy as np
 
-    from codesight_tui.core.vectors import VectorStore
+    from codesight_tui.core.store.vectors import VectorStore
 
     rng = np.random.default_rng(0)
     vecs = rng.normal(size=(1200, 32)).astype(np.float32)
@@ -283,7 +283,7 @@ def test_lexical_phase_in_worker_processes_matches_the_thread_path(repo, tmp_pat
                                                                    monkeypatch):
     """Big change sets are chunked in spawned worker processes (the CLI turns this on); the
     rows they produce are exactly those of the in-process path."""
-    from codesight_tui.core import indexer
+    from codesight_tui.core.index import indexer
 
     for i in range(40):
         (repo / "src" / f"mod_{i}.py").write_text(f"def handler_{i}(event):\n    return event * {i}\n")
@@ -371,10 +371,10 @@ def test_worker_processes_start_when_stderr_has_no_file_descriptor(tmp_path):
     script = (
         "import io, sys\n"
         "from pathlib import Path\n"
-        "from codesight_tui.core import indexer\n"
-        "from codesight_tui.core.chunker import Chunker\n"
-        "from codesight_tui.core.store import Store\n"
-        "from codesight_tui.core.tokens import TokenCounter, resolve_model\n"
+        "from codesight_tui.core.index import indexer\n"
+        "from codesight_tui.core.ingest.chunker import Chunker\n"
+        "from codesight_tui.core.store.store import Store\n"
+        "from codesight_tui.core.ingest.tokens import TokenCounter, resolve_model\n"
         "if __name__ == '__main__':\n"
         "    indexer.LEXICAL_BATCH_FILES = 8\n"
         "    class Capture(io.StringIO):  # what Textual leaves in place while the app runs\n"
@@ -416,7 +416,7 @@ def test_small_edits_do_not_pile_up_vector_versions(repo, settings, hash_embedde
     # it and drops versions older than KEEP_VERSIONS_S (1 s here, so that the test waits little).
     import time
 
-    from codesight_tui.core import vectors as vectors_module
+    from codesight_tui.core.store import vectors as vectors_module
 
     monkeypatch.setattr(vectors_module, "KEEP_VERSIONS_S", 1)
     monkeypatch.setattr(vectors_module, "COMPACT_FRAGMENTS", 4)
@@ -471,7 +471,7 @@ def test_an_indexer_that_held_an_old_table_version_writes_no_duplicate_vectors(r
     # missing, and embedded those chunks again: 266 chunks ended up with two vectors.
     from collections import Counter
 
-    from codesight_tui.core.vectors import VectorStore
+    from codesight_tui.core.store.vectors import VectorStore
 
     b = CodeSight(repo, settings=settings, embedder=hash_embedder)
     b.index()
@@ -520,7 +520,7 @@ def test_a_status_call_never_takes_the_notice_a_search_should_show(repo, setting
 def test_an_unreadable_file_is_not_changed_forever(repo, settings, hash_embedder, monkeypatch):
     """Issue 48 item 27: a file no run can read (chmod 000 for a user; here open() refused) is
     skipped as unreadable, and status does not report it as added after every run."""
-    import codesight_tui.core.walker as walker
+    import codesight_tui.core.ingest.walker as walker
 
     locked = str(repo / "src" / "geo.py")
     real_open = os.open

@@ -54,9 +54,9 @@ def test_model_in_a_child_process(real_embedder, tmp_path, monkeypatch):
     and is not fooled by a `codesight_tui/` folder in the current directory."""
     import numpy as np
 
-    from codesight_tui.core.embedder import ProcessEmbedder
+    from codesight_tui.core.index.embedder import ProcessEmbedder
     from codesight_tui.core.errors import CodeSightError
-    from codesight_tui.core.tokens import resolve_model
+    from codesight_tui.core.ingest.tokens import resolve_model
 
     decoy = tmp_path / "codesight_tui"
     decoy.mkdir()

@@ -17,10 +17,10 @@ import pytest
 
 from codesight_tui import CodeSight
 from codesight_tui.core.config import DEFAULT_MODEL, Settings
-from codesight_tui.core.embedder import ProcessEmbedder
+from codesight_tui.core.index.embedder import ProcessEmbedder
 from codesight_tui.core.errors import CodeSightError
-from codesight_tui.core.onnx_model import OnnxEmbedder, export, export_dir, exportable, for_backend, is_exported
-from codesight_tui.core.tokens import resolve_model
+from codesight_tui.core.index.onnx_model import OnnxEmbedder, export, export_dir, exportable, for_backend, is_exported
+from codesight_tui.core.ingest.tokens import resolve_model
 
 pytestmark = pytest.mark.model
 
@@ -135,9 +135,9 @@ def test_the_process_that_embeds_never_imports_torch(onnx_cache):
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from codesight_tui.core.onnx_model import for_backend\n"
-        "from codesight_tui.core.embedder import in_process\n"
-        "from codesight_tui.core.tokens import resolve_model\n"
+        "from codesight_tui.core.index.onnx_model import for_backend\n"
+        "from codesight_tui.core.index.embedder import in_process\n"
+        "from codesight_tui.core.ingest.tokens import resolve_model\n"
         f"info = for_backend(resolve_model('minilm'), 'onnx', 'cpu', False, Path({str(onnx_cache)!r}))\n"
         "v = in_process(info).encode(['hello'])\n"
         "print(v.shape, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)\n"

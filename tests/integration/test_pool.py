@@ -8,7 +8,7 @@ import signal
 from pathlib import Path
 
 from codesight_tui.core.errors import CodeSightError
-from codesight_tui.core.pool import MAX_RETRIES, run_tasks
+from codesight_tui.core.store.pool import MAX_RETRIES, run_tasks
 
 
 def work(task: tuple[str, str]) -> object:

@@ -17,14 +17,14 @@ import pytest
 from codesight_tui.core.modes import Vectors
 from codesight_tui.core.engine import CodeSight
 from codesight_tui.core.errors import CodeSightError
-from codesight_tui.core.static import StaticEmbedder, distill, distilled_dir, is_model_dir
+from codesight_tui.core.index.static import StaticEmbedder, distill, distilled_dir, is_model_dir
 
 GEO_QUERY = "great-circle distance between two places on the globe"
 
 
 def _consistent(cs: CodeSight) -> bool:
     """Every chunk has a static vector, and every chunk with a doc view has one for it too."""
-    from codesight_tui.core.chunker import doc_text
+    from codesight_tui.core.ingest.chunker import doc_text
 
     c = cs.store.conn
     chunks = {i for (i,) in c.execute("SELECT id FROM chunks")}
@@ -58,7 +58,7 @@ def test_distilled_model_is_a_real_static_model(static_model_dir):
 
 
 def test_distill_cancelled_leaves_nothing(tmp_path):
-    from codesight_tui.core.tokens import resolve_model
+    from codesight_tui.core.ingest.tokens import resolve_model
 
     cancel = threading.Event()
     cancel.set()
@@ -154,7 +154,7 @@ def test_an_index_from_before_doc_views_keeps_its_static_tier_and_gets_them(repo
 
 def test_a_read_only_index_from_before_doc_views_keeps_its_static_tier(repo, settings, hash_embedder,
                                                                        static_model_dir):
-    from codesight_tui.core.store import Store
+    from codesight_tui.core.store.store import Store
 
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder, static_model=str(static_model_dir))
     cs.index(embed=False, static=True)
@@ -210,7 +210,7 @@ def test_missing_static_model_is_a_warning_not_a_failure(repo, settings, hash_em
 
 def _auto_home(settings, static_model_dir) -> Path:
     """Put the session's distilled model where ``static_model = "distilled"`` looks for it."""
-    from codesight_tui.core.tokens import resolve_model
+    from codesight_tui.core.ingest.tokens import resolve_model
 
     info = resolve_model(settings.embedding_model)
     dest = distilled_dir(settings.cache_dir, info.name, info.load_from)
@@ -328,7 +328,7 @@ def test_the_shipped_static_model_is_the_default_and_answers_a_plain_question(re
     """Issue 49: with the bundled full model, ``static_model = "auto"`` is the static model shipped in
     the package (trained on code; no distillation on a first run), with its own relevance floor;
     the issue's fixture question finds the LRU cache in the top 3 from BM25 + static."""
-    from codesight_tui.core.static import PACKAGED_DIR, StaticEmbedder, is_model_dir
+    from codesight_tui.core.index.static import PACKAGED_DIR, StaticEmbedder, is_model_dir
 
     assert is_model_dir(PACKAGED_DIR)
     cs = CodeSight(repo, settings=settings.model_copy(update={"static_model": "auto"}))

@@ -15,7 +15,7 @@ import pytest
 from conftest import stop
 
 from codesight_tui import CodeSight
-from codesight_tui.core.watch import ADDED, DELETED, MODIFIED, Batch, Watcher
+from codesight_tui.core.store.watch import ADDED, DELETED, MODIFIED, Batch, Watcher
 
 
 def until(predicate, timeout: float = 20.0, every: float = 0.05):
@@ -72,7 +72,7 @@ def test_changes_are_coalesced_until_the_tree_is_quiet(tmp_path):
 
 
 def test_a_busy_index_keeps_the_batch_for_later(tmp_path):
-    from codesight_tui.core.watch import RetryLater
+    from codesight_tui.core.store.watch import RetryLater
 
     calls = []
 

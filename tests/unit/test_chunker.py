@@ -2,9 +2,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codesight_tui.core.chunker import Chunker, doc_text, doc_view, embed_text, has_grammar, scope_text
+from codesight_tui.core.ingest.chunker import Chunker, doc_text, doc_view, embed_text, has_grammar, scope_text
 from codesight_tui.core.config import DEFAULT_MODEL
-from codesight_tui.core.tokens import TokenCounter, resolve_model
+from codesight_tui.core.ingest.tokens import TokenCounter, resolve_model
 
 INFO = resolve_model(DEFAULT_MODEL)
 COUNTER = TokenCounter(INFO.tokenizer_file)
@@ -218,7 +218,7 @@ def test_batched_line_counts_equal_the_tokenizer_on_any_text(texts):
 
 
 def test_line_counts_stay_exact_when_the_word_caches_overflow(monkeypatch):
-    from codesight_tui.core import tokens
+    from codesight_tui.core.ingest import tokens
 
     monkeypatch.setattr(tokens, "WORD_CACHE_MAX", 8)
     counter = TokenCounter(INFO.tokenizer_file)

@@ -9,7 +9,7 @@ import time
 from conftest import HashEmbedder, wait_for
 
 from codesight_tui import CodeSight
-from codesight_tui.core.jobs import BUSY_MESSAGE, IndexJob
+from codesight_tui.core.process.jobs import BUSY_MESSAGE, IndexJob
 
 
 class SlowEmbedder(HashEmbedder):

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 import codesight_tui
 from codesight_tui import CodeSight
-from codesight_tui.core import lexical
-from codesight_tui.core.lexical import ResidentBM25, _varints
-from codesight_tui.core.store import BM25_WEIGHTS
+from codesight_tui.core.store import lexical
+from codesight_tui.core.store.lexical import ResidentBM25, _varints
+from codesight_tui.core.store.store import BM25_WEIGHTS
 from codesight_tui.core.text import fts_query, query_terms
 
 QUERIES = [

@@ -4,7 +4,7 @@ one result per definition; and the plain-RRF switch that reproduces the starting
 import pytest
 
 from codesight_tui import CodeSight
-from codesight_tui.core.ranking import analyze, definitions, is_code_like
+from codesight_tui.core.search.ranking import analyze, definitions, is_code_like
 
 RETRY = '''"""Retry policies for uploads."""
 
@@ -143,7 +143,7 @@ export interface RetryOptions {
 
 
 def test_declarations_rank_below_their_implementation_unless_named(tmp_path, settings, hash_embedder):
-    from codesight_tui.core.paths import DECLARATIONS, SOURCE, classify
+    from codesight_tui.core.ingest.paths import DECLARATIONS, SOURCE, classify
 
     assert classify("typings/index.d.ts") == DECLARATIONS == classify("pkg/mod.pyi") and classify("lib/a.ts") == SOURCE
     root = tmp_path / "r"
@@ -174,7 +174,7 @@ def _unit(*xs):
 
 
 def test_feedback_ranking_moves_the_query_toward_the_top_hit():
-    from codesight_tui.core.ranking import feedback_ranking
+    from codesight_tui.core.search.ranking import feedback_ranking
 
     q = _unit((0, 1))
     vecs = {1: _unit((1, 1)), 2: _unit((2, 1)), 3: _unit((1, 1), (3, 0.2)), 4: _unit((0, 1), (2, 1.5))}
@@ -185,7 +185,7 @@ def test_feedback_ranking_moves_the_query_toward_the_top_hit():
 
 
 def test_feedback_lifts_a_lexical_hit_like_the_top_hit(cs):
-    from codesight_tui.core.ranking import rerank
+    from codesight_tui.core.search.ranking import rerank
 
     ids = [i for (i,) in cs.store.conn.execute(
         "SELECT id FROM chunks WHERE path IN ('uploads/retry.py', 'uploads/report.py', 'web/client.js') ORDER BY id")]
@@ -209,7 +209,7 @@ def test_feedback_lifts_a_lexical_hit_like_the_top_hit(cs):
 
 
 def test_search_reads_feedback_vectors_from_the_cache(cs, monkeypatch):
-    from codesight_tui.core.vectors import VectorStore
+    from codesight_tui.core.store.vectors import VectorStore
 
     expect = [h.chunk_id for h in cs.search("retry a failed upload", top_k=5)]
     monkeypatch.setattr(VectorStore, "vectors", lambda self, ids: pytest.fail("LanceDB lookup with a warm cache"))
@@ -280,7 +280,7 @@ def test_the_named_file_survives_many_extensions(tmp_path, settings):
 
 
 def test_a_short_query_naming_a_file_lifts_it(tmp_path, settings, monkeypatch):
-    from codesight_tui.core import ranking
+    from codesight_tui.core.search import ranking
 
     # Dispatcher.php says "event" and "listener" less often than the helpers around it, but a short
     # query naming it ("dispatching" meets "Dispatcher" by its stem) is about it.
@@ -314,7 +314,7 @@ def test_a_short_query_naming_a_file_lifts_it(tmp_path, settings, monkeypatch):
 
 
 def test_saturation_lets_the_next_file_up_for_short_queries():
-    from codesight_tui.core import ranking
+    from codesight_tui.core.search import ranking
 
     class Row:
         def __init__(self, path, scope, start, end):
@@ -331,7 +331,7 @@ def test_saturation_lets_the_next_file_up_for_short_queries():
 
 
 def test_partial_vectors_count_by_coverage(cs):
-    from codesight_tui.core.ranking import rerank
+    from codesight_tui.core.search.ranking import rerank
 
     ids = [r[0] for r in cs.store.conn.execute("SELECT id FROM chunks WHERE path LIKE 'uploads/%' ORDER BY id")]
     a, b = ids[0], ids[-1]
@@ -343,13 +343,13 @@ def test_partial_vectors_count_by_coverage(cs):
 
 
 def test_translation_catalogs_are_data():
-    from codesight_tui.core.indexer import _priority
-    from codesight_tui.core.paths import DATA, SOURCE, classify
+    from codesight_tui.core.index.indexer import _priority
+    from codesight_tui.core.ingest.paths import DATA, SOURCE, classify
 
     assert classify("django/conf/locale/de/LC_MESSAGES/django.po") == DATA
     assert classify("app/i18n/fr.json") == DATA and classify("res/strings.xliff") == DATA
     assert classify("src/locale.py") == SOURCE and classify("src/config.json") != DATA
-    from codesight_tui.core.paths import DOCS
+    from codesight_tui.core.ingest.paths import DOCS
 
     # scaffolding templates that generators copy into new projects rank as docs
     assert classify("Routing/Console/stubs/controller.plain.stub") == DOCS
@@ -360,8 +360,8 @@ def test_translation_catalogs_are_data():
 
 
 def test_configuration_and_data_formats_are_not_code():
-    from codesight_tui.core.indexer import _priority
-    from codesight_tui.core.paths import CONFIG, SOURCE, classify
+    from codesight_tui.core.index.indexer import _priority
+    from codesight_tui.core.ingest.paths import CONFIG, SOURCE, classify
 
     for path in ("src/commands/setrange.json", ".github/workflows/test.yml", "pyproject.toml", "setup.cfg",
                  "pom.xml", "src/commands.def", "BUILD.bazel"):
@@ -413,7 +413,7 @@ def test_qualified_names_find_their_definition(tmp_path, settings, files, ident,
 def test_a_file_that_matches_in_several_places_outranks_one_lucky_chunk(tmp_path, settings):
     """File-level evidence (BM25 alone): a question about how something works is answered by the
     file whose several chunks match, not by the one chunk elsewhere that matches a little better."""
-    from codesight_tui.core import ranking
+    from codesight_tui.core.search import ranking
 
     (tmp_path / "alpha.py").write_text("".join(
         f"def session_step_{i}(store):\n    \"\"\"Expire the session token after idle {i}.\"\"\"\n"
@@ -440,7 +440,7 @@ def test_file_evidence_with_several_lists_counts_only_chunks_bm25_ranked_high():
     """With BM25 and the static tier fused, the deep end of both lists holds many chunks of a big
     file, and the static list ranks every chunk however unlike the question: neither is evidence
     that the file answers it. Chunks BM25 put in its first FILE_EVIDENCE_TOP are."""
-    from codesight_tui.core import ranking
+    from codesight_tui.core.search import ranking
     from codesight_tui.core.fusion import rrf_scores
 
     class Row:
@@ -480,7 +480,7 @@ def test_a_symbol_opens_at_its_declaration_below_a_long_doc_comment(tmp_path, se
 def test_code_named_like_a_projects_notes_is_source(tmp_path, settings):
     # "CHANGES" and "HISTORY" name notes, but changeset.ex and history.lua are code: the notes'
     # penalty buried Ecto's Changeset module under a file that merely uses it.
-    from codesight_tui.core.paths import DOCS, SOURCE, classify
+    from codesight_tui.core.ingest.paths import DOCS, SOURCE, classify
 
     for notes in ("LICENSE", "LICENSE-MIT", "COPYING.LESSER", "README", "README.zoneinfo", "Changes", "HISTORY.rst",
                   "AUTHORS", "pkg/CHANGELOG"):
@@ -548,15 +548,15 @@ def test_a_c_header_ranks_as_declarations_below_its_implementation(tmp_path, set
     assert c.search(query, top_k=2, mode="bm25")[0].path == "src/db.c"
     assert c.search(query + " header", top_k=2, mode="bm25")[0].path == "src/db.h"  # asked for
     assert c.search("keyspace", top_k=1, mode="bm25")[0].path == "src/db.h"  # the struct it defines
-    from codesight_tui.core.paths import DECLARATIONS, SOURCE
-    from codesight_tui.core.ranking import _kind
+    from codesight_tui.core.ingest.paths import DECLARATIONS, SOURCE
+    from codesight_tui.core.search.ranking import _kind
 
     kinds = {r.path: _kind(r) for r in c.store.get_chunks(
         [i for (i,) in c.store.conn.execute("SELECT id FROM chunks")]).values()}
     # a function defined in a header (static inline) is an implementation
     assert kinds == {"src/db.h": DECLARATIONS, "src/db.c": SOURCE, "src/dict.h": SOURCE}
-    from codesight_tui.core.indexer import _priority
-    from codesight_tui.core.paths import classify
+    from codesight_tui.core.index.indexer import _priority
+    from codesight_tui.core.ingest.paths import classify
 
     # the file's class is the classifier's, so headers are embedded after the code they declare
     assert classify("src/db.h", "c") == DECLARATIONS and classify("include/fmt/base.h", "cpp") == SOURCE

@@ -112,7 +112,7 @@ def test_one_long_definition_is_one_result():
     # 1018-1064 and 1084-1090 that do not touch. A definition is listed once, at its best window.
     from types import SimpleNamespace as Row
 
-    from codesight_tui.core.searcher import SearchResult, merge_into
+    from codesight_tui.core.search.searcher import SearchResult, merge_into
 
     def hit(start, end, scope="class Flask > def url_for", path="src/flask/app.py"):
         return SearchResult(path, start, end, scope, "python", 1.0, 1, 1, "x\n" * (end - start) + "x", 1)
@@ -139,7 +139,7 @@ def test_punctuation_only_queries_have_no_results(cs, query):
 
 
 def test_result_names_drop_the_keywords():
-    from codesight_tui.core.searcher import short_scope
+    from codesight_tui.core.search.searcher import short_scope
 
     assert short_scope("class Flask > def url_for") == "Flask.url_for"
     assert short_scope("class SecureCookieSessionInterface > def open_session") == \

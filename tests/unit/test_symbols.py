@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from codesight_tui.core.symbols import extract
+from codesight_tui.core.ingest.symbols import extract
 
 FIXTURES = {
     "python": ('''import os

@@ -10,7 +10,7 @@ from conftest import UnitTierBreach
 def test_a_unit_test_cannot_start_a_process_or_load_a_model():
     with pytest.raises(UnitTierBreach, match="started a process"):
         subprocess.run([sys.executable, "-c", "pass"], check=False)
-    from codesight_tui.core import static
+    from codesight_tui.core.index import static
 
     with pytest.raises(UnitTierBreach, match="static model"):
         static.load("anywhere")

@@ -1,6 +1,6 @@
 import os
 
-from codesight_tui.core.walker import WalkStats, read_text, walk
+from codesight_tui.core.ingest.walker import WalkStats, read_text, walk
 
 
 def paths(root, **kw):
@@ -126,7 +126,7 @@ def test_pathological_gitignore_patterns_match_in_linear_time(tmp_path):
 
 def test_binary_without_a_nul_in_its_first_8_kb_is_skipped(tmp_path):
     # Issue 22, fault 14: a binary file with no NUL byte in its first 8 KB got indexed.
-    from codesight_tui.core.walker import read_text
+    from codesight_tui.core.ingest.walker import read_text
 
     late = tmp_path / "late.py"
     late.write_bytes(b"# text\n" * 1300 + b"\x00\x01binary after 8 KB\n")

@@ -16,8 +16,8 @@ from codesight_tui.core.fleet.store import FleetStore, RepoRecord, StoreSpec, ex
 if TYPE_CHECKING:
     import numpy as np
 
-    from codesight_tui.core.related import RelatedSource
-    from codesight_tui.core.searcher import SearchResponse
+    from codesight_tui.core.search.related import RelatedSource
+    from codesight_tui.core.search.searcher import SearchResponse
 
 
 @dataclass
@@ -90,7 +90,7 @@ class Fleet:
         machine has none yet)."""
         meta = self.store.meta()
         kind, dim = meta.get("kind", "static"), int(meta.get("dim", "0"))
-        from codesight_tui.core.models import model_info, static_model_path
+        from codesight_tui.core.process.models import model_info, static_model_path
 
         info = model_info(self.settings)
         if meta.get("model") != info.name:
@@ -100,11 +100,11 @@ class Fleet:
         encoder = _ENCODERS.get(key)
         if encoder is None:
             if kind == "static":
-                from codesight_tui.core.static import load
+                from codesight_tui.core.index.static import load
 
                 encoder = load(static_model_path(self.settings, info))
             else:
-                from codesight_tui.core.embedder import in_process
+                from codesight_tui.core.index.embedder import in_process
 
                 encoder = in_process(info, self.settings.device, self.settings.batch_size)
             _ENCODERS[key] = encoder

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.fleet.store import KINDS, FleetStore, RepoRecord, StoreSpec, chunk_id, chunks_schema
-from codesight_tui.core.models import model_info, static_model_path
+from codesight_tui.core.process.models import model_info, static_model_path
 from codesight_tui.core.redact import scrub_credentials
 
 if TYPE_CHECKING:
@@ -170,21 +170,21 @@ def _models(task: RepoTask) -> tuple[Any, Any, Any]:
     key = (task.kind, task.static_path or "", repr(sorted(task.settings.items())))
     with _LOAD_LOCK:
         if key not in _LOADED:
-            from codesight_tui.core.cache import EmbeddingCache
-            from codesight_tui.core.chunker import Chunker
-            from codesight_tui.core.tokens import TokenCounter
+            from codesight_tui.core.index.cache import EmbeddingCache
+            from codesight_tui.core.ingest.chunker import Chunker
+            from codesight_tui.core.ingest.tokens import TokenCounter
 
             info = model_info(_settings_of(task.settings))
             chunker = Chunker(TokenCounter(info.tokenizer_file), info.max_seq_length - 2)
             if task.kind == "static":
-                from codesight_tui.core.static import is_model_dir, load
+                from codesight_tui.core.index.static import is_model_dir, load
 
                 path = Path(task.static_path or "")
                 if not is_model_dir(path):  # another machine of the cluster: its own, distilled there once
                     path = static_model_path(_settings_of(task.settings), info)
                 encoder, cache = load(path), None
             else:
-                from codesight_tui.core.embedder import in_process
+                from codesight_tui.core.index.embedder import in_process
 
                 settings = _settings_of(task.settings)
                 encoder = in_process(info, settings.device, settings.batch_size)
@@ -245,10 +245,10 @@ def index_repository(task: RepoTask) -> RepoOutput:
     import numpy as np
     import pyarrow as pa
 
-    from codesight_tui.core.chunker import embed_text
-    from codesight_tui.core.indexer import file_batches, prepare_batch
+    from codesight_tui.core.index.indexer import file_batches, prepare_batch
+    from codesight_tui.core.ingest.chunker import embed_text
+    from codesight_tui.core.ingest.walker import WalkStats, walk
     from codesight_tui.core.languages import is_document
-    from codesight_tui.core.walker import WalkStats, walk
 
     t0 = time.perf_counter()
     chunker, encoder, cache = _models(task)
@@ -401,7 +401,7 @@ def _run(sources: list[Source], spec: StoreSpec, settings: Settings, kind: str, 
     info = model_info(settings)
     static_path = None
     if kind == "static":
-        from codesight_tui.core.static import load
+        from codesight_tui.core.index.static import load
 
         path = static_model_path(settings, info, say)
         static_path, dim = str(path), load(path).dim
@@ -460,8 +460,8 @@ def _run(sources: list[Source], spec: StoreSpec, settings: Settings, kind: str, 
             else:
                 done(task, out, None)
     else:
-        from codesight_tui.core.indexer import cpu_cores
-        from codesight_tui.core.pool import run_tasks
+        from codesight_tui.core.index.indexer import cpu_cores
+        from codesight_tui.core.store.pool import run_tasks
 
         report.workers = run_tasks(index_repository, tasks, workers or cpu_cores(), done, preload=__name__)
     finished = store.finish()
@@ -474,7 +474,7 @@ def _kept(old: RepoRecord | None) -> tuple[str, float, int, int]:
 
 
 def _full_dim(info: Any) -> int:
-    from codesight_tui.core.embedder import in_process
+    from codesight_tui.core.index.embedder import in_process
 
     encoder = in_process(info)
     return int(encoder.dim)

@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError
-from codesight_tui.core.paths import tree_bytes
+from codesight_tui.core.ingest.paths import tree_bytes
 from codesight_tui.core.redact import scrub_credentials
-from codesight_tui.core.related import RelatedSource
-from codesight_tui.core.searcher import SearchResponse
-from codesight_tui.core.store import ChunkRow, path_matches
+from codesight_tui.core.search.related import RelatedSource
+from codesight_tui.core.search.searcher import SearchResponse
+from codesight_tui.core.store.store import ChunkRow, path_matches
 from codesight_tui.core.text import query_terms
 
 if TYPE_CHECKING:
@@ -472,8 +472,8 @@ class FleetStore:
         definition); ``repo`` is a glob over the repositories looked in. The source's ``root`` is
         its repository's name, as the store's hits carry it. Raises ``CodeSightError`` (exit
         code 2) with one line where there is none."""
-        from codesight_tui.core.ranking import definitions
-        from codesight_tui.core.related import MAX_LINE, parse_location, terms_of
+        from codesight_tui.core.search.ranking import definitions
+        from codesight_tui.core.search.related import MAX_LINE, parse_location, terms_of
 
         self._rows = {}
         self._where, _chosen = self.repo_filter(repo)
@@ -515,7 +515,7 @@ class FleetStore:
             kept = [h for h in answer if not like.overlaps(h.repo, h.path, h.start_line, h.end_line)]
             return SearchResponse(kept[:top_k], answer.notices, answer.retrievers)
         from codesight_tui.core.fusion import RELEVANCE_FLOOR, STATIC_KNOWN_WORDS, STATIC_RELEVANCE_FLOOR
-        from codesight_tui.core.searcher import fuse_and_rank
+        from codesight_tui.core.search.searcher import fuse_and_rank
 
         if not query or not any(ch.isalnum() for ch in query):
             return SearchResponse()

@@ -23,9 +23,9 @@ from codesight_tui.core.text import printable
 if TYPE_CHECKING:
     from textual.app import ComposeResult
 
-    from codesight_tui.core.ask import Answer
     from codesight_tui.core.config import Settings
-    from codesight_tui.core.searcher import SearchResult
+    from codesight_tui.core.search.ask import Answer
+    from codesight_tui.core.search.searcher import SearchResult
     from codesight_tui.tui.app import CodeSightApp
 
 INTRO = ("Ask about this repository: its code and documents. The question and the best search hits go to"
@@ -38,7 +38,7 @@ HELP = (INTRO + "\n\n"
 
 def intro(settings: Settings) -> str:
     """What the view says before the first question: the back end it will ask, or how to set one."""
-    from codesight_tui.core.ask import llm_config
+    from codesight_tui.core.search.ask import llm_config
 
     try:
         cfg = llm_config(settings)

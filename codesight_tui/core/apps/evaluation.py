@@ -29,7 +29,7 @@ from codesight_tui.core.modes import FAST, answer
 if TYPE_CHECKING:
     from codesight_tui.core.config import Settings
     from codesight_tui.core.engine import CodeSight
-    from codesight_tui.core.indexer import ProgressFn
+    from codesight_tui.core.index.indexer import ProgressFn
 
 Row = dict[str, Any]  # one query's or one file's figures, as JSON
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from codesight_tui.core.ingest.walker import Seen, read_bytes, read_text
 from codesight_tui.core.languages import DOCUMENT_EXTENSIONS, detect_language
-from codesight_tui.core.walker import Seen, read_bytes, read_text
 
 if TYPE_CHECKING:
     import threading

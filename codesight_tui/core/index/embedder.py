@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import numpy as np
 
 from codesight_tui.core.errors import CodeSightError
-from codesight_tui.core.tokens import ModelInfo
+from codesight_tui.core.ingest.tokens import ModelInfo
 
 if TYPE_CHECKING:
     import subprocess
@@ -206,14 +206,14 @@ class SentenceTransformerEmbedder:
 def in_process(info: ModelInfo, device: str = "auto", batch_size: int = 0) -> Any:
     """The embedder ``info``'s backend names, in this process."""
     if info.backend.startswith("onnx"):
-        from codesight_tui.core.onnx_model import OnnxEmbedder
+        from codesight_tui.core.index.onnx_model import OnnxEmbedder
 
         return OnnxEmbedder(info, batch_size)
     return SentenceTransformerEmbedder(info, device, batch_size)
 
 
 def serve(fds: list[int], info: ModelInfo, device: str, batch_size: int) -> None:
-    """Child process (``python -m codesight_tui.core.embedder``): load the model, then answer
+    """Child process (``python -m codesight_tui.core.index.embedder``): load the model, then answer
     ``encode`` requests on each connection in its own thread, so bulk indexing and queries never
     queue behind each other."""
     import threading
@@ -293,7 +293,7 @@ class ProcessEmbedder:
                            info.backend, info.export_dir, device, batch_size])
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "codesight_tui.core.embedder", spec, *map(str, child_fds)],
+                [sys.executable, "-m", "codesight_tui.core.index.embedder", spec, *map(str, child_fds)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 pass_fds=child_fds, close_fds=True,
                 # run from the directory holding this very package, so `-m` finds this copy and

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from codesight_tui.core.chunker import GRAMMARS, is_definition, keyword, node_name, parser_for
+from codesight_tui.core.ingest.chunker import GRAMMARS, is_definition, keyword, node_name, parser_for
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Query

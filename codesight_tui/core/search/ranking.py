@@ -51,12 +51,12 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import Stemmer
 
+from codesight_tui.core.ingest.paths import CONFIG, DATA, DECLARATIONS, DOCS, DOCUMENT, SOURCE, TEST, VENDOR, classify
 from codesight_tui.core.languages import CODE_LANGUAGES, DOCUMENT_LANGUAGES
-from codesight_tui.core.paths import CONFIG, DATA, DECLARATIONS, DOCS, DOCUMENT, SOURCE, TEST, VENDOR, classify
 from codesight_tui.core.text import STOPWORDS, split_identifier
 
 if TYPE_CHECKING:
-    from codesight_tui.core.store import ChunkRow
+    from codesight_tui.core.store.store import ChunkRow
 
 VectorsFn = Callable[[list["ChunkRow"]], dict[int, np.ndarray]]
 
@@ -371,7 +371,7 @@ def rerank(store: Chunks, rankings: dict[str, list[int]], query: str, *, rrf_k: 
     embedded) weights the ``static`` list like ``coverage`` the vector list; ``static_vector``
     and ``static_vectors_for`` redo it by feedback the same way."""
     from codesight_tui.core.fusion import rrf_scores
-    from codesight_tui.core.store import path_matches
+    from codesight_tui.core.store.store import path_matches
 
     q = analyze(query)
     wb, wv = WEIGHTS[q.kind]

@@ -20,7 +20,7 @@ from codesight_tui.core.languages import CODE_LANGUAGES
 from codesight_tui.core.text import content_hash, spell_out_names
 
 if TYPE_CHECKING:
-    from codesight_tui.core.tokens import TokenCounter
+    from codesight_tui.core.ingest.tokens import TokenCounter
 
 Node = Any  # a tree-sitter node
 Segment = tuple[int, int, str]  # (first line, last line, scope): 0-based, inclusive

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codesight_tui.core.walker import ALWAYS_SKIPPED_DIRS, IGNORE_FILES, IgnoreMatcher
+from codesight_tui.core.ingest.walker import ALWAYS_SKIPPED_DIRS, IGNORE_FILES, IgnoreMatcher
 
 ADDED, MODIFIED, DELETED = "added", "modified", "deleted"
 _PRECEDENCE = {MODIFIED: 0, ADDED: 1, DELETED: 2}

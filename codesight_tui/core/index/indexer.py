@@ -27,14 +27,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from codesight_tui.core.child import init_child, quiet_for_children
-from codesight_tui.core.chunker import Chunker, doc_text, embed_text
-from codesight_tui.core.extract import DOCUMENT_REASONS, DocumentReader, ExtractError, extract
-from codesight_tui.core.languages import is_document
-from codesight_tui.core.paths import VALUE_ORDER, classify, git_head
-from codesight_tui.core.redact import SECRET_FILES, redact
-from codesight_tui.core.store import chunk_fields
-from codesight_tui.core.text import content_hash
-from codesight_tui.core.walker import (
+from codesight_tui.core.ingest.chunker import Chunker, doc_text, embed_text
+from codesight_tui.core.ingest.extract import DOCUMENT_REASONS, DocumentReader, ExtractError, extract
+from codesight_tui.core.ingest.paths import VALUE_ORDER, classify, git_head
+from codesight_tui.core.ingest.walker import (
     IGNORE_FILES,
     MAX_DOCUMENT_SIZE,
     FileEntry,
@@ -43,12 +39,16 @@ from codesight_tui.core.walker import (
     entry_for,
     walk,
 )
+from codesight_tui.core.languages import is_document
+from codesight_tui.core.redact import SECRET_FILES, redact
+from codesight_tui.core.store.store import chunk_fields
+from codesight_tui.core.text import content_hash
 
 if TYPE_CHECKING:
-    from codesight_tui.core.cache import EmbeddingCache
-    from codesight_tui.core.static import StaticEmbedder
-    from codesight_tui.core.store import ChunkFields, ChunkRow, Store
-    from codesight_tui.core.vectors import VectorStore
+    from codesight_tui.core.index.cache import EmbeddingCache
+    from codesight_tui.core.index.static import StaticEmbedder
+    from codesight_tui.core.store.store import ChunkFields, ChunkRow, Store
+    from codesight_tui.core.store.vectors import VectorStore
 
 # Files handled per lexical transaction: big enough to amortise commits, small enough that
 # Ctrl-C loses little and readers see progress.
@@ -149,7 +149,7 @@ _WORKER_CHUNKER: Chunker | None = None
 def _init_worker(tokenizer_file: Path | None, max_tokens: int, quiet: bool = False, parent: int | None = None) -> None:
     global _WORKER_CHUNKER
     init_child(quiet, parent)
-    from codesight_tui.core.tokens import TokenCounter
+    from codesight_tui.core.ingest.tokens import TokenCounter
 
     _WORKER_CHUNKER = Chunker(TokenCounter(tokenizer_file), max_tokens)
     # Chunking allocates millions of short-lived tuples and lists and makes no reference cycles

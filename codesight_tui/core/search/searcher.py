@@ -25,11 +25,11 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-    from codesight_tui.core.ranking import Retriever, VectorsFn
-    from codesight_tui.core.related import RelatedSource
-    from codesight_tui.core.static import StaticIndex
-    from codesight_tui.core.store import ChunkRow, Store
-    from codesight_tui.core.vectors import VectorStore
+    from codesight_tui.core.index.static import StaticIndex
+    from codesight_tui.core.search.ranking import Retriever, VectorsFn
+    from codesight_tui.core.search.related import RelatedSource
+    from codesight_tui.core.store.store import ChunkRow, Store
+    from codesight_tui.core.store.vectors import VectorStore
 
 
 @dataclass(slots=True)
@@ -169,7 +169,7 @@ class LocalRetriever:
 def _filtered(store: Store, ids: list[int], glob: str | None, language: str | None) -> list[int]:
     """``ids`` whose chunk passes the path and language filters (vector lists are over-fetched
     and filtered here: LanceDB and the static matrix know neither)."""
-    from codesight_tui.core.store import path_matches
+    from codesight_tui.core.store.store import path_matches
 
     rows = store.get_chunks(ids)
     return [i for i in ids if i in rows and (not glob or path_matches(rows[i].path, glob))
@@ -285,7 +285,7 @@ def fuse_and_rank(retriever: Retriever, rankings: dict[str, list[int]], query: s
     gives a chunk's ``(repo, commit)`` where the chunks come from several repositories (a fleet):
     windows merge only within one repository. ``locate`` gives a document line's page or slide."""
     if stack:
-        from codesight_tui.core.ranking import rerank
+        from codesight_tui.core.search.ranking import rerank
 
         fused = rerank(retriever, rankings, query, rrf_k=rrf_k, glob=glob, language=language, coverage=coverage,
                        query_vector=query_vector, vectors_for=vectors_for, static_weight=static_weight,
@@ -334,7 +334,7 @@ def set_target_lines(results: list[SearchResult], query: str) -> None:
     """Each hit's ``line``: for a definition the query names, the line that defines it (not the
     decorator or comment block above it); otherwise the first line holding a word of the query.
     The chunk's first line where neither is found."""
-    from codesight_tui.core.ranking import analyze, declaring_line
+    from codesight_tui.core.search.ranking import analyze, declaring_line
 
     q = analyze(query)
     names = [i.split(".")[-1] for i in q.identifiers]

@@ -19,7 +19,7 @@ from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.text import STOPWORDS, split_identifier
 
 if TYPE_CHECKING:
-    from codesight_tui.core.store import Store
+    from codesight_tui.core.store.store import Store
 
 MAX_TERMS = 32  # BM25 words taken from the chunk: its most frequent names' parts
 _TARGET = re.compile(r"^(?P<path>.+?):(?P<line>\d+)(?::\d+)?$")  # path:line, or vimgrep's path:line:col

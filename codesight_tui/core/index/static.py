@@ -29,7 +29,7 @@ import numpy as np
 
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.fusion import STATIC_RELEVANCE_FLOOR
-from codesight_tui.core.paths import slug
+from codesight_tui.core.ingest.paths import slug
 
 PCA_DIMS = 256  # measured against 128 and no PCA: see benchmarks/README.md, "Static tier"
 DISTILL_TIMEOUT = 1800  # seconds: a distillation that has not finished by then is abandoned
@@ -85,7 +85,7 @@ def distill(base_path: Path, dest: Path, *, timeout: float = DISTILL_TIMEOUT,
         tmp = dest.with_name(f"{dest.name}.tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "codesight_tui.core.static", str(base_path), str(tmp)],
+        proc = subprocess.Popen([sys.executable, "-m", "codesight_tui.core.index.static", str(base_path), str(tmp)],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 # from the folder holding this package: `-m` must never pick up a
                                 # `codesight_tui/` or `json.py` that sits in the caller's directory

@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from codesight_tui.core.cache import EmbeddingCache
     from codesight_tui.core.config import Settings
-    from codesight_tui.core.models import Models
-    from codesight_tui.core.status import Notices
-    from codesight_tui.core.storage import IndexStorage
-    from codesight_tui.core.store import Store
-    from codesight_tui.core.tokens import ModelInfo
-    from codesight_tui.core.vectors import VectorStore
+    from codesight_tui.core.index.cache import EmbeddingCache
+    from codesight_tui.core.index.storage import IndexStorage
+    from codesight_tui.core.ingest.tokens import ModelInfo
+    from codesight_tui.core.process.models import Models
+    from codesight_tui.core.search.status import Notices
+    from codesight_tui.core.store.store import Store
+    from codesight_tui.core.store.vectors import VectorStore
 
 
 @dataclass(eq=False)
@@ -69,7 +69,7 @@ class RepoContext:
 
     def cache_file(self, model: str | None) -> Path | None:
         """The existing embedding-cache file of ``model`` for this index's vector size, or None."""
-        from codesight_tui.core.cache import cache_path
+        from codesight_tui.core.index.cache import cache_path
 
         dim = self.store.get_meta("dim") if self.has_index() else None
         if not model or not dim or not dim.isdigit():

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from codesight_tui.core.errors import CodeSightError
-from codesight_tui.core.tokens import ModelInfo
+from codesight_tui.core.ingest.tokens import ModelInfo
 
 EXPORT_VERSION = 1  # part of the folder's key: a changed export makes a new file, never reuses an old one
 EXPORT_TIMEOUT = 900  # seconds; the export takes about 5 s on a 2-core CPU
@@ -42,7 +42,7 @@ CPU_BATCH = 1  # texts per run on a CPU: no padding; float32 22.6 texts/s at 1 a
 def export_dir(cache_dir: Path, info: ModelInfo, backend: str) -> Path:
     """Where the ONNX export of ``info`` for ``backend`` lives (the model's folder is part of the
     key, so another copy of the model exports anew)."""
-    from codesight_tui.core.paths import slug
+    from codesight_tui.core.ingest.paths import slug
 
     digest = hashlib.sha256(f"{info.name}\0{info.load_from}\0{EXPORT_VERSION}".encode()).hexdigest()[:10]
     return Path(cache_dir).expanduser() / "onnx" / f"{slug(info.name)}-{backend}-{digest}"
@@ -116,7 +116,7 @@ def export(info: ModelInfo, dest: Path, *, timeout: float = EXPORT_TIMEOUT) -> f
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(
-                [sys.executable, "-m", "codesight_tui.core.onnx_model", str(base.resolve()), str(tmp), info.backend,
+                [sys.executable, "-m", "codesight_tui.core.index.onnx_model", str(base.resolve()), str(tmp), info.backend,
                  str(os.getpid())],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                 check=False, timeout=timeout, cwd=str(Path(__file__).resolve().parents[2]),

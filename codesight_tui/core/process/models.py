@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError
-from codesight_tui.core.indexer import IndexReport, Progress, ProgressFn, index_static
-from codesight_tui.core.tokens import ModelInfo
+from codesight_tui.core.index.indexer import IndexReport, Progress, ProgressFn, index_static
+from codesight_tui.core.ingest.tokens import ModelInfo
 
 if TYPE_CHECKING:
     from codesight_tui.core.config import Settings
-    from codesight_tui.core.static import StaticEmbedder, StaticIndex
-    from codesight_tui.core.store import Store
+    from codesight_tui.core.index.static import StaticEmbedder, StaticIndex
+    from codesight_tui.core.store.store import Store
 
 _ModelKey = tuple[str, str, str, str, int, bool]
 _MODELS: dict[_ModelKey, Any] = {}  # one loaded model per (model, device, batch, process) for the whole process
@@ -52,7 +52,7 @@ def shared_embedder(info: ModelInfo, device: str, batch_size: int, in_child: boo
         with _MODELS_LOCK:
             model = _MODELS.get(key)
         if model is None:
-            from codesight_tui.core.embedder import ProcessEmbedder, in_process
+            from codesight_tui.core.index.embedder import ProcessEmbedder, in_process
 
             model = ProcessEmbedder(info, device, batch_size) if in_child else in_process(info, device, batch_size)
             with _MODELS_LOCK:
@@ -149,7 +149,7 @@ class Models:
         """End a model running in a child process (at once, even mid-batch, or still loading)."""
         if not self.in_child:
             return
-        from codesight_tui.core.embedder import stop_starting
+        from codesight_tui.core.index.embedder import stop_starting
 
         stop_starting()
         if self.loaded is not None and hasattr(self.loaded, "close"):
@@ -168,7 +168,7 @@ class Models:
         if value.lower() in ("auto", "distilled"):
             if self.injected:
                 return None
-            from codesight_tui.core.static import distilled_dir, packaged_model
+            from codesight_tui.core.index.static import distilled_dir, packaged_model
 
             shipped = packaged_model(self.info.name) if value.lower() == "auto" else None
             return shipped or distilled_dir(self.settings.cache_dir, self.info.name, self.info.load_from)
@@ -180,7 +180,7 @@ class Models:
         """The static model, or None where the tier is off or its model is not there. With
         ``create`` an ``auto`` model is distilled first if it is missing (once per machine;
         minutes on a CPU). Raises ``CodeSightError`` if it can't be had."""
-        from codesight_tui.core import static
+        from codesight_tui.core.index import static
 
         path = self.static_path()
         if path is None:
@@ -249,7 +249,7 @@ class Models:
                     model = self.static_model()
                     if model is None or model.name != store.get_meta("static_model"):
                         return None
-                    from codesight_tui.core.static import StaticIndex
+                    from codesight_tui.core.index.static import StaticIndex
 
                     ids, matrix = store.static_matrix(model.dim)
                     cached = self._static_cache = (version, StaticIndex(model, ids, matrix,
@@ -282,7 +282,7 @@ def static_model_path(settings: Settings, info: Any, say: Callable[[str], None] 
     """The static model a fleet store uses: the configured model2vec folder, else the one distilled
     from the full model (distilled here first if this machine has none; ``off`` turns off the
     local tier, not the fleet's)."""
-    from codesight_tui.core.static import distill, distilled_dir, is_model_dir
+    from codesight_tui.core.index.static import distill, distilled_dir, is_model_dir
 
     # The fleet keeps the distilled table, whatever "auto" means locally: a store records only the
     # full model's name, and a new table would mix two kinds of static vectors in one store.
@@ -302,8 +302,8 @@ def static_model_path(settings: Settings, info: Any, say: Callable[[str], None] 
 
 def model_info(settings: Settings) -> Any:
     """The full model ``settings`` name, with the backend it runs on here."""
-    from codesight_tui.core.onnx_model import for_backend
-    from codesight_tui.core.tokens import resolve_model
+    from codesight_tui.core.index.onnx_model import for_backend
+    from codesight_tui.core.ingest.tokens import resolve_model
 
     return for_backend(resolve_model(settings.embedding_model), settings.embedding_backend, settings.device,
                        nvidia_gpu(), settings.cache_dir)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from codesight_tui.core.errors import CodeSightError, IndexBusyError
-from codesight_tui.core.indexer import (
+from codesight_tui.core.index.indexer import (
     IndexReport,
     Progress,
     ProgressFn,
@@ -27,11 +27,11 @@ from codesight_tui.core.indexer import (
 )
 
 if TYPE_CHECKING:
-    from codesight_tui.core.cache import EmbeddingCache
-    from codesight_tui.core.context import RepoContext
-    from codesight_tui.core.status import ChangedFiles
-    from codesight_tui.core.store import Store
-    from codesight_tui.core.watch import Batch, Watcher
+    from codesight_tui.core.index.cache import EmbeddingCache
+    from codesight_tui.core.repo.context import RepoContext
+    from codesight_tui.core.search.status import ChangedFiles
+    from codesight_tui.core.store.store import Store
+    from codesight_tui.core.store.watch import Batch, Watcher
 
 
 def run(ctx: RepoContext, progress: ProgressFn | None = None, *, embed: bool = True, force: bool = False,
@@ -52,7 +52,7 @@ def run(ctx: RepoContext, progress: ProgressFn | None = None, *, embed: bool = T
 
 def _readable(path: Path) -> bool:
     """Whether an index run could open ``path`` (as the indexer does: no link followed)."""
-    from codesight_tui.core.walker import open_checked
+    from codesight_tui.core.ingest.walker import open_checked
 
     fd, why = open_checked(str(path))
     if fd is not None:
@@ -106,8 +106,8 @@ def _repair(ctx: RepoContext, store: Store, force: bool, paths: list[str] | None
 
 def _run(ctx: RepoContext, progress: ProgressFn | None, *, embed: bool, force: bool, cancel: threading.Event | None,
          wait: bool, paths: list[str] | None, static: bool) -> IndexReport:
-    from codesight_tui.core.chunker import Chunker
-    from codesight_tui.core.tokens import TokenCounter
+    from codesight_tui.core.ingest.chunker import Chunker
+    from codesight_tui.core.ingest.tokens import TokenCounter
 
     t0 = time.perf_counter()
     store = ctx.store
@@ -194,7 +194,7 @@ def watch(ctx: RepoContext, on_batch: Callable[[Batch, IndexReport], None] | Non
           static: bool | None = None) -> Watcher:
     """Keep the index current as files change (``CodeSight.watch`` says how): one ``run`` per
     batch of changes, whose embedding a newer change interrupts."""
-    from codesight_tui.core.watch import RetryLater
+    from codesight_tui.core.store.watch import RetryLater
 
     embedding = threading.Event()
     interrupt = threading.Event()
@@ -230,7 +230,7 @@ def watcher(ctx: RepoContext, handler: Callable[[Batch], None], *, quiet: float 
     ``handler(batch)``, with this index's ignore rules. It polls (``scan``, by default
     ``changed_files``) where the tree has symlinked directories, which inotify watchers follow
     into loops or out of the repository, or where ``poll`` says so."""
-    from codesight_tui.core.watch import Watcher
+    from codesight_tui.core.store.watch import Watcher
 
     if poll is None:
         try:
@@ -272,7 +272,7 @@ def _integrity_due(ctx: RepoContext, store: Store) -> bool:
 def _cached_dim(ctx: RepoContext, store: Store) -> int | None:
     """The full model's vector size without loading it: from the index, or from the one
     cache file of this model (None where neither tells)."""
-    from codesight_tui.core.cache import cache_files, cache_path
+    from codesight_tui.core.index.cache import cache_files, cache_path
 
     name = ctx.model_info.vectors_name
     dim = store.get_meta("dim") or ""
@@ -288,7 +288,7 @@ def _fill_from_cache(ctx: RepoContext, store: Store, progress: ProgressFn | None
                      report: IndexReport) -> None:
     """Before the model loads: every pending chunk whose vectors the shared cache holds gets
     them (``indexer.fill_from_cache``)."""
-    from codesight_tui.core.cache import EmbeddingCache, cache_path
+    from codesight_tui.core.index.cache import EmbeddingCache, cache_path
 
     dim = _cached_dim(ctx, store)
     if dim is None or not cache_path(ctx.settings.cache_dir, ctx.model_info.vectors_name, dim).is_file():
@@ -302,7 +302,7 @@ def _fill_from_cache(ctx: RepoContext, store: Store, progress: ProgressFn | None
 def _embed(ctx: RepoContext, embedder: Any, **kwargs: Any) -> EmbeddingCache:
     """Embed pending chunks through the shared cache (on a GPU in big overlapped batches);
     returns the cache. ``kwargs`` go to ``index_vectors``."""
-    from codesight_tui.core.cache import EmbeddingCache
+    from codesight_tui.core.index.cache import EmbeddingCache
 
     cache = EmbeddingCache(ctx.settings.cache_dir.expanduser(), embedder.name, embedder.dim)
     gpu = getattr(embedder, "device", "cpu") == "cuda"

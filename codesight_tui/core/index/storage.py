@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codesight_tui.core.errors import CodeSightError, IndexBusyError
-from codesight_tui.core.store import SCHEMA_VERSION, Store
-from codesight_tui.core.vectors import TABLE, VectorStore
+from codesight_tui.core.store.store import SCHEMA_VERSION, Store
+from codesight_tui.core.store.vectors import TABLE, VectorStore
 
 if TYPE_CHECKING:
     from filelock import FileLock

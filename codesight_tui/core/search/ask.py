@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError
-from codesight_tui.core.searcher import SearchResponse
+from codesight_tui.core.search.searcher import SearchResponse
 
 if TYPE_CHECKING:
     from codesight_tui.core.config import Settings
-    from codesight_tui.core.searcher import Searcher, SearchResult
+    from codesight_tui.core.search.searcher import Searcher, SearchResult
 
 BACKENDS = ("anthropic", "openai", "azure", "ollama")
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4o-mini", "ollama": "llama3.2"}

@@ -14,20 +14,20 @@ from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError, VectorStoreError
 from codesight_tui.core.fusion import rrf_fuse
+from codesight_tui.core.index.storage import mark
 from codesight_tui.core.modes import MODES, Mode, Vectors
-from codesight_tui.core.related import RelatedSource
-from codesight_tui.core.searcher import SearchResponse, SearchResult
-from codesight_tui.core.searcher import search as search_index
-from codesight_tui.core.storage import mark
+from codesight_tui.core.search.related import RelatedSource
+from codesight_tui.core.search.searcher import SearchResponse, SearchResult
+from codesight_tui.core.search.searcher import search as search_index
 from codesight_tui.core.text import LONE_SURROGATE
 
 if TYPE_CHECKING:
-    from codesight_tui.core.cache import EmbeddingCache
-    from codesight_tui.core.context import RepoContext
     from codesight_tui.core.fleet import Fleet
-    from codesight_tui.core.searcher import RepoSearcher
-    from codesight_tui.core.static import StaticIndex
-    from codesight_tui.core.store import ChunkRow
+    from codesight_tui.core.index.cache import EmbeddingCache
+    from codesight_tui.core.index.static import StaticIndex
+    from codesight_tui.core.repo.context import RepoContext
+    from codesight_tui.core.search.searcher import RepoSearcher
+    from codesight_tui.core.store.store import ChunkRow
 
 # Longer queries are cut here: a pasted file or a hostile 100 KB string gets an answer in
 # milliseconds instead of minutes of identifier splitting, and no question is that long.
@@ -41,7 +41,7 @@ def clean(text: str | None) -> str | None:
 
 def check_glob(glob: str) -> None:
     """A path filter that is no gitignore-style pattern is a usage error, said in one line."""
-    from codesight_tui.core.store import path_matches
+    from codesight_tui.core.store.store import path_matches
 
     try:
         path_matches("probe", glob)
@@ -158,8 +158,8 @@ def related_source(ctx: RepoContext, target: str) -> RelatedSource:
     """The chunk ``target`` names: ``path:line`` (``path:line:col`` too), a file (its first
     chunk) or a symbol (its definition). Raises ``CodeSightError`` (exit code 2) with one line
     where there is none."""
-    from codesight_tui.core.ranking import definitions
-    from codesight_tui.core.related import find_source
+    from codesight_tui.core.search.ranking import definitions
+    from codesight_tui.core.search.related import find_source
 
     if not ctx.has_index():
         raise CodeSightError(f"{ctx.root} is not indexed yet: run `codesight index`", exit_code=2)
@@ -190,7 +190,7 @@ def _read_cache(ctx: RepoContext) -> EmbeddingCache | None:
     only if its file exists (tried once per engine)."""
     if not ctx.search_cache_tried:
         ctx.search_cache_tried = True
-        from codesight_tui.core.cache import EmbeddingCache
+        from codesight_tui.core.index.cache import EmbeddingCache
 
         path = ctx.cache_file(ctx.store.get_meta("model"))
         if path is not None:
@@ -201,7 +201,7 @@ def _read_cache(ctx: RepoContext) -> EmbeddingCache | None:
 def query_terms(query: str) -> list[str]:
     """The words of ``query`` worth marking in a hit (names, their parts, plain words; no
     stopwords), longest first: what a preview highlights."""
-    from codesight_tui.core.ranking import analyze
+    from codesight_tui.core.search.ranking import analyze
 
     q = analyze((clean(query) or "")[:MAX_QUERY_CHARS])
     names = {i.split(".")[-1] for i in q.identifiers}

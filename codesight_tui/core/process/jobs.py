@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from codesight_tui.core.errors import CodeSightError, IndexBusyError
-from codesight_tui.core.indexer import IndexReport, Progress
+from codesight_tui.core.index.indexer import IndexReport, Progress
 
 if TYPE_CHECKING:
     from codesight_tui.core.engine import CodeSight

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from codesight_tui.core.indexing import changed_files
+from codesight_tui.core.repo.indexing import changed_files
 
 if TYPE_CHECKING:
-    from codesight_tui.core.context import RepoContext
-    from codesight_tui.core.status import DocumentsStatus, IndexStatus, SecretsStatus
-    from codesight_tui.core.store import Store
+    from codesight_tui.core.repo.context import RepoContext
+    from codesight_tui.core.search.status import DocumentsStatus, IndexStatus, SecretsStatus
+    from codesight_tui.core.store.store import Store
 
 
 def counts(ctx: RepoContext) -> dict[str, int]:
@@ -36,7 +36,7 @@ def indexing_now(ctx: RepoContext) -> bool:
 
 def cache_status(ctx: RepoContext) -> dict[str, Any] | None:
     """Stats of this model's cache file, if it exists (never creates one or loads the model)."""
-    from codesight_tui.core.cache import EmbeddingCache
+    from codesight_tui.core.index.cache import EmbeddingCache
 
     path = ctx.cache_file(ctx.model_info.vectors_name)
     return EmbeddingCache.open_file(path).stats() if path is not None else None

@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pathspec
 
-from codesight_tui.core.chunker import Chunk, embed_text
 from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.ingest.chunker import Chunk, embed_text
 from codesight_tui.core.languages import DOCUMENT_EXTENSIONS
 from codesight_tui.core.text import content_hash, expansion_terms, fts_match, fts_terms
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from codesight_tui.core.lexical import ResidentBM25
+    from codesight_tui.core.store.lexical import ResidentBM25
 
 SCHEMA_VERSION = "8"  # bumped when the stored rows change meaning (v3: TS signatures are scopes; v4: doc views;
 # v5: compound names in the embedded scope header are followed by their words; v6: grammars for C#, Kotlin,
@@ -535,7 +535,7 @@ class Store:
         """Answer unfiltered BM25 queries from memory from now on (``core.lexical``): for a process
         that answers many. The copy is read in the background, and FTS5 answers until it is ready."""
         if self.resident is None:
-            from codesight_tui.core.lexical import ResidentBM25
+            from codesight_tui.core.store.lexical import ResidentBM25
 
             self.resident = ResidentBM25(self.db_path, "chunks_fts", FTS_COLUMNS, BM25_WEIGHTS, FTS_TOKENIZE)
             self.resident.refresh()

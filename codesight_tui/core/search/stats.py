@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from codesight_tui.core.private import private_dir, private_file
 
 if TYPE_CHECKING:
-    from codesight_tui.core.store import Store
+    from codesight_tui.core.store.store import Store
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS served (

@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError
-from codesight_tui.core.jobs import IndexJob
 from codesight_tui.core.modes import Vectors
+from codesight_tui.core.process.jobs import IndexJob
 
 if TYPE_CHECKING:
     from codesight_tui.core.engine import CodeSight
     from codesight_tui.core.fleet import Fleet
-    from codesight_tui.core.searcher import SearchResponse
-    from codesight_tui.core.status import IndexStatus
-    from codesight_tui.core.watch import Watcher
+    from codesight_tui.core.search.searcher import SearchResponse
+    from codesight_tui.core.search.status import IndexStatus
+    from codesight_tui.core.store.watch import Watcher
 
 
 @dataclass(frozen=True)

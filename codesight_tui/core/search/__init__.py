@@ -1,0 +1,1 @@
+"""Retrieval, ranking, "more like this", `ask`, and what answers cost."""
