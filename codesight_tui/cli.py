@@ -639,8 +639,8 @@ def _find(args: argparse.Namespace, query: str, like: bool = False) -> int:  # n
     if args.json and args.vimgrep:
         _err("--json and --vimgrep are two formats: give one")
         return EXIT_USAGE
-    fleet = _fleet(args)
     workspace = _workspace()
+    fleet = _fleet(args, workspace)
     if fleet is not None and not args.path and not args.all and not _in_repository(args):
         roots = []  # outside any repository: the fleet alone
     else:
@@ -727,18 +727,21 @@ def _in_repository(args: argparse.Namespace) -> bool:
     return (find_repo_root(start) / ".git").exists()
 
 
-def _fleet(args: argparse.Namespace) -> Fleet | None:
-    """The fleet store ``--store`` (or the config's ``fleet_store``) names, or None."""
+def _fleet(args: argparse.Namespace, workspace: Workspace | None = None) -> Fleet | None:
+    """The fleet store ``--store`` (or the config's ``fleet_store``) names, or None; kept in
+    ``workspace`` (the warm service's) where one is given."""
     from codesight_tui.core.config import load_settings
 
     settings = load_settings()
     uri = getattr(args, "store", None) or settings.fleet_store
     if not uri:
         return None
-    from codesight_tui.core.fleet import Fleet
-
     if "://" not in uri and getattr(args, "cwd", None):
         uri = os.path.join(args.cwd, os.path.expanduser(uri))
+    if workspace is not None:
+        return workspace.fleet(uri, getattr(args, "endpoint", None), settings)
+    from codesight_tui.core.fleet import Fleet
+
     return Fleet(uri, getattr(args, "endpoint", None), settings)
 
 

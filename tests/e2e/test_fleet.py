@@ -362,7 +362,9 @@ def test_a_worker_killed_mid_job_is_retried_and_the_table_stays_consistent(tmp_p
 
 
 def test_the_job_killed_outright_leaves_whole_repositories_and_the_next_run_completes(tmp_path, env):
-    # Tasks of a second or more each (48 files): the kill lands mid-job, with a worker alive.
+    # Tasks of a second or more each (48 files): the kill lands mid-job, with a worker alive. (The
+    # workers are found by name among all of this user's processes: a second test suite running
+    # fleet tests at the same time makes this test see its workers too.)
     repos = _big_repos(tmp_path / "clones", 4, copies=4)
     store = str(tmp_path / "store")
     job = subprocess.Popen([sys.executable, "-m", "codesight_tui", "fleet", "index", str(tmp_path / "clones"),

@@ -63,6 +63,8 @@ def test_one_job_per_root_and_a_search_of_what_it_indexed(repo, settings):
     assert all(h.path != "src/geo.py" for h in like)
     assert [h.path for h in ws.related(SearchRequest("src/geo.py", (repo,), top_k=3, mode="bm25"))] == [
         h.path for h in like]
+    store = str(repo.parent / "no-store-yet")
+    assert ws.fleet(store) is ws.fleet(store) and ws.fleet(store, "http://127.0.0.1:9") is not ws.fleet(store)
     status = ws.status(repo, check_disk=False)
     assert status["indexed"] and status["files"] == ws.engine(repo).counts()["files"] and status["changed"] is None
     with pytest.raises(CodeSightError, match="nothing to search"):

@@ -21,6 +21,7 @@ from codesight_tui.core.modes import Vectors
 from codesight_tui.core.process.jobs import IndexJob
 
 if TYPE_CHECKING:
+    from codesight_tui.core.config import Settings
     from codesight_tui.core.engine import CodeSight
     from codesight_tui.core.fleet import Fleet
     from codesight_tui.core.search.searcher import SearchResponse
@@ -79,9 +80,22 @@ class Workspace:
         self._engines: dict[Path, CodeSight] = {}
         self._jobs: dict[Path, IndexJob] = {}
         self._watchers: dict[Path, Watcher] = {}
+        self._fleets: dict[tuple[str, str | None], Fleet] = {}
         self._model_thread: threading.Thread | None = None
         self._reload_on = reload_on
         self._stamp = reload_on() if reload_on is not None else None
+
+    # --- fleet stores ---------------------------------------------------------------------------
+    def fleet(self, uri: str, endpoint: str | None = None, settings: Settings | None = None) -> Fleet:
+        """The fleet store at ``uri`` (``endpoint``: an S3-compatible one), made once and kept
+        with the engines: a warm process's searches reuse its tables and model."""
+        from codesight_tui.core.fleet import Fleet  # deferred: LanceDB's remote tables, for fleet users only
+
+        with self._lock:
+            found = self._fleets.get((uri, endpoint))
+            if found is None:
+                found = self._fleets[(uri, endpoint)] = Fleet(uri, endpoint, settings)
+            return found
 
     # --- engines ------------------------------------------------------------------------------
     def engine(self, root: Path | str) -> CodeSight:
@@ -270,6 +284,7 @@ class Workspace:
         self._watchers.clear()
         self._jobs.clear()
         self._engines.clear()
+        self._fleets.clear()
 
     def close(self) -> None:
         """Stop every watcher and index run (each at its next batch) and close every engine."""
