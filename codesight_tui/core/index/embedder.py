@@ -298,7 +298,7 @@ class ProcessEmbedder:
                 pass_fds=child_fds, close_fds=True,
                 # run from the directory holding this very package, so `-m` finds this copy and
                 # never a `codesight_tui/` folder that happens to sit in the user's cwd
-                cwd=str(Path(__file__).resolve().parents[2]),
+                cwd=str(Path(__file__).resolve().parents[3]),
             )
         finally:
             for _, b in pairs:

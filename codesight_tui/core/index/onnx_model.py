@@ -119,7 +119,7 @@ def export(info: ModelInfo, dest: Path, *, timeout: float = EXPORT_TIMEOUT) -> f
                 [sys.executable, "-m", "codesight_tui.core.index.onnx_model", str(base.resolve()), str(tmp), info.backend,
                  str(os.getpid())],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                check=False, timeout=timeout, cwd=str(Path(__file__).resolve().parents[2]),
+                check=False, timeout=timeout, cwd=str(Path(__file__).resolve().parents[3]),
                 env={**os.environ, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1",
                      "TRANSFORMERS_OFFLINE": "1"})
             if proc.returncode != 0 or not is_exported(tmp):

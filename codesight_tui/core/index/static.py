@@ -42,7 +42,7 @@ def distilled_dir(cache_dir: Path, base_name: str, base_path: Path | str | None)
     return Path(cache_dir).expanduser() / "static" / f"{slug(base_name)}-pca{PCA_DIMS}-{digest}"
 
 
-PACKAGED_DIR = Path(__file__).resolve().parents[1] / "models" / "static"
+PACKAGED_DIR = Path(__file__).resolve().parents[2] / "models" / "static"
 
 
 def packaged_model(base_name: str) -> Path | None:
@@ -89,7 +89,7 @@ def distill(base_path: Path, dest: Path, *, timeout: float = DISTILL_TIMEOUT,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 # from the folder holding this package: `-m` must never pick up a
                                 # `codesight_tui/` or `json.py` that sits in the caller's directory
-                                cwd=str(Path(__file__).resolve().parents[2]),
+                                cwd=str(Path(__file__).resolve().parents[3]),
                                 text=True, env={**os.environ, "TOKENIZERS_PARALLELISM": "false",
                                                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
         try:
