@@ -504,7 +504,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     embed = args.full or (wanted and cs.full_pass())
     report = _run_index(cs, embed=embed, force=args.force, wait=args.wait, static=args.static_only or not args.no_embed)
     if wanted and not embed:
-        _err("the full model's vectors are left out on a CPU (full_model = auto): BM25 and the static tier answer;"
+        why = "on a CPU (full_model = auto)" if cs.settings.full_model == "auto" else "(full_model = off)"
+        _err(f"the full model's vectors are left out {why}: BM25 and the static tier answer;"
              " `codesight index --full` computes them")
     for w in report.warnings:
         _err(w)
