@@ -362,10 +362,12 @@ def test_a_worker_killed_mid_job_is_retried_and_the_table_stays_consistent(tmp_p
 
 
 def test_the_job_killed_outright_leaves_whole_repositories_and_the_next_run_completes(tmp_path, env):
-    # Tasks of a second or more each (48 files): the kill lands mid-job, with a worker alive. (The
-    # workers are found by name among all of this user's processes: a second test suite running
-    # fleet tests at the same time makes this test see its workers too.)
-    repos = _big_repos(tmp_path / "clones", 4, copies=4)
+    # Tasks of about a second each (48 files), eight of them: the kill lands mid-job, with a worker
+    # alive, even on a loaded machine where the driver's first write lags the worker by seconds
+    # (with four, the worker had finished them all by the first "files changed" line in 2 runs of
+    # 4 beside another test run). The workers are found by name among all of this user's
+    # processes: a second test suite running fleet tests at the same time shows its workers too.
+    repos = _big_repos(tmp_path / "clones", 8, copies=4)
     store = str(tmp_path / "store")
     job = subprocess.Popen([sys.executable, "-m", "codesight_tui", "fleet", "index", str(tmp_path / "clones"),
                             "--store", store, "--workers", "1"], env=env, stdout=subprocess.DEVNULL,
