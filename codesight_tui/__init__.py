@@ -5,7 +5,8 @@
 """
 
 __version__ = "0.1.0"
-__all__ = ["CodeSight", "CodeSightError", "Fleet", "IndexJob", "IndexStatus", "SearchResponse", "SearchResult", "__version__"]
+__all__ = ["CodeSight", "CodeSightError", "Fleet", "IndexJob", "IndexStatus", "Navigation", "SearchResponse", "SearchResult",
+           "__version__"]
 
 
 def __getattr__(name: str) -> object:
@@ -25,6 +26,10 @@ def __getattr__(name: str) -> object:
         from codesight_tui.core.search import searcher
 
         return getattr(searcher, name)
+    if name == "Navigation":
+        from codesight_tui.core.search.navigate import Navigation
+
+        return Navigation
     if name == "IndexJob":
         from codesight_tui.core.process.jobs import IndexJob
 

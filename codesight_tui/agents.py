@@ -42,6 +42,8 @@ Use the `codesight` MCP tools before grep or find when you look for code by mean
   hits with `path:line`, the enclosing definition and a snippet, in milliseconds.
 - `find_related` with `path:line` or a symbol: the code most like it (other implementations, the
   test, the sibling module).
+- `find_definition`, `find_references`, `find_callers`, `find_callees` with a name or `path:line`:
+  where it is defined, used, called from, and what it calls (code only, never comments or strings).
 Use grep for exact strings and regular expressions, and to list every occurrence.
 {END}
 """

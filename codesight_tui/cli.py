@@ -43,10 +43,16 @@ class AskInClient(Exception):
 SERVED = threading.local()
 
 MAX_LIMIT = 1000  # results per answer: more is a dump of the index, not a search (and a served call's reply)
-COMMANDS = ("index", "search", "related", "ask", "status", "watch", "mcp", "eval", "cache", "stats", "install",
+COMMANDS = ("index", "search", "related", "def", "refs", "callers", "callees", "ask", "status", "watch", "mcp", "eval", "cache", "stats", "install",
             "uninstall", "service", "fleet")
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+# codesight def/refs/callers/callees: (command, core.search.navigate action, help)
+FOLLOW = (("def", "definitions", "where a symbol is defined"),
+          ("refs", "references", "where a symbol is used (references grouped by file)"),
+          ("callers", "callers", "what calls a function (each call with the definition it is made from)"),
+          ("callees", "callees", "what a function calls (each with its definition, where the index has one)"))
+
 # The service (``codesight_tui.service``) sets this to hand ``search`` and ``related`` its warm
 # engines: its ``core.workspace.Workspace``. None: a workspace (and new engines) per call.
 WORKSPACE: Workspace | None = None
@@ -182,6 +188,21 @@ def _build_parser() -> argparse.ArgumentParser:
     pr.add_argument("target", help="PATH:LINE, a file, or a symbol (e.g. src/cache.py:42, RetryPolicy)")
     _search_options(pr)
 
+    for command, action, what in FOLLOW:
+        pf = sub.add_parser(command, help=what, description=what.capitalize() + ", from the index's definitions and"
+                            " references (tree-sitter, every language with a grammar). A name used in several"
+                            " places resolves through its file's definitions and imports where it can; otherwise"
+                            " every candidate is listed, and the answer says 'one of N candidates'.")
+        pf.add_argument("target", help="NAME, Scope.NAME, or PATH:LINE (the definition at or around that line)")
+        pf.add_argument("--path", default=".", help=ROOT_HELP)
+        pf.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
+        pf.add_argument("--limit", "-n", type=int, default=200, help="most places listed (default 200)")
+        pf.add_argument("--glob", "-g", default=None, help="only paths matching this gitignore-style glob")
+        pf.add_argument("--lang", "-l", default=None, help="only this language (python, go, ...)")
+        pf.add_argument("--json", action="store_true", help="machine-readable output")
+        pf.add_argument("--vimgrep", action="store_true", help="one path:line:col:text line per place")
+        pf.set_defaults(action=action)
+
     pa = sub.add_parser("ask", help="answer a question from the code and documents, citing them (needs an LLM)",
                         description="Search, then give the hits to the configured LLM and stream its answer,"
                         " which cites them as [n]; the sources are listed after it. Back ends: anthropic, openai,"
@@ -211,7 +232,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     pm = sub.add_parser("mcp", help="serve search to AI assistants over MCP (stdio)",
                         description="A Model Context Protocol server on stdin/stdout with the tools search, find_related,"
-                        " index, status, watch and unwatch. It reads only repositories under the allowed roots:"
+                        " find_definition, find_references, find_callers, find_callees, index, status, watch and unwatch. It reads only repositories under the allowed roots:"
                         " each --root, else the repository around the current directory (and the config's"
                         " saved repos).")
     pm.add_argument("--root", action="append", default=None, metavar="PATH",
@@ -617,6 +638,108 @@ def cmd_related(args: argparse.Namespace) -> int:
 
     target = from_cwd(args.target, args.cwd or os.getcwd())  # a path as the user sees it, from where they are
     return _find(args, target, like=True)
+
+
+def cmd_follow(args: argparse.Namespace) -> int:  # noqa: C901 - four formats of one answer, read top to bottom
+    """``def``, ``refs``, ``callers`` and ``callees``: index what has no index, follow, print as text
+    grouped by file, JSON or vimgrep lines; exit 1 when nothing is found."""
+    from codesight_tui.core.search.related import from_cwd
+
+    if not args.target.strip():
+        _err(f"say what to follow: codesight {args.command} NAME, or PATH:LINE")
+        return EXIT_USAGE
+    if not 1 <= args.limit <= MAX_LIMIT * 10:
+        _err(f"--limit takes 1 to {MAX_LIMIT * 10:,} places")
+        return EXIT_USAGE
+    if args.json and args.vimgrep:
+        _err("--json and --vimgrep are two formats: give one")
+        return EXIT_USAGE
+    cwd = args.cwd or os.getcwd()
+    root = resolve_root(args.path, yes=args.yes, cwd=args.cwd)
+    workspace = _workspace()
+    cs = workspace.engine(root)
+    _ready(cs, cs.settings.default_mode, False)
+    nav = workspace.follow(root, args.action, from_cwd(args.target, cwd), args.limit, glob=args.glob,
+                           language=_check_language(args.lang) if args.lang else None)
+    if args.json:
+        print(json.dumps(nav.to_dict(), indent=2, ensure_ascii=False))
+        return EXIT_OK if nav else EXIT_ERROR
+
+    def shown(path: str) -> str:
+        full = root / path
+        rel = os.path.relpath(full, cwd)
+        return _safe(rel if Path(rel).parts[:1] != ("..",) else str(full))
+
+    if args.vimgrep:
+        places = ([(c.path, c.line, c.name, "") for c in nav.candidates] if args.action == "definitions" else
+                  [(s.target.path, s.target.line, s.name, "") if args.action == "callees" and s.target
+                   else (s.path, s.line, s.name, s.text) for s in nav.sites])
+        texts = _line_texts(root, places)
+        for path, line, name, text in places:
+            text = text or texts.get((path, line), "")
+            col = _word_column(text, name)
+            print(f"{shown(path)}:{line}:{col}:{_safe(text.rstrip())}")
+        return EXIT_OK if nav else EXIT_ERROR
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+    def paint(text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if color else text
+
+    what = nav.symbol.qualified if nav.symbol else nav.name
+    head = f"{_safe(what)}: {nav.resolution}"
+    if nav.symbol and args.action != "definitions":
+        head += f", {nav.symbol.kind} at {shown(nav.symbol.path)}:{nav.symbol.line}"
+    if args.action == "definitions":
+        print(paint(head, "1"))
+        for c in nav.candidates:
+            print(f"{paint(f'{shown(c.path)}:{c.line}', '35')}  {_safe(c.kind)} {_safe(c.qualified)}")
+    elif args.action == "callees":
+        print(paint(head, "1"))
+        for site in nav.sites:
+            to = (f"{shown(site.target.path)}:{site.target.line}  {_safe(site.target.kind)} {_safe(site.target.qualified)}"
+                  if site.target else "")
+            how = "" if site.resolution == "resolved" else f"  ({site.resolution})"
+            print(f"{paint(_safe(site.name), '1')}  {paint(f'line {site.line}', '2')}  {to}{how}")
+    else:
+        print(paint(head, "1"))
+        last = None
+        for site in nav.sites:
+            if site.path != last:
+                print(paint(shown(site.path), "35"))
+                last = site.path
+            where = f" in {site.within.qualified}" if site.within else ""
+            how = "" if site.resolution == "resolved" else f"; {site.resolution}"
+            print(f"  {site.line:>5}  {_safe(site.text.strip()[:120])}  {paint(f'[{site.kind}{where}{how}]', '2')}")
+    if nav.truncated:
+        _err(f"more than {args.limit:,} places: the first {args.limit:,} are listed (--limit)")
+    if not nav and (args.glob or args.lang):
+        _err(f"no {args.action} of {nav.name} in the paths that -g/-l keep")
+    elif not nav:
+        _err(f"no {args.action} of {nav.name} in the index" if nav.candidates or args.action != "definitions"
+             else f"{nav.name} is not defined in the index")
+    return EXIT_OK if nav else EXIT_ERROR
+
+
+def _word_column(text: str, name: str) -> int:
+    """The 1-based column of ``name`` as a whole word in ``text`` (else its first non-blank)."""
+    import re
+
+    m = re.search(rf"(?<![\w$]){re.escape(name.rsplit('.', 1)[-1])}(?![\w$])", text) if name else None
+    return m.start() + 1 if m else len(text) - len(text.lstrip()) + 1
+
+
+def _line_texts(root: Path, places: list[tuple[str, int, str, str]]) -> dict[tuple[str, int], str]:
+    """The lines of the files the places name that have no text yet (definitions), read once per file."""
+    out: dict[tuple[str, int], str] = {}
+    for path in {p for p, _, _, text in places if not text}:
+        try:
+            lines = (root / path).read_text(encoding="utf-8", errors="replace").split("\n")
+        except OSError:
+            continue
+        for p, line, _, _ in places:
+            if p == path and 0 < line <= len(lines):
+                out[p, line] = lines[line - 1]
+    return out
 
 
 def _workspace() -> Workspace:
@@ -1329,7 +1452,8 @@ def run(argv: list[str], *, cwd: str | None = None, signals: bool = False) -> in
     the Ctrl-C path (only a main thread can)."""
     if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help", "--version")):
         args = _parser().parse_args(argv)
-        handler = {"index": cmd_index, "search": cmd_search, "related": cmd_related, "stats": cmd_stats, "install": cmd_install,
+        handler = {"index": cmd_index, "search": cmd_search, "related": cmd_related, "def": cmd_follow, "refs": cmd_follow,
+                   "callers": cmd_follow, "callees": cmd_follow, "stats": cmd_stats, "install": cmd_install,
                    "uninstall": cmd_install, "ask": cmd_ask, "status": cmd_status, "watch": cmd_watch,
                    "mcp": cmd_mcp, "eval": cmd_eval, "cache": cmd_cache, "service": cmd_service,
                    "fleet": cmd_fleet}.get(args.command)

@@ -51,7 +51,9 @@ SNIPPET_CHARS = 4000
 
 INSTRUCTIONS = """codesight searches local code repositories: BM25 and embeddings fused, with a ranking
 tuned for code. Use `search` with plain words ("where do we retry failed uploads") or a symbol
-(`RetryPolicy`), and `find_related` with "path:line" or a symbol for the code most like it. A
+(`RetryPolicy`), and `find_related` with "path:line" or a symbol for the code most like it. To
+follow the code from a hit: `find_definition`, `find_references` (never comments or strings),
+`find_callers` and `find_callees`, each with a name, "Scope.name" or "path:line". A
 repository without an index is indexed on first use: answers come from BM25 within seconds while
 vectors are computed in the background (see `index` in each answer). `watch` keeps an index
 current while files change."""
@@ -105,6 +107,41 @@ class SearchOutput(BaseModel):
     index: list[IndexState] = Field(description="completeness of each repository searched")
     notices: list[str] = Field(default_factory=list, description="what this answer lacks, in words")
     elapsed_ms: float = Field(description="time the server spent on this call")
+    tokens: int = Field(default=0, description="this answer's size in tokens (the model tokenizer codesight ships)")
+
+
+class SymbolOut(BaseModel):
+    name: str
+    kind: str = Field(description="the language's word for it: def, class, func, fn, struct, method, ...")
+    scope: str = Field(description="its enclosing definitions, outermost first, '.' between")
+    path: str
+    line: int = Field(description="the line of its name")
+    start_line: int
+    end_line: int
+
+
+class SiteOut(BaseModel):
+    path: str
+    line: int
+    name: str
+    kind: str = Field(description="call, type, import, other; 'definition' for a definition's own name")
+    text: str = Field(description="the line")
+    within: SymbolOut | None = Field(default=None, description="the definition it is in (for callers: the caller)")
+    target: SymbolOut | None = Field(default=None, description="callees: the definition the call resolves to")
+    resolution: str = Field(description="'resolved', 'one of N candidates (same folder)', or 'not defined here'")
+
+
+class NavigationOutput(BaseModel):
+    action: str
+    target: str
+    name: str
+    resolution: str = Field(description="'resolved' where the target names one definition, else 'one of N candidates'")
+    symbol: SymbolOut | None = Field(default=None, description="the definition followed")
+    candidates: list[SymbolOut] = Field(description="every definition the name has")
+    sites: list[SiteOut]
+    truncated: bool = False
+    index: IndexState
+    elapsed_ms: float = 0.0
     tokens: int = Field(default=0, description="this answer's size in tokens (the model tokenizer codesight ships)")
 
 
@@ -388,6 +425,65 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet: Fleet |
             return repos.workspace.search(request)
 
         return await answer("find_related", location, targets, mode, run, notes, t0)
+
+    async def follow(action: str, symbol: str, ctx: Context, repo_path: str | None, file_glob: str | None,
+                     language: str | None, limit: int) -> NavigationOutput:
+        """One navigation tool's call: index a repository never seen, follow, count the tokens."""
+        t0 = time.perf_counter()
+        if not symbol or not symbol.strip():
+            raise ToolError("say what to follow: a name (\"RetryPolicy\", \"Cache.get\") or \"path:line\"")
+        repo = where(repo_path)
+        await prepare([repo], ctx, "bm25")
+        cs = repos.engine(repo)
+
+        def run() -> NavigationOutput:
+            nav = repos.workspace.follow(repo, action, symbol, max(1, min(limit, 1000)), glob=file_glob,
+                                         language=language)
+            out = NavigationOutput.model_validate({**nav.to_dict(), "index": repos.state(repo)})
+            out.tokens = cs.token_count(out.model_dump_json())
+            cs.record_served(action, len(nav), out.tokens, sorted({s.path for s in nav.sites}))
+            return out
+
+        try:
+            out = await anyio.to_thread.run_sync(run)
+        except CodeSightError as exc:
+            raise ToolError(str(exc)) from None
+        out.elapsed_ms = round((time.perf_counter() - t0) * 1000, 1)
+        return out
+
+    @server.tool(annotations=ToolAnnotations(title="Find a definition", read_only_hint=True, open_world_hint=False))
+    async def find_definition(symbol: str, ctx: Context, repo_path: str | None = None, file_glob: str | None = None,
+                              language: str | None = None) -> NavigationOutput:
+        """Where a symbol is defined: every function, method, class or type of that name, with its
+        kind, scope, path and line. symbol: a name ("RetryPolicy"), "Scope.name" ("Cache.get"), or
+        "path:line" (the definition around that line). resolution says whether it is one
+        definition or one of several candidates."""
+        return await follow("definitions", symbol, ctx, repo_path, file_glob, language, 1000)
+
+    @server.tool(annotations=ToolAnnotations(title="Find references", read_only_hint=True, open_world_hint=False))
+    async def find_references(symbol: str, ctx: Context, repo_path: str | None = None, file_glob: str | None = None,
+                              language: str | None = None, limit: int = 200) -> NavigationOutput:
+        """Every place a symbol is named in code (never in comments or strings): calls, type uses,
+        imports, other uses, and its definitions, each with its line, its text and the definition
+        it is in. Where the symbol names one definition ("path:line", or a name defined once), uses
+        that resolve to another definition of the same name are left out."""
+        return await follow("references", symbol, ctx, repo_path, file_glob, language, limit)
+
+    @server.tool(annotations=ToolAnnotations(title="Find callers", read_only_hint=True, open_world_hint=False))
+    async def find_callers(symbol: str, ctx: Context, repo_path: str | None = None, file_glob: str | None = None,
+                           language: str | None = None, limit: int = 200) -> NavigationOutput:
+        """Who calls a function or method: each call with the definition it is made from (within).
+        symbol: a name, "Scope.name" or "path:line". A call that may mean another definition of the
+        same name says so in its resolution ("one of N candidates")."""
+        return await follow("callers", symbol, ctx, repo_path, file_glob, language, limit)
+
+    @server.tool(annotations=ToolAnnotations(title="Find callees", read_only_hint=True, open_world_hint=False))
+    async def find_callees(symbol: str, ctx: Context, repo_path: str | None = None, file_glob: str | None = None,
+                           language: str | None = None, limit: int = 200) -> NavigationOutput:
+        """What a function, method or class calls: each callee once, at its first call, with the
+        definition it resolves to (target) where the repository has one; a library call has none
+        ("not defined here")."""
+        return await follow("callees", symbol, ctx, repo_path, file_glob, language, limit)
 
     @server.tool(annotations=ToolAnnotations(title="Index a repository", read_only_hint=False,
                                              destructive_hint=False, idempotent_hint=True, open_world_hint=False))

@@ -44,6 +44,7 @@ async def main() -> None:
         ("wide-160x48.svg", (160, 48), "keep the selected hit when the list is refreshed", []),
         ("symbol.svg", (120, 34), "reconcile_vectors", []),
         ("narrow-80x24.svg", (80, 24), "open the selected hit in the editor", ["down"]),
+        ("callers-80x24.svg", (80, 24), "reconcile_vectors", ["f5"]),  # who calls it: F5 on the hit
         ("help.svg", (100, 30), "", ["f1"]),
     ]
     for name, size, query, keys in shots:
@@ -58,6 +59,7 @@ async def main() -> None:
             for k in keys:
                 await pilot.press(k)
                 await pilot.pause(0.3)
+                await settle(app, pilot, "")
             app.save_screenshot(name, path=str(HERE))
         print("wrote", HERE / name)
 

@@ -334,3 +334,66 @@ def stop(proc, sig: int = signal.SIGINT, timeout: float = 20) -> tuple[str, str]
     except Exception:
         proc.kill()
         return proc.communicate()
+
+
+# A repository to follow the code in (issue 51): a Python cache and the service that uses it, and a
+# TypeScript client. Names also sit in comments and strings, which are never references.
+NAV_FILES = {
+    "store/cache.py": '''"""A small LRU cache."""
+from collections import OrderedDict
+
+
+class LRUCache:
+    def __init__(self, size):
+        self.size = size
+        self.items = OrderedDict()
+
+    def get(self, key):
+        # evict is not called here; "evict" in a string is no call either
+        return self.items.get(key)
+
+    def put(self, key, value):
+        self.items[key] = value
+        self.evict()
+
+    def evict(self):
+        while len(self.items) > self.size:
+            self.items.popitem(last=False)
+''',
+    "app/service.py": '''from store.cache import LRUCache
+
+
+def make_cache():
+    return LRUCache(10)
+
+
+def lookup(key):
+    cache = make_cache()
+    cache.put(key, 1)
+    return cache.get(key)
+''',
+    "web/client.ts": '''// request() below is what fetchUser calls
+export function fetchUser(id: string): Promise<Response> {
+  return request(`/users/${id}`);
+}
+
+function request(url: string): Promise<Response> {
+  return fetch(url);
+}
+''',
+}
+
+
+def build_nav_repo(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / ".git").mkdir(exist_ok=True)
+    for rel, text in NAV_FILES.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return root
+
+
+@pytest.fixture
+def nav_repo(tmp_path) -> Path:
+    return build_nav_repo(tmp_path / "navrepo")

@@ -154,7 +154,12 @@ def main() -> int:
         save()
         return 0
     shutil.rmtree(args.out, ignore_errors=True)
+    model.max_seq_length = 256  # what the bundled model embeds with: training's cut must not travel with it
     model.save(str(args.out))
+    base = Path(bundled_model())  # and its tokenizer's settings, so codesight reads both the same way
+    for name in ("sentence_bert_config.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        if (base / name).exists():
+            shutil.copy2(base / name, args.out / name)
     (args.out / "training.json").write_text(json.dumps({
         "recipe": "symmetric in-batch MNRL on (description, code) pairs, from all-MiniLM-L6-v2",
         "pairs": len(train), "epochs": args.epochs, "batch": args.batch, "lr": args.lr, "scale": args.scale,

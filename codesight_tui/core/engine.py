@@ -27,6 +27,7 @@ from codesight_tui.core.modes import Mode, Vectors
 from codesight_tui.core.process.models import Models, nvidia_gpu
 from codesight_tui.core.repo import indexing, report, retrieval
 from codesight_tui.core.repo.context import RepoContext
+from codesight_tui.core.search.navigate import MAX_SITES, Navigation, Navigator
 from codesight_tui.core.search.related import RelatedSource
 from codesight_tui.core.search.status import Notices
 
@@ -241,6 +242,29 @@ class CodeSight:
         itself and what overlaps it are left out."""
         source = target if isinstance(target, RelatedSource) else self.related_source(target)
         return self.search(source.terms, top_k=top_k, mode=mode, like=source, **kwargs)
+
+    def follow(self, action: str, target: str, limit: int = MAX_SITES, *, glob: str | None = None,
+               language: str | None = None) -> Navigation:
+        """Follow a symbol (``core.search.navigate``): ``action`` is ``definitions``, ``references``,
+        ``callers`` or ``callees``; ``target`` a name, ``Scope.name`` or ``path:line`` (the
+        definition at or around it); ``glob``/``language`` keep the places in matching paths. Says
+        how sure the answer is (``Navigation.resolution``, and each site's). Raises
+        ``CodeSightError`` with one line where the target names nothing."""
+        if glob:
+            retrieval.check_glob(glob)
+        return Navigator(self.store, self.root, glob, language).follow(action, target, limit)
+
+    def definitions(self, target: str, **where: str | None) -> Navigation:
+        return self.follow("definitions", target, MAX_SITES, **where)
+
+    def references(self, target: str, limit: int = MAX_SITES, **where: str | None) -> Navigation:
+        return self.follow("references", target, limit, **where)
+
+    def callers(self, target: str, limit: int = MAX_SITES, **where: str | None) -> Navigation:
+        return self.follow("callers", target, limit, **where)
+
+    def callees(self, target: str, limit: int = MAX_SITES, **where: str | None) -> Navigation:
+        return self.follow("callees", target, limit, **where)
 
     @staticmethod
     def related_many(engines: list[CodeSight], target: str, top_k: int = 10, mode: Mode | None = None, *,

@@ -25,7 +25,7 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, OptionList
+from textual.widgets import Footer, Input, OptionList, Static
 from textual.worker import get_current_worker
 
 from codesight_tui.core.apps.workspace import EngineOptions, SearchRequest, Workspace
@@ -55,11 +55,42 @@ if TYPE_CHECKING:
     from codesight_tui.core.engine import CodeSight
     from codesight_tui.core.fleet import Fleet
     from codesight_tui.core.index.indexer import IndexReport, Progress
+    from codesight_tui.core.search.navigate import Navigation
     from codesight_tui.core.search.searcher import SearchResult
     from codesight_tui.core.store.watch import Batch, Watcher
 
 TOP_K = 50
 LIKE = "like:"  # a query that starts so asks for code like a place: like: src/app.py:42
+# Queries that follow the code from a place (F5, F6): "callers: src/app.py:42", "callees: ...",
+# "refs: ..." (what calls it, what it calls, where it is named), with their breadcrumb's words.
+FOLLOW = {"callers:": ("callers", "callers of"), "callees:": ("callees", "callees of"),
+          "refs:": ("references", "uses of")}
+
+
+def follow_query(query: str) -> tuple[str, str] | None:
+    """``(action, target)`` for a query that follows the code, else None."""
+    for prefix, (action, _) in FOLLOW.items():
+        if query.startswith(prefix):
+            return action, query[len(prefix):].strip()
+    return None
+
+
+def navigation_hits(nav: Navigation, repo: str = "") -> list[SearchResult]:
+    """A navigation answer as rows of the results list: a caller's or a reference's line, with the
+    definition it is in as its name; a callee's definition, with its name."""
+    from codesight_tui.core.search.searcher import SearchResult
+
+    hits: list[SearchResult] = []
+    for k, site in enumerate(nav.sites):
+        shown = site.target if nav.action == "callees" and site.target else None
+        path, line = (shown.path, shown.line) if shown else (site.path, site.line)
+        around = shown or site.within
+        scope = f"{around.kind} {around.qualified}" if around else ""
+        if nav.action == "callees" and not shown:
+            scope = f"{site.name} (not defined here)"
+        hits.append(SearchResult(path, line, line, scope, "", 0.0, None, None, site.text, -(k + 1), definition=True,
+                                 line=line, repo=repo))
+    return hits
 
 
 class QueryInput(Input):
@@ -91,6 +122,9 @@ class CodeSightApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "help", "Help", id="app.help"),
         Binding("f3", "ask", "Ask", id="app.ask"),
+        Binding("f5", "follow('callers')", "Callers", id="app.callers"),
+        Binding("f6", "follow('callees')", "Callees", id="app.callees"),
+        Binding("alt+left,ctrl+o", "go_back", "Back", id="app.back"),
         Binding("ctrl+y", "copy_location", "Copy", id="app.copy_location"),
         Binding("alt+y", "copy_snippet", "Copy snippet", show=False, priority=True, id="app.copy_snippet"),
         Binding("tab", "cycle_mode", "Mode", priority=True, id="app.cycle_mode"),
@@ -145,6 +179,10 @@ class CodeSightApp(App[int]):
         self._told_line = False  # that the editor cannot be sent to a line: said once
         self.index_idle.set()
         self.last_search_ms: float | None = None
+        # Where F5/F6 came from: each step's query and highlighted row, for Back (Alt+Left).
+        self.trail: list[tuple[str, int | None, str]] = []  # (query, highlighted row, the breadcrumb's word for it)
+        self._restoring = False
+        self._back_to: int | None = None  # the row to select when Back's list arrives
 
     # --- engine -------------------------------------------------------------------------
     @property
@@ -202,6 +240,7 @@ class CodeSightApp(App[int]):
                          select_on_focus=False)
         with Horizontal(id="main"):
             with Vertical(id="results-pane"):
+                yield Static("", id="trail")
                 yield ResultsList(id="results")
             yield Preview(id="preview")
         yield StatusBar(id="status")
@@ -263,6 +302,9 @@ class CodeSightApp(App[int]):
     # text. At most one search is ever in flight, and a result for older text is never shown.
     @on(Input.Changed, "#query")
     def _query_changed(self, event: Input.Changed) -> None:
+        if self.trail and not self._restoring and follow_query(event.value) is None:
+            self.trail.clear()  # a new search of one's own: the way here is no longer the way back
+            self._show_trail()
         self.run_search()
 
     def type_into_query(self, character: str | None) -> None:
@@ -305,6 +347,21 @@ class CodeSightApp(App[int]):
         hits: list[SearchResult] = []
         try:
             roots = (self.root, *self.more_roots)
+            followed = follow_query(query)
+            if followed is not None:
+                action, target = followed
+                root = next((r for r in roots if target.startswith(str(r) + "/")), self.root)
+                nav = self.workspace.follow(root, action, target, TOP_K * 4, glob=glob or None,
+                                            language=language or None)
+                if action == "callers" and not nav.sites:  # a class or a type: where it is used instead
+                    nav = self.workspace.follow(root, "references", target, TOP_K * 4, glob=glob or None,
+                                                language=language or None)
+                hits = navigation_hits(nav, str(root) if len(roots) > 1 else "")
+                words = next(w for a, w in FOLLOW.values() if a == action)
+                self.call_from_thread(self._name_step, query, f"{words} {nav.symbol.qualified if nav.symbol else nav.name}")
+                if not hits:
+                    self.call_from_thread(self.notify, f"no {nav.action} of {nav.name} in the index", severity="warning")
+                return
             like = query.startswith(LIKE)  # "more like this": like: PATH:LINE, a file or a symbol
             hits = self.workspace.search(SearchRequest(
                 query[len(LIKE):].strip() if like else query, roots, TOP_K, mode, glob or None, language or None,
@@ -341,10 +398,13 @@ class CodeSightApp(App[int]):
             self._shown_key = msg.key
             results = self.query_one(ResultsList)
             if results.show(msg.results, self.state.stale, refresh=refresh):
+                if self._back_to is not None and msg.results:
+                    results.highlighted = min(self._back_to, len(msg.results) - 1)
                 if msg.results:
                     self._show_preview(results.highlighted)
                 else:
                     self.query_one(Preview).clear("No results.")
+            self._back_to = None
         if self._search_pending or msg.key != self._search_key():
             self.run_search()  # the text or mode changed meanwhile: search the newest
 
@@ -745,6 +805,61 @@ class CodeSightApp(App[int]):
         box.value = f"{LIKE} {where}:{hit.line or hit.start_line}"
         box.cursor_position = len(box.value)
         box.focus()
+
+    def action_follow(self, action: str) -> None:
+        """F5 (callers, or uses where nothing calls it) and F6 (callees) of the selected hit's
+        definition: the list shows them, and the breadcrumb says how you got here (Alt+Left: back)."""
+        hit = self._current_hit()
+        if hit is None or hit.is_document or hit.commit:
+            if hit is not None:
+                self.notify("Callers and callees follow code in a local repository.", severity="warning")
+            return
+        box = self.query_one("#query", Input)
+        where = hit.path if len(self.engines) == 1 else str(Path(hit.repo) / hit.path)
+        results = self.query_one(ResultsList)
+        label = FOLLOW[f"{action}:"][1] + " " + (hit.name.split(", ")[0] or f"{hit.path}:{hit.line or hit.start_line}")
+        self.trail.append((box.value, results.highlighted, label))
+        self._set_query(f"{action}: {where}:{hit.line or hit.start_line}")
+        results.focus()
+
+    def action_go_back(self) -> None:
+        """Back to the list the last F5/F6 came from, with its row selected."""
+        if not self.trail:
+            self.notify("Nothing to go back to: F5 and F6 follow the code from a hit.", severity="information")
+            return
+        query, row, _ = self.trail.pop()
+        self._back_to = row
+        self._set_query(query)
+
+    def _set_query(self, value: str) -> None:
+        box = self.query_one("#query", Input)
+        self._restoring = True
+        try:
+            box.value = value
+            box.cursor_position = len(value)
+        finally:
+            self._restoring = False
+        self._show_trail()
+
+    def _name_step(self, query: str, label: str) -> None:
+        """The breadcrumb names the step by what it resolved to (a hit may hold several definitions)."""
+        if self.trail and self.query_one("#query", Input).value == query:
+            prev, row, _ = self.trail[-1]
+            self.trail[-1] = (prev, row, label)
+            self._show_trail()
+
+    def _show_trail(self) -> None:
+        """The breadcrumb: the search you started from, then each step (F5/F6) since."""
+        with contextlib.suppress(NoMatches):
+            crumb = self.query_one("#trail", Static)
+            if not self.trail:
+                crumb.display = False
+                return
+            first = self.trail[0][0]
+            steps = [f'"{first}"' if follow_query(first) is None else first] + [label for _, _, label in self.trail]
+            crumb.update(Text(" › ".join(printable(s) for s in steps) + "   Alt+← back", no_wrap=True,
+                              overflow="ellipsis"))
+            crumb.display = True
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):

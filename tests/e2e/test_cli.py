@@ -422,3 +422,26 @@ def test_the_plain_output_names_the_lists_that_found_each_hit():
     assert retriever_tag(hit(static=4)) == "static"
     assert retriever_tag(hit(bm25=1, static=2, vector=3)) == "bm25+static+vec"
     assert retriever_tag(hit(definition=True)) == "definition"
+
+
+def test_def_refs_callers_callees(nav_repo):
+    """Issue 51: the four commands, their formats and exit codes, from a subdirectory."""
+    r = run("callers", "evict", cwd=nav_repo / "store")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[:3] == ["LRUCache.evict: resolved, def at cache.py:18", "cache.py",
+                                         "     16  self.evict()  [call in LRUCache.put]"]
+    r = run("refs", "LRUCache", "--vimgrep", cwd=nav_repo)
+    assert r.stdout.splitlines() == ["app/service.py:1:25:from store.cache import LRUCache",
+                                     "app/service.py:5:12:    return LRUCache(10)", "store/cache.py:5:7:class LRUCache:"]
+    out = json.loads(run("callees", "app/service.py:9", "--json", cwd=nav_repo).stdout)
+    assert out["symbol"]["name"] == "lookup" and [s["target"]["path"] for s in out["sites"]] == [
+        "app/service.py", "store/cache.py", "store/cache.py"]
+    r = run("def", "fetchUser", "-g", "*.py", cwd=nav_repo)
+    assert r.returncode == 1 and r.stderr == "codesight: no definitions of fetchUser in the paths that -g/-l keep\n"
+    r = run("refs", "request", "-l", "typescript", "--vimgrep", cwd=nav_repo)
+    assert [line.split(":")[1] for line in r.stdout.splitlines()] == ["3", "6"]  # not the comment on line 1
+    assert run("callers", "nothing_by_this_name", cwd=nav_repo).returncode == 1
+    r = run("callers", "", cwd=nav_repo)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    r = run("refs", "x", "--json", "--vimgrep", cwd=nav_repo)
+    assert r.returncode == 2

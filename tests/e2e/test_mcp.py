@@ -15,7 +15,8 @@ import pytest
 from conftest import stop
 from surfaces import server
 
-TOOLS = {"search", "find_related", "index", "status", "watch", "unwatch"}
+TOOLS = {"search", "find_related", "index", "status", "watch", "unwatch", "find_definition", "find_references",
+         "find_callers", "find_callees"}
 HIT_FIELDS = {"repo", "path", "start_line", "end_line", "line", "scope", "name", "language", "score", "found_by",
               "bm25_rank", "vector_rank", "static_rank", "page", "slide", "location", "snippet", "commit"}
 
@@ -291,3 +292,28 @@ async def test_find_related_looks_in_every_root_and_a_bad_glob_is_an_error(repo,
         assert not r.is_error, r.content
         r = await client.call_tool("search", {"query": "haversine", "mode": "bm25", "file_glob": "[[["})
         assert r.is_error and "'['" in r.content[0].text
+
+
+async def test_follow_the_code_through_a_real_client(nav_repo, _isolated_home):
+    """Issue 51: find_definition, find_references, find_callers and find_callees: read-only,
+    structured, each answer's size in tokens."""
+    async with server(nav_repo) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        for name in ("find_definition", "find_references", "find_callers", "find_callees"):
+            assert tools[name].annotations.read_only_hint and tools[name].input_schema["required"] == ["symbol"]
+            assert {"sites", "candidates", "resolution", "tokens"} <= set(tools[name].output_schema["properties"])
+        r = await client.call_tool("find_definition", {"symbol": "LRUCache"})
+        assert not r.is_error, r.content
+        out = r.structured_content
+        assert out["resolution"] == "resolved" and out["symbol"]["path"] == "store/cache.py" and out["symbol"]["line"] == 5
+        assert out["tokens"] > 0 and json.loads(r.content[0].text) == out
+        r = await client.call_tool("find_references", {"symbol": "evict"})
+        assert [(s["line"], s["kind"]) for s in r.structured_content["sites"]] == [(16, "call"), (18, "definition")]
+        r = await client.call_tool("find_callers", {"symbol": "make_cache"})
+        assert [(s["path"], s["line"], s["within"]["name"]) for s in r.structured_content["sites"]] == [
+            ("app/service.py", 9, "lookup")]
+        r = await client.call_tool("find_callees", {"symbol": "app/service.py:8"})
+        out = r.structured_content
+        assert [(s["name"], s["target"]["line"]) for s in out["sites"]] == [("make_cache", 4), ("put", 14), ("get", 10)]
+        r = await client.call_tool("find_callers", {"symbol": "  "})
+        assert r.is_error and "say what to follow" in r.content[0].text

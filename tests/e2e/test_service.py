@@ -106,6 +106,10 @@ def test_a_first_search_answers_in_process_and_starts_the_service_for_the_next(s
     ("search", "retry", "--mode", "bogus"),
     ("search", "retry", "--lang", "klingon", "--mode", "bm25"),
     ("search", "retry", "--path", "no/such/dir", "--mode", "bm25"),
+    ("callees", "retry_failed_upload"),
+    ("refs", "queue.py:2", "--json"),
+    ("def", "UploadQueue", "--vimgrep"),
+    ("callers", "no_such_function"),
 ])
 def test_served_output_is_the_in_process_output(served, args):
     """Every format, a miss, usage errors: the same stdout, stderr and exit code either way, from a
@@ -120,6 +124,8 @@ def test_served_output_is_the_in_process_output(served, args):
     assert status()["served"] == before + 1
     if "--vimgrep" in args:
         assert got.stdout.startswith("queue.py:1:7:class UploadQueue")
+    if args[0] == "callees":
+        assert got.returncode == 0 and "range  line 3" in got.stdout and "send  line 4" in got.stdout
 
 
 def test_the_installed_command_imports_almost_nothing_when_served(served):

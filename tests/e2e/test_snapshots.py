@@ -71,3 +71,15 @@ def test_model_failed(snap_compare, repo, settings):
         await _settle(pilot)
 
     assert snap_compare(app_for(repo, settings), terminal_size=SIZE, run_before=run_before)
+
+
+def test_callers_at_80x24(snap_compare, nav_repo, settings):
+    """Issue 51: the callers of a hit (F5) in the results list, with the breadcrumb, at 80x24."""
+    async def run_before(pilot):
+        await _settle(pilot)
+        await pilot.press(*"make_cache")
+        await _settle(pilot)
+        await pilot.press("f5")
+        await _settle(pilot)
+
+    assert snap_compare(app_for(nav_repo, settings), terminal_size=(80, 24), run_before=run_before)

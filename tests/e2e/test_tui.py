@@ -792,3 +792,36 @@ def test_the_preview_lexes_from_above_a_window_that_starts_in_a_string(tmp_path)
     def_seg = next(seg for seg in strips[row] if seg.text.strip() == "def")
     doc_seg = next(seg for seg in strips[row - 6] if "docstring" in seg.text)
     assert def_seg.style != doc_seg.style  # a keyword, not more of the string
+
+
+async def test_f5_f6_follow_the_code_and_back_returns(nav_repo, settings):
+    """Issue 51: F6 lists a hit's callees, F5 a hit's callers, the breadcrumb says the way here, and
+    Alt+Left goes back to the list before with its row selected; Enter opens the editor at the line."""
+    app = make_app(nav_repo, settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await search(app, pilot, "lookup")
+        start = [h.path for h in app.hits].index("app/service.py")
+        app.query_one(ResultsList).highlighted = start
+        await pilot.press("f6")
+        await settle(app, pilot)
+        assert app.query_one("#query").value.startswith("callees: app/service.py:")
+        assert [(h.path, h.line, h.name) for h in app.hits] == [
+            ("app/service.py", 4, "make_cache"), ("store/cache.py", 14, "LRUCache.put"), ("store/cache.py", 10, "LRUCache.get")]
+        trail = app.query_one("#trail")
+        assert trail.display and '"lookup" › callees of lookup' in str(trail.render())
+        await pilot.press("f5")  # who calls make_cache: lookup, at line 9
+        await settle(app, pilot)
+        assert [(h.path, h.line, h.name) for h in app.hits] == [("app/service.py", 9, "lookup")]
+        assert "› callees of lookup › callers of make_cache" in str(trail.render())
+        from codesight_tui.tui.editor import editor_argv
+
+        hit = app.hits[0]  # Enter opens the caller's line
+        assert editor_argv(str(nav_repo / hit.path), hit.line, environ={"EDITOR": "vim"})[1] == "+9"
+        await pilot.press("alt+left")
+        await settle(app, pilot)
+        await pilot.press("alt+left")
+        await settle(app, pilot)
+        assert app.query_one("#query").value == "lookup" and app.query_one(ResultsList).highlighted == start
+        assert not trail.display
+        assert {"Callers", "Callees", "Back"} <= {b.description for b in app.BINDINGS}

@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.modes import Vectors
 from codesight_tui.core.process.jobs import IndexJob
+from codesight_tui.core.search.navigate import MAX_SITES
 
 if TYPE_CHECKING:
     from codesight_tui.core.config import Settings
     from codesight_tui.core.engine import CodeSight
     from codesight_tui.core.fleet import Fleet
+    from codesight_tui.core.search.navigate import Navigation
     from codesight_tui.core.search.searcher import SearchResponse
     from codesight_tui.core.search.status import IndexStatus
     from codesight_tui.core.store.watch import Watcher
@@ -270,6 +272,11 @@ class Workspace:
         """Code most like what ``request.query`` names (``path:line``, a file or a symbol), over
         its roots and its fleet store: ``search`` with ``like`` set."""
         return self.search(replace(request, like=True))
+
+    def follow(self, root: Path, action: str, target: str, limit: int = MAX_SITES, **where: str | None) -> Navigation:
+        """Definitions, references, callers or callees of ``target`` in ``root``'s index
+        (``CodeSight.follow``; ``where``: its glob and language)."""
+        return self.engine(root).follow(action, target, limit, **where)
 
     def status(self, root: Path, check_disk: bool = True) -> IndexStatus:
         """``root``'s index: counts, model, freshness, size (``CodeSight.status``)."""

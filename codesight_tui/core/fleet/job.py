@@ -268,7 +268,7 @@ def index_repository(task: RepoTask) -> RepoOutput:
         texts: list[str] = []
         keys: list[str] = []
         for batch in file_batches(changed):
-            items, _unreadable, rows = prepare_batch(chunker, batch)
+            items, _unreadable, rows, _symbols = prepare_batch(chunker, batch)
             for (entry, language, _masked), fields in zip(items, rows, strict=False):
                 for start, end, scope, content, key, terms, digest in fields:
                     columns["id"].append(chunk_id(task.source.name, entry.rel_path, start, digest))

@@ -30,6 +30,7 @@ from codesight_tui.core.child import init_child, quiet_for_children
 from codesight_tui.core.ingest.chunker import Chunker, doc_text, embed_text
 from codesight_tui.core.ingest.extract import DOCUMENT_REASONS, DocumentReader, ExtractError, extract
 from codesight_tui.core.ingest.paths import VALUE_ORDER, classify, git_head
+from codesight_tui.core.ingest.symbols import FileSymbols, extract_rows
 from codesight_tui.core.ingest.walker import (
     IGNORE_FILES,
     MAX_DOCUMENT_SIZE,
@@ -120,13 +121,16 @@ def file_batches(entries: list[FileEntry]) -> Iterator[list[FileEntry]]:
         yield batch
 
 
-Prepared = tuple[list[tuple[FileEntry, str, int]], list[tuple[FileEntry, str]], list[list["ChunkFields"]]]
+Prepared = tuple[list[tuple[FileEntry, str, int]], list[tuple[FileEntry, str]], list[list["ChunkFields"]],
+                 list["FileSymbols | None"]]
 
 
 def prepare_batch(chunker: Chunker, batch: list[FileEntry], max_bytes: int | None = None) -> Prepared:
     """Read and chunk one batch: ``([(entry, language, secrets masked)], [(entry, why unreadable)],
-    [rows])``, the rows of each file being its chunks' ``store.chunk_fields``. Secrets in the text
-    (``core.redact``) are masked before anything is chunked, so no index row ever holds one."""
+    [rows], [symbols])``, the rows of each file being its chunks' ``store.chunk_fields`` and its
+    symbols its definitions and references (``ingest.symbols``, from the same parse; None for a
+    file without a grammar). Secrets in the text (``core.redact``) are masked before anything is
+    chunked, so no index row ever holds one."""
     items: list[tuple[FileEntry, str, int]] = []
     texts: list[tuple[str, str, str]] = []
     unreadable: list[tuple[FileEntry, str]] = []
@@ -139,8 +143,12 @@ def prepare_batch(chunker: Chunker, batch: list[FileEntry], max_bytes: int | Non
         text, masked = redact(ex.text)
         items.append((e, ex.language, masked))
         texts.append((e.rel_path, ex.language, text))
-    chunked = chunker.chunk_many(texts)
-    return items, unreadable, [chunk_fields(e.rel_path, chunks) for (e, _, _), chunks in zip(items, chunked, strict=False)]
+    trees = [chunker.parse(lang, text) for _, lang, text in texts]
+    chunked = chunker.chunk_many(texts, trees)
+    found: list[FileSymbols | None] = [extract_rows(lang, text, tree) if tree is not None else None
+                                        for (_, lang, text), tree in zip(texts, trees, strict=True)]
+    return (items, unreadable, [chunk_fields(e.rel_path, chunks) for (e, _, _), chunks in zip(items, chunked, strict=False)],
+            found)
 
 
 _WORKER_CHUNKER: Chunker | None = None
@@ -322,7 +330,7 @@ def index_lexical(root: Path, store: Store, chunker: Chunker, *, max_file_size: 
             if cancel is not None and cancel.is_set():
                 report.cancelled = True
                 break
-            items, unreadable, rows = queue.pop(0).result()
+            items, unreadable, rows, found = queue.pop(0).result()
             if i + ahead < len(batches):
                 queue.append(workers.submit(batches[i + ahead]))
             with store.transaction():
@@ -338,7 +346,7 @@ def index_lexical(root: Path, store: Store, chunker: Chunker, *, max_file_size: 
                         report.chunks_removed += store.delete_file(e.rel_path)
                 added, removed = store.write_files([
                     (e.rel_path, e.mtime_ns, e.size, lang, file_rows, _priority(e.rel_path, e.mtime_ns, lang), masked)
-                    for (e, lang, masked), file_rows in zip(items, rows, strict=False)])
+                    for (e, lang, masked), file_rows in zip(items, rows, strict=False)], found)
                 report.chunks_added += added
                 report.chunks_removed += removed
                 report.files_changed += len(items)

@@ -686,13 +686,27 @@ class Chunker:
             prev = cut
         return pieces
 
-    def chunk_many(self, files: list[tuple[str, str, str]]) -> list[list[Chunk]]:
-        """Chunk ``(path, language, text)`` triples; tokenising happens in one batch."""
+    def chunk_many(self, files: list[tuple[str, str, str]], trees: list[Any] | None = None) -> list[list[Chunk]]:
+        """Chunk ``(path, language, text)`` triples; tokenising happens in one batch. ``trees``:
+        each file's parse (``parse``), where the caller made one."""
         counts = self.counter.line_counts_batch([t for _, _, t in files])
-        return [self.chunk(p, lang, t, c) for (p, lang, t), c in zip(files, counts, strict=False)]
+        return [self.chunk(p, lang, t, c, tree=trees[k] if trees else None)
+                for k, ((p, lang, t), c) in enumerate(zip(files, counts, strict=False))]
+
+    @staticmethod
+    def parse(language: str, text: str) -> Any:
+        """The tree-sitter parse of a file, as ``chunk`` makes it; None without a grammar or on a
+        grammar's failure."""
+        parser = parser_for(language)
+        if parser is None:
+            return None
+        try:
+            return parser.parse(text.encode("utf-8", errors="surrogatepass"))
+        except Exception:  # noqa: BLE001 - a grammar bug must never lose a file: it is chunked by blocks
+            return None
 
     def chunk(self, path: str, language: str, text: str, line_tokens: list[int] | None = None,
-              blocks: list[tuple[int, int, str]] | None = None) -> list[Chunk]:
+              blocks: list[tuple[int, int, str]] | None = None, tree: Any = None) -> list[Chunk]:
         """Chunk one file. ``line_tokens`` are per-line token counts if already known.
 
         ``blocks`` (0-based inclusive line ranges with their scope; ``core.extract``) are a
@@ -711,7 +725,8 @@ class Chunker:
         parser = None if packed else parser_for(language)
         if parser is not None:
             try:
-                tree = parser.parse(text.encode("utf-8", errors="surrogatepass"))
+                if tree is None:
+                    tree = parser.parse(text.encode("utf-8", errors="surrogatepass"))
                 tc = _TreeChunker(GRAMMARS[language], lines, prefix, budget_for, parser)
                 segs = tc.run(tree.root_node)
             except Exception:  # a grammar bug must never lose a file: fall back to blocks  # noqa: BLE001

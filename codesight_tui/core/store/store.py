@@ -23,21 +23,24 @@ import pathspec
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.ingest.chunker import Chunk, embed_text
 from codesight_tui.core.languages import DOCUMENT_EXTENSIONS
+from codesight_tui.core.store import symbols
 from codesight_tui.core.text import content_hash, expansion_terms, fts_match, fts_terms
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from codesight_tui.core.ingest.symbols import FileSymbols
     from codesight_tui.core.store.lexical import ResidentBM25
 
-SCHEMA_VERSION = "8"  # bumped when the stored rows change meaning (v3: TS signatures are scopes; v4: doc views;
+SCHEMA_VERSION = "9"  # bumped when the stored rows change meaning (v3: TS signatures are scopes; v4: doc views;
 # v5: compound names in the embedded scope header are followed by their words; v6: grammars for C#, Kotlin,
 # Scala, Swift, Lua, shell, Haskell, Elixir and Zig, and attributes attached to definitions; v7: secrets
 # are masked before chunking and secret files are not indexed, so an older index, which may hold
 # them, is rebuilt; v8: a .h file with C++ in it is parsed as C++; Lua and JS functions bound by
 # assignment, Lua's in a table, JS/TS class fields holding a function, C's function-like macros and
 # typedef'd structs, and Rust items in a macro call's braces are definitions; identifier expansions
-# in a fixed order, not one that changed with each process's hash seed)
+# in a fixed order, not one that changed with each process's hash seed; v9: definitions and references,
+# core.store.symbols)
 
 FTS_AUTOMERGE = 8
 
@@ -94,7 +97,7 @@ CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF path, scope, content, ter
     INSERT INTO chunks_fts(rowid, path, scope, content, terms)
     VALUES (new.id, new.path, new.scope, new.content, new.terms);
 END;
-"""
+""" + symbols.SCHEMA
 
 
 # SQL: the file is a document (PDF, DOCX, PPTX).
@@ -222,9 +225,11 @@ class Store:
         """``{path: (mtime_ns, size)}`` for every indexed file."""
         return {p: (m, s) for p, m, s in self.conn.execute("SELECT path, mtime_ns, size FROM files")}
 
-    def write_files(self, files: list[tuple[str, int, int, str, list[ChunkFields], int, int]]) -> tuple[int, int]:
+    def write_files(self, files: list[tuple[str, int, int, str, list[ChunkFields], int, int]],
+                    symbols_of: list[FileSymbols | None] | None = None) -> tuple[int, int]:
         """Replace the chunks of ``(path, mtime_ns, size, language, rows, priority, secrets masked)`` files,
-        keeping rows (and so their vectors) whose text is unchanged.
+        keeping rows (and so their vectors) whose text is unchanged, and their symbols with
+        ``symbols_of`` (one per file, in order; None or left out: the file has none).
 
         ``rows`` are a file's ``chunk_fields``. Must run inside ``transaction()``. A whole batch
         goes in a few statements (one lookup, one insert, one FTS insert), not a few per file:
@@ -270,6 +275,7 @@ class Store:
         c.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,NULL,?)",
                       [(path, mtime_ns, size, language, len(rows), now, masked)
                        for path, mtime_ns, size, language, rows, _, masked in files])
+        symbols.write(c, [(f[0], symbols_of[k] if symbols_of else None) for k, f in enumerate(files)])
         return len(inserts), len(stale)
 
     def write_skipped(self, path: str, mtime_ns: int, size: int, reason: str) -> int:
@@ -279,6 +285,7 @@ class Store:
         self.conn.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,NULL,0,?,?,0)",
                           (path, mtime_ns, size, time.time(), reason))
         self.conn.execute("DELETE FROM documents WHERE path=?", (path,))
+        symbols.delete(self.conn, [path])
         return n
 
     def delete_file(self, path: str) -> int:
@@ -286,6 +293,7 @@ class Store:
         n = self.conn.execute("DELETE FROM chunks WHERE path=?", (path,)).rowcount
         self.conn.execute("DELETE FROM files WHERE path=?", (path,))
         self.conn.execute("DELETE FROM documents WHERE path=?", (path,))
+        symbols.delete(self.conn, [path])
         return n
 
     # --- documents ---------------------------------------------------------------------------
@@ -463,6 +471,7 @@ class Store:
                           f" (SELECT max(id) FROM {table}))").fetchall()
             c.execute("SELECT * FROM files ORDER BY path LIMIT 1").fetchall()
             c.execute("SELECT * FROM meta").fetchall()
+            symbols.probe(c)
         except sqlite3.DatabaseError as exc:
             return str(exc).splitlines()[0][:200]
         return None

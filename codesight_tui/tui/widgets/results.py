@@ -103,7 +103,7 @@ class ResultsList(OptionList):
         A ``refresh`` (the same query searched again) keeps the highlighted hit highlighted when
         it is still in the list, and says so when the list changed under it; a new query starts
         at the top."""
-        sig = [(h.chunk_id, h.score, h.start_line, h.end_line, h.path in stale) for h in hits]
+        sig = [(h.chunk_id, h.path, h.score, h.start_line, h.end_line, h.path in stale) for h in hits]
         if sig == getattr(self, "_shown", None) and self.option_count == len(hits) and self.filters == getattr(
                 self, "_shown_filters", None):
             self.hits = hits  # one more key, the same hits: nothing to repaint

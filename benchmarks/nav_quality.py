@@ -1,0 +1,274 @@
+"""Issue 51's quality checks of definitions, references and callers.
+
+    python benchmarks/nav_quality.py ctags [--sources DIR]      definitions against universal-ctags
+    python benchmarks/nav_quality.py rg [--sources DIR]         references against rg -w, 200 symbols
+    python benchmarks/nav_quality.py jedi REPO [REPO ...]        Python callers against Jedi
+
+``--sources``: the polyglot set's unpacked repositories (default .cache/polyglot/repos).
+
+ctags: every function, method, class and type definition universal-ctags finds in a file of a
+language codesight has a grammar for (prototypes, fields, variables, macros, namespaces left out) is
+found when codesight has a definition of that name whose lines hold the tag's line (its name's line,
+or the lines above it that belong to the definition: decorators, attributes, doc comments).
+
+rg: 200 names (seeded; 34 a language from Python, TypeScript, Go, Rust, Java and C++; names of 4 or
+more characters with at most 400 rg hits), each looked up in its own repository with ``rg -w``.
+The truth is rg's lines minus those where every match sits in a comment or a string (told by the
+grammar: the match's innermost node or an ancestor is a comment or a string), in code files only
+(documents and configuration get no symbols by design). codesight's lines are its references and
+definitions of the name in the same files. Precision and recall over (path, line) pairs.
+
+jedi: 100 functions and methods a repository (seeded) of a repository indexed by codesight; Jedi's
+references to each that are calls (the name followed by "(") are its callers, and codesight's
+``callers`` of the definition's path:line must list them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from codesight_tui.core.ingest.chunker import GRAMMARS, parser_for  # noqa: E402
+from codesight_tui.core.ingest.symbols import extract  # noqa: E402
+from codesight_tui.core.languages import detect_language  # noqa: E402
+
+MAX_FILE = 1_000_000
+KINDS = {"function", "func", "method", "class", "struct", "interface", "enum", "typedef", "type", "trait", "union",
+         "alias", "record", "protocol", "singletonMethod", "module", "object", "implementation", "fn"}
+
+
+def _tail(name: str) -> str:
+    return re.split(r"\.|::|#|/", name.strip())[-1].strip("()*& ")
+
+
+def cmd_ctags(sources: Path) -> int:
+    found: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    misses: dict[str, list[str]] = defaultdict(list)
+    for repo in sorted(p for p in sources.iterdir() if p.is_dir()):
+        out = subprocess.run(["ctags", "-R", "--output-format=json", "--fields=+nKl", "-f", "-", "."], cwd=repo,
+                             capture_output=True, text=True, errors="replace")
+        tags: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        for line in out.stdout.splitlines():
+            try:
+                t = json.loads(line)
+            except ValueError:
+                continue
+            if t.get("_type") != "tag" or t.get("kind") not in KINDS or "line" not in t:
+                continue
+            tags[t["path"]].append((t["name"], int(t["line"])))
+        for rel, want in tags.items():
+            lang = detect_language(rel)
+            p = repo / rel
+            if lang not in GRAMMARS or not p.is_file() or p.stat().st_size > MAX_FILE:
+                continue
+            syms = extract(lang, p.read_text(encoding="utf-8", errors="replace"))
+            if syms is None:
+                continue
+            spans = defaultdict(list)
+            for d in syms.defs:
+                spans[_tail(d.name)].append((d.start_line, d.line, d.end_line))
+                spans[d.name].append((d.start_line, d.line, d.end_line))
+            for name, line in set(want):
+                hit = any(s <= line <= max(n, s) or n == line for s, n, _ in spans.get(_tail(name), ()))
+                found[lang][0] += hit
+                found[lang][1] += 1
+                if not hit and len(misses[lang]) < 5:
+                    misses[lang].append(f"{repo.name}/{rel}:{line} {name}")
+    print("| language | ctags definitions | found | recall |\n| --- | --- | --- | --- |")
+    for lang, (hit, total) in sorted(found.items()):
+        print(f"| {lang} | {total:,} | {hit:,} | {hit / total:.3f} |")
+    all_hit = sum(h for h, _ in found.values())
+    all_total = sum(t for _, t in found.values())
+    print(f"| all | {all_total:,} | {all_hit:,} | {all_hit / all_total:.3f} |")
+    for lang, ms in sorted(misses.items()):
+        print(f"  missed in {lang}: " + "; ".join(ms[:3]))
+    return 0
+
+
+PROSE = ("comment", "string", "heredoc", "char_literal", "raw_string", "template_string", "interpreted_string",
+         "character")
+
+
+def _in_prose(tree, at: int, end: int) -> bool:
+    node = tree.root_node.descendant_for_byte_range(at, end)
+    while node is not None:
+        if any(k in node.type for k in PROSE) and "interpolation" not in node.type:
+            return True
+        if node.type in ("template_substitution", "interpolation", "string_interpolation"):
+            return False  # code inside a string: `${name}`
+        node = node.parent
+    return False
+
+
+def cmd_rg(sources: Path, per_lang: int = 34, seed: int = 51) -> int:
+    langs = ("python", "typescript", "go", "rust", "java", "cpp")
+    rng = random.Random(seed)
+    by_lang: dict[str, list[tuple[Path, str]]] = defaultdict(list)
+    files_of: dict[str, list[tuple[Path, Path]]] = defaultdict(list)
+    for repo in sorted(p for p in sources.iterdir() if p.is_dir()):
+        for p in repo.rglob("*"):
+            if p.is_file() and p.stat().st_size < MAX_FILE:
+                lang = detect_language(str(p.relative_to(repo)))
+                if lang in langs:
+                    files_of[lang].append((repo, p))
+    for lang in langs:
+        pool = files_of[lang]
+        rng.shuffle(pool)
+        names: set[tuple[Path, str]] = set()
+        for repo, p in pool[:200]:
+            syms = extract(lang, p.read_text(encoding="utf-8", errors="replace"))
+            for d in (syms.defs if syms else []):
+                n = _tail(d.name)
+                if len(n) >= 4 and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n):
+                    names.add((repo, n))
+        by_lang[lang] = rng.sample(sorted(names), min(len(names), per_lang * 3))
+    totals = defaultdict(lambda: [0, 0, 0])  # per language: both, ours, truth
+    worst: list[tuple[float, str]] = []
+    cache: dict[Path, tuple[object, list[str], dict[str, set[int]]] | None] = {}
+    for lang in langs:
+        done = 0
+        for repo, name in by_lang[lang]:
+            if done >= per_lang:
+                break
+            out = subprocess.run(["rg", "-w", "--json", "-F", name, "."], cwd=repo, capture_output=True, text=True,
+                                 errors="replace")
+            matches = [json.loads(x) for x in out.stdout.splitlines() if '"type":"match"' in x]
+            if not matches or len(matches) > 400:
+                continue
+            done += 1
+            truth: set[tuple[str, int]] = set()
+            ours: set[tuple[str, int]] = set()
+            for m in matches:
+                rel = m["data"]["path"]["text"].removeprefix("./")
+                flang = detect_language(rel)
+                if flang not in GRAMMARS:
+                    continue
+                p = repo / rel
+                if p not in cache:
+                    data = p.read_bytes()
+                    parser = parser_for(flang)
+                    tree = parser.parse(data) if parser else None
+                    syms = extract(flang, data.decode("utf-8", errors="replace"))
+                    lines: dict[str, set[int]] = defaultdict(set)
+                    for r in (syms.refs if syms else []):
+                        lines[r.name].add(r.line)
+                    for d in (syms.defs if syms else []):
+                        lines[_tail(d.name)].add(d.line)
+                    offsets = [0]
+                    for ln in data.split(b"\n"):
+                        offsets.append(offsets[-1] + len(ln) + 1)
+                    cache[p] = (tree, offsets, lines)
+                tree, offsets, lines = cache[p]  # type: ignore[misc]
+                line = m["data"]["line_number"]
+                start = offsets[line - 1]
+                code = any(not _in_prose(tree, start + s["start"], start + s["end"]) for s in m["data"]["submatches"])
+                if code:
+                    truth.add((rel, line))
+                ours.update((rel, n) for n in lines.get(name, ()) if n == line)
+            both = len(truth & ours)
+            t = totals[lang]
+            t[0] += both
+            t[1] += len(ours)
+            t[2] += len(truth)
+            if truth and both < len(truth) or ours - truth:
+                worst.append((both / max(1, len(truth)), f"{repo.name} {name}: missed {sorted(truth - ours)[:3]},"
+                                                          f" extra {sorted(ours - truth)[:3]}"))
+    print("| language | symbols | rg lines (code) | codesight lines | precision | recall |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for lang in langs:
+        both, ours_n, truth_n = totals[lang]
+        print(f"| {lang} | {per_lang} | {truth_n:,} | {ours_n:,} | {both / max(1, ours_n):.3f} | {both / max(1, truth_n):.3f} |")
+    both = sum(t[0] for t in totals.values())
+    ours_n = sum(t[1] for t in totals.values())
+    truth_n = sum(t[2] for t in totals.values())
+    print(f"| all | {per_lang * len(langs)} | {truth_n:,} | {ours_n:,} | {both / ours_n:.3f} | {both / truth_n:.3f} |")
+    for _, text in sorted(worst)[:12]:
+        print("  " + text)
+    return 0
+
+
+def cmd_jedi(repos: list[Path], per_repo: int = 100, seed: int = 51) -> int:
+    import jedi
+
+    from codesight_tui import CodeSight
+
+    rows = []
+    for repo in repos:
+        with tempfile.TemporaryDirectory() as data:
+            os.environ["CODESIGHT_DATA_DIR"] = data
+            cs = CodeSight(repo, lexical_processes=False)
+            cs.index(embed=False)
+            conn = cs.store.conn
+            defs = conn.execute("SELECT f.path, d.line, n.name FROM defs d JOIN sym_files f ON f.id = d.file_id"
+                                " JOIN sym_names n ON n.id = d.name_id WHERE d.kind IN ('def', 'async def')"
+                                " ORDER BY f.path, d.line").fetchall()
+            rng = random.Random(seed)
+            sample = rng.sample(defs, min(per_repo, len(defs)))
+            project = jedi.Project(str(repo))
+            hit = total = ours_total = resolved_defs = 0
+            for path, line, name in sample:
+                text = (repo / path).read_text(encoding="utf-8", errors="replace")
+                src = text.split("\n")
+                col = src[line - 1].find(name)
+                if col < 0:
+                    continue
+                script = jedi.Script(text, path=str(repo / path), project=project)
+                try:
+                    refs = script.get_references(line, col, include_builtins=False)
+                except Exception:  # noqa: BLE001 - Jedi fails on some code: that definition is skipped
+                    continue
+                calls = set()
+                for r in refs:
+                    if r.module_path is None or r.line is None or r.is_definition():
+                        continue
+                    rel = os.path.relpath(str(r.module_path), repo)
+                    if rel.startswith(".."):
+                        continue
+                    try:
+                        lines = (repo / rel).read_text(encoding="utf-8", errors="replace").split("\n")
+                    except OSError:
+                        continue
+                    after = lines[r.line - 1][r.column + len(name):].lstrip()
+                    if after.startswith("("):
+                        calls.add((rel, r.line))
+                ours = {(s.path, s.line) for s in cs.callers(f"{path}:{line}").sites}
+                resolved_defs += 1
+                total += len(calls)
+                hit += len(calls & ours)
+                ours_total += len(ours)
+            rows.append((repo.name, resolved_defs, total, hit, ours_total))
+            cs.close()
+    print("| repository | definitions | Jedi's call sites | found by codesight | recall | codesight's callers |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, n, total, hit, ours_total in rows:
+        print(f"| {name} | {n} | {total} | {hit} | {hit / max(1, total):.3f} | {ours_total} |")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("check", choices=("ctags", "rg", "jedi"))
+    ap.add_argument("repos", nargs="*", type=Path)
+    ap.add_argument("--sources", type=Path, default=ROOT / ".cache" / "polyglot" / "repos")
+    args = ap.parse_args()
+    if args.check == "ctags":
+        return cmd_ctags(args.sources)
+    if args.check == "rg":
+        return cmd_rg(args.sources)
+    return cmd_jedi([r.resolve() for r in args.repos])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

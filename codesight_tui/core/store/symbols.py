@@ -1,0 +1,221 @@
+"""The index's symbol tables (issue 51): each code file's definitions and references
+(``ingest.symbols``), written and deleted with the file's chunks in the same transaction, in the
+same SQLite database.
+
+Names are stored once (``sym_names``) and files once (``sym_files``, which also lists the name ids
+a file holds, so that its rows go by primary key when it changes). ``defs`` and ``refs`` are
+WITHOUT ROWID tables keyed by name first: "every use of NAME" is one range read (``refs`` keeps a
+name's uses in a file as one packed row).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from array import array
+from dataclasses import dataclass
+
+from codesight_tui.core.ingest.symbols import REF_KINDS, FileSymbols
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sym_names (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS sym_files (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, names BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS defs (
+    name_id INTEGER NOT NULL, file_id INTEGER NOT NULL, line INTEGER NOT NULL,
+    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, kind TEXT NOT NULL, scope TEXT NOT NULL,
+    PRIMARY KEY (name_id, file_id, line)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS defs_file ON defs(file_id, line);
+-- One row per name and file: its uses there, packed as int32 triples (line, kind: the index in
+-- ingest.symbols.REF_KINDS, within: the line of the innermost definition around it, 0 for none).
+-- A fourth of the rows one per use would take on Django, and a fourth of the inserts.
+CREATE TABLE IF NOT EXISTS refs (
+    name_id INTEGER NOT NULL, file_id INTEGER NOT NULL, uses BLOB NOT NULL,
+    PRIMARY KEY (name_id, file_id)
+) WITHOUT ROWID;
+"""
+TABLES = ("sym_names", "sym_files", "defs", "refs")
+CALL = REF_KINDS.index("call")
+IMPORT = REF_KINDS.index("import")
+
+
+@dataclass(frozen=True, slots=True)
+class DefRecord:
+    name: str
+    path: str
+    line: int
+    start_line: int
+    end_line: int
+    kind: str
+    scope: str
+
+
+@dataclass(frozen=True, slots=True)
+class RefRecord:
+    name: str
+    path: str
+    line: int
+    kind: str  # call, type, import, other
+    within: int  # the line of the enclosing definition's name; 0: none
+
+
+def _in(values: list[str] | list[int]) -> str:
+    return ",".join("?" * len(values))
+
+
+def delete(conn: sqlite3.Connection, paths: list[str]) -> None:
+    """Drop the symbols of ``paths`` (inside the caller's transaction)."""
+    for k in range(0, len(paths), 500):
+        part = paths[k : k + 500]
+        for file_id, blob in conn.execute(f"SELECT id, names FROM sym_files WHERE path IN ({_in(part)})", part).fetchall():
+            ids = array("i")
+            ids.frombytes(blob)
+            keys = [(n, file_id) for n in ids]
+            conn.executemany("DELETE FROM refs WHERE name_id=? AND file_id=?", keys)
+            conn.executemany("DELETE FROM defs WHERE name_id=? AND file_id=?", keys)
+            conn.execute("DELETE FROM sym_files WHERE id=?", (file_id,))
+
+
+def write(conn: sqlite3.Connection, files: list[tuple[str, FileSymbols | None]]) -> None:
+    """Replace the symbols of each ``(path, symbols)`` (None: the file has none, a document or a
+    language without a grammar), inside the caller's transaction."""
+    delete(conn, [p for p, _ in files])
+    present = [(p, s) for p, s in files if s is not None and (s[0] or s[1])]  # type: list[tuple[str, FileSymbols]]
+    if not present:
+        return
+    names = sorted({d[0] for _, s in present for d in s[0]} | {n for _, s in present for n, _ in s[1]})
+    conn.executemany("INSERT OR IGNORE INTO sym_names(name) VALUES (?)", [(n,) for n in names])
+    ids: dict[str, int] = {}
+    for k in range(0, len(names), 500):
+        part = names[k : k + 500]
+        ids.update((n, i) for i, n in conn.execute(f"SELECT id, name FROM sym_names WHERE name IN ({_in(part)})", part))
+    def_rows: list[tuple[int, int, int, int, int, str, str]] = []
+    ref_rows: list[tuple[int, int, bytes]] = []
+    for path, (defs, uses) in present:
+        held = sorted({ids[d[0]] for d in defs} | {ids[n] for n, _ in uses})
+        cur = conn.execute("INSERT INTO sym_files(path, names) VALUES (?, ?)", (path, array("i", held).tobytes()))
+        file_id = cur.lastrowid
+        assert file_id is not None
+        def_rows.extend((ids[n], file_id, line, s, e, kind, scope) for n, kind, scope, line, s, e in defs)
+        ref_rows.extend((ids[n], file_id, packed) for n, packed in uses)
+    conn.executemany("INSERT OR IGNORE INTO defs VALUES (?,?,?,?,?,?,?)", def_rows)
+    conn.executemany("INSERT OR REPLACE INTO refs VALUES (?,?,?)", ref_rows)
+
+
+def _uses(blob: bytes) -> list[tuple[int, int, int]]:
+    """A refs row's (line, kind, within) triples."""
+    a = array("i")
+    a.frombytes(blob)
+    return list(zip(a[0::3], a[1::3], a[2::3], strict=True))
+
+
+def probe(conn: sqlite3.Connection) -> None:
+    """Read the first and last rows of each table (``Store.probe``): raises sqlite3.DatabaseError."""
+    conn.execute("SELECT * FROM sym_names WHERE id IN ((SELECT min(id) FROM sym_names), (SELECT max(id) FROM sym_names))").fetchall()
+    conn.execute("SELECT * FROM sym_files WHERE id IN ((SELECT min(id) FROM sym_files), (SELECT max(id) FROM sym_files))").fetchall()
+    conn.execute("SELECT * FROM defs ORDER BY name_id LIMIT 1").fetchall()
+    conn.execute("SELECT * FROM defs ORDER BY name_id DESC LIMIT 1").fetchall()
+    conn.execute("SELECT * FROM refs ORDER BY name_id LIMIT 1").fetchall()
+    conn.execute("SELECT * FROM refs ORDER BY name_id DESC LIMIT 1").fetchall()
+
+
+_DEF = ("SELECT n.name, f.path, d.line, d.start_line, d.end_line, d.kind, d.scope FROM defs d"
+        " JOIN sym_names n ON n.id = d.name_id JOIN sym_files f ON f.id = d.file_id")
+
+
+def _name_id(conn: sqlite3.Connection, name: str) -> int | None:
+    row = conn.execute("SELECT id FROM sym_names WHERE name=?", (name,)).fetchone()
+    return int(row[0]) if row else None
+
+
+def _file_id(conn: sqlite3.Connection, path: str) -> int | None:
+    row = conn.execute("SELECT id FROM sym_files WHERE path=?", (path,)).fetchone()
+    return int(row[0]) if row else None
+
+
+def definitions(conn: sqlite3.Connection, name: str) -> list[DefRecord]:
+    """Every definition named ``name``."""
+    nid = _name_id(conn, name)
+    if nid is None:
+        return []
+    return [DefRecord(*r) for r in conn.execute(_DEF + " WHERE d.name_id=? ORDER BY f.path, d.line", (nid,))]
+
+
+def file_definitions(conn: sqlite3.Connection, path: str) -> list[DefRecord]:
+    """The definitions of one file, in line order."""
+    fid = _file_id(conn, path)
+    if fid is None:
+        return []
+    return [DefRecord(*r) for r in conn.execute(_DEF + " WHERE d.file_id=? ORDER BY d.start_line, d.end_line DESC", (fid,))]
+
+
+def references(conn: sqlite3.Connection, name: str, kind: str | None = None) -> list[RefRecord]:
+    """Every reference to ``name`` (of ``kind`` only, where given), by path and line."""
+    return [r for r, _ in _references(conn, name, kind, False)]
+
+
+def references_within(conn: sqlite3.Connection, name: str,
+                      kind: str | None = None) -> list[tuple[RefRecord, DefRecord | None]]:
+    """``references``, each with the innermost definition around it (None: at a file's top level)."""
+    return _references(conn, name, kind, True)
+
+
+def _references(conn: sqlite3.Connection, name: str, kind: str | None,
+                around: bool) -> list[tuple[RefRecord, DefRecord | None]]:
+    nid = _name_id(conn, name)
+    if nid is None:
+        return []
+    code = REF_KINDS.index(kind) if kind is not None else None
+    found: list[tuple[int, str, int, int, int]] = []  # (file id, path, line, kind, within)
+    for fid, path, blob in conn.execute("SELECT r.file_id, f.path, r.uses FROM refs r JOIN sym_files f ON f.id = r.file_id"
+                                        " WHERE r.name_id=?", (nid,)):
+        found.extend((fid, path, line, k, w) for line, k, w in _uses(blob) if code is None or k == code)
+    found.sort(key=lambda r: (r[1], r[2], r[3]))
+    defs: dict[tuple[int, int], DefRecord] = {}
+    if around:
+        files = sorted({r[0] for r in found if r[4]})
+        for k in range(0, len(files), 500):
+            part = files[k : k + 500]
+            for fid, *row in conn.execute(
+                    "SELECT d.file_id, n.name, f.path, d.line, d.start_line, d.end_line, d.kind, d.scope FROM defs d"
+                    " JOIN sym_names n ON n.id = d.name_id JOIN sym_files f ON f.id = d.file_id"
+                    f" WHERE d.file_id IN ({_in(part)}) ORDER BY d.start_line DESC", part):
+                defs.setdefault((fid, row[2]), DefRecord(*row))  # two on one line: the innermost (latest start)
+    return [(RefRecord(name, path, line, REF_KINDS[k], w), defs.get((fid, w)) if w else None)
+            for fid, path, line, k, w in found]
+
+
+def file_references(conn: sqlite3.Connection, path: str, within: list[int] | None = None,
+                    kind: str | None = None) -> list[RefRecord]:
+    """The references in one file (inside the definitions at the lines ``within`` only, and of
+    ``kind`` only, where given), in line order: one primary-key read per name the file holds."""
+    row = conn.execute("SELECT id, names FROM sym_files WHERE path=?", (path,)).fetchone()
+    if row is None:
+        return []
+    fid, blob = row
+    ids = array("i")
+    ids.frombytes(blob)
+    code = REF_KINDS.index(kind) if kind is not None else None
+    wanted = set(within) if within is not None else None
+    out: list[RefRecord] = []
+    names = list(ids)
+    for k in range(0, len(names), 500):
+        part = names[k : k + 500]
+        for name, uses in conn.execute("SELECT n.name, r.uses FROM refs r JOIN sym_names n ON n.id = r.name_id"
+                                       f" WHERE r.name_id IN ({_in(part)}) AND r.file_id=?", [*part, fid]):
+            out.extend(RefRecord(name, path, line, REF_KINDS[c], w) for line, c, w in _uses(uses)
+                       if (code is None or c == code) and (wanted is None or w in wanted))
+    out.sort(key=lambda r: (r.line, r.name))
+    return out
+
+
+def imported_names(conn: sqlite3.Connection, path: str) -> set[str]:
+    """The names a file's import statements hold (a module's parts, the names taken from it)."""
+    return {r.name for r in file_references(conn, path, kind="import")}
+
+
+def counts(conn: sqlite3.Connection) -> dict[str, int]:
+    try:
+        return {"definitions": conn.execute("SELECT count(*) FROM defs").fetchone()[0],
+                "references": conn.execute("SELECT coalesce(sum(length(uses)), 0) / 12 FROM refs").fetchone()[0]}
+    except sqlite3.OperationalError:  # an index from before symbols, opened read-only
+        return {"definitions": 0, "references": 0}

@@ -1,0 +1,80 @@
+"""Definitions, references, callers and callees from the index (issue 51): written with their files,
+replaced and dropped with them, resolved honestly, and never from a comment or a string."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import HashEmbedder
+
+from codesight_tui import CodeSight, CodeSightError
+
+
+@pytest.fixture
+def cs(nav_repo, settings):
+    engine = CodeSight(nav_repo, settings=settings, embedder=HashEmbedder())
+    engine.index(embed=False)
+    yield engine
+    engine.close()
+
+
+def places(nav):
+    return [(s.path, s.line, s.kind) for s in nav.sites]
+
+
+def test_definitions_references_callers_callees(cs):
+    d = cs.definitions("LRUCache")
+    assert d.resolution == "resolved" and [(c.path, c.line, c.kind) for c in d.candidates] == [("store/cache.py", 5, "class")]
+    refs = cs.references("evict")
+    # the call and the definition; the comment (line 11) and the string there are not references
+    assert places(refs) == [("store/cache.py", 16, "call"), ("store/cache.py", 18, "definition")]
+    callers = cs.callers("evict")
+    assert [(s.path, s.line, s.within.qualified) for s in callers.sites] == [("store/cache.py", 16, "LRUCache.put")]
+    callees = cs.callees("lookup")
+    assert [(s.name, s.line, s.target.location, s.resolution) for s in callees.sites] == [
+        ("make_cache", 9, "app/service.py:4", "resolved"), ("put", 10, "store/cache.py:14", "resolved"),
+        ("get", 11, "store/cache.py:10", "resolved")]
+    ts = cs.callers("request")
+    assert [(s.path, s.line, s.within.name) for s in ts.sites] == [("web/client.ts", 3, "fetchUser")]
+    assert [(s.name, s.target.line) for s in cs.callees("fetchUser").sites] == [("request", 6)]
+    # PATH:LINE names the definition around the line; Scope.name the method
+    assert cs.callers("store/cache.py:19").symbol.qualified == "LRUCache.evict"
+    assert cs.definitions("LRUCache.get").symbol.location == "store/cache.py:10"
+    assert cs.references("evict", glob="app/").sites == [] and cs.references("evict", language="python").sites
+
+
+def test_ambiguity_is_said_and_ranked(cs, nav_repo):
+    (nav_repo / "app" / "other.py").write_text("def make_cache():\n    return {}\n\n\ndef use():\n    return make_cache()\n")
+    cs.index(embed=False)
+    d = cs.definitions("make_cache")
+    assert d.resolution == "one of 2 candidates" and len(d.candidates) == 2
+    callers = cs.callers("make_cache")
+    by_file = {s.path: s.resolution for s in callers.sites}
+    assert by_file == {"app/other.py": "resolved", "app/service.py": "resolved"}  # each file's own definition
+    pinned = cs.callers("app/service.py:4")  # one definition: the other file's call means its own
+    assert [(s.path, s.line) for s in pinned.sites] == [("app/service.py", 9)] and pinned.resolution == "resolved"
+
+
+def test_symbols_follow_their_files(cs, nav_repo):
+    (nav_repo / "app" / "service.py").write_text("def lookup(key):\n    return key\n")
+    cs.index(embed=False)
+    assert cs.callers("make_cache").sites == [] and not cs.definitions("make_cache").candidates
+    assert cs.definitions("lookup").candidates[0].line == 1
+    (nav_repo / "web" / "client.ts").unlink()
+    cs.index(embed=False)
+    assert not cs.definitions("fetchUser").candidates
+    assert cs.store.probe() is None
+
+
+def test_documents_and_configuration_get_no_symbols(cs, nav_repo):
+    (nav_repo / "README.md").write_text("# evict\n\nCall `evict()` to make room.\n")
+    (nav_repo / "conf.yaml").write_text("evict: true\n")
+    cs.index(embed=False)
+    assert {s.path for s in cs.references("evict").sites} == {"store/cache.py"}
+
+
+def test_a_target_that_names_nothing_is_one_line(cs):
+    with pytest.raises(CodeSightError, match="no definitions indexed"):
+        cs.callers("README.md:1")
+    with pytest.raises(CodeSightError):
+        cs.callers("   ")
+    assert cs.callers("no_such_name").resolution == "not defined here"
