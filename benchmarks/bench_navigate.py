@@ -32,18 +32,17 @@ from bench_core import EXCLUDE, fetch_django  # noqa: E402
 INDEX = """
 import json, sys, time
 from codesight_tui import CodeSight
-cs = CodeSight(sys.argv[1], exclude={exclude!r}, lexical_processes=True)
+cs = CodeSight(sys.argv[1], exclude={exclude!r} or None, lexical_processes=True)
 report = cs.index(embed=False)
 cs.close()
-db = cs.storage.db_path if hasattr(cs, "storage") else None
 print(json.dumps({{"lexical_s": report.lexical_seconds, "files": report.files, "chunks": report.chunks}}))
 """
 
 
-def index_once(corpus: Path, pythonpath: Path) -> dict[str, float]:
+def index_once(corpus: Path, pythonpath: Path, exclude: list[str]) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as data:
         env = dict(os.environ, CODESIGHT_DATA_DIR=data, PYTHONPATH=str(pythonpath), CODESIGHT_SERVICE="off")
-        out = subprocess.run([sys.executable, "-c", INDEX.format(exclude=EXCLUDE), str(corpus)], env=env,
+        out = subprocess.run([sys.executable, "-c", INDEX.format(exclude=exclude), str(corpus)], env=env,
                              capture_output=True, text=True, check=True, cwd=tempfile.gettempdir())
         got = json.loads(out.stdout.strip().splitlines()[-1])
         dbs = list(Path(data).rglob("index.db"))
@@ -59,13 +58,14 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=2, help="index runs of each tree (the best is kept)")
     args = ap.parse_args()
     corpus = args.corpus.resolve() if args.corpus else fetch_django()
+    exclude = [] if args.corpus else EXCLUDE  # Django as bench_core indexes it; any other tree whole
     with tempfile.TemporaryDirectory() as wt:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", wt, args.before], check=True)
         try:
             rows: dict[str, list[dict[str, float]]] = {"before": [], "now": []}
             for _ in range(args.runs):  # alternated, so both see the same machine
-                rows["before"].append(index_once(corpus, Path(wt)))
-                rows["now"].append(index_once(corpus, ROOT))
+                rows["before"].append(index_once(corpus, Path(wt), exclude))
+                rows["now"].append(index_once(corpus, ROOT, exclude))
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", wt], check=False)
     best = {k: min(v, key=lambda r: r["lexical_s"]) for k, v in rows.items()}
@@ -81,7 +81,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as data:
         os.environ["CODESIGHT_DATA_DIR"] = data
-        cs = CodeSight(corpus, exclude=EXCLUDE, lexical_processes=True)
+        cs = CodeSight(corpus, exclude=exclude or None, lexical_processes=True)
         cs.index(embed=False)
         c = cs.store.conn
         print("tables:", symbols.counts(c))
@@ -89,7 +89,7 @@ def main() -> int:
                                          " ORDER BY n.name")]
         rng = random.Random(51)
         sample = rng.sample(names, min(args.names, len(names)))
-        for action in ("definitions", "references", "callers", "callees"):
+        for action in ("definitions", "references", "callers", "callees") if sample else ():
             for name in sample[:10]:  # warm the pages
                 cs.follow(action, name)
             times = []

@@ -78,3 +78,31 @@ def test_a_target_that_names_nothing_is_one_line(cs):
     with pytest.raises(CodeSightError):
         cs.callers("   ")
     assert cs.callers("no_such_name").resolution == "not defined here"
+
+
+def test_a_damaged_symbol_table_is_found_and_rebuilt(cs):
+    """The symbol tables are read by the probe every index run makes, so damage there rebuilds the
+    index like damage anywhere else."""
+    cs.store.conn.execute("DROP TABLE refs")
+    assert "refs" in (cs.store.probe() or "")
+    report = cs.index(embed=False)
+    assert cs.store.probe() is None
+    assert [s.line for s in cs.callers("evict").sites] == [16]
+    assert any("damaged" in w for w in report.warnings + cs.take_notices()), report.warnings
+
+
+def test_a_stubs_callers_are_its_implementations(cs, nav_repo):
+    """A .pyi stands for the module it declares: the calls of the implementation are its callers too
+    (as a language server counts them), while the implementation's own callers stay its own."""
+    (nav_repo / "store" / "cache.pyi").write_text("class LRUCache:\n    def evict(self) -> None: ...\n")
+    cs.index(embed=False)
+    assert [s.line for s in cs.callers("store/cache.pyi:2").sites] == [16]
+    assert [s.line for s in cs.callers("store/cache.py:18").sites] == [16]
+
+
+def test_vendored_and_minified_code_gets_no_symbols(cs, nav_repo):
+    (nav_repo / "vendor").mkdir()
+    (nav_repo / "vendor" / "lib.py").write_text("def evict():\n    return 1\n")
+    (nav_repo / "web" / "bundle.min.js").write_text("function evict(){return 1}evict();\n")
+    cs.index(embed=False)
+    assert {c.path for c in cs.definitions("evict").candidates} == {"store/cache.py"}

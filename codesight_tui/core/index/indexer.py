@@ -29,7 +29,7 @@ import numpy as np
 from codesight_tui.core.child import init_child, quiet_for_children
 from codesight_tui.core.ingest.chunker import Chunker, doc_text, embed_text
 from codesight_tui.core.ingest.extract import DOCUMENT_REASONS, DocumentReader, ExtractError, extract
-from codesight_tui.core.ingest.paths import VALUE_ORDER, classify, git_head
+from codesight_tui.core.ingest.paths import VALUE_ORDER, VENDOR, classify, git_head
 from codesight_tui.core.ingest.symbols import FileSymbols, extract_rows
 from codesight_tui.core.ingest.walker import (
     IGNORE_FILES,
@@ -145,8 +145,11 @@ def prepare_batch(chunker: Chunker, batch: list[FileEntry], max_bytes: int | Non
         texts.append((e.rel_path, ex.language, text))
     trees = [chunker.parse(lang, text) for _, lang, text in texts]
     chunked = chunker.chunk_many(texts, trees)
-    found: list[FileSymbols | None] = [extract_rows(lang, text, tree) if tree is not None else None
-                                        for (_, lang, text), tree in zip(texts, trees, strict=True)]
+    # Vendored, generated and minified files get no symbols: their names are someone else's code, and
+    # a minified bundle's would be noise in every `refs` (and a sixth of the extraction on Django).
+    found: list[FileSymbols | None] = [
+        extract_rows(lang, text, tree) if tree is not None and classify(path, lang) != VENDOR else None
+        for (path, lang, text), tree in zip(texts, trees, strict=True)]
     return (items, unreadable, [chunk_fields(e.rel_path, chunks) for (e, _, _), chunks in zip(items, chunked, strict=False)],
             found)
 

@@ -78,7 +78,9 @@ class Reference:
 # end_line), and each name's uses, packed as int32 triples (line, kind code, the line of the
 # innermost definition around it, 0 outside any), one per (line, kind).
 DefRow = tuple[str, str, str, int, int, int]
-FileSymbols = tuple[list[DefRow], list[tuple[str, bytes]]]
+# Also the calls again, as int32 triples (the name's position among the uses, line, within): what
+# ``callees`` reads of a file in one row.
+FileSymbols = tuple[list[DefRow], list[tuple[str, bytes]], bytes]
 REF_KINDS = ("other", "call", "type", "import")  # a reference's kind code is its index here
 
 
@@ -199,6 +201,8 @@ def extract_rows(language: str, text: str | bytes, tree: Any = None) -> FileSymb
 def _rows(defs: list[Definition], refs: list[tuple[str, int, int, int]]) -> FileSymbols:
     lines = [d.line for d in defs]
     uses: dict[str, array[int]] = {}
+    position: dict[str, int] = {}
+    calls = array("i")
     seen: set[tuple[str, int, int]] = set()
     for name, line, kind, within in refs:
         if (name, line, kind) in seen:
@@ -207,9 +211,13 @@ def _rows(defs: list[Definition], refs: list[tuple[str, int, int, int]]) -> File
         packed = uses.get(name)
         if packed is None:
             packed = uses[name] = array("i")
-        packed.extend((line, kind, lines[within] if within >= 0 else 0))
+            position[name] = len(position)
+        at = lines[within] if within >= 0 else 0
+        packed.extend((line, kind, at))
+        if kind == 1:
+            calls.extend((position[name], line, at))
     return ([(d.name, d.kind, d.scope, d.line, d.start_line, d.end_line) for d in defs],
-            [(name, packed.tobytes()) for name, packed in uses.items()])
+            [(name, packed.tobytes()) for name, packed in uses.items()], calls.tobytes())
 
 
 def _scan(language: str, text: str | bytes, tree: Any) -> tuple[list[Definition], list[tuple[str, int, int, int]]] | None:
@@ -263,11 +271,12 @@ def _scan(language: str, text: str | bytes, tree: Any) -> tuple[list[Definition]
     parts = language in COMPOUND_NAMES
     # Lines from byte offsets (a bisect in C), not from each node's start_point (an object apiece).
     newlines = [m.start() for m in _NEWLINE.finditer(data)]
+    src = text if isinstance(text, str) and len(text) == len(data) else None  # ASCII: a byte offset is a character's
     for leaf in marks.get("n", []):
         if parts and leaf.named_child_count:  # a name node with parts (Swift's identifier): its parts count
             continue
         at = leaf.start_byte
-        name = data[at : leaf.end_byte].decode("utf-8", errors="replace")
+        name = src[at : leaf.end_byte] if src is not None else data[at : leaf.end_byte].decode("utf-8", errors="replace")
         line = bisect_right(newlines, at - 1)  # 0-based: the newlines before it
         if not name or (name, line) in names_at:
             if name:

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import posixpath
 import sqlite3
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError
-from codesight_tui.core.ingest.paths import VALUE_ORDER, classify
+from codesight_tui.core.ingest.paths import DECLARATIONS, VALUE_ORDER, classify
 from codesight_tui.core.search.related import parse_target
 from codesight_tui.core.store import symbols as tables
 from codesight_tui.core.store.store import path_matches
@@ -114,25 +115,32 @@ class Navigation:
 
 class Resolver:
     """Where one name's uses resolve: its definitions, and which files import it or their modules
-    (a handful of primary-key reads, made once per name)."""
+    (read once per name, and only where the name has several definitions). ``imports_of`` (a
+    file's imported names) answers for the few files a callees answer asks about instead."""
 
-    def __init__(self, conn: sqlite3.Connection, name: str, defs: list[DefRecord] | None = None) -> None:
+    def __init__(self, conn: sqlite3.Connection, name: str, defs: list[DefRecord] | None = None,
+                 imports_of: Callable[[str], set[str]] | None = None) -> None:
+        self.conn = conn
         self.name = name
         self.defs = defs if defs is not None else tables.definitions(conn, name)
-        self.defined_in = {d.path for d in self.defs}
-        self.importers = {r.path for r in tables.references(conn, name, kind="import")} if self.defs else set()
-        self.module_importers: dict[str, set[str]] = {}
-        if len(self.defs) > 1:
-            for stem in {_module(d.path) for d in self.defs}:
-                if stem not in self.module_importers:
-                    self.module_importers[stem] = {r.path for r in tables.references(conn, stem, kind="import")}
+        self.imports_of = imports_of
+        self._importers: dict[str, set[str]] | None = None  # a name -> the files that import it
+
+    def _imports(self, here: str, name: str) -> bool:
+        if self.imports_of is not None:
+            return name in self.imports_of(here)
+        if self._importers is None:
+            self._importers = {}
+        if name not in self._importers:
+            self._importers[name] = {r.path for r in tables.references(self.conn, name, kind="import")}
+        return here in self._importers[name]
 
     def rank(self, d: DefRecord, here: str) -> int:
         if d.path == here:
             return 0
         if posixpath.dirname(d.path) == posixpath.dirname(here):
             return 1
-        if here in self.module_importers.get(_module(d.path), ()) or (here in self.importers and len(self.defs) == 1):
+        if self._imports(here, _module(d.path)):
             return 2
         return 3
 
@@ -270,10 +278,13 @@ class Navigator:
         nav = Navigation(action, target, name, _symbol(chosen) if chosen else None, [_symbol(d) for d in defs],
                          pinned=chosen is not None and (len(defs) == 1 or target.strip() != name))
         resolver = Resolver(self.conn, name, defs)
+        # A declaration (a .pyi stub, a .d.ts, a header) stands for its implementations: their uses are its
+        declares = chosen is not None and classify(chosen.path, "") == DECLARATIONS
         sites: list[Site] = []
         for r, around in tables.references_within(self.conn, name, kind):
             best, how = resolver.verdict(r.path)
-            if chosen is not None and best is not None and best != chosen and how == "resolved":
+            if chosen is not None and best is not None and best != chosen and how == "resolved" and not (
+                    declares and classify(best.path, "") != DECLARATIONS):
                 continue  # it means another definition of the name
             if chosen is not None and how != "resolved" and best == chosen:
                 how = "resolved" if len(defs) == 1 else how
@@ -310,11 +321,19 @@ class Navigator:
         sites: list[Site] = []
         seen: set[str] = set()
         resolvers: dict[str, Resolver] = {}
+        imported: dict[str, set[str]] = {}
+
+        def imports_of(path: str) -> set[str]:
+            if path not in imported:
+                imported[path] = tables.imported_names(self.conn, path)
+            return imported[path]
+
         for r in calls:
             if r.name in seen:  # each callee once, at its first call
                 continue
             seen.add(r.name)
-            resolver = resolvers.get(r.name) or resolvers.setdefault(r.name, Resolver(self.conn, r.name))
+            resolver = resolvers.get(r.name) or resolvers.setdefault(r.name, Resolver(self.conn, r.name,
+                                                                                     imports_of=imports_of))
             best, how = resolver.verdict(chosen.path)
             w = by_line.get(r.within)
             sites.append(Site(r.path, r.line, r.name, "call", "", _symbol(w) if w else None,

@@ -18,7 +18,10 @@ from codesight_tui.core.ingest.symbols import REF_KINDS, FileSymbols
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sym_names (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
-CREATE TABLE IF NOT EXISTS sym_files (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, names BLOB NOT NULL);
+-- names: the ids of the names a file holds (those it uses first, in the order of calls' positions);
+-- calls: its calls as int32 triples (position in names, line, within), what callees reads.
+CREATE TABLE IF NOT EXISTS sym_files (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, names BLOB NOT NULL,
+                                      calls BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS defs (
     name_id INTEGER NOT NULL, file_id INTEGER NOT NULL, line INTEGER NOT NULL,
     start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, kind TEXT NOT NULL, scope TEXT NOT NULL,
@@ -90,13 +93,18 @@ def write(conn: sqlite3.Connection, files: list[tuple[str, FileSymbols | None]])
         ids.update((n, i) for i, n in conn.execute(f"SELECT id, name FROM sym_names WHERE name IN ({_in(part)})", part))
     def_rows: list[tuple[int, int, int, int, int, str, str]] = []
     ref_rows: list[tuple[int, int, bytes]] = []
-    for path, (defs, uses) in present:
-        held = sorted({ids[d[0]] for d in defs} | {ids[n] for n, _ in uses})
-        cur = conn.execute("INSERT INTO sym_files(path, names) VALUES (?, ?)", (path, array("i", held).tobytes()))
+    for path, (defs, uses, calls) in present:
+        used = [ids[n] for n, _ in uses]
+        held = used + sorted({ids[d[0]] for d in defs} - set(used))
+        cur = conn.execute("INSERT INTO sym_files(path, names, calls) VALUES (?, ?, ?)",
+                           (path, array("i", held).tobytes(), calls))
         file_id = cur.lastrowid
         assert file_id is not None
         def_rows.extend((ids[n], file_id, line, s, e, kind, scope) for n, kind, scope, line, s, e in defs)
         ref_rows.extend((ids[n], file_id, packed) for n, packed in uses)
+    # In key order: each insert lands beside the last in the WITHOUT ROWID b-trees
+    def_rows.sort(key=lambda r: (r[0], r[1], r[2]))
+    ref_rows.sort(key=lambda r: (r[0], r[1]))
     conn.executemany("INSERT OR IGNORE INTO defs VALUES (?,?,?,?,?,?,?)", def_rows)
     conn.executemany("INSERT OR REPLACE INTO refs VALUES (?,?,?)", ref_rows)
 
@@ -188,18 +196,28 @@ def file_references(conn: sqlite3.Connection, path: str, within: list[int] | Non
                     kind: str | None = None) -> list[RefRecord]:
     """The references in one file (inside the definitions at the lines ``within`` only, and of
     ``kind`` only, where given), in line order: one primary-key read per name the file holds."""
-    row = conn.execute("SELECT id, names FROM sym_files WHERE path=?", (path,)).fetchone()
+    row = conn.execute("SELECT id, names, calls FROM sym_files WHERE path=?", (path,)).fetchone()
     if row is None:
         return []
-    fid, blob = row
+    fid, blob, calls = row
     ids = array("i")
     ids.frombytes(blob)
+    if kind == "call":  # the file's calls are one row: no read per name
+        inside = set(within) if within is not None else None
+        triples = [t for t in _uses(calls) if inside is None or t[2] in inside]
+        held = sorted({ids[k] for k, _, _ in triples})
+        names: dict[int, str] = {}
+        for k in range(0, len(held), 500):
+            part = held[k : k + 500]
+            names.update(conn.execute(f"SELECT id, name FROM sym_names WHERE id IN ({_in(part)})", part).fetchall())
+        return sorted((RefRecord(names[ids[k]], path, line, "call", w) for k, line, w in triples),
+                      key=lambda r: (r.line, r.name))
     code = REF_KINDS.index(kind) if kind is not None else None
     wanted = set(within) if within is not None else None
     out: list[RefRecord] = []
-    names = list(ids)
-    for k in range(0, len(names), 500):
-        part = names[k : k + 500]
+    every = list(ids)
+    for k in range(0, len(every), 500):
+        part = every[k : k + 500]
         for name, uses in conn.execute("SELECT n.name, r.uses FROM refs r JOIN sym_names n ON n.id = r.name_id"
                                        f" WHERE r.name_id IN ({_in(part)}) AND r.file_id=?", [*part, fid]):
             out.extend(RefRecord(name, path, line, REF_KINDS[c], w) for line, c, w in _uses(uses)
