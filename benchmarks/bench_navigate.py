@@ -85,8 +85,8 @@ def main() -> int:
         cs.index(embed=False)
         c = cs.store.conn
         print("tables:", symbols.counts(c))
-        names = [n for (n,) in c.execute("SELECT DISTINCT n.name FROM defs d JOIN sym_names n ON n.id = d.name_id"
-                                         " ORDER BY n.name")]
+        names = [n for (n,) in c.execute("SELECT DISTINCT d.name FROM defs d"
+                                         " ORDER BY d.name")]
         rng = random.Random(51)
         sample = rng.sample(names, min(args.names, len(names)))
         for action in ("definitions", "references", "callers", "callees") if sample else ():

@@ -232,8 +232,8 @@ def cmd_jedi(repos: list[Path], per_repo: int = 100, seed: int = 51) -> int:
             cs = CodeSight(repo, lexical_processes=False)
             cs.index(embed=False)
             conn = cs.store.conn
-            defs = conn.execute("SELECT f.path, d.line, n.name FROM defs d JOIN sym_files f ON f.id = d.file_id"
-                                " JOIN sym_names n ON n.id = d.name_id WHERE d.kind IN ('def', 'async def')"
+            defs = conn.execute("SELECT f.path, d.line, d.name FROM defs d JOIN sym_files f ON f.id = d.file_id"
+                                " WHERE d.kind IN ('def', 'async def')"
                                 " ORDER BY f.path, d.line").fetchall()
             rng = random.Random(seed)
             sample = rng.sample(defs, min(per_repo, len(defs)))

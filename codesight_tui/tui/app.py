@@ -124,8 +124,8 @@ class CodeSightApp(App[int]):
         Binding("f3", "ask", "Ask", id="app.ask"),
         Binding("f5", "follow('callers')", "Callers", id="app.callers"),
         Binding("f6", "follow('callees')", "Callees", id="app.callees"),
-        Binding("alt+left,ctrl+o", "go_back", "Back", id="app.back"),
-        Binding("ctrl+y", "copy_location", "Copy", id="app.copy_location"),
+        Binding("alt+left,ctrl+o", "go_back", "Back", key_display="^o", id="app.back"),
+        Binding("ctrl+y", "copy_location", "Copy", show=False, id="app.copy_location"),
         Binding("alt+y", "copy_snippet", "Copy snippet", show=False, priority=True, id="app.copy_snippet"),
         Binding("tab", "cycle_mode", "Mode", priority=True, id="app.cycle_mode"),
         Binding("ctrl+f", "filter", "Filter", id="app.filter"),
@@ -244,7 +244,7 @@ class CodeSightApp(App[int]):
                 yield ResultsList(id="results")
             yield Preview(id="preview")
         yield StatusBar(id="status")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self._handle_signals()
@@ -774,7 +774,9 @@ class CodeSightApp(App[int]):
         """The search view's keys (Tab cycles the mode, F3 asks, ...) belong to the search view:
         over the Ask view, Tab moves between its question and its sources."""
         searching = action in ("cycle_mode", "filter", "ask", "zoom_preview", "copy_location", "copy_snippet",
-                               "toggle_scores", "scroll_preview")
+                               "toggle_scores", "scroll_preview", "follow", "go_back")
+        if action == "go_back" and not self.trail:
+            return False  # in the footer only while there is a way back: at 80 columns it has no room to spare
         return not (searching and self.screen is not self.screen_stack[0])
 
     def action_ask(self) -> None:
@@ -850,6 +852,7 @@ class CodeSightApp(App[int]):
 
     def _show_trail(self) -> None:
         """The breadcrumb: the search you started from, then each step (F5/F6) since."""
+        self.refresh_bindings()
         with contextlib.suppress(NoMatches):
             crumb = self.query_one("#trail", Static)
             if not self.trail:

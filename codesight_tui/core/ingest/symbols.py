@@ -78,9 +78,9 @@ class Reference:
 # end_line), and each name's uses, packed as int32 triples (line, kind code, the line of the
 # innermost definition around it, 0 outside any), one per (line, kind).
 DefRow = tuple[str, str, str, int, int, int]
-# Also the calls again, as int32 triples (the name's position among the uses, line, within): what
-# ``callees`` reads of a file in one row.
-FileSymbols = tuple[list[DefRow], list[tuple[str, bytes]], bytes]
+# Also the calls again, as int32 triples (the name's position among the uses, line, within), and the
+# positions of the names the file imports: what ``callees`` reads of a file in one row.
+FileSymbols = tuple[list[DefRow], list[tuple[str, bytes]], bytes, bytes]
 REF_KINDS = ("other", "call", "type", "import")  # a reference's kind code is its index here
 
 
@@ -203,6 +203,7 @@ def _rows(defs: list[Definition], refs: list[tuple[str, int, int, int]]) -> File
     uses: dict[str, array[int]] = {}
     position: dict[str, int] = {}
     calls = array("i")
+    imported: set[int] = set()
     seen: set[tuple[str, int, int]] = set()
     for name, line, kind, within in refs:
         if (name, line, kind) in seen:
@@ -216,8 +217,11 @@ def _rows(defs: list[Definition], refs: list[tuple[str, int, int, int]]) -> File
         packed.extend((line, kind, at))
         if kind == 1:
             calls.extend((position[name], line, at))
+        elif kind == 3:
+            imported.add(position[name])
     return ([(d.name, d.kind, d.scope, d.line, d.start_line, d.end_line) for d in defs],
-            [(name, packed.tobytes()) for name, packed in uses.items()], calls.tobytes())
+            [(name, packed.tobytes()) for name, packed in uses.items()], calls.tobytes(),
+            array("i", sorted(imported)).tobytes())
 
 
 def _scan(language: str, text: str | bytes, tree: Any) -> tuple[list[Definition], list[tuple[str, int, int, int]]] | None:

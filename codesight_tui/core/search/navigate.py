@@ -114,26 +114,17 @@ class Navigation:
 
 
 class Resolver:
-    """Where one name's uses resolve: its definitions, and which files import it or their modules
-    (read once per name, and only where the name has several definitions). ``imports_of`` (a
-    file's imported names) answers for the few files a callees answer asks about instead."""
+    """Where one name's uses resolve: its definitions, ranked for the file a use is in by what that
+    file imports (``imports_of``: a file's imported names, one row read per file)."""
 
-    def __init__(self, conn: sqlite3.Connection, name: str, defs: list[DefRecord] | None = None,
-                 imports_of: Callable[[str], set[str]] | None = None) -> None:
-        self.conn = conn
+    def __init__(self, conn: sqlite3.Connection, name: str, defs: list[DefRecord] | None,
+                 imports_of: Callable[[str], set[str]]) -> None:
         self.name = name
         self.defs = defs if defs is not None else tables.definitions(conn, name)
         self.imports_of = imports_of
-        self._importers: dict[str, set[str]] | None = None  # a name -> the files that import it
 
     def _imports(self, here: str, name: str) -> bool:
-        if self.imports_of is not None:
-            return name in self.imports_of(here)
-        if self._importers is None:
-            self._importers = {}
-        if name not in self._importers:
-            self._importers[name] = {r.path for r in tables.references(self.conn, name, kind="import")}
-        return here in self._importers[name]
+        return name in self.imports_of(here)
 
     def rank(self, d: DefRecord, here: str) -> int:
         if d.path == here:
@@ -206,6 +197,13 @@ class Navigator:
         self.glob = glob
         self.language = language
         self._languages: dict[str, str | None] = {}
+        self._imported: dict[str, set[str]] = {}
+
+    def imports_of(self, path: str) -> set[str]:
+        """The names ``path`` imports (read once per answer)."""
+        if path not in self._imported:
+            self._imported[path] = tables.imported_names(self.conn, path)
+        return self._imported[path]
 
     def _keep(self, path: str) -> bool:
         if self.glob and not path_matches(path, self.glob):
@@ -277,7 +275,7 @@ class Navigator:
         name, defs, chosen = self.target(target)
         nav = Navigation(action, target, name, _symbol(chosen) if chosen else None, [_symbol(d) for d in defs],
                          pinned=chosen is not None and (len(defs) == 1 or target.strip() != name))
-        resolver = Resolver(self.conn, name, defs)
+        resolver = Resolver(self.conn, name, defs, self.imports_of)
         # A declaration (a .pyi stub, a .d.ts, a header) stands for its implementations: their uses are its
         declares = chosen is not None and classify(chosen.path, "") == DECLARATIONS
         sites: list[Site] = []
@@ -321,19 +319,12 @@ class Navigator:
         sites: list[Site] = []
         seen: set[str] = set()
         resolvers: dict[str, Resolver] = {}
-        imported: dict[str, set[str]] = {}
-
-        def imports_of(path: str) -> set[str]:
-            if path not in imported:
-                imported[path] = tables.imported_names(self.conn, path)
-            return imported[path]
-
         for r in calls:
             if r.name in seen:  # each callee once, at its first call
                 continue
             seen.add(r.name)
-            resolver = resolvers.get(r.name) or resolvers.setdefault(r.name, Resolver(self.conn, r.name,
-                                                                                     imports_of=imports_of))
+            resolver = resolvers.get(r.name) or resolvers.setdefault(r.name, Resolver(self.conn, r.name, None,
+                                                                                     self.imports_of))
             best, how = resolver.verdict(chosen.path)
             w = by_line.get(r.within)
             sites.append(Site(r.path, r.line, r.name, "call", "", _symbol(w) if w else None,
