@@ -8,8 +8,8 @@ definition it sits in, and a kind: ``call`` (the name called: ``f(x)``, ``obj.f(
 ``type`` (a type position), ``import`` (inside an import) or ``other``. Names inside comments and
 strings are no identifiers to the grammar, so they are never references.
 
-Both come from tree-sitter queries (the matching runs in C): about 2 us an identifier here, on top
-of the parse the chunker makes anyway.
+Both come from one tree-sitter query walk per file (matched in C) and a loop over its names in
+Python, on the parse the chunker makes anyway: about 0.7 s of CPU for Django's 5.5 MB of Python.
 """
 
 from __future__ import annotations

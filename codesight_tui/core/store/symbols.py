@@ -36,7 +36,6 @@ CREATE INDEX IF NOT EXISTS defs_file ON defs(file_id, line);
 CREATE TABLE IF NOT EXISTS refs (name TEXT NOT NULL, file_id INTEGER NOT NULL, uses BLOB NOT NULL);
 CREATE UNIQUE INDEX IF NOT EXISTS refs_name ON refs(name, file_id);
 """
-TABLES = ("sym_files", "defs", "refs")
 
 
 @dataclass(frozen=True, slots=True)
