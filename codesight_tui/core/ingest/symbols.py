@@ -92,11 +92,6 @@ class Symbols:
     def enclosing(self, ref: Reference) -> Definition | None:
         return self.defs[ref.within] if ref.within >= 0 else None
 
-    def rows(self) -> FileSymbols:
-        """The rows the index stores (``extract_rows``)."""
-        code = {k: i for i, k in enumerate(REF_KINDS)}
-        return _rows(self.defs, [(r.name, r.line, code[r.kind], r.within) for r in self.refs])
-
 
 @dataclass(frozen=True)
 class _Queries:
