@@ -43,6 +43,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from codesight_tui.core.ingest.chunker import GRAMMARS, parser_for  # noqa: E402
+from codesight_tui.core.ingest.paths import VENDOR, classify  # noqa: E402
 from codesight_tui.core.ingest.symbols import extract  # noqa: E402
 from codesight_tui.core.languages import detect_language  # noqa: E402
 
@@ -57,12 +58,32 @@ MEMBER_IS_METHOD = {"Python"}
 
 def _tail(name: str) -> str:
     """A name's last part, as both tools may write it: ``Box.helper``, ``a::b``, ``operator ==``."""
-    return re.split(r"\.|::|#|/", name.strip())[-1].strip("()*& ").replace(" ", "")
+    return re.split(r"\.|::|#|/", name.strip().strip("[]'\"`"))[-1].strip("()*& ").replace(" ", "")
+
+
+def _not_a_definition(lang: str, kind: str, name: str, text: str) -> bool:
+    """Tags of ctags' line-pattern parsers that the language's syntax says define nothing, judged
+    from the tag's line alone (never from codesight's parse):
+
+    - Kotlin: a method is declared with ``fun``; ctags also tags lambda parameters
+      (``{ column -> ...}``) and destructured variables as methods.
+    - Lua: a function is declared (``function NAME(``) or bound (``NAME = function``, or ``NAME =
+      cond and function``); ctags also tags a name bound to what a call returns
+      (``local lines = vim.tbl_map(function(l) ... end, ...)``) and text in strings.
+    """
+    if lang == "kotlin" and kind == "method":
+        return not re.search(r"\bfun\b", text)
+    if lang == "lua" and kind == "function":
+        named = re.escape(name)
+        return not (re.search(r"\bfunction\s+" + named + r"\s*\(", text) or re.search(
+            named + r"\s*=\s*(function\b|[^=]*\b(and|or)\s+function\b)", text))
+    return False
 
 
 def cmd_ctags(sources: Path) -> int:
-    found: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    found: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # found, ctags' tags, left out as no definition
     misses: dict[str, list[str]] = defaultdict(list)
+    left_out: dict[str, list[str]] = defaultdict(list)
     for repo in sorted(p for p in sources.iterdir() if p.is_dir()):
         out = subprocess.run(["ctags", "-R", "--output-format=json", "--fields=+nKl", "-f", "-", "."], cwd=repo,
                              capture_output=True, text=True, errors="replace")
@@ -80,15 +101,15 @@ def cmd_ctags(sources: Path) -> int:
                 continue  # Python's and JavaScript's "module" is an import
             if "Anonymous" in t["name"] or t["name"].startswith(("<", "__anon")):
                 continue
-            tags[t["path"]].append((t["name"], int(t["line"])))
+            tags[t["path"]].append((t["name"], int(t["line"]), kind))
         for rel, want in tags.items():
             p = repo / rel
             if not p.is_file() or p.stat().st_size > MAX_FILE:
                 continue
             text = p.read_text(encoding="utf-8", errors="replace")
             lang = detect_language(rel, p.read_bytes()[:4096], text)  # as the index reads it: a C++ .h is C++
-            if lang not in GRAMMARS:
-                continue
+            if lang not in GRAMMARS or classify(rel, lang) == VENDOR:
+                continue  # vendored, generated and minified files get no symbols by design
             syms = extract(lang, text)
             if syms is None:
                 continue
@@ -96,20 +117,28 @@ def cmd_ctags(sources: Path) -> int:
             for d in syms.defs:
                 spans[_tail(d.name)].append((d.start_line, d.line, d.end_line))
                 spans[d.name].append((d.start_line, d.line, d.end_line))
-            for name, line in set(want):
+            lines = text.split("\n")
+            for name, line, kind in set(want):
+                found[lang][1] += 1
+                if _not_a_definition(lang, kind, name, lines[line - 1] if line <= len(lines) else ""):
+                    found[lang][2] += 1  # left out, whether codesight has the name there or not
+                    if len(left_out[lang]) < 3:
+                        left_out[lang].append(f"{repo.name}/{rel}:{line} {name}")
+                    continue
                 hit = any(s <= line <= max(n, s) or n == line for s, n, _ in spans.get(_tail(name), ()))
                 found[lang][0] += hit
-                found[lang][1] += 1
-                if not hit and len(misses[lang]) < 5:
-                    misses[lang].append(f"{repo.name}/{rel}:{line} {name}")
-    print("| language | ctags definitions | found | recall |\n| --- | --- | --- | --- |")
-    for lang, (hit, total) in sorted(found.items()):
-        print(f"| {lang} | {total:,} | {hit:,} | {hit / total:.3f} |")
-    all_hit = sum(h for h, _ in found.values())
-    all_total = sum(t for _, t in found.values())
-    print(f"| all | {all_total:,} | {all_hit:,} | {all_hit / all_total:.3f} |")
+                if not hit and len(misses[lang]) < int(os.environ.get("NAV_MISSES", "5")):
+                    misses[lang].append(f"{repo.name}/{rel}:{line} {kind} {name}")
+    print("| language | ctags tags | no definition (left out) | found | recall |")
+    print("| --- | --- | --- | --- | --- |")
+    for lang, (hit, total, out) in sorted(found.items()):
+        print(f"| {lang} | {total:,} | {out:,} | {hit:,} | {hit / (total - out):.3f} |")
+    hit, total, out = (sum(f[k] for f in found.values()) for k in range(3))
+    print(f"| all | {total:,} | {out:,} | {hit:,} | {hit / (total - out):.3f} |")
+    for lang, ms in sorted(left_out.items()):
+        print(f"  left out in {lang}: " + "; ".join(ms))
     for lang, ms in sorted(misses.items()):
-        print(f"  missed in {lang}: " + "; ".join(ms[:3]))
+        print(f"  missed in {lang}: " + "; ".join(ms[:int(os.environ.get("NAV_MISSES", "3"))]))
     return 0
 
 

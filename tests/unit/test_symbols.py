@@ -176,3 +176,109 @@ def test_scopes_nest_and_kinds_are_told_apart():
 def test_no_grammar_no_symbols():
     assert extract("markdown", "# helper\n") is None
     assert extract("python", "") is not None
+
+
+# Definitions a reader looks up by name that no chunk is cut at (issue 51's ctags check): each
+# (language, source, {name: (line, scope)}) must be found on exactly that line, in that scope.
+NAMED = [
+    ("cpp", '''struct HashEq<std::string> : StringHashEq {};
+class WithId {
+  WithId& operator=(WithId&& that) { return *this; }
+  explicit operator int() const { return 1; }
+  const_iterator cend() const ATTRIBUTE_LIFETIME_BOUND { return end(); }
+};
+inline Cord& Cord::operator=(const Cord& x) { return *this; }
+std::string LengthModFor<short>() { return ""; }
+''', {"HashEq": (1, ""), "operator=": (3, "WithId"), "operator int": (4, "WithId"), "cend": (5, "WithId"),
+      "Cord::operator=": (7, ""), "LengthModFor": (8, "")}),
+    ("javascript", '''const defaults = {
+  toJSON: function toJSON() { return 1; },
+  adapter: () => 2,
+};
+request.onabort = function handleAbort() { cleanup(); };
+config.paramsSerializer = { encode: 1 };
+''', {"defaults": (1, ""), "toJSON": (2, ""), "adapter": (3, ""), "handleAbort": (5, "request.onabort"),
+      "paramsSerializer": (6, "")}),
+    ("typescript", '''interface Vi {
+  soft: <T>(actual: T) => T
+  count: number
+}
+''', {"Vi": (1, ""), "soft": (2, "Vi")}),
+    ("lua", '''local M = {}
+M.flatten = has_iter and function(x) return x end or function(x) return {} end
+local handlers = { ["README.md"] = function() end }
+''', {"M.flatten": (2, ""), "README.md": (3, "handlers")}),
+    ("haskell", '''data State = State { stNotes :: [Text]
+                   , stId :: Int }
+''', {"State": (1, ""), "stNotes": (1, "State"), "stId": (2, "State")}),
+    ("kotlin", '''class Table {
+    companion object {
+        fun of(name: String) = Table()
+    }
+}
+''', {"Table": (1, ""), "Companion": (2, "Table"), "of": (3, "Table.Companion")}),
+]
+
+
+@pytest.mark.parametrize(("language", "source", "want"), NAMED, ids=[n[0] for n in NAMED])
+def test_names_a_reader_looks_up_are_definitions(language, source, want):
+    found = extract(language, source)
+    assert found is not None
+    got = {d.name: (d.line, d.scope) for d in found.defs}
+    for name, at in want.items():
+        assert got.get(name) == at, (name, got)
+    assert not {"count", "ATTRIBUTE_LIFETIME_BOUND"} & set(got)  # a field, a macro: no definitions
+
+
+def test_an_object_is_no_callers_scope():
+    """A call in an object literal is its function's, not the object's: callers are functions."""
+    found = extract("javascript", "function outer() {\n  const opts = { a: inner() };\n}\n")
+    assert found is not None
+    call = next(r for r in found.refs if r.name == "inner")
+    assert found.enclosing(call) is not None and found.enclosing(call).name == "outer"
+
+
+def test_a_file_the_grammar_loses_is_parsed_by_declaration():
+    """Kotlin 2's `is T if cond ->` guard is newer than the grammar, whose parse of the whole file
+    is then one ERROR node: each declaration, and each member of one that still fails, is parsed on
+    its own, on its own lines."""
+    guard = "\n".join(["class Guarded {",
+                       "    fun parse(value: Any): Int = when (value) {",
+                       "        is String if value.isEmpty() -> 0",
+                       "        else -> 1",
+                       "    }",
+                       "",
+                       "    fun helper(): Int = 2",
+                       "}"])
+    source = "package demo\n\n" + guard + "\n\n" + "\n\n".join(
+        f"class Plain{k} {{\n    fun size{k}(): Int = helper()\n}}" for k in range(12)) + "\n"
+    found = extract("kotlin", source)
+    assert found is not None
+    got = {d.name: (d.line, d.scope) for d in found.defs}
+    assert got["Guarded"] == (3, "") and got["helper"] == (9, "Guarded")
+    assert got["Plain11"] == (56, "") and got["size11"] == (57, "Plain11")
+    calls = [r for r in found.refs if r.name == "helper" and r.kind == "call"]
+    assert len(calls) == 12 and all(found.enclosing(r).name.startswith("size") for r in calls)
+
+
+CALLS = {
+    "csharp": "class A { void f() { helper(1); x.helper(2); } }",
+    "scala": "object A { def f() = { helper(1); x.helper(2) } }",
+    "swift": "func f() { helper(1); x.helper(2) }",
+    "ruby": "def f\n  helper(1)\n  x.helper(2)\nend\n",
+    "php": "<?php function f() { helper(1); $x->helper(2); }",
+    "lua": "function f() helper(1); x:helper(2) end",
+    "elixir": "defmodule A do\n  def f(x), do: helper(x) + X.helper(x)\nend\n",
+    "zig": "fn f() void { helper(1); x.helper(2); }",
+    "kotlin": "fun f() { helper(1); x.helper(2) }",
+    "go": "package a\nfunc f() { helper(1); x.helper(2) }",
+    "java": "class A { void f() { helper(1); x.helper(2); } }",
+}
+
+
+@pytest.mark.parametrize("language", sorted(CALLS))
+def test_a_call_and_a_method_call_are_calls_and_the_receiver_is_not(language):
+    found = extract(language, CALLS[language])
+    assert found is not None
+    assert [r.kind for r in found.refs if r.name == "helper"] == ["call", "call"]
+    assert {r.kind for r in found.refs if r.name in ("x", "X")} <= {"other", "type"}

@@ -52,6 +52,28 @@ MEMBERS = frozenset({"attribute", "member_expression", "selector_expression", "f
                      "qualified_identifier", "field_access", "dot_index_expression", "method_index_expression",
                      "scoped_call_expression", "generic_function", "dot", "selection_expression", "command_name"})
 COMPOUND_NAMES = frozenset({"swift"})  # grammars whose name leaves may have named parts
+# Definitions navigation knows beyond the chunker's (which cut chunks, and so weigh in ranking):
+# names a reader looks up although no chunk is cut at them. A named function expression, a function
+# or an object bound to a name or a key, a method's signature in a type, a record's fields, a
+# companion object.
+_JS_EXTRA = {"function_expression": "function", "variable_declarator": "const", "pair": "property",
+             "assignment_expression": "var"}
+EXTRA_DEFS: dict[str, dict[str, str]] = {
+    "javascript": _JS_EXTRA, "typescript": {**_JS_EXTRA, "property_signature": "method"},
+    "tsx": {**_JS_EXTRA, "property_signature": "method"},
+    "kotlin": {"companion_object": "object"}, "haskell": {"field": "field"},
+    "lua": {"assignment_statement": "function", "field": "function"},  # f = cond and function ... end
+}
+# Of those, the kinds that hold code the way a function does: the innermost definition around a
+# reference (a call's caller) is one of these or one of the chunker's, never an object or a field.
+EXTRA_SCOPES = frozenset({"function", "object"})
+_FUNCTIONS = frozenset({"arrow_function", "function_expression", "function", "generator_function", "class"})
+# Where the parse of a file is lost (``_broken``), its declarations are parsed one by one, and their
+# members where one still fails: what starts one, at its indentation.
+_DECLARATION = re.compile(rb"[A-Za-z_@]")
+RECOVER_LINES = 20  # an ERROR node over fewer lines costs little: the parse is kept
+RECOVER_DEPTH = 3
+_TEMPLATE_ARGS = re.compile(r"<[^<>]*(?:<[^<>]*(?:<[^<>]*>[^<>]*)*>[^<>]*)*>$")
 _NEWLINE = re.compile(rb"\n")
 
 
@@ -96,6 +118,7 @@ class Symbols:
 @dataclass(frozen=True)
 class _Queries:
     all: Query  # @d definitions, @n names, and @call, @type, @typed, @import: what tells a name's kind
+    errors: Query  # @e: the parse's ERROR nodes
 
 
 @cache
@@ -113,7 +136,7 @@ def _queries(language: str) -> _Queries | None:
     def has(t: str) -> bool:
         return bool(lang.id_for_node_kind(t, True))
 
-    known = [t for t in GRAMMARS[language].defs if has(t)]
+    known = [t for t in {**GRAMMARS[language].defs, **EXTRA_DEFS.get(language, {})} if has(t)]
     leaves = [t for t in NAME_LEAVES if has(t)]
     if not known or not leaves:
         return None
@@ -121,9 +144,13 @@ def _queries(language: str) -> _Queries | None:
     members = [m for m in MEMBERS if has(m)]
     patterns: list[str] = []
     for call, fld in CALLS.items():
-        if not has(call) or (fld is not None and lang.field_id_for_name(fld) is None):
+        if not has(call):
             continue
-        at = f"{fld}: " if fld else ". "  # the field, else the first named child
+        # the field, else the first named child (also where this grammar's call has no such field:
+        # Kotlin's call_expression, though other Kotlin nodes have a "function" field)
+        at = f"{fld}: " if fld and _possible(lang, [f"({call} {fld}: (_))"], []) else ". "
+        if call == "call" and _possible(lang, ["(call method: (_))"], []):
+            at = "method: "  # Ruby: obj.f(x), whose first child is the receiver
         patterns.append(f"({call} {at}{alt} @call)")
         for m in members:  # obj.f(), a::b(), and a member inside a member (Kotlin's navigation suffix)
             patterns.append(f"({call} {at}({m} {alt} @call .))")
@@ -135,7 +162,7 @@ def _queries(language: str) -> _Queries | None:
     patterns += [f"({t}) @import" for t in IMPORTS if has(t)]
     # One query, so the tree is walked once (each walk of Django's 5.5 MB of Python is 0.2 s).
     return _Queries(Query(lang, "\n".join([*(f"({t}) @d" for t in known), alt + " @n",
-                                           *_possible(lang, patterns, leaves)])))
+                                           *_possible(lang, patterns, leaves)])), Query(lang, "(ERROR) @e"))
 
 
 def _possible(lang: Any, patterns: list[str], leaves: list[str]) -> list[str]:
@@ -157,8 +184,8 @@ def _possible(lang: Any, patterns: list[str], leaves: list[str]) -> list[str]:
     return out
 
 
-def _text(node: Node) -> str:
-    return node.text.decode("utf-8", errors="replace") if node.text else ""
+def _text(node: Node | None) -> str:
+    return node.text.decode("utf-8", errors="replace") if node is not None and node.text else ""
 
 
 def _name_line(node: Node, name: str) -> int:
@@ -172,6 +199,81 @@ def _name_line(node: Node, name: str) -> int:
         if name in line:
             return int(node.start_point[0]) + k
     return int(node.start_point[0])
+
+
+def _declarator(node: Node) -> Node | None:
+    """A C/C++ function's declarator, through references, pointers and a macro the grammar could
+    not place (``T f() ATTR {``: the function's declarator is then in an ERROR node)."""
+    for child in node.named_children:
+        if child.type == "ERROR":
+            found = next((c for c in child.named_children if c.type == "function_declarator"), None)
+            if found is not None:
+                return found
+    d = node.child_by_field_name("declarator")
+    for _ in range(8):
+        if d is None or d.type in ("function_declarator", "operator_cast"):
+            return d
+        nxt = d.child_by_field_name("declarator")
+        d = nxt if nxt is not None else next(iter(d.named_children), None)  # a reference_declarator's
+    return None
+
+
+def _c_function_name(node: Node) -> str:
+    d = _declarator(node)
+    if d is None:
+        return ""
+    if d.type == "operator_cast":  # operator int64_t()
+        return "operator " + _text(d.child_by_field_name("type"))
+    name = d.child_by_field_name("declarator")
+    if name is not None and name.type == "template_function":  # f<short>()
+        name = name.child_by_field_name("name")
+    return _text(name) if name is not None else ""
+
+
+def _definition_name(language: str, node: Node) -> str:
+    """The chunker's name for one of its definitions, made what a reader would look it up by."""
+    if node.type == "function_definition" and language in ("c", "cpp"):
+        name = _c_function_name(node) or node_name(node)
+    else:
+        name = node_name(node)
+    name = " ".join(name.split())[:200]
+    if language == "cpp" and name.endswith(">") and not name.startswith("operator"):
+        name = _TEMPLATE_ARGS.sub("", name)  # a specialisation: struct HashEq<std::string>
+    elif language == "lua" and name[:1] in "\"'":
+        name = name.strip("\"'")  # ["README.md"] = function ...
+    return name
+
+
+def _extra(node: Node, kind: str) -> tuple[str, str] | None:
+    """The name an ``EXTRA_DEFS`` node defines and its kind (a function bound to a key or a name is
+    a function), or None where it defines none."""
+    t = node.type
+    if t in ("function_expression", "companion_object", "field"):
+        name = node.child_by_field_name("name")
+        found = _text(name) if name is not None else "Companion" if t == "companion_object" else ""
+        return (found, kind) if found else None
+    if t in ("assignment_statement", "field"):  # Lua: a name bound to one function or another
+        value = node.child_by_field_name("value") if t == "field" else next(
+            (c.named_children[0] for c in node.named_children if c.type == "expression_list" and c.named_children), None)
+        while value is not None and value.type == "binary_expression":
+            right = value.child_by_field_name("right")
+            value = right if right is not None and right.type in ("function_definition", "binary_expression") else \
+                value.child_by_field_name("left")
+        return (_definition_name("lua", node), kind) if value is not None and value.type == "function_definition" \
+            else None
+    if t == "property_signature":
+        typ = node.child_by_field_name("type")
+        functional = typ is not None and any(c.type == "function_type" for c in typ.named_children)
+        return (_text(node.child_by_field_name("name")), kind) if functional else None
+    value = node.child_by_field_name("right" if t == "assignment_expression" else "value")
+    if value is None or value.type != "object" and (t == "assignment_expression" or value.type not in _FUNCTIONS):
+        return None  # a function bound by assignment is the chunker's
+    target = node.child_by_field_name({"variable_declarator": "name", "pair": "key"}.get(t, "left"))
+    if target is not None and target.type == "member_expression":  # config.paramsSerializer = {...}
+        target = target.child_by_field_name("property")
+    if target is None or target.type not in ("identifier", "property_identifier", "string"):
+        return None
+    return _text(target).strip("\"'`"), kind if value.type == "object" else "function"
 
 
 def extract(language: str, text: str | bytes, tree: Any = None) -> Symbols | None:
@@ -219,43 +321,132 @@ def _rows(defs: list[Definition], refs: list[tuple[str, int, int, int]]) -> File
             array("i", sorted(imported)).tobytes())
 
 
-def _scan(language: str, text: str | bytes, tree: Any) -> tuple[list[Definition], list[tuple[str, int, int, int]]] | None:
+Scan = tuple[list[Definition], list[tuple[str, int, int, int]]]
+
+
+def _scan(language: str, text: str | bytes, tree: Any) -> Scan | None:
     """Definitions, and references as ``(name, line, kind code, index of the enclosing definition)``."""
     queries = _queries(language) if language in GRAMMARS else None
     if queries is None:
         return None
-    from tree_sitter import QueryCursor
-
     data = text.encode("utf-8", errors="surrogateescape") if isinstance(text, str) else text
     if tree is None:
         parser = parser_for(language)
         assert parser is not None
         tree = parser.parse(data)
+    if tree.root_node.has_error and _broken(queries.errors, tree, data.count(b"\n") + 1):
+        return _recover(language, queries, data.split(b"\n"), 0, data.count(b"\n") + 1, 0)
+    src = text if isinstance(text, str) and len(text) == len(data) else None  # ASCII: a byte offset is a character's
+    return _scan_tree(language, queries, data, src, tree)
+
+
+def _broken(errors: Query, tree: Any, lines: int) -> bool:
+    """Whether the grammar lost much of the file: an ERROR node over a fifth of its lines (a construct
+    newer than the grammar, such as Kotlin 2's ``is T if cond ->``, can make one of the whole file)."""
+    from tree_sitter import QueryCursor
+
+    root = tree.root_node
+    worst = max((n.end_point[0] - n.start_point[0] for n in QueryCursor(errors).captures(root).get("e", ())),
+                default=0)
+    # Where recovery gives up, the rest of the file is in no node at all.
+    unparsed = lines - 1 - max((c.end_point[0] for c in root.children), default=0)
+    return max(worst, unparsed) >= max(RECOVER_LINES, lines // 5)
+
+
+def _indent(line: bytes) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _recover(language: str, queries: _Queries, lines: list[bytes], lo: int, hi: int, depth: int) -> Scan:
+    """Definitions and references of lines ``lo``-``hi`` where the parse of the whole was lost: each
+    declaration parsed alone (a line at the outermost indentation that starts with a name or an
+    annotation starts one), and where one still fails, its members the same way, under it."""
+    parser = parser_for(language)
+    assert parser is not None
+
+    def scan(ranges: list[tuple[int, int]]) -> tuple[Scan, bool]:
+        # The lines kept at their places, the others blank, so that lines and offsets hold.
+        data = b"\n".join(lines[i] if any(a <= i < b for a, b in ranges) else b"" for i in range(hi))
+        tree = parser.parse(data)
+        return _scan_tree(language, queries, data, None, tree), tree.root_node.has_error
+
+    whole, failed = scan([(lo, hi)])
+    if not failed or depth >= RECOVER_DEPTH:
+        return whole
+    outside = _indent(lines[lo]) if depth else -1  # what is inside a declaration is indented further
+    code = [(i, k) for i in range(lo + (depth > 0), hi)
+            if (k := _indent(lines[i])) > outside and _DECLARATION.match(lines[i], k)]
+    level = min((k for _, k in code), default=0)
+    starts = [i for i, k in code if k == level]
+    if not starts:
+        return whole
+    parts = []
+    for k, a in enumerate(starts):
+        b = starts[k + 1] if k + 1 < len(starts) else hi
+        while b - 1 > a and (not lines[b - 1].strip() or _indent(lines[b - 1]) < level):
+            b -= 1  # the closing lines of what holds them
+        parts.append((a, b))
+    outer = [(a, b) for a, b in zip([lo] + [b for _, b in parts], [a for a, _ in parts] + [hi], strict=True) if a < b]
+    merged = _merge([scan(outer)[0]] + [_recover(language, queries, lines, a, b, depth + 1) for a, b in parts])
+    return merged if len(merged[0]) >= len(whole[0]) else whole  # the parse that lost less
+
+
+def _merge(scans: list[Scan]) -> Scan:
+    """One file's scans of its parts as one: definitions in order, each inside the ones around it."""
+    defs = sorted({d for found, _ in scans for d in found}, key=lambda d: (d.start_line, -d.end_line, d.line))
+    index = {d: k for k, d in enumerate(defs)}
+    refs: list[tuple[str, int, int, int]] = []
+    for found, part in scans:
+        refs.extend((name, line, kind, index[found[w]] if w >= 0 else -1) for name, line, kind, w in part)
+    out: list[Definition] = []
+    around: list[Definition] = []  # the definitions around the current one, outermost first
+    for d in defs:  # scopes from the definitions around each, as one parse would have them
+        while around and around[-1].end_line < d.end_line:
+            around.pop()
+        out.append(d if d.scope or not around else Definition(d.name, d.kind, ".".join(o.name for o in around),
+                                                                d.line, d.start_line, d.end_line))
+        around.append(d)
+    refs.sort(key=lambda r: r[1])
+    return out, refs
+
+
+def _scan_tree(language: str, queries: _Queries, data: bytes, src: str | None, tree: Any) -> Scan:
+    from tree_sitter import QueryCursor
+
     g = GRAMMARS[language]
     marks = QueryCursor(queries.all).captures(tree.root_node)
-    nodes = sorted((n for n in marks.get("d", []) if is_definition(g, n)),
-                   key=lambda n: (n.start_byte, -n.end_byte))
+    extra = EXTRA_DEFS.get(language, {})
+    found: list[tuple[Node, str, str, bool]] = []  # node, name, kind, whether it is the chunker's
+    for node in marks.get("d", []):
+        if is_definition(g, node):
+            found.append((node, _definition_name(language, node), keyword(node) or g.defs.get(node.type, node.type),
+                          True))
+        elif node.type in extra and (named := _extra(node, extra[node.type])):
+            found.append((node, *named, False))
+    found.sort(key=lambda f: (f[0].start_byte, -f[0].end_byte))
     defs: list[Definition] = []
     starts: list[int] = []  # each definition's start byte, in order
     ends: list[int] = []
     parents: list[int] = []  # each definition's enclosing one (-1: none)
     open_: list[int] = []  # the definitions around the current one
     names_at: set[tuple[str, int]] = set()  # (name, line) of each definition's own name
-    for node in nodes:
-        name = " ".join(node_name(node).split())[:200]
+    for node, name, kind, chunked in found:
         if not name:
             continue
         while open_ and ends[open_[-1]] <= node.start_byte:
             open_.pop()
-        scope = ".".join(defs[i].name for i in open_)
-        kind = keyword(node) or g.defs.get(node.type, node.type)
         line = _name_line(node, name.rsplit(".", 1)[-1].split(" for ")[-1])
+        if not chunked and (name.rsplit(".", 1)[-1], line) in names_at:
+            continue  # const f = function f() {...}: one definition
+        scopes = chunked or kind in EXTRA_SCOPES
+        scope = ".".join(defs[i].name for i in open_)
         defs.append(Definition(name, kind, scope, line + 1, node.start_point[0] + 1, node.end_point[0] + 1))
         names_at.add((name.rsplit(".", 1)[-1], line))
         starts.append(node.start_byte)
-        ends.append(node.end_byte)
+        ends.append(node.end_byte if scopes else node.start_byte)  # what is no scope holds no reference
         parents.append(open_[-1] if open_ else -1)
-        open_.append(len(defs) - 1)
+        if scopes:
+            open_.append(len(defs) - 1)
     # Leaves only: a grammar's supertype among the names (Lua's "variable") also matches a member
     # expression, which starts where its first name does.
     calls = {n.start_byte for n in marks.get("call", ()) if not n.named_child_count}
@@ -270,7 +461,6 @@ def _scan(language: str, text: str | bytes, tree: Any) -> tuple[list[Definition]
     parts = language in COMPOUND_NAMES
     # Lines from byte offsets (a bisect in C), not from each node's start_point (an object apiece).
     newlines = [m.start() for m in _NEWLINE.finditer(data)]
-    src = text if isinstance(text, str) and len(text) == len(data) else None  # ASCII: a byte offset is a character's
     for leaf in marks.get("n", []):
         if parts and leaf.named_child_count:  # a name node with parts (Swift's identifier): its parts count
             continue
