@@ -20,6 +20,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import accumulate
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.ingest.chunker import GRAMMARS, is_definition, keyword, node_name, parser_for
@@ -73,6 +74,7 @@ _FUNCTIONS = frozenset({"arrow_function", "function_expression", "function", "ge
 _DECLARATION = re.compile(rb"[A-Za-z_@]")
 RECOVER_LINES = 20  # an ERROR node over fewer lines costs little: the parse is kept
 RECOVER_DEPTH = 3
+_START = attrgetter("start_byte")
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*(?:<[^<>]*(?:<[^<>]*>[^<>]*)*>[^<>]*)*>$")
 _NEWLINE = re.compile(rb"\n")
 
@@ -141,7 +143,7 @@ def _queries(language: str) -> _Queries | None:
     if not known or not leaves:
         return None
     alt = "[" + " ".join(f"({t})" for t in leaves) + "]"
-    members = [m for m in MEMBERS if has(m)]
+    members = [m for m in sorted(MEMBERS) if has(m)]
     patterns: list[str] = []
     for call, fld in CALLS.items():
         if not has(call):
@@ -155,11 +157,11 @@ def _queries(language: str) -> _Queries | None:
         for m in members:  # obj.f(), a::b(), and a member inside a member (Kotlin's navigation suffix)
             patterns.append(f"({call} {at}({m} {alt} @call .))")
             patterns.extend(f"({call} {at}({m} ({m2} {alt} @call .) .))" for m2 in members)
-    patterns += [f"({t}) @type" for t in TYPE_LEAVES if has(t)]
+    patterns += [f"({t}) @type" for t in sorted(TYPE_LEAVES) if has(t)]
     # A type position's name: checked against its parent's type in Python (``typed``), since a
     # grammar may have "type" as a supertype, which a query matches for every one of its subtypes.
-    patterns += [f"({parent} {alt} @typed)" for parent in TYPE_PARENTS if has(parent)]
-    patterns += [f"({t}) @import" for t in IMPORTS if has(t)]
+    patterns += [f"({parent} {alt} @typed)" for parent in sorted(TYPE_PARENTS) if has(parent)]
+    patterns += [f"({t}) @import" for t in sorted(IMPORTS) if has(t)]
     # One query, so the tree is walked once (each walk of Django's 5.5 MB of Python is 0.2 s).
     return _Queries(Query(lang, "\n".join([*(f"({t}) @d" for t in known), alt + " @n",
                                            *_possible(lang, patterns, leaves)])), Query(lang, "(ERROR) @e"))
@@ -393,7 +395,8 @@ def _recover(language: str, queries: _Queries, lines: list[bytes], lo: int, hi: 
 
 def _merge(scans: list[Scan]) -> Scan:
     """One file's scans of its parts as one: definitions in order, each inside the ones around it."""
-    defs = sorted({d for found, _ in scans for d in found}, key=lambda d: (d.start_line, -d.end_line, d.line))
+    defs = sorted({d for found, _ in scans for d in found},
+                  key=lambda d: (d.start_line, -d.end_line, d.line, d.name, d.kind, d.scope))
     index = {d: k for k, d in enumerate(defs)}
     refs: list[tuple[str, int, int, int]] = []
     for found, part in scans:
@@ -461,7 +464,10 @@ def _scan_tree(language: str, queries: _Queries, data: bytes, src: str | None, t
     parts = language in COMPOUND_NAMES
     # Lines from byte offsets (a bisect in C), not from each node's start_point (an object apiece).
     newlines = [m.start() for m in _NEWLINE.finditer(data)]
-    for leaf in marks.get("n", []):
+    # In the order of their places: the order of a query's captures can change from one run to the
+    # next, and which of a definition's names on its line is its own must not.
+    leaves = sorted(marks.get("n", []), key=_START)
+    for leaf in leaves:
         if parts and leaf.named_child_count:  # a name node with parts (Swift's identifier): its parts count
             continue
         at = leaf.start_byte
