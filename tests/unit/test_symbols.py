@@ -273,6 +273,7 @@ CALLS = {
     "kotlin": "fun f() { helper(1); x.helper(2) }",
     "go": "package a\nfunc f() { helper(1); x.helper(2) }",
     "java": "class A { void f() { helper(1); x.helper(2); } }",
+    "shell": "f() {\n  helper 1\n  x=1 helper \"$x\"\n  # helper in a comment\n}\n",
 }
 
 

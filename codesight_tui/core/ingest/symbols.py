@@ -53,6 +53,12 @@ MEMBERS = frozenset({"attribute", "member_expression", "selector_expression", "f
                      "qualified_identifier", "field_access", "dot_index_expression", "method_index_expression",
                      "scoped_call_expression", "generic_function", "dot", "selection_expression", "command_name"})
 COMPOUND_NAMES = frozenset({"swift"})  # grammars whose name leaves may have named parts
+# Grammars whose names are none of NAME_LEAVES: their own patterns for names (@n) and calls (@call).
+# A shell script's names are its variables and the commands it runs (`helper "$x"` calls helper);
+# a command's arguments are words, not names.
+OWN_NAMES: dict[str, tuple[str, ...]] = {
+    "shell": ("(variable_name) @n", "(command_name (word) @n)", "(command name: (command_name (word) @call))"),
+}
 # Definitions navigation knows beyond the chunker's (which cut chunks, and so weigh in ranking):
 # names a reader looks up although no chunk is cut at them. A named function expression, a function
 # or an object bound to a name or a key, a method's signature in a type, a record's fields, a
@@ -140,13 +146,14 @@ def _queries(language: str) -> _Queries | None:
 
     known = [t for t in {**GRAMMARS[language].defs, **EXTRA_DEFS.get(language, {})} if has(t)]
     leaves = [t for t in NAME_LEAVES if has(t)]
-    if not known or not leaves:
+    own = OWN_NAMES.get(language, ())
+    if not known or not (leaves or own):
         return None
     alt = "[" + " ".join(f"({t})" for t in leaves) + "]"
     members = [m for m in sorted(MEMBERS) if has(m)]
     patterns: list[str] = []
     for call, fld in CALLS.items():
-        if not has(call):
+        if not has(call) or not leaves:
             continue
         # the field, else the first named child (also where this grammar's call has no such field:
         # Kotlin's call_expression, though other Kotlin nodes have a "function" field)
@@ -160,11 +167,11 @@ def _queries(language: str) -> _Queries | None:
     patterns += [f"({t}) @type" for t in sorted(TYPE_LEAVES) if has(t)]
     # A type position's name: checked against its parent's type in Python (``typed``), since a
     # grammar may have "type" as a supertype, which a query matches for every one of its subtypes.
-    patterns += [f"({parent} {alt} @typed)" for parent in sorted(TYPE_PARENTS) if has(parent)]
+    patterns += [f"({parent} {alt} @typed)" for parent in sorted(TYPE_PARENTS) if has(parent) and leaves]
     patterns += [f"({t}) @import" for t in sorted(IMPORTS) if has(t)]
     # One query, so the tree is walked once (each walk of Django's 5.5 MB of Python is 0.2 s).
-    return _Queries(Query(lang, "\n".join([*(f"({t}) @d" for t in known), alt + " @n",
-                                           *_possible(lang, patterns, leaves)])), Query(lang, "(ERROR) @e"))
+    return _Queries(Query(lang, "\n".join([*(f"({t}) @d" for t in known), *([alt + " @n"] if leaves else []),
+                                           *_possible(lang, patterns, leaves), *own])), Query(lang, "(ERROR) @e"))
 
 
 def _possible(lang: Any, patterns: list[str], leaves: list[str]) -> list[str]:
