@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 # Leaves that name something, in any grammar that has them.
 NAME_LEAVES = ("identifier", "type_identifier", "field_identifier", "property_identifier", "simple_identifier",
                "constant", "name", "package_identifier", "namespace_identifier", "shorthand_property_identifier",
-               "private_property_identifier", "statement_identifier", "constructor", "variable", "atom")
+               "private_property_identifier", "statement_identifier", "constructor", "variable", "atom",
+               "shorthand_property_identifier_pattern")  # const {a, b} = obj: a and b are names
 TYPE_LEAVES = frozenset({"type_identifier", "constructor"})  # constructor: Haskell's type/data constructors
 # Nodes whose names are types (where the grammar has no type_identifier leaf there).
 TYPE_PARENTS = frozenset({"type", "user_type", "generic_type", "type_annotation", "nullable_type", "array_type",
