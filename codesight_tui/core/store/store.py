@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from codesight_tui.core.ingest.symbols import FileSymbols
     from codesight_tui.core.store.lexical import ResidentBM25
 
-SCHEMA_VERSION = "11"  # bumped when the stored rows change meaning (v3: TS signatures are scopes; v4: doc views;
+SCHEMA_VERSION = "12"  # bumped when the stored rows change meaning (v3: TS signatures are scopes; v4: doc views;
 # v5: compound names in the embedded scope header are followed by their words; v6: grammars for C#, Kotlin,
 # Scala, Swift, Lua, shell, Haskell, Elixir and Zig, and attributes attached to definitions; v7: secrets
 # are masked before chunking and secret files are not indexed, so an older index, which may hold
@@ -41,7 +41,9 @@ SCHEMA_VERSION = "11"  # bumped when the stored rows change meaning (v3: TS sign
 # typedef'd structs, and Rust items in a macro call's braces are definitions; identifier expansions
 # in a fixed order, not one that changed with each process's hash seed; v9: definitions and references,
 # core.store.symbols; v10: the symbol tables keyed by the names themselves; v11: refs a rowid table
-# with an index by name)
+# with an index by name; v12: more definitions (named function expressions, objects bound to names,
+# C++ operators, record fields, ...), files the grammar loses parsed by declaration, Kotlin's and
+# Ruby's calls told as calls, shell scripts' names)
 
 FTS_AUTOMERGE = 8
 
