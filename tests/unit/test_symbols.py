@@ -207,6 +207,7 @@ config.paramsSerializer = { encode: 1 };
     ("lua", '''local M = {}
 M.flatten = has_iter and function(x) return x end or function(x) return {} end
 local handlers = { ["README.md"] = function() end }
+local config = { size = 1, name = "x" }
 ''', {"M.flatten": (2, ""), "README.md": (3, "handlers")}),
     ("haskell", '''data State = State { stNotes :: [Text]
                    , stId :: Int }
@@ -227,7 +228,7 @@ def test_names_a_reader_looks_up_are_definitions(language, source, want):
     got = {d.name: (d.line, d.scope) for d in found.defs}
     for name, at in want.items():
         assert got.get(name) == at, (name, got)
-    assert not {"count", "ATTRIBUTE_LIFETIME_BOUND"} & set(got)  # a field, a macro: no definitions
+    assert not {"count", "ATTRIBUTE_LIFETIME_BOUND", "size", "name"} & set(got)  # a field, a macro, values
 
 
 def test_an_object_is_no_callers_scope():

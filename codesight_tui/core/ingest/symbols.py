@@ -254,23 +254,16 @@ def _definition_name(language: str, node: Node) -> str:
     return name
 
 
-def _extra(node: Node, kind: str) -> tuple[str, str] | None:
+def _extra(language: str, node: Node, kind: str) -> tuple[str, str] | None:
     """The name an ``EXTRA_DEFS`` node defines and its kind (a function bound to a key or a name is
     a function), or None where it defines none."""
     t = node.type
+    if language == "lua":
+        return _lua_choice(node, kind)
     if t in ("function_expression", "companion_object", "field"):
         name = node.child_by_field_name("name")
         found = _text(name) if name is not None else "Companion" if t == "companion_object" else ""
         return (found, kind) if found else None
-    if t in ("assignment_statement", "field"):  # Lua: a name bound to one function or another
-        value = node.child_by_field_name("value") if t == "field" else next(
-            (c.named_children[0] for c in node.named_children if c.type == "expression_list" and c.named_children), None)
-        while value is not None and value.type == "binary_expression":
-            right = value.child_by_field_name("right")
-            value = right if right is not None and right.type in ("function_definition", "binary_expression") else \
-                value.child_by_field_name("left")
-        return (_definition_name("lua", node), kind) if value is not None and value.type == "function_definition" \
-            else None
     if t == "property_signature":
         typ = node.child_by_field_name("type")
         functional = typ is not None and any(c.type == "function_type" for c in typ.named_children)
@@ -284,6 +277,20 @@ def _extra(node: Node, kind: str) -> tuple[str, str] | None:
     if target is None or target.type not in ("identifier", "property_identifier", "string"):
         return None
     return _text(target).strip("\"'`"), kind if value.type == "object" else "function"
+
+
+def _lua_choice(node: Node, kind: str) -> tuple[str, str] | None:
+    """A Lua assignment or table field that binds its name to one function or another
+    (``M.f = cond and function ... end or g``); None for any other value."""
+    value = node.child_by_field_name("value") if node.type == "field" else next(
+        (c.named_children[0] for c in node.named_children if c.type == "expression_list" and c.named_children), None)
+    if value is None or value.type != "binary_expression":
+        return None  # a function itself is the chunker's
+    while value is not None and value.type == "binary_expression":
+        right = value.child_by_field_name("right")
+        value = right if right is not None and right.type in ("function_definition", "binary_expression") else \
+            value.child_by_field_name("left")
+    return (_definition_name("lua", node), kind) if value is not None and value.type == "function_definition" else None
 
 
 def extract(language: str, text: str | bytes, tree: Any = None) -> Symbols | None:
@@ -432,7 +439,7 @@ def _scan_tree(language: str, queries: _Queries, data: bytes, src: str | None, t
         if is_definition(g, node):
             found.append((node, _definition_name(language, node), keyword(node) or g.defs.get(node.type, node.type),
                           True))
-        elif node.type in extra and (named := _extra(node, extra[node.type])):
+        elif node.type in extra and (named := _extra(language, node, extra[node.type])):
             found.append((node, *named, False))
     found.sort(key=lambda f: (f[0].start_byte, -f[0].end_byte))
     defs: list[Definition] = []
