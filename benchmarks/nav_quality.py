@@ -70,7 +70,11 @@ def _not_a_definition(lang: str, kind: str, name: str, text: str) -> bool:
     - Lua: a function is declared (``function NAME(``) or bound (``NAME = function``, or ``NAME =
       cond and function``); ctags also tags a name bound to what a call returns
       (``local lines = vim.tbl_map(function(l) ... end, ...)``) and text in strings.
+    - Shell: ctags reads an empty array's assignment (``COMPREPLY=()``) as a function named
+      ``COMPREPLY=``.
     """
+    if lang == "shell":
+        return name.endswith("=")
     if lang == "kotlin" and kind == "method":
         return not re.search(r"\bfun\b", text)
     if lang == "lua" and kind == "function":
