@@ -14,13 +14,16 @@ Python, on the parse the chunker makes anyway: about 0.7 s of CPU for Django's 5
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import accumulate
-from operator import attrgetter
+from operator import attrgetter, itemgetter
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.ingest.chunker import GRAMMARS, is_definition, keyword, node_name, parser_for
@@ -177,7 +180,42 @@ def _queries(language: str) -> _Queries | None:
 
 def _possible(lang: Any, patterns: list[str], leaves: list[str]) -> list[str]:
     """The patterns the grammar can match: a query with one it cannot (a field that never holds
-    such a node) does not compile. A pattern over every name leaf that cannot is tried leaf by leaf."""
+    such a node) does not compile. A pattern over every name leaf that cannot is tried leaf by leaf.
+
+    Each try compiles a query, about 8 ms in a large grammar, so that finding the patterns is most of
+    a second in C++ or PHP and 2.3 s in Swift, in every indexing worker. The answers for the installed
+    grammars ship in ``POSSIBLE_FILE``, keyed by the grammar's identity and the patterns asked about;
+    any other grammar is answered by compiling."""
+    key = _possible_key(lang, patterns, leaves)
+    known = None if _RECOMPILE else _known_possible().get(key)
+    if known is not None:
+        return list(known)
+    found = _compile_possible(lang, patterns, leaves)
+    _ASKED[key] = found
+    return found
+
+
+POSSIBLE_FILE = Path(__file__).with_name("possible_patterns.json")
+_ASKED: dict[str, list[str]] = {}  # this process's answers: what ``write_possible`` ships
+_RECOMPILE = False  # set by ``write_possible``: no answer is taken from the file
+
+
+def _possible_key(lang: Any, patterns: list[str], leaves: list[str]) -> str:
+    grammar = (lang.name, lang.abi_version, lang.semantic_version, lang.node_kind_count, lang.field_count,
+               lang.parse_state_count)
+    return hashlib.sha256(json.dumps([repr(grammar), patterns, leaves]).encode()).hexdigest()[:24]
+
+
+@cache
+def _known_possible() -> dict[str, list[str]]:
+    try:
+        known = json.loads(POSSIBLE_FILE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return known if isinstance(known, dict) else {}
+
+
+def _compile_possible(lang: Any, patterns: list[str], leaves: list[str]) -> list[str]:
     from tree_sitter import Query, QueryError
 
     alt = "[" + " ".join(f"({t})" for t in leaves) + "]"
@@ -192,6 +230,25 @@ def _possible(lang: Any, patterns: list[str], leaves: list[str]) -> list[str]:
             if each is pattern:
                 break
     return out
+
+
+def write_possible(path: Path = POSSIBLE_FILE) -> int:
+    """Compile every grammar's patterns afresh and write ``POSSIBLE_FILE``; returns how many
+    answers it holds. ``python -m codesight_tui.core.ingest.symbols`` runs it after a grammar
+    or a pattern changes (a test fails until it has)."""
+    global _RECOMPILE
+    _queries.cache_clear()
+    _ASKED.clear()
+    _RECOMPILE = True
+    try:
+        for language in sorted(GRAMMARS):
+            _queries(language)
+    finally:
+        _RECOMPILE = False
+        _queries.cache_clear()
+        _known_possible.cache_clear()
+    path.write_text(json.dumps(dict(sorted(_ASKED.items())), indent=0) + "\n", encoding="utf-8")
+    return len(_ASKED)
 
 
 def _text(node: Node | None) -> str:
@@ -299,9 +356,12 @@ def extract(language: str, text: str | bytes, tree: Any = None) -> Symbols | Non
     found = _scan(language, text, tree)
     if found is None:
         return None
-    defs, refs = found
-    kinds = REF_KINDS
-    return Symbols(defs, [Reference(name, line, kinds[kind], within) for name, line, kind, within in refs])
+    defs, uses, _calls, _imported = found
+    index = {d.line: k for k, d in enumerate(defs)}  # the innermost, where two names share a line
+    refs = [Reference(name, flat[k], REF_KINDS[flat[k + 1]], index[flat[k + 2]] if flat[k + 2] else -1)
+            for name, flat in uses.items() for k in range(0, len(flat), 3)]
+    refs.sort(key=attrgetter("line"))
+    return Symbols(defs, refs)
 
 
 def extract_rows(language: str, text: str | bytes, tree: Any = None) -> FileSymbols | None:
@@ -309,36 +369,17 @@ def extract_rows(language: str, text: str | bytes, tree: Any = None) -> FileSymb
     found = _scan(language, text, tree)
     if found is None:
         return None
-    return _rows(*found)
-
-
-def _rows(defs: list[Definition], refs: list[tuple[str, int, int, int]]) -> FileSymbols:
-    lines = [d.line for d in defs]
-    uses: dict[str, array[int]] = {}
-    position: dict[str, int] = {}
-    calls = array("i")
-    imported: set[int] = set()
-    seen: set[tuple[str, int, int]] = set()
-    for name, line, kind, within in refs:
-        if (name, line, kind) in seen:
-            continue
-        seen.add((name, line, kind))
-        packed = uses.get(name)
-        if packed is None:
-            packed = uses[name] = array("i")
-            position[name] = len(position)
-        at = lines[within] if within >= 0 else 0
-        packed.extend((line, kind, at))
-        if kind == 1:
-            calls.extend((position[name], line, at))
-        elif kind == 3:
-            imported.add(position[name])
+    defs, uses, calls, imported = found
     return ([(d.name, d.kind, d.scope, d.line, d.start_line, d.end_line) for d in defs],
-            [(name, packed.tobytes()) for name, packed in uses.items()], calls.tobytes(),
+            [(name, array("i", flat).tobytes()) for name, flat in uses.items()], array("i", calls).tobytes(),
             array("i", sorted(imported)).tobytes())
 
 
-Scan = tuple[list[Definition], list[tuple[str, int, int, int]]]
+# One file's definitions, and each name's uses in the order of their places, flat: (line, kind code,
+# the line of the innermost definition around it, 0 outside any) for each, one per (line, kind);
+# then its calls (the name's position among the uses, line, within), and the positions of the names
+# it imports.
+Scan = tuple[list[Definition], dict[str, list[int]], list[int], set[int]]
 
 
 def _scan(language: str, text: str | bytes, tree: Any) -> Scan | None:
@@ -410,12 +451,8 @@ def _recover(language: str, queries: _Queries, lines: list[bytes], lo: int, hi: 
 
 def _merge(scans: list[Scan]) -> Scan:
     """One file's scans of its parts as one: definitions in order, each inside the ones around it."""
-    defs = sorted({d for found, _ in scans for d in found},
+    defs = sorted({d for found, *_ in scans for d in found},
                   key=lambda d: (d.start_line, -d.end_line, d.line, d.name, d.kind, d.scope))
-    index = {d: k for k, d in enumerate(defs)}
-    refs: list[tuple[str, int, int, int]] = []
-    for found, part in scans:
-        refs.extend((name, line, kind, index[found[w]] if w >= 0 else -1) for name, line, kind, w in part)
     out: list[Definition] = []
     around: list[Definition] = []  # the definitions around the current one, outermost first
     for d in defs:  # scopes from the definitions around each, as one parse would have them
@@ -424,15 +461,36 @@ def _merge(scans: list[Scan]) -> Scan:
         out.append(d if d.scope or not around else Definition(d.name, d.kind, ".".join(o.name for o in around),
                                                                 d.line, d.start_line, d.end_line))
         around.append(d)
-    refs.sort(key=lambda r: r[1])
-    return out, refs
+    # Each part's lines are the file's (``_recover`` keeps them at their places): the uses of all,
+    # in the order of their lines.
+    refs = sorted(((flat[k], name, flat[k + 1], flat[k + 2]) for _, uses, *_ in scans for name, flat in uses.items()
+                   for k in range(0, len(flat), 3)), key=itemgetter(0))
+    uses: dict[str, list[int]] = {}
+    calls: list[int] = []
+    imported: set[int] = set()
+    position: dict[str, int] = {}
+    seen: set[tuple[str, int, int]] = set()
+    for line, name, code, within in refs:
+        if (name, line, code) in seen:
+            continue
+        seen.add((name, line, code))
+        uses.setdefault(name, []).extend((line, code, within))
+        at = position.setdefault(name, len(position))
+        if code == 1:
+            calls += (at, line, within)
+        elif code == 3:
+            imported.add(at)
+    return out, uses, calls, imported
 
 
-def _scan_tree(language: str, queries: _Queries, data: bytes, src: str | None, tree: Any) -> Scan:
-    from tree_sitter import QueryCursor
+# A file's definitions in order, and for each its start byte, the byte its references end at (its
+# start where it is no scope), its enclosing definition's index (-1: none); and the (name, 0-based
+# line) of each one's own name.
+Definitions = tuple[list[Definition], list[int], list[int], list[int], set[tuple[str, int]]]
 
+
+def _definitions(language: str, marks: dict[str, list[Node]]) -> Definitions:
     g = GRAMMARS[language]
-    marks = QueryCursor(queries.all).captures(tree.root_node)
     extra = EXTRA_DEFS.get(language, {})
     found: list[tuple[Node, str, str, bool]] = []  # node, name, kind, whether it is the chunker's
     for node in marks.get("d", []):
@@ -465,46 +523,76 @@ def _scan_tree(language: str, queries: _Queries, data: bytes, src: str | None, t
         parents.append(open_[-1] if open_ else -1)
         if scopes:
             open_.append(len(defs) - 1)
+    return defs, starts, ends, parents, names_at
+
+
+def _scan_tree(language: str, queries: _Queries, data: bytes, src: str | None, tree: Any) -> Scan:
+    from tree_sitter import QueryCursor
+
+    marks = QueryCursor(queries.all).captures(tree.root_node)
+    defs, starts, ends, parents, names_at = _definitions(language, marks)
     # Leaves only: a grammar's supertype among the names (Lua's "variable") also matches a member
     # expression, which starts where its first name does.
-    calls = {n.start_byte for n in marks.get("call", ()) if not n.named_child_count}
-    types = {n.start_byte for n in marks.get("type", ()) if not n.named_child_count}
-    types.update(n.start_byte for n in marks.get("typed", ())
+    kinds = {n.start_byte: 2 for n in marks.get("type", ()) if not n.named_child_count}  # by start byte
+    kinds.update((n.start_byte, 2) for n in marks.get("typed", ())
                  if not n.named_child_count and n.parent is not None and n.parent.type in TYPE_PARENTS)
+    kinds.update((n.start_byte, 1) for n in marks.get("call", ()) if not n.named_child_count)  # a call first
     spans = sorted((n.start_byte, n.end_byte) for n in marks.get("import", ()))
     imp_starts = [a for a, _ in spans]
     imp_ends = list(accumulate((b for _, b in spans), max))  # the furthest end of any import so far
-    refs: list[tuple[str, int, int, int]] = []
-    append = refs.append
+    imp_last = imp_ends[-1] if imp_ends else -1
+    def_lines = [d.line for d in defs]
+    name_lines = {line for _, line in names_at}
     parts = language in COMPOUND_NAMES
     # Lines from byte offsets (a bisect in C), not from each node's start_point (an object apiece).
     newlines = [m.start() for m in _NEWLINE.finditer(data)]
+    uses: dict[str, list[int]] = {}
+    position: dict[str, int] = {}
+    calls: list[int] = []
+    imported: set[int] = set()
+    used = uses.get
+    kind_of = kinds.get
     # In the order of their places: the order of a query's captures can change from one run to the
-    # next, and which of a definition's names on its line is its own must not.
-    leaves = sorted(marks.get("n", []), key=_START)
-    for leaf in leaves:
+    # next, and which of a definition's names on its line is its own must not. One pass, packing as
+    # it goes: this loop is most of the cost symbols add to indexing.
+    for leaf in sorted(marks.get("n", []), key=_START):
         if parts and leaf.named_child_count:  # a name node with parts (Swift's identifier): its parts count
             continue
         at = leaf.start_byte
         name = src[at : leaf.end_byte] if src is not None else data[at : leaf.end_byte].decode("utf-8", errors="replace")
-        line = bisect_right(newlines, at - 1)  # 0-based: the newlines before it
-        if not name or (name, line) in names_at:
-            if name:
-                names_at.discard((name, line))  # the defining occurrence, once
+        if not name:
             continue
-        if at in calls:
-            code = 1
-        elif at in types:
-            code = 2
-        elif imp_starts and (k := bisect_right(imp_starts, at) - 1) >= 0 and imp_ends[k] > at:
+        line = bisect_right(newlines, at - 1)  # 0-based: the newlines before it
+        if line in name_lines and (name, line) in names_at:
+            names_at.discard((name, line))  # the defining occurrence, once
+            continue
+        code = kind_of(at, 0)
+        if not code and at < imp_last and (k := bisect_right(imp_starts, at) - 1) >= 0 and imp_ends[k] > at:
             code = 3
-        else:
-            code = 0
         # the innermost definition around it: the last to start before it, or the nearest of that
         # one's enclosing definitions that has not ended
         w = bisect_right(starts, at) - 1
         while w >= 0 and ends[w] <= at:
             w = parents[w]
-        append((name, line + 1, code, w))
-    refs.sort(key=lambda r: r[1])
-    return defs, refs
+        line += 1
+        within = def_lines[w] if w >= 0 else 0
+        flat = used(name)
+        if flat is None:
+            position[name] = len(uses)
+            uses[name] = [line, code, within]
+        else:
+            if flat[-3] == line:  # once per (line, kind): look back over this line's uses
+                k = len(flat) - 3
+                while k >= 0 and flat[k] == line and flat[k + 1] != code:
+                    k -= 3
+                if k >= 0 and flat[k] == line:
+                    continue
+            flat += (line, code, within)
+        if code == 1:
+            calls += (position[name], line, within)
+        elif code == 3:
+            imported.add(position[name])
+    return defs, uses, calls, imported
+
+if __name__ == "__main__":
+    print(f"{write_possible()} answers written to {POSSIBLE_FILE}")
