@@ -83,8 +83,8 @@ def test_a_target_that_names_nothing_is_one_line(cs):
 def test_a_damaged_symbol_table_is_found_and_rebuilt(cs):
     """The symbol tables are read by the probe every index run makes, so damage there rebuilds the
     index like damage anywhere else."""
-    cs.store.conn.execute("DROP TABLE refs")
-    assert "refs" in (cs.store.probe() or "")
+    cs.store.conn.execute("DROP TABLE sym_names")
+    assert "sym_names" in (cs.store.probe() or "")
     report = cs.index(embed=False)
     assert cs.store.probe() is None
     assert [s.line for s in cs.callers("evict").sites] == [16]
@@ -106,3 +106,22 @@ def test_vendored_and_minified_code_gets_no_symbols(cs, nav_repo):
     (nav_repo / "web" / "bundle.min.js").write_text("function evict(){return 1}evict();\n")
     cs.index(embed=False)
     assert {c.path for c in cs.definitions("evict").candidates} == {"store/cache.py"}
+
+
+def test_a_name_is_found_whatever_its_characters_and_only_in_its_own_case(cs, nav_repo):
+    """Which files use a name is kept as tokens (a name of other characters in hex): a name such as
+    Ruby's ``valid?`` is found, a name in another case is not the same name, and what a changed or
+    deleted file used is forgotten."""
+    (nav_repo / "app" / "check.rb").write_text("def valid?(x)\n  x\nend\n\nvalid?(1)\n")
+    (nav_repo / "app" / "upper.py").write_text("def Evict():\n    return 1\n\n\nEvict()\n")
+    cs.index(embed=False)
+    assert [(s.path, s.line) for s in cs.callers("valid?").sites] == [("app/check.rb", 5)]
+    assert [(s.path, s.line) for s in cs.callers("Evict").sites] == [("app/upper.py", 5)]
+    assert [(s.path, s.line) for s in cs.callers("evict").sites] == [("store/cache.py", 16)]
+    (nav_repo / "app" / "check.rb").unlink()
+    (nav_repo / "app" / "upper.py").write_text("def other():\n    return 1\n")
+    cs.index(embed=False)
+    assert cs.references("valid?").sites == [] and cs.references("Evict").sites == []
+    # forgotten by the name index itself, not only left out when the rows are read
+    assert not cs.store.conn.execute("SELECT rowid FROM sym_names WHERE sym_names MATCH ?",
+                                     ('"x' + "valid?".encode().hex() + '"',)).fetchall()

@@ -21,7 +21,7 @@ from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import cache
-from itertools import accumulate
+from itertools import accumulate, chain
 from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -107,14 +107,15 @@ class Reference:
     within: int  # index in Symbols.defs of the innermost definition it is in; -1 outside any
 
 
-# What the index stores of a file's symbols, made in the indexer's workers (plain tuples and bytes
-# cross the process boundary cheaply): each definition (name, kind, scope, line, start_line,
-# end_line), and each name's uses, packed as int32 triples (line, kind code, the line of the
-# innermost definition around it, 0 outside any), one per (line, kind).
+# What the index stores of a file's symbols, made in the indexer's workers as one string and a few
+# byte strings (which cross the process boundary and go into SQLite as they are): each definition
+# (name, kind, scope, line, start_line, end_line); the names the file uses, one a line; the uses of
+# all of them, packed as int32 triples (line, kind code, the line of the innermost definition
+# around it, 0 outside any), one per (line, kind), name after name; where each name's uses end
+# (int32, in ints); its calls again, as int32 triples (the name's position among the names, line,
+# within); and the positions of the names it imports.
 DefRow = tuple[str, str, str, int, int, int]
-# Also the calls again, as int32 triples (the name's position among the uses, line, within), and the
-# positions of the names the file imports: what ``callees`` reads of a file in one row.
-FileSymbols = tuple[list[DefRow], list[tuple[str, bytes]], bytes, bytes]
+FileSymbols = tuple[list[DefRow], str, bytes, bytes, bytes, bytes]  # defs, names, ends, uses, calls, imports
 REF_KINDS = ("other", "call", "type", "import")  # a reference's kind code is its index here
 
 
@@ -370,9 +371,10 @@ def extract_rows(language: str, text: str | bytes, tree: Any = None) -> FileSymb
     if found is None:
         return None
     defs, uses, calls, imported = found
-    return ([(d.name, d.kind, d.scope, d.line, d.start_line, d.end_line) for d in defs],
-            [(name, array("i", flat).tobytes()) for name, flat in uses.items()], array("i", calls).tobytes(),
-            array("i", sorted(imported)).tobytes())
+    flats = uses.values()
+    return ([(d.name, d.kind, d.scope, d.line, d.start_line, d.end_line) for d in defs], "\n".join(uses),
+            array("i", accumulate(map(len, flats))).tobytes(), array("i", chain.from_iterable(flats)).tobytes(),
+            array("i", calls).tobytes(), array("i", sorted(imported)).tobytes())
 
 
 # One file's definitions, and each name's uses in the order of their places, flat: (line, kind code,

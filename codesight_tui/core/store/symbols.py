@@ -2,14 +2,18 @@
 (``ingest.symbols``), written and deleted with the file's chunks in the same transaction, in the
 same SQLite database.
 
-``defs`` and ``refs`` are WITHOUT ROWID tables keyed by the name itself, first: "every use of NAME"
-is one range read, and a write needs no lookup of ids for names (``refs`` keeps a name's uses in a
-file as one packed row). ``sym_files`` holds each file once, with the names it holds, so that its
-rows go by primary key when it changes, and its calls in one row, which ``callees`` reads.
+``sym_files`` holds each file once, in one row: the names it uses and all their uses, packed as
+the indexer's workers made them, and its calls. ``sym_names`` says which files use a name: a
+contentless FTS5 table, one document a file (its names), which keeps one short list of files per
+name. "Every use of NAME" reads those files' rows; a file written costs one row and one document,
+where a row per name and file (4.1 million on the 10,000-file tree) and its index by name cost the
+writer three times as long (benchmarks/README.md). ``defs`` is a WITHOUT ROWID table keyed by
+the name itself.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from array import array
 from dataclasses import dataclass
@@ -17,25 +21,40 @@ from dataclasses import dataclass
 from codesight_tui.core.ingest.symbols import REF_KINDS, FileSymbols
 
 SCHEMA = """
--- names: the names a file holds, one a line (those it uses first, in the order of calls' positions);
--- calls: its calls as int32 triples (position in names, line, within); imports: the positions of
--- the names it imports (int32).
+-- names: the names a file uses, one a line, then those it only defines; ends: where each used
+-- name's uses end in uses (int32, in ints); uses: (line, kind, within) int32 triples, name after
+-- name (kind: the index in ingest.symbols.REF_KINDS; within: the line of the innermost definition
+-- around it, 0 for none); calls: (position in names, line, within) triples; imports: the positions
+-- of the names it imports.
 CREATE TABLE IF NOT EXISTS sym_files (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, names TEXT NOT NULL,
-                                      calls BLOB NOT NULL, imports BLOB NOT NULL);
+                                      ends BLOB NOT NULL, uses BLOB NOT NULL, calls BLOB NOT NULL,
+                                      imports BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS defs (
     name TEXT NOT NULL, file_id INTEGER NOT NULL, line INTEGER NOT NULL,
     start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, kind TEXT NOT NULL, scope TEXT NOT NULL,
     PRIMARY KEY (name, file_id, line)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS defs_file ON defs(file_id, line);
--- One row per name and file: its uses there, packed as int32 triples (line, kind: the index in
--- ingest.symbols.REF_KINDS, within: the line of the innermost definition around it, 0 for none).
--- A fourth of the rows one per use would take on Django, and a fourth of the inserts. A rowid table
--- (rows appended in file order) with a small index by name: keyed by name itself, each insert
--- landed somewhere in a b-tree of every row's blobs (3.4 s of the writer's time on 10,000 files).
-CREATE TABLE IF NOT EXISTS refs (name TEXT NOT NULL, file_id INTEGER NOT NULL, uses BLOB NOT NULL);
-CREATE UNIQUE INDEX IF NOT EXISTS refs_name ON refs(name, file_id);
+-- Which files use a name: one document a file (rowid: its sym_files id), its names as tokens
+-- (``_tokens``). Contentless and detail=none: no text is kept, only each token's list of files.
+CREATE VIRTUAL TABLE IF NOT EXISTS sym_names USING fts5(names, content='', detail=none, columnsize=0,
+                                                         tokenize="unicode61 remove_diacritics 0 tokenchars '_$'");
 """
+
+_PLAIN = re.compile(r"[A-Za-z0-9_$\n]*")  # names that are tokens as they are
+
+
+def _tokens(names: str) -> str:
+    """A file's names as ``sym_names`` tokenizes them: a name of letters, digits, ``_`` and ``$`` is
+    its own token; any other (``valid?``, ``operator==``, ``+``) is ``x`` and its UTF-8 in hex. The
+    table narrows the files to read; which of them use the very name, the rows themselves say."""
+    if _PLAIN.fullmatch(names):
+        return names
+    return "\n".join(_token(n) for n in names.split("\n"))
+
+
+def _token(name: str) -> str:
+    return name if _PLAIN.fullmatch(name) else "x" + name.encode("utf-8", errors="surrogateescape").hex()
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +87,10 @@ def delete(conn: sqlite3.Connection, paths: list[str]) -> None:
         part = paths[k : k + 500]
         for file_id, names in conn.execute(f"SELECT id, names FROM sym_files WHERE path IN ({_in(part)})",
                                            part).fetchall():
-            keys = [(n, file_id) for n in names.split("\n") if n]
-            conn.executemany("DELETE FROM refs WHERE name=? AND file_id=?", keys)
-            conn.executemany("DELETE FROM defs WHERE name=? AND file_id=?", keys)
+            # A contentless table forgets a document by being told its tokens again.
+            conn.execute("INSERT INTO sym_names(sym_names, rowid, names) VALUES ('delete', ?, ?)",
+                         (file_id, _tokens(names)))
+            conn.execute("DELETE FROM defs WHERE file_id=?", (file_id,))
             conn.execute("DELETE FROM sym_files WHERE id=?", (file_id,))
 
 
@@ -79,38 +99,54 @@ def write(conn: sqlite3.Connection, files: list[tuple[str, FileSymbols | None]])
     language without a grammar), inside the caller's transaction."""
     delete(conn, [p for p, _ in files])
     def_rows: list[tuple[str, int, int, int, int, str, str]] = []
-    ref_rows: list[tuple[str, int, bytes]] = []
     for path, found in files:
         if found is None or not (found[0] or found[1]):
             continue
-        defs, uses, calls, imports = found
-        used = [n for n, _ in uses]
-        held = used + sorted({d[0] for d in defs} - set(used))
-        cur = conn.execute("INSERT INTO sym_files(path, names, calls, imports) VALUES (?, ?, ?, ?)",
-                           (path, "\n".join(held), calls, imports))
+        defs, names, ends, uses, calls, imports = found
+        used = set(names.split("\n")) if names else set()
+        only_defined = sorted({d[0] for d in defs} - used)
+        held = "\n".join([names, *only_defined]) if names else "\n".join(only_defined)
+        cur = conn.execute("INSERT INTO sym_files(path, names, ends, uses, calls, imports) VALUES (?, ?, ?, ?, ?, ?)",
+                           (path, held, ends, uses, calls, imports))
         file_id = cur.lastrowid
         assert file_id is not None
+        conn.execute("INSERT INTO sym_names(rowid, names) VALUES (?, ?)", (file_id, _tokens(held)))
         def_rows.extend((n, file_id, line, s, e, kind, scope) for n, kind, scope, line, s, e in defs)
-        ref_rows.extend((n, file_id, packed) for n, packed in uses)
     def_rows.sort(key=lambda r: (r[0], r[1], r[2]))  # in key order: each lands beside the last
     conn.executemany("INSERT OR IGNORE INTO defs VALUES (?,?,?,?,?,?,?)", def_rows)
-    conn.executemany("INSERT OR REPLACE INTO refs VALUES (?,?,?)", ref_rows)
 
 
-def _uses(blob: bytes) -> list[tuple[int, int, int]]:
-    """A refs row's (line, kind, within) triples."""
+def _ints(blob: bytes) -> array[int]:
     a = array("i")
     a.frombytes(blob)
-    return list(zip(a[0::3], a[1::3], a[2::3], strict=True))
+    return a
+
+
+def _triples(a: array[int], lo: int = 0, hi: int | None = None) -> list[tuple[int, int, int]]:
+    """The (line, kind, within) triples of ``a[lo:hi]``."""
+    part = a[lo:hi]
+    return list(zip(part[0::3], part[1::3], part[2::3], strict=True))
+
+
+def _uses_of(name: str, names: str, ends: bytes, uses: bytes) -> list[tuple[int, int, int]]:
+    """One file's uses of ``name``, from its row: none where the name is not among those it uses."""
+    at = ("\n" + names + "\n").find("\n" + name + "\n")
+    if at < 0:
+        return []
+    k = names.count("\n", 0, at)  # the name's position
+    bounds = _ints(ends)
+    if k >= len(bounds):
+        return []  # a name the file only defines
+    return _triples(_ints(uses), bounds[k - 1] if k else 0, bounds[k])
 
 
 def probe(conn: sqlite3.Connection) -> None:
     """Read the first and last rows of each table (``Store.probe``): raises sqlite3.DatabaseError."""
     conn.execute("SELECT * FROM sym_files WHERE id IN ((SELECT min(id) FROM sym_files), (SELECT max(id) FROM sym_files))").fetchall()
-    for table in ("defs", "refs"):
-        conn.execute(f"SELECT * FROM {table} ORDER BY name LIMIT 1").fetchall()
-        conn.execute(f"SELECT * FROM {table} ORDER BY name DESC LIMIT 1").fetchall()
-    conn.execute("SELECT * FROM refs WHERE rowid IN ((SELECT min(rowid) FROM refs), (SELECT max(rowid) FROM refs))").fetchall()
+    conn.execute("SELECT * FROM defs ORDER BY name LIMIT 1").fetchall()
+    conn.execute("SELECT * FROM defs ORDER BY name DESC LIMIT 1").fetchall()
+    conn.execute("SELECT rowid FROM sym_names WHERE sym_names MATCH 'self' LIMIT 1").fetchall()
+    conn.execute("SELECT count(*) FROM sym_names_config").fetchone()
 
 
 _DEF = ("SELECT d.name, f.path, d.line, d.start_line, d.end_line, d.kind, d.scope FROM defs d"
@@ -150,9 +186,11 @@ def _references(conn: sqlite3.Connection, name: str, kind: str | None,
                 around: bool) -> list[tuple[RefRecord, DefRecord | None]]:
     code = REF_KINDS.index(kind) if kind is not None else None
     found: list[tuple[int, str, int, int, int]] = []  # (file id, path, line, kind, within)
-    for fid, path, blob in conn.execute("SELECT r.file_id, f.path, r.uses FROM refs r JOIN sym_files f ON f.id = r.file_id"
-                                        " WHERE r.name=?", (name,)):
-        found.extend((fid, path, line, k, w) for line, k, w in _uses(blob) if code is None or k == code)
+    for fid, path, names, ends, uses in conn.execute(
+            "SELECT f.id, f.path, f.names, f.ends, f.uses FROM sym_names s JOIN sym_files f ON f.id = s.rowid"
+            " WHERE sym_names MATCH ?", (f'"{_token(name)}"',)):
+        found.extend((fid, path, line, k, w) for line, k, w in _uses_of(name, names, ends, uses)
+                     if code is None or k == code)
     found.sort(key=lambda r: (r[1], r[2], r[3]))
     defs: dict[tuple[int, int], DefRecord] = {}
     if around:
@@ -171,25 +209,24 @@ def _references(conn: sqlite3.Connection, name: str, kind: str | None,
 def file_references(conn: sqlite3.Connection, path: str, within: list[int] | None = None,
                     kind: str | None = None) -> list[RefRecord]:
     """The references in one file (inside the definitions at the lines ``within`` only, and of
-    ``kind`` only, where given), in line order: one primary-key read per name the file holds (its
-    calls: one read)."""
-    row = conn.execute("SELECT id, names, calls FROM sym_files WHERE path=?", (path,)).fetchone()
+    ``kind`` only, where given), in line order: all from the file's one row."""
+    row = conn.execute("SELECT names, ends, uses, calls FROM sym_files WHERE path=?", (path,)).fetchone()
     if row is None:
         return []
-    fid, text, calls = row
+    text, ends, uses, calls = row
     names = text.split("\n")
     inside = set(within) if within is not None else None
     if kind == "call":
-        return sorted((RefRecord(names[k], path, line, "call", w) for k, line, w in _uses(calls)
+        return sorted((RefRecord(names[k], path, line, "call", w) for k, line, w in _triples(_ints(calls))
                        if inside is None or w in inside), key=lambda r: (r.line, r.name))
     code = REF_KINDS.index(kind) if kind is not None else None
+    flat = _ints(uses)
     out: list[RefRecord] = []
-    for k in range(0, len(names), 500):
-        part = names[k : k + 500]
-        for name, uses in conn.execute(f"SELECT name, uses FROM refs WHERE name IN ({_in(part)}) AND file_id=?",
-                                       [*part, fid]):
-            out.extend(RefRecord(name, path, line, REF_KINDS[c], w) for line, c, w in _uses(uses)
-                       if (code is None or c == code) and (inside is None or w in inside))
+    lo = 0
+    for name, hi in zip(names, _ints(ends), strict=False):
+        out.extend(RefRecord(name, path, line, REF_KINDS[c], w) for line, c, w in _triples(flat, lo, hi)
+                   if (code is None or c == code) and (inside is None or w in inside))
+        lo = hi
     out.sort(key=lambda r: (r.line, r.name))
     return out
 
@@ -208,6 +245,6 @@ def imported_names(conn: sqlite3.Connection, path: str) -> set[str]:
 def counts(conn: sqlite3.Connection) -> dict[str, int]:
     try:
         return {"definitions": conn.execute("SELECT count(*) FROM defs").fetchone()[0],
-                "references": conn.execute("SELECT coalesce(sum(length(uses)), 0) / 12 FROM refs").fetchone()[0]}
+                "references": conn.execute("SELECT coalesce(sum(length(uses)), 0) / 12 FROM sym_files").fetchone()[0]}
     except sqlite3.OperationalError:  # an index from before symbols, opened read-only
         return {"definitions": 0, "references": 0}
