@@ -30,12 +30,16 @@ sys.path.insert(0, str(HERE))
 from bench_core import EXCLUDE, fetch_django  # noqa: E402
 
 INDEX = """
-import json, sys, time
+import json, resource, sys, time
 from codesight_tui import CodeSight
 cs = CodeSight(sys.argv[1], exclude={exclude!r} or None, lexical_processes=True)
+own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
 report = cs.index(embed=False)
 cs.close()
-print(json.dumps({{"lexical_s": report.lexical_seconds, "files": report.files, "chunks": report.chunks}}))
+own2, kids2 = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+cpu = lambda a, b: b.ru_utime + b.ru_stime - a.ru_utime - a.ru_stime
+print(json.dumps({{"lexical_s": report.lexical_seconds, "files": report.files, "chunks": report.chunks,
+                  "main_cpu": cpu(own, own2), "workers_cpu": cpu(kids, kids2)}}))
 """
 
 
@@ -69,10 +73,17 @@ def main() -> int:
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", wt], check=False)
     best = {k: min(v, key=lambda r: r["lexical_s"]) for k, v in rows.items()}
+    med = {k: statistics.median(r["lexical_s"] for r in v) for k, v in rows.items()}
+    # CPU of the index run, its process and its workers (which have exited by the end of the run):
+    # on a shared 2-core box the wall clock of one run moves by 10-20%, its CPU much less.
+    cpu = {k: statistics.median(r["main_cpu"] + r["workers_cpu"] for r in v) for k, v in rows.items()}
     for k, r in best.items():
         print(f"{k:>6}: lexical {r['lexical_s']:.1f} s, index.db {r['index_db_mb']:.1f} MB ({r['files']} files,"
-              f" {r['chunks']} chunks)  runs: {[round(x['lexical_s'], 1) for x in rows[k]]}")
-    print(f"lexical phase x{best['now']['lexical_s'] / best['before']['lexical_s']:.3f},"
+              f" {r['chunks']} chunks)  runs: {[round(x['lexical_s'], 1) for x in rows[k]]}; CPU, median:"
+              f" {cpu[k]:.1f} s ({statistics.median(x['main_cpu'] for x in rows[k]):.1f} s the run's process,"
+              f" {statistics.median(x['workers_cpu'] for x in rows[k]):.1f} s its workers)")
+    print(f"lexical phase x{best['now']['lexical_s'] / best['before']['lexical_s']:.3f} best,"
+          f" x{med['now'] / med['before']:.3f} median; its CPU x{cpu['now'] / cpu['before']:.3f};"
           f" index.db x{best['now']['index_db_mb'] / best['before']['index_db_mb']:.3f}")
 
     sys.path.insert(0, str(ROOT))
