@@ -43,14 +43,14 @@ MODEL_CARD = """# codesight's static model
 A model2vec static model: all-MiniLM-L6-v2's tokenizer, its vocabulary distilled from the model
 (model2vec, PCA to 256 dimensions, SIF weighting), then trained contrastively on 144,514
 (description, code) pairs mined from 318 permissively licensed public repositories in 20 languages
-(symmetric in-batch MultipleNegativesRankingLoss, scale 20, batch 512, Adam at 0.003, 2 epochs).
+(symmetric in-batch MultipleNegativesRankingLoss, scale 20, batch 512, Adam at 0.003, 2 epochs),
+with half the loss a distillation term: the bundled all-MiniLM-L6-v2's in-batch similarities of
+40,000 of the pairs as soft targets. The shipped table is the mean of two such runs (seeds 0 and 1).
 No evaluation repository, nor any file sharing content with one, is in the data.
 
-Rebuilt by `python benchmarks/training/corpus.py --from-manifest` and
-`python benchmarks/training/train_static.py --where start --out codesight_tui/models/static`
-(the corpus manifest is benchmarks/training/manifest.json). `relevance_floor` in config.json is
-the distilled model's static relevance floor carried over by quantile on unrelated pairs.
-all-MiniLM-L6-v2 is Apache-2.0.
+Rebuilt by `bash benchmarks/training/build_static.sh` (the corpus manifest is
+benchmarks/training/manifest.json). `relevance_floor` in config.json is the distilled model's
+static relevance floor carried over by quantile on unrelated pairs. all-MiniLM-L6-v2 is Apache-2.0.
 """
 
 
@@ -133,6 +133,29 @@ def write_floor(model_dir: Path, floor: float) -> None:
     config_file.write_text(json.dumps(config, indent=4) + "\n")
 
 
+def batches(train: list[int], pairs: list[dict[str, str]], size: int, group: str,
+            rnd: random.Random) -> list[list[int]]:
+    """One epoch's batches, in a shuffled order. With ``group``, each batch is filled from one
+    repository (or language) while it has a batch's worth of pairs left, and what is left over of
+    every group is shuffled together into mixed batches."""
+    order = train[:]
+    rnd.shuffle(order)
+    if not group:
+        return [order[k:k + size] for k in range(0, len(order) - size + 1, size)]
+    by: dict[str, list[int]] = {}
+    for i in order:
+        by.setdefault(pairs[i].get(group, ""), []).append(i)
+    out, rest = [], []
+    for members in by.values():
+        full = len(members) - len(members) % size
+        out += [members[k:k + size] for k in range(0, full, size)]
+        rest += members[full:]
+    rnd.shuffle(rest)
+    out += [rest[k:k + size] for k in range(0, len(rest) - size + 1, size)]
+    rnd.shuffle(out)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True)
@@ -146,6 +169,12 @@ def main() -> int:
     ap.add_argument("--where", default="", help="only pairs whose doc sits here: start, inner, module (comma list)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--teacher", type=float, default=0.0,
+                    help="weight of a distillation term: the full model's in-batch similarities (teacher.py) as soft targets")
+    ap.add_argument("--teacher-sample", type=int, default=0, help="teacher.py's --sample")
+    ap.add_argument("--teacher-scale", type=float, default=20.0, help="the teacher's similarities times this, softmaxed")
+    ap.add_argument("--group", default="", choices=["", "repo", "lang"],
+                    help="fill each batch from one repository (or language) where it can: harder in-batch negatives")
     ap.add_argument("--calibrate", action="store_true",
                     help="only set the relevance floor of the model already at --out (no training)")
     args = ap.parse_args()
@@ -163,7 +192,7 @@ def main() -> int:
     if args.limit:
         pairs = pairs[: args.limit]
     key = hashlib.sha1(f"{args.pairs.stat().st_size}:{len(pairs)}:{args.batch}:{args.lr}:{args.scale}:{args.seed}"
-                       f":{args.where}:{args.epochs}"
+                       f":{args.where}:{args.epochs}:{args.group}:{args.teacher}:{args.teacher_scale}:{args.teacher_sample}"
                        f":{base.name}".encode()).hexdigest()[:10]
     run = WORK / f"static-{key}"
     run.mkdir(parents=True, exist_ok=True)
@@ -178,6 +207,17 @@ def main() -> int:
     n_val = max(256, len(order) // 50)
     val, train = order[:n_val][:2000], order[n_val:]
 
+    tq = td = None
+    if args.teacher:
+        from teacher import load as load_teacher
+
+        got = load_teacher(args.pairs, args.where, len(pairs), args.teacher_sample)
+        if got is None or args.limit:
+            sys.exit("no teacher vectors for these pairs: run benchmarks/training/teacher.py first")
+        rows, vq_t, vd_t = got
+        slot = np.full(len(pairs), -1)  # each pair's row in the teacher's vectors, -1 where it has none
+        slot[rows] = np.arange(len(rows))
+        tq, td = vq_t.astype(np.float32), vd_t.astype(np.float32)
     table = load_file(str(base / "model.safetensors"))["embeddings"].astype(np.float32)
     base_norms = np.linalg.norm(table, axis=1)
     vq, vd = [q_rows[i] for i in val], [d_rows[i] for i in val]
@@ -204,16 +244,24 @@ def main() -> int:
     for epoch in range(done + 1, args.epochs + 1):
         t1 = time.perf_counter()
         rnd = random.Random(args.seed * 1000 + epoch)
-        batch_order = train[:]
-        rnd.shuffle(batch_order)
         total, steps = 0.0, 0
-        for k in range(0, len(batch_order) - args.batch + 1, args.batch):
-            idx = batch_order[k:k + args.batch]
+        for idx in batches(train, pairs, args.batch, args.group, rnd):
             qv = encode(emb, [q_rows[i] for i in idx])
             dv = encode(emb, [d_rows[i] for i in idx])
             logits = args.scale * qv @ dv.T
             target = torch.arange(len(idx))
             loss = (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target)) / 2
+            if tq is not None and td is not None:  # on the batch's pairs that have the teacher's vectors
+                at = slot[idx]
+                has = torch.from_numpy(np.flatnonzero(at >= 0))
+                if len(has) > 1:
+                    sub = logits[has][:, has]
+                    t = at[at >= 0]
+                    soft = args.teacher_scale * torch.from_numpy(tq[t] @ td[t].T)
+                    kd = (F.kl_div(F.log_softmax(sub, 1), F.log_softmax(soft, 1), reduction="batchmean", log_target=True)
+                          + F.kl_div(F.log_softmax(sub.T, 1), F.log_softmax(soft.T, 1), reduction="batchmean",
+                                     log_target=True)) / 2
+                    loss = (1 - args.teacher) * loss + args.teacher * kd
             opt.zero_grad()
             loss.backward()
             opt.step()
