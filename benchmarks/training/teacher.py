@@ -5,7 +5,7 @@
 Embeds each pair's description and code with the bundled full model, exactly as codesight embeds a
 query and a chunk (``core.index.embedder.in_process``: the ONNX export where there is one, the
 model's own 256-token window): every pair, or ``--sample N`` of them drawn with a fixed seed (on
-this CPU the model embeds about 35 code texts a second, so all 144,514 take over an hour). Vectors go to
+this CPU the model embeds about 30 code texts a second, so all 144,514 take about an hour and a half). Vectors go to
 ``$CODESIGHT_TRAIN_DIR/teacher-<pairs>/{query,doc}-NNNN.npy`` (fp16, 8,192 rows a shard, each written
 whole then renamed), so a run stopped anywhere resumes at its first missing shard.
 ``train_static.py --teacher W`` reads them.
@@ -55,8 +55,8 @@ def load(pairs_file: Path, where: str, n: int, k: int) -> tuple[np.ndarray, np.n
     shards = (len(rows) + SHARD - 1) // SHARD
     parts: dict[str, list[np.ndarray]] = {"query": [], "doc": []}
     for side, out in parts.items():
-        for k in range(shards):
-            f = d / f"{side}-{k:04d}.npy"
+        for j in range(shards):
+            f = d / f"{side}-{j:04d}.npy"
             if not f.is_file():
                 return None
             out.append(np.load(f))
