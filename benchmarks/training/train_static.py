@@ -211,8 +211,10 @@ def main() -> int:
     if args.teacher:
         from teacher import load as load_teacher
 
+        if args.limit:
+            sys.exit("--teacher takes every pair: the teacher's vectors are numbered by the whole list")
         got = load_teacher(args.pairs, args.where, len(pairs), args.teacher_sample)
-        if got is None or args.limit:
+        if got is None:
             sys.exit("no teacher vectors for these pairs: run benchmarks/training/teacher.py first")
         rows, vq_t, vd_t = got
         slot = np.full(len(pairs), -1)  # each pair's row in the teacher's vectors, -1 where it has none
