@@ -3,13 +3,14 @@
     python benchmarks/training/soup.py OUT_DIR MODEL_DIR MODEL_DIR [...]
 
 Writes MODEL_DIR[0]'s folder to OUT_DIR with the tables' element-wise mean in place of its table
-(fp16). Two seeds of the same recipe differ by about 0.01 on the devset; their mean sits at or
+(fp16), and each run's ``training.json`` inside its own. Two seeds of the same recipe differ by about 0.01 on the devset; their mean sits at or
 above the better one on every set measured. Set the relevance floor afterwards:
 ``train_static.py --calibrate --out OUT_DIR``.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -29,6 +30,9 @@ def main() -> int:
     shutil.rmtree(out, ignore_errors=True)
     shutil.copytree(ins[0], out)
     save_file({"embeddings": np.mean(tables, axis=0).astype(np.float16)}, str(out / "model.safetensors"))
+    runs = [json.loads((p / "training.json").read_text()) if (p / "training.json").is_file() else {} for p in ins]
+    (out / "training.json").write_text(json.dumps({"recipe": f"the element-wise mean of {len(ins)} tables",
+                                                   "tables": runs}, indent=1) + "\n")
     print(f"{out}: the mean of {len(ins)} tables")
     return 0
 

@@ -293,6 +293,8 @@ def main() -> int:
         "recipe": "symmetric in-batch MNRL on (description, code) pairs, from the distilled table",
         "pairs": len(pairs), "epochs": args.epochs, "batch": args.batch, "lr": args.lr, "scale": args.scale,
         "resif": args.resif, "seed": args.seed, "where": args.where or "all", "base": base.name,
+        "teacher": args.teacher, "teacher_sample": args.teacher_sample, "teacher_scale": args.teacher_scale,
+        "group": args.group or "none",
         "seconds": round(time.perf_counter() - t0),
     }, indent=1) + "\n")
     print(f"written: {args.out} ({time.perf_counter() - t0:.0f} s in all)")
