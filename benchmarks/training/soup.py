@@ -3,9 +3,10 @@
     python benchmarks/training/soup.py OUT_DIR MODEL_DIR MODEL_DIR [...]
 
 Writes MODEL_DIR[0]'s folder to OUT_DIR with the tables' element-wise mean in place of its table
-(fp16), and each run's ``training.json`` inside its own. Two seeds of the same recipe differ by about 0.01 on the devset; their mean sits at or
-above the better one on every set measured. Set the relevance floor afterwards:
-``train_static.py --calibrate --out OUT_DIR``.
+(fp16), and each run's ``training.json`` inside its own. Two seeds of the same recipe differ by
+up to 0.017 on the devset; with the teacher term, their mean scored at or above each seed on both
+polyglot folds and between the two on the devset (benchmarks/README). Set the relevance floor
+afterwards: ``train_static.py --calibrate --out OUT_DIR``.
 """
 
 from __future__ import annotations

@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from teacher import load as load_teacher
+from teacher import load_pairs
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -186,9 +188,7 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     base = base_model_dir()
-    pairs = [json.loads(line) for line in args.pairs.read_text().splitlines()]
-    if args.where:
-        pairs = [p for p in pairs if p.get("where", "start") in args.where.split(",")]
+    pairs = load_pairs(args.pairs, args.where)
     if args.limit:
         pairs = pairs[: args.limit]
     key = hashlib.sha1(f"{args.pairs.stat().st_size}:{len(pairs)}:{args.batch}:{args.lr}:{args.scale}:{args.seed}"
@@ -209,8 +209,6 @@ def main() -> int:
 
     tq = td = None
     if args.teacher:
-        from teacher import load as load_teacher
-
         if args.limit:
             sys.exit("--teacher takes every pair: the teacher's vectors are numbered by the whole list")
         got = load_teacher(args.pairs, args.where, len(pairs), args.teacher_sample)
