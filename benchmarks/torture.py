@@ -165,6 +165,8 @@ def consistency(data: Path, root: Path) -> list[str]:
     out: list[str] = []
     c = sqlite3.connect(db, timeout=30)
     try:
+        if not c.execute("SELECT 1 FROM sqlite_master WHERE type='table'").fetchone():
+            return []  # killed before its schema was committed: nothing indexed, the next run starts it
         return _consistency(c, d, out)
     except sqlite3.DatabaseError as exc:
         return [f"index.db unreadable: {exc}"]
@@ -1484,7 +1486,7 @@ def section_service(env: Env, args) -> None:
                f" {(rest_err.strip().splitlines() or ['nothing'])[-1][:90]!r}, exit {client_proc.returncode}")
         if client_proc.returncode == 0 and "indexing first" in said:
             problem("service: the client of a killed service reported success")
-        if not "indexing first" in said:
+        if "indexing first" not in said:
             problem(f"service: the kill did not land mid-index: {said.strip()}")
         for p in consistency(data, big):
             problem(f"service: after kill -9 mid-index: {p}")
