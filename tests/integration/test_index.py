@@ -251,29 +251,20 @@ def test_corrupt_index_is_detected_and_rebuilt(repo, settings, hash_embedder):
 
 
 def test_a_kill_while_the_schema_is_created_leaves_no_half_schema(tmp_path, monkeypatch):
-    """The schema goes in as one transaction: a process stopped part-way (here an error after the
-    third statement) leaves a database with no tables, which the next open fills, never one with
-    some tables and not others (what a reader would fail on)."""
+    """The schema goes in as one transaction: a process stopped part-way (here a statement that
+    fails after the others have run) leaves a database with no tables, which the next open fills,
+    never one with some tables and not others (what a reader would fail on)."""
     from codesight_tui.core.store import store as store_mod
 
     db = tmp_path / "index.db"
-    real = store_mod._statements
-
-    def three_then_fail(script: str) -> list[str]:
-        def gen():
-            for k, statement in enumerate(real(script)):
-                if k == 3:
-                    raise KeyboardInterrupt
-                yield statement
-        return gen()  # type: ignore[return-value]
-
-    monkeypatch.setattr(store_mod, "_statements", three_then_fail)
-    with pytest.raises(KeyboardInterrupt):
+    real = store_mod._SCHEMA
+    monkeypatch.setattr(store_mod, "_SCHEMA", real + "\nCREATE TABLE cut_short (;\n")
+    with pytest.raises(sqlite3.Error):
         store_mod.Store(db)
     c = sqlite3.connect(db)
     assert c.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
     c.close()
-    monkeypatch.setattr(store_mod, "_statements", real)
+    monkeypatch.setattr(store_mod, "_SCHEMA", real)
     s = store_mod.Store(db)
     assert s.get_meta("schema_version") == store_mod.SCHEMA_VERSION
     assert s.file_states() == {}
