@@ -104,7 +104,6 @@ END;
 """ + symbols.SCHEMA
 
 
-
 # SQL: the file is a document (PDF, DOCX, PPTX).
 _DOCUMENT_PATHS = " OR ".join(f"lower(path) LIKE '%{ext}'" for ext in DOCUMENT_EXTENSIONS)
 
