@@ -177,6 +177,12 @@ def main() -> int:
     ap.add_argument("--teacher-scale", type=float, default=20.0, help="the teacher's similarities times this, softmaxed")
     ap.add_argument("--group", default="", choices=["", "repo", "lang"],
                     help="fill each batch from one repository (or language) where it can: harder in-batch negatives")
+    ap.add_argument("--extra", type=Path, default=None,
+                    help="more pairs to train on (commits.py's), after the held-out ones are drawn from --pairs")
+    ap.add_argument("--extra-limit", type=int, default=0, help="use only the first N of --extra")
+    ap.add_argument("--extra-teacher-sample", type=int, default=0,
+                    help="train on the N pairs of --extra that teacher.py --pairs EXTRA --where commit --sample N "
+                         "embedded, each with the distillation term")
     ap.add_argument("--calibrate", action="store_true",
                     help="only set the relevance floor of the model already at --out (no training)")
     args = ap.parse_args()
@@ -193,7 +199,8 @@ def main() -> int:
         pairs = pairs[: args.limit]
     key = hashlib.sha1(f"{args.pairs.stat().st_size}:{len(pairs)}:{args.batch}:{args.lr}:{args.scale}:{args.seed}"
                        f":{args.where}:{args.epochs}:{args.group}:{args.teacher}:{args.teacher_scale}:{args.teacher_sample}"
-                       f":{base.name}".encode()).hexdigest()[:10]
+                       f":{base.name}"
+                       f"{f':{args.extra.stat().st_size}:{args.extra_limit}:{args.extra_teacher_sample}' if args.extra else ''}".encode()).hexdigest()[:10]
     run = WORK / f"static-{key}"
     run.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -206,18 +213,37 @@ def main() -> int:
     random.Random(args.seed).shuffle(order)
     n_val = max(256, len(order) // 50)
     val, train = order[:n_val][:2000], order[n_val:]
+    n_own = len(pairs)
+    if args.extra is not None and not args.calibrate:  # trained on, never held out: the held-out MRR stays comparable
+        extra = load_pairs(args.extra, "")
+        if args.extra_teacher_sample:
+            got_x = load_teacher(args.extra, "commit", len(extra), args.extra_teacher_sample)
+            if got_x is None:
+                sys.exit("no teacher vectors for --extra: run teacher.py --pairs EXTRA --where commit --sample N")
+            extra = [extra[i] for i in got_x[0]]
+        elif args.extra_limit:
+            extra = extra[: args.extra_limit]
+        q_rows += tokenize([p["query"] for p in extra], base)
+        d_rows += tokenize([p["doc"] for p in extra], base)
+        pairs += extra
+        train += range(n_own, len(pairs))
+        print(f"{len(extra):,} more pairs from {args.extra}", flush=True)
 
     tq = td = None
     if args.teacher:
         if args.limit:
             sys.exit("--teacher takes every pair: the teacher's vectors are numbered by the whole list")
-        got = load_teacher(args.pairs, args.where, len(pairs), args.teacher_sample)
+        got = load_teacher(args.pairs, args.where, n_own, args.teacher_sample)
         if got is None:
             sys.exit("no teacher vectors for these pairs: run benchmarks/training/teacher.py first")
         rows, vq_t, vd_t = got
         slot = np.full(len(pairs), -1)  # each pair's row in the teacher's vectors, -1 where it has none
         slot[rows] = np.arange(len(rows))
         tq, td = vq_t.astype(np.float32), vd_t.astype(np.float32)
+        if args.extra_teacher_sample:  # the extra pairs are exactly those the teacher embedded, in order
+            slot[n_own:] = len(tq) + np.arange(len(pairs) - n_own)
+            tq = np.concatenate([tq, got_x[1].astype(np.float32)])
+            td = np.concatenate([td, got_x[2].astype(np.float32)])
     table = load_file(str(base / "model.safetensors"))["embeddings"].astype(np.float32)
     base_norms = np.linalg.norm(table, axis=1)
     vq, vd = [q_rows[i] for i in val], [d_rows[i] for i in val]
@@ -292,7 +318,7 @@ def main() -> int:
         "pairs": len(pairs), "epochs": args.epochs, "batch": args.batch, "lr": args.lr, "scale": args.scale,
         "resif": args.resif, "seed": args.seed, "where": args.where or "all", "base": base.name,
         "teacher": args.teacher, "teacher_sample": args.teacher_sample, "teacher_scale": args.teacher_scale,
-        "group": args.group or "none",
+        "group": args.group or "none", "extra": str(args.extra or ""), "extra_pairs": len(pairs) - n_own,
         "seconds": round(time.perf_counter() - t0),
     }, indent=1) + "\n")
     print(f"written: {args.out} ({time.perf_counter() - t0:.0f} s in all)")
