@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import hashlib
 import json
 import random
 import re
@@ -40,10 +39,10 @@ from corpus import (
     MANIFEST,
     SKIP_DIRS,
     WORK,
+    deduplicated,
     excluded_blobs,
     excluded_names,
     mirror_of,
-    normalised,
     read_blobs,
 )
 
@@ -230,16 +229,7 @@ def main() -> int:
         all_pairs += pairs[: args.per_repo]
         total.update(counts)
         print(f"{r['repo']:50} candidates {counts['candidates']:5}  pairs {counts['pairs']:5}", flush=True)
-    seen_q: set[str] = set()
-    seen_d: set[str] = set()
-    final = []
-    for p in all_pairs:
-        q, d = normalised(p["query"]), hashlib.sha1(normalised(p["doc"]).encode()).hexdigest()
-        if q in seen_q or d in seen_d:
-            continue
-        seen_q.add(q)
-        seen_d.add(d)
-        final.append(p)
+    final = deduplicated(all_pairs)
     random.Random(args.seed).shuffle(final)
     with open(WORK / "commit-pairs.jsonl", "w") as f:
         for p in final:

@@ -212,6 +212,21 @@ def normalised(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
+def deduplicated(pairs: list[dict]) -> list[dict]:
+    """``pairs`` in order, less each one whose description or code (normalised) came before."""
+    seen_q: set[str] = set()
+    seen_d: set[str] = set()
+    unique = []
+    for p in pairs:
+        q, d = normalised(p["query"]), hashlib.sha1(normalised(p["doc"]).encode()).hexdigest()
+        if q in seen_q or d in seen_d:
+            continue
+        seen_q.add(q)
+        seen_d.add(d)
+        unique.append(p)
+    return unique
+
+
 # --- exclusion -------------------------------------------------------------------------------
 def blob_id(data: bytes) -> str:
     """git's blob id of a file's bytes: the content hash every git tree already carries."""
@@ -474,16 +489,7 @@ def main() -> int:
               f"pairs {stats['pairs_mined']:6}", flush=True)
 
     # Deduplicate on the description's and the code's normalised text, then balance languages.
-    seen_q: set[str] = set()
-    seen_d: set[str] = set()
-    unique = []
-    for p in all_pairs:
-        q, d = normalised(p["query"]), hashlib.sha1(normalised(p["doc"]).encode()).hexdigest()
-        if q in seen_q or d in seen_d:
-            continue
-        seen_q.add(q)
-        seen_d.add(d)
-        unique.append(p)
+    unique = deduplicated(all_pairs)
     by_lang: dict[str, list[dict]] = collections.defaultdict(list)
     for p in unique:
         by_lang[p["lang"]].append(p)
