@@ -7,8 +7,10 @@ the words people search with ("increase pool capacity", "retry failed uploads on
 each repository of ``manifest.json`` (already vetted: permissive licence, no evaluation
 repository), read from the same local git mirror, the last ``--commits`` commits before the
 manifest's commit are read, and a commit gives a pair when:
-- it is not a merge, and changes exactly one code file outside tests (tests, docs and other files
-  may change beside it), with at most ``MAX_CHANGED`` changed lines in it;
+- it is not a merge, and changes exactly one code file that the index counts as source
+  (``paths.classify``: no test, vendored, generated, docs or example file) and is no build script
+  (tests, docs and other files may change beside it), with at most ``MAX_CHANGED`` changed lines
+  in it;
 - its subject, with conventional prefixes (``fix(parser):``, ``[core]``, ``globset:``) and issue
   numbers taken off, has 3 to 25 words and is no release, version bump, merge, revert, typo,
   formatting or lint commit (``corpus.py``'s noise filter too);
@@ -37,7 +39,6 @@ from corpus import (
     _NOISE,
     _WORDY,
     MANIFEST,
-    SKIP_DIRS,
     WORK,
     deduplicated,
     excluded_blobs,
@@ -64,8 +65,6 @@ _SKIP_SUBJECT = re.compile(
 _BUILD_FILE = re.compile(r"(?i)(?:^|/)(?:[\w.-]*\.gradle(?:\.kts)?|Package\.swift|setup\.py|conanfile\.py|noxfile\.py|"
                          r"Rakefile|[\w-]*\.gemspec|Gemfile|build\.rs|build\.zig|rebar\.config|mix\.exs|"
                          r"webpack\.config\.\w+|rollup\.config\.\w+|vite\.config\.\w+|Gruntfile\.\w+|gulpfile\.\w+)$")
-_TEST_PATH = re.compile(r"(?i)(?:^|/)(?:tests?|spec|specs|__tests__|testing|testdata|fixtures?|benchmarks?|examples?)"
-                        r"(?:/|$)|(?:^|/)test_[^/]*$|_test\.\w+$|\.test\.\w+$|\.spec\.\w+$|Tests?\.\w+$|Spec\.\w+$")
 
 
 def subject_query(subject: str) -> str | None:
@@ -86,6 +85,7 @@ def subject_query(subject: str) -> str | None:
 
 def candidates(gitdir: Path, commit: str, limit: int) -> list[tuple[str, str, str]]:
     """(commit, path, query) of the commits that change one code file outside tests, few lines."""
+    from codesight_tui.core.ingest.paths import DECLARATIONS, SOURCE, classify
     from codesight_tui.core.languages import CODE_LANGUAGES, detect_language
 
     out = subprocess.run(["git", "-C", str(gitdir), "log", "--no-merges", "--no-renames", "--numstat",
@@ -105,11 +105,13 @@ def candidates(gitdir: Path, commit: str, limit: int) -> list[tuple[str, str, st
             if len(parts) != 3:
                 continue
             added, removed, path = parts
-            if detect_language(path) not in CODE_LANGUAGES or _TEST_PATH.search(path) or _BUILD_FILE.search(path):
+            lang = detect_language(path)
+            # the index's own reading of a path: tests, vendored, generated, docs and examples are no source
+            if lang not in CODE_LANGUAGES or classify(path, lang) not in (SOURCE, DECLARATIONS) or _BUILD_FILE.search(path):
                 continue
             changed = int(added) + int(removed) if added.isdigit() and removed.isdigit() else 10**6
             code.append((path, changed))
-        if len(code) == 1 and code[0][1] <= MAX_CHANGED and not SKIP_DIRS.search(code[0][0]):
+        if len(code) == 1 and code[0][1] <= MAX_CHANGED:
             found.append((sha, code[0][0], query))
     return found
 

@@ -217,6 +217,8 @@ def main() -> int:
     if args.extra is not None and not args.calibrate:  # trained on, never held out: the held-out MRR stays comparable
         extra = load_pairs(args.extra, "")
         if args.extra_teacher_sample:
+            if not args.teacher:
+                sys.exit("--extra-teacher-sample is the distillation term's: give --teacher too")
             got_x = load_teacher(args.extra, "commit", len(extra), args.extra_teacher_sample)
             if got_x is None:
                 sys.exit("no teacher vectors for --extra: run teacher.py --pairs EXTRA --where commit --sample N")
