@@ -57,6 +57,25 @@ def test_distilled_model_is_a_real_static_model(static_model_dir):
     assert np.allclose(model.encode_query("parse a date"), ref.encode(["parse a date"])[0], atol=2e-3)
 
 
+def test_shipped_model_encodes_as_its_tokenizer_does():
+    """The shipped table's vectors come from token ids that skip the tokenizer for ASCII code
+    (``WordPieces``): the same vectors as from the tokenizer's ids, text for text, including text
+    the fast path leaves to the tokenizer (accents, CJK, control characters, special tokens)."""
+    from codesight_tui.core.index.static import PACKAGED_DIR
+
+    fast = StaticEmbedder(PACKAGED_DIR)
+    slow = StaticEmbedder(PACKAGED_DIR)
+    slow.words = None  # the tokenizer for every text
+    assert fast.words is not None
+    code = [p.read_text() for p in sorted(Path(__file__).resolve().parents[2].joinpath("codesight_tui").rglob("*.py"))]
+    texts = [t[:3000] for t in code] + ["naïve café ✓", "日本語 code", "a\x00b", "tab\tand\x0bvt", "[UNK] [pad] x",
+                                       "y" * 300, "", "   ", "x" * 5000]
+    for batch in (texts, texts[:40], texts[-9:], ["def f(x): return x"]):
+        assert np.array_equal(fast.encode(batch), slow.encode(batch))
+    assert np.array_equal(fast.encode_query("where do we retry failed uploads"),
+                          slow.encode_query("where do we retry failed uploads"))
+
+
 def test_distill_cancelled_leaves_nothing(tmp_path):
     from codesight_tui.core.ingest.tokens import resolve_model
 

@@ -230,6 +230,43 @@ def test_line_counts_stay_exact_when_the_word_caches_overflow(monkeypatch):
         assert counter.cut("alpha beta gamma delta epsilon zeta eta theta", 3) is not None
 
 
+def _split_ids(ids, lengths):
+    ends = lengths.cumsum().tolist()
+    return [ids[end - n : end].tolist() for n, end in zip(lengths.tolist(), ends)]
+
+
+def _tokenizer_ids(texts, limit):
+    return [e.ids[:limit] for e in COUNTER._tk.encode_batch(texts, add_special_tokens=False)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join), min_size=1, max_size=6),
+       st.sampled_from([3, 17, 512]))
+def test_word_ids_equal_the_tokenizer_on_any_text(texts, limit):
+    """The static tier's token ids (``WordPieces.ids``: BERT words from a per-word cache for
+    printable ASCII, the tokenizer for the rest) are the tokenizer's own, each text cut at
+    ``limit``, in any batch mixing the two kinds of text."""
+    from codesight_tui.core.ingest.tokens import WordPieces
+
+    words = WordPieces.for_file(COUNTER._tk, INFO.tokenizer_file)
+    assert words is not None
+    for batch in (texts, [t for t in texts if words.handles(t)]):  # mixed, and all on the fast path
+        for _ in range(2):  # cold, then from the cache
+            assert _split_ids(*words.ids(batch, limit)) == _tokenizer_ids(batch, limit)
+
+
+def test_word_ids_stay_exact_when_their_cache_overflows(monkeypatch):
+    from codesight_tui.core.ingest import tokens
+
+    monkeypatch.setattr(tokens, "IDS_CACHE_MAX", 12)
+    words = tokens.WordPieces.for_file(COUNTER._tk, INFO.tokenizer_file)
+    vocab = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho".split()
+    for k in range(5):  # each batch shares words with the last and brings new ones
+        texts = [" ".join(vocab[k * 3 : k * 3 + 9]) + "(x_y)", "", "naïve " + vocab[k], "[UNK] " + vocab[-k]]
+        assert _split_ids(*words.ids(texts, 512)) == _tokenizer_ids(texts, 512)
+    assert len(words._word_no) <= 12 + 1 + 20  # started afresh rather than growing
+
+
 def test_doc_view_keeps_signature_comments_and_docstrings_only():
     py = ('@property\ndef detect_indentation(self) -> int:\n    """Auto-detect indentation of code.\n\n'
           '    Returns:\n        int: Number of spaces.\n    """\n    # the gcd of all indents\n'

@@ -16,6 +16,7 @@ nothing half-written). ``static_model`` in the settings may instead name any mod
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import shutil
 import subprocess
@@ -153,6 +154,11 @@ class StaticEmbedder:
             self.relevance_floor = float(config.get("relevance_floor", STATIC_RELEVANCE_FLOOR))
         except (TypeError, ValueError):
             self.relevance_floor = STATIC_RELEVANCE_FLOOR
+        # Most code is printable ASCII, whose tokens a BERT-style tokenizer makes word by word:
+        # those texts' ids come from a per-word cache (exactly the tokenizer's), the rest from it.
+        from codesight_tui.core.ingest.tokens import WordPieces
+
+        self.words = WordPieces.for_file(tokenizer, self.path / "tokenizer.json")
         unk = getattr(tokenizer.model, "unk_token", None)
         self.unk_id = tokenizer.token_to_id(unk) if unk else None
         self.dim = int(self.embeddings.shape[1])
@@ -168,19 +174,14 @@ class StaticEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        rows: list[np.ndarray] = []
-        cut = [t[: self.max_chars] for t in texts]
-        for enc in self.tokenizer.encode_batch_fast(cut, add_special_tokens=False):
-            ids = np.asarray(enc.ids[: self.max_length], dtype=np.int64)
-            if self.unk_id is not None:
-                ids = ids[ids != self.unk_id]
-            rows.append(ids)
-        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
-        have = lengths > 0
-        if not have.any():
+        ids, lengths = self.token_ids([t[: self.max_chars] for t in texts])
+        known = ids != self.unk_id if self.unk_id is not None else None
+        if known is not None and not known.all():  # unknown tokens count for nothing
+            ids = ids[known]
+            lengths = np.bincount(np.repeat(np.arange(len(texts)), lengths)[known], minlength=len(texts))
+        if not lengths.any():
             return out
-        if len(rows) == 1:  # a query: its rows, averaged
-            ids = rows[0]
+        if len(texts) == 1:  # a query: its rows, averaged
             vecs = self.embeddings[ids if self.mapping is None else self.mapping[ids]]
             if self.weights is not None:
                 vecs = vecs * self.weights[ids][:, None]
@@ -190,15 +191,23 @@ class StaticEmbedder:
         # without materialising a row per token (a batch of chunks holds half a million tokens).
         from scipy.sparse import csr_matrix
 
-        ids = np.concatenate(rows)
         weight = np.repeat(1.0 / np.maximum(lengths, 1), lengths).astype(np.float32)
         if self.weights is not None:
             weight *= self.weights[ids]
         cols = ids if self.mapping is None else self.mapping[ids]
         counts = csr_matrix((weight, cols, np.concatenate(([0], np.cumsum(lengths)))),
-                            shape=(len(rows), self.embeddings.shape[0]))
+                            shape=(len(texts), self.embeddings.shape[0]))
         out[:] = counts @ self.embeddings
         return _normalise(out)
+
+    def token_ids(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Every text's token ids as the tokenizer gives them (no special tokens), the first
+        ``max_length`` of each, in one array; and how many each text has."""
+        if self.words is not None:
+            return self.words.ids(texts, self.max_length)
+        rows = [enc.ids[: self.max_length] for enc in self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
+        return (np.fromiter(itertools.chain.from_iterable(rows), np.int64),
+                np.fromiter(map(len, rows), dtype=np.int64, count=len(rows)))
 
     def encode_query(self, text: str) -> np.ndarray:
         vector: np.ndarray = self.encode([text])[0]
