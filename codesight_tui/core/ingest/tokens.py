@@ -1,8 +1,9 @@
-"""Model resolution and exact token counting without importing torch.
+"""Model resolution, exact token counting and token ids without importing torch.
 
 Chunking must fit every chunk into the model's window, but the lexical phase must not wait for
 the model. The model's own fast tokenizer (``tokenizer.json``, Rust) counts tokens at millions
-per second, so each file is tokenised once and chunk sizes come from per-line prefix sums.
+per second, so each file is tokenised once and chunk sizes come from per-line prefix sums. The
+static tier's token ids come from the same word-by-word reading (``WordPieces.ids``).
 """
 
 from __future__ import annotations
