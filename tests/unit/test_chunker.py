@@ -255,10 +255,11 @@ def test_word_ids_equal_the_tokenizer_on_any_text(texts, limit):
             assert _split_ids(*words.ids(batch, limit)) == _tokenizer_ids(batch, limit)
 
 
-def test_word_ids_stay_exact_when_their_cache_overflows(monkeypatch):
+def test_word_ids_stay_exact_when_their_cache_overflows_and_in_slices(monkeypatch):
     from codesight_tui.core.ingest import tokens
 
     monkeypatch.setattr(tokens, "IDS_CACHE_MAX", 12)
+    monkeypatch.setattr(tokens, "IDS_SLICE", 3)  # a batch read a few texts at a time
     words = tokens.WordPieces.for_file(COUNTER._tk, INFO.tokenizer_file)
     vocab = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho".split()
     for k in range(5):  # each batch shares words with the last and brings new ones

@@ -91,6 +91,7 @@ def resolve_model(name: str) -> ModelInfo:
 # character on its own (Rust's is_ascii_punctuation: 33-47, 58-64, 91-96, 123-126).
 _BERT_PRETOKEN = re.compile(r"[A-Za-z0-9]+|[!-/:-@\[-`{-~]|\0")
 WORD_CACHE_MAX = 1_000_000
+IDS_SLICE = 256  # texts ``WordPieces.ids`` reads in one pass (a UI thread waits at most a few ms)
 IDS_CACHE_MAX = 200_000  # words whose token ids ``WordPieces.ids`` remembers (about 50 MB at most)
 _LEARN_BLOCK = 4096  # new words tokenised per text by WordPieces._learn
 
@@ -210,6 +211,9 @@ class WordPieces:
 
         if not texts:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        if len(texts) > IDS_SLICE:  # the regex and the lookups hold the GIL: a few ms at a time
+            parts = [self.ids(texts[k : k + IDS_SLICE], limit) for k in range(0, len(texts), IDS_SLICE)]
+            return np.concatenate([ids for ids, _ in parts]), np.concatenate([n for _, n in parts])
         if self.all_handled(texts):
             return self._word_ids(texts, limit)
         easy = [k for k, t in enumerate(texts) if self.handles(t)]
