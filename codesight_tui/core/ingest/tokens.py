@@ -163,7 +163,6 @@ class WordPieces:
         self._word_no: dict[str, int] = {}
         self._starts, self._lengths, self._flat = array("q"), array("q"), array("q")
         self._ids_lock = threading.Lock()  # an array read through numpy must not grow meanwhile
-        self._forget_ids()
         self._special_starts = sorted({ord(c) for t in specials if t[0].isascii() for c in (t[0].lower(), t[0].upper())})
 
     @classmethod
@@ -204,54 +203,68 @@ class WordPieces:
         array, and how many each text has: the tokenizer's. The static tier embeds with these
         (``core.index.static``), at about twice the tokenizer's speed on code.
 
-        The texts ``handles`` takes (code, nearly always) are cut into BERT words (the regex
-        above), each of which the tokenizer is asked for once per process; the others go to the
-        tokenizer."""
+        The texts ``handles`` takes (code, nearly always) are cut into BERT words, each of which
+        the tokenizer is asked for once per process, ``IDS_SLICE`` texts at a time (that work
+        holds the GIL); the others go to the tokenizer, all at once."""
         import numpy as np
 
-        if not texts:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        if len(texts) > IDS_SLICE:  # the regex and the lookups hold the GIL: a few ms at a time
-            parts = [self.ids(texts[k : k + IDS_SLICE], limit) for k in range(0, len(texts), IDS_SLICE)]
-            return np.concatenate([ids for ids, _ in parts]), np.concatenate([n for _, n in parts])
-        if self.all_handled(texts):
-            return self._word_ids(texts, limit)
-        easy = [k for k, t in enumerate(texts) if self.handles(t)]
-        hard = sorted(set(range(len(texts))).difference(easy))
         rows: list[np.ndarray] = [np.zeros(0, np.int64)] * len(texts)
-        if easy:
-            flat, lengths = self._word_ids([texts[k] for k in easy], limit)
-            for k, part in zip(easy, np.split(flat, np.cumsum(lengths)[:-1]), strict=True):
-                rows[k] = part
+        hard: list[int] = []
+        for lo in range(0, len(texts), IDS_SLICE):
+            part = texts[lo : lo + IDS_SLICE]
+            easy = (list(range(lo, lo + len(part))) if self.all_handled(part)
+                    else [lo + k for k, t in enumerate(part) if self.handles(t)])
+            hard += sorted(set(range(lo, lo + len(part))).difference(easy))
+            if len(easy) == len(texts):  # the whole list in one slice, all of it code
+                return self._word_ids(texts, limit)
+            if easy:
+                flat, lengths = self._word_ids([texts[k] for k in easy], limit)
+                for k, ids in zip(easy, np.split(flat, np.cumsum(lengths)[:-1]), strict=True):
+                    rows[k] = ids
         for k, enc in zip(hard, self._tk.encode_batch_fast([texts[k] for k in hard], add_special_tokens=False),
                           strict=True):
             rows[k] = np.asarray(enc.ids[:limit], np.int64)
+        if not rows:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(rows), np.fromiter(map(len, rows), np.int64, len(rows))
 
     def _word_ids(self, texts: list[str], limit: int) -> tuple[np.ndarray, np.ndarray]:
-        """``ids`` of texts that ``handles`` accepted: joined by NUL (in none of them), which the
-        regex returns as a word of no tokens that ends a text, so that a batch is one regex pass,
-        one lookup a word and a few array operations."""
+        """``ids`` of texts that ``handles`` accepted, in array passes over their bytes: each
+        punctuation mark gets a space on either side, every other character that is not a letter
+        or a digit becomes a space, letters are lower-cased where the model's normaliser does; the
+        words are then the runs between spaces (pyarrow), and each distinct one is looked up once."""
         import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
 
-        joined = "\0".join(texts)
-        words = _BERT_PRETOKEN.findall(joined.lower() if self._lower else joined)
+        data = np.frombuffer("".join(texts).encode("ascii"), np.uint8)
+        kind_of, word_of = _byte_tables(self._lower)
+        punct = kind_of[data] == _PUNCT
+        width = 1 + 2 * punct.astype(np.int64)
+        at = np.cumsum(width) - width  # where each character lands
+        spaced = np.full(int(width.sum()), ord(" "), np.uint8)
+        spaced[at + punct] = np.where(punct, data, word_of[data])
+        starts = np.fromiter(itertools.accumulate(map(len, texts), initial=0), np.int64, len(texts) + 1)
+        split = pc.ascii_split_whitespace(pa.LargeStringArray.from_buffers(
+            len(texts), pa.py_buffer(np.append(at, len(spaced))[starts]), pa.py_buffer(spaced)))
+        words = pc.dictionary_encode(split.values)
+        distinct = words.dictionary.to_pylist()
         with self._ids_lock:
-            new = set(words).difference(self._word_no)  # a loop in C: most words are known
+            new = set(distinct).difference(self._word_no)  # a loop in C: most words are known
             if new:
                 if len(self._word_no) + len(new) > IDS_CACHE_MAX:  # start afresh
                     self._forget_ids()
-                    new = set(words).difference(self._word_no)
+                    new = set(distinct)
                 self._learn_ids(list(new))
-            codes = np.fromiter(map(self._word_no.__getitem__, words), np.int64, len(words))
+            codes = np.fromiter(map(self._word_no.__getitem__, distinct), np.int64, len(distinct))[
+                words.indices.to_numpy(zero_copy_only=False)]
             lengths = np.frombuffer(self._lengths, np.int64)[codes]
-            starts = np.frombuffer(self._starts, np.int64)[codes]
+            first_id = np.frombuffer(self._starts, np.int64)[codes]
             ends = np.cumsum(lengths)
             # Each word's ids, one after another: the flat array's, from each word's start on.
-            at = np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - lengths - starts, lengths)
+            at = np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - lengths - first_id, lengths)
             flat = np.frombuffer(self._flat, np.int64)[at]
-        text_of_word = np.cumsum(codes == 0)  # word 0 is the NUL between two texts
-        row = np.repeat(text_of_word, lengths)  # each token's text
+        row = np.repeat(np.repeat(np.arange(len(texts)), np.diff(split.offsets.to_numpy())), lengths)  # each token's text
         first = np.searchsorted(row, np.arange(len(texts)))  # where each text's tokens start
         kept = np.arange(len(flat)) - first[row] < limit
         return flat[kept], np.bincount(row[kept], minlength=len(texts))
@@ -266,7 +279,6 @@ class WordPieces:
         self._word_no.clear()
         for a in (self._starts, self._lengths, self._flat):
             del a[:]
-        self._add_word("\0", [])
 
     def _add_word(self, word: str, ids: list[int]) -> None:
         self._word_no[word] = len(self._lengths)
