@@ -246,13 +246,17 @@ def test_word_ids_equal_the_tokenizer_on_any_text(texts, limit):
     """The static tier's token ids (``WordPieces.ids``: BERT words from a per-word cache for
     printable ASCII, the tokenizer for the rest) are the tokenizer's own, each text cut at
     ``limit``, in any batch mixing the two kinds of text."""
-    from codesight_tui.core.ingest.tokens import WordPieces
+    from unittest import mock
 
-    words = WordPieces.for_file(COUNTER._tk, INFO.tokenizer_file)
+    from codesight_tui.core.ingest import tokens
+
+    words = tokens.WordPieces.for_file(COUNTER._tk, INFO.tokenizer_file)
     assert words is not None
-    for batch in (texts, [t for t in texts if words.handles(t)]):  # mixed, and all on the fast path
-        for _ in range(2):  # cold, then from the cache
-            assert _split_ids(*words.ids(batch, limit)) == _tokenizer_ids(batch, limit)
+    with mock.patch.object(tokens, "IDS_SMALL", 0):  # short texts too take the word path here
+        for batch in (texts, [t for t in texts if words.handles(t)]):  # mixed, and all on the fast path
+            for _ in range(2):  # cold, then from the cache
+                assert _split_ids(*words.ids(batch, limit)) == _tokenizer_ids(batch, limit)
+    assert _split_ids(*words.ids(texts, limit)) == _tokenizer_ids(texts, limit)  # and as a query goes
 
 
 def test_word_ids_stay_exact_when_their_cache_overflows_and_in_slices(monkeypatch):
@@ -260,6 +264,7 @@ def test_word_ids_stay_exact_when_their_cache_overflows_and_in_slices(monkeypatc
 
     monkeypatch.setattr(tokens, "IDS_CACHE_MAX", 12)
     monkeypatch.setattr(tokens, "IDS_SLICE", 3)  # a batch read a few texts at a time
+    monkeypatch.setattr(tokens, "IDS_SMALL", 0)  # and never handed to the tokenizer for its size
     words = tokens.WordPieces.for_file(COUNTER._tk, INFO.tokenizer_file)
     vocab = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho".split()
     for k in range(5):  # each batch shares words with the last and brings new ones

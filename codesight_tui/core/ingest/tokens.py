@@ -91,6 +91,7 @@ def resolve_model(name: str) -> ModelInfo:
 # character on its own (Rust's is_ascii_punctuation: 33-47, 58-64, 91-96, 123-126).
 _BERT_PRETOKEN = re.compile(r"[A-Za-z0-9]+|[!-/:-@\[-`{-~]|\0")
 WORD_CACHE_MAX = 1_000_000
+IDS_SMALL = 2048  # characters under which ``WordPieces.ids`` asks the tokenizer (queries)
 IDS_SLICE = 256  # texts ``WordPieces.ids`` reads in one pass (a UI thread waits at most a few ms)
 IDS_CACHE_MAX = 200_000  # words whose token ids ``WordPieces.ids`` remembers (about 50 MB at most)
 _LEARN_BLOCK = 4096  # new words tokenised per text by WordPieces._learn
@@ -205,28 +206,28 @@ class WordPieces:
 
         The texts ``handles`` takes (code, nearly always) are cut into BERT words, each of which
         the tokenizer is asked for once per process, ``IDS_SLICE`` texts at a time (that work
-        holds the GIL); the others go to the tokenizer, all at once."""
+        holds the GIL); the others, and a list too short to be worth it, go to the tokenizer."""
         import numpy as np
 
-        rows: list[np.ndarray] = [np.zeros(0, np.int64)] * len(texts)
-        hard: list[int] = []
-        for lo in range(0, len(texts), IDS_SLICE):
-            part = texts[lo : lo + IDS_SLICE]
-            easy = (list(range(lo, lo + len(part))) if self.all_handled(part)
-                    else [lo + k for k, t in enumerate(part) if self.handles(t)])
-            hard += sorted(set(range(lo, lo + len(part))).difference(easy))
-            if len(easy) == len(texts):  # the whole list in one slice, all of it code
-                return self._word_ids(texts, limit)
-            if easy:
-                flat, lengths = self._word_ids([texts[k] for k in easy], limit)
-                for k, ids in zip(easy, np.split(flat, np.cumsum(lengths)[:-1]), strict=True):
-                    rows[k] = ids
+        rows: list[np.ndarray | None] = [None] * len(texts)
+        if sum(map(len, texts)) >= IDS_SMALL:  # below that (a query) the tokenizer is the quicker
+            for lo in range(0, len(texts), IDS_SLICE):
+                part = range(lo, min(lo + IDS_SLICE, len(texts)))
+                easy = list(part) if self.all_handled(texts[lo : part.stop]) else [k for k in part if self.handles(texts[k])]
+                if len(easy) == len(texts):  # the whole list in one slice, all of it code
+                    return self._word_ids(texts, limit)
+                if easy:
+                    flat, lengths = self._word_ids([texts[k] for k in easy], limit)
+                    for k, ids in zip(easy, np.split(flat, np.cumsum(lengths)[:-1]), strict=True):
+                        rows[k] = ids
+        hard = [k for k, r in enumerate(rows) if r is None]
         for k, enc in zip(hard, self._tk.encode_batch_fast([texts[k] for k in hard], add_special_tokens=False),
                           strict=True):
             rows[k] = np.asarray(enc.ids[:limit], np.int64)
-        if not rows:
+        done = [r for r in rows if r is not None]  # every one by now
+        if not done:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return np.concatenate(rows), np.fromiter(map(len, rows), np.int64, len(rows))
+        return np.concatenate(done), np.fromiter(map(len, done), np.int64, len(done))
 
     def _word_ids(self, texts: list[str], limit: int) -> tuple[np.ndarray, np.ndarray]:
         """``ids`` of texts that ``handles`` accepted, in array passes over their bytes: each
