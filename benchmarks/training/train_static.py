@@ -106,7 +106,8 @@ def mrr_at_10(emb, q: list[np.ndarray], d: list[np.ndarray]) -> float:
         return float(torch.where(ranks <= 10, 1.0 / ranks, torch.zeros_like(ranks, dtype=torch.float)).mean())
 
 
-def relevance_floor(base_table: np.ndarray, table: np.ndarray, q: list[np.ndarray], d: list[np.ndarray]) -> float:
+def relevance_floor(base_table: np.ndarray, table: np.ndarray, q: list[np.ndarray], d: list[np.ndarray],
+                    base_rows: tuple[list[np.ndarray], list[np.ndarray]] | None = None) -> float:
     """The trained model's static relevance floor: the distilled model's (the searcher's
     STATIC_RELEVANCE_FLOOR) carried over by quantile on unrelated pairs (each held-out description
     against every other pair's code). The floor is there to drop a query whose best hit is no
@@ -117,15 +118,38 @@ def relevance_floor(base_table: np.ndarray, table: np.ndarray, q: list[np.ndarra
 
     from codesight_tui.core.fusion import STATIC_RELEVANCE_FLOOR
 
-    def unrelated(weights: np.ndarray) -> np.ndarray:
+    def unrelated(weights: np.ndarray, q: list[np.ndarray], d: list[np.ndarray]) -> np.ndarray:
         emb = torch.nn.EmbeddingBag(weights.shape[0], weights.shape[1], mode="mean")
         emb.weight.data = torch.from_numpy(weights.astype(np.float32))
         with torch.no_grad():
             sims = (encode(emb, q) @ encode(emb, d).T).numpy()
         return sims[~np.eye(len(q), dtype=bool)]
 
-    below = float((unrelated(base_table) < STATIC_RELEVANCE_FLOOR).mean())
-    return round(float(np.quantile(unrelated(table), below)), 4)
+    # ``base_rows``: the pairs as the distilled model's tokenizer reads them, where ``table`` has another
+    below = float((unrelated(base_table, *(base_rows or (q, d))) < STATIC_RELEVANCE_FLOOR).mean())
+    return round(float(np.quantile(unrelated(table, q, d), below)), 4)
+
+
+def floor_reference(base: Path, distilled: Path, table: np.ndarray, held_out: list[dict[str, str]]
+                    ) -> tuple[np.ndarray, tuple[list[np.ndarray], list[np.ndarray]] | None]:
+    """What ``relevance_floor`` carries the distilled model's floor over from: its table, and the
+    held-out pairs as its tokenizer reads them where training started from another model."""
+    if base == distilled:
+        return table, None
+    from safetensors.numpy import load_file
+
+    rows = (tokenize([p["query"] for p in held_out], distilled), tokenize([p["doc"] for p in held_out], distilled))
+    return load_file(str(distilled / "model.safetensors"))["embeddings"].astype(np.float32), rows
+
+
+def copy_base(base: Path, out: Path, distilled: Path) -> None:
+    """The base model's tokenizer and configuration, beside the trained table."""
+    for name in ("tokenizer.json", "modules.json", "config.json"):
+        shutil.copy(base / name, out / name)
+    if base == distilled:  # its config names this machine's path to the tokenizer
+        config = json.loads((out / "config.json").read_text())
+        config["tokenizer_name"] = "sentence-transformers/all-MiniLM-L6-v2"
+        (out / "config.json").write_text(json.dumps(config, indent=4) + "\n")
 
 
 def write_floor(model_dir: Path, floor: float) -> None:
@@ -183,6 +207,8 @@ def main() -> int:
     ap.add_argument("--extra-teacher-sample", type=int, default=0,
                     help="train on the N pairs of --extra that teacher.py --pairs EXTRA --where commit --sample N "
                          "embedded, each with the distillation term")
+    ap.add_argument("--base", type=Path, default=None,
+                    help="the static model to start from (default: the distilled one); any tokenizer")
     ap.add_argument("--calibrate", action="store_true",
                     help="only set the relevance floor of the model already at --out (no training)")
     args = ap.parse_args()
@@ -193,7 +219,8 @@ def main() -> int:
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    base = base_model_dir()
+    distilled = base_model_dir()
+    base = args.base.resolve() if args.base is not None else distilled
     pairs = load_pairs(args.pairs, args.where)
     if args.limit:
         pairs = pairs[: args.limit]
@@ -249,9 +276,10 @@ def main() -> int:
     table = load_file(str(base / "model.safetensors"))["embeddings"].astype(np.float32)
     base_norms = np.linalg.norm(table, axis=1)
     vq, vd = [q_rows[i] for i in val], [d_rows[i] for i in val]
+    floor_base, floor_rows = floor_reference(base, distilled, table, [pairs[i] for i in val])
     if args.calibrate:
         trained = load_file(str(args.out / "model.safetensors"))["embeddings"].astype(np.float32)
-        floor = relevance_floor(table, trained, vq, vd)
+        floor = relevance_floor(floor_base, trained, vq, vd, floor_rows)
         write_floor(args.out, floor)
         print(f"relevance floor of {args.out}: {floor}")
         return 0
@@ -305,14 +333,10 @@ def main() -> int:
         out *= (base_norms / np.maximum(norms, 1e-8))[:, None]
     shutil.rmtree(args.out, ignore_errors=True)
     args.out.mkdir(parents=True)
-    for name in ("tokenizer.json", "modules.json", "config.json"):
-        shutil.copy(base / name, args.out / name)
-    config = json.loads((args.out / "config.json").read_text())
-    config["tokenizer_name"] = "sentence-transformers/all-MiniLM-L6-v2"  # not this machine's path
-    (args.out / "config.json").write_text(json.dumps(config, indent=4) + "\n")
+    copy_base(base, args.out, distilled)
     (args.out / "README.md").write_text(MODEL_CARD)
     save_file({"embeddings": out.astype(np.float16)}, str(args.out / "model.safetensors"))
-    floor = relevance_floor(table, out.astype(np.float16).astype(np.float32), vq, vd)
+    floor = relevance_floor(floor_base, out.astype(np.float16).astype(np.float32), vq, vd, floor_rows)
     write_floor(args.out, floor)
     print(f"relevance floor {floor} (the distilled model's 0.3 carried over by quantile on unrelated held-out pairs)")
     (args.out / "training.json").write_text(json.dumps({
