@@ -143,10 +143,13 @@ def floor_reference(base: Path, distilled: Path, table: np.ndarray, held_out: li
 
 
 def copy_base(base: Path, out: Path, distilled: Path) -> None:
-    """The base model's tokenizer and configuration, beside the trained table."""
+    """The base model's tokenizer and configuration, and a model card, beside the trained table."""
     for name in ("tokenizer.json", "modules.json", "config.json"):
         shutil.copy(base / name, out / name)
-    if base == distilled:  # its config names this machine's path to the tokenizer
+    if base != distilled:  # a trial from another start: the shipped model's card would not be true of it
+        (out / "README.md").write_text(f"A static model trained by train_static.py from {base.name}; not shipped.\n")
+    else:  # its config names this machine's path to the tokenizer
+        (out / "README.md").write_text(MODEL_CARD)
         config = json.loads((out / "config.json").read_text())
         config["tokenizer_name"] = "sentence-transformers/all-MiniLM-L6-v2"
         (out / "config.json").write_text(json.dumps(config, indent=4) + "\n")
@@ -334,7 +337,6 @@ def main() -> int:
     shutil.rmtree(args.out, ignore_errors=True)
     args.out.mkdir(parents=True)
     copy_base(base, args.out, distilled)
-    (args.out / "README.md").write_text(MODEL_CARD)
     save_file({"embeddings": out.astype(np.float16)}, str(args.out / "model.safetensors"))
     floor = relevance_floor(floor_base, out.astype(np.float16).astype(np.float32), vq, vd, floor_rows)
     write_floor(args.out, floor)
