@@ -307,3 +307,62 @@ def test_the_shipped_pattern_answers_are_the_installed_grammars_own(tmp_path):
     for language in sorted(GRAMMARS):
         symbols._queries(language)
     assert not symbols._ASKED, "a grammar's patterns were compiled: the shipped answers are out of date"
+
+
+def _by_name(rows):
+    """A file's rows as the index reads them: each name's uses, its calls and its imports, by name
+    (the order of two names that start at one place is the walk's, and says nothing)."""
+    from array import array
+
+    defs, names, ends, uses, calls, imports = rows
+    listed = names.split("\n") if names else []
+    flat, at, prev = array("i", uses), array("i", ends), 0
+    by_name = {}
+    for name, end in zip(listed, at, strict=True):
+        by_name[name] = list(flat[prev:end])
+        prev = end
+    c = array("i", calls)
+    return (defs, by_name, sorted((listed[c[k]], c[k + 1], c[k + 2]) for k in range(0, len(c), 3)),
+            sorted(listed[k] for k in array("i", imports)))
+
+
+PARITY = [(lang, FIXTURES[lang][0]) for lang in sorted(FIXTURES)] + [(lang, src) for lang, src, _ in NAMED] + \
+    sorted(CALLS.items()) + [
+        ("python", "x = 1\n\n\ndef f(a):\n    return a.b.c(x) + g(a)(x)\n# f in a comment\n\n\nclass C(f):\n    y: int\n"),
+        ("cpp", "namespace n { template <class T> struct S { void m(); }; }\nvoid n::S<int>::m() { a::b::c(); }\n"),
+        ("rust", "use std::io::{self, Read};\nfn main() { let v: Vec<u8> = io::stdin().bytes().count(); }\n"),
+        ("typescript", "import { a } from 'b';\nconst f = (x: A<B>) => x.y.z();\nfunction g() { return f?.(1); }\n"),
+        ("python", "def caf\u00e9(na\u00efve):\n    return na\u00efve + caf\u00e9(1)  # \u00e9t\u00e9\n"),
+        ("python", "def broken(:\n    pass\nhelper(1)\n"),
+    ]
+
+
+@pytest.mark.parametrize(("language", "source"), PARITY, ids=[f"{lang}-{k}" for k, (lang, _) in enumerate(PARITY)])
+def test_the_c_walk_gives_the_rows_of_the_python_walk(language, source):
+    """The index's rows come from the C walk (native/symscan.c) where it is built; every fixture
+    above checks the Python walk's lines, kinds and scopes, and the C walk must give the same."""
+    from codesight_tui.core.ingest import symbols
+
+    fast = symbols._native_rows(language, source, None)
+    if symbols._native_tables(language) is None:
+        assert fast is None
+        return
+    slow = symbols.python_rows(language, source)
+    assert slow is not None
+    if fast is None:  # a parse the Python walk recovers declaration by declaration
+        return
+    assert _by_name(fast) == _by_name(slow)
+    assert symbols.extract_rows(language, source) == fast
+
+
+def test_the_c_walk_is_built_and_used_for_the_languages_it_can_stand_in_for():
+    import shutil
+
+    from codesight_tui.core.ingest import symbols
+
+    if symbols._symscan is None and shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler here: the Python walk gives the rows")
+    assert symbols.native_version() is not None, "the C walk (codesight_tui/core/ingest/native) is not built"
+    walked = {lang for lang in GRAMMARS if symbols._native_tables(lang) is not None}
+    # Lua's names include a supertype ("variable"), and shell's are its own patterns: the query's
+    assert walked == set(GRAMMARS) - {"lua", "shell"}

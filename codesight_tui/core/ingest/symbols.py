@@ -8,8 +8,11 @@ definition it sits in, and a kind: ``call`` (the name called: ``f(x)``, ``obj.f(
 ``type`` (a type position), ``import`` (inside an import) or ``other``. Names inside comments and
 strings are no identifiers to the grammar, so they are never references.
 
-Both come from one tree-sitter query walk per file (matched in C) and a loop over its names in
-Python, on the parse the chunker makes anyway: about 0.7 s of CPU for Django's 5.5 MB of Python.
+Both come from the parse the chunker makes anyway. Where the C walk is built (``_symscan``, from
+``native/symscan.c``), the index's rows come from one walk of each tree and a loop over its names
+in C, told each name's kind by tables made here from the same node types as the query; otherwise,
+and for ``extract``, from one tree-sitter query per file and a loop in Python. Both give the same
+rows.
 """
 
 from __future__ import annotations
@@ -27,6 +30,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.ingest.chunker import GRAMMARS, is_definition, keyword, node_name, parser_for
+
+_symscan: Any
+try:  # the walk and the per-name loop in C (native/symscan.c); optional, as a build without a compiler has none
+    from codesight_tui.core.ingest import _symscan
+except ImportError:  # pragma: no cover - the Python walk gives the same rows
+    _symscan = None
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Query
@@ -367,6 +376,12 @@ def extract(language: str, text: str | bytes, tree: Any = None) -> Symbols | Non
 
 def extract_rows(language: str, text: str | bytes, tree: Any = None) -> FileSymbols | None:
     """``extract`` as the rows the index stores (``Symbols.rows``), without the objects between."""
+    fast = _native_rows(language, text, tree)
+    return fast if fast is not None else python_rows(language, text, tree)
+
+
+def python_rows(language: str, text: str | bytes, tree: Any = None) -> FileSymbols | None:
+    """``extract_rows`` from the query and the loop in Python, whether or not the C walk is built."""
     found = _scan(language, text, tree)
     if found is None:
         return None
@@ -595,6 +610,100 @@ def _scan_tree(language: str, queries: _Queries, data: bytes, src: str | None, t
         elif code == 3:
             imported.add(position[name])
     return defs, uses, calls, imported
+
+# What a node type is to the C walk (``native/symscan.c``), a byte a symbol.
+F_NAME, F_TYPE_LEAF, F_TYPE_PARENT, F_IMPORT, F_DEF, F_CALL, F_MEMBER = 1, 2, 4, 8, 16, 32, 64
+
+
+def native_version() -> str | None:
+    """The py-tree-sitter version the C walk reads trees of, where it is built and is the installed
+    one; None where the Python walk answers."""
+    if _symscan is None:
+        return None
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = version("tree-sitter")
+    except PackageNotFoundError:  # pragma: no cover - tree_sitter imported from elsewhere
+        return None
+    return str(_symscan.TREE_SITTER) if installed == _symscan.TREE_SITTER else None
+
+
+@cache
+def _native_tables(language: str) -> tuple[bytes, bytes] | None:
+    """For the C walk, what each of ``language``'s node types is (``F_*``) and, for a call, the field
+    that holds what it calls (0: its first named child): the node types, fields and anchors of
+    ``_queries``' patterns. None where the C walk cannot stand in for the query: no C walk, a
+    grammar with its own name patterns, or one where a type named here is a supertype (which a
+    query matches by the hidden nodes around a node, not by its own type)."""
+    if native_version() is None or language in OWN_NAMES or _queries(language) is None:
+        return None
+    parser = parser_for(language)
+    lang = parser.language
+    flags = bytearray(lang.node_kind_count)
+    callee = array("H", bytes(2 * lang.node_kind_count))
+
+    def ids(types: Any) -> list[int]:
+        return [i for t in types if (i := lang.id_for_node_kind(t, True))]
+
+    known = [*GRAMMARS[language].defs, *EXTRA_DEFS.get(language, {})]
+    supertypes = set(lang.supertypes)
+    if supertypes & set(ids([*NAME_LEAVES, *known, *CALLS, *MEMBERS, *IMPORTS, *TYPE_LEAVES])):
+        return None
+    for types, bit in ((NAME_LEAVES, F_NAME), (TYPE_LEAVES, F_TYPE_LEAF), (TYPE_PARENTS, F_TYPE_PARENT),
+                       (IMPORTS, F_IMPORT), (known, F_DEF), (MEMBERS, F_MEMBER)):
+        for i in ids(types):
+            if i < len(flags):
+                flags[i] |= bit
+    for call, fld in CALLS.items():
+        i = lang.id_for_node_kind(call, True)
+        if not i or i >= len(flags):
+            continue
+        flags[i] |= F_CALL
+        if call == "call" and _possible(lang, ["(call method: (_))"], []):
+            callee[i] = lang.field_id_for_name("method") or 0
+        elif fld and _possible(lang, [f"({call} {fld}: (_))"], []):
+            callee[i] = lang.field_id_for_name(fld) or 0
+    return bytes(flags), callee.tobytes()
+
+
+def _native_rows(language: str, text: str | bytes, tree: Any) -> FileSymbols | None:
+    """``extract_rows`` from the C walk, or None where the Python walk answers (no C walk for the
+    language, a parse ``_recover`` redoes, a name that is not UTF-8)."""
+    tables = _native_tables(language) if language in GRAMMARS else None
+    if tables is None or _symscan is None:
+        return None
+    queries = _queries(language)
+    assert queries is not None
+    data = text.encode("utf-8", errors="surrogateescape") if isinstance(text, str) else text
+    if tree is None:
+        parser = parser_for(language)
+        assert parser is not None
+        tree = parser.parse(data)
+    root = tree.root_node
+    if root.has_error and _broken(queries.errors, tree, data.count(b"\n") + 1):
+        return None
+    walked = _symscan.walk(tree, tables[0], tables[1], language in COMPOUND_NAMES)
+    if walked is None:
+        return None
+    spans = array("i", walked[0])
+    nodes = []
+    for k in range(0, len(spans), 3):  # each definition's node, from its place and type
+        a, b, kind = spans[k], spans[k + 1], spans[k + 2]
+        node = root.descendant_for_byte_range(a, b)
+        while node is not None and (node.kind_id != kind or node.start_byte != a or node.end_byte != b):
+            node = node.parent
+        if node is None:  # pragma: no cover - a node the walk met is in the tree
+            return None
+        nodes.append(node)
+    defs, starts, ends, parents, names_at = _definitions(language, {"d": nodes})
+    try:
+        packed = _symscan.pack(data, walked[1], array("i", starts), array("i", ends), array("i", parents),
+                               array("i", [d.line for d in defs]), names_at)
+    except UnicodeDecodeError:  # a name that is not UTF-8: the Python walk decodes it as it always has
+        return None
+    return ([(d.name, d.kind, d.scope, d.line, d.start_line, d.end_line) for d in defs], *packed)
+
 
 if __name__ == "__main__":
     print(f"{write_possible()} answers written to {POSSIBLE_FILE}")
