@@ -506,37 +506,55 @@ def _merge(scans: list[Scan]) -> Scan:
 Definitions = tuple[list[Definition], list[int], list[int], list[int], set[tuple[str, int]]]
 
 
-def _definitions(language: str, marks: dict[str, list[Node]]) -> Definitions:
+# A definition found: its start and end byte, name, kind, whether it is the chunker's, first and last
+# row, the row of its name where that is known (-1: found from its node), and its node (None where
+# the C walk gave all of it).
+Found = tuple[int, int, str, str, bool, int, int, int, "Node | None"]
+
+
+def _found(language: str, nodes: list[Node]) -> list[Found]:
+    """The definitions among ``nodes`` (a query's or the C walk's definition nodes)."""
     g = GRAMMARS[language]
     extra = EXTRA_DEFS.get(language, {})
-    found: list[tuple[Node, str, str, bool]] = []  # node, name, kind, whether it is the chunker's
-    for node in marks.get("d", []):
+    found: list[Found] = []
+    for node in nodes:
         if is_definition(g, node):
-            found.append((node, _definition_name(language, node), keyword(node) or g.defs.get(node.type, node.type),
-                          True))
-        elif node.type in extra and (named := _extra(language, node, extra[node.type])):
-            found.append((node, *named, False))
-    found.sort(key=lambda f: (f[0].start_byte, -f[0].end_byte))
+            named: tuple[str, str] | None = (_definition_name(language, node),
+                                             keyword(node) or g.defs.get(node.type, node.type))
+            chunked = True
+        elif node.type in extra:
+            named, chunked = _extra(language, node, extra[node.type]), False
+        else:
+            continue
+        if named:
+            found.append((node.start_byte, node.end_byte, *named, chunked, node.start_point[0], node.end_point[0], -1,
+                          node))
+    return found
+
+
+def _definitions(language: str, found: list[Found]) -> Definitions:
+    found.sort(key=lambda f: (f[0], -f[1]))
     defs: list[Definition] = []
     starts: list[int] = []  # each definition's start byte, in order
     ends: list[int] = []
     parents: list[int] = []  # each definition's enclosing one (-1: none)
     open_: list[int] = []  # the definitions around the current one
     names_at: set[tuple[str, int]] = set()  # (name, line) of each definition's own name
-    for node, name, kind, chunked in found:
+    for start, end, name, kind, chunked, first, last, name_row, node in found:
         if not name:
             continue
-        while open_ and ends[open_[-1]] <= node.start_byte:
+        while open_ and ends[open_[-1]] <= start:
             open_.pop()
-        line = _name_line(node, name.rsplit(".", 1)[-1].split(" for ")[-1])
-        if not chunked and (name.rsplit(".", 1)[-1], line) in names_at:
+        tail = name.rsplit(".", 1)[-1]
+        line = name_row if name_row >= 0 or node is None else _name_line(node, tail.split(" for ")[-1])
+        if not chunked and (tail, line) in names_at:
             continue  # const f = function f() {...}: one definition
         scopes = chunked or kind in EXTRA_SCOPES
-        scope = ".".join(defs[i].name for i in open_)
-        defs.append(Definition(name, kind, scope, line + 1, node.start_point[0] + 1, node.end_point[0] + 1))
-        names_at.add((name.rsplit(".", 1)[-1], line))
-        starts.append(node.start_byte)
-        ends.append(node.end_byte if scopes else node.start_byte)  # what is no scope holds no reference
+        scope = ".".join([defs[i].name for i in open_])
+        defs.append(Definition(name, kind, scope, line + 1, first + 1, last + 1))
+        names_at.add((tail, line))
+        starts.append(start)
+        ends.append(end if scopes else start)  # what is no scope holds no reference
         parents.append(open_[-1] if open_ else -1)
         if scopes:
             open_.append(len(defs) - 1)
@@ -547,7 +565,7 @@ def _scan_tree(language: str, queries: _Queries, data: bytes, src: str | None, t
     from tree_sitter import QueryCursor
 
     marks = QueryCursor(queries.all).captures(tree.root_node)
-    defs, starts, ends, parents, names_at = _definitions(language, marks)
+    defs, starts, ends, parents, names_at = _definitions(language, _found(language, marks.get("d", [])))
     # Leaves only: a grammar's supertype among the names (Lua's "variable") also matches a member
     # expression, which starts where its first name does.
     kinds = {n.start_byte: 2 for n in marks.get("type", ()) if not n.named_child_count}  # by start byte
@@ -629,8 +647,24 @@ def native_version() -> str | None:
     return str(_symscan.TREE_SITTER) if installed == _symscan.TREE_SITTER else None
 
 
+@dataclass(frozen=True)
+class _Tables:
+    flags: bytes  # F_* of each symbol
+    callee: bytes  # uint16 a symbol: a call's callee field (0: its first named child)
+    name_field: int  # the "name" field's id (0: none)
+    plain: frozenset[int]  # definitions named by their "name" child alone: no node is needed for them
+
+
+# Definition types whose name, kind or line the chunker or ``_definition_name`` works out from more
+# than their "name" child (their node is asked, as in the Python walk).
+_NOT_PLAIN = frozenset({"variable_declaration", "lexical_declaration", "struct_specifier", "enum_specifier",
+                        "union_specifier", "class_specifier", "assignment_expression", "field_definition",
+                        "public_field_definition", "call", "assignment_statement", "field", "class_declaration",
+                        "test_declaration", "impl_item", "type_declaration"})
+
+
 @cache
-def _native_tables(language: str) -> tuple[bytes, bytes] | None:
+def _native_tables(language: str) -> _Tables | None:
     """For the C walk, what each of ``language``'s node types is (``F_*``) and, for a call, the field
     that holds what it calls (0: its first named child): the node types, fields and anchors of
     ``_queries``' patterns. None where the C walk cannot stand in for the query: no C walk, a
@@ -664,7 +698,47 @@ def _native_tables(language: str) -> tuple[bytes, bytes] | None:
             callee[i] = lang.field_id_for_name("method") or 0
         elif fld and _possible(lang, [f"({call} {fld}: (_))"], []):
             callee[i] = lang.field_id_for_name(fld) or 0
-    return bytes(flags), callee.tobytes()
+    g = GRAMMARS[language]
+    special = _NOT_PLAIN | set(g.wrappers) | set(EXTRA_DEFS.get(language, {}))
+    if language in ("c", "cpp"):
+        special |= {"function_definition"}  # named through its declarator (``_c_function_name``)
+    plain = frozenset(ids([t for t in g.defs if t not in special]))
+    return _Tables(bytes(flags), callee.tobytes(), lang.field_id_for_name("name") or 0, plain)
+
+
+def _found_fast(language: str, tables: _Tables, data: bytes, root: Node, spans: array[int]) -> list[Found] | None:
+    """The definitions among the C walk's definition nodes: a plain one named by its "name" child
+    straight from the walk's places, any other from its node, as ``_found`` does."""
+    g = GRAMMARS[language]
+    kind_of = g.defs
+    found: list[Found] = []
+    nodes: list[Node] = []
+    for k in range(0, len(spans), 9):
+        a, b, symbol, first, last, na, nb, name_row = spans[k : k + 8]
+        if symbol in tables.plain and na >= 0:
+            name = data[na:nb].decode("utf-8", errors="replace")
+            # what ``_definition_name`` would make of it, and ``_name_line`` find as it is
+            if name and len(name) <= 200 and "." not in name and not _ODD_NAME.search(name) and \
+                    not (language == "cpp" and name.endswith(">")):
+                t = _kind_name(language, symbol)
+                found.append((a, b, name, kind_of.get(t, t), True, first, last, name_row, None))
+                continue
+        node = root.descendant_for_byte_range(a, b)
+        while node is not None and (node.kind_id != symbol or node.start_byte != a or node.end_byte != b):
+            node = node.parent
+        if node is None:
+            return None
+        nodes.append(node)
+    return found + _found(language, nodes) if nodes else found
+
+
+_ODD_NAME = re.compile(r"\s| for ")  # a name ``_definition_name`` changes, or whose line ``_name_line`` looks for
+
+
+@cache
+def _kind_name(language: str, symbol: int) -> str:
+    parser = parser_for(language)
+    return str(parser.language.node_kind_for_id(symbol)) if parser is not None else ""
 
 
 def _native_rows(language: str, text: str | bytes, tree: Any) -> FileSymbols | None:
@@ -683,20 +757,13 @@ def _native_rows(language: str, text: str | bytes, tree: Any) -> FileSymbols | N
     root = tree.root_node
     if root.has_error and _broken(queries.errors, tree, data.count(b"\n") + 1):
         return None
-    walked = _symscan.walk(tree, tables[0], tables[1], language in COMPOUND_NAMES)
+    walked = _symscan.walk(tree, tables.flags, tables.callee, language in COMPOUND_NAMES, tables.name_field)
     if walked is None:
         return None
-    spans = array("i", walked[0])
-    nodes = []
-    for k in range(0, len(spans), 3):  # each definition's node, from its place and type
-        a, b, kind = spans[k], spans[k + 1], spans[k + 2]
-        node = root.descendant_for_byte_range(a, b)
-        while node is not None and (node.kind_id != kind or node.start_byte != a or node.end_byte != b):
-            node = node.parent
-        if node is None:  # pragma: no cover - a node the walk met is in the tree
-            return None
-        nodes.append(node)
-    defs, starts, ends, parents, names_at = _definitions(language, {"d": nodes})
+    found = _found_fast(language, tables, data, root, array("i", walked[0]))
+    if found is None:  # pragma: no cover - a node the walk met is in the tree
+        return None
+    defs, starts, ends, parents, names_at = _definitions(language, found)
     try:
         packed = _symscan.pack(data, walked[1], array("i", starts), array("i", ends), array("i", parents),
                                array("i", [d.line for d in defs]), names_at)

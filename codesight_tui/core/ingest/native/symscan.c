@@ -75,16 +75,19 @@ static void status(TSTreeCursor *cur, TSFieldId *field, bool *later_named) {
     ts_tree_cursor_current_status(cur, field, &later, later_named, &can_later, supertypes, &count);
 }
 
-/* walk(tree, flags, callee, compound) -> (defs, names): int32 (start, end, symbol) for each
- * definition node, and int32 (start, end, kind code) for each name leaf, in the order of their
- * places. ``flags``: a byte per symbol; ``callee``: a uint16 per symbol, for a call node the field
- * that holds what is called (0: its first named child). ``compound``: names with named parts are
- * left out (Swift). */
+/* walk(tree, flags, callee, compound, name_field) -> (defs, names): for each definition node nine
+ * int32 (start, end, symbol, start row, end row, and its ``name_field`` child's start, end and row,
+ * -1 where it has none, then 0), and int32 (start, end, kind code) for each name leaf, in the order
+ * of their places. ``flags``: a byte per symbol; ``callee``: a uint16 per symbol, for a call node
+ * the field that holds what is called (0: its first named child). ``compound``: names with named
+ * parts are left out (Swift). */
 static PyObject *walk(PyObject *self, PyObject *args) {
     PyObject *tree_obj;
     Py_buffer flags_buf, callee_buf;
-    int compound;
-    if (!PyArg_ParseTuple(args, "Oy*y*p", &tree_obj, &flags_buf, &callee_buf, &compound)) return NULL;
+    int compound, name_field_arg;
+    if (!PyArg_ParseTuple(args, "Oy*y*pi", &tree_obj, &flags_buf, &callee_buf, &compound, &name_field_arg))
+        return NULL;
+    TSFieldId name_field = (TSFieldId)name_field_arg;
     const uint8_t *flags = flags_buf.buf;
     const uint16_t *callee_field = callee_buf.buf;
     Py_ssize_t nsym = flags_buf.len;
@@ -140,7 +143,16 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         }
         if (f & (F_DEF | F_IMPORT | F_NAME)) {
             uint32_t start = ts_node_start_byte(node), end = ts_node_end_byte(node);
-            if (f & F_DEF) err |= vec_push3(&defs, (int32_t)start, (int32_t)end, sym);
+            if (f & F_DEF) {
+                /* its place and lines, and its "name" child's (-1: none), which is most definitions' name */
+                TSNode name = name_field ? ts_node_child_by_field_id(node, name_field) : (TSNode){0};
+                bool has_name = !ts_node_is_null(name);
+                err |= vec_push3(&defs, (int32_t)start, (int32_t)end, sym) ||
+                       vec_push3(&defs, (int32_t)ts_node_start_point(node).row, (int32_t)ts_node_end_point(node).row,
+                                 has_name ? (int32_t)ts_node_start_byte(name) : -1) ||
+                       vec_push3(&defs, has_name ? (int32_t)ts_node_end_byte(name) : -1,
+                                 has_name ? (int32_t)ts_node_start_point(name).row : -1, 0);
+            }
             if (f & F_IMPORT) err |= vec_push(&imports, (int32_t)start) || vec_push(&imports, (int32_t)end);
             if (f & F_NAME) {
                 uint32_t parts = ts_node_named_child_count(node);
@@ -159,7 +171,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             }
         }
         if (err) { PyErr_NoMemory(); goto done; }
-        if (ts_tree_cursor_goto_first_child(&cur)) {
+        if (ts_node_child_count(node) && ts_tree_cursor_goto_first_child(&cur)) {  /* a leaf has none: not asked */
             depth++;
             continue;
         }
