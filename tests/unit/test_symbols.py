@@ -360,7 +360,7 @@ def test_the_c_walk_is_built_and_used_for_the_languages_it_can_stand_in_for():
 
     from codesight_tui.core.ingest import symbols
 
-    if symbols._symscan is None and shutil.which("cc") is None and shutil.which("gcc") is None:
+    if symbols.symscan is None and shutil.which("cc") is None and shutil.which("gcc") is None:
         pytest.skip("no C compiler here: the Python walk gives the rows")
     assert symbols.native_version() is not None, "the C walk (codesight_tui/core/ingest/native) is not built"
     walked = {lang for lang in GRAMMARS if symbols._native_tables(lang) is not None}

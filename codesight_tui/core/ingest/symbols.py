@@ -8,7 +8,7 @@ definition it sits in, and a kind: ``call`` (the name called: ``f(x)``, ``obj.f(
 ``type`` (a type position), ``import`` (inside an import) or ``other``. Names inside comments and
 strings are no identifiers to the grammar, so they are never references.
 
-Both come from the parse the chunker makes anyway. Where the C walk is built (``_symscan``, from
+Both come from the parse the chunker makes anyway. Where the C walk is built (``symscan``, from
 ``native/symscan.c``), the index's rows come from one walk of each tree and a loop over its names
 in C, told each name's kind by tables made here from the same node types as the query; otherwise,
 and for ``extract``, from one tree-sitter query per file and a loop in Python. Both give the same
@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.ingest.chunker import GRAMMARS, is_definition, keyword, node_name, parser_for
 
-_symscan: Any
+symscan: Any
 try:  # the walk and the per-name loop in C (native/symscan.c); optional, as a build without a compiler has none
-    from codesight_tui.core.ingest import _symscan
+    from codesight_tui.core.ingest import symscan
 except ImportError:  # pragma: no cover - the Python walk gives the same rows
-    _symscan = None
+    symscan = None
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Query
@@ -636,7 +636,7 @@ F_NAME, F_TYPE_LEAF, F_TYPE_PARENT, F_IMPORT, F_DEF, F_CALL, F_MEMBER = 1, 2, 4,
 def native_version() -> str | None:
     """The py-tree-sitter version the C walk reads trees of, where it is built and is the installed
     one; None where the Python walk answers."""
-    if _symscan is None:
+    if symscan is None:
         return None
     from importlib.metadata import PackageNotFoundError, version
 
@@ -644,7 +644,7 @@ def native_version() -> str | None:
         installed = version("tree-sitter")
     except PackageNotFoundError:  # pragma: no cover - tree_sitter imported from elsewhere
         return None
-    return str(_symscan.TREE_SITTER) if installed == _symscan.TREE_SITTER else None
+    return str(symscan.TREE_SITTER) if installed == symscan.TREE_SITTER else None
 
 
 @dataclass(frozen=True)
@@ -732,7 +732,7 @@ def _found_fast(language: str, tables: _Tables, data: bytes, root: Node, spans: 
     return found + _found(language, nodes) if nodes else found
 
 
-_ODD_NAME = re.compile(r"\s| for ")  # a name ``_definition_name`` changes, or whose line ``_name_line`` looks for
+_ODD_NAME = re.compile(r"\s")  # a name ``_definition_name`` changes (or "A for B", whose line ``_name_line`` looks for)
 
 
 @cache
@@ -745,7 +745,7 @@ def _native_rows(language: str, text: str | bytes, tree: Any) -> FileSymbols | N
     """``extract_rows`` from the C walk, or None where the Python walk answers (no C walk for the
     language, a parse ``_recover`` redoes, a name that is not UTF-8)."""
     tables = _native_tables(language) if language in GRAMMARS else None
-    if tables is None or _symscan is None:
+    if tables is None or symscan is None:
         return None
     queries = _queries(language)
     assert queries is not None
@@ -754,10 +754,14 @@ def _native_rows(language: str, text: str | bytes, tree: Any) -> FileSymbols | N
         parser = parser_for(language)
         assert parser is not None
         tree = parser.parse(data)
+    from tree_sitter import Tree
+
+    if not isinstance(tree, Tree):  # the C walk reads py-tree-sitter's own Tree, and nothing else
+        return None
     root = tree.root_node
     if root.has_error and _broken(queries.errors, tree, data.count(b"\n") + 1):
         return None
-    walked = _symscan.walk(tree, tables.flags, tables.callee, language in COMPOUND_NAMES, tables.name_field)
+    walked = symscan.walk(tree, tables.flags, tables.callee, language in COMPOUND_NAMES, tables.name_field)
     if walked is None:
         return None
     found = _found_fast(language, tables, data, root, array("i", walked[0]))
@@ -765,7 +769,7 @@ def _native_rows(language: str, text: str | bytes, tree: Any) -> FileSymbols | N
         return None
     defs, starts, ends, parents, names_at = _definitions(language, found)
     try:
-        packed = _symscan.pack(data, walked[1], array("i", starts), array("i", ends), array("i", parents),
+        packed = symscan.pack(data, walked[1], array("i", starts), array("i", ends), array("i", parents),
                                array("i", [d.line for d in defs]), names_at)
     except UnicodeDecodeError:  # a name that is not UTF-8: the Python walk decodes it as it always has
         return None

@@ -429,9 +429,9 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_symscan", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "symscan", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__symscan(void) {
+PyMODINIT_FUNC PyInit_symscan(void) {
     PyObject *m = PyModule_Create(&module);
     if (m && PyModule_AddStringConstant(m, "TREE_SITTER", TREE_SITTER) < 0) {
         Py_DECREF(m);
