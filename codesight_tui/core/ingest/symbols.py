@@ -387,9 +387,13 @@ def python_rows(language: str, text: str | bytes, tree: Any = None) -> FileSymbo
         return None
     defs, uses, calls, imported = found
     flats = uses.values()
-    return ([(d.name, d.kind, d.scope, d.line, d.start_line, d.end_line) for d in defs], "\n".join(uses),
+    return (_def_rows(defs), "\n".join(uses),
             array("i", accumulate(map(len, flats))).tobytes(), array("i", chain.from_iterable(flats)).tobytes(),
             array("i", calls).tobytes(), array("i", sorted(imported)).tobytes())
+
+
+def _def_rows(defs: list[Definition]) -> list[DefRow]:
+    return [(d.name, d.kind, d.scope, d.line, d.start_line, d.end_line) for d in defs]
 
 
 # One file's definitions, and each name's uses in the order of their places, flat: (line, kind code,
@@ -713,7 +717,7 @@ def _found_fast(language: str, tables: _Tables, data: bytes, root: Node, spans: 
     kind_of = g.defs
     found: list[Found] = []
     nodes: list[Node] = []
-    for k in range(0, len(spans), 9):
+    for k in range(0, len(spans), 8):
         a, b, symbol, first, last, na, nb, name_row = spans[k : k + 8]
         if symbol in tables.plain and na >= 0:
             name = data[na:nb].decode("utf-8", errors="replace")
@@ -745,7 +749,7 @@ def _native_rows(language: str, text: str | bytes, tree: Any) -> FileSymbols | N
     """``extract_rows`` from the C walk, or None where the Python walk answers (no C walk for the
     language, a parse ``_recover`` redoes, a name that is not UTF-8)."""
     tables = _native_tables(language) if language in GRAMMARS else None
-    if tables is None or symscan is None:
+    if tables is None:
         return None
     queries = _queries(language)
     assert queries is not None
@@ -773,7 +777,7 @@ def _native_rows(language: str, text: str | bytes, tree: Any) -> FileSymbols | N
                                array("i", [d.line for d in defs]), names_at)
     except UnicodeDecodeError:  # a name that is not UTF-8: the Python walk decodes it as it always has
         return None
-    return ([(d.name, d.kind, d.scope, d.line, d.start_line, d.end_line) for d in defs], *packed)
+    return (_def_rows(defs), *packed)
 
 
 if __name__ == "__main__":

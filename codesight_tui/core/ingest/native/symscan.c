@@ -75,9 +75,9 @@ static void status(TSTreeCursor *cur, TSFieldId *field, bool *later_named) {
     ts_tree_cursor_current_status(cur, field, &later, later_named, &can_later, supertypes, &count);
 }
 
-/* walk(tree, flags, callee, compound, name_field) -> (defs, names): for each definition node nine
+/* walk(tree, flags, callee, compound, name_field) -> (defs, names): for each definition node eight
  * int32 (start, end, symbol, start row, end row, and its ``name_field`` child's start, end and row,
- * -1 where it has none, then 0), and int32 (start, end, kind code) for each name leaf, in the order
+ * -1 where it has none), and int32 (start, end, kind code) for each name leaf, in the order
  * of their places. ``flags``: a byte per symbol; ``callee``: a uint16 per symbol, for a call node
  * the field that holds what is called (0: its first named child). ``compound``: names with named
  * parts are left out (Swift). */
@@ -150,8 +150,8 @@ static PyObject *walk(PyObject *self, PyObject *args) {
                 err |= vec_push3(&defs, (int32_t)start, (int32_t)end, sym) ||
                        vec_push3(&defs, (int32_t)ts_node_start_point(node).row, (int32_t)ts_node_end_point(node).row,
                                  has_name ? (int32_t)ts_node_start_byte(name) : -1) ||
-                       vec_push3(&defs, has_name ? (int32_t)ts_node_end_byte(name) : -1,
-                                 has_name ? (int32_t)ts_node_start_point(name).row : -1, 0);
+                       vec_push(&defs, has_name ? (int32_t)ts_node_end_byte(name) : -1) ||
+                       vec_push(&defs, has_name ? (int32_t)ts_node_start_point(name).row : -1);
             }
             if (f & F_IMPORT) err |= vec_push(&imports, (int32_t)start) || vec_push(&imports, (int32_t)end);
             if (f & F_NAME) {
