@@ -57,7 +57,7 @@ def main() -> int:
     emb = in_process(model_info(Settings()), "cpu", 32)
     args.cache.mkdir(parents=True, exist_ok=True)
     weights = [float(w) for w in args.weights.split(",")]
-    per_file: dict[str, list[dict[str, float]]] = {"fast": [], **{f"w={w:g}": [] for w in weights}}
+    per_file: dict[str, list[float]] = {"fast": [], **{f"w={w:g}": [] for w in weights}}  # each file's mean
     cats: dict[str, dict[str, list[float]]] = {}
     embedded = 0
     t0 = time.perf_counter()
@@ -93,12 +93,12 @@ def main() -> int:
                 cats.setdefault(name, {}).setdefault(q.category, []).append(nd)
         cs.close()
         for name, vals in rows.items():
-            per_file[name].append({"ndcg": float(np.mean(vals))})
+            per_file[name].append(float(np.mean(vals)))
         print(f"{root.name}: " + "  ".join(f"{n} {np.mean(v):.3f}" for n, v in rows.items()), flush=True)
     print(f"\n{embedded:,} chunks embedded in {time.perf_counter() - t0:.0f} s")
     for name, files in per_file.items():
         c = "  ".join(f"{k} {np.mean(v):.3f}" for k, v in sorted(cats[name].items()))
-        print(f"{name:>8}: NDCG@10 {np.mean([f['ndcg'] for f in files]):.4f}   (per query, by category: {c})")
+        print(f"{name:>8}: NDCG@10 {np.mean(files):.4f}   (per query, by category: {c})")
     return 0
 
 
