@@ -284,7 +284,8 @@ def _build_parser() -> argparse.ArgumentParser:
                         " usual variables (AWS_*).")
     fsub = pf.add_subparsers(dest="fleet_command", metavar="{index,status,remove}")
     fi = fsub.add_parser("index", help="index git URLs, clones or directories of clones into the store")
-    fi.add_argument("sources", nargs="+", help="a git URL, a clone, or a directory whose sub-directories are clones")
+    fi.add_argument("sources", nargs="+", help="a git URL, a clone, or a directory whose sub-directories are clones; NAME=SOURCE names"
+                    " it in the store (default: its last path part)")
     fi.add_argument("--model", choices=("static", "full"), default="static",
                     help="the vectors: static (the static tier: thousands of chunks a second on a CPU; default)"
                     " or full (the full model: a GPU's work)")

@@ -428,6 +428,35 @@ def test_a_failing_repository_is_reported_and_skipped(tmp_path, env):
     assert "empty" in status.stdout and "failed:" in status.stdout
 
 
+def test_a_namesake_from_another_place_never_replaces_a_stored_repository(tmp_path, env):
+    """Issue 66, 1: ``a/pay`` then ``b/pay`` (and a URL ending in ``pay.git``) into one store: the
+    second is refused in one line that says why and how, and the first keeps every row."""
+    first = make_repo(tmp_path / "a" / "pay", FRONTEND)
+    second = make_repo(tmp_path / "b" / "pay", INFRA)
+    make_repo(tmp_path / "src-pay", INFRA)
+    bare = tmp_path / "org" / "pay.git"
+    git(tmp_path, "clone", "-q", "--bare", str(tmp_path / "src-pay"), str(bare))
+    store = str(tmp_path / "store")
+    assert codesight("fleet", "index", str(first), "--store", store, env=env).returncode == 0
+    before = sorted((r["path"], r["id"]) for r in rows(store) if r["repo"] == "pay")
+    assert before
+    for other in (str(second), f"file://{bare}"):
+        out = codesight("fleet", "index", other, "--store", store, env=env)
+        assert out.returncode == 1, out.stderr
+        assert "already holds another repository named 'pay'" in out.stderr and "Traceback" not in out.stderr
+        assert "0 stale files replaced" in out.stdout
+        assert sorted((r["path"], r["id"]) for r in rows(store) if r["repo"] == "pay") == before
+    assert_consistent(store, {"pay": first})
+    status = json.loads(codesight("fleet", "status", "--store", store, "--json", env=env).stdout)
+    assert [(r["name"], r["source"], r["error"]) for r in status["repos"]] == [("pay", str(first), "")]
+    # the same repository again is no clash, and a name of its own lets the namesake in beside it
+    assert codesight("fleet", "index", str(first), "--store", store, env=env).returncode == 0
+    out = codesight("fleet", "index", f"pay-b={second}", "--store", store, "--json", env=env)
+    assert out.returncode == 0 and json.loads(out.stdout)["indexed"] == ["pay-b"]
+    assert sorted((r["path"], r["id"]) for r in rows(store) if r["repo"] == "pay") == before
+    assert_consistent(store, {"pay": first, "pay-b": second})
+
+
 def test_bad_stores_are_one_line(tmp_path, env):
     empty = tmp_path / "not-a-store"
     empty.mkdir()

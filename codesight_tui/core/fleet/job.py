@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -79,22 +80,45 @@ def _is_clone(path: Path) -> bool:
     return (path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir())
 
 
+_NAMED = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]{0,99})=(.+)", re.DOTALL)
+
+
+def _named(item: str) -> tuple[str | None, str]:
+    """``NAME=SOURCE`` gives a source its name in the store; anything else keeps the name its
+    location ends in. An existing path with a ``=`` in it is a path."""
+    match = _NAMED.fullmatch(item)
+    if match is None or Path(item).expanduser().exists():
+        return None, item
+    return match.group(1), match.group(2)
+
+
+def same_source(a: str, b: str) -> bool:
+    """Whether two locations name one repository: credentials, a trailing ``/`` and ``.git`` aside."""
+    def key(text: str) -> str:
+        return scrub_credentials(text).rstrip("/").removesuffix(".git")
+    return key(a) == key(b)
+
+
 def resolve_sources(items: list[str]) -> tuple[list[Source], list[tuple[str, str]]]:
     """``(sources, [(item, why not)])``: each item a git URL, a clone (bare or not), or a directory
-    whose sub-directories are clones. Names must be unique in one store."""
+    whose sub-directories are clones, optionally as ``NAME=SOURCE``. Names must be unique in one
+    store."""
     sources: list[Source] = []
     bad: list[tuple[str, str]] = []
-    for item in items:
+    for given in items:
+        name_given, item = _named(given)
         if _is_url(item):
             bare = item.split("?", 1)[0].split("#", 1)[0]
             name = bare.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].removesuffix(".git")
-            sources.append(Source(name or item, item, url=True))
+            sources.append(Source(name_given or name or item, item, url=True))
             continue
         path = Path(item).expanduser()
         if not path.is_dir():
             bad.append((item, "no such directory"))
         elif _is_clone(path):
-            sources.append(Source(path.resolve().name.removesuffix(".git"), str(path.resolve())))
+            sources.append(Source(name_given or path.resolve().name.removesuffix(".git"), str(path.resolve())))
+        elif name_given:
+            bad.append((item, "a name names one repository: this is a directory of them"))
         else:
             clones = sorted(p for p in path.iterdir() if p.is_dir() and _is_clone(p))
             if not clones:
@@ -414,13 +438,22 @@ def _run(sources: list[Source], spec: StoreSpec, settings: Settings, kind: str, 
     tasks: list[RepoTask] = []
     task_settings = _task_settings(settings)
     for source in sources:
+        old = recorded.get(source.name)
+        if old is not None and old.source and not same_source(old.source, source.location):
+            # A store is shared: a repository's name there is its identity, and another
+            # repository with the same last path component must not replace it unasked.
+            why = (f"the store already holds another repository named {source.name!r} (from {old.source});"
+                   f" give this one its own name ({source.name}-2={scrub_credentials(source.location)}),"
+                   f" or `codesight fleet remove {source.name}` first to replace it")
+            report.failed.append((source.name, why))
+            say(f"{source.name}: refused: {why}")
+            continue
         try:
             commit = head_commit(source)
         except CodeSightError as exc:
             report.failed.append((source.name, str(exc)))
-            store.record(RepoRecord(source.name, source.location, *_kept(recorded.get(source.name)), error=str(exc)))
+            store.record(RepoRecord(source.name, source.location, *_kept(old), error=str(exc)))
             continue
-        old = recorded.get(source.name)
         if old is not None and old.commit == commit and not old.error:
             report.unchanged.append(source.name)
             continue
