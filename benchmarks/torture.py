@@ -1375,7 +1375,7 @@ got = []
 def one():
     out = []
     try:
-        end = client.request({"v": client.PROTOCOL, "install": client.install_key(), "env": client.env_key(),
+        end = client.request({"v": client.PROTOCOL, "install": client.install_key(), "env": client.env_digest(),
                               "argv": argv, "cwd": cwd, "tty": False}, lambda m: out.append(m.get("o", "")),
                              silence=120)
         got.append([end["rc"], "".join(out)])
@@ -1412,8 +1412,8 @@ def section_service(env: Env, args) -> None:
 
     def pid() -> int | None:
         try:
-            return int((svc / "service.lock").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
+            return int(next(svc.glob("service-*.lock")).read_text().split()[0])
+        except (OSError, ValueError, IndexError, StopIteration):
             return None
 
     def answering(timeout: float = 60) -> bool:
@@ -1491,7 +1491,7 @@ def section_service(env: Env, args) -> None:
         for p in consistency(data, big):
             problem(f"service: after kill -9 mid-index: {p}")
         # 3. The socket it left is stale: the next call answers here and a new service replaces it.
-        stale = (svc / "service.sock").exists()
+        stale = any(svc.glob("service-*.sock"))
         after = env.cli(["search", "serve request log", "--mode", "bm25", "--verbose", "--path", str(big)], data,
                         cache, extra=on)
         figure(f"service: stale socket left: {stale}; the next call: exit {after.returncode},"
@@ -1509,7 +1509,7 @@ def section_service(env: Env, args) -> None:
         if os.geteuid() != 0:
             figure("service: another user's connection: not tried (needs root)")
         else:
-            sock = str(svc / "service.sock")
+            sock = str(next(svc.glob("service-*.sock")))
 
             def as_nobody() -> str:
                 r, w = os.pipe()

@@ -1301,12 +1301,17 @@ def cmd_service(args: argparse.Namespace) -> int:
         """``(status, None)`` from a running service, ``(None, why)`` where none answers."""
         got: dict[str, Any] = {}
         try:
-            client.request({"v": client.PROTOCOL, "install": client.install_key(), "env": client.env_key(),
+            client.request({"v": client.PROTOCOL, "install": client.install_key(), "env": client.env_digest(),
                             "cmd": cmd}, got.update)
         except client.Unserved as exc:
             return None, str(exc)
         return got.get("status", {}), None
 
+    try:
+        log = client.service_file("log")
+    except OSError as exc:  # e.g. the runtime directory is a link to another user's
+        _err(f"no runtime directory for the service: {exc} (fix it, or set service = \"off\")")
+        return EXIT_ERROR
     if args.action == "stop":
         st, why = call("stop")
         if st is None:
@@ -1337,7 +1342,7 @@ def cmd_service(args: argparse.Namespace) -> int:
         for r in st["repositories"]:
             print(f"  {r['root']}" + ("  (watching)" if r["watching"] else ""))
     if args.action == "start" and st is None:
-        _err(f"the service did not start: {why} (see {client.runtime_dir()}/service.log)")
+        _err(f"the service did not start: {why} (see {log})")
         return EXIT_ERROR
     return EXIT_OK
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 SERVED = ("search", "related", "def", "refs", "callers", "callees")
-PROTOCOL = 2
+PROTOCOL = 3  # 3: the environment as a digest, never its values
 CONNECT_TIMEOUT = 1.0  # seconds to connect and be accepted
 SILENCE_TIMEOUT = 5.0  # seconds without a word (the service sends one every second while it works)
 # Environment variables that change what a command does: a service started with other values
@@ -59,8 +59,29 @@ def runtime_dir() -> str:
     return path
 
 
+def install_key() -> str:
+    """Which codesight this is: a service of another install or version does not serve it."""
+    from codesight_tui import __version__
+
+    return f"{__version__} {os.path.dirname(os.path.abspath(__file__))}"
+
+
+def install_tag() -> str:
+    """A short name for this install (FNV-1a of ``install_key``): each install has a service,
+    socket, lock and log of its own, so two venvs used side by side never stop each other's."""
+    h = 0xCBF29CE484222325
+    for byte in install_key().encode("utf-8", "surrogateescape"):
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"[:12]
+
+
+def service_file(suffix: str) -> str:
+    """This install's ``service-TAG.sock``, ``.lock`` or ``.log`` in the runtime directory."""
+    return os.path.join(runtime_dir(), f"service-{install_tag()}.{suffix}")
+
+
 def socket_path() -> str:
-    return os.path.join(runtime_dir(), "service.sock")
+    return service_file("sock")
 
 
 def env_key() -> dict[str, str]:
@@ -68,11 +89,17 @@ def env_key() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES) and k not in _ENV_IGNORED}
 
 
-def install_key() -> str:
-    """Which codesight this is: a service of another install or version does not serve it."""
-    from codesight_tui import __version__
+def env_digest(env: dict[str, str] | None = None) -> str:
+    """A SHA-256 of ``env_key()``: what the client sends in its place. The service compares it with
+    its own, so the values themselves (a fleet store's credentials among them) never cross the
+    socket. (The C module: hashlib costs a served call milliseconds to import.)"""
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]  # Python 3.12+
+    except ImportError:
+        from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
 
-    return f"{__version__} {os.path.dirname(os.path.abspath(__file__))}"
+    items = sorted((env if env is not None else env_key()).items())
+    return str(sha256(to_json(items).encode("utf-8", "surrogateescape")).hexdigest())
 
 
 def enabled() -> bool:
@@ -106,12 +133,21 @@ def connect(timeout: float = CONNECT_TIMEOUT) -> _socket.socket:
 
     try:
         path = socket_path()
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise Unserved("no service running") from None
     except OSError as exc:
         raise Unserved(f"no runtime directory ({exc})") from None
+    uid = os.getuid()
+    # Whatever answers here is trusted with the request: a link, or a socket of another user's
+    # (planted in the runtime directory), is never connected to.
+    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != uid:
+        raise Unserved(f"refused {path}: not a socket of this user's")
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         sock.connect(path)
+        peer = peer_uid(sock)
     except FileNotFoundError:
         sock.close()
         raise Unserved("no service running") from None
@@ -121,7 +157,22 @@ def connect(timeout: float = CONNECT_TIMEOUT) -> _socket.socket:
     except OSError as exc:
         sock.close()
         raise Unserved(f"cannot reach the service ({exc.strerror or exc})") from None
+    if peer is not None and peer != uid:
+        sock.close()
+        raise Unserved(f"refused {path}: the process listening there is another user's (uid {peer})")
     return sock
+
+
+def peer_uid(sock: Any) -> int | None:
+    """The user id of the process at the other end of a Unix socket, where the OS says it
+    (Linux: ``SO_PEERCRED``, a ``struct ucred`` of pid, uid and gid)."""
+    import _socket
+
+    opt = getattr(_socket, "SO_PEERCRED", None)
+    if opt is None:
+        return None
+    creds = sock.getsockopt(_socket.SOL_SOCKET, opt, 12)
+    return int.from_bytes(creds[4:8], sys.byteorder)
 
 
 # JSON for the request, written here: the json module costs 17 ms to import (re, enum), more than
@@ -210,7 +261,7 @@ def _via_service(argv: list[str]) -> int | None:
                 stream.write(text)
                 stream.flush()
 
-    message = {"v": PROTOCOL, "install": install_key(), "env": env_key(), "argv": argv, "cwd": os.getcwd(),
+    message = {"v": PROTOCOL, "install": install_key(), "env": env_digest(), "argv": argv, "cwd": os.getcwd(),
                "tty": sys.stdout.isatty() and not os.environ.get("NO_COLOR"),
                "ask": sys.stdin.isatty() and sys.stderr.isatty()}  # a question can be asked here
     try:
@@ -219,7 +270,7 @@ def _via_service(argv: list[str]) -> int | None:
         if printed:
             sys.stderr.write(f"codesight: the service stopped mid-answer: {exc}; run the command again\n")
             return 1
-        if "--verbose" in argv:
+        if "--verbose" in argv or str(exc).startswith("refused /"):  # a planted socket is said every time
             sys.stderr.write(f"codesight: answering in this process: {exc}\n")
         return None
     show(end)
@@ -233,10 +284,9 @@ def start_service(wait: float = 0.0) -> int | None:
     import fcntl
 
     try:
-        rdir = runtime_dir()
+        lock, log = service_file("lock"), service_file("log")
     except OSError:
         return None
-    lock = os.path.join(rdir, "service.lock")
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError:
@@ -248,7 +298,6 @@ def start_service(wait: float = 0.0) -> int | None:
         return None
     fcntl.flock(fd, fcntl.LOCK_UN)
     os.close(fd)
-    log = os.path.join(rdir, "service.log")
     actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600),
                (os.POSIX_SPAWN_DUP2, 1, 2)]

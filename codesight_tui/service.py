@@ -12,10 +12,17 @@ and runtime directory: it holds ``service.lock`` for its life, so a second one e
 a socket left by a service that was killed is replaced. kill -9 loses nothing: index writes are
 SQLite transactions under the writer lock, as in any other process.
 
-Protocol: one JSON line from the client, ``{v, install, env, argv, cwd, tty}`` or ``{..., cmd:
-"ping"|"stop"}``; then frames back (``client.request`` reads them): stdout and stderr text as the
-command writes it, a keep-alive every second while it runs, and last its exit code (or why the
-request was refused).
+One service per install (``client.install_tag``): two venvs used side by side each have their own
+socket, and neither stops the other's service.
+
+Protocol: one JSON line from the client, ``{v, install, env, argv, cwd, tty}`` (``env``: a digest
+of the settings, ``client.env_digest``) or ``{..., cmd: "ping"|"stop"}``; then frames back
+(``client.request`` reads them): stdout and stderr text as the command writes it, a keep-alive
+every second while it runs, and last its exit code (or why the request was refused).
+
+The main thread reads request lines from every connection at once (a selector), and hands a
+worker only a whole request: idle or trickling connections hold no worker, and one that has not
+sent its line within ``REQUEST_S`` is refused and closed.
 """
 
 from __future__ import annotations
@@ -24,9 +31,9 @@ import contextlib
 import fcntl
 import json
 import os
+import selectors
 import signal
 import socket
-import struct
 import sys
 import threading
 import time
@@ -39,6 +46,7 @@ from codesight_tui.core.apps.workspace import EngineOptions, Workspace
 
 WORKERS = 8
 MAX_REQUEST = 1 << 20
+MAX_PENDING = 512  # connections still sending their request; past this the oldest is dropped
 HEARTBEAT_S = 1.0
 REQUEST_S = 2.0  # a request line must arrive whole within this: a client trickling bytes holds no worker
 SEND_S = 5.0  # a client that reads nothing for this long is gone
@@ -132,14 +140,23 @@ class _Reply:
 
 def peer_uid(conn: socket.socket) -> int | None:
     """The connecting process's user id, where the OS says it (Linux: ``SO_PEERCRED``)."""
-    opt = getattr(socket, "SO_PEERCRED", None)
-    if opt is None:
-        return None
     try:
-        _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i")))
+        return client.peer_uid(conn)
     except OSError:
         return None
-    return int(uid)
+
+
+def refusal(why: str) -> bytes:
+    """A refusal frame (``client.request`` raises ``Unserved`` with ``why``)."""
+    payload = why.encode()
+    return b"x" + len(payload).to_bytes(4, "big") + payload
+
+
+class _Pending:
+    """A connection whose request line has not all arrived."""
+
+    def __init__(self, conn: socket.socket, deadline: float) -> None:
+        self.conn, self.deadline, self.data = conn, deadline, b""
 
 
 def config_stamp() -> tuple[int, int] | None:
@@ -158,7 +175,7 @@ class Service:
     def __init__(self, idle_s: float, env: dict[str, str], owner: int | None = None) -> None:
         self.idle_s = idle_s
         self.owner = os.getuid() if owner is None else owner
-        self.env = env
+        self.env = client.env_digest(env)
         self.install = client.install_key()
         self.lock = threading.Lock()
         # The warm engines (a changed config file starts them all afresh). The full model (--full)
@@ -202,12 +219,14 @@ class Service:
                                      for r in self.workspace.roots()]}
 
     # --- requests -------------------------------------------------------------------------------
-    def handle(self, conn: socket.socket) -> None:
+    def handle(self, conn: socket.socket, data: bytes) -> None:
+        """Answer one whole request line (read by ``serve``'s selector) on its connection."""
         reply = _Reply(conn)
         with self.lock:
             self.busy += 1
         try:
-            self._handle(conn, reply)
+            conn.setblocking(True)
+            self._handle(reply, data)
         except Exception as exc:  # one bad request never takes the service down  # noqa: BLE001
             with self.lock:
                 self.failed += 1
@@ -225,42 +244,31 @@ class Service:
             self.refused += 1
         reply.send({"refused": why})
 
-    def _handle(self, conn: socket.socket, reply: _Reply) -> None:
-        uid = peer_uid(conn)
-        if uid is not None and uid != self.owner:
-            self._refuse(reply, "this service belongs to another user")
-            return
-        deadline = time.monotonic() + REQUEST_S
-        data = b""
-        while not data.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self._refuse(reply, "the request did not arrive in time")
-                return
-            conn.settimeout(left)
-            try:
-                more = conn.recv(65536)
-            except OSError:
-                return
-            if not more:
-                return
-            data += more
-            if len(data) > MAX_REQUEST:
-                self._refuse(reply, "request too large")
-                return
+    def refuse_now(self, conn: socket.socket, why: str) -> None:
+        """Refuse a connection from the main thread: one frame if the socket takes it at once
+        (it always has room for one), then closed. Never blocks."""
+        with self.lock:
+            self.refused += 1
+        with contextlib.suppress(OSError):
+            conn.setblocking(False)
+            conn.send(refusal(why))
+        with contextlib.suppress(OSError):
+            conn.close()
+
+    def _handle(self, reply: _Reply, data: bytes) -> None:
         try:
             msg = json.loads(data)
         except ValueError:
             self._refuse(reply, "not a request")
             return
-        conn.settimeout(SEND_S)
+        reply.conn.settimeout(SEND_S)
         if not isinstance(msg, dict) or msg.get("v") != client.PROTOCOL:
             self._refuse(reply, "another protocol version")
             return
         if msg.get("install") != self.install:
-            # Another codesight install or version is calling: make way for a service of its own.
-            self._refuse(reply, "a service of another codesight install is running; it is stopping")
-            self.stopping.set()
+            # Each install has a socket of its own (client.install_tag): this is a bad request,
+            # never a reason to stop.
+            self._refuse(reply, "not a request of this codesight install")
             return
         cmd = msg.get("cmd")
         if cmd == "stop":  # the owner's to stop, whatever settings it was started with
@@ -352,7 +360,7 @@ def serve(idle_s: float | None = None, lock_fd: int | None = None) -> int:
     (``lock_fd``: the lock, taken already by ``client.start_service``'s code)."""
     env = client.env_key()  # as the client that started it sent it (imports below set some variables)
     if lock_fd is None:
-        lock_fd = os.open(os.path.join(client.runtime_dir(), "service.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        lock_fd = os.open(client.service_file("lock"), os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -383,7 +391,6 @@ def serve(idle_s: float | None = None, lock_fd: int | None = None) -> int:
     os.chmod(path, 0o600)
     inode = os.stat(path).st_ino
     listener.listen(1024)
-    listener.settimeout(0.5)
     service = Service(idle_s, env)
     cli.WORKSPACE = service.workspace
     sys.stdout, sys.stderr = _Streams(sys.stdout, "o"), _Streams(sys.stderr, "e")
@@ -392,18 +399,21 @@ def serve(idle_s: float | None = None, lock_fd: int | None = None) -> int:
     threading.Thread(target=service.heartbeat, name="codesight-heartbeat", daemon=True).start()
     print(f"codesight service {os.getpid()}: listening on {path}", file=sys.__stderr__, flush=True)
     pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="codesight-serve")
+    pending: dict[socket.socket, _Pending] = {}
+    selector = selectors.DefaultSelector()
+    listener.setblocking(False)
+    selector.register(listener, selectors.EVENT_READ)
     try:
         while not service.stopping.is_set() and not service.idle():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                if service.stopping.is_set():
-                    break
-                raise
-            conn.setblocking(True)
-            pool.submit(service.handle, conn)
+            for key, _ in selector.select(0.5):
+                if key.fileobj is listener:
+                    _accept(listener, service, selector, pending)
+                else:
+                    _read(pending[key.fileobj], service, selector, pending, pool)  # type: ignore[index]
+            now = time.monotonic()
+            for p in [p for p in pending.values() if p.deadline <= now]:
+                _drop(p, selector, pending)
+                service.refuse_now(p.conn, "the request did not arrive in time")
     finally:
         service.stopping.set()
         try:
@@ -411,12 +421,71 @@ def serve(idle_s: float | None = None, lock_fd: int | None = None) -> int:
                 os.unlink(path)
         except OSError:
             pass
+        for p in list(pending.values()):
+            _drop(p, selector, pending)
+            with contextlib.suppress(OSError):
+                p.conn.close()
+        selector.close()
         listener.close()
         pool.shutdown(wait=True, cancel_futures=True)
         with service.lock:
             service.workspace.close()
         os.close(lock_fd)
     return 0
+
+
+def _accept(listener: socket.socket, service: Service, selector: selectors.BaseSelector,
+            pending: dict[socket.socket, _Pending]) -> None:
+    """Take every connection waiting: another user's is refused at once; the rest wait, without a
+    worker, for their request line."""
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:  # out of descriptors, say: the connections already open are still served
+            return
+        uid = peer_uid(conn)
+        if uid is not None and uid != service.owner:
+            service.refuse_now(conn, "this service belongs to another user")
+            continue
+        conn.setblocking(False)
+        if len(pending) >= MAX_PENDING:  # the oldest waiter makes room (dicts keep their order)
+            oldest = next(iter(pending.values()))
+            _drop(oldest, selector, pending)
+            service.refuse_now(oldest.conn, "too many connections waiting")
+        pending[conn] = _Pending(conn, time.monotonic() + REQUEST_S)
+        selector.register(conn, selectors.EVENT_READ)
+
+
+def _drop(p: _Pending, selector: selectors.BaseSelector, pending: dict[socket.socket, _Pending]) -> None:
+    pending.pop(p.conn, None)
+    with contextlib.suppress(KeyError, ValueError, OSError):
+        selector.unregister(p.conn)
+
+
+def _read(p: _Pending, service: Service, selector: selectors.BaseSelector, pending: dict[socket.socket, _Pending],
+          pool: ThreadPoolExecutor) -> None:
+    """What a waiting connection has sent: a whole line goes to a worker, an over-long one or a
+    closed connection goes away."""
+    try:
+        more = p.conn.recv(65536)
+    except (BlockingIOError, InterruptedError):
+        return
+    except OSError:
+        more = b""
+    if not more:
+        _drop(p, selector, pending)
+        with contextlib.suppress(OSError):
+            p.conn.close()
+        return
+    p.data += more
+    if b"\n" in p.data:
+        _drop(p, selector, pending)
+        pool.submit(service.handle, p.conn, p.data.split(b"\n", 1)[0])
+    elif len(p.data) > MAX_REQUEST:
+        _drop(p, selector, pending)
+        service.refuse_now(p.conn, "request too large")
 
 
 def main(lock_fd: int | None = None) -> int:

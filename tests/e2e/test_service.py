@@ -66,7 +66,7 @@ def cs(*args: str, cwd: Path | None = None, service: str | None = None, env: dic
 
 def service_pid() -> int | None:
     try:
-        text = (Path(client.runtime_dir()) / "service.lock").read_text().strip()
+        text = Path(client.service_file("lock")).read_text().strip()
     except OSError:
         return None
     return int(text) if text else None
@@ -151,7 +151,7 @@ def test_the_socket_is_the_owners_alone(served):
     sock = Path(client.socket_path())
     assert stat.S_IMODE(sock.stat().st_mode) == 0o600
     assert stat.S_IMODE(sock.parent.stat().st_mode) == 0o700
-    assert stat.S_IMODE((sock.parent / "service.log").stat().st_mode) == 0o600
+    assert stat.S_IMODE(Path(client.service_file("log")).stat().st_mode) == 0o600
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
@@ -271,7 +271,7 @@ def test_many_concurrent_calls_are_all_answered(served):
     def one() -> None:
         out: list[str] = []
         try:
-            end = client.request({"v": client.PROTOCOL, "install": client.install_key(), "env": client.env_key(),
+            end = client.request({"v": client.PROTOCOL, "install": client.install_key(), "env": client.env_digest(),
                                   "argv": ["search", "retry", "upload", "--mode", "bm25", "--json"],
                                   "cwd": str(served), "tty": False},
                                  lambda m: out.append(m.get("o", "")), silence=60)
@@ -367,3 +367,180 @@ def test_a_question_is_asked_on_the_clients_terminal_when_served(served, tmp_pat
         if proc.poll() is None:
             proc.kill()
         os.close(master)
+
+
+def _serve_once(path: str, uid: int | None, got: Path) -> int:
+    """A process (as ``uid`` where given) that listens at ``path``, writes whatever one client sends
+    into ``got``, and answers like a service: "PLANTED ANSWER" on stdout, exit code 0."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if uid is not None:
+                os.setgid(uid)
+                os.setuid(uid)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.bind(path)
+            s.listen(8)
+            s.settimeout(60)
+            conn, _ = s.accept()
+            conn.settimeout(5)
+            data = b""
+            with __import__("contextlib").suppress(OSError):
+                while not data.endswith(b"\n"):
+                    more = conn.recv(65536)
+                    if not more:
+                        break
+                    data += more
+            got.write_bytes(data)
+            text = b"PLANTED ANSWER\n"
+            conn.sendall(b"o" + len(text).to_bytes(4, "big") + text + b"r\x00\x00\x00\x010")
+            conn.close()
+        finally:
+            os._exit(0)
+    return pid
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
+@pytest.mark.parametrize("planted", ["link", "socket"])
+def test_a_socket_of_another_user_is_never_trusted(served, tmp_path, planted):
+    """Issue 66 item 2: ``service-TAG.sock`` planted as a link to another user's socket (or as that
+    socket itself, owned by us but listened on by uid 12345) got the request, environment and all,
+    and its reply was printed as the answer with exit 0. Now the client refuses it, says so, and
+    answers in its own process; the other end hears nothing."""
+    other = Path(tempfile.mkdtemp(prefix="cso-", dir="/tmp"))  # tmp_path's parents are 0700
+    other.chmod(0o777)
+    theirs, got = str(other / "s.sock"), other / "got"
+    pid = _serve_once(theirs, 12345, got)
+    assert wait_for(lambda: os.path.exists(theirs))
+    mine = client.socket_path()
+    if planted == "link":
+        os.symlink(theirs, mine)
+    else:
+        os.rename(theirs, mine)
+        os.chown(mine, os.getuid(), os.getgid())  # the file looks ours; its listener is not
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    out = cs("search", "retry", "failed", "upload", "--mode", "bm25", cwd=served,
+             env={"AWS_SECRET_ACCESS_KEY": secret})
+    assert out.returncode == 0 and "uploads/retry.py" in out.stdout, out.stderr
+    assert "PLANTED" not in out.stdout
+    assert f"refused {mine}" in out.stderr and out.stderr.count("\n") == 1
+    assert not got.exists() or got.read_bytes() == b""
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    shutil.rmtree(other, ignore_errors=True)
+
+
+def test_the_request_carries_a_digest_of_the_settings_never_their_values(served, tmp_path):
+    """Issue 66 item 2: the environment (a fleet store's AWS_SECRET_ACCESS_KEY among it) never
+    crosses the socket; the service compares a digest."""
+    got = tmp_path / "got"
+    pid = _serve_once(client.socket_path(), None, got)
+    assert wait_for(lambda: os.path.exists(client.socket_path()))
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    out = cs("search", "retry", cwd=served, env={"AWS_SECRET_ACCESS_KEY": secret, "CODESIGHT_SERVICE": "auto"})
+    os.waitpid(pid, 0)
+    assert out.stdout == "PLANTED ANSWER\n"  # ours, so trusted: this is what it was sent
+    sent = json.loads(got.read_bytes())
+    assert secret not in got.read_text() and "AWS_SECRET_ACCESS_KEY" not in got.read_text()
+    assert len(sent["env"]) == 64 and sent["argv"] == ["search", "retry"]
+
+
+def _connections(n: int) -> list[socket.socket]:
+    out = []
+    for _ in range(n):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(client.socket_path())
+        out.append(s)
+    return out
+
+
+def test_bad_requests_are_answered_and_stop_nothing(served):
+    """Issue 66 item 3: ``{"v":2}`` stopped the service (an install it did not know asked it to
+    make way). Each bad request now gets a refusal frame, and the service keeps serving."""
+    client.start_service(wait=30)
+    pid = service_pid()
+    for line in (b'{"v":2}', b'{"v":3}', json.dumps({"v": client.PROTOCOL, "install": "x", "cmd": "stop"}).encode(),
+                 b"[1,2]", b"\xff\xfe", b"{" * 100, b'{"v":3,"install":1e999}'):
+        s, = _connections(1)
+        s.settimeout(10)
+        s.sendall(line + b"\n")
+        frame = s.recv(4096)
+        s.close()
+        assert frame[:1] == b"x", (line, frame)
+    assert service_pid() == pid and started()
+    assert status()["refused"] >= 7
+
+
+def test_idle_and_trickling_connections_hold_no_worker(served):
+    """Issue 66 item 3: 200 idle connections made the next search wait 6.4 s and then answer in
+    its own process; 16 tricklers, 3.5 s. Only whole requests reach a worker now."""
+    assert cs("search", "retry", "--mode", "bm25", cwd=served).returncode == 0
+    assert wait_for(started)
+    idle = _connections(200)
+    tricklers = _connections(16)
+    stop = threading.Event()
+
+    def trickle() -> None:
+        while not stop.is_set():
+            for s in tricklers:
+                with __import__("contextlib").suppress(OSError):
+                    s.sendall(b" ")
+            stop.wait(0.2)
+
+    threading.Thread(target=trickle, daemon=True).start()
+    try:
+        for _ in range(3):
+            out = cs("search", "retry", "failed", "upload", "--mode", "bm25", "--verbose", cwd=served)
+            assert out.returncode == 0 and "uploads/retry.py" in out.stdout
+            assert "answering in this process" not in out.stderr, out.stderr  # the service answered
+    finally:
+        stop.set()
+        for s in idle + tricklers:
+            s.close()
+
+
+def test_a_second_install_has_a_service_of_its_own_and_never_stops_the_first(served, tmp_path):
+    """Issue 66 item 17: every install of one user shared one socket, and a call from another
+    install stopped the running service (ten restarts with two venvs side by side). Each install
+    now has its own socket, lock and service."""
+    copy = tmp_path / "other-install"
+    shutil.copytree(Path(client.__file__).parent, copy / "codesight_tui",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    other = {"PYTHONPATH": str(copy)}
+    probe = subprocess.run([sys.executable, "-c", "import codesight_tui.client as c; print(c.__file__, c.install_tag())"],
+                           capture_output=True, text=True, env=dict(os.environ, **other), cwd=str(tmp_path))
+    where, tag = probe.stdout.split()
+    assert where.startswith(str(copy)) and tag != client.install_tag()
+    assert cs("search", "retry", "--mode", "bm25", cwd=served).returncode == 0
+    assert wait_for(started)
+    first = service_pid()
+    for _ in range(3):
+        for env in (other, {}):
+            out = cs("search", "UploadQueue", "--mode", "bm25", "--verbose", cwd=served, env=env)
+            assert out.returncode == 0 and "uploads/queue.py" in out.stdout
+    assert service_pid() == first
+    theirs = Path(client.runtime_dir()) / f"service-{tag}.lock"
+    assert wait_for(lambda: theirs.exists() and theirs.read_text().strip() != "")
+    second = int(theirs.read_text())
+    assert second != first
+    out = cs("search", "UploadQueue", "--mode", "bm25", "--verbose", cwd=served, env=other)
+    assert "answering in this process" not in out.stderr  # its own service answers it
+    assert int(theirs.read_text()) == second and service_pid() == first
+    os.kill(second, signal.SIGKILL)
+
+
+def test_a_runtime_directory_that_is_a_link_elsewhere_is_one_line(served, tmp_path):
+    """Issue 66 item 22: ``service start`` printed a PermissionError traceback when
+    ``$XDG_RUNTIME_DIR/codesight`` was a link to another user's directory."""
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    run_dir = Path(os.environ["XDG_RUNTIME_DIR"])
+    shutil.rmtree(run_dir / "codesight", ignore_errors=True)
+    (run_dir / "codesight").symlink_to(theirs)
+    for action in ("start", "status", "stop"):
+        out = cs("service", action)
+        assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+        assert out.stderr.startswith("codesight: no runtime directory") and out.stderr.count("\n") == 1
+    out = cs("search", "UploadQueue", "--mode", "bm25", cwd=served)
+    assert out.returncode == 0 and "uploads/queue.py" in out.stdout and "Traceback" not in out.stderr
+    assert list(theirs.iterdir()) == []
