@@ -22,3 +22,11 @@ class IndexBusyError(CodeSightError):
 class VectorStoreError(CodeSightError):
     """The vector table could not be read (missing or damaged files): BM25 still works, and the
     next index run rebuilds the vectors from the embedding cache."""
+
+
+class NotHereError(CodeSightError):
+    """What was asked names nothing in this repository (a path outside it, a file it does not
+    index): where several repositories are asked, another one's more specific answer wins."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, exit_code=2)

@@ -103,7 +103,8 @@ def test_vimgrep_lines_and_related(repo):
     assert not any(h["path"] == "src/geo.py" and h["start_line"] <= int(line) <= h["end_line"] for h in hits)
     r = run("related", "haversine", "--mode", "bm25", "--vimgrep", cwd=repo)
     assert r.returncode == 0 and r.stdout.startswith("src/distance.py:")
-    for bad, msg in (("src/none.py:4", "not indexed"), ("/etc/passwd:1", "not inside"), ("Nowhere", "no file or definition")):
+    for bad, msg in (("src/none.py:4", "src/none.py: no such file"), ("/etc/passwd:1", "not inside"),
+                     ("/etc/no-such-file:1", "not inside"), ("Nowhere", "no file or definition")):
         r = run("related", bad, cwd=repo)
         assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, (bad, r.stderr)
 

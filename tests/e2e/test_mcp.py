@@ -290,6 +290,11 @@ async def test_find_related_looks_in_every_root_and_a_bad_glob_is_an_error(repo,
     async with server(repo, other) as client:
         r = await client.call_tool("find_related", {"location": "algo.py:5", "mode": "bm25"})
         assert not r.is_error, r.content
+        # issue 66 item 23: past the file's end, the root that has the file answers, not the other
+        r = await client.call_tool("find_related", {"location": "algo.py:30", "mode": "bm25"})
+        assert r.is_error and r.content[0].text.endswith("algo.py has no line 30"), r.content
+        r = await client.call_tool("find_related", {"location": "nowhere.py:3", "mode": "bm25"})
+        assert r.is_error and "nowhere.py: no such file" in r.content[0].text, r.content
         r = await client.call_tool("search", {"query": "haversine", "mode": "bm25", "file_glob": "[[["})
         assert r.is_error and "'['" in r.content[0].text
 
@@ -317,3 +322,10 @@ async def test_follow_the_code_through_a_real_client(nav_repo, _isolated_home):
         assert [(s["name"], s["target"]["line"]) for s in out["sites"]] == [("make_cache", 4), ("put", 14), ("get", 10)]
         r = await client.call_tool("find_callers", {"symbol": "  "})
         assert r.is_error and "say what to follow" in r.content[0].text
+        # issue 66 item 4: a path outside is refused alike whether it exists or not
+        said = set()
+        for path in ("/etc/passwd", "/etc/no-such-file-here", "/etc/passwd:1", "/etc/no-such-file-here:1"):
+            r = await client.call_tool("find_definition", {"symbol": path})
+            assert r.is_error, (path, r.content)
+            said.add(r.content[0].text.replace(path.split(":")[0], "PATH"))
+        assert len(said) == 1 and "is not inside" in said.pop()

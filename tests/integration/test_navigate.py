@@ -73,11 +73,37 @@ def test_documents_and_configuration_get_no_symbols(cs, nav_repo):
 
 
 def test_a_target_that_names_nothing_is_one_line(cs):
-    with pytest.raises(CodeSightError, match="no definitions indexed"):
+    with pytest.raises(CodeSightError, match="no such file"):
         cs.callers("README.md:1")
     with pytest.raises(CodeSightError):
         cs.callers("   ")
     assert cs.callers("no_such_name").resolution == "not defined here"
+
+
+def test_a_path_outside_is_refused_alike_whether_it_exists_or_not(cs, tmp_path):
+    """Issue 66 item 4: ``def /etc/passwd`` said "not inside ROOT" (exit 2) and ``/etc/nonexistent``
+    "not defined" (exit 1): an oracle for which paths exist outside the repository."""
+    there = tmp_path / "outside.py"
+    there.write_text("def outside():\n    return 1\n")
+    for follow in (cs.definitions, cs.references, cs.callers, cs.callees):
+        said = set()
+        for path in (str(there), str(tmp_path / "missing.py"), "/etc/passwd", "/etc/no-such-file-here",
+                     "../outside.py", "../missing.py"):
+            for target in (path, path + ":1"):
+                with pytest.raises(CodeSightError) as err:
+                    follow(target)
+                said.add((err.value.exit_code, str(err.value).replace(path, "PATH")))
+        assert said == {(2, f"PATH is not inside {cs.root}")}
+
+
+def test_a_file_that_does_not_exist_is_said_so(cs):
+    """Issue 66 item 20: ``callers nope.py:10`` said "no definitions indexed there"."""
+    with pytest.raises(CodeSightError, match=r"^store/nope\.py: no such file in "):
+        cs.callers("store/nope.py:10")
+    (cs.root / "README.md").write_text("# notes\n")
+    cs.index(embed=False)
+    with pytest.raises(CodeSightError, match="no definitions indexed"):
+        cs.callers("README.md:1")
 
 
 def test_a_damaged_symbol_table_is_found_and_rebuilt(cs):

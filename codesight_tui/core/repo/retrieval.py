@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codesight_tui.core.errors import CodeSightError, VectorStoreError
+from codesight_tui.core.errors import CodeSightError, NotHereError, VectorStoreError
 from codesight_tui.core.fusion import rrf_fuse
 from codesight_tui.core.index.storage import mark
 from codesight_tui.core.modes import MODES, Mode, Vectors
@@ -214,13 +214,16 @@ def related_many(engines: Sequence[RepoSearcher], target: str, top_k: int = 10, 
     in turn (the first that has it is the source; then ``fleet``, where none has it), then
     each, and the fleet, is searched for code like it."""
     source = None
+    errors: list[CodeSightError] = []
     for engine in engines:
         try:
             source = engine.related_source(target)
             break
-        except CodeSightError:
-            if engine is engines[-1] and fleet is None:
-                raise
+        except CodeSightError as exc:
+            errors.append(exc)
+    if source is None and fleet is None and errors:
+        # the answer of a repository that has the place ("no line 30") over one that has not
+        raise next((e for e in errors if not isinstance(e, NotHereError)), errors[0])
     if source is None and fleet is not None:
         source = fleet.find_source(target, repo)
     more: dict[str, Any] = {"fleet": fleet, "repo": repo} if fleet is not None else {}

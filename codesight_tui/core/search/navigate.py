@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.errors import CodeSightError, NotHereError
 from codesight_tui.core.ingest.paths import DECLARATIONS, VALUE_ORDER, classify
 from codesight_tui.core.search.related import parse_target
 from codesight_tui.core.store import symbols as tables
@@ -251,6 +251,8 @@ class Navigator:
         if where is not None:
             path, line = where
             defs = tables.file_definitions(self.conn, path)
+            if not defs and not (self.root / path).is_file():
+                raise NotHereError(f"{path}: no such file in {self.root}")
             if not defs:
                 raise CodeSightError(f"{path}: no definitions indexed there (a file of a language without a grammar,"
                                      " or not indexed)", exit_code=1)

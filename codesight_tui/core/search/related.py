@@ -8,6 +8,7 @@ stored vectors where it has them). The source and what overlaps it are left out 
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.errors import CodeSightError, NotHereError
 from codesight_tui.core.text import STOPWORDS, split_identifier
 
 if TYPE_CHECKING:
@@ -108,13 +109,21 @@ def parse_target(target: str, root: Path) -> tuple[str, int | None] | None:
     path, line = (m.group("path"), _line_number(m.group("line"))) if m else (text, None)
     p = Path(path).expanduser()
     full = p if p.is_absolute() else root / p
+    # Outside the repository is said before anything is looked at there: whether such a path
+    # exists is none of the answer's business (an existence oracle otherwise).
+    if not (_within(Path(os.path.normpath(full)), root) or _within(full.resolve(), root)):
+        raise NotHereError(f"{path} is not inside {root}")
     if not (m or full.is_file()):
         return None
     try:
         rel = full.resolve().relative_to(root)
-    except ValueError:
-        raise CodeSightError(f"{path} is not inside {root}", exit_code=2) from None
+    except ValueError:  # a link inside that leads out: the same answer
+        raise NotHereError(f"{path} is not inside {root}") from None
     return rel.as_posix(), line
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
 
 
 def _file_source(store: Store, root: Path, path: str) -> RelatedSource | None:
@@ -155,8 +164,9 @@ def find_source(store: Store, root: Path, target: str,
         if found is None:
             known = store.conn.execute("SELECT 1 FROM files WHERE path = ?", (path,)).fetchone()
             if known is None:
-                raise CodeSightError(f"{path} is not indexed (ignored, skipped, or new: run `codesight index`)",
-                                     exit_code=2)
+                if not (root / path).is_file():
+                    raise NotHereError(f"{path}: no such file in {root}")
+                raise NotHereError(f"{path} is not indexed (ignored, skipped, or new: run `codesight index`)")
             shown = line if line != MAX_LINE else "that far"
             raise CodeSightError(f"{path} has no line {shown}", exit_code=2)
         row = store.get_chunks([found[0]])[found[0]]
@@ -166,7 +176,7 @@ def find_source(store: Store, root: Path, target: str,
             raise CodeSightError(f"{target!r} is neither PATH:LINE, a file, nor a symbol", exit_code=2)
         ids = definitions(store, name)
         if not ids:
-            raise CodeSightError(f"no file or definition named {name!r} here: give PATH:LINE", exit_code=2)
+            raise NotHereError(f"no file or definition named {name!r} here: give PATH:LINE")
         row = store.get_chunks(ids[:1])[ids[0]]
     return RelatedSource(str(root), row.path, row.start_line, row.end_line, row.id, row.content,
                          terms_of(row.content) or row.content[:200])
