@@ -23,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -131,6 +132,7 @@ class Change:
     entry: dict[str, Any] | None = None  # the server entry this change writes (None: a guide, or a removal)
     remove: bool = False
     restores: bool = False  # gives the file back as it was before the first install
+    public: bool = False  # a project's file, meant to be committed: created with the umask's mode
 
     @property
     def changed(self) -> bool:
@@ -194,8 +196,11 @@ def _entry(agent: Agent, argv: list[str]) -> dict[str, Any]:
 
 
 def _read(path: Path) -> str | None:
-    """The file's text with its line endings as they are (CRLF stays CRLF)."""
+    """The file's text with its line endings as they are (CRLF stays CRLF). What is not a regular
+    file (a FIFO would block the read forever, a device never ends) is refused, unread."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise CodeSightError(f"{path} is not a regular file: left as is", exit_code=1)
         with open(path, encoding="utf-8", newline="") as f:
             return f.read()
     except FileNotFoundError:
@@ -485,6 +490,13 @@ def _writable(path: Path) -> None:
                              exit_code=1)
 
 
+def _umask() -> int:
+    """The process's umask (read by setting it back at once: the CLI is one thread here)."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
 def _key(path: Path) -> str:
     """The ledger's name for a file: its folder resolved (the file may not exist yet)."""
     return str(path.parent.resolve() / path.name)
@@ -495,18 +507,21 @@ def _target(path: Path) -> Path:
 
 
 def _file_change(agent: Agent, path: Path, before: str | None, edited: str | None, *, remove: bool,
-                 ledger: Ledger, entry: dict[str, Any] | None = None, shared: bool = False) -> Change:
+                 ledger: Ledger, entry: dict[str, Any] | None = None, shared: bool = False,
+                 public: bool = False) -> Change:
     """The change to one file, with the ledger's say: an uninstall of a file that is as install
-    left it gives back its first bytes (or removes it); a guide another agent still uses stays."""
+    left it gives back its first bytes (or removes it); a guide another agent still uses stays.
+    ``public``: a project's file (``.mcp.json``, ``AGENTS.md``), created with the umask's mode; a
+    user's own configuration is created 0600."""
     target = _target(path)
     record = ledger.files.get(_key(target))
     if remove and record is not None and agent.name in record.get("agents", []):
         others = [a for a in record["agents"] if a != agent.name]
         if shared and others:
-            return Change(target, before, before, agent.name, remove=True)
+            return Change(target, before, before, agent.name, remove=True, public=public)
         if not others and before == record.get("after"):
-            return Change(target, before, record.get("before"), agent.name, remove=True, restores=True)
-    return Change(target, before, edited, agent.name, entry=entry, remove=remove)
+            return Change(target, before, record.get("before"), agent.name, remove=True, restores=True, public=public)
+    return Change(target, before, edited, agent.name, entry=entry, remove=remove, public=public)
 
 
 def _looks_ours(agent: Agent, current: object) -> bool:
@@ -551,7 +566,8 @@ def plan(agent: Agent, *, home: Path, env: dict[str, Any], project: Path | None,
             edited = _toml_edit(config, before, agent.key, entry)
         else:
             edited = _json_edit(config, before, agent.key, entry, jsonc=agent.jsonc)
-        p.changes.append(_file_change(agent, config, before, edited, remove=remove, ledger=ledger, entry=entry))
+        p.changes.append(_file_change(agent, config, before, edited, remove=remove, ledger=ledger, entry=entry,
+                                      public=project is not None))
     if guide is not None:
         before = _read(guide)
         if agent.guide_is_file:  # the file is codesight's own: written whole, removed whole
@@ -559,7 +575,7 @@ def plan(agent: Agent, *, home: Path, env: dict[str, Any], project: Path | None,
         else:
             edited = _guide_edit(before, add=not remove)
         p.changes.append(_file_change(agent, guide, before, edited, remove=remove, ledger=ledger,
-                                      shared=not agent.guide_is_file))
+                                      shared=not agent.guide_is_file, public=project is not None))
     for c in p.changed:
         _writable(c.path)
     return p
@@ -611,7 +627,7 @@ def apply(change: Change, ledger: Ledger | None = None) -> Path | None:
             made.append(str(d))
             d = d.parent
         path.parent.mkdir(parents=True, exist_ok=True)
-        mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask() if change.public else 0o600
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:

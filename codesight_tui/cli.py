@@ -1483,7 +1483,10 @@ def run(argv: list[str], *, cwd: str | None = None, signals: bool = False) -> in
         _err(str(exc))
         return exc.exit_code
     except KeyboardInterrupt as exc:
-        _err("interrupted: everything indexed so far is saved; run the same command to resume")
+        if args.command in ("install", "uninstall", "stats", "service", "cache"):
+            _err("interrupted: each file is written whole or not at all")
+        else:
+            _err("interrupted: everything indexed so far is saved; run the same command to resume")
         return _exit_code(exc)
     except BrokenPipeError:
         return EXIT_OK

@@ -310,3 +310,38 @@ def test_dry_run_marks_a_missing_final_newline(home):
     r = run(home, "install", "claude-code", "--dry-run")
     assert "\\ No newline at end of file\n" in r.stdout
     assert not any(line.startswith("# Mine---") or line.endswith("# Mine+++") for line in r.stdout.splitlines())
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002])
+def test_project_files_get_the_umasks_mode_and_a_users_own_stay_private(home, tmp_path, umask):
+    """Issue 66 item 5: ``install --project`` created ``.mcp.json``, ``AGENTS.md`` and ``GEMINI.md``
+    0600, files a team commits. They get the umask's mode now; a user's own configuration that
+    install creates stays 0600."""
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    old = os.umask(umask)
+    try:
+        (project / "CLAUDE.md").write_text("# Claude\n")
+        r = run(home, "install", "claude-code", "codex", "gemini", "--project", str(project))
+        assert r.returncode == 0, r.stderr
+        made = [project / ".mcp.json", project / "AGENTS.md", project / "GEMINI.md", project / ".gemini/settings.json",
+                project / ".codex/config.toml"]
+        for path in made:
+            assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path
+        assert (project / "CLAUDE.md").stat().st_mode & 0o777 == 0o666 & ~umask  # an edited file keeps its mode
+        (home / ".claude.json").unlink()
+        r = run(home, "install", "claude-code")
+        assert r.returncode == 0, r.stderr
+        assert (home / ".claude.json").stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(old)
+
+
+def test_a_config_that_is_not_a_regular_file_is_skipped_in_one_line(home):
+    """Issue 66 item 22: ``mkfifo ~/.gemini/settings.json; codesight install gemini`` hung forever."""
+    os.mkfifo(home / ".gemini" / "settings.json")
+    r = run(home, "install", "gemini", "claude-code")
+    assert r.returncode == 1
+    assert "gemini: " in r.stderr and "settings.json is not a regular file: left as is" in r.stderr
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert "codesight" in json.loads((home / ".claude.json").read_text())["mcpServers"]  # the others go on
