@@ -907,9 +907,9 @@ class CodeSightApp(App[int]):
         if error is not None:
             self.notify(f"could not run {argv[0]}: {error}", severity="error", timeout=8)
         elif not knows_line(self.engine.settings.editor) and not self._told_line:
-            self._told_line = True  # once: the editor opened the file, only not at the line
-            self.notify(f"{os.path.basename(argv[0])} opened {hit.path} at its top: codesight does not know how to"
-                        f" give it line {hit.line or hit.start_line}. Set CODESIGHT_EDITOR to a template, e.g."
+            self._told_line = True  # once: whether the editor took +LINE, codesight cannot tell
+            self.notify(f"{os.path.basename(argv[0])} was given +{hit.line or hit.start_line} {hit.path}, the vi"
+                        " convention. If it did not open at that line, set CODESIGHT_EDITOR to a template, e.g."
                         " 'myeditor --line {line} {path}'", severity="warning", timeout=12)
 
     def _open_document(self, hit: SearchResult) -> None:

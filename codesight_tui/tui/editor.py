@@ -17,8 +17,9 @@ SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "fish", "ash", "busybox"}
 
 
 def knows_line(template: str | None = None, environ: dict[str, str] | None = None) -> bool:
-    """Whether ``editor_argv`` can put the cursor on the line: a template, or an editor whose
-    line syntax is known (``$VISUAL``, ``$EDITOR``, else vi)."""
+    """Whether ``editor_argv`` surely puts the cursor on the line: a template, or an editor whose
+    line syntax is known (``$VISUAL``, ``$EDITOR``, else vi). Any other is given ``+LINE PATH``,
+    and told once how to say otherwise."""
     if template:
         return "{line}" in template
     env = os.environ if environ is None else environ
@@ -52,9 +53,8 @@ def editor_argv(path: str, line: int, *, template: str | None = None, environ: d
         return argv + ["-g", f"{path}:{line}"]
     if name in COLON_LINE:
         return argv + [f"{path}:{line}"]
-    if name in PLUS_LINE:
-        return argv + [f"+{line}", path]
-    return argv + [path]
+    # Known or not: `+LINE PATH` is what vi, emacs, nano, micro, helix, kak and most wrappers take.
+    return argv + [f"+{line}", path]
 
 
 # Document viewers that take a page, and the arguments that say which.

@@ -127,7 +127,9 @@ async def test_open_in_editor_runs_the_editor_with_the_line(repo, settings, tmp_
 
 
 async def test_an_editor_without_a_line_syntax_is_told_once(repo, settings, tmp_path, monkeypatch):
-    """Issue 35, item 7: an unknown $EDITOR opened the file at its top, silently."""
+    """Issue 35, item 7: an unknown $EDITOR opened the file at its top, silently. Issue 66, item 19:
+    it got only the path; it gets ``+LINE PATH`` now, as vi, emacs, nano, micro, helix and kak do,
+    and the popup that explains CODESIGHT_EDITOR stays."""
     script, log = _fake_editor(tmp_path, "myeditor")
     monkeypatch.setenv("VISUAL", str(script))
     app = make_app(repo, settings)
@@ -138,7 +140,8 @@ async def test_an_editor_without_a_line_syntax_is_told_once(repo, settings, tmp_
         for _ in range(2):
             await pilot.press("enter")
             await pilot.pause(0.2)
-        assert log.read_text().split("\n")[0] == str(repo / app.hits[0].path)
+        hit = app.hits[0]
+        assert log.read_text().split("\n")[:2] == [f"+{hit.line or hit.start_line}", str(repo / hit.path)]
         told = [n.message for n in app._notifications if "CODESIGHT_EDITOR" in n.message]
         assert len(told) == 1 and "myeditor" in told[0]
 
@@ -431,6 +434,7 @@ def test_editor_argv_syntaxes():
     assert editor_argv("/r/a.py", 7, environ=env("code --wait")) == ["code", "--wait", "-g", "/r/a.py:7"]
     assert editor_argv("/r/a.py", 7, environ={"VISUAL": "nvim", "EDITOR": "nano"})[0] == "nvim"
     assert editor_argv("/r/a.py", 7, environ={}) == ["vi", "+7", "/r/a.py"]
+    assert editor_argv("/r/a.py", 7, environ=env("/opt/bin/my-wrapper --x")) == ["/opt/bin/my-wrapper", "--x", "+7", "/r/a.py"]
     assert editor_argv("/r/my file.py", 3, template="subl {path}:{line}") == ["subl", "/r/my file.py:3"]
     assert editor_argv("/r/a.py", 3, template="myed --line {line}") == ["myed", "--line", "3", "/r/a.py"]
     # never a shell: metacharacters stay inside one argument
