@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def by_name(rows: Any) -> Any:
     """Rows as the index reads them: the order of two names that start at one place says nothing."""
-    defs, names, ends, uses, calls, imports = rows
+    defs, names, ends, uses, calls, imports, _cut = rows
     listed = names.split("\n") if names else []
     flat, prev, out = array("i", uses), 0, {}
     for name, end in zip(listed, array("i", ends), strict=True):

@@ -151,3 +151,36 @@ def test_a_name_is_found_whatever_its_characters_and_only_in_its_own_case(cs, na
     # forgotten by the name index itself, not only left out when the rows are read
     assert not cs.store.conn.execute("SELECT rowid FROM sym_names WHERE sym_names MATCH ?",
                                      ('"x' + "valid?".encode().hex() + '"',)).fetchall()
+
+
+def test_hostile_shapes_are_indexed_whole_or_said_cut(nav_repo, settings):
+    """Issue 66 items 6-9 through the indexer: `refs v0` lists the Lua chain as well as the Python
+    one (the Python walk lost v0-v4468 of it), and a file past the names bound says so in the run's
+    warnings, with its path."""
+    chain = "+".join(f"v{i}" for i in range(70_000))
+    (nav_repo / "chain.py").write_text(f"\n\n\nx = {chain}\n")
+    (nav_repo / "chain.lua").write_text(f"\nx = {chain}\n")
+    (nav_repo / "deep.lua").write_text("local x = " + "f(" * 50_000 + "1" + ")" * 50_000 + "\n")
+    (nav_repo / "wide.py").write_text("y = " + "+".join(f"w{i}" for i in range(100_500)) + "\n")
+    (nav_repo / "broken.lua").write_text("int f( { #define X( \n" * 9_300 + "local needle_word = 1\n")
+    engine = CodeSight(nav_repo, settings=settings, embedder=HashEmbedder())
+    try:
+        report = engine.index(embed=False)
+        said = dict(w.split(": ", 1) for w in report.warnings)
+        assert sorted(said) == ["broken.lua", "chain.lua", "chain.py", "wide.py"], report.warnings
+        assert said["broken.lua"] == "no symbols: its parse took too long (chunked by lines)"
+        assert [h.path for h in engine.search("needle_word", mode="bm25")][:1] == ["broken.lua"]
+        assert said["wide.py"].startswith("symbols cut at 100,000 names; symbols cut at ")
+        assert said["chain.lua"] == said["chain.py"] and said["chain.py"].startswith("symbols cut at ")
+        assert sorted((s.path, s.line) for s in engine.references("v0").sites) == [("chain.lua", 2), ("chain.py", 4)]
+        assert sorted((s.path, s.line) for s in engine.references("v20000").sites) == [("chain.lua", 2), ("chain.py", 4)]
+        assert [(s.path, s.line, s.kind) for s in engine.callers("f").sites] == [("deep.lua", 1, "call")]
+    finally:
+        engine.close()
+
+
+def test_a_name_with_a_newline_is_one_name_that_is_not_defined(cs):
+    """Issue 66 item 22: ``refs $'a\\nb'`` raised "fts5: phrase queries are not supported"."""
+    for follow in (cs.references, cs.callers, cs.definitions):
+        nav = follow("evict\nput")
+        assert nav.resolution == "not defined here" and not nav.sites

@@ -347,3 +347,39 @@ def test_definitions_by_typedef_macro_assignment_and_class_field(chunker):
     assert {"function Axios.prototype.request", "function dispatchRequest"} <= scopes
     ts = f"export class Runner {{\n  private run = async (task: Task) => {{\n{stmts}\n  }}\n}}\n"
     assert "class Runner > method run" in {c.scope for c in chunker.chunk("runner.ts", "typescript", ts)}
+
+
+def test_a_parse_that_runs_past_its_bound_gives_up_and_the_file_is_chunked_by_lines():
+    """Issue 66: tree-sitter's Lua grammar recovers from 205 KB of ``int f( { #define X(`` in 7.4 s,
+    twice (the chunker's parse, then the symbols'). A parse stops at its bound
+    (``PARSE_SECONDS`` + ``PARSE_PER_BYTE``); the file is chunked by lines, every line kept."""
+    import time
+
+    from codesight_tui.core.ingest import chunker as chunker_mod
+    from codesight_tui.core.ingest.chunker import GAVE_UP, Chunker, parse_bounded, parser_for
+    from codesight_tui.core.ingest.tokens import TokenCounter
+
+    text = "int f( { #define X( \n" * 9_300 + "local needle_word = 1\n"
+    t0 = time.monotonic()
+    tree = Chunker.parse("lua", text)
+    took = time.monotonic() - t0
+    assert tree is GAVE_UP and took < 10
+    chunks = Chunker(TokenCounter(None), 256).chunk("big.lua", "lua", text, tree=tree)
+    assert "needle_word" in chunks[-1].content and chunks[0].start_line == 1
+    assert sum(c.end_line - c.start_line + 1 for c in chunks) >= 9_300
+    small = parse_bounded(parser_for("lua"), b"local x = 1\n")
+    assert small is not None and not small.root_node.has_error
+    assert parse_bounded(parser_for("lua"), text.encode(), 0.0) is None
+    assert chunker_mod.PARSE_SECONDS < 2
+
+
+def test_a_bounded_parse_tree_reads_its_text_long_after():
+    """The tree of a parse through a callback reads ``Node.text`` through it: past the parse's time
+    bound it must still get the bytes (it looped forever on an empty read)."""
+    import time
+
+    from codesight_tui.core.ingest.chunker import parse_bounded, parser_for
+
+    tree = parse_bounded(parser_for("python"), b"def f():\n    return 1\n", 0.05)
+    time.sleep(0.1)
+    assert tree.root_node.children[0].text == b"def f():\n    return 1"

@@ -314,7 +314,7 @@ def _by_name(rows):
     (the order of two names that start at one place is the walk's, and says nothing)."""
     from array import array
 
-    defs, names, ends, uses, calls, imports = rows
+    defs, names, ends, uses, calls, imports, _cut = rows
     listed = names.split("\n") if names else []
     flat, at, prev = array("i", uses), array("i", ends), 0
     by_name = {}
@@ -355,6 +355,26 @@ def test_the_c_walk_gives_the_rows_of_the_python_walk(language, source):
     assert symbols.extract_rows(language, source) == fast
 
 
+@pytest.mark.parametrize(("language", "source"), PARITY, ids=[f"{lang}-{k}" for k, (lang, _) in enumerate(PARITY)])
+def test_the_walk_deep_trees_take_gives_the_rows_of_the_query(language, source):
+    """Issue 66 items 6 and 9: a tree deeper than ``DEEP`` levels is read by a walk linear in its
+    nodes (the query engine slows with the depth squared, and dropped names). Where both can read
+    a tree, they give the same rows."""
+    from codesight_tui.core.ingest import symbols
+
+    query = symbols.python_rows(language, source)
+    walked = symbols.python_rows(language, source, walk=True)
+    assert query is not None and walked is not None
+    if language == "python" and "broken(" in source:
+        return  # the query's rows are the declarations parsed one by one; the walk reads the tree as it is
+    if language == "lua":  # the query's supertype "variable" also names a member expression, "M.flatten"
+        defs, names, calls, imports = _by_name(query)
+        query = (defs, {n: u for n, u in names.items() if "." not in n}, calls, imports)
+        assert _by_name(walked) == query
+        return
+    assert _by_name(walked) == _by_name(query)
+
+
 def test_the_c_walk_is_built_and_used_for_the_languages_it_can_stand_in_for():
     import shutil
 
@@ -366,3 +386,127 @@ def test_the_c_walk_is_built_and_used_for_the_languages_it_can_stand_in_for():
     walked = {lang for lang in GRAMMARS if symbols._native_tables(lang) is not None}
     # Lua's names include a supertype ("variable"), and shell's are its own patterns: the query's
     assert walked == set(GRAMMARS) - {"lua", "shell"}
+
+
+def _within(seconds: float, fn, *args):
+    """``fn(*args)``, or a failure after ``seconds``: a guard against the minutes these shapes took,
+    not a timing (each takes well under a second here)."""
+    import signal
+
+    def stop(*_):
+        raise TimeoutError(f"took over {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return fn(*args)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+DEEP_SHAPES = [
+    ("lua", "local x = " + "f(" * 50_000 + "1" + ")" * 50_000 + "\n"),
+    ("python", "x = " + "f(" * 50_000 + "1" + ")" * 50_000 + "\ndef g(:\n  pass\n"),
+    ("javascript", "x = " + "f(" * 50_000 + "1" + ")" * 50_000 + ";\n"),
+]
+
+
+@pytest.mark.parametrize(("language", "source"), DEEP_SHAPES, ids=[lang for lang, _ in DEEP_SHAPES])
+def test_deep_nesting_is_read_in_time_linear_in_the_file(language, source):
+    """Issue 66 item 6: 50,000 nested calls (150 KB) took the Python walk 152 s in Lua and 162 s in
+    Python with one syntax error (the query engine slows with the depth squared)."""
+    from codesight_tui.core.ingest import symbols
+
+    for rows in (_within(20, symbols.python_rows, language, source), _within(20, symbols.extract_rows, language, source)):
+        defs, by_name, calls, _imports = _by_name(rows)
+        assert by_name["f"][:3] == [1, 1, 0] and ("f", 1, 0) in calls and "x" in by_name
+
+
+def test_nested_definitions_keep_their_scopes_short():
+    """Issue 66 item 7: 20,000 classes nested one a line (329 KB) made a 1.2 GB index, each scope
+    naming every class around it. A scope keeps the innermost ``MAX_SCOPE`` names, and a file's
+    rows at most ``ROW_BYTES`` times its size: the outermost definitions, and the cut said."""
+    from codesight_tui.core.ingest import symbols
+
+    n = 20_500
+    source = "".join(f"class C{i} {{\n" for i in range(n)) + "}\n" * n
+    for rows in (_within(20, symbols.extract_rows, "java", source), _within(20, symbols.python_rows, "java", source)):
+        defs = rows[0]
+        assert 1_000 < len(defs) < symbols.MAX_DEFS and f"symbols cut at {len(defs):,} definitions" in rows[6]
+        assert defs[0][:3] == ("C0", "class", "") and defs[9][2] == ".".join(f"C{i}" for i in range(1, 9))
+        assert max(len(d[2].split(".")) for d in defs) == symbols.MAX_SCOPE
+        assert symbols._row_bytes(rows) <= symbols.ROW_BYTES * len(source)
+
+
+def test_a_broken_file_is_recovered_in_time_linear_in_its_declarations():
+    """Issue 66 item 8: ``int f( { #define X(`` repeated took 0.9 s at 25 KB and 42.4 s at 205 KB:
+    each declaration was parsed with every line of the file before it."""
+    from codesight_tui.core.ingest import symbols
+
+    source = "int f( { #define X( \n" * 9_300 + "int main(void) { return helper(1); }\n"
+    rows = _within(20, symbols.extract_rows, "c", source)
+    defs, by_name, calls, _ = _by_name(rows)
+    assert ("main", "function", "", 9_301, 9_301, 9_301) in defs and ("helper", 9_301, 9_301) in calls
+
+
+@pytest.mark.parametrize("language", ["python", "lua", "javascript", "go"])
+def test_a_long_chain_keeps_its_first_names_whichever_walk_reads_it(language):
+    """Issue 66 item 9: ``x = v0+v1+...+v69999`` (480 KB): the Python walk kept 65,533 names and lost
+    v0-v4468 (the query engine drops what it cannot hold), silently; the C walk kept all 70,001.
+    Both keep the same names now, the first used, within ``ROW_BYTES`` times the file's size, and
+    say where they were cut; a shorter chain is kept whole."""
+    from codesight_tui.core.ingest import symbols
+
+    def source(n: int) -> str:
+        chain = "+".join(f"v{i}" for i in range(n))
+        return {"go": f"package p\n\nvar x = {chain}\n", "javascript": f"var x = {chain};\n"}.get(language,
+                                                                                                    f"x = {chain}\n")
+
+    got = [_within(20, fn, language, source(70_000)) for fn in (symbols.python_rows, symbols.extract_rows)]
+    assert got[0][1:] == got[1][1:]
+    names = got[0][1].split("\n")
+    assert names.index("v1") == names.index("v0") + 1 < 4
+    assert f"symbols cut at {len(names):,} names" in got[0][6] and 20_000 < len(names) < 70_000
+    assert symbols._row_bytes(got[0]) <= symbols.ROW_BYTES * len(source(70_000))
+    short = symbols.python_rows(language, source(2_000))
+    assert {f"v{i}" for i in range(2_000)} <= set(short[1].split("\n")) and short[6] == ""
+
+
+def test_what_the_bounds_cut_is_said(monkeypatch):
+    """Issue 66: a file past ``MAX_NAMES`` keeps its first names and says it was cut."""
+    from codesight_tui.core.ingest import symbols
+
+    monkeypatch.setattr(symbols, "MAX_NAMES", 1_000)
+    source = "x = " + "+".join(f"v{i}" for i in range(3_000)) + "\n"
+    for rows in (symbols.python_rows("python", source), symbols.extract_rows("python", source),
+                 symbols.python_rows("python", source, walk=True)):
+        assert rows[6] == "symbols cut at 1,000 names"
+        assert len(rows[1].split("\n")) == 1_000 and "v0" in rows[1] and "v2999" not in rows[1]
+
+
+def test_the_c_entry_points_check_their_arguments():
+    """Issue 66 item 22: ``symscan.walk(object(), ...)`` and ``pack`` with name offsets past the end
+    of the data segfaulted (exit 139). Each is a TypeError or ValueError now."""
+    from array import array
+
+    from codesight_tui.core.ingest import symbols
+
+    if symbols.symscan is None:
+        pytest.skip("the C walk is not built here")
+    walk, pack = symbols.symscan.walk, symbols.symscan.pack
+    tree = symbols.parser_for("python").parse(b"def f():\n    g()\n")
+    with pytest.raises(TypeError):
+        walk(object(), b"\x01" * 4, b"\x00" * 8, False, 0)
+    with pytest.raises(ValueError):
+        walk(tree, b"\x01" * 400, b"", False, 0)  # fewer callee fields than symbols
+    assert walk(tree, b"", b"", False, 0) is not None
+    empty = array("i")
+    for names in (array("i", [0, 10**6, 0]).tobytes(), array("i", [5, 2, 0]).tobytes(), array("i", [-1, 2, 0]).tobytes(),
+                  array("i", [0, 1, 99]).tobytes(), b"\x00" * 5):
+        with pytest.raises(ValueError):
+            pack(b"abc", names, empty, empty, empty, empty, set())
+    with pytest.raises(ValueError):  # a definition "enclosed" by a later one: the climb would never end
+        pack(b"abc", b"", array("i", [0, 1]), array("i", [3, 3]), array("i", [1, 0]), array("i", [1, 1]), set())
+    with pytest.raises(ValueError):
+        pack(b"abc", b"", array("i", [0]), empty, empty, empty, set())

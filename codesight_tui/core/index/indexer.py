@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from codesight_tui.core.child import init_child, quiet_for_children
-from codesight_tui.core.ingest.chunker import Chunker, doc_text, embed_text
+from codesight_tui.core.ingest.chunker import GAVE_UP, Chunker, doc_text, embed_text
 from codesight_tui.core.ingest.extract import DOCUMENT_REASONS, DocumentReader, ExtractError, extract
 from codesight_tui.core.ingest.paths import VALUE_ORDER, VENDOR, classify, git_head
 from codesight_tui.core.ingest.symbols import FileSymbols, extract_rows
@@ -148,7 +148,8 @@ def prepare_batch(chunker: Chunker, batch: list[FileEntry], max_bytes: int | Non
     # Vendored, generated and minified files get no symbols: their names are someone else's code, and
     # a minified bundle's would be noise in every `refs` (and a sixth of the extraction on Django).
     found: list[FileSymbols | None] = [
-        extract_rows(lang, text, tree) if tree is not None and classify(path, lang) != VENDOR else None
+        (([], "", b"", b"", b"", b"", "no symbols: its parse took too long (chunked by lines)") if tree is GAVE_UP
+         else extract_rows(lang, text, tree) if tree is not None and classify(path, lang) != VENDOR else None)
         for (path, lang, text), tree in zip(texts, trees, strict=True)]
     return (items, unreadable, [chunk_fields(e.rel_path, chunks) for (e, _, _), chunks in zip(items, chunked, strict=False)],
             found)
@@ -354,6 +355,8 @@ def index_lexical(root: Path, store: Store, chunker: Chunker, *, max_file_size: 
                 report.chunks_removed += removed
                 report.files_changed += len(items)
                 report.secrets_masked += sum(masked for _, _, masked in items)
+                report.warnings += [f"{e.rel_path}: {sym[6]}" for (e, _, _), sym in zip(items, found, strict=False)
+                                    if sym is not None and sym[6]]
             done += len(batch)
             if progress:
                 progress(Progress("lexical", done, len(changed), batch[-1].rel_path))

@@ -253,6 +253,36 @@ def parser_for(language: str) -> Any:
         return None
 
 
+PARSE_SECONDS = 0.8  # a parse's time bound: this, plus ``PARSE_PER_BYTE`` (a 1 MB file: 1.3 s; a parse
+#                     of code runs at 10 MB/s here). tree-sitter's error recovery is quadratic on some
+#                     broken text (Lua: 205 KB of `int f( { #define X(` took 7.4 s); such a file is
+#                     chunked by lines instead.
+PARSE_PER_BYTE = 0.5e-6
+GAVE_UP = "gave up"  # what ``Chunker.parse`` returns for a parse stopped at its bound
+
+
+def parse_bounded(parser: Any, data: bytes, seconds: float | None = None) -> Any:
+    """``parser.parse(data)`` within ``seconds`` (default: ``PARSE_SECONDS`` + ``PARSE_PER_BYTE``), or
+    None. tree-sitter reads through a callback here, which says the input has ended once the time is
+    up: the parse then stops at once, and its tree, which covers only part of the file, is dropped."""
+    import time
+
+    deadline = time.monotonic() + (PARSE_SECONDS + len(data) * PARSE_PER_BYTE if seconds is None else seconds)
+    over = parsed = False
+
+    def read(offset: int, _point: Any) -> bytes:
+        nonlocal over
+        # The tree keeps this callback: ``Node.text`` reads through it later, and must get the bytes.
+        if not parsed and (over or time.monotonic() > deadline):
+            over = True
+            return b""
+        return data[offset : offset + 16_384]
+
+    tree = parser.parse(read)
+    parsed = True
+    return None if over else tree
+
+
 def has_grammar(language: str) -> bool:
     """Whether tree-sitter parsing is available for ``language`` here."""
     return parser_for(language) is not None
@@ -696,14 +726,15 @@ class Chunker:
     @staticmethod
     def parse(language: str, text: str) -> Any:
         """The tree-sitter parse of a file, as ``chunk`` makes it; None without a grammar or on a
-        grammar's failure."""
+        grammar's failure; ``GAVE_UP`` where it took longer than its bound (``parse_bounded``)."""
         parser = parser_for(language)
         if parser is None:
             return None
         try:
-            return parser.parse(text.encode("utf-8", errors="surrogatepass"))
+            tree = parse_bounded(parser, text.encode("utf-8", errors="surrogatepass"))
         except Exception:  # noqa: BLE001 - a grammar bug must never lose a file: it is chunked by blocks
             return None
+        return GAVE_UP if tree is None else tree
 
     def chunk(self, path: str, language: str, text: str, line_tokens: list[int] | None = None,
               blocks: list[tuple[int, int, str]] | None = None, tree: Any = None) -> list[Chunk]:
@@ -722,11 +753,13 @@ class Chunker:
 
         segs: list[tuple[int, int, str]] | None = None
         packed = blocks is not None
-        parser = None if packed else parser_for(language)
+        parser = None if packed or tree is GAVE_UP else parser_for(language)
         if parser is not None:
             try:
                 if tree is None:
-                    tree = parser.parse(text.encode("utf-8", errors="surrogatepass"))
+                    tree = parse_bounded(parser, text.encode("utf-8", errors="surrogatepass"))
+                if tree is None:
+                    raise TimeoutError("the parse took too long")
                 tc = _TreeChunker(GRAMMARS[language], lines, prefix, budget_for, parser)
                 segs = tc.run(tree.root_node)
             except Exception:  # a grammar bug must never lose a file: fall back to blocks  # noqa: BLE001

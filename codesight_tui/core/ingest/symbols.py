@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -29,7 +30,16 @@ from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codesight_tui.core.ingest.chunker import GRAMMARS, is_definition, keyword, node_name, parser_for
+from codesight_tui.core.ingest.chunker import (
+    GRAMMARS,
+    PARSE_PER_BYTE,
+    PARSE_SECONDS,
+    is_definition,
+    keyword,
+    node_name,
+    parse_bounded,
+    parser_for,
+)
 
 symscan: Any
 try:  # the walk and the per-name loop in C (native/symscan.c); optional, as a build without a compiler has none
@@ -123,9 +133,24 @@ class Reference:
 # around it, 0 outside any), one per (line, kind), name after name; where each name's uses end
 # (int32, in ints); its calls again, as int32 triples (the name's position among the names, line,
 # within); and the positions of the names it imports.
+# Last, what was cut, if anything ("symbols cut at 100,000 names"; "" for nothing).
 DefRow = tuple[str, str, str, int, int, int]
-FileSymbols = tuple[list[DefRow], str, bytes, bytes, bytes, bytes]  # defs, names, ends, uses, calls, imports
+FileSymbols = tuple[list[DefRow], str, bytes, bytes, bytes, bytes, str]  # defs, names, ends, uses, calls, imports, cut
 REF_KINDS = ("other", "call", "type", "import")  # a reference's kind code is its index here
+
+GAVE_UP_SAID = "no symbols: its parse took too long"
+PARSE_CUT = "symbols cut where its parse took too long"  # recovering a broken file, declaration by declaration
+# Bounds on one file's symbols, so that no file can hold up an index run or fill the disk (issue 66):
+# a hostile file's cost stays linear in its size, and what is cut is said.
+DEEP = 1_000  # tree levels: past this, tree-sitter's query engine slows with the depth squared (its
+#              matches in flight; 40,000 levels took 42 s and dropped names), so such a tree takes
+#              the walk (``_walk_scan``), linear in its nodes
+MAX_NAMES = 100_000  # name leaves a file (70,001 in a 480 KB `x = v0+v1+...` line)
+MAX_DEFS = 20_000  # definitions a file
+MAX_SCOPE = 8  # enclosing names kept in a scope, innermost last: 20,000 nested classes wrote each
+#               scope whole, 1.2 GB of them
+ROW_BYTES = 1.5  # a file's symbol rows, at most, as a multiple of its size (``_bounded``)
+MIN_ROW_BYTES = 65_536
 
 
 @dataclass
@@ -141,6 +166,7 @@ class Symbols:
 class _Queries:
     all: Query  # @d definitions, @n names, and @call, @type, @typed, @import: what tells a name's kind
     errors: Query  # @e: the parse's ERROR nodes
+    leaves: frozenset[str] = frozenset()  # the name leaves' node types
 
 
 @cache
@@ -179,13 +205,16 @@ def _queries(language: str) -> _Queries | None:
             patterns.append(f"({call} {at}({m} {alt} @call .))")
             patterns.extend(f"({call} {at}({m} ({m2} {alt} @call .) .))" for m2 in members)
     patterns += [f"({t}) @type" for t in sorted(TYPE_LEAVES) if has(t)]
-    # A type position's name: checked against its parent's type in Python (``typed``), since a
-    # grammar may have "type" as a supertype, which a query matches for every one of its subtypes.
-    patterns += [f"({parent} {alt} @typed)" for parent in sorted(TYPE_PARENTS) if has(parent) and leaves]
+    # A type position (the parent is captured): its type is checked in Python (``typed``), since a
+    # grammar may have "type" as a supertype, which a query matches for every one of its subtypes;
+    # its name children are read from it, never each name's parent asked (``Node.parent`` walks
+    # down from the root: quadratic in a flat file of thousands of declarations).
+    patterns += [f"({parent} {alt}) @typed" for parent in sorted(TYPE_PARENTS) if has(parent) and leaves]
     patterns += [f"({t}) @import" for t in sorted(IMPORTS) if has(t)]
     # One query, so the tree is walked once (each walk of Django's 5.5 MB of Python is 0.2 s).
     return _Queries(Query(lang, "\n".join([*(f"({t}) @d" for t in known), *([alt + " @n"] if leaves else []),
-                                           *_possible(lang, patterns, leaves), *own])), Query(lang, "(ERROR) @e"))
+                                           *_possible(lang, patterns, leaves), *own])), Query(lang, "(ERROR) @e"),
+                    frozenset(leaves))
 
 
 def _possible(lang: Any, patterns: list[str], leaves: list[str]) -> list[str]:
@@ -265,17 +294,21 @@ def _text(node: Node | None) -> str:
     return node.text.decode("utf-8", errors="replace") if node is not None and node.text else ""
 
 
-def _name_line(node: Node, name: str) -> int:
+NAME_WINDOW = 65_536  # bytes of a definition read for the line of its name
+
+
+def _name_line(node: Node, name: str, data: bytes) -> int:
     """The 0-based line of a definition's name: its name node's, else the first line of the
-    definition that holds the name (a decorator or comment above is not part of the node)."""
+    definition that holds the name (a decorator or comment above is not part of the node), read
+    from its first ``NAME_WINDOW`` bytes: a definition that holds 20,000 more is not read whole
+    for each of them."""
     found = node.child_by_field_name("name")
     if found is not None and _text(found) == name:
         return int(found.start_point[0])
-    lines = _text(node).split("\n")
-    for k, line in enumerate(lines):
-        if name in line:
-            return int(node.start_point[0]) + k
-    return int(node.start_point[0])
+    start = node.start_byte
+    head = data[start : min(node.end_byte, start + NAME_WINDOW)]
+    at = head.find(name.encode("utf-8", errors="surrogateescape"))
+    return int(node.start_point[0]) + (head.count(b"\n", 0, at) if at >= 0 else 0)
 
 
 def _declarator(node: Node) -> Node | None:
@@ -366,7 +399,7 @@ def extract(language: str, text: str | bytes, tree: Any = None) -> Symbols | Non
     found = _scan(language, text, tree)
     if found is None:
         return None
-    defs, uses, _calls, _imported = found
+    defs, uses, _calls, _imported, _cut = found
     index = {d.line: k for k, d in enumerate(defs)}  # the innermost, where two names share a line
     refs = [Reference(name, flat[k], REF_KINDS[flat[k + 1]], index[flat[k + 2]] if flat[k + 2] else -1)
             for name, flat in uses.items() for k in range(0, len(flat), 3)]
@@ -380,16 +413,63 @@ def extract_rows(language: str, text: str | bytes, tree: Any = None) -> FileSymb
     return fast if fast is not None else python_rows(language, text, tree)
 
 
-def python_rows(language: str, text: str | bytes, tree: Any = None) -> FileSymbols | None:
-    """``extract_rows`` from the query and the loop in Python, whether or not the C walk is built."""
-    found = _scan(language, text, tree)
+def python_rows(language: str, text: str | bytes, tree: Any = None, *, walk: bool = False) -> FileSymbols | None:
+    """``extract_rows`` from the query and the loop in Python, whether or not the C walk is built
+    (``walk``: from the walk that deep trees take, whatever the tree's depth)."""
+    found = _scan(language, text, tree, walk)
     if found is None:
         return None
-    defs, uses, calls, imported = found
+    defs, uses, calls, imported, cut = found
     flats = uses.values()
-    return (_def_rows(defs), "\n".join(uses),
-            array("i", accumulate(map(len, flats))).tobytes(), array("i", chain.from_iterable(flats)).tobytes(),
-            array("i", calls).tobytes(), array("i", sorted(imported)).tobytes())
+    size = len(text.encode("utf-8", errors="surrogateescape")) if isinstance(text, str) else len(text)
+    return _bounded((_def_rows(defs), "\n".join(uses),
+                     array("i", accumulate(map(len, flats))).tobytes(), array("i", chain.from_iterable(flats)).tobytes(),
+                     array("i", calls).tobytes(), array("i", sorted(imported)).tobytes(), cut), size)
+
+
+def _row_bytes(rows: FileSymbols) -> int:
+    return sum(len(x) for x in rows[1:6]) + sum(len(d[0]) + len(d[1]) + len(d[2]) + 12 for d in rows[0])
+
+
+def _bounded(rows: FileSymbols, size: int) -> FileSymbols:
+    """``rows`` within ``ROW_BYTES`` times the file's ``size`` (at least ``MIN_ROW_BYTES``): past
+    that, only the names first used earliest are kept, with their uses and calls, and the rows say
+    how many. Code's rows are 0.7x its size (the median of 4,210 Python files; 1.6x at most), a
+    line of 70,000 distinct names' 3.3x."""
+    budget = max(MIN_ROW_BYTES, int(ROW_BYTES * size))
+    total = _row_bytes(rows)
+    if total <= budget:
+        return rows
+    defs, text, ends_b, uses_b, calls_b, imports_b, cut = rows
+    left = budget
+    for k, d in enumerate(defs):  # the definitions first, outermost and earliest first
+        left -= len(d[0]) + len(d[1]) + len(d[2]) + 12
+        if left < 0:
+            cut = "; ".join(x for x in (cut, f"symbols cut at {k:,} definitions (their rows reached {ROW_BYTES:g}x"
+                                                " the file's size)") if x)
+            return defs[:k], "", b"", b"", b"", b"", cut
+    names = text.split("\n")
+    ends = array("i")
+    ends.frombytes(ends_b)
+    calls = array("i")
+    calls.frombytes(calls_b)
+    per_name = [0] * len(names)
+    for k in range(0, len(calls), 3):
+        per_name[calls[k]] += 12
+    keep, prev = 0, 0
+    for k, (name, end) in enumerate(zip(names, ends, strict=False)):
+        left -= len(name) + 1 + 4 + 4 * (end - prev) + per_name[k]
+        if left < 0:
+            break
+        keep, prev = k + 1, end
+    uses = array("i")
+    uses.frombytes(uses_b)
+    imports = array("i")
+    imports.frombytes(imports_b)
+    kept_calls = array("i", (v for k in range(0, len(calls), 3) if calls[k] < keep for v in calls[k : k + 3]))
+    said = f"symbols cut at {keep:,} names (their rows reached {ROW_BYTES:g}x the file's size)"
+    return (defs, "\n".join(names[:keep]), ends[:keep].tobytes(), uses[:prev].tobytes(), kept_calls.tobytes(),
+            array("i", (k for k in imports if k < keep)).tobytes(), "; ".join(x for x in (cut, said) if x))
 
 
 def _def_rows(defs: list[Definition]) -> list[DefRow]:
@@ -398,25 +478,49 @@ def _def_rows(defs: list[Definition]) -> list[DefRow]:
 
 # One file's definitions, and each name's uses in the order of their places, flat: (line, kind code,
 # the line of the innermost definition around it, 0 outside any) for each, one per (line, kind);
-# then its calls (the name's position among the uses, line, within), and the positions of the names
-# it imports.
-Scan = tuple[list[Definition], dict[str, list[int]], list[int], set[int]]
+# then its calls (the name's position among the uses, line, within), the positions of the names
+# it imports, and what was cut ("" for nothing).
+Scan = tuple[list[Definition], dict[str, list[int]], list[int], set[int], str]
 
 
-def _scan(language: str, text: str | bytes, tree: Any) -> Scan | None:
+def _scan(language: str, text: str | bytes, tree: Any, walk: bool = False) -> Scan | None:
     """Definitions, and references as ``(name, line, kind code, index of the enclosing definition)``."""
     queries = _queries(language) if language in GRAMMARS else None
     if queries is None:
         return None
     data = text.encode("utf-8", errors="surrogateescape") if isinstance(text, str) else text
+    # for every parse after the first (a broken file's declarations, one by one): half the first's
+    deadline = time.monotonic() + (PARSE_SECONDS + len(data) * PARSE_PER_BYTE) / 2
     if tree is None:
         parser = parser_for(language)
         assert parser is not None
-        tree = parser.parse(data)
-    if tree.root_node.has_error and _broken(queries.errors, tree, data.count(b"\n") + 1):
-        return _recover(language, queries, data.split(b"\n"), 0, data.count(b"\n") + 1, 0)
+        tree = parse_bounded(parser, data)
+        if tree is None:
+            return [], {}, [], set(), GAVE_UP_SAID
     src = text if isinstance(text, str) and len(text) == len(data) else None  # ASCII: a byte offset is a character's
+    if walk or deeper_than(tree, DEEP):  # as it is, broken or not: the ERROR query is as slow there
+        return _walk_scan(language, data, src, tree)
+    if tree.root_node.has_error and _broken(queries.errors, tree, data.count(b"\n") + 1):
+        return _recover(language, queries, data.split(b"\n"), 0, data.count(b"\n") + 1, 0, tree, deadline)
     return _scan_tree(language, queries, data, src, tree)
+
+
+def deeper_than(tree: Any, limit: int) -> bool:
+    """Whether ``tree`` has a node more than ``limit`` levels down: a walk with tree-sitter's cursor
+    that makes no node object (about 0.1 us a node) and stops at the first such node."""
+    cursor = tree.walk()
+    down, across, up = cursor.goto_first_child, cursor.goto_next_sibling, cursor.goto_parent
+    depth = 0
+    while True:
+        if down():
+            depth += 1
+            if depth > limit:
+                return True
+            continue
+        while not across():
+            if not up():
+                return False
+            depth -= 1
 
 
 def _broken(errors: Query, tree: Any, lines: int) -> bool:
@@ -436,20 +540,32 @@ def _indent(line: bytes) -> int:
     return len(line) - len(line.lstrip())
 
 
-def _recover(language: str, queries: _Queries, lines: list[bytes], lo: int, hi: int, depth: int) -> Scan:
+def _recover(language: str, queries: _Queries, lines: list[bytes], lo: int, hi: int, depth: int, whole_tree: Any,
+             deadline: float) -> Scan:
     """Definitions and references of lines ``lo``-``hi`` where the parse of the whole was lost: each
     declaration parsed alone (a line at the outermost indentation that starts with a name or an
-    annotation starts one), and where one still fails, its members the same way, under it."""
+    annotation starts one), and where one still fails, its members the same way, under it. Each
+    parse reads only the lines from its first to its last, and its lines are moved to their places
+    after: the work stays linear in the file, however many declarations it has. ``whole_tree``: the
+    parse of lines ``lo``-``hi`` where the caller has it; every parse ends by ``deadline``, and what
+    one past it would have read is said to be cut."""
     parser = parser_for(language)
     assert parser is not None
 
-    def scan(ranges: list[tuple[int, int]]) -> tuple[Scan, bool]:
-        # The lines kept at their places, the others blank, so that lines and offsets hold.
-        data = b"\n".join(lines[i] if any(a <= i < b for a, b in ranges) else b"" for i in range(hi))
-        tree = parser.parse(data)
-        return _scan_tree(language, queries, data, None, tree), tree.root_node.has_error
+    def scan(ranges: list[tuple[int, int]], tree: Any = None) -> tuple[Scan, bool]:
+        # The lines kept at their places from the first one on, the others blank.
+        first, last = ranges[0][0], ranges[-1][1]
+        data = b"\n".join(lines[i] if any(a <= i < b for a, b in ranges) else b"" for i in range(first, last)) \
+            if len(ranges) > 1 else b"\n".join(lines[first:last])
+        if tree is None:
+            tree = parse_bounded(parser, data, max(0.0, deadline - time.monotonic()))
+        if tree is None:
+            return ([], {}, [], set(), PARSE_CUT), False
+        if deeper_than(tree, DEEP):
+            return _shift(_walk_scan(language, data, None, tree), first), False
+        return _shift(_scan_tree(language, queries, data, None, tree), first), tree.root_node.has_error
 
-    whole, failed = scan([(lo, hi)])
+    whole, failed = scan([(lo, hi)], whole_tree)
     if not failed or depth >= RECOVER_DEPTH:
         return whole
     outside = _indent(lines[lo]) if depth else -1  # what is inside a declaration is indented further
@@ -466,8 +582,28 @@ def _recover(language: str, queries: _Queries, lines: list[bytes], lo: int, hi: 
             b -= 1  # the closing lines of what holds them
         parts.append((a, b))
     outer = [(a, b) for a, b in zip([lo] + [b for _, b in parts], [a for a, _ in parts] + [hi], strict=True) if a < b]
-    merged = _merge([scan(outer)[0]] + [_recover(language, queries, lines, a, b, depth + 1) for a, b in parts])
+    scans = ([scan(outer)[0]] if outer else []) + [_recover(language, queries, lines, a, b, depth + 1, None, deadline)
+                                                   for a, b in parts]
+    merged = _merge(scans)
     return merged if len(merged[0]) >= len(whole[0]) else whole  # the parse that lost less
+
+
+def _shift(found: Scan, by: int) -> Scan:
+    """A scan of lines parsed from line ``by`` on, with its lines moved to their places in the file."""
+    if not by:
+        return found
+    defs, uses, calls, imported, cut = found
+    moved = [Definition(d.name, d.kind, d.scope, d.line + by, d.start_line + by, d.end_line + by) for d in defs]
+    for flat in uses.values():
+        for k in range(0, len(flat), 3):
+            flat[k] += by
+            if flat[k + 2]:
+                flat[k + 2] += by
+    for k in range(0, len(calls), 3):
+        calls[k + 1] += by
+        if calls[k + 2]:
+            calls[k + 2] += by
+    return moved, uses, calls, imported, cut
 
 
 def _merge(scans: list[Scan]) -> Scan:
@@ -479,11 +615,11 @@ def _merge(scans: list[Scan]) -> Scan:
     for d in defs:  # scopes from the definitions around each, as one parse would have them
         while around and around[-1].end_line < d.end_line:
             around.pop()
-        out.append(d if d.scope or not around else Definition(d.name, d.kind, ".".join(o.name for o in around),
-                                                                d.line, d.start_line, d.end_line))
+        out.append(d if d.scope or not around else Definition(
+            d.name, d.kind, ".".join(o.name for o in around[-MAX_SCOPE:]), d.line, d.start_line, d.end_line))
         around.append(d)
-    # Each part's lines are the file's (``_recover`` keeps them at their places): the uses of all,
-    # in the order of their lines.
+    # Each part's lines are the file's (``_shift`` put them at their places): the uses of all, in
+    # the order of their lines.
     refs = sorted(((flat[k], name, flat[k + 1], flat[k + 2]) for _, uses, *_ in scans for name, flat in uses.items()
                    for k in range(0, len(flat), 3)), key=itemgetter(0))
     uses: dict[str, list[int]] = {}
@@ -501,7 +637,7 @@ def _merge(scans: list[Scan]) -> Scan:
             calls += (at, line, within)
         elif code == 3:
             imported.add(at)
-    return out, uses, calls, imported
+    return out, uses, calls, imported, next((c for *_, c in scans if c), "")
 
 
 # A file's definitions in order, and for each its start byte, the byte its references end at (its
@@ -536,7 +672,7 @@ def _found(language: str, nodes: list[Node]) -> list[Found]:
     return found
 
 
-def _definitions(language: str, found: list[Found]) -> Definitions:
+def _definitions(language: str, found: list[Found], data: bytes) -> Definitions:
     found.sort(key=lambda f: (f[0], -f[1]))
     defs: list[Definition] = []
     starts: list[int] = []  # each definition's start byte, in order
@@ -550,11 +686,13 @@ def _definitions(language: str, found: list[Found]) -> Definitions:
         while open_ and ends[open_[-1]] <= start:
             open_.pop()
         tail = name.rsplit(".", 1)[-1]
-        line = name_row if name_row >= 0 or node is None else _name_line(node, tail.split(" for ")[-1])
+        line = name_row if name_row >= 0 or node is None else _name_line(node, tail.split(" for ")[-1], data)
         if not chunked and (tail, line) in names_at:
             continue  # const f = function f() {...}: one definition
+        if len(defs) >= MAX_DEFS:
+            break
         scopes = chunked or kind in EXTRA_SCOPES
-        scope = ".".join([defs[i].name for i in open_])
+        scope = ".".join([defs[i].name for i in open_[-MAX_SCOPE:]])
         defs.append(Definition(name, kind, scope, line + 1, first + 1, last + 1))
         names_at.add((tail, line))
         starts.append(start)
@@ -569,20 +707,37 @@ def _scan_tree(language: str, queries: _Queries, data: bytes, src: str | None, t
     from tree_sitter import QueryCursor
 
     marks = QueryCursor(queries.all).captures(tree.root_node)
-    defs, starts, ends, parents, names_at = _definitions(language, _found(language, marks.get("d", [])))
+    found = _found(language, marks.get("d", []))
+    definitions = _definitions(language, found, data)
     # Leaves only: a grammar's supertype among the names (Lua's "variable") also matches a member
     # expression, which starts where its first name does.
     kinds = {n.start_byte: 2 for n in marks.get("type", ()) if not n.named_child_count}  # by start byte
-    kinds.update((n.start_byte, 2) for n in marks.get("typed", ())
-                 if not n.named_child_count and n.parent is not None and n.parent.type in TYPE_PARENTS)
+    leaf_types = queries.leaves
+    kinds.update((c.start_byte, 2) for p in {n.id: n for n in marks.get("typed", ())}.values()
+                 if p.type in TYPE_PARENTS for c in p.named_children if c.type in leaf_types and not c.named_child_count)
     kinds.update((n.start_byte, 1) for n in marks.get("call", ()) if not n.named_child_count)  # a call first
     spans = sorted((n.start_byte, n.end_byte) for n in marks.get("import", ()))
-    imp_starts = [a for a, _ in spans]
-    imp_ends = list(accumulate((b for _, b in spans), max))  # the furthest end of any import so far
+    parts = language in COMPOUND_NAMES
+    # In the order of their places: the order of a query's captures can change from one run to the
+    # next, and which of a definition's names on its line is its own must not.
+    leaves = [(n.start_byte, n.end_byte) for n in sorted(marks.get("n", []), key=_START)
+              if not (parts and n.named_child_count)]  # a name with parts (Swift's identifier): its parts count
+    return _pack(data, src, leaves, kinds, spans, definitions, len(found) > MAX_DEFS)
+
+
+def _pack(data: bytes, src: str | None, leaves: list[tuple[int, int]], kinds: dict[int, int],
+          imports: list[tuple[int, int]], definitions: Definitions, defs_cut: bool) -> Scan:
+    """A file's uses from its name leaves (start and end bytes, in order), the kind of each by its
+    start byte (``kinds``: 1 a call, 2 a type; else 3 inside one of ``imports``' sorted spans, else
+    0), and its definitions. One pass, packing as it goes: this loop is most of the cost symbols add
+    to indexing. At most ``MAX_NAMES`` leaves are read, and the scan says so if there were more."""
+    defs, starts, ends, parents, names_at = definitions
+    cut = _cut(len(leaves), defs_cut)
+    imp_starts = [a for a, _ in imports]
+    imp_ends = list(accumulate((b for _, b in imports), max))  # the furthest end of any import so far
     imp_last = imp_ends[-1] if imp_ends else -1
     def_lines = [d.line for d in defs]
     name_lines = {line for _, line in names_at}
-    parts = language in COMPOUND_NAMES
     # Lines from byte offsets (a bisect in C), not from each node's start_point (an object apiece).
     newlines = [m.start() for m in _NEWLINE.finditer(data)]
     uses: dict[str, list[int]] = {}
@@ -591,14 +746,8 @@ def _scan_tree(language: str, queries: _Queries, data: bytes, src: str | None, t
     imported: set[int] = set()
     used = uses.get
     kind_of = kinds.get
-    # In the order of their places: the order of a query's captures can change from one run to the
-    # next, and which of a definition's names on its line is its own must not. One pass, packing as
-    # it goes: this loop is most of the cost symbols add to indexing.
-    for leaf in sorted(marks.get("n", []), key=_START):
-        if parts and leaf.named_child_count:  # a name node with parts (Swift's identifier): its parts count
-            continue
-        at = leaf.start_byte
-        name = src[at : leaf.end_byte] if src is not None else data[at : leaf.end_byte].decode("utf-8", errors="replace")
+    for at, end in leaves[:MAX_NAMES]:
+        name = src[at:end] if src is not None else data[at:end].decode("utf-8", errors="replace")
         if not name:
             continue
         line = bisect_right(newlines, at - 1)  # 0-based: the newlines before it
@@ -631,7 +780,122 @@ def _scan_tree(language: str, queries: _Queries, data: bytes, src: str | None, t
             calls += (position[name], line, within)
         elif code == 3:
             imported.add(position[name])
-    return defs, uses, calls, imported
+    return defs, uses, calls, imported, cut
+
+
+def _cut(names: int, defs_cut: bool) -> str:
+    """What a file's symbols lost to the bounds, said as ``status`` and ``index`` say it."""
+    said = [f"{MAX_NAMES:,} names"] if names > MAX_NAMES else []
+    said += [f"{MAX_DEFS:,} definitions"] if defs_cut else []
+    return f"symbols cut at {' and '.join(said)}" if said else ""
+
+
+def _walk_scan(language: str, data: bytes, src: str | None, tree: Any) -> Scan:
+    """``_scan_tree`` for a tree too deep for the query engine: one walk with tree-sitter's cursor
+    that tells each name's kind as the C walk does (``native/symscan.c``'s ``walk``, from the same
+    tables), in time linear in the tree's nodes, whatever its depth. About 2 us a node in Python:
+    only trees deeper than ``DEEP`` take it."""
+    tables = _walk_tables(language)
+    flags, callee_field, compound = tables.flags, array("H", tables.callee), language in COMPOUND_NAMES
+    nsym = len(flags)
+    command = _shell_commands(language)
+    cursor = tree.walk()
+    # per level: flags, symbol, named children seen, in a call's callee place, last named child
+    stack: list[list[int]] = []
+    def_nodes: list[Node] = []
+    leaves: list[tuple[int, int]] = []
+    kinds: dict[int, int] = {}
+    imports: list[tuple[int, int]] = []
+    while True:
+        node = cursor.node
+        sym = node.kind_id
+        f = flags[sym] if sym < nsym else 0
+        parent = stack[-1] if stack else None
+        grand = stack[-2] if len(stack) >= 2 else None
+        callee = last = 0
+        if parent is not None and parent[0] & F_CALL and node.is_named:
+            first = parent[2] == 0
+            parent[2] += 1
+            if f & (F_NAME | F_MEMBER):
+                want = callee_field[parent[1]]
+                callee = int(cursor.field_id == want) if want else int(first)
+        if parent is not None and parent[0] & F_MEMBER and not callee and f & (F_NAME | F_MEMBER) and \
+                (parent[3] or (grand is not None and grand[0] & F_MEMBER and grand[3])):
+            last = int(node.next_named_sibling is None)
+        if f & (F_DEF | F_IMPORT | F_NAME):
+            start, end = node.start_byte, node.end_byte
+            if f & F_DEF:
+                def_nodes.append(node)
+            if f & F_IMPORT:
+                imports.append((start, end))
+            if f & F_NAME:
+                named = node.named_child_count
+                if command is not None and sym == command[1]:  # a shell word: a name only as a command's
+                    named = -1 if parent is None or parent[1] != command[0] else named
+                    callee = int(named == 0 and grand is not None and grand[1] == command[2])
+                if named >= 0 and not (compound and named) and end > start:
+                    leaves.append((start, end))
+                if named == 0:
+                    code = 2 if f & F_TYPE_LEAF or (parent is not None and parent[0] & F_TYPE_PARENT) else 0
+                    if callee or (parent is not None and parent[0] & F_MEMBER and last == 1 and (
+                            parent[3] or (grand is not None and grand[0] & F_MEMBER and grand[3] and parent[4] == 1))):
+                        code = 1
+                    if code and kinds.get(start) != 1:
+                        kinds[start] = code
+        if cursor.goto_first_child():
+            stack.append([f, sym, 0, callee, last])
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                imports.sort()
+                found = _found(language, def_nodes)
+                return _pack(data, src, leaves, kinds, imports, _definitions(language, found, data), len(found) > MAX_DEFS)
+            stack.pop()
+
+
+@cache
+def _walk_tables(language: str) -> _Tables:
+    """``_native_tables``' tables for ``_walk_scan``, for every grammar: there no query stands beside
+    the walk, so a supertype among the types named (Lua's "variable") only goes unmatched."""
+    parser = parser_for(language)
+    assert parser is not None
+    lang = parser.language
+    flags = bytearray(lang.node_kind_count)
+    callee = array("H", bytes(2 * lang.node_kind_count))
+
+    def ids(types: Any) -> list[int]:
+        return [i for t in types if (i := lang.id_for_node_kind(t, True))]
+
+    known = [*GRAMMARS[language].defs, *EXTRA_DEFS.get(language, {})]
+    names = ("variable_name", "word") if language in OWN_NAMES else NAME_LEAVES
+    for types, bit in ((names, F_NAME), (TYPE_LEAVES, F_TYPE_LEAF), (TYPE_PARENTS, F_TYPE_PARENT),
+                       (IMPORTS, F_IMPORT), (known, F_DEF), (MEMBERS, F_MEMBER)):
+        for i in ids(types):
+            if i < len(flags):
+                flags[i] |= bit
+    for call, fld in CALLS.items():
+        i = lang.id_for_node_kind(call, True)
+        if not i or i >= len(flags) or language in OWN_NAMES:
+            continue
+        flags[i] |= F_CALL
+        if call == "call" and _possible(lang, ["(call method: (_))"], []):
+            callee[i] = lang.field_id_for_name("method") or 0
+        elif fld and _possible(lang, [f"({call} {fld}: (_))"], []):
+            callee[i] = lang.field_id_for_name(fld) or 0
+    return _Tables(bytes(flags), callee.tobytes(), lang.field_id_for_name("name") or 0, frozenset())
+
+
+@cache
+def _shell_commands(language: str) -> tuple[int, int, int] | None:
+    """For a grammar with its own name patterns (shell): the ids of ``command_name``, ``word`` and
+    ``command``: a word is a name inside a command_name, and a call where that is a command's."""
+    if language not in OWN_NAMES:
+        return None
+    parser = parser_for(language)
+    assert parser is not None
+    lang = parser.language
+    return (lang.id_for_node_kind("command_name", True), lang.id_for_node_kind("word", True),
+            lang.id_for_node_kind("command", True))
 
 # What a node type is to the C walk (``native/symscan.c``), a byte a symbol.
 F_NAME, F_TYPE_LEAF, F_TYPE_PARENT, F_IMPORT, F_DEF, F_CALL, F_MEMBER = 1, 2, 4, 8, 16, 32, 64
@@ -757,27 +1021,33 @@ def _native_rows(language: str, text: str | bytes, tree: Any) -> FileSymbols | N
     if tree is None:
         parser = parser_for(language)
         assert parser is not None
-        tree = parser.parse(data)
+        tree = parse_bounded(parser, data)
     from tree_sitter import Tree
 
     if not isinstance(tree, Tree):  # the C walk reads py-tree-sitter's own Tree, and nothing else
         return None
     root = tree.root_node
-    if root.has_error and _broken(queries.errors, tree, data.count(b"\n") + 1):
+    # A broken parse is recovered in Python, unless the tree is too deep for that to be cheap (its
+    # ERROR query is as slow there as the rest): the walk below is linear in any tree.
+    if root.has_error and not deeper_than(tree, DEEP) and _broken(queries.errors, tree, data.count(b"\n") + 1):
         return None
     walked = symscan.walk(tree, tables.flags, tables.callee, language in COMPOUND_NAMES, tables.name_field)
     if walked is None:
         return None
+    if len(walked[0]) > 8 * 4 * 2000 and deeper_than(tree, DEEP):
+        return None  # thousands of nested definitions: each node looked up from the root is quadratic
     found = _found_fast(language, tables, data, root, array("i", walked[0]))
     if found is None:  # pragma: no cover - a node the walk met is in the tree
         return None
-    defs, starts, ends, parents, names_at = _definitions(language, found)
+    defs, starts, ends, parents, names_at = _definitions(language, found, data)
+    names = walked[1]
+    cut = _cut(len(names) // 12, len(found) > MAX_DEFS)
     try:
-        packed = symscan.pack(data, walked[1], array("i", starts), array("i", ends), array("i", parents),
-                               array("i", [d.line for d in defs]), names_at)
+        packed = symscan.pack(data, names[:12 * MAX_NAMES], array("i", starts), array("i", ends),
+                              array("i", parents), array("i", [d.line for d in defs]), names_at)
     except UnicodeDecodeError:  # a name that is not UTF-8: the Python walk decodes it as it always has
         return None
-    return (_def_rows(defs), *packed)
+    return _bounded((_def_rows(defs), *packed, cut), len(data))
 
 
 if __name__ == "__main__":

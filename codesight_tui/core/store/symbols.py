@@ -53,8 +53,11 @@ def _tokens(names: str) -> str:
     return "\n".join(_token(n) for n in names.split("\n"))
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_$]+")  # one name: a newline in it (``refs $'a\nb'``) made two tokens
+
+
 def _token(name: str) -> str:
-    return name if _PLAIN.fullmatch(name) else "x" + name.encode("utf-8", errors="surrogateescape").hex()
+    return name if _PLAIN_NAME.fullmatch(name) else "x" + name.encode("utf-8", errors="surrogateescape").hex()
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +105,7 @@ def write(conn: sqlite3.Connection, files: list[tuple[str, FileSymbols | None]])
     for path, found in files:
         if found is None or not (found[0] or found[1]):
             continue
-        defs, names, ends, uses, calls, imports = found
+        defs, names, ends, uses, calls, imports, _cut = found
         used = set(names.split("\n")) if names else set()
         only_defined = sorted({d[0] for d in defs} - used)
         held = "\n".join([names, *only_defined]) if names else "\n".join(only_defined)

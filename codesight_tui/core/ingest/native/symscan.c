@@ -81,12 +81,37 @@ static void status(TSTreeCursor *cur, TSFieldId *field, bool *later_named) {
  * of their places. ``flags``: a byte per symbol; ``callee``: a uint16 per symbol, for a call node
  * the field that holds what is called (0: its first named child). ``compound``: names with named
  * parts are left out (Swift). */
+/* py-tree-sitter's Tree type, looked up once: ``walk`` reads the object's first field as a TSTree
+ * pointer, so anything else must be refused before that (a TypeError, never a crash). */
+static PyObject *tree_type = NULL;
+
+static int is_tree(PyObject *obj) {
+    if (!tree_type) {
+        PyObject *mod = PyImport_ImportModule("tree_sitter");
+        if (!mod) return -1;
+        tree_type = PyObject_GetAttrString(mod, "Tree");
+        Py_DECREF(mod);
+        if (!tree_type) return -1;
+    }
+    return PyObject_IsInstance(obj, tree_type);
+}
+
 static PyObject *walk(PyObject *self, PyObject *args) {
     PyObject *tree_obj;
     Py_buffer flags_buf, callee_buf;
     int compound, name_field_arg;
     if (!PyArg_ParseTuple(args, "Oy*y*pi", &tree_obj, &flags_buf, &callee_buf, &compound, &name_field_arg))
         return NULL;
+    int tree_ok = is_tree(tree_obj);
+    if (tree_ok <= 0 || callee_buf.len < 2 * flags_buf.len || name_field_arg < 0 || name_field_arg > UINT16_MAX) {
+        if (tree_ok == 0)
+            PyErr_SetString(PyExc_TypeError, "walk() takes a tree_sitter.Tree");
+        else if (tree_ok > 0)
+            PyErr_SetString(PyExc_ValueError, "walk(): callee needs a uint16 per symbol of flags, name_field a field id");
+        PyBuffer_Release(&flags_buf);
+        PyBuffer_Release(&callee_buf);
+        return NULL;
+    }
     TSFieldId name_field = (TSFieldId)name_field_arg;
     const uint8_t *flags = flags_buf.buf;
     const uint16_t *callee_field = callee_buf.buf;
@@ -269,6 +294,24 @@ static PyObject *pack(PyObject *self, PyObject *args) {
     int32_t *slots = NULL, *records = NULL, *name_lines = NULL;
     Vec calls = {0}, imported = {0};
     Py_ssize_t ntable = 0, nrec = 0, nlines = 0, cap_lines = 0;
+    /* The arguments are checked before anything is read through them: every name inside the data,
+     * one of each per definition, and each definition's enclosing one before it (the loop that
+     * climbs them ends). */
+    const char *bad = NULL;
+    if (names_buf.len % 12 || starts_buf.len % 4 || ends_buf.len != starts_buf.len ||
+        parents_buf.len != starts_buf.len || lines_buf.len != starts_buf.len || data_buf.len > INT32_MAX)
+        bad = "pack(): names must be int32 triples, and starts, ends, parents and def_lines one int32 per definition";
+    for (Py_ssize_t i = 0; !bad && i < count; i++)
+        if (nm[3 * i] < 0 || nm[3 * i + 1] < nm[3 * i] || nm[3 * i + 1] > data_buf.len || nm[3 * i + 2] < 0 ||
+            nm[3 * i + 2] > 30)
+            bad = "pack(): a name's place is outside the data, or its kind is not one";
+    for (Py_ssize_t i = 0; !bad && i < ndefs; i++)
+        if (parents[i] < -1 || parents[i] >= i)
+            bad = "pack(): a definition's enclosing one must come before it";
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, bad);
+        goto done;
+    }
     /* the lines that hold a definition's own name */
     {
         PyObject *it = PyObject_GetIter(names_at), *key;
