@@ -389,8 +389,9 @@ def _safe(text: str) -> str:
 
 
 def _err(msg: str) -> None:
+    """One line on stderr: a newline inside the message (a name given as ``$'a\\nb'``) is shown as ``\\n``."""
     try:
-        print(f"codesight: {_safe(msg)}", file=sys.stderr)
+        print(f"codesight: {_safe(msg).replace(chr(10), chr(92) + 'n')}", file=sys.stderr)
     except OSError:  # the terminal is gone (SIGHUP from a closed ssh session): nobody to tell
         pass
 
@@ -619,7 +620,17 @@ def _trailing_path(args: argparse.Namespace) -> None:
 
         base = Path(args.path[0]).expanduser() if args.path else cwd
         root = find_repo_root(base if base.is_absolute() else cwd / base)
-        rel = candidate.resolve().relative_to(root)
+        try:
+            rel = candidate.resolve().relative_to(root)
+        except ValueError:
+            if args.path:  # --path said where: the last word is a query word after all
+                return
+            # Outside the repository here (`codesight search retry /path/to/other/repo`): that
+            # path's repository is searched, as rg searches the path it is given.
+            place = candidate.resolve()
+            root = find_repo_root(place if place.is_dir() else place.parent)
+            args.path = [str(root)]
+            rel = place.relative_to(root)
     except (OSError, ValueError):
         return
     if not rel.parts:
@@ -687,10 +698,14 @@ def cmd_follow(args: argparse.Namespace) -> int:  # noqa: C901 - four formats of
         return f"\x1b[{code}m{text}\x1b[0m" if color else text
 
     what = nav.symbol.qualified if nav.symbol else nav.name
-    head = f"{_safe(what)}: {nav.resolution}"
+    head = f"{_safe(what).replace(chr(10), chr(92) + 'n')}: {nav.resolution}"
+    if not nav and not nav.candidates:  # nothing to list: the one line on stderr says it
+        head = ""
     if nav.symbol and args.action != "definitions":
         head += f", {nav.symbol.kind} at {shown(nav.symbol.path)}:{nav.symbol.line}"
-    if args.action == "definitions":
+    if not head:
+        pass
+    elif args.action == "definitions":
         print(paint(head, "1"))
         for c in nav.candidates:
             print(f"{paint(f'{shown(c.path)}:{c.line}', '35')}  {_safe(c.kind)} {_safe(c.qualified)}")
@@ -1429,6 +1444,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
     from codesight_tui.core.errors import CodeSightError
 
     paths = args.path or ["."]
+    _not_a_typo(paths[0], args.cwd)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         for p in paths:
             resolve_root(p, indexing=False)  # a bad path is still named first
@@ -1443,6 +1459,21 @@ def cmd_tui(args: argparse.Namespace) -> int:
     except ImportError:
         raise CodeSightError("the terminal UI is not available in this build; use `codesight search`") from None
     return run_app(roots[0], roots[1:], fleet=_fleet(args))
+
+
+def _not_a_typo(word: str, cwd: str | None) -> None:
+    """``codesight serach x``: a first word that is no directory but close to a command is said to
+    be a mistyped command, with the nearest one, as git does (exit 2)."""
+    import difflib
+
+    from codesight_tui.core.errors import CodeSightError
+
+    if os.sep in word or Path(cwd or os.getcwd(), word).expanduser().exists():
+        return
+    near = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
+    if near:
+        raise CodeSightError(f"'{word}' is not a command or a directory; the most similar command is `{near[0]}`",
+                             exit_code=EXIT_USAGE)
 
 
 def main(argv: list[str] | None = None) -> int:

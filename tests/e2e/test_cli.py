@@ -124,6 +124,24 @@ def test_search_indexes_first_when_needed(repo):
     assert {h["path"] for h in json.loads(r.stdout)} >= {"src/config_loader.py", "web/client.js"}
 
 
+def test_a_path_outside_the_repository_here_is_searched_as_rg_would(repo, tmp_path):
+    """Issue 66 item 24: `codesight search retry /path/to/other/repo` from another repository
+    searched (and first indexed) the current one; rg searches the path given."""
+    (repo / ".git").mkdir(exist_ok=True)
+    here = tmp_path / "here"
+    (here / ".git").mkdir(parents=True)
+    (here / "local.py").write_text("def haversine_here():\n    return 0\n")
+    r = run("search", "haversine", str(repo), "--mode", "bm25", "--json", cwd=here)
+    assert r.returncode == 0, r.stderr
+    paths = {h["path"] for h in json.loads(r.stdout)}
+    assert "src/geo.py" in paths and "local.py" not in paths
+    r = run("search", "haversine", str(repo / "src"), "--mode", "bm25", "--json", cwd=here)
+    assert r.returncode == 0 and {h["path"] for h in json.loads(r.stdout)} <= {p for p in paths if p.startswith("src/")}
+    assert not any(p.name == "index.db" for p in (here).rglob("*"))
+    r = run("search", "haversine", str(repo), "--mode", "bm25", "--json", "--path", str(here), cwd=tmp_path)
+    assert r.returncode == 0 and {h["path"] for h in json.loads(r.stdout)} == {"local.py"}  # --path said where
+
+
 def test_no_results_exit_code(repo):
     run("index", repo, "--no-embed")
     r = run("search", "zzzqqq", "--path", repo, "--mode", "bm25")
@@ -251,6 +269,19 @@ def test_usage_errors_say_what_is_wrong(repo, tmp_path):
     assert r.returncode == 2 and "unknown language 'klingon'" in r.stderr and "python" in r.stderr
     r = run(str(repo))  # the TUI with no terminal: a hint, not a megabyte of escape codes
     assert r.returncode == 2 and "codesight search" in r.stderr and r.stdout == ""
+    # issue 66 item 20: a mistyped command was "no such directory: serach"
+    r = run("serach", "x")
+    assert r.returncode == 2 and r.stderr == "codesight: 'serach' is not a command or a directory; the most similar command is `search`\n"
+    r = run("calers", "x")
+    assert r.returncode == 2 and "the most similar command is `callers`" in r.stderr
+    r = run("nowhere-at-all")
+    assert r.returncode == 2 and "no such directory: nowhere-at-all" in r.stderr
+    # issue 66 items 20 and 22: not defined is one line on stderr; a newline in a name is one name
+    assert run("index", str(repo)).returncode == 0
+    for args in (("def", "NoSuchThing"), ("refs", "a\nb"), ("callers", "a\nb")):
+        r = run(*args, "--path", str(repo))
+        assert r.returncode == 1 and r.stdout == "" and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r
+    assert "a\\nb" in r.stderr
 
 
 def test_help_shows_the_terminal_ui_form_first():
