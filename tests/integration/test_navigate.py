@@ -184,3 +184,144 @@ def test_a_name_with_a_newline_is_one_name_that_is_not_defined(cs):
     for follow in (cs.references, cs.callers, cs.definitions):
         nav = follow("evict\nput")
         assert nav.resolution == "not defined here" and not nav.sites
+
+
+NAV66 = {
+    # Go: the built-in append beside a method named append (issue 66 items 10 and 12)
+    "src/history.go": """package fzf
+
+type History struct {
+	lines []string
+}
+
+func (h *History) append(line string) {
+	h.lines = append(h.lines, line)
+}
+
+type Matcher struct{}
+
+func (m *Matcher) scan(xs []string) int {
+	return m.count(xs) + len(xs)
+}
+
+func (m *Matcher) count(xs []string) int {
+	return len(xs)
+}
+""",
+    "src/terminal.go": """package fzf
+
+type Terminal struct {
+	history *History
+}
+
+func (t *Terminal) remember(line string) {
+	t.history.append(line)
+}
+
+func Tokenize(text string) []string {
+	var out []string
+	out = append(out, text)
+	return out
+}
+""",
+    # Python: an imported function beside a property of the same name (item 11) and a value's
+    # method beside a repository method (item 13)
+    "rich/cells.py": """def cell_len(text):
+    return len(text)
+""",
+    "rich/text.py": """from .cells import cell_len
+
+
+class Text:
+    def __init__(self, plain):
+        self.plain = plain
+
+    @property
+    def cell_len(self):
+        return cell_len(self.plain)
+
+    def fit(self, width):
+        return cell_len(self.plain) <= width
+
+    def wider(self):
+        return self.cell_len + 1
+""",
+    "rich/console.py": """import os
+
+
+class Capture:
+    def get(self):
+        return "captured"
+
+
+class Console:
+    def __init__(self):
+        self._environ = os.environ
+
+    def _detect_color_system(self):
+        term = self._environ.get("TERM")
+        return self.pick(term)
+
+    def pick(self, term):
+        return term
+""",
+}
+
+
+@pytest.fixture
+def nav66(tmp_path, settings):
+    root = tmp_path / "nav66"
+    (root / ".git").mkdir(parents=True)
+    for rel, text in NAV66.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    engine = CodeSight(root, settings=settings, embedder=HashEmbedder())
+    engine.index(embed=False)
+    yield engine
+    engine.close()
+
+
+def sites(nav):
+    return [(s.path, s.line, s.resolution) for s in nav.sites]
+
+
+def test_a_built_in_is_not_the_repositorys_namesake(nav66):
+    """Issue 66 item 10: in fzf, `callers append` listed 287 calls of Go's built-in append as
+    "resolved" calls of History.append; `callees Tokenize` listed append as History.append. A bare
+    built-in is the built-in; the method is reached only through a receiver, here a field whose type
+    the struct says (``history *History``)."""
+    callers = nav66.callers("append")
+    assert sites(callers) == [("src/terminal.go", 8, "resolved")]
+    callees = nav66.callees("Tokenize")
+    assert [(s.name, s.target, s.resolution) for s in callees.sites] == [("append", None, "built-in")]
+    # a file that defines its own `len` shadows the built-in
+    assert [(s.name, s.resolution) for s in nav66.callees("History.append").sites] == [("append", "built-in")]
+
+
+def test_python_calls_resolve_through_imports_and_never_bare_to_a_method(nav66):
+    """Issue 66 item 11: rich's bare `cell_len(...)` calls in text.py were left out of the callers of
+    cells.cell_len, and said to be "resolved" calls of the property Text.cell_len (itself included)."""
+    to_function = nav66.callers("rich/cells.py:1")
+    assert sites(to_function) == [("rich/text.py", 10, "resolved"), ("rich/text.py", 13, "resolved")]
+    assert sites(nav66.callers("Text.cell_len")) == []  # nothing calls the property: `self.cell_len + 1` reads it
+    callees = nav66.callees("Text.fit")
+    assert [(s.name, s.target.path if s.target else None, s.resolution) for s in callees.sites] == [
+        ("cell_len", "rich/cells.py", "resolved")]
+
+
+def test_go_methods_are_named_by_their_receiver_type(nav66):
+    """Issue 66 item 12: `def Matcher.scan` said "scan: not defined here" (the method's scope was
+    empty); a call through the method's own receiver resolves within its type."""
+    found = nav66.definitions("Matcher.scan")
+    assert found.resolution == "resolved" and found.symbol.scope == "Matcher" and found.symbol.path == "src/history.go"
+    callees = nav66.callees("Matcher.scan")
+    assert [(s.name, s.target.qualified if s.target else None, s.resolution) for s in callees.sites] == [
+        ("count", "Matcher.count", "resolved"), ("len", None, "built-in")]
+
+
+def test_a_call_on_a_value_is_never_resolved_to_a_repository_method(nav66):
+    """Issue 66 item 13: `self._environ.get(...)`, a mapping lookup, was "resolved" to Capture.get."""
+    callees = nav66.callees("Console._detect_color_system")
+    got = {s.name: (s.target.qualified if s.target else None, s.resolution) for s in callees.sites}
+    assert got["get"] == ("Capture.get", "one of 1 candidates (the receiver's type is not known)")
+    assert got["pick"] == ("Console.pick", "resolved")

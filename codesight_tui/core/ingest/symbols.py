@@ -311,6 +311,17 @@ def _name_line(node: Node, name: str, data: bytes) -> int:
     return int(node.start_point[0]) + (head.count(b"\n", 0, at) if at >= 0 else 0)
 
 
+def _go_receiver(node: Node) -> str:
+    """A Go method's receiver type, its scope as a reader names it: ``func (m *Matcher) scan()``
+    and ``func (s *Set[T]) Add()`` -> ``Matcher``, ``Set``."""
+    receiver = node.child_by_field_name("receiver")
+    param = next((c for c in receiver.named_children if c.type == "parameter_declaration"), None) if receiver else None
+    typ = param.child_by_field_name("type") if param is not None else None
+    while typ is not None and typ.type in ("pointer_type", "generic_type", "parenthesized_type"):
+        typ = typ.child_by_field_name("type") if typ.type == "generic_type" else next(iter(typ.named_children), None)
+    return _text(typ) if typ is not None and typ.type == "type_identifier" else ""
+
+
 def _declarator(node: Node) -> Node | None:
     """A C/C++ function's declarator, through references, pointers and a macro the grammar could
     not place (``T f() ATTR {``: the function's declarator is then in an ERROR node)."""
@@ -693,6 +704,8 @@ def _definitions(language: str, found: list[Found], data: bytes) -> Definitions:
             break
         scopes = chunked or kind in EXTRA_SCOPES
         scope = ".".join([defs[i].name for i in open_[-MAX_SCOPE:]])
+        if not scope and node is not None and language == "go" and node.type == "method_declaration":
+            scope = _go_receiver(node)  # func (m *Matcher) scan(): Matcher.scan
         defs.append(Definition(name, kind, scope, line + 1, first + 1, last + 1))
         names_at.add((tail, line))
         starts.append(start)
@@ -970,6 +983,8 @@ def _native_tables(language: str) -> _Tables | None:
     special = _NOT_PLAIN | set(g.wrappers) | set(EXTRA_DEFS.get(language, {}))
     if language in ("c", "cpp"):
         special |= {"function_definition"}  # named through its declarator (``_c_function_name``)
+    if language == "go":
+        special |= {"method_declaration"}  # its scope is its receiver's type (``_go_receiver``)
     plain = frozenset(ids([t for t in g.defs if t not in special]))
     return _Tables(bytes(flags), callee.tobytes(), lang.field_id_for_name("name") or 0, plain)
 

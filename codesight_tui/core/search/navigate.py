@@ -20,10 +20,26 @@ from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError, NotHereError
 from codesight_tui.core.ingest.paths import DECLARATIONS, VALUE_ORDER, classify
+from codesight_tui.core.search.calls import (
+    BUILTINS,
+    CLASS_KINDS,
+    IMPLICIT_SELF,
+    SELF_NAMES,
+    UNKNOWN,
+    CallForm,
+    assigns,
+    bases_in,
+    call_form,
+    field_type,
+    go_receiver,
+    returned_by,
+    returned_in,
+    typed_in,
+)
 from codesight_tui.core.search.related import parse_target
 from codesight_tui.core.store import symbols as tables
 from codesight_tui.core.store.store import path_matches
-from codesight_tui.core.store.symbols import DefRecord
+from codesight_tui.core.store.symbols import DefRecord, RefRecord
 
 if TYPE_CHECKING:
     from codesight_tui.core.store.store import Store
@@ -116,13 +132,16 @@ class Navigation:
 
 class Resolver:
     """Where one name's uses resolve: its definitions, ranked for the file a use is in by what that
-    file imports (``imports_of``: a file's imported names, one row read per file)."""
+    file imports (``imports_of``: a file's imported names, one row read per file), and, for a call
+    whose form is known (``calls.call_form``), narrowed by it (``Navigator`` tells each file's
+    language and which definitions are methods)."""
 
     def __init__(self, conn: sqlite3.Connection, name: str, defs: list[DefRecord] | None,
-                 imports_of: Callable[[str], set[str]]) -> None:
+                 imports_of: Callable[[str], set[str]], nav: Navigator | None = None) -> None:
         self.name = name
         self.defs = defs if defs is not None else tables.definitions(conn, name)
         self.imports_of = imports_of
+        self.nav = nav
 
     def _imports(self, here: str, name: str) -> bool:
         return name in self.imports_of(here)
@@ -133,27 +152,156 @@ class Resolver:
         folder, module, _ = _place(d.path)
         if folder == _place(here)[0]:
             return 1
-        if self._imports(here, module):
+        # its module, or its package (``from attr import assoc`` for attr/_funcs.py's assoc)
+        if self._imports(here, module) or self._imports(here, posixpath.basename(folder)):
             return 2
         return 3
 
-    def verdict(self, here: str) -> tuple[DefRecord | None, str]:
-        """The definition a use in ``here`` most likely means, and how sure that is: one pass over
-        the candidates (``forward`` has thousands in a tree of models), no sort."""
+    def verdict(self, here: str, form: CallForm = UNKNOWN, caller: DefRecord | None = None,
+                line: int = 0) -> tuple[DefRecord | None, str]:
+        """The definition a use in ``here`` (at ``line``, in ``caller``) most likely means, and
+        how sure that is."""
+        best, how, _ = self.judge(here, form, caller, line)
+        return best, how
+
+    def judge(self, here: str, form: CallForm = UNKNOWN, caller: DefRecord | None = None,
+              line: int = 0) -> tuple[DefRecord | None, str, list[DefRecord]]:
+        """``verdict``, with every definition the use may mean (empty for a built-in)."""
+        best, how, found = self._judge(here, form, caller, line)
+        if best is not None and classify(best.path, "") == DECLARATIONS:
+            # a stub (.pyi, .d.ts, a header) names what its implementation defines: that is the answer
+            made = [d for d in self.defs if d.name == best.name and d.scope == best.scope
+                    and classify(d.path, "") != DECLARATIONS]
+            if len(made) == 1:
+                best = made[0]
+                found = found + [best] if best not in found else found
+        return best, how, found
+
+    def _judge(self, here: str, form: CallForm, caller: DefRecord | None,
+               line: int) -> tuple[DefRecord | None, str, list[DefRecord]]:
+        nav = self.nav
         if not self.defs:
-            return None, "not defined here"
-        if len(self.defs) == 1:
-            return self.defs[0], "resolved"
-        ranks = [self.rank(d, here) for d in self.defs]
+            if nav is not None and form.kind == "bare" and self.name in BUILTINS.get(nav.language_of(here) or "", ()):
+                return None, "built-in", []
+            return None, "not defined here", []
+        if nav is None or form.kind == "unknown":
+            best, how = self._ranked(self.defs, here, None)
+            return best, how, self.defs
+        language = nav.language_of(here)
+        defs = _distinct(self.defs)
+        methods = [d for d in defs if nav.is_method(d)]
+        # a function or class defined inside another function is seen from inside that one only
+        plain = [d for d in defs if d not in methods and nav.visible(d, here, line)]
+        if form.kind == "bare" and caller is not None and nav.assigned_in(caller, self.name, line):
+            return None, "a local value", []  # C = make_class(...); C(): not a definition's name
+        if form.kind == "bare":
+            local = [d for d in plain if nav.is_local(d)]
+            if local:  # the innermost: a closure, a test's own class C
+                near = max(local, key=lambda d: d.start_line)
+                return near, "resolved", [near]
+        own_class = nav.class_of(caller)
+        mine = nav.methods_of(own_class, methods, here) if own_class else []
+        if form.kind == "super":
+            return self._super(nav, own_class, methods, here)
+        if form.kind == "bare":
+            if language in IMPLICIT_SELF and mine:  # Java's helper() in class Box: Box.helper
+                best, how = self._ranked(mine, here, language)
+                return best, how, mine
+            if self.name in BUILTINS.get(language or "", ()) and not any(d.path == here for d in plain) \
+                    and self.name not in self.imports_of(here):
+                return None, "built-in", []
+            # In Python, JavaScript, Go, Rust, ... a method is called through a receiver, never bare.
+            found = plain + (methods if language in IMPLICIT_SELF else [])
+            if not found:
+                return None, "not defined here", []
+            best, how = self._ranked(found, here, language)
+            return best, how, found
+        if form.kind == "self":
+            if len(mine) == 1:
+                return mine[0], "resolved", mine
+            found = mine or methods or defs
+            best, _ = self._ranked(found, here, None)
+            return best, f"one of {len(found)} candidates (a method of its class or a base)", found
+        return self._member(nav, form, caller, line, here, language, defs, methods, plain, own_class)
+
+    def _member(self, nav: Navigator, form: CallForm, caller: DefRecord | None, line: int, here: str,
+                language: str | None, defs: list[DefRecord], methods: list[DefRecord], plain: list[DefRecord],
+                own_class: str) -> tuple[DefRecord | None, str, list[DefRecord]]:
+        """A call through a receiver that is neither ``self`` nor ``super()``: through a module or
+        a type, or a value whose class the caller's own lines say (``typed_in``, ``chain_type``)."""
+        receiver = form.receiver
+        typed_as = ""
+        if caller is not None and (receiver or form.chain):
+            typed_as = nav.type_of(receiver, caller, line) if receiver else nav.chain_type(form.chain, caller, line, own_class)
+        if typed_as:  # schema = UserSchema(); schema.load(...): UserSchema's load, or a base's
+            own = nav.methods_of(typed_as, methods, here)
+            if len(own) == 1:
+                return own[0], "resolved", own
+        # cells.cell_len(): the module a file imports; util.Width() in Go: the package (a folder) named
+        # so, where the caller binds no value of that name (Go's imports are paths, not names)
+        if receiver and (self._imports(here, receiver) or (
+                language == "go" and caller is not None and not nav.assigned_in(caller, receiver, line))):
+            named = [d for d in plain if receiver in (_place(d.path)[1], posixpath.basename(_place(d.path)[0]))]
+            if len(named) == 1:
+                return named[0], "resolved", named
+        if receiver[:1].isupper():  # Matcher.scan(), Foo::new(): a type's own function
+            typed = [d for d in defs if d.scope.rsplit(".", 1)[-1] == receiver]
+            if len(typed) == 1:
+                return typed[0], "resolved", typed
+        found = methods or defs  # a value's method: which, its type would say, and the index has none
+        best, _ = self._ranked(found, here, None)
+        return best, f"one of {len(found)} candidates (the receiver's type is not known)", found
+
+    def _super(self, nav: Navigator, own_class: str, methods: list[DefRecord],
+               here: str) -> tuple[DefRecord | None, str, list[DefRecord]]:
+        """``super().f()``: f of the nearest base of the caller's class that has one."""
+        above = next((found for b in nav.bases_of(own_class, here) if (found := nav.methods_of(b, methods, here))), [])
+        if len(above) == 1:
+            return above[0], "resolved", above
+        found = above or methods
+        best, _ = self._ranked(found, here, None)
+        return best, f"one of {len(found)} candidates (a method of a base class)", found
+
+    def _ranked(self, found: list[DefRecord], here: str, language: str | None) -> tuple[DefRecord | None, str]:
+        """The likeliest of ``found`` for a use in ``here``: one pass over the candidates
+        (``forward`` has thousands in a tree of models), no sort. ``language`` (a bare call's file):
+        where it is one whose names must be defined or imported in a file to be used there, a
+        lone candidate from elsewhere is not resolved."""
+        if len(found) == 1:
+            r = self.rank(found[0], here)
+            if language not in SCOPED or r in (0, 2) or (r == 1 and language == "go") or \
+                    self._imports(here, _place(found[0].path)[1]):
+                return found[0], "resolved"
+            return found[0], f"one of 1 candidates ({RANKS[r]})"
+        ranks = [self.rank(d, here) for d in found]
         top = min(ranks)
-        tied = [d for r, d in zip(ranks, self.defs, strict=True) if r == top]
+        tied = [d for r, d in zip(ranks, found, strict=True) if r == top]
         best = min(tied, key=lambda d: (_place(d.path)[2], d.path, d.line))
         ties = len(tied)
         if top == 0 and ties == 1:
             return best, "resolved"  # defined in the same file
         if top == 2 and ties == 1:
             return best, "resolved"  # the one whose module the file imports
-        return best, f"one of {len(self.defs)} candidates ({RANKS[top]})"
+        if top == 1 and ties == 1 and language == "go":
+            return best, "resolved"  # a Go package is its folder
+        return best, f"one of {len(found)} candidates ({RANKS[top]})"
+
+
+def _distinct(defs: list[DefRecord]) -> list[DefRecord]:
+    """The definitions a name may mean, each once: of several with one scope in one file (Python's
+    and TypeScript's overloads, a redefinition), the last; a stub's (.pyi, .d.ts, a header) only
+    where no implementation of the same scope is among them."""
+    last: dict[tuple[str, str], DefRecord] = {}
+    for d in sorted(defs, key=lambda d: (d.path, d.start_line)):
+        last[d.path, d.scope] = d
+    kept = list(last.values())
+    made = {d.scope for d in kept if classify(d.path, "") != DECLARATIONS}
+    return [d for d in kept if classify(d.path, "") != DECLARATIONS or d.scope not in made]
+
+
+# Languages where a name used bare must be defined in the file or imported into it (or, in Go, be of
+# the package: the folder): a lone candidate from anywhere else is not it.
+SCOPED = frozenset({"python", "javascript", "typescript", "tsx", "go", "rust", "lua", "php"})
 
 
 @lru_cache(maxsize=1 << 16)
@@ -206,6 +354,8 @@ class Navigator:
         self.language = language
         self._languages: dict[str, str | None] = {}
         self._imported: dict[str, set[str]] = {}
+        self._file_defs: dict[str, list[DefRecord]] = {}
+        self._types: dict[tuple[str, int, str], str] = {}
 
     def imports_of(self, path: str) -> set[str]:
         """The names ``path`` imports (read once per answer)."""
@@ -217,11 +367,175 @@ class Navigator:
         if self.glob and not path_matches(path, self.glob):
             return False
         if self.language:
-            if path not in self._languages:
-                row = self.conn.execute("SELECT language FROM files WHERE path=?", (path,)).fetchone()
-                self._languages[path] = row[0] if row else None
-            return self._languages[path] == self.language
+            return self.language_of(path) == self.language
         return True
+
+    def language_of(self, path: str) -> str | None:
+        """A file's language, as the index has it (read once per answer)."""
+        if path not in self._languages:
+            row = self.conn.execute("SELECT language FROM files WHERE path=?", (path,)).fetchone()
+            self._languages[path] = row[0] if row else None
+        return self._languages[path]
+
+    def _defs_of(self, path: str) -> list[DefRecord]:
+        if path not in self._file_defs:
+            self._file_defs[path] = tables.file_definitions(self.conn, path)
+        return self._file_defs[path]
+
+    def is_method(self, d: DefRecord) -> bool:
+        """Whether ``d`` is called through a receiver or its type: a function of a class, struct,
+        trait or impl, or a Go method (whose scope is its receiver's type)."""
+        if not d.scope:
+            return False
+        if self.language_of(d.path) == "go":
+            return True
+        owner = d.scope.rsplit(".", 1)[-1]
+        return any(e.name == owner and e.kind in CLASS_KINDS and e.start_line <= d.start_line <= e.end_line
+                   for e in self._defs_of(d.path) if e != d)
+
+    def is_local(self, d: DefRecord) -> bool:
+        """Whether ``d`` is defined inside a function (a closure, a test's own class), so that only
+        code in that function can name it bare."""
+        if not d.scope or self.language_of(d.path) == "go":
+            return False
+        owner = d.scope.rsplit(".", 1)[-1]
+        return any(e.name == owner and e.kind not in CLASS_KINDS and e.start_line < d.start_line <= e.end_line
+                   for e in self._defs_of(d.path) if e != d)
+
+    def visible(self, d: DefRecord, here: str, line: int) -> bool:
+        """Whether code at ``here``:``line`` can name ``d`` bare: anything not local to a
+        function, and what is local to one from inside that function (its nested functions too)."""
+        if not self.is_local(d):
+            return True
+        if d.path != here or not line:
+            return False
+        owner = d.scope.rsplit(".", 1)[-1]
+        return any(e.name == owner and e.start_line < d.start_line <= e.end_line and e.start_line <= line <= e.end_line
+                   for e in self._defs_of(d.path) if e != d)
+
+    def assigned_in(self, caller: DefRecord, name: str, line: int) -> bool:
+        """Whether the caller binds ``name`` itself before ``line`` (``C = make_class(...)``, a
+        parameter): a value of its own, which shadows any definition of that name."""
+        if not line or caller.start_line >= line:
+            return False
+        key = (caller.path, caller.start_line, "=" + name)
+        if key not in self._types:
+            lines = range(caller.start_line, line)
+            got = _lines(self.store, {caller.path: set(lines)})
+            text = "\n".join(got.get((caller.path, k), "") for k in lines)
+            self._types[key] = "1" if assigns(text, name) else ""
+        return bool(self._types[key])
+
+    def class_def(self, name: str, here: str) -> DefRecord | None:
+        """The class (struct, trait, ...) named ``name``: the one in ``here`` or whose module it
+        imports where several are, else the only one."""
+        found = [d for d in tables.definitions(self.conn, name) if d.kind in CLASS_KINDS]
+        if len(found) > 1:
+            near = [d for d in found if d.path == here or _place(d.path)[1] in self.imports_of(here)
+                    or posixpath.basename(_place(d.path)[0]) in self.imports_of(here)]
+            found = near if len(near) == 1 else found
+        return found[0] if len(found) == 1 else None
+
+    def bases_of(self, name: str, here: str) -> list[str]:
+        """The classes ``name`` extends, read off its definition's line (``class A(B, mod.C):``,
+        ``class A extends B implements C``, ``class A : B()``)."""
+        d = self.class_def(name, here)
+        if d is None:
+            return []
+        text = " ".join(_lines(self.store, {d.path: set(range(d.line, d.line + 3))}).get((d.path, k), "")
+                        for k in range(d.line, d.line + 3))
+        return bases_in(text, name, self.language_of(d.path))
+
+    def methods_of(self, class_name: str, methods: list[DefRecord], here: str, depth: int = 0) -> list[DefRecord]:
+        """Of ``methods``, the ones ``class_name`` has: its own, else its nearest base's."""
+        own = [m for m in methods if m.scope.rsplit(".", 1)[-1] == class_name]
+        if own or depth >= 6:
+            return own
+        for base in self.bases_of(class_name, here):
+            found = self.methods_of(base, methods, here, depth + 1)
+            if found:
+                return found
+        return []
+
+    def type_of(self, receiver: str, caller: DefRecord, line: int) -> str:
+        """The class a receiver holds where the caller says so itself: a constructor assigned to it
+        (``r = Reader(...)``, ``r := &Reader{...}``, ``r = new Reader(``), an annotation (``r:
+        Reader``, ``r *Reader`` in Go's parameters), or a function of the repository whose
+        definition says what it returns (``r := newReader()``), in the caller's lines up to the call."""
+        key = (caller.path, caller.start_line, receiver)
+        if key not in self._types:
+            lines = range(caller.start_line, max(caller.start_line, line) + 1)
+            got = _lines(self.store, {caller.path: set(lines)})
+            found = typed_in("\n".join(got.get((caller.path, k), "") for k in lines), receiver)
+            if found.startswith("call:"):
+                made = tables.definitions(self.conn, found[5:])
+                found = self._returns(made[0]) if len(made) == 1 else ""
+            self._types[key] = found
+        return self._types[key]
+
+    def _returns(self, d: DefRecord) -> str:
+        """The class a function returns: as its signature says, else as its returns make one
+        (a body of up to 60 lines is read)."""
+        said = returned_by(self._head(d))
+        if said:
+            return said
+        lines = range(d.line, min(d.end_line, d.line + 60) + 1)
+        got = _lines(self.store, {d.path: set(lines)})
+        return returned_in("\n".join(got.get((d.path, k), "") for k in lines))
+
+    def _head(self, d: DefRecord) -> str:
+        """A definition's first lines (its signature)."""
+        lines = range(d.line, min(d.end_line, d.line + 4) + 1)
+        got = _lines(self.store, {d.path: set(lines)})
+        return " ".join(got.get((d.path, k), "") for k in lines)
+
+    def chain_type(self, chain: str, caller: DefRecord, line: int, own_class: str) -> str:
+        """The class at the end of a receiver chain (``t.history`` -> History): its first name's
+        (``self``, a Go method's own receiver, or ``type_of``), then each field's (``field_type``)."""
+        parts = chain.split(".")
+        first = parts[0]
+        own = go_receiver(self._head(caller))[0] if caller.scope and self.language_of(caller.path) == "go" else ""
+        current = own_class if first in SELF_NAMES or (own and first == own) else self.type_of(first, caller, line)
+        for part in parts[1:]:
+            d = self.class_def(current, caller.path) if current else None
+            if d is None:
+                return ""
+            lines = range(d.start_line, min(d.end_line, d.start_line + 600) + 1)
+            got = _lines(self.store, {d.path: set(lines)})
+            current = field_type("\n".join(got.get((d.path, k), "") for k in lines), part)
+        return current
+
+    def class_of(self, caller: DefRecord | None) -> str:
+        """The class a caller's ``self`` is of: a method's, or that of the method a nested function
+        is in; "" outside any."""
+        if caller is None or not caller.scope:
+            return ""
+        if self.is_method(caller):
+            return caller.scope.rsplit(".", 1)[-1]
+        parts = caller.scope.split(".")
+        if len(parts) >= 2:
+            method = next((e for e in self._defs_of(caller.path)
+                           if e.name == parts[-1] and e.start_line <= caller.start_line <= e.end_line), None)
+            if method is not None and self.is_method(method):
+                return parts[-2]
+        return ""
+
+    def forms(self, sites: list[tuple[RefRecord, DefRecord | None]]) -> dict[tuple[str, int, str], CallForm]:
+        """How each call site names what it calls (``calls.call_form``), read off its line; a Go
+        method's calls through its own receiver are its ``self`` calls."""
+        wanted: dict[str, set[int]] = {}
+        for r, around in sites:
+            wanted.setdefault(r.path, set()).add(r.line)
+            if around is not None and around.scope:
+                wanted.setdefault(around.path, set()).add(around.line)
+        text = _lines(self.store, wanted)
+        out: dict[tuple[str, int, str], CallForm] = {}
+        for r, around in sites:
+            own = ""
+            if around is not None and around.scope and self.language_of(r.path) == "go":
+                own = go_receiver(text.get((around.path, around.line), ""))[0]
+            out[r.path, r.line, r.name] = call_form(text.get((r.path, r.line), ""), r.name, own)
+        return out
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -285,19 +599,28 @@ class Navigator:
         name, defs, chosen = self.target(target)
         nav = Navigation(action, target, name, _symbol(chosen) if chosen else None, [_symbol(d) for d in defs],
                          pinned=chosen is not None and (len(defs) == 1 or target.strip() != name))
-        resolver = Resolver(self.conn, name, defs, self.imports_of)
+        resolver = Resolver(self.conn, name, defs, self.imports_of, self)
         # A declaration (a .pyi stub, a .d.ts, a header) stands for its implementations: their uses are its
         declares = chosen is not None and classify(chosen.path, "") == DECLARATIONS
         sites: list[Site] = []
-        for r, around in tables.references_within(self.conn, name, kind):
-            best, how = resolver.verdict(r.path)
-            if chosen is not None and best is not None and best != chosen and how == "resolved" and not (
+        found = tables.references_within(self.conn, name, kind)
+        forms = self.forms([(r, around) for r, around in found if r.kind == "call"])
+        # the chosen definition, and what stands for it (the last of its overloads in its file)
+        same = {chosen} | {d for d in _distinct(defs) if d.path == chosen.path and d.scope == chosen.scope} \
+            if chosen is not None else set()
+        for r, around in found:
+            form = forms.get((r.path, r.line, r.name), UNKNOWN) if r.kind == "call" else UNKNOWN
+            best, how, may_mean = resolver.judge(r.path, form, around, r.line)
+            if form.kind != "unknown" and not declares and chosen is not None and not same & set(may_mean):
+                continue  # a built-in, a method called bare, another class's method through self
+            if chosen is not None and best is not None and best not in same and how == "resolved" and not (
                     declares and classify(best.path, "") != DECLARATIONS):
                 continue  # it means another definition of the name
-            if chosen is not None and how != "resolved" and best == chosen:
-                how = "resolved" if len(defs) == 1 else how
-            sites.append(Site(r.path, r.line, name, r.kind, "", _symbol(around) if around else None, None,
-                              how if len(defs) > 1 else ("resolved" if defs else "not defined here")))
+            if form.kind == "unknown":  # as the name alone says it
+                if chosen is not None and how != "resolved" and best == chosen:
+                    how = "resolved" if len(defs) == 1 else how
+                how = how if len(defs) > 1 else ("resolved" if defs else "not defined here")
+            sites.append(Site(r.path, r.line, name, r.kind, "", _symbol(around) if around else None, None, how))
         if action == "references":  # the definitions' own lines, so that "every place it is named" holds
             pinned = [chosen] if chosen is not None else defs
             sites += [Site(d.path, d.line, name, "definition", "", None, _symbol(d), "resolved") for d in pinned]
@@ -329,13 +652,17 @@ class Navigator:
         sites: list[Site] = []
         seen: set[str] = set()
         resolvers: dict[str, Resolver] = {}
+        firsts = []
         for r in calls:
-            if r.name in seen:  # each callee once, at its first call
-                continue
-            seen.add(r.name)
+            if r.name not in seen:  # each callee once, at its first call
+                seen.add(r.name)
+                firsts.append(r)
+        forms = self.forms([(r, by_line.get(r.within)) for r in firsts])
+        for r in firsts:
             resolver = resolvers.get(r.name) or resolvers.setdefault(r.name, Resolver(self.conn, r.name, None,
-                                                                                     self.imports_of))
-            best, how = resolver.verdict(chosen.path)
+                                                                                     self.imports_of, self))
+            best, how = resolver.verdict(chosen.path, forms.get((r.path, r.line, r.name), UNKNOWN), by_line.get(r.within),
+                                         r.line)
             w = by_line.get(r.within)
             sites.append(Site(r.path, r.line, r.name, "call", "", _symbol(w) if w else None,
                               _symbol(best) if best else None, how))

@@ -1,0 +1,222 @@
+"""What a call site says about what it calls (issue 66): a bare name, a call through ``self``, or a
+call through another receiver, read off the call's line; and the names each language calls without
+defining them (its built-ins).
+
+``navigate.Resolver`` uses it to stay honest: a bare name never resolves to a method in a language
+whose methods are called through a receiver (Python, JavaScript, Go, Rust, ...), a call through
+``self`` resolves only within the caller's class, a call through a value whose type the index does
+not know (``self._environ.get(...)``) is never "resolved", and a bare ``append`` in Go is the
+built-in unless the file defines one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+# A bare call in these languages may call a method of the caller's own class (an implicit ``this``).
+IMPLICIT_SELF = frozenset({"java", "kotlin", "csharp", "cpp", "scala", "swift", "ruby"})
+SELF_NAMES = frozenset({"self", "this", "cls", "Self", "super", "base", "me"})
+# Kinds of definitions whose functions are methods (called through a receiver or a type).
+CLASS_KINDS = frozenset({"class", "struct", "interface", "trait", "impl", "enum", "record", "object", "protocol",
+                         "extension", "type", "@interface", "union", "actor"})
+
+_GO = ("append cap clear close complex copy delete imag len make max min new panic print println real recover "
+       "bool byte complex64 complex128 error float32 float64 int int8 int16 int32 int64 rune string uint uint8 "
+       "uint16 uint32 uint64 uintptr any")
+_PYTHON = ("abs aiter all anext any ascii bin bool breakpoint bytearray bytes callable chr classmethod compile "
+           "complex delattr dict dir divmod enumerate eval exec exit filter float format frozenset getattr globals "
+           "hasattr hash help hex id input int isinstance issubclass iter len list locals map max memoryview min "
+           "next object oct open ord pow print property quit range repr reversed round set setattr slice sorted "
+           "staticmethod str sum super tuple type vars zip __import__")
+_JS = ("parseInt parseFloat isNaN isFinite decodeURI decodeURIComponent encodeURI encodeURIComponent escape "
+       "unescape eval setTimeout setInterval setImmediate clearTimeout clearInterval clearImmediate "
+       "queueMicrotask structuredClone require fetch alert String Number Boolean Array Object Symbol BigInt "
+       "Promise Date RegExp Error TypeError RangeError SyntaxError Map Set WeakMap WeakSet Proxy")
+_RUST = "Some Ok Err Box Vec String drop panic Option Result Default"
+_KOTLIN = ("println print listOf mutableListOf mapOf mutableMapOf setOf mutableSetOf arrayOf emptyList emptyMap "
+           "emptySet require requireNotNull check checkNotNull error TODO lazy repeat run let also apply with "
+           "takeIf buildString buildList sequenceOf")
+_RUBY = ("puts print p pp require require_relative raise loop lambda proc attr_accessor attr_reader "
+         "attr_writer include extend format sprintf rand sleep catch throw fail Integer Float String Array Hash")
+_LUA = ("print pairs ipairs tostring tonumber type error assert require pcall xpcall select setmetatable "
+        "getmetatable next rawget rawset rawequal rawlen unpack load loadfile dofile collectgarbage")
+_PHP = ("count strlen array_map array_filter array_keys array_values array_merge in_array isset empty "
+        "is_array is_string is_int implode explode sprintf printf trim json_encode json_decode")
+BUILTINS: dict[str, frozenset[str]] = {
+    "go": frozenset(_GO.split()), "python": frozenset(_PYTHON.split()),
+    "javascript": frozenset(_JS.split()), "typescript": frozenset(_JS.split()), "tsx": frozenset(_JS.split()),
+    "rust": frozenset(_RUST.split()), "kotlin": frozenset(_KOTLIN.split()), "ruby": frozenset(_RUBY.split()),
+    "lua": frozenset(_LUA.split()), "php": frozenset(_PHP.split()),
+}
+
+_MEMBER = re.compile(r"(?:\?\.|!\.|\.|->|::)\s*$")  # what puts a name after a receiver
+_RECEIVER = re.compile(r"([A-Za-z_$][\w$]*)\s*(?:\?\.|!\.|\.|->|::)\s*$")
+_DECLARES = re.compile(r"(?:\bdef|\bfunc|\bfunction|\bfn|\bfun|\bsub|\bclass|\bstruct|\binterface)\s*$")
+_GO_RECEIVER = re.compile(r"\bfunc\s*\(\s*([A-Za-z_]\w*)\s+\*?\s*([A-Za-z_]\w*)")
+
+
+@dataclass(frozen=True, slots=True)
+class CallForm:
+    """How a call names what it calls: ``bare`` (``f(x)``), ``self`` (``self.f(x)``, ``this.f()``,
+    a Go method's own receiver), ``member`` (``obj.f()``: ``receiver`` its name where it is one
+    plain name, else ""), or ``unknown`` (the line does not show it: a call split over lines)."""
+
+    kind: str
+    receiver: str = ""
+    chain: str = ""  # a receiver that is a chain of plain names (``t.history`` in ``t.history.append()``)
+
+
+UNKNOWN = CallForm("unknown")
+
+
+@lru_cache(maxsize=1024)
+def _word(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
+
+
+def call_form(text: str, name: str, own_receiver: str = "") -> CallForm:
+    """The form of the calls of ``name`` on one line of code (``own_receiver``: the variable a Go
+    method's receiver is bound to, which is its ``self``). Where the line's uses of the name
+    disagree (``append(h.append(x))``), or none shows a receiver or a bare call, it is ``UNKNOWN``."""
+    forms: set[CallForm] = set()
+    for m in _word(name).finditer(text):
+        before = text[: m.start()]
+        if _DECLARES.search(before):
+            continue  # the definition's own name on its line
+        rest = text[m.end():].lstrip()
+        if rest[:1] == "=" and rest[:2] != "==":
+            continue  # assigned, not called
+        if not _MEMBER.search(before):
+            forms.add(CallForm("bare"))
+            continue
+        if _SUPER.search(before):
+            forms.add(CallForm("super"))
+            continue
+        found = _RECEIVER.search(before)
+        if found is None:
+            forms.add(CallForm("member"))
+            continue
+        receiver = found.group(1)
+        if _MEMBER.search(before[: found.start()]):  # a.b.f(): the receiver is a value; its chain, where plain
+            chained = _CHAIN.search(before)
+            forms.add(CallForm("member", "", re.sub(r"\s+", "", chained.group(1)) if chained else ""))
+        elif receiver in SELF_NAMES or (own_receiver and receiver == own_receiver):
+            forms.add(CallForm("self", receiver))
+        else:
+            forms.add(CallForm("member", receiver))
+    return forms.pop() if len(forms) == 1 else UNKNOWN
+
+
+_CHAIN = re.compile(r"(?<![\w$.)\]])((?:[A-Za-z_$][\w$]*\s*\.\s*){1,3}[A-Za-z_$][\w$]*)\s*\.\s*$")
+_SUPER = re.compile(r"\bsuper\s*\([^()]*\)\s*\.\s*$")  # super().f(), super(A, self).f()
+_BASES_PY = re.compile(r"\bclass\s+[\w$]+\s*(?:\[[^\]]*\])?\s*\(([^)]*)\)")
+_BASES_EXTENDS = re.compile(r"\bextends\s+([\w$.,\s<>]+?)(?:\{|$)")
+_BASES_COLON = re.compile(r"\bclass\s+[\w$]+[^:{]*:\s*([\w$.,\s<>()]+?)(?:\{|$)")
+
+
+_BASE_PATTERNS = {"python": (_BASES_PY,), "kotlin": (_BASES_COLON,), "swift": (_BASES_COLON,),
+                  "csharp": (_BASES_COLON,), "cpp": (_BASES_COLON,)}
+
+
+def bases_in(text: str, name: str, language: str | None = None) -> list[str]:
+    """The base classes a class's definition line names (``class A(B, mod.C, metaclass=M):``,
+    ``class A extends B implements C {``, ``class A : B(), C {``), each by its last name part."""
+    found: list[str] = []
+    text = re.sub(r"\bimplements\b", ", ", text) if language not in _BASE_PATTERNS else text
+    for pattern in _BASE_PATTERNS.get(language or "", (_BASES_EXTENDS,)):
+        for m in pattern.finditer(text):
+            for part in m.group(1).split(","):
+                part = re.sub(r"<[^<>]*>|\([^()]*\)", "", part).strip()
+                if not part or "=" in part:
+                    continue
+                part = re.sub(r"^(?:public|private|protected|virtual)\s+", "", part)
+                last = part.split(".")[-1].split()[-1] if part.split() else ""
+                if re.fullmatch(r"[A-Za-z_$][\w$]*", last) and last != name and last not in found:
+                    found.append(last)
+        if found:
+            break
+    return found
+
+
+def typed_in(text: str, receiver: str) -> str:
+    """The class ``receiver`` holds, where ``text`` (a function's lines up to a call) says so: the
+    last constructor assigned to it or the annotation it was given; "" where nothing does."""
+    r = re.escape(receiver)
+    patterns = (
+        rf"(?<![\w$.]){r}\s*(?::\s*[\w$.\[\], ]+)?\s*:?=\s*(?:new\s+|&)?(?:[\w$]+\.)*([A-Z][\w$]*)\s*[({{]",
+        rf"(?<![\w$.]){r}\s*:\s*(?:[\w$]+\.)*([A-Z][\w$]*)\b",  # r: Reader (Python, TypeScript, Kotlin)
+        rf"(?<![\w$.]){r}\s+\*?(?:[\w$]+\.)*([A-Z][\w$]*)\s*[,)]",  # Go's parameters: r *Reader
+        rf"\b([A-Z][\w$]*)(?:<[^<>]*>)?\s+{r}\s*[=;,)]",  # Java, C#: Reader r = ..., (Reader r)
+    )
+    best, at = "", -1
+    for pattern in patterns:
+        for m in re.finditer(pattern, text):
+            if m.start() > at:
+                best, at = m.group(1), m.start()
+    # r := newReader(...), r = make_reader(...): what that function returns (``returned_by``)
+    for m in re.finditer(rf"(?<![\w$.]){r}\s*(?:,\s*[\w$]+\s*)?:?=\s*(?:[\w$]+\.)?([a-z_][\w$]*)\s*\(", text):
+        if m.start() > at:
+            best, at = "call:" + m.group(1), m.start()
+    return best
+
+
+_RETURNS = (re.compile(r"->\s*['\"]?(?:[\w$]+\.)*([A-Z][\w$]*)"),  # Python: -> Reader
+            re.compile(r"\)\s*\(?\s*\*?(?:[\w$]+\.)?([A-Z][\w$]*)[\s,{]"),  # Go: ) *Reader {, ) (*Reader, error)
+            re.compile(r"\)\s*:\s*(?:[\w$]+\.)*([A-Z][\w$]*)"))  # TypeScript, Kotlin: ): Reader
+
+
+def returned_by(def_text: str) -> str:
+    """The class a function's definition says it returns (``-> Reader``, ``) *Reader {``)."""
+    for pattern in _RETURNS:
+        m = pattern.search(def_text)
+        if m:
+            return m.group(1)
+    return ""
+
+
+def returned_in(body: str) -> str:
+    """The class a function's body returns a new one of, where every ``return`` that makes one
+    names the same (``return LRUCache(10)``, ``return &Reader{...}``)."""
+    made = set(re.findall(r"\breturn\s+(?:new\s+|&)?(?:[\w$]+\.)?([A-Z][\w$]*)\s*[({]", body))
+    return made.pop() if len(made) == 1 else ""
+
+
+def field_type(class_text: str, field: str) -> str:
+    """The class a field of a class or struct holds, where its definition says so: Go's
+    ``history *History``, Python's ``self.history = History(...)`` or ``history: History``."""
+    f = re.escape(field)
+    said: set[str] = set()
+    for pattern in (rf"(?m)^\s*{f}\s+\*?(?:\[\])?(?:[\w$]+\.)?([A-Z][\w$]*)\b",
+                    rf"\bself\.{f}\s*(?::\s*[\w$.\[\]]+)?\s*=\s*(?:[\w$]+\.)*([A-Z][\w$]*)\s*\(",
+                    rf"(?m)^\s*(?:self\.)?{f}\s*:\s*(?:[\w$]+\.)*([A-Z][\w$]*)\b",
+                    rf"\bthis\.{f}\s*=\s*new\s+([A-Z][\w$]*)"):
+        said.update(m.group(1) for m in re.finditer(pattern, class_text))
+    return said.pop() if len(said) == 1 else ""  # two classes (one a branch, one another): not known
+
+
+def assigns(text: str, name: str) -> bool:
+    """Whether ``text`` (a function's lines) binds ``name`` as a value: ``name = ...``,
+    ``name := ...``, or a parameter in the definition's line (``def f(name, x)``)."""
+    n = re.escape(name)
+    if re.search(rf"(?<![\w$.]){n}\s*(?::\s*[^=\n]+)?\s*:?=(?!=)", text):
+        return True
+    head = re.sub(r"^\s*func\s*\([^()]*\)", "func", text.split("\n", 1)[0])  # a Go method's receiver is no parameter
+    opened = head.find("(")
+    if opened < 0:
+        return False
+    depth, close = 0, len(head)
+    for k in range(opened, len(head)):
+        depth += {"(": 1, ")": -1}.get(head[k], 0)
+        if depth == 0:
+            close = k
+            break
+    return re.search(rf"(?<![\w$.]){n}\b", head[opened + 1 : close]) is not None
+
+
+def go_receiver(def_line: str) -> tuple[str, str]:
+    """``(variable, type)`` of a Go method's receiver, from its definition's line
+    (``func (m *Matcher) scan()`` -> ``("m", "Matcher")``); empty where it is none."""
+    m = _GO_RECEIVER.search(def_line)
+    return (m.group(1), m.group(2)) if m else ("", "")
