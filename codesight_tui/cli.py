@@ -421,12 +421,19 @@ def _progress_wanted(show: bool = True) -> bool:
 
 
 class _ProgressView:
-    """Rich progress bars with ETA on stderr, one per phase."""
+    """Rich progress bars with ETA on stderr, one per phase; where stderr is no terminal (a log, a
+    pipe), one plain line at least every ``PLAIN_EVERY_S`` seconds of a long run instead, so that
+    `index --full > log 2>&1` is not silent for the 17 minutes it may take."""
 
-    def __init__(self, enabled: bool) -> None:
+    PLAIN_EVERY_S = 60.0
+
+    def __init__(self, enabled: bool, plain: bool = False) -> None:
         self.enabled = enabled
+        self.plain = plain and not enabled
         self.progress: Progress | None = None
         self.tasks: dict[str, Any] = {}  # rich's TaskIDs, by phase
+        self.said_at = time.monotonic()
+        self.phase_at: tuple[str, float, int] = ("", self.said_at, 0)  # a phase, when it began, its count then
 
     def __enter__(self) -> Self:
         if self.enabled:
@@ -462,6 +469,8 @@ class _ProgressView:
         self.progress.update(self.tasks["suite"], completed=n - 1, description=f"{name[:10]:<10}")
 
     def __call__(self, ev: IndexProgress) -> None:
+        if self.plain:
+            self._line(ev)
         if self.progress is None:
             return
         label = {"scan": "scanning", "lexical": "lexical", "distill": "static model (once)", "static": "static vectors",
@@ -469,6 +478,20 @@ class _ProgressView:
         if ev.phase not in self.tasks:
             self.tasks[ev.phase] = self.progress.add_task(label, total=ev.total or None)
         self.progress.update(self.tasks[ev.phase], completed=ev.done, total=max(ev.total, 1))
+
+
+    def _line(self, ev: IndexProgress) -> None:
+        now = time.monotonic()
+        if ev.phase != self.phase_at[0]:
+            self.phase_at = (ev.phase, now, ev.done)
+        if now - self.said_at < self.PLAIN_EVERY_S or not ev.total:
+            return
+        self.said_at = now
+        _, began, at_start = self.phase_at
+        rate = (ev.done - at_start) / max(now - began, 1e-6)
+        left = f", about {max(1, round((ev.total - ev.done) / rate / 60))} min left" if rate > 0 else ""
+        label = {"embed": "full model's vectors", "static": "static vectors", "lexical": "files"}.get(ev.phase, ev.phase)
+        _err(f"{label}: {ev.done:,}/{ev.total:,} ({ev.done / ev.total:.0%}){left}")
 
 
 def _summary(report: IndexReport) -> str:
@@ -499,7 +522,7 @@ def _summary(report: IndexReport) -> str:
 def _run_index(cs: CodeSight, *, embed: bool, force: bool = False, wait: bool = False, show: bool = True,
                static: bool | None = None) -> IndexReport:
     cancel = threading.Event()
-    with _ProgressView(_progress_wanted(show)) as view:
+    with _ProgressView(_progress_wanted(show), plain=show) as view:
         try:
             return cs.index(progress=view, embed=embed, force=force, cancel=cancel, wait=wait, static=static)
         except KeyboardInterrupt:
@@ -526,10 +549,12 @@ def cmd_index(args: argparse.Namespace) -> int:
     wanted = not (args.no_embed or args.static_only)
     embed = args.full or (wanted and cs.full_pass())
     report = _run_index(cs, embed=embed, force=args.force, wait=args.wait, static=args.static_only or not args.no_embed)
-    if wanted and not embed:
+    if wanted and not embed and report.vectors_pending:
         why = "on a CPU (full_model = auto)" if cs.settings.full_model == "auto" else "(full_model = off)"
-        _err(f"the full model's vectors are left out {why}: BM25 and the static tier answer;"
-             " `codesight index --full` computes them")
+        cached = f" ({report.cache_hits:,} from the shared cache are used)" if report.cache_hits else ""
+        _err(f"the full model's vectors are left out {why}{cached}: BM25 and the static tier answer;"
+             f" `codesight index --full` computes the other {report.vectors_pending:,}"
+             f" ({cs.full_estimate(report.vectors_pending)} here)")
     for w in report.warnings:
         _err(w)
     if args.json:
@@ -801,9 +826,17 @@ def _find(args: argparse.Namespace, query: str, like: bool = False) -> int:  # n
         _err("--repo narrows a fleet store's repositories: give --store too (or set fleet_store)")
         return EXIT_USAGE
     # A fresh process answers from BM25 and the static tier (no torch: well under a second) where
-    # every repository has static vectors; --full (or no static tier) loads the full model.
+    # every repository has static vectors; --full (or no static tier) loads the full model, unless
+    # no repository has a vector of it to search (loading it then took 21 s to answer the same).
+    full = args.full
+    if full and engines and mode == "hybrid" and fleet is None and not any(cs.counts()["vectors"] for cs in engines) \
+            and all(cs.static_ready() for cs in engines):
+        full = False
+        pending = sum(cs.counts()["pending"] for cs in engines)
+        _err(f"--full: no chunk has the full model's vectors yet, so BM25 and the static tier answer;"
+             f" `codesight index --full` computes them ({engines[0].full_estimate(pending)} here)")
     request = SearchRequest(query, tuple(roots), args.limit, mode, args.glob, args.lang,
-                            vectors=Vectors.LOAD if args.full else Vectors.STATIC, like=like, fleet=fleet,
+                            vectors=Vectors.LOAD if full else Vectors.STATIC, like=like, fleet=fleet,
                             fleet_repo=args.repo)
     fast = workspace.vectors_for(request, engines, mode) is Vectors.STATIC
     results = workspace.search(request)
@@ -817,8 +850,10 @@ def _find(args: argparse.Namespace, query: str, like: bool = False) -> int:  # n
     for cs in engines if mode != "bm25" and not fast else ():
         pending = cs.counts()["pending"]
         if pending:
-            _err(f"index incomplete{f' ({cs.root.name})' if several else ''}: {pending:,} chunks still without"
-                 " vectors (run `codesight index`)")
+            how = ("`codesight index`" if cs.full_pass() else
+                   f"`codesight index --full`: {cs.full_estimate(pending)} here")
+            _err(f"index incomplete{f' ({cs.root.name})' if several else ''}: {pending:,} chunks without the full"
+                 f" model's vectors ({how})")
     if args.json:
         out = []
         for r in results:
@@ -1077,7 +1112,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         ("index", f"{st['index_dir']} ({_human_size(st['index_bytes'])})"),
         ("files", f"{st['files']:,}"),
         ("chunks", f"{st['chunks']:,}"),
-        ("vectors", f"{st['vectors']:,} done, {st['pending']:,} pending"),
+        ("vectors", f"{st['vectors']:,} done, " + (f"{st['pending']:,} pending" if st.get("full_pass", True) else
+                     f"{st['pending']:,} not computed on a CPU (`codesight index --full`: {st['full_estimate']})")),
         ("model", f"{st['model']}" + (f" ({st['dim']}d)" if st.get("dim") else "")
          + (f", runs on {st['backend']}" if st.get("backend") else "")),
         ("static", f"{st['static_vectors']:,} vectors ({st['static_coverage']:.0%}), {st['static_model']}"

@@ -30,6 +30,7 @@ from codesight_tui.core.repo.context import RepoContext
 from codesight_tui.core.search.navigate import MAX_SITES, Navigation, Navigator
 from codesight_tui.core.search.related import RelatedSource
 from codesight_tui.core.search.status import Notices
+from codesight_tui.core.store import symbols as symbol_tables
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -142,33 +143,44 @@ class CodeSight:
 
     def full_pass(self) -> bool:
         """Whether index runs embed every chunk with the full model: where ``full_model`` says so
-        (``Models.full_pass``: on a GPU, by default), or where this index has its vectors already
-        (``codesight index --full``), which are then kept current."""
-        return self.models.full_pass() or (self.has_index() and self.store.counts()["vectors"] > 0)
+        (``Models.full_pass``: on a GPU, by default), or where the full model was asked for on this
+        index once (``codesight index --full``), whose vectors are then kept current. Vectors the
+        shared cache gave it are used, and ask for nothing more: on a CPU the rest is the user's
+        to ask for (an index from before this was recorded counts as asked where it is complete)."""
+        return indexing.full_pass(self.context)
+
+    def full_estimate(self, pending: int | None = None) -> str:
+        """How long ``index --full`` takes to embed ``pending`` chunks (default: this index's
+        chunks without the full model's vectors) on this machine, in words ("about 12 min")."""
+        return self.models.full_estimate(self.store.counts()["pending"] if pending is None else pending)
 
     def release_model(self) -> None:
         """End a model running in a child process (at once, even mid-batch, or still loading)."""
         self.models.release()
 
     # --- indexing (core.indexing) -----------------------------------------------------------
-    def index(self, progress: ProgressFn | None = None, *, embed: bool = True, force: bool = False,
+    def index(self, progress: ProgressFn | None = None, *, embed: bool | None = None, force: bool = False,
               cancel: threading.Event | None = None, wait: bool = False,
               paths: list[str] | None = None, static: bool | None = None) -> IndexReport:
         """Bring the index up to date: lexical phase first (BM25 works after it), then vectors.
 
-        ``embed=False`` stops after the lexical phase. ``force`` rebuilds from scratch (the shared
+        ``embed``: the full model's vectors too (default: ``full_pass()``, so that on a CPU only
+        an explicit ``embed=True`` starts the model); ``embed=False`` stops after the lexical phase
+        and the static tier. ``force`` rebuilds from scratch (the shared
         embedding cache still spares re-embedding). ``cancel`` stops between batches; everything
         committed so far stays valid and the next run resumes. Raises ``IndexBusyError`` if another
         process is indexing and ``wait`` is false. A full disk is one clear ``CodeSightError``.
         ``paths`` (relative, from a file watcher) limits the lexical phase to those files where
-        that is enough to tell what changed; the tree is walked otherwise. ``static`` (default: as
-        ``embed``) gives every chunk a static-tier vector right after the lexical phase, before
-        the full model starts (``core.static``; the first run on a machine distils its model).
+        that is enough to tell what changed; the tree is walked otherwise. ``static`` (default: on,
+        unless ``embed=False``) gives every chunk a static-tier vector right after the lexical
+        phase, before the full model starts (``core.static``; the first run on a machine distils
+        its model).
         """
-        return indexing.run(self.context, progress, embed=embed, force=force, cancel=cancel, wait=wait, paths=paths,
-                            static=static)
+        full = self.full_pass() if embed is None else embed
+        return indexing.run(self.context, progress, embed=full, force=force, cancel=cancel, wait=wait, paths=paths,
+                            static=static if static is not None else embed is not False)
 
-    def watch(self, on_batch: Callable[[Batch, IndexReport], None] | None = None, *, embed: bool = True,
+    def watch(self, on_batch: Callable[[Batch, IndexReport], None] | None = None, *, embed: bool | None = None,
               quiet: float = 0.3, catch_up: bool = True, poll: bool | None = None,
               static: bool | None = None) -> Watcher:
         """Keep the index current as files change: returns a started ``core.watch.Watcher``.
@@ -178,13 +190,15 @@ class CodeSight:
         per batch. A change that arrives while a batch is embedding interrupts the embedding, so a
         save is searchable in about a second even during a long first embedding; the next batch
         resumes it. Another process's writer makes the batch wait (``RetryLater``), not fail.
-        ``static`` (default: as ``embed``) keeps the static tier current too.
+        ``embed`` as ``index``'s (default: ``full_pass()``); ``static`` (default: on, unless
+        ``embed=False``) keeps the static tier current too.
         ``on_batch(batch, report)`` is called after each batch. ``catch_up`` first brings the
         index up to date with a full walk. ``poll`` forces a stat poll instead of inotify (the
         default polls only where the tree has symlinked directories).
         """
-        return indexing.watch(self.context, on_batch, embed=embed, quiet=quiet, catch_up=catch_up, poll=poll,
-                              static=static)
+        full = self.full_pass() if embed is None else embed
+        return indexing.watch(self.context, on_batch, embed=full, quiet=quiet, catch_up=catch_up, poll=poll,
+                              static=static if static is not None else embed is not False)
 
     def watcher(self, handler: Callable[[Batch], None], *, quiet: float = 0.3, poll: bool | None = None,
                 scan: Callable[[], dict[str, list[str]]] | None = None, on_event: Callable[[], None] | None = None,
@@ -291,6 +305,13 @@ class CodeSight:
         """The words of ``query`` worth marking in a hit (names, their parts, plain words; no
         stopwords), longest first: what a preview highlights."""
         return retrieval.query_terms(query)
+
+    def definition_lines(self, path: str) -> list[int]:
+        """The first lines of ``path``'s definitions, in order (none before it is indexed): places
+        where a lexer is between tokens, never inside a string, so a preview can lex from one."""
+        if not self.has_index():
+            return []
+        return sorted({d.start_line for d in symbol_tables.file_definitions(self.store.conn, path)})
 
     def document_text(self, path: str) -> str | None:
         """A document's extracted text (PDF, DOCX, PPTX), as its hits' lines count it; None for

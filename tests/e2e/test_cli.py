@@ -1,6 +1,7 @@
 """The command line as users run it: real processes, exit codes, stdout and stderr."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -54,9 +55,10 @@ def test_a_cpu_leaves_the_full_pass_out_until_asked(repo):
     env = {"CODESIGHT_DEVICE": "cpu", "CODESIGHT_STATIC_MODEL": "auto"}  # the shipped static model
     r = run("index", repo, "--json", env=env)
     assert r.returncode == 0, r.stderr
-    assert [line for line in r.stderr.splitlines() if "--full" in line] == [
+    said = [line for line in r.stderr.splitlines() if "--full" in line]
+    assert len(said) == 1 and said[0].startswith(
         "codesight: the full model's vectors are left out on a CPU (full_model = auto): BM25 and the static tier"
-        " answer; `codesight index --full` computes them"]
+        " answer; `codesight index --full` computes the other ") and said[0].endswith(" here)"), said
     st = json.loads(run("status", repo, "--json", env=env).stdout)
     assert st["vectors"] == 0 and st["static_vectors"] == st["chunks"] > 0
     r = run("index", repo, "--full", "--json", env=env)
@@ -69,6 +71,43 @@ def test_a_cpu_leaves_the_full_pass_out_until_asked(repo):
     assert r.returncode == 0 and "--full" not in r.stderr and st["vectors"] == st["chunks"]
     both = run("index", repo, "--full", "--static-only", env=env)
     assert both.returncode == 2 and len(both.stderr.strip().splitlines()) == 1
+
+
+def test_vectors_from_the_shared_cache_start_no_full_model_on_a_cpu(repo, tmp_path):
+    """Issue 66 items 15 and 16: a copy of a repository whose vectors the shared cache partly held
+    got them, and then every index run and the TUI embedded the rest with the full model (two
+    processes at 90% CPU, "ETA 18m"), since an index with vectors counted as one the full model
+    was asked for. Cached vectors are used; the rest is computed only when asked (`--full`), and
+    `index`, `status` and `search --full` say how, with its cost here."""
+    from conftest import build_repo
+
+    env = {"CODESIGHT_DEVICE": "cpu", "CODESIGHT_STATIC_MODEL": "auto"}
+    half = build_repo(tmp_path / "half")  # the same files, less some
+    for p in sorted(half.rglob("*.js")) + sorted(half.rglob("*.md")):
+        p.unlink()
+    assert run("index", half, "--full", "--json", env=env).returncode == 0
+    first = run("index", repo, "--json", env=env)
+    report = json.loads(first.stdout)
+    assert first.returncode == 0 and report["embedded"] == 0 and report["cache_hits"] > 0, first.stderr
+    assert report["vectors_pending"] > 0
+    assert f"({report['cache_hits']:,} from the shared cache are used)" in first.stderr
+    assert f"`codesight index --full` computes the other {report['vectors_pending']:,} (about " in first.stderr
+    st = json.loads(run("status", repo, "--json", env=env).stdout)
+    assert st["full_pass"] is False and st["vectors"] == report["cache_hits"] and st["pending"] > 0
+    text = run("status", repo, env=env).stdout
+    assert f"{st['pending']:,} not computed on a CPU (`codesight index --full`: about " in text
+    again = json.loads(run("index", repo, "--json", env=env).stdout)  # vectors there: still none computed
+    assert again["embedded"] == 0
+    probe = ("import sys, json; from codesight_tui import CodeSight; cs = CodeSight(sys.argv[1]); r = cs.index();"
+             " print(json.dumps([cs.full_pass(), r.embedded, 'torch' in sys.modules, 'onnxruntime' in sys.modules]))")
+    api = subprocess.run([sys.executable, "-c", probe, str(repo)], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, **env))
+    assert json.loads(api.stdout.strip().splitlines()[-1]) == [False, 0, False, False], api.stderr[-2000:]
+    found = run("search", "haversine", "--path", repo, "--full", env=env)
+    assert found.returncode == 0 and "`codesight index --full`: about " in found.stderr
+    full = json.loads(run("index", repo, "--full", "--json", env=env).stdout)  # asked: computed, and kept from then on
+    assert full["embedded"] == report["vectors_pending"] and full["vectors_pending"] == 0
+    assert json.loads(run("status", repo, "--json", env=env).stdout)["full_pass"] is True
 
 
 def test_human_output(repo):
@@ -477,3 +516,37 @@ def test_def_refs_callers_callees(nav_repo):
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     r = run("refs", "x", "--json", "--vimgrep", cwd=nav_repo)
     assert r.returncode == 2
+
+
+def test_a_long_index_run_off_a_terminal_says_how_far_it_is_every_minute(capsys, monkeypatch):
+    """Issue 66 item 16: `index --full` with its output in a file printed nothing for 17 minutes."""
+    from codesight_tui import cli
+    from codesight_tui.core.index.indexer import Progress
+
+    now = [1000.0]
+    monkeypatch.setattr(cli.time, "monotonic", lambda: now[0])
+    view = cli._ProgressView(False, plain=True)
+    view(Progress("embed", 0, 9_828))
+    for done in (500, 1_000, 1_500):
+        now[0] += 30
+        view(Progress("embed", done, 9_828))
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["codesight: full model's vectors: 1,000/9,828 (10%), about 9 min left"], lines
+    quiet = cli._ProgressView(False, plain=False)  # a caller that wants no progress gets none
+    now[0] += 600
+    quiet(Progress("embed", 2_000, 9_828))
+    assert capsys.readouterr().err == ""
+
+
+def test_the_status_bar_counts_vectors_as_status_does_and_says_how_to_get_the_rest():
+    """Issue 66 item 16: the TUI's "vectors 2% (ETA 18m)" was of the run's pending chunks where
+    `status` said 3,968 done and 5,860 pending; with the full model off, it says how to get them."""
+    from codesight_tui.tui.widgets.status import IndexState
+
+    st = IndexState()
+    st.chunks, st.vectors = 9_828, 3_968
+    st.start_phase("embed", 0.0, 0)
+    st.progress(100, 5_860, 10.0)
+    assert "vectors 40%" in st.freshness(10.0)
+    st.phase, st.model_state = "idle", "off"
+    assert st.freshness(20.0).endswith("vectors 40% (index --full)")

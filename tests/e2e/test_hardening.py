@@ -724,13 +724,13 @@ def test_static_vectors_come_before_the_cache_fill_on_a_cpu(tmp_path, static_mod
     from conftest import build_repo
 
     first = build_repo(tmp_path / "first")
-    CodeSight(first, static_model=str(static_model_dir), device="cpu").index()  # leaves a cache file
+    CodeSight(first, static_model=str(static_model_dir), device="cpu").index(embed=True)  # leaves a cache file
     second = build_repo(tmp_path / "second")
     (second / "src" / "lru.py").write_text("from collections import OrderedDict\n\n\nclass LRU:\n"
                                            "    def put(self, key, value):\n        self.data.popitem(last=False)\n")
     phases: list[str] = []
     cs = CodeSight(second, static_model=str(static_model_dir), device="cpu")
-    cs.index(progress=lambda ev: phases.append(ev.phase))
+    cs.index(progress=lambda ev: phases.append(ev.phase), embed=True)  # asked for: on a CPU not the default
     assert "static" in phases and "embed" in phases
     assert phases.index("static") < phases.index("embed"), phases
 

@@ -140,7 +140,6 @@ class Workspace:
             job = self._jobs.get(root)
             if job is None:
                 engine = self.engine(root)
-                made_with.setdefault("embed", engine.full_pass())  # settings.full_model
                 job = self._jobs[root] = IndexJob(engine, **made_with)
             return job
 

@@ -47,7 +47,7 @@ class Ending(NamedTuple):
 class IndexJob:
     """Index runs of one engine, one at a time, in a background thread (see the module)."""
 
-    def __init__(self, engine: CodeSight, *, embed: bool = True, on_progress: Callable[[Progress], None] | None = None,
+    def __init__(self, engine: CodeSight, *, embed: bool | None = None, on_progress: Callable[[Progress], None] | None = None,
                  on_idle: Callable[[Ending], None] | None = None, name: str | None = None) -> None:
         self.engine = engine
         self.embed = embed

@@ -13,6 +13,7 @@ loads, and keeps each index's static vectors in memory for search until they cha
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 import time
@@ -33,6 +34,13 @@ _ModelKey = tuple[str, str, str, str, int, bool]
 _MODELS: dict[_ModelKey, Any] = {}  # one loaded model per (model, device, batch, process) for the whole process
 _MODELS_LOCK = threading.Lock()  # guards the two dicts, never held while a model loads
 _LOADING: dict[_ModelKey, threading.Lock] = {}  # one lock per model being loaded
+
+
+RATE_FILE = "full-model-rate"  # in the cache directory: the last full run's chunks a second
+# The full model's rate on a CPU when none was measured here yet: the bundled MiniLM through ONNX on
+# this project's 2-core machine embedded 26 chunks a second quiet and 3.7-7.7 beside other work
+# (issue 66); an estimate errs long rather than short.
+FULL_RATE = 10.0
 
 
 def _model_key(info: ModelInfo, device: str, batch_size: int, in_child: bool) -> _ModelKey:
@@ -144,6 +152,39 @@ class Models:
         choice = self.settings.full_model
         return choice == "on" or (choice == "auto" and (self.injected or self.gpu_likely()
                                                         or self.static_path() is None))
+
+    # --- what the full pass costs here ------------------------------------------------------------
+    def full_rate(self) -> float:
+        """Chunks a second the full model embeds on this machine: the last full run's rate where one
+        was measured (``record_full_rate``), else ``FULL_RATE``, this project's CPU under load."""
+        try:
+            rate = float((self.settings.cache_dir.expanduser() / RATE_FILE).read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return FULL_RATE
+        return rate if rate > 0 else FULL_RATE
+
+    def record_full_rate(self, chunks: int, seconds: float) -> None:
+        """Keep the rate of a full run that embedded enough to say (``full_rate``)."""
+        if chunks < 64 or seconds <= 0:
+            return
+        path = self.settings.cache_dir.expanduser() / RATE_FILE
+        with contextlib.suppress(OSError):
+            from codesight_tui.core.private import private_dir
+
+            private_dir(path.parent)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(f"{chunks / seconds:.2f} chunks/s, {chunks} chunks in {seconds:.1f} s\n")
+
+    def full_estimate(self, pending: int) -> str:
+        """How long the full model's vectors of ``pending`` chunks take here, in words: what
+        ``index --full`` is said to cost."""
+        seconds = pending / self.full_rate()
+        if seconds < 90:
+            return f"about {max(1, round(seconds))} s"
+        if seconds < 5400:
+            return f"about {round(seconds / 60)} min"
+        return f"about {seconds / 3600:.1f} h"
 
     def release(self) -> None:
         """End a model running in a child process (at once, even mid-batch, or still loading)."""

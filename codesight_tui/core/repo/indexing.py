@@ -26,6 +26,11 @@ from codesight_tui.core.index.indexer import (
     scan_changes,
 )
 
+# The index's meta key that says whether the full model's vectors were asked for on it ("1": by
+# `index --full`, full_model = on or a GPU, and kept current from then on; "0": not asked, so the
+# vectors the shared cache gives it are all it gets on a CPU).
+FULL_ASKED = "full_asked"
+
 if TYPE_CHECKING:
     from codesight_tui.core.index.cache import EmbeddingCache
     from codesight_tui.core.repo.context import RepoContext
@@ -104,6 +109,20 @@ def _repair(ctx: RepoContext, store: Store, force: bool, paths: list[str] | None
     return store, force
 
 
+def full_pass(ctx: RepoContext) -> bool:
+    """Whether index runs of ``ctx`` embed every chunk with the full model (``CodeSight.full_pass``
+    says when)."""
+    if ctx.models.full_pass():
+        return True
+    if not ctx.has_index():
+        return False
+    asked = ctx.store.get_meta(FULL_ASKED)
+    if asked is not None:
+        return asked == "1"
+    counts = ctx.store.counts()  # an index from before FULL_ASKED: asked, where it is complete
+    return counts["vectors"] > 0 and counts["pending"] == 0
+
+
 def _run(ctx: RepoContext, progress: ProgressFn | None, *, embed: bool, force: bool, cancel: threading.Event | None,
          wait: bool, paths: list[str] | None, static: bool) -> IndexReport:
     from codesight_tui.core.ingest.chunker import Chunker
@@ -133,6 +152,10 @@ def _run(ctx: RepoContext, progress: ProgressFn | None, *, embed: bool, force: b
                       secret_files=tuple(ctx.settings.secret_files),
                       document_memory_mb=ctx.settings.document_memory_mb)
         report.vectors_pending = store.counts()["pending"]
+        if embed:  # asked for here (--full, full_model = on, a GPU): kept current from now on
+            store.set_meta(**{FULL_ASKED: "1"})
+        elif store.get_meta(FULL_ASKED) is None:
+            store.set_meta(**{FULL_ASKED: "0"})
         model_changed = store.get_meta("model") not in (None, info.vectors_name)
         full_work = embed and (report.vectors_pending or model_changed)
         # On a CPU the static tier goes first, before even the cache fill: semantic search in
@@ -166,6 +189,8 @@ def _run(ctx: RepoContext, progress: ProgressFn | None, *, embed: bool, force: b
                     static_later = False  # the guess was wrong: the model runs on the CPU
                     ctx.models.index_static(store, progress, cancel, report)
                 cache = _embed(ctx, embedder, progress=progress, cancel=cancel, report=report)
+                if getattr(embedder, "device", "cpu") != "cuda":
+                    ctx.models.record_full_rate(report.embedded, report.embed_seconds)
                 report.warnings.extend(cache.notices)
                 _bound_cache(ctx, cache)
         elif report.chunks_removed and ctx.vectors.directory.exists():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from codesight_tui.core.repo.indexing import changed_files
+from codesight_tui.core.repo.indexing import changed_files, full_pass
 
 if TYPE_CHECKING:
     from codesight_tui.core.repo.context import RepoContext
@@ -76,6 +76,8 @@ def status(ctx: RepoContext, check_disk: bool = True) -> IndexStatus:
         "static_coverage": static["static_coverage"],
         "static_error": static["static_error"],
         "vector_coverage": round(n["vectors"] / chunks, 4) if chunks else 1.0,
+        "full_pass": full_pass(ctx),
+        "full_estimate": ctx.models.full_estimate(n["pending"]),
         "indexing": base["indexing"],
         "notices": ctx.notices.take("status") + (["index is read-only: searching without updating"]
                                                  if store.readonly else []),

@@ -38,6 +38,10 @@ class IndexStatus(TypedDict):
     chunks: int
     vectors: int  # chunks with a vector of the full model
     pending: int  # chunks without one yet
+    # whether index runs compute the rest (a GPU, full_model = on, or `index --full` asked once);
+    # where not, ``full_estimate`` says what `index --full` would take here ("about 12 min")
+    full_pass: NotRequired[bool]
+    full_estimate: NotRequired[str]
     vector_coverage: float
     model: str
     backend: str  # how the full model runs here: torch, onnx or onnx-int8 (core.onnx_model)

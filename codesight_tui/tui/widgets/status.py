@@ -97,14 +97,17 @@ class IndexState:
         if self.phase == "static":
             pct = int(100 * self.phase_done / self.phase_total) if self.phase_total else 100
             return f"lexical ready · static vectors {pct}%"
-        if self.phase == "embed":
-            pct = int(100 * self.phase_done / self.phase_total) if self.phase_total else 100
+        if self.phase == "embed":  # of every chunk, as `codesight status` counts them, not of this run's
+            pct = (int(100 * self.vectors / self.chunks) if self.chunks else
+                   int(100 * self.phase_done / self.phase_total) if self.phase_total else 100)
             return f"lexical ready · vectors {pct}% (ETA {eta(self.phase_eta(now))})"
         if self.phase == "failed":
             return "[b red]index failed[/]"
         when = f"indexed {ago(now - self.last_indexed)}" if self.last_indexed else "not indexed"
         if self.chunks and self.vectors < self.chunks and not (self.model_state == "off" and not self.vectors):
-            return f"lexical {when} · vectors {int(100 * self.vectors / self.chunks)}%"
+            # on a CPU the rest comes only when asked for: say how (issue 66)
+            how = " (index --full)" if self.model_state == "off" else ""
+            return f"lexical {when} · vectors {int(100 * self.vectors / self.chunks)}%{how}"
         return when
 
 
