@@ -47,7 +47,7 @@ from codesight_tui.tui.messages import (
 )
 from codesight_tui.tui.screens.filter import FilterScreen
 from codesight_tui.tui.screens.help import HelpScreen
-from codesight_tui.tui.widgets.preview import Preview, render_hit
+from codesight_tui.tui.widgets.preview import LEX_FROM_TOP, Preview, render_hit
 from codesight_tui.tui.widgets.results import ResultsList
 from codesight_tui.tui.widgets.status import IndexState, StatusBar
 
@@ -75,6 +75,22 @@ def follow_query(query: str) -> tuple[str, str] | None:
     return None
 
 
+BACK_HINT = "   Alt+← back"
+
+
+def trail_text(steps: list[str], width: int) -> Text:
+    """The breadcrumb's line within ``width`` cells: the way back is always said in full, and where
+    the steps do not fit, the earliest give way first ("… › callers of x › callees of y")."""
+    room = max(8, width - len(BACK_HINT))
+    line = " › ".join(steps)
+    while len(line) > room and len(steps) > 1:
+        steps = steps[1:]
+        line = "… › " + " › ".join(steps)
+    if len(line) > room:
+        line = "…" + line[len(line) - room + 1 :]
+    return Text(line + BACK_HINT, no_wrap=True)
+
+
 def navigation_hits(nav: Navigation, repo: str = "") -> list[SearchResult]:
     """A navigation answer as rows of the results list: a caller's or a reference's line, with the
     definition it is in as its name; a callee's definition, with its name."""
@@ -86,8 +102,8 @@ def navigation_hits(nav: Navigation, repo: str = "") -> list[SearchResult]:
         path, line = (shown.path, shown.line) if shown else (site.path, site.line)
         around = shown or site.within
         scope = f"{around.kind} {around.qualified}" if around else ""
-        if nav.action == "callees" and not shown:
-            scope = f"{site.name} (not defined here)"
+        if nav.action == "callees" and not shown:  # "name()": a bare lower-case word would read as a keyword
+            scope = f"{site.name}() ({site.resolution})"
         hits.append(SearchResult(path, line, line, scope, "", 0.0, None, None, site.text, -(k + 1), definition=True,
                                  line=line, repo=repo))
     return hits
@@ -127,7 +143,9 @@ class CodeSightApp(App[int]):
         Binding("alt+left,ctrl+o", "go_back", "Back", key_display="^o", id="app.back"),
         Binding("ctrl+y", "copy_location", "Copy", show=False, id="app.copy_location"),
         Binding("alt+y", "copy_snippet", "Copy snippet", show=False, priority=True, id="app.copy_snippet"),
-        Binding("tab", "cycle_mode", "Mode", priority=True, id="app.cycle_mode"),
+        # not in the footer (the status bar names the mode; F1 lists the key): at 80 columns the
+        # footer cut the filter key's name off ("^f Filt")
+        Binding("tab", "cycle_mode", "Mode", show=False, priority=True, id="app.cycle_mode"),
         Binding("ctrl+f", "filter", "Filter", id="app.filter"),
         Binding("shift+down", "scroll_preview(3)", "Scroll preview down", show=False, id="app.preview_down"),
         Binding("shift+up", "scroll_preview(-3)", "Scroll preview up", show=False, id="app.preview_up"),
@@ -422,9 +440,11 @@ class CodeSightApp(App[int]):
     def preview_worker(self, hit: SearchResult, stale: bool, query: str = "") -> None:
         """Read and highlight off the event loop; the preview drops it if the selection moved on."""
         try:
-            document = self.engine_of(hit).document_text(hit.path) if hit.is_document else None
+            engine = self.engine_of(hit)
+            document = engine.document_text(hit.path) if hit.is_document else None
+            far = not hit.is_document and not hit.commit and (hit.line or hit.start_line) > LEX_FROM_TOP
             title, body, row = render_hit(self.root_of(hit), hit, stale, terms=self.engine.query_terms(query),
-                                          document=document)
+                                          document=document, anchors=engine.definition_lines(hit.path) if far else ())
         except Exception as exc:  # never lose the app over a preview  # noqa: BLE001
             title, body, row = Text(f"{hit.path}: cannot show this file: {exc}", style="dim"), [], 0
         if not get_current_worker().is_cancelled:
@@ -860,8 +880,7 @@ class CodeSightApp(App[int]):
                 return
             first = self.trail[0][0]
             steps = [f'"{first}"' if follow_query(first) is None else first] + [label for _, _, label in self.trail]
-            crumb.update(Text(" › ".join(printable(s) for s in steps) + "   Alt+← back", no_wrap=True,
-                              overflow="ellipsis"))
+            crumb.update(trail_text([printable(s) for s in steps], (crumb.size.width or self.size.width) - 2))
             crumb.display = True
 
     def action_help(self) -> None:

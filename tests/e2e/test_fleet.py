@@ -464,7 +464,13 @@ def test_bad_stores_are_one_line(tmp_path, env):
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "is not a fleet store" in out.stderr
     out = codesight("search", "anything", "--store", "s3://fleet/x", "--endpoint", "http://127.0.0.1:9", env=env,
                     cwd=tmp_path)
-    assert out.returncode == 1 and out.stderr.strip().endswith("cannot reach it") and "Traceback" not in out.stderr
+    assert out.returncode == 1 and "cannot reach the fleet store s3://fleet/x at http://127.0.0.1:9: Connection refused" \
+        in out.stderr and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    # issue 66 item 23: with no credentials in the environment, it said "access denied"
+    bare = {k: v for k, v in env.items() if not k.startswith("AWS_")}
+    out = codesight("search", "anything", "--store", "s3://fleet/x", "--endpoint", "http://127.0.0.1:9", env=bare,
+                    cwd=tmp_path)
+    assert out.returncode == 1 and "Connection refused" in out.stderr and "access denied" not in out.stderr
     out = codesight("search", "anything", "--repo", "svc*", env=env, cwd=tmp_path)
     assert out.returncode == 2 and "--store" in out.stderr
     out = codesight("fleet", "index", str(tmp_path / "nothing"), "--store", str(tmp_path / "s"), env=env)

@@ -117,7 +117,7 @@ async def test_find_related_and_the_tokens_each_answer_costs(repo, _isolated_hom
             assert not any(h["path"] == "src/geo.py" and h["start_line"] <= 6 <= h["end_line"] for h in out["results"])
             assert out["tokens"] > 0
         r = await client.call_tool("find_related", {"location": "src/nope.py:3"})
-        assert r.is_error and "not indexed" in r.content[0].text
+        assert r.is_error and "src/nope.py: no such file" in r.content[0].text
     st = subprocess.run([sys.executable, "-m", "codesight_tui", "stats", "--json"], capture_output=True, text=True,
                         timeout=120)
     assert st.returncode == 0, st.stderr

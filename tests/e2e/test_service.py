@@ -523,8 +523,11 @@ def test_a_second_install_has_a_service_of_its_own_and_never_stops_the_first(ser
     assert wait_for(lambda: theirs.exists() and theirs.read_text().strip() != "")
     second = int(theirs.read_text())
     assert second != first
-    out = cs("search", "UploadQueue", "--mode", "bm25", "--verbose", cwd=served, env=other)
-    assert "answering in this process" not in out.stderr  # its own service answers it
+    def served_by_its_own() -> bool:
+        out = cs("search", "UploadQueue", "--mode", "bm25", "--verbose", cwd=served, env=other)
+        return out.returncode == 0 and "answering in this process" not in out.stderr
+
+    assert wait_for(served_by_its_own, 60, 0.5)  # its own service answers it, once it is up
     assert int(theirs.read_text()) == second and service_pid() == first
     os.kill(second, signal.SIGKILL)
 

@@ -574,8 +574,13 @@ def test_long_paths_shrink_before_the_name_does():
     hit = SimpleNamespace(found_by="both", path="src/flask/sansio/scaffold/deeply/nested/app.py", line=966,
                           start_line=960, name="SecureCookieSessionInterface.open_session", score=0.02)
     row = result_row(1, hit, width=76)
-    assert row.cell_len <= 76 and row.plain.endswith("SecureCookieSessionInterface.open_session")
-    assert "nested/app.py:966" in row.plain
+    # issue 66 item 20: the path keeps what fits beside the name's first NAME_ROOM cells (the rest
+    # of the name is cut at the edge, as fzf cuts a line); only its leading folders shrink
+    from codesight_tui.tui.widgets.results import NAME_ROOM
+
+    head = row.plain[: row.plain.index(":966")]
+    assert len(head) + len(":966  ") + NAME_ROOM <= 76 and head.endswith("deeply/nested/app.py")
+    assert row.plain.endswith("SecureCookieSessionInterface.open_session")
     # issue 35: BM25 with the static tier's vectors is "Bv"; "BV" is BM25 with the full model's
     assert " Bv " in result_row(1, SimpleNamespace(**{**vars(hit), "vector_rank": None, "static_rank": 3})).plain
     assert " BV " in result_row(1, SimpleNamespace(**{**vars(hit), "vector_rank": 2, "static_rank": 3})).plain
@@ -798,6 +803,35 @@ def test_the_preview_lexes_from_above_a_window_that_starts_in_a_string(tmp_path)
     assert def_seg.style != doc_seg.style  # a keyword, not more of the string
 
 
+def test_a_window_far_down_is_lexed_from_the_definition_above_it(tmp_path):
+    """Issue 66 item 23: past line 4,000 (``LEX_FROM_TOP``) the window was lexed from its own first
+    line, so one that opened inside a docstring drew the hit in one colour (rich's render_lines
+    at line 5,084). It is lexed from the nearest definition's first line above it now."""
+    from codesight_tui.core.search.searcher import SearchResult
+    from codesight_tui.tui.widgets.preview import LEX_FROM_TOP, render_hit
+
+    filler = "".join(f"x{i} = {i}\n" for i in range(LEX_FROM_TOP + 1000))
+    doc = "".join(f"        line {i} of a long docstring that explains the method\n" for i in range(80))
+    body = filler + 'class Console:\n    def first(self):\n        """\n' + doc + '        """\n        return 1\n\n' \
+        '    def render_lines(self, lines, width):\n        return [l[:width] for l in lines]\n'
+    (tmp_path / "mod.py").write_text(body)
+    lines = body.split("\n")
+    target = lines.index("    def render_lines(self, lines, width):") + 1
+    hit = SearchResult("mod.py", target, target + 1, "def render_lines", "python", 1.0, 1, None, "", 1, line=target)
+    anchors = [lines.index("class Console:") + 1, lines.index("    def first(self):") + 1, target]
+
+    def styles(strips, row):
+        def_seg = next(seg for seg in strips[row] if seg.text.strip() == "def")
+        doc_seg = next(seg for seg in strips[row - 6] if "docstring" in seg.text)
+        return def_seg.style, doc_seg.style
+
+    _, strips, row = render_hit(tmp_path, hit, terms=(), anchors=anchors)
+    keyword, string = styles(strips, row)
+    assert keyword != string  # a keyword, not more of the string
+    _, strips, row = render_hit(tmp_path, hit, terms=())  # without them, as before: one string, no keyword
+    assert not any(seg.text.strip() == "def" for seg in strips[row])
+
+
 async def test_f5_f6_follow_the_code_and_back_returns(nav_repo, settings):
     """Issue 51: F6 lists a hit's callees, F5 a hit's callers, the breadcrumb says the way here, and
     Alt+Left goes back to the list before with its row selected; Enter opens the editor at the line."""
@@ -829,3 +863,44 @@ async def test_f5_f6_follow_the_code_and_back_returns(nav_repo, settings):
         assert app.query_one("#query").value == "lookup" and app.query_one(ResultsList).highlighted == start
         assert not trail.display
         assert {"Callers", "Callees", "Back"} <= {b.description for b in app.BINDINGS}
+
+
+def test_a_callee_the_repository_does_not_define_keeps_its_name():
+    """Issue 66 item 14: F6 on awkTokenizer showed `src/tokenizer.go:162 (not defined here)` with no
+    name (the list read "len" as a keyword and dropped it); the CLI said `len line 162`."""
+    from codesight_tui.core.search.navigate import Navigation, Site
+    from codesight_tui.tui.app import navigation_hits
+
+    nav = Navigation("callees", "awkTokenizer", "awkTokenizer", None,
+                     sites=[Site("src/tokenizer.go", 162, "len", "call", "", None, None, "built-in"),
+                            Site("src/tokenizer.go", 170, "helper", "call", "", None, None, "not defined here")])
+    assert [h.name for h in navigation_hits(nav)] == ["len() (built-in)", "helper() (not defined here)"]
+
+
+def test_paths_shrink_only_where_they_do_not_fit_and_a_hit_without_a_name_shows_its_code():
+    """Issue 66 item 20: at 100 columns every folder was cut to its first letter
+    (`d/d/d/t/dependencies/index.md`) where the whole path fitted, and a hit with no definition
+    name showed nothing after `utils.py:48`."""
+    from codesight_tui.core.search.searcher import SearchResult
+    from codesight_tui.tui.widgets.results import result_row
+
+    path = "docs/de/docs/tutorial/dependencies/index.md"
+    hit = SearchResult(path, 3, 9, "Dependencies - First Steps in a Long Heading", "markdown", 1.0, 1, None,
+                       "# Dependencies\n", 1, line=3)
+    assert f" {path}:3" in result_row(1, hit, width=100).plain
+    narrow = result_row(1, hit, width=50).plain
+    assert "dependencies/index.md:3" in narrow and narrow.index("dependencies") < 40
+    bare = SearchResult("utils.py", 48, 50, "", "python", 1.0, 1, None, "\n    return cache.get(key)\n", 2, line=48)
+    assert result_row(2, bare, width=80).plain.endswith("utils.py:48  return cache.get(key)")
+
+
+def test_the_breadcrumb_always_says_the_way_back():
+    """Issue 66 item 20: at 160 columns a long trail cut "back" off `Alt+←`."""
+    from codesight_tui.tui.app import BACK_HINT, trail_text
+
+    steps = ['"how does routing work"'] + [f"callers of handler_number_{k}" for k in range(8)]
+    for width in (60, 80, 160):
+        line = trail_text(steps, width).plain
+        assert line.endswith(BACK_HINT) and len(line) <= max(width, 8 + len(BACK_HINT))
+        assert "callers of handler_number_7" in line
+    assert trail_text(steps[:2], 160).plain == '"how does routing work" › callers of handler_number_0' + BACK_HINT

@@ -152,6 +152,38 @@ _NAMES_SEEN: dict[StoreSpec, tuple[float, dict[str, str]]] = {}  # name -> the c
 _CONNECT_LOCK = threading.Lock()
 
 
+_UNREACHABLE: dict[str, float] = {}  # endpoint -> when it last refused: asked again only after REACH_AGAIN_S
+REACH_AGAIN_S = 30.0
+REACH_TIMEOUT_S = 2.0
+
+
+def _reach(spec: StoreSpec) -> None:
+    """An S3-compatible endpoint's port, tried before LanceDB is given it: a closed or unreachable
+    one is said at once ("cannot reach it"), where LanceDB's client took 6.4 s of retries to say so,
+    or, with no credentials in the environment, said "access denied" (its credential chain failed
+    first). Remembered for ``REACH_AGAIN_S`` in this process (the warm service, the TUI)."""
+    if not spec.remote or not spec.endpoint:
+        return
+    import socket
+    from urllib.parse import urlsplit
+
+    where = f"cannot reach the fleet store {spec.uri} at {spec.endpoint}"
+    said = _UNREACHABLE.get(spec.endpoint)
+    if said is not None and time.monotonic() - said < REACH_AGAIN_S:
+        raise CodeSightError(f"{where}: it refused a moment ago", exit_code=1)
+    try:
+        url = urlsplit(spec.endpoint)
+        port = url.port or (443 if url.scheme == "https" else 80)
+    except ValueError:
+        raise CodeSightError(f"{spec.endpoint} is not an endpoint URL (http://HOST:PORT)", exit_code=2) from None
+    try:
+        socket.create_connection((url.hostname or "localhost", port), timeout=REACH_TIMEOUT_S).close()
+    except OSError as exc:
+        _UNREACHABLE[spec.endpoint] = time.monotonic()
+        raise CodeSightError(f"{where}: {exc.strerror or 'no answer'}", exit_code=1) from None
+    _UNREACHABLE.pop(spec.endpoint, None)
+
+
 def _connect(spec: StoreSpec) -> Any:
     """One LanceDB connection per store and process (the warm service keeps it between calls)."""
     with _CONNECT_LOCK:
@@ -159,6 +191,7 @@ def _connect(spec: StoreSpec) -> Any:
         if db is None:
             import lancedb
 
+            _reach(spec)
             if not spec.remote and not Path(spec.location()).is_dir():
                 # A reader creates nothing (LanceDB's connect would make the directories).
                 raise CodeSightError(f"no fleet store at {spec.location()}: build it with"
@@ -207,6 +240,8 @@ def _one_line(exc: BaseException) -> str:
 
 _CAUSES = (  # what object storage's errors mean, in words (the store's own text is a Rust debug dump)
     (("NoSuchBucket",), "the bucket does not exist", 2),
+    (("Failed to get AWS credentials", "Failed to load credentials", "no credentials"),
+     "no credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE", 1),
     (("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "Access Denied", "403", "401",
       "ExpiredToken", "credential"), "access denied: check the credentials (AWS_ACCESS_KEY_ID, AWS_PROFILE, ...)", 1),
     (("Failed to connect", "error sending request", "Connection refused", "dns error", "timed out", "RetryError"),
@@ -245,8 +280,9 @@ class FleetStore:
     def _table(self, name: str) -> Any:
         table = _TABLES.get((self.spec, name))
         if table is None:
+            db = _connect(self.spec)  # its own failures are said already (``_reach``, ``explain``)
             try:
-                table = _connect(self.spec).open_table(name)
+                table = db.open_table(name)
             except Exception as exc:  # noqa: BLE001 - LanceDB and the object store raise many types: explain() says which
                 failure = explain(exc, self.spec, "read")
                 if failure.exit_code == 1 and not failure.args[0].endswith(_one_line(exc)):

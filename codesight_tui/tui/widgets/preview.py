@@ -68,12 +68,15 @@ TERM_STYLE = "bold reverse"
 
 
 def render_hit(root: Path, hit: SearchResult, stale: bool = False, theme: str = "ansi_dark",
-               terms: Sequence[str] = (), document: str | None = None) -> tuple[Text, list[Strip], int]:
+               terms: Sequence[str] = (), document: str | None = None,
+               anchors: Sequence[int] = ()) -> tuple[Text, list[Strip], int]:
     """(title, lines, target row) for a hit, all the expensive work done: Pygments runs once, and
     every line becomes a ``Strip`` with a line-number gutter, the hit's lines marked, the line
     Enter opens pointed at and ``terms`` highlighted. Meant for a worker thread; the widget then
     only ever paints the strips that are on screen. ``document`` is a PDF, DOCX or PPTX hit's
-    extracted text (``CodeSight.document_text``), shown around the hit as plain text."""
+    extracted text (``CodeSight.document_text``), shown around the hit as plain text. ``anchors``:
+    the file's definitions' first lines (``CodeSight.definition_lines``), where a window further
+    down than ``LEX_FROM_TOP`` is lexed from."""
     target = hit.line or hit.start_line
     if getattr(hit, "commit", ""):
         window = None  # a fleet hit (core.fleet): its repository is not on this machine; the indexed text is
@@ -91,9 +94,13 @@ def render_hit(root: Path, hit: SearchResult, stale: bool = False, theme: str = 
     lexer = LEXERS.get(hit.language, hit.language or "text")
     # The lexer needs to know what the window starts inside: a window that opens in a docstring
     # was read as one long string, hit and all. Lines above it (up to LEX_FROM_TOP) are lexed too.
+    # Further down, from the nearest definition's first line above it (never inside a string):
+    # rich's render_lines at line 5,084, whose window opened in its docstring, was one colour.
     above: list[str] = []
-    if window is not None and lexer != "text" and 1 < first <= LEX_FROM_TOP:
-        above = read_lines(root / hit.path, 1, first - 1) or []
+    if window is not None and lexer != "text" and first > 1:
+        start = 1 if first <= LEX_FROM_TOP else max((a for a in anchors if a <= first), default=0)
+        if start and first - start <= LEX_FROM_TOP:
+            above = read_lines(root / hit.path, start, first - 1) or []
     # Escape sequences in a file (OSC 52 writes the clipboard) are shown, never sent to the terminal.
     code = printable("\n".join(line.expandtabs(4) for line in above + lines))
     try:

@@ -28,6 +28,9 @@ BADGES = {"both": ("BV", "bold green"), "bm25": ("B ", "cyan"), "vector": (" V",
           "static": (" v", "magenta"), "symbol": ("S ", "bold yellow")}  # v: the static tier's vectors
 
 
+NAME_ROOM = 16  # cells a hit's name keeps beside a path that must shrink
+
+
 def _short_path(path: str, room: int) -> str:
     """Shorten leading directories to their first letter (``src/flask/sansio/app.py`` ->
     ``s/f/sansio/app.py``), from the left, until the path fits ``room`` cells or only the last
@@ -59,7 +62,14 @@ def result_row(rank: int, hit: SearchResult, stale: bool = False, width: int = 0
     elif getattr(hit, "language", "") == "docx":  # Word has no stable pages: its heading says where
         loc = " §"
     name = printable(name)
-    tail = (" stale" if stale else "") + (f"  {name}" if name else "") + (f"  {hit.score:.4f}" if scores else "")
+    code = ""
+    if not name and page is None and slide is None:  # no definition here: its first line of code says what it is
+        code = printable(next((ln.strip() for ln in (getattr(hit, "content", "") or "").split("\n") if ln.strip()), ""))
+        code = code[:120]
+    shown = name or code
+    # The path has the room it needs first; the name gets what is left, and at least NAME_ROOM
+    # cells where the path must shrink (as fzf and Telescope abbreviate only what does not fit).
+    tail = (" stale" if stale else "") + (f"  {shown[:NAME_ROOM]}" if shown else "") + (f"  {hit.score:.4f}" if scores else "")
     path = printable(hit.path)
     repo = f"{printable(Path(hit.repo).name)}:" if getattr(hit, "repo", "") else ""  # several repositories: whose hit
     if getattr(hit, "commit", ""):  # a fleet hit: its repository there, at its commit
@@ -77,6 +87,8 @@ def result_row(rank: int, hit: SearchResult, stale: bool = False, width: int = 0
         row.append(" stale", style="bold red")
     if name:
         row.append(f"  {name}", style="italic")
+    elif code:
+        row.append(f"  {code}", style="dim")
     if scores:
         row.append(f"  {hit.score:.4f}", style="dim")
     return row
