@@ -37,7 +37,9 @@ import subprocess
 import sys
 import tempfile
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -253,24 +255,31 @@ def cmd_rg(sources: Path, per_lang: int = 34, seed: int = 51) -> int:  # noqa: C
     return 0
 
 
+@contextlib.contextmanager
+def _indexed(repo: Path, where: str, per_repo: int, seed: int) -> Iterator[tuple[Any, list[tuple[str, int, str]]]]:
+    """``repo`` indexed (BM25 and symbols) in a data directory of its own, and ``per_repo`` of its
+    definitions (seeded) that ``where`` (SQL over ``d`` and ``f``) keeps."""
+    from codesight_tui import CodeSight
+
+    with tempfile.TemporaryDirectory() as data:
+        os.environ["CODESIGHT_DATA_DIR"] = data
+        cs = CodeSight(repo, lexical_processes=False)
+        cs.index(embed=False)
+        defs = cs.store.conn.execute("SELECT f.path, d.line, d.name FROM defs d JOIN sym_files f ON f.id = d.file_id"
+                                     f" WHERE {where} ORDER BY f.path, d.line").fetchall()
+        try:
+            yield cs, random.Random(seed).sample(defs, min(per_repo, len(defs)))
+        finally:
+            cs.close()
+
+
 def cmd_jedi(repos: list[Path], per_repo: int = 100, seed: int = 51) -> int:
     import jedi
-
-    from codesight_tui import CodeSight
 
     rows = []
     misses: list[str] = []
     for repo in repos:
-        with tempfile.TemporaryDirectory() as data:
-            os.environ["CODESIGHT_DATA_DIR"] = data
-            cs = CodeSight(repo, lexical_processes=False)
-            cs.index(embed=False)
-            conn = cs.store.conn
-            defs = conn.execute("SELECT f.path, d.line, d.name FROM defs d JOIN sym_files f ON f.id = d.file_id"
-                                " WHERE d.kind IN ('def', 'async def')"
-                                " ORDER BY f.path, d.line").fetchall()
-            rng = random.Random(seed)
-            sample = rng.sample(defs, min(per_repo, len(defs)))
+        with _indexed(repo, "d.kind IN ('def', 'async def')", per_repo, seed) as (cs, sample):
             project = jedi.Project(str(repo))
             hit = total = ours_total = resolved_defs = 0
             for path, line, name in sample:
@@ -305,7 +314,6 @@ def cmd_jedi(repos: list[Path], per_repo: int = 100, seed: int = 51) -> int:
                 hit += len(calls & ours)
                 ours_total += len(ours)
             rows.append((repo.name, resolved_defs, total, hit, ours_total))
-            cs.close()
     print("| repository | definitions | Jedi's call sites | found by codesight | recall | codesight's callers |")
     print("| --- | --- | --- | --- | --- | --- |")
     for name, n, total, hit, ours_total in rows:
@@ -368,22 +376,12 @@ def cmd_precision_python(repos: list[Path], per_repo: int = 100, seed: int = 66)
     """Issue 66: precision and recall of "resolved" callers and callees against Jedi."""
     import jedi
 
-    from codesight_tui import CodeSight
-
     callers_rows: list[tuple[str, int, int, int, int, int]] = []
     callees_rows: list[tuple[str, int, int, int, int, int]] = []
     wrong: list[str] = []
     missed: list[str] = []
     for repo in repos:
-        with tempfile.TemporaryDirectory() as data:
-            os.environ["CODESIGHT_DATA_DIR"] = data
-            cs = CodeSight(repo, lexical_processes=False)
-            cs.index(embed=False)
-            conn = cs.store.conn
-            defs = conn.execute("SELECT f.path, d.line, d.name FROM defs d JOIN sym_files f ON f.id = d.file_id"
-                                " WHERE d.kind IN ('def', 'async def') AND f.path LIKE '%.py'"
-                                " ORDER BY f.path, d.line").fetchall()
-            sample = random.Random(seed).sample(defs, min(per_repo, len(defs)))
+        with _indexed(repo, "d.kind IN ('def', 'async def') AND f.path LIKE '%.py'", per_repo, seed) as (cs, sample):
             # The repository's own package first (a src/ layout too), never an installed copy of it.
             project = jedi.Project(str(repo), added_sys_path=[str(repo / "src")] if (repo / "src").is_dir() else [],
                                    smart_sys_path=True, environment_path=_bare_python())
@@ -464,7 +462,6 @@ def cmd_precision_python(repos: list[Path], per_repo: int = 100, seed: int = 66)
                                       f" Jedi {target}")
             callers_rows.append((repo.name, n, *c_tot))  # type: ignore[arg-type]
             callees_rows.append((repo.name, n, *e_tot))  # type: ignore[arg-type]
-            cs.close()
     _table("Callers marked resolved, against Jedi's call sites", callers_rows)
     _table("Callees marked resolved, against Jedi's goto (a call Jedi resolves outside the repository is a built-in"
            " or a library's: resolved to the repository, it is wrong)", callees_rows)
@@ -488,8 +485,6 @@ def cmd_precision_go(repos: list[Path], per_repo: int = 100, seed: int = 66, go:
     """Issue 66: precision and recall of "resolved" callers and callees against Go's type checker
     (go/types, what gopls answers with; Debian's gopls cannot load these modules: their go.mod says
     `go 1.23.0`, a form its parser predates)."""
-    from codesight_tui import CodeSight
-
     callers_rows: list[tuple[str, int, int, int, int, int]] = []
     callees_rows: list[tuple[str, int, int, int, int, int]] = []
     wrong: list[str] = []
@@ -502,14 +497,8 @@ def cmd_precision_go(repos: list[Path], per_repo: int = 100, seed: int = 66, go:
         for t in truth:
             callers_of[str(t["def"])].add((str(t["file"]), int(t["line"])))  # type: ignore[call-overload]
             callee_at[str(t["file"]), int(t["line"]), str(t["name"])] = str(t["def"])  # type: ignore[call-overload]
-        with tempfile.TemporaryDirectory() as data:
-            os.environ["CODESIGHT_DATA_DIR"] = data
-            cs = CodeSight(repo, lexical_processes=False)
-            cs.index(embed=False)
-            defs = [d for d in cs.store.conn.execute(
-                "SELECT f.path, d.line, d.name FROM defs d JOIN sym_files f ON f.id = d.file_id"
-                " WHERE d.kind = 'func' ORDER BY f.path, d.line").fetchall() if d[0] in files]
-            sample = random.Random(seed).sample(defs, min(per_repo, len(defs)))
+        where = "d.kind = 'func' AND f.path IN (" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + ")"
+        with _indexed(repo, where, per_repo, seed) as (cs, sample):
             c_tot = [0, 0, 0, 0]
             e_tot = [0, 0, 0, 0]
             for path, line, name in sample:
@@ -539,7 +528,6 @@ def cmd_precision_go(repos: list[Path], per_repo: int = 100, seed: int = 66, go:
                                       f" go/types {want}")
             callers_rows.append((repo.name, len(sample), *c_tot))  # type: ignore[arg-type]
             callees_rows.append((repo.name, len(sample), *e_tot))  # type: ignore[arg-type]
-            cs.close()
     _table("Go callers marked resolved, against go/types' call sites (non-test files)", callers_rows)
     _table("Go callees marked resolved, against go/types (a built-in or another module's function, resolved to"
            " the repository, is wrong)", callees_rows)

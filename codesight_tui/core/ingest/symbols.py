@@ -870,32 +870,36 @@ def _walk_scan(language: str, data: bytes, src: str | None, tree: Any) -> Scan:
 def _walk_tables(language: str) -> _Tables:
     """``_native_tables``' tables for ``_walk_scan``, for every grammar: there no query stands beside
     the walk, so a supertype among the types named (Lua's "variable") only goes unmatched."""
+    names = ("variable_name", "word") if language in OWN_NAMES else NAME_LEAVES
+    flags, callee, name_field = _kind_tables(language, names, calls=language not in OWN_NAMES)
+    return _Tables(flags, callee, name_field, frozenset())
+
+
+def _kind_tables(language: str, names: Any, calls: bool = True) -> tuple[bytes, bytes, int]:
+    """What each of ``language``'s node types is to a walk (``F_*``, a byte a symbol), a call's
+    callee field (uint16 a symbol; 0: its first named child), and the "name" field's id."""
     parser = parser_for(language)
     assert parser is not None
     lang = parser.language
     flags = bytearray(lang.node_kind_count)
     callee = array("H", bytes(2 * lang.node_kind_count))
-
-    def ids(types: Any) -> list[int]:
-        return [i for t in types if (i := lang.id_for_node_kind(t, True))]
-
     known = [*GRAMMARS[language].defs, *EXTRA_DEFS.get(language, {})]
-    names = ("variable_name", "word") if language in OWN_NAMES else NAME_LEAVES
     for types, bit in ((names, F_NAME), (TYPE_LEAVES, F_TYPE_LEAF), (TYPE_PARENTS, F_TYPE_PARENT),
                        (IMPORTS, F_IMPORT), (known, F_DEF), (MEMBERS, F_MEMBER)):
-        for i in ids(types):
-            if i < len(flags):
+        for t in types:
+            i = lang.id_for_node_kind(t, True)
+            if i and i < len(flags):
                 flags[i] |= bit
-    for call, fld in CALLS.items():
+    for call, fld in CALLS.items() if calls else ():
         i = lang.id_for_node_kind(call, True)
-        if not i or i >= len(flags) or language in OWN_NAMES:
+        if not i or i >= len(flags):
             continue
         flags[i] |= F_CALL
         if call == "call" and _possible(lang, ["(call method: (_))"], []):
             callee[i] = lang.field_id_for_name("method") or 0
         elif fld and _possible(lang, [f"({call} {fld}: (_))"], []):
             callee[i] = lang.field_id_for_name(fld) or 0
-    return _Tables(bytes(flags), callee.tobytes(), lang.field_id_for_name("name") or 0, frozenset())
+    return bytes(flags), callee.tobytes(), lang.field_id_for_name("name") or 0
 
 
 @cache
@@ -955,30 +959,14 @@ def _native_tables(language: str) -> _Tables | None:
         return None
     parser = parser_for(language)
     lang = parser.language
-    flags = bytearray(lang.node_kind_count)
-    callee = array("H", bytes(2 * lang.node_kind_count))
 
     def ids(types: Any) -> list[int]:
         return [i for t in types if (i := lang.id_for_node_kind(t, True))]
 
     known = [*GRAMMARS[language].defs, *EXTRA_DEFS.get(language, {})]
-    supertypes = set(lang.supertypes)
-    if supertypes & set(ids([*NAME_LEAVES, *known, *CALLS, *MEMBERS, *IMPORTS, *TYPE_LEAVES])):
+    if set(lang.supertypes) & set(ids([*NAME_LEAVES, *known, *CALLS, *MEMBERS, *IMPORTS, *TYPE_LEAVES])):
         return None
-    for types, bit in ((NAME_LEAVES, F_NAME), (TYPE_LEAVES, F_TYPE_LEAF), (TYPE_PARENTS, F_TYPE_PARENT),
-                       (IMPORTS, F_IMPORT), (known, F_DEF), (MEMBERS, F_MEMBER)):
-        for i in ids(types):
-            if i < len(flags):
-                flags[i] |= bit
-    for call, fld in CALLS.items():
-        i = lang.id_for_node_kind(call, True)
-        if not i or i >= len(flags):
-            continue
-        flags[i] |= F_CALL
-        if call == "call" and _possible(lang, ["(call method: (_))"], []):
-            callee[i] = lang.field_id_for_name("method") or 0
-        elif fld and _possible(lang, [f"({call} {fld}: (_))"], []):
-            callee[i] = lang.field_id_for_name(fld) or 0
+    flags, callee, name_field = _kind_tables(language, NAME_LEAVES)
     g = GRAMMARS[language]
     special = _NOT_PLAIN | set(g.wrappers) | set(EXTRA_DEFS.get(language, {}))
     if language in ("c", "cpp"):
@@ -986,7 +974,7 @@ def _native_tables(language: str) -> _Tables | None:
     if language == "go":
         special |= {"method_declaration"}  # its scope is its receiver's type (``_go_receiver``)
     plain = frozenset(ids([t for t in g.defs if t not in special]))
-    return _Tables(bytes(flags), callee.tobytes(), lang.field_id_for_name("name") or 0, plain)
+    return _Tables(flags, callee, name_field, plain)
 
 
 def _found_fast(language: str, tables: _Tables, data: bytes, root: Node, spans: array[int]) -> list[Found] | None:
