@@ -879,6 +879,8 @@ def _find(args: argparse.Namespace, query: str, like: bool = False) -> int:  # n
             scope = r.scope
             if r.page or r.slide:  # the location says "p.12" / "slide 4"; a slide's title is left
                 scope = scope.split(": ", 1)[1] if ": " in scope else ""
+            if r.translations:  # the same page in other languages, folded into this one
+                scope += f"  (+{r.translations} translation{'s' if r.translations > 1 else ''})"
             if color:
                 print(f"\x1b[35m{loc}\x1b[0m  \x1b[1m{_safe(scope)}\x1b[0m  \x1b[2m[{tag} {r.score:.4f}]\x1b[0m")
             else:

@@ -96,6 +96,7 @@ class Hit(BaseModel):
     slide: int | None = Field(default=None, description="a PPTX hit's slide")
     location: str = Field(description="where a person finds it: 'src/app.py:42', 'spec.pdf p.12', 'deck.pptx slide 4'")
     snippet: str
+    translations: int = Field(default=0, description="the same page in other languages, folded into this hit")
 
 
 class SearchOutput(BaseModel):
@@ -270,7 +271,8 @@ def _hit(r: SearchResult) -> Hit:
     return Hit(repo=r.repo, path=r.path, start_line=r.start_line, end_line=r.end_line, line=r.line or r.start_line,
                scope=r.scope, name=r.name, language=r.language or "", score=round(r.score, 6), found_by=found,
                bm25_rank=r.bm25_rank, vector_rank=r.vector_rank, static_rank=r.static_rank, page=r.page,
-               slide=r.slide, location=r.location, snippet=snippet, commit=r.commit or None)
+               slide=r.slide, location=r.location, snippet=snippet, commit=r.commit or None,
+               translations=r.translations)
 
 
 async def _wait_lexical(job: IndexJob, ctx: Context, cs: CodeSight, limit: float = LEXICAL_WAIT_S) -> None:

@@ -44,6 +44,7 @@ from codesight_tui.core.languages import is_document
 from codesight_tui.core.redact import SECRET_FILES, redact
 from codesight_tui.core.store.store import chunk_fields
 from codesight_tui.core.text import content_hash
+from codesight_tui.core.translations import later, preferred_language
 
 if TYPE_CHECKING:
     from codesight_tui.core.index.cache import EmbeddingCache
@@ -323,7 +324,9 @@ def index_lexical(root: Path, store: Store, chunker: Chunker, *, max_file_size: 
         done = 0
 
         documents = [e for e in changed if is_document(e.rel_path)]
-        batches = list(file_batches([e for e in changed if not is_document(e.rel_path)]))
+        preferred = preferred_language()  # translations into other languages after the rest
+        batches = list(file_batches(sorted((e for e in changed if not is_document(e.rel_path)),
+                                           key=lambda e: later(e.rel_path, preferred))))
         if workers.pool is None:
             n_proc = _worker_count(len(batches), processes)
             if n_proc:

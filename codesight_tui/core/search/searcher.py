@@ -19,6 +19,7 @@ from codesight_tui.core.fusion import (
 from codesight_tui.core.languages import DOCUMENT_LANGUAGES
 from codesight_tui.core.modes import MODES
 from codesight_tui.core.text import fts_query, query_terms
+from codesight_tui.core.translations import PROSE, language_segment, preference, preferred_language
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -53,6 +54,7 @@ class SearchResult:
     page: int | None = None  # a PDF hit's page (its first line's)
     slide: int | None = None  # a PPTX hit's slide
     commit: str = ""  # a fleet hit's commit (core.fleet); repo is then the repository's name there
+    translations: int = 0  # the same page in other languages, folded into this hit (core.translations)
 
     @property
     def name(self) -> str:
@@ -294,6 +296,7 @@ def fuse_and_rank(retriever: Retriever, rankings: dict[str, list[int]], query: s
         fused = [(cid, s, r, False) for cid, s, r in rrf_fuse(rankings, k=rrf_k)]
     rows = retriever.get_chunks([cid for cid, *_ in fused[: top_k * (4 if merge else 2)]])
     results: list[SearchResult] = []
+    pages = _Translations()
     for cid, score, ranks, is_def in fused:
         row = rows.get(cid)
         if row is None:  # vector of a chunk removed since (or beyond what was fetched): skip it
@@ -301,11 +304,14 @@ def fuse_and_rank(retriever: Retriever, rankings: dict[str, list[int]], query: s
         repo, commit = origin(cid) if origin is not None else ("", "")
         if merge and _merge_within(results, row, repo):
             continue
-        results.append(SearchResult(
+        hit = SearchResult(
             row.path, row.start_line, row.end_line, row.scope or "", row.language or "", round(score, 6),
             ranks.get("bm25"), ranks.get("vector"), row.content, cid, is_def, repo=repo,
             static_rank=ranks.get("static"), commit=commit,
-        ))
+        )
+        if pages.fold(results, hit):
+            continue
+        results.append(hit)
         if len(results) >= top_k:
             break
     set_target_lines(results, query)
@@ -316,6 +322,35 @@ def fuse_and_rank(retriever: Retriever, rankings: dict[str, list[int]], query: s
                 if where is not None and where[0] in ("page", "slide"):
                     setattr(r, where[0], where[1])
     return results
+
+
+class _Translations:
+    """One answer's translated pages (``core.translations``): the first hit of a page stands for
+    it at its rank; a hit of the same page in another language is counted into it, and takes its
+    place where it is in the reader's language."""
+
+    def __init__(self) -> None:
+        self.preferred = preferred_language()
+        self.seen: dict[tuple[str, str], tuple[SearchResult, str]] = {}  # (repo, page) -> (its hit, its code)
+
+    def fold(self, results: list[SearchResult], hit: SearchResult) -> bool:
+        if hit.language not in PROSE:
+            return False
+        found = language_segment(hit.path)
+        page, code = found if found is not None else (hit.path, "")
+        kept = self.seen.get((hit.repo, page))
+        if kept is None:
+            self.seen[hit.repo, page] = (hit, code)
+            return False
+        first, first_code = kept
+        if first_code == code:
+            return False  # another part of the same page
+        first.translations += 1
+        if preference(code, self.preferred) < preference(first_code, self.preferred):
+            hit.score, hit.translations = first.score, first.translations
+            results[results.index(first)] = hit
+            self.seen[hit.repo, page] = (hit, code)
+        return True
 
 
 def _merge_within(results: list[SearchResult], row: ChunkRow, repo: str) -> bool:

@@ -69,7 +69,8 @@ def result_row(rank: int, hit: SearchResult, stale: bool = False, width: int = 0
     shown = name or code
     # The path has the room it needs first; the name gets what is left, and at least NAME_ROOM
     # cells where the path must shrink (as fzf and Telescope abbreviate only what does not fit).
-    tail = (" stale" if stale else "") + (f"  {shown[:NAME_ROOM]}" if shown else "") + (f"  {hit.score:.4f}" if scores else "")
+    tail = (" stale" if stale else "") + (f" +{hit.translations}" if getattr(hit, "translations", 0) else "") \
+        + (f"  {shown[:NAME_ROOM]}" if shown else "") + (f"  {hit.score:.4f}" if scores else "")
     path = printable(hit.path)
     repo = f"{printable(Path(hit.repo).name)}:" if getattr(hit, "repo", "") else ""  # several repositories: whose hit
     if getattr(hit, "commit", ""):  # a fleet hit: its repository there, at its commit
@@ -85,6 +86,8 @@ def result_row(rank: int, hit: SearchResult, stale: bool = False, width: int = 0
     row.append(loc, style="yellow")
     if stale:
         row.append(" stale", style="bold red")
+    if getattr(hit, "translations", 0):
+        row.append(f" +{hit.translations}", style="dim")  # the same page in other languages
     if name:
         row.append(f"  {name}", style="italic")
     elif code:
