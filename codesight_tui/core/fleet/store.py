@@ -266,8 +266,6 @@ class FleetStore:
     def __init__(self, spec: StoreSpec) -> None:
         self.spec = spec
         self._meta: dict[str, str] | None = None
-        self._rows: dict[int, tuple[ChunkRow, str, str]] = {}  # id -> (row, repo, commit), per search
-        self._where: str | None = None  # the current search's repository and language filter
 
     # --- tables --------------------------------------------------------------------------------
     def _names(self) -> set[str]:
@@ -441,67 +439,6 @@ class FleetStore:
         chosen = [n for n in names if fnmatch.fnmatchcase(n, glob) or fnmatch.fnmatchcase(n.lower(), glob.lower())]
         return in_list("repo", chosen), chosen
 
-    def bm25(self, query: str, depth: int, *, language: str | None = None, glob: str | None = None) -> list[int]:
-        """BM25 over the store's full-text index, within this search's repositories and language
-        (``search`` sets them; ``glob`` is applied by the caller, over the rows)."""
-        where = self._where
-        terms = query_terms(query)
-        if not terms:
-            return []
-        q = self._table(CHUNKS).search(" ".join(terms[:64]), query_type="fts", fts_columns="words")
-        if where:
-            q = q.where(where, prefilter=True)
-        rows = q.select(["id", "_score"]).limit(depth).to_arrow()
-        return [int(i) for i in rows.column("id").to_pylist()]
-
-    def nearest(self, vector: np.ndarray, depth: int, *, language: str | None = None) -> list[tuple[int, float]]:
-        """The nearest vectors, within this search's repositories and language (as ``bm25``)."""
-        where = self._where
-        q = self._table(CHUNKS).search(vector, vector_column_name="vector").distance_type("cosine")
-        if where:
-            q = q.where(where, prefilter=True)
-        rows = q.select(["id", "_distance"]).limit(depth).to_arrow()
-        return [(int(i), 1.0 - float(d)) for i, d in zip(rows.column("id").to_pylist(),
-                                                        rows.column("_distance").to_pylist(), strict=False)]
-
-    def _fetch(self, where: str, limit: int, with_vectors: bool = False) -> list[dict[str, Any]]:
-        columns = ["id", "repo", "commit", "path", "language", "start_line", "end_line", "scope", "content"]
-        if with_vectors:
-            columns.append("vector")
-        q = self._table(CHUNKS).search().where(where).select(columns).limit(limit)
-        rows: list[dict[str, Any]] = q.to_arrow().to_pylist()
-        for r in rows:
-            row = ChunkRow(int(r["id"]), r["path"], int(r["start_line"]), int(r["end_line"]), r["language"] or "",
-                           r["scope"] or "", r["content"])
-            self._rows[row.id] = (row, r["repo"], r["commit"])
-        return rows
-
-    def get_chunks(self, ids: list[int]) -> dict[int, ChunkRow]:
-        missing = [i for i in dict.fromkeys(ids) if i not in self._rows]
-        for k in range(0, len(missing), 500):
-            part = missing[k:k + 500]
-            self._fetch(f"id IN ({', '.join(str(i) for i in part)})", len(part))
-        return {i: self._rows[i][0] for i in ids if i in self._rows}
-
-    def scope_matches(self, name: str, limit: int = 400) -> list[tuple[int, str, int, str]]:
-        """``(id, path, start_line, scope)`` of chunks whose scope holds ``name`` (full-text
-        candidates, narrowed here; the caller checks the exact definition)."""
-        ids = self.bm25(name, limit)
-        folded = name.casefold()
-        rows = self.get_chunks(ids)
-        return [(i, r.path, r.start_line, r.scope) for i, r in rows.items() if folded in r.scope.casefold()]
-
-    def vectors(self, ids: list[int]) -> dict[int, np.ndarray]:
-        import numpy as np
-
-        out: dict[int, np.ndarray] = {}
-        for k in range(0, len(ids), 500):
-            part = ids[k:k + 500]
-            for r in self._table(CHUNKS).search().where(f"id IN ({', '.join(str(i) for i in part)})").select(
-                    ["id", "vector"]).limit(len(part)).to_arrow().to_pylist():
-                out[int(r["id"])] = np.asarray(r["vector"], dtype=np.float32)
-        return out
-
     def find_source(self, target: str, repo: str | None = None) -> RelatedSource:
         """The chunk ``target`` names in the store, for "more like this": ``path:line`` (the
         smallest chunk holding it, in the first repository that has the file) or a symbol (its
@@ -511,13 +448,12 @@ class FleetStore:
         from codesight_tui.core.search.ranking import definitions
         from codesight_tui.core.search.related import MAX_LINE, parse_location, terms_of
 
-        self._rows = {}
-        self._where, _chosen = self.repo_filter(repo)
+        q = FleetQuery(self, self.repo_filter(repo)[0])
         where = parse_location(target)
         if where is not None:
             path, line = where
             cond = f"path = {_quote(path)}" + (f" AND start_line <= {line} AND end_line >= {line}" if line else "")
-            rows = self._fetch(f"({self._where}) AND {cond}" if self._where else cond, 400)
+            rows = q.fetch(f"({q.where}) AND {cond}" if q.where else cond, 400)
             if not rows:
                 shown = f"{path}:{line if line != MAX_LINE else 'that far'}" if line else path
                 raise CodeSightError(f"{shown} is in no repository of {self.spec.uri}", exit_code=2)
@@ -525,10 +461,10 @@ class FleetStore:
             ids = [int(best["id"])]
         else:
             name = target.strip()
-            ids = definitions(self, name) if name else []
+            ids = definitions(q, name) if name else []
             if not ids:
                 raise CodeSightError(f"no file or definition named {name!r} in {self.spec.uri}", exit_code=2)
-        row, repo_name, _commit = self._rows[ids[0]]
+        row, repo_name, _commit = q.rows[ids[0]]
         return RelatedSource(repo_name, row.path, row.start_line, row.end_line, row.id, row.content,
                              terms_of(row.content) or row.content[:200])
 
@@ -555,23 +491,24 @@ class FleetStore:
 
         if not query or not any(ch.isalnum() for ch in query):
             return SearchResponse()
-        self._rows = {}
         where, chosen = self.repo_filter(repo)
         if repo and not chosen:
             return SearchResponse(notices=[f"no repository in {self.spec.uri} matches {repo!r}"])
         if language:
             where = f"({where}) AND language = {_quote(language)}" if where else f"language = {_quote(language)}"
-        self._where = where
+        # This search's filter and rows live in its own object: the service's threads share one
+        # store, and state on it gave a search another repository's hits (27 of 600).
+        q = FleetQuery(self, where)
         kind = self.meta().get("kind", "static")
         list_name = "vector" if kind == "full" else "static"
         rankings: dict[str, list[int]] = {}
         over = depth * 10 if glob else depth
         if mode in ("hybrid", "bm25"):
-            rankings["bm25"] = self.bm25(query, over)
+            rankings["bm25"] = q.bm25(query, over)
         query_vector = None
         if mode in ("hybrid", "vector") and encode_query is not None:
             query_vector = encode_query(query)
-            found = self.nearest(query_vector, over)
+            found = q.nearest(query_vector, over)
             floor = RELEVANCE_FLOOR if kind == "full" else STATIC_RELEVANCE_FLOOR
             near = bool(found) and found[0][1] >= floor
             if near and kind == "static" and not rankings.get("bm25") and known_share is not None:
@@ -580,7 +517,7 @@ class FleetStore:
                 rankings[list_name] = [i for i, _ in found]
         if glob:
             for name, ids in rankings.items():
-                rows = self.get_chunks(ids)
+                rows = q.get_chunks(ids)
                 rankings[name] = [i for i in ids if i in rows and path_matches(rows[i].path, glob)][:depth]
         if not any(rankings.values()):
             return SearchResponse(retrievers=[])
@@ -588,16 +525,89 @@ class FleetStore:
         current = self.commits()
 
         def origin(cid: int) -> tuple[str, str]:
-            _row, repo_name, written_at = self._rows[cid]
+            _row, repo_name, written_at = q.rows[cid]
             return repo_name, current.get(repo_name) or written_at  # its commit, as `fleet status` says
 
         def stored(rows: list[ChunkRow]) -> dict[int, np.ndarray]:
-            return self.vectors([r.id for r in rows])
+            return q.vectors([r.id for r in rows])
 
-        hits = fuse_and_rank(self, rankings, query, top_k=top_k, stack=mode != "vector", rrf_k=rrf_k, glob=glob,
+        hits = fuse_and_rank(q, rankings, query, top_k=top_k, stack=mode != "vector", rrf_k=rrf_k, glob=glob,
                              language=language, coverage=1.0 if kind == "full" else 0.0,
                              query_vector=query_vector if kind == "full" else None, vectors_for=stored,
                              static_weight=1.0 if kind == "static" and "static" in rankings else 0.0,
                              static_vector=query_vector if kind == "static" else None, static_vectors_for=stored,
                              origin=origin)
         return SearchResponse(hits, retrievers=used)
+
+
+class FleetQuery:
+    """One search of a fleet store: its repository and language filter, and the rows it has read
+    (a ``core.ranking.Retriever``: BM25, nearest vectors, chunks by id). Made per search, never
+    kept on the shared ``FleetStore``."""
+
+    def __init__(self, store: FleetStore, where: str | None) -> None:
+        self.store = store
+        self.where = where
+        self.rows: dict[int, tuple[ChunkRow, str, str]] = {}  # id -> (row, repo, commit)
+
+    def bm25(self, query: str, depth: int, *, language: str | None = None, glob: str | None = None) -> list[int]:
+        """BM25 over the store's full-text index, within this search's repositories and language
+        (``search`` sets them; ``glob`` is applied by the caller, over the rows)."""
+        where = self.where
+        terms = query_terms(query)
+        if not terms:
+            return []
+        q = self.store._table(CHUNKS).search(" ".join(terms[:64]), query_type="fts", fts_columns="words")
+        if where:
+            q = q.where(where, prefilter=True)
+        rows = q.select(["id", "_score"]).limit(depth).to_arrow()
+        return [int(i) for i in rows.column("id").to_pylist()]
+
+    def nearest(self, vector: np.ndarray, depth: int, *, language: str | None = None) -> list[tuple[int, float]]:
+        """The nearest vectors, within this search's repositories and language (as ``bm25``)."""
+        where = self.where
+        q = self.store._table(CHUNKS).search(vector, vector_column_name="vector").distance_type("cosine")
+        if where:
+            q = q.where(where, prefilter=True)
+        rows = q.select(["id", "_distance"]).limit(depth).to_arrow()
+        return [(int(i), 1.0 - float(d)) for i, d in zip(rows.column("id").to_pylist(),
+                                                        rows.column("_distance").to_pylist(), strict=False)]
+
+    def fetch(self, where: str, limit: int, with_vectors: bool = False) -> list[dict[str, Any]]:
+        columns = ["id", "repo", "commit", "path", "language", "start_line", "end_line", "scope", "content"]
+        if with_vectors:
+            columns.append("vector")
+        q = self.store._table(CHUNKS).search().where(where).select(columns).limit(limit)
+        rows: list[dict[str, Any]] = q.to_arrow().to_pylist()
+        for r in rows:
+            row = ChunkRow(int(r["id"]), r["path"], int(r["start_line"]), int(r["end_line"]), r["language"] or "",
+                           r["scope"] or "", r["content"])
+            self.rows[row.id] = (row, r["repo"], r["commit"])
+        return rows
+
+    def get_chunks(self, ids: list[int]) -> dict[int, ChunkRow]:
+        missing = [i for i in dict.fromkeys(ids) if i not in self.rows]
+        for k in range(0, len(missing), 500):
+            part = missing[k:k + 500]
+            self.fetch(f"id IN ({', '.join(str(i) for i in part)})", len(part))
+        return {i: self.rows[i][0] for i in ids if i in self.rows}
+
+    def scope_matches(self, name: str, limit: int = 400) -> list[tuple[int, str, int, str]]:
+        """``(id, path, start_line, scope)`` of chunks whose scope holds ``name`` (full-text
+        candidates, narrowed here; the caller checks the exact definition)."""
+        ids = self.bm25(name, limit)
+        folded = name.casefold()
+        rows = self.get_chunks(ids)
+        return [(i, r.path, r.start_line, r.scope) for i, r in rows.items() if folded in r.scope.casefold()]
+
+    def vectors(self, ids: list[int]) -> dict[int, np.ndarray]:
+        import numpy as np
+
+        out: dict[int, np.ndarray] = {}
+        for k in range(0, len(ids), 500):
+            part = ids[k:k + 500]
+            for r in self.store._table(CHUNKS).search().where(f"id IN ({', '.join(str(i) for i in part)})").select(
+                    ["id", "vector"]).limit(len(part)).to_arrow().to_pylist():
+                out[int(r["id"])] = np.asarray(r["vector"], dtype=np.float32)
+        return out
+
