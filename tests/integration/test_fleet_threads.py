@@ -58,3 +58,57 @@ def test_threads_searching_one_store_never_see_another_repositorys_hits(tmp_path
     for t in threads:
         t.join()
     assert answered[0] == 1000 and leaks == [], leaks[:5]
+
+
+def test_the_module_level_caches_are_safe_under_threads():
+    """Issue 67 item 1's audit: searcher._POOL was made without a lock (two threads could each make
+    a pool), and fleet/store._TABLES was iterated to drop a store's tables while other threads
+    added theirs ("dictionary changed size during iteration"). static._LOADED, models._MODELS and
+    ask._CLIENTS were locked already."""
+    from codesight_tui.core.fleet import store as fleet_store
+    from codesight_tui.core.search import searcher
+
+    searcher._POOL = None
+    pools: list[object] = []
+    barrier = threading.Barrier(8)
+
+    def ask_for_pool() -> None:
+        barrier.wait()
+        pools.append(searcher._pool())
+
+    threads = [threading.Thread(target=ask_for_pool) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({id(p) for p in pools}) == 1
+    spec = fleet_store.StoreSpec("/tmp/one-store")
+    others = [fleet_store.StoreSpec(f"/tmp/store-{k}") for k in range(200)]
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def add() -> None:
+        k = 0
+        while not stop.is_set():
+            with fleet_store._TABLES_LOCK:
+                fleet_store._TABLES[(others[k % 200], f"t{k % 5}")] = object()  # at most 1,000 keys
+            k += 1
+
+    def forget() -> None:
+        try:
+            for _ in range(500):
+                with fleet_store._TABLES_LOCK:
+                    fleet_store._TABLES[(spec, "chunks")] = object()
+                fleet_store.forget_tables(spec)
+        except BaseException as exc:  # noqa: BLE001 - what the test looks for
+            errors.append(exc)
+
+    adder = threading.Thread(target=add)
+    adder.start()
+    try:
+        forget()
+    finally:
+        stop.set()
+        adder.join()
+        fleet_store._TABLES.clear()
+    assert errors == [] and (spec, "chunks") not in fleet_store._TABLES

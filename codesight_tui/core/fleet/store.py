@@ -147,7 +147,8 @@ def _repos_schema() -> pa.Schema:
 _CONNECTIONS: dict[StoreSpec, Any] = {}
 # Opened tables and the indexed repositories' names, per store and process: a warm reader (the
 # service, MCP, the TUI) opens each table once and reads the names every READ_CONSISTENCY_S.
-_TABLES: dict[tuple[StoreSpec, str], Any] = {}
+_TABLES: dict[tuple[StoreSpec, str], Any] = {}  # guarded by _TABLES_LOCK: the service's threads share it
+_TABLES_LOCK = threading.Lock()
 _NAMES_SEEN: dict[StoreSpec, tuple[float, dict[str, str]]] = {}  # name -> the commit its rows are of
 _CONNECT_LOCK = threading.Lock()
 
@@ -155,6 +156,14 @@ _CONNECT_LOCK = threading.Lock()
 _UNREACHABLE: dict[str, float] = {}  # endpoint -> when it last refused: asked again only after REACH_AGAIN_S
 REACH_AGAIN_S = 30.0
 REACH_TIMEOUT_S = 2.0
+
+
+def forget_tables(spec: StoreSpec) -> None:
+    """Drop the open tables of ``spec`` (they are made anew): under the lock, so that a thread
+    opening one meanwhile never finds the dict changing under its feet."""
+    with _TABLES_LOCK:
+        for key in [k for k in _TABLES if k[0] == spec]:
+            del _TABLES[key]
 
 
 def _reach(spec: StoreSpec) -> None:
@@ -276,7 +285,8 @@ class FleetStore:
             raise explain(exc, self.spec, "read") from None
 
     def _table(self, name: str) -> Any:
-        table = _TABLES.get((self.spec, name))
+        with _TABLES_LOCK:
+            table = _TABLES.get((self.spec, name))
         if table is None:
             db = _connect(self.spec)  # its own failures are said already (``_reach``, ``explain``)
             try:
@@ -289,7 +299,8 @@ class FleetStore:
                     raise CodeSightError(f"{self.spec.uri} is not a fleet store (no {name} table): build it with"
                                          " `codesight fleet index SOURCES --store URI`", exit_code=2) from None
                 raise explain(exc, self.spec, "read") from None
-            _TABLES[(self.spec, name)] = table
+            with _TABLES_LOCK:
+                _TABLES[(self.spec, name)] = table
         return table
 
     def exists(self) -> bool:
@@ -337,8 +348,7 @@ class FleetStore:
             raise
         except Exception as exc:  # noqa: BLE001 - LanceDB and the object store raise many types: explain() says which
             raise explain(exc, self.spec, "create") from None
-        for key in [k for k in _TABLES if k[0] == self.spec]:
-            del _TABLES[key]
+        forget_tables(self.spec)
         self._meta = None
 
     def repos(self) -> list[RepoRecord]:

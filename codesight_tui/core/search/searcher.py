@@ -4,6 +4,7 @@ Fusion. Every result keeps its rank in each retriever, so the caller can show wh
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -136,13 +137,16 @@ class RepoSearcher(Searcher, Protocol):
 
 
 _POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()  # the service's threads may ask for it at once: one pool, never two
 
 
 def _pool() -> ThreadPoolExecutor:
+    """The process's one pool for the vector lists a search runs beside BM25."""
     global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="codesight-vector")
-    return _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="codesight-vector")
+        return _POOL
 
 
 class LocalRetriever:
