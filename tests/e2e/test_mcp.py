@@ -18,7 +18,7 @@ from surfaces import server
 TOOLS = {"search", "find_related", "index", "status", "watch", "unwatch", "find_definition", "find_references",
          "find_callers", "find_callees"}
 HIT_FIELDS = {"repo", "path", "start_line", "end_line", "line", "scope", "name", "language", "score", "found_by",
-              "bm25_rank", "vector_rank", "static_rank", "page", "slide", "location", "snippet", "commit"}
+              "bm25_rank", "vector_rank", "static_rank", "page", "slide", "location", "snippet", "commit", "translations"}
 
 
 def add_bulk(repo: Path, files: int = 30, per_file: int = 25) -> None:
