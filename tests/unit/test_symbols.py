@@ -510,3 +510,14 @@ def test_the_c_entry_points_check_their_arguments():
         pack(b"abc", b"", array("i", [0, 1]), array("i", [3, 3]), array("i", [1, 0]), array("i", [1, 1]), set())
     with pytest.raises(ValueError):
         pack(b"abc", b"", array("i", [0]), empty, empty, empty, set())
+
+
+def test_an_annotation_is_read_from_code_not_from_a_docstring():
+    """A docstring's ``:param ErrorStore error_store: Structure to store errors.`` typed the
+    receiver as "Structure" (the parameter's own annotation, ``error_store: ErrorStore,``, came first)."""
+    from codesight_tui.core.search.calls import typed_in
+
+    text = ('def f(self, *, error_store: ErrorStore,\n    x):\n'
+            '    """:param ErrorStore error_store: Structure to store errors."""\n    error_store.store_error()')
+    assert typed_in(text, "error_store") == "ErrorStore"
+    assert typed_in("def f(r: Reader, w):", "r") == "Reader" and typed_in("    x: Foo = make()", "x") == "Foo"

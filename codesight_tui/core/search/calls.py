@@ -146,7 +146,8 @@ def typed_in(text: str, receiver: str) -> str:
     r = re.escape(receiver)
     patterns = (
         rf"(?<![\w$.]){r}\s*(?::\s*[\w$.\[\], ]+)?\s*:?=\s*(?:new\s+|&)?(?:[\w$]+\.)*([A-Z][\w$]*)\s*[({{]",
-        rf"(?<![\w$.]){r}\s*:\s*(?:[\w$]+\.)*([A-Z][\w$]*)\b",  # r: Reader (Python, TypeScript, Kotlin)
+        # r: Reader (Python, TypeScript, Kotlin), closed as code closes it: not a docstring's "r: Structure to ..."
+        rf"(?m)(?<![\w$.]){r}\s*:\s*(?:[\w$]+\.)*([A-Z][\w$]*)\s*(?=[,)=;{{]|$)",
         rf"(?<![\w$.]){r}\s+\*?(?:[\w$]+\.)*([A-Z][\w$]*)\s*[,)]",  # Go's parameters: r *Reader
         rf"\b([A-Z][\w$]*)(?:<[^<>]*>)?\s+{r}\s*[=;,)]",  # Java, C#: Reader r = ..., (Reader r)
     )
