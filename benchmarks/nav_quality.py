@@ -340,6 +340,19 @@ def _table(title: str, rows: list[tuple[str, int, int, int, int, int]]) -> None:
               f" | {listed_true / max(1, true):.3f} | {right / max(1, true):.3f} |")
 
 
+def _report(titles: tuple[str, str], callers_rows: list[tuple[str, int, int, int, int, int]],
+            callees_rows: list[tuple[str, int, int, int, int, int]], wrong: list[str], missed: list[str]) -> int:
+    """Both precision checks' output: the callers' and callees' tables, the wrong answers, and
+    (``NAVQ_MISSED=N``) the first N true calls not resolved."""
+    _table(titles[0], callers_rows)
+    _table(titles[1], callees_rows)
+    for w in wrong[:30]:
+        print("  wrong: " + w)
+    for m in missed[: int(os.environ.get("NAVQ_MISSED") or 0)]:
+        print("  missed: " + m)
+    return 0
+
+
 def _bare_python() -> str:
     """A Python with nothing installed, for Jedi: the repository's own package (attrs, say) must be
     read from the repository, never from a newer copy installed beside codesight."""
@@ -462,15 +475,10 @@ def cmd_precision_python(repos: list[Path], per_repo: int = 100, seed: int = 66)
                                       f" Jedi {target}")
             callers_rows.append((repo.name, n, *c_tot))  # type: ignore[arg-type]
             callees_rows.append((repo.name, n, *e_tot))  # type: ignore[arg-type]
-    _table("Callers marked resolved, against Jedi's call sites", callers_rows)
-    _table("Callees marked resolved, against Jedi's goto (a call Jedi resolves outside the repository is a built-in"
-           " or a library's: resolved to the repository, it is wrong)", callees_rows)
-    for w in wrong[:30]:
-        print("  wrong: " + w)
-    if os.environ.get("NAVQ_MISSED"):
-        for m in missed[: int(os.environ["NAVQ_MISSED"])]:
-            print("  missed: " + m)
-    return 0
+    return _report(("Callers marked resolved, against Jedi's call sites",
+                    "Callees marked resolved, against Jedi's goto (a call Jedi resolves outside the repository is a"
+                    " built-in or a library's: resolved to the repository, it is wrong)"),
+                   callers_rows, callees_rows, wrong, missed)
 
 
 def _go_truth(repo: Path, go: str) -> list[dict[str, object]]:
@@ -528,15 +536,9 @@ def cmd_precision_go(repos: list[Path], per_repo: int = 100, seed: int = 66, go:
                                       f" go/types {want}")
             callers_rows.append((repo.name, len(sample), *c_tot))  # type: ignore[arg-type]
             callees_rows.append((repo.name, len(sample), *e_tot))  # type: ignore[arg-type]
-    _table("Go callers marked resolved, against go/types' call sites (non-test files)", callers_rows)
-    _table("Go callees marked resolved, against go/types (a built-in or another module's function, resolved to"
-           " the repository, is wrong)", callees_rows)
-    for w in wrong[:30]:
-        print("  wrong: " + w)
-    if os.environ.get("NAVQ_MISSED"):
-        for m in missed[: int(os.environ["NAVQ_MISSED"])]:
-            print("  missed: " + m)
-    return 0
+    return _report(("Go callers marked resolved, against go/types' call sites (non-test files)",
+                    "Go callees marked resolved, against go/types (a built-in or another module's function, resolved"
+                    " to the repository, is wrong)"), callers_rows, callees_rows, wrong, missed)
 
 
 def main() -> int:

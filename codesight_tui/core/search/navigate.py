@@ -142,6 +142,15 @@ class Resolver:
         self.defs = defs if defs is not None else tables.definitions(conn, name)
         self.imports_of = imports_of
         self.nav = nav
+        self._split: tuple[list[DefRecord], list[DefRecord]] | None = None
+
+    def _sorted(self, nav: Navigator) -> tuple[list[DefRecord], list[DefRecord]]:
+        """``(the distinct definitions, the methods among them)``, once per name: they are the same
+        for every use, and a name can have thousands of definitions and of uses."""
+        if self._split is None:
+            defs = _distinct(self.defs)
+            self._split = defs, [d for d in defs if nav.is_method(d)]
+        return self._split
 
     def _imports(self, here: str, name: str) -> bool:
         return name in self.imports_of(here)
@@ -188,8 +197,7 @@ class Resolver:
             best, how = self._ranked(self.defs, here, None)
             return best, how, self.defs
         language = nav.language_of(here)
-        defs = _distinct(self.defs)
-        methods = [d for d in defs if nav.is_method(d)]
+        defs, methods = self._sorted(nav)
         # a function or class defined inside another function is seen from inside that one only
         plain = [d for d in defs if d not in methods and nav.visible(d, here, line)]
         if form.kind == "bare" and caller is not None and nav.assigned_in(caller, self.name, line):
