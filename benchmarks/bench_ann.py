@@ -106,8 +106,8 @@ def main() -> int:
                 for knobs in settings:
                     run_queries(table, queries[:5], limit, **knobs)
                     got, lat = run_queries(table, queries, limit, **knobs)
-                    recall = statistics.mean(len(set(g) & set(t)) / len(t) for g, t in zip(got, truth))
-                    top10 = statistics.mean(len(set(g[:10]) & set(t[:10])) / 10 for g, t in zip(got, truth))
+                    recall = statistics.mean(len(set(g) & set(t)) / len(t) for g, t in zip(got, truth, strict=False))
+                    top10 = statistics.mean(len(set(g[:10]) & set(t[:10])) / 10 for g, t in zip(got, truth, strict=False))
                     print(f"  {itype:<12} {extra_args} {knobs}: build {build:.1f}s, recall@{limit} {recall:.3f},"
                           f" recall@10 {top10:.3f},"
                           f" p50 {pct(lat, 50):.1f} ms, p95 {pct(lat, 95):.1f} ms")

@@ -118,8 +118,8 @@ def main() -> int:
 
     from codesight_tui import CodeSight
     from codesight_tui.core.index.cache import EmbeddingCache
-    from codesight_tui.core.ingest.chunker import doc_text, embed_text
     from codesight_tui.core.index.indexer import index_vectors
+    from codesight_tui.core.ingest.chunker import doc_text, embed_text
 
     print(f"corpus: {corpus}  exclude={exclude}")
     print(f"machine: {os.cpu_count()} cpus, torch {torch.__version__}, threads {torch.get_num_threads()}")
@@ -176,7 +176,7 @@ def main() -> int:
     env = dict(os.environ)
     cli_noop, _ = timed(lambda: subprocess.run([sys.executable, "-m", "codesight_tui", "index", str(corpus)],
                                                env=env, capture_output=True, check=True))
-    print(f"\n[no-op] re-index of {counts['files'] if 'files' in counts else lex.files:,} files:"
+    print(f"\n[no-op] re-index of {counts.get('files', lex.files):,} files:"
           f" in-process median {statistics.median(noop) * 1000:.0f} ms; fresh CLI process {cli_noop:.2f}s")
 
     # 5. One file changed: append a function, re-index, then restore it.

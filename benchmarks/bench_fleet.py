@@ -102,7 +102,7 @@ def sdists(work: Path, n: int) -> list[Path]:
             else:
                 with tarfile.open(archive) as tar:
                     tar.extractall(tmp, filter="data")
-        except Exception:
+        except (OSError, tarfile.TarError, zipfile.BadZipFile):  # a damaged archive: the next one
             continue
         inner = [p for p in tmp.iterdir() if p.is_dir()]
         shutil.move(str(inner[0] if len(inner) == 1 else tmp), str(dest))

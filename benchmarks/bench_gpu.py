@@ -42,9 +42,9 @@ QUERIES = [
 def corpus_texts(root: Path, info, limit: int) -> list[str]:
     """The unique texts indexing would embed for ``root``, in walk order, at most ``limit``."""
     from codesight_tui.core.ingest.chunker import Chunker, embed_text
-    from codesight_tui.core.languages import detect_language
     from codesight_tui.core.ingest.tokens import TokenCounter
     from codesight_tui.core.ingest.walker import read_text, walk
+    from codesight_tui.core.languages import detect_language
 
     chunker = Chunker(TokenCounter(info.tokenizer_file), info.max_seq_length - 2)
     seen: dict[str, None] = {}
@@ -142,7 +142,7 @@ def run_encode(args, info) -> None:
         for threads in (1, tokenizer_threads()):
             pool = ThreadPoolExecutor(threads)
             emb._tok_pool = pool
-            tt = best_of(1, lambda: list(pool.map(emb._features, [texts[k : k + bs] for k in range(0, n, bs)])))
+            tt = best_of(1, lambda pool=pool: list(pool.map(emb._features, [texts[k : k + bs] for k in range(0, n, bs)])))
             print(f"tokenising alone ({threads} threads): {n / tt:,.0f} texts/s")
         emb._tok_pool = None
 

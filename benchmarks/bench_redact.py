@@ -21,8 +21,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from codesight_tui.core.redact import redact  # noqa: E402
 from codesight_tui.core.ingest.walker import read_text, walk  # noqa: E402
+from codesight_tui.core.redact import redact  # noqa: E402
 
 DETECT = r'''
 import json, sys, time

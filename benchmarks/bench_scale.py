@@ -150,7 +150,7 @@ def main() -> int:
         part = pending[k : k + 20_000]
         v = base[rng.integers(0, len(base), len(part))] + rng.normal(0, 0.05, (len(part), base.shape[1]))
         v = (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
-        cache.put_many([(key, vec) for (_, _, key), vec in zip(part, v)])  # as a real run leaves it
+        cache.put_many([(key, vec) for (_, _, key), vec in zip(part, v, strict=False)])  # as a real run leaves it
         cs.storage.vectors.add([i for i, _, _ in part], [lang or "" for _, lang, _ in part], v)
         cs.store.mark_embedded([i for i, _, _ in part])
     cs.storage.vectors.optimize()

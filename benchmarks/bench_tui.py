@@ -39,7 +39,7 @@ SYMBOLS = ["QuerySet", "get_object_or_404", "CsrfViewMiddleware", "slugify", "Te
 
 
 def gaps_summary(ticks: list[float]) -> str:
-    gaps = [(b - a) * 1000 for a, b in zip(ticks, ticks[1:])]
+    gaps = [(b - a) * 1000 for a, b in zip(ticks, ticks[1:], strict=False)]
     if not gaps:
         return "no ticks"
     over = sum(g > 50 for g in gaps)
@@ -140,7 +140,7 @@ async def keystroke_run(corpus: Path, queries: list[str], cadence_ms: float, mod
                 await pilot.press(ch if ch != " " else "space")
                 pressed.append((q[: i + 1], t))
                 await asyncio.sleep(max(0.0, cadence_ms / 1000 - (time.perf_counter() - t)))
-            await wait_for(lambda: any(text == q for text, _ in rendered), timeout=10, step=0.002)
+            await wait_for(lambda q=q: any(text == q for text, _ in rendered), timeout=10, step=0.002)
             if app.last_search_ms is not None:
                 search_ms.append(app.last_search_ms)
             for text, t in pressed:

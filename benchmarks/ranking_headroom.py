@@ -27,7 +27,7 @@ def oracle_order(results, targets):
     other hit left; hits that match nothing new keep their order after those."""
     left, ordered, covered = list(results), [], set()
     while left:
-        def gain(r):
+        def gain(r, covered=covered):
             return {i for i, t in enumerate(targets) if i not in covered and t.matches(r.path, r.start_line, r.end_line)}
         best = max(left, key=lambda r: len(gain(r)))
         new = gain(best)
@@ -42,9 +42,9 @@ def oracle_order(results, targets):
 def main() -> None:
     suites = devset_suites(__doc__)
 
+    from codesight_tui.core.apps.evaluation import load_queries, score
     from codesight_tui.core.config import Settings, load_settings
     from codesight_tui.core.engine import CodeSight
-    from codesight_tui.core.apps.evaluation import load_queries, score
 
     depth = Settings.model_fields["retriever_depth"].default
     rankings = {"final ranking": load_settings(ranking="stack", retriever_depth=depth),

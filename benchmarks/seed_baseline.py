@@ -55,10 +55,12 @@ def main() -> None:
     os.environ["CODESIGHT_CACHE_DIR"] = str(SEED / "cache")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    from codesight_tui.core.ingest import chunker; from codesight_tui.core.index import indexer; from codesight_tui.core.store import store
-    from codesight_tui.core.ingest.chunker import Chunk
-    from codesight_tui.core.config import Settings
     from codesight_tui.core.apps.evaluation import evaluate
+    from codesight_tui.core.config import Settings
+    from codesight_tui.core.index import indexer
+    from codesight_tui.core.ingest import chunker
+    from codesight_tui.core.ingest.chunker import Chunk
+    from codesight_tui.core.store import store
 
     def windows(self, files):
         out = []

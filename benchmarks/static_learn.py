@@ -44,8 +44,8 @@ def texts_of(work: Path, per_package: int, files_per_package: int, seed: int) ->
     from static_vocab import corpus, files_of
 
     from codesight_tui import CodeSight
-    from codesight_tui.core.ingest.chunker import doc_view, embed_text
     from codesight_tui.core.config import Settings
+    from codesight_tui.core.ingest.chunker import doc_view, embed_text
 
     rnd = random.Random(seed)
     root = work / "root"
@@ -122,7 +122,7 @@ def train(base: Path, texts: list[str], y: np.ndarray, *, l2: float, epochs: int
     ids = [np.asarray([i for i in e.ids[:254] if i != unk], np.int64)
            for e in tok.encode_batch_fast(texts, add_special_tokens=False)]
     keep = np.array([len(x) > 0 for x in ids])
-    ids = [x for x, k in zip(ids, keep) if k]
+    ids = [x for x, k in zip(ids, keep, strict=False) if k]
     y = y[keep]
     n = len(ids)
 
@@ -181,7 +181,7 @@ def train(base: Path, texts: list[str], y: np.ndarray, *, l2: float, epochs: int
         print(f"  epoch {epoch + 1}: held-out cosine {cos:.4f}", flush=True)
         if cos > best:
             best, best_state = cos, [p.detach().clone() for p in params]
-    for p, s in zip(params, best_state):
+    for p, s in zip(params, best_state, strict=False):
         p.data.copy_(s)
     stats["cos_hold_after"] = best
     stats["cos_fit_after"] = agreement(fit)

@@ -297,7 +297,7 @@ def section_kill(env: Env, args) -> None:
         last = ["start", 0, 0]
         hit = threading.Event()
 
-        def read(p=proc, target=target, fraction=fraction):
+        def read(p=proc, target=target, fraction=fraction, hit=hit):
             nonlocal last
             for line in p.stdout:
                 try:
@@ -499,7 +499,7 @@ def section_concurrency(env: Env, args) -> None:
     for t in threads:
         t.join(120)
     runs = busy = 0
-    for (out, err), p in zip(outs, indexers):
+    for (out, err), p in zip(outs, indexers, strict=False):
         if p.returncode != 0 or "Traceback" in err:
             errors.append(f"indexer exit {p.returncode}: {err[-300:]}")
         else:
@@ -731,7 +731,7 @@ def section_hostile(env: Env, args) -> None:
                for q in ("two_hundred_deep", "utf16_function", "crlf_function", "lone_cr_function", "odd_name")]
     crashes = [r for r in (ix, st, found, *queries) if r.returncode not in (0, 1) or "Traceback" in r.stderr]
     skipped = json.loads(st.stdout).get("skipped", {}) if st.returncode == 0 else {}
-    hits = {q: bool(json.loads(r.stdout)) for q, r in zip(("deep", "utf16", "crlf", "cr", "odd names"), queries)
+    hits = {q: bool(json.loads(r.stdout)) for q, r in zip(("deep", "utf16", "crlf", "cr", "odd names"), queries, strict=False)
             if r.returncode in (0, 1) and r.stdout.strip()}
     figure(f"hostile: {sum(made.values()):,} entries indexed in {secs:.1f} s; crashes {len(crashes)}, hangs 0")
     figure("hostile: skipped by reason (status --json): " + ", ".join(f"{k} {v}" for k, v in skipped.items()))
@@ -790,7 +790,7 @@ def section_queries(env: Env, args) -> None:
     rng = random.Random(args.seed)
     alphabet = "abcdefXYZ _-.:*\"'()[]{}^$\\/!?<>|&;`~#%@+=,\t" + "éü検索🙂"
     cli_bad = 0
-    for i in range(args.cli_queries):
+    for _i in range(args.cli_queries):
         q = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40)))
         r = env.cli(["search", q, "--path", str(root), "--mode", "bm25", "--json", "-n", "3"], data, cache)
         if r.returncode not in (0, 1, 2) or "Traceback" in r.stderr or (r.returncode == 0 and not
@@ -935,7 +935,7 @@ def _pptx_slides(path: Path, slides: int) -> None:
     prs.save(str(path))
 
 
-def section_limits(env: Env, args) -> None:
+def section_limits(env: Env, args) -> None:  # noqa: C901 - one report, its checks in the order it prints them
     tiny = 5_000 if args.fast else args.tiny_files
     slides = 500 if args.fast else 10_000
     print(f"\n[limits] each probe in a fresh `codesight index`: peak RSS (limit {RSS_LIMIT_MB} MB), time, no hang",
@@ -1187,7 +1187,7 @@ def section_install(env: Env, args) -> None:
             got = tomllib.loads(config.read_text())
             kept = got["mcp_servers"]["codesight"]["args"][-1] == "mcp" and (
                 "other" not in text or got["mcp_servers"]["other"]["command"] in ("x", "y"))
-        except Exception:
+        except (OSError, tomllib.TOMLDecodeError, KeyError, IndexError, TypeError):  # not kept as it was
             kept = False
         r2 = run(home, "uninstall", "codex")
         cases.append((f"Codex TOML, {name}", kept and r1.returncode == r2.returncode == 0
@@ -1347,7 +1347,7 @@ def run_parallel(args, work: Path) -> int:
 
     with ThreadPoolExecutor(args.jobs) as pool:
         order = sorted(names, key=lambda n: -SECTION_WEIGHT.get(n, 1))
-        runs = dict(zip(order, pool.map(one, order)))
+        runs = dict(zip(order, pool.map(one, order), strict=False))
     problems = 0
     for name in names:
         r = runs[name]
@@ -1388,7 +1388,7 @@ print(json.dumps(got))
 '''
 
 
-def section_service(env: Env, args) -> None:
+def section_service(env: Env, args) -> None:  # noqa: C901 - one report, its checks in the order it prints them
     """The warm service (``codesight_tui.service``): many concurrent client calls, kill -9 in the
     middle of an index run it makes, the stale socket that leaves, and another user's connection."""
     n_files = 1500 if args.fast else 4000

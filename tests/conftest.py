@@ -77,7 +77,7 @@ def _unit_tier(request, monkeypatch):
     monkeypatch.setattr(subprocess.Popen, "__init__", only_git)
     monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse("started a process"))
     monkeypatch.setattr(os, "fork", refuse("forked"))
-    from codesight_tui.core.index import embedder; from codesight_tui.core.index import static
+    from codesight_tui.core.index import embedder, static
 
     monkeypatch.setattr(embedder, "in_process", refuse("loaded the full model"))
     monkeypatch.setattr(embedder.ProcessEmbedder, "__init__", refuse("started the full model's process"))
@@ -331,7 +331,7 @@ def stop(proc, sig: int = signal.SIGINT, timeout: float = 20) -> tuple[str, str]
     proc.send_signal(sig)
     try:
         return proc.communicate(timeout=timeout)
-    except Exception:
+    except subprocess.TimeoutExpired:
         proc.kill()
         return proc.communicate()
 

@@ -8,10 +8,7 @@ import random
 import textwrap
 from pathlib import Path
 
-WORDS = ("the service retries each request with a backoff that doubles until the deadline passes while"
-         " workers drain the queue and report progress to the scheduler which balances load across"
-         " regions so that a failed node never loses an accepted job and every record is written"
-         " once before the index is compacted").split()
+WORDS = ["the", "service", "retries", "each", "request", "with", "a", "backoff", "that", "doubles", "until", "the", "deadline", "passes", "while", "workers", "drain", "the", "queue", "and", "report", "progress", "to", "the", "scheduler", "which", "balances", "load", "across", "regions", "so", "that", "a", "failed", "node", "never", "loses", "an", "accepted", "job", "and", "every", "record", "is", "written", "once", "before", "the", "index", "is", "compacted"]
 
 
 def filler(rng: random.Random, n_words: int) -> str:

@@ -160,7 +160,7 @@ def mine(repo: str, gitdir: Path, commit: str, limit: int, blobs_out: set[str], 
                          input="".join(f"{sha}:{path}\n" for sha, path, _ in picks), capture_output=True, text=True,
                          check=True).stdout.splitlines()
     blob_of = {}
-    for (sha, path, _), line in zip(picks, ids, strict=True):
+    for (sha, _path, _), line in zip(picks, ids, strict=True):
         if re.fullmatch(r"[0-9a-f]{40}", line.strip()):
             blob_of[sha] = line.strip()
     data_of = dict(read_blobs(gitdir, sorted(set(blob_of.values()))))
@@ -181,7 +181,7 @@ def mine(repo: str, gitdir: Path, commit: str, limit: int, blobs_out: set[str], 
             continue
         try:
             chunks = chunker.chunk(path, detect_language(path), data.decode("utf-8", errors="replace"))
-        except Exception:
+        except Exception:  # noqa: BLE001 - one file the chunker cannot take is skipped, the corpus goes on
             continue
         touched = lines[sha]
         best, best_n = None, 0

@@ -409,7 +409,7 @@ def mine_repo(repo: str, language: str, gitdir: Path, commit: str, blobs_out: se
         text = data.decode("utf-8", errors="replace")
         try:
             chunks = chunker.chunk(path, lang, text)
-        except Exception:
+        except Exception:  # noqa: BLE001 - one file the chunker cannot take is skipped, the corpus goes on
             continue
         for n, c in enumerate(chunks):
             for m, (doc, code, where) in enumerate(doc_pieces(c.content)):

@@ -24,8 +24,8 @@ QUERIES = ["where do we retry failed uploads", "RetryPolicy", "evict the least r
 
 def texts(n: int) -> list[str]:
     from codesight_tui.core.ingest.chunker import Chunker, embed_text
-    from codesight_tui.core.languages import detect_language
     from codesight_tui.core.ingest.tokens import TokenCounter, resolve_model
+    from codesight_tui.core.languages import detect_language
 
     info = resolve_model("minilm")
     chunker = Chunker(TokenCounter(info.tokenizer_file), info.max_seq_length - 2)
@@ -43,8 +43,8 @@ def main() -> int:
     ap.add_argument("--chunks", type=int, default=20_000)
     args = ap.parse_args()
     from codesight_tui.core.config import Settings
-    from codesight_tui.core.process.models import model_info, static_model_path
     from codesight_tui.core.index.static import PACKAGED_DIR, StaticEmbedder
+    from codesight_tui.core.process.models import model_info, static_model_path
 
     distilled = static_model_path(Settings(static_model="distilled"), model_info(Settings()))  # the fleet's
     chunks = texts(args.chunks)

@@ -300,8 +300,9 @@ def test_usage_errors_say_what_is_wrong(repo, tmp_path):
     import sys
 
     env = dict(os.environ, CODESIGHT_DATA_DIR=str(tmp_path / "data"))
-    run = lambda *a: subprocess.run([sys.executable, "-m", "codesight_tui", *a], env=env, capture_output=True,
-                                    text=True, timeout=120, stdin=subprocess.DEVNULL)
+    def run(*a):
+        return subprocess.run([sys.executable, "-m", "codesight_tui", *a], env=env, capture_output=True,
+                                        text=True, timeout=120, stdin=subprocess.DEVNULL)
     r = run("search", "  ", "--path", str(repo))
     assert r.returncode == 2 and "query is empty" in r.stderr
     r = run("search", "geo", "--lang", "klingon", "--path", str(repo))

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from codesight_tui.core.modes import Vectors
 from codesight_tui import CodeSight
 from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.ingest.walker import walk
+from codesight_tui.core.modes import Vectors
 from codesight_tui.core.redact import flagged, redact, secret_name
 from codesight_tui.core.text import printable
-from codesight_tui.core.ingest.walker import walk
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -315,8 +315,9 @@ def test_tui_rows_previews_and_answers_show_escapes_as_text(tmp_path, hash_embed
     shown = title.plain + "".join(seg.text for s in strips for seg in s)
     assert "\x1b" not in shown and "]52;c;ZWNobyBwd25lZA==" in shown
     row = result_row(1, hit, width=80)
-    console = Console(width=80, force_terminal=True, color_system=None, file=open(os.devnull, "w"))
-    assert "\x1b" not in "".join(seg.text for seg in row.render(console))
+    with open(os.devnull, "w") as devnull:
+        console = Console(width=80, force_terminal=True, color_system=None, file=devnull)
+        assert "\x1b" not in "".join(seg.text for seg in row.render(console))
     assert printable("answer \x1b]52;c;cm0gLXJmIH4=\x07 \x9b31m") == "answer ?]52;c;cm0gLXJmIH4=? ?31m"
 
 
@@ -426,9 +427,8 @@ def test_the_document_reader_is_memory_capped(tmp_path):
 
     pdf = make_pdf_bomb(tmp_path / "bomb.pdf", 600)  # 600 MB inflated from under a megabyte
     assert pdf.stat().st_size < 2_000_000
-    with DocumentReader(timeout=60, memory_mb=400) as reader:
-        with pytest.raises(ExtractError) as err:
-            reader.read(str(pdf), "bomb.pdf")
+    with DocumentReader(timeout=60, memory_mb=400) as reader, pytest.raises(ExtractError) as err:
+        reader.read(str(pdf), "bomb.pdf")
     assert err.value.reason in ("too_large_unpacked", "corrupt")
 
 
@@ -818,8 +818,8 @@ def test_overlapping_roots_are_one_index(tmp_path):
 def test_a_moment_of_locked_at_open_is_waited_out(repo, hash_embedder, monkeypatch):
     """SQLite says "locked" at once, without its busy timeout, while a writer recovers its WAL:
     an MCP search that opened the index at that instant failed (seen in CI under load)."""
-    from codesight_tui.core.index import storage
     from codesight_tui.core.errors import IndexBusyError
+    from codesight_tui.core.index import storage
 
     CodeSight(repo, embedder=hash_embedder).index(embed=False)
     cs = CodeSight(repo, embedder=hash_embedder)
@@ -837,4 +837,4 @@ def test_a_moment_of_locked_at_open_is_waited_out(repo, hash_embedder, monkeypat
     monkeypatch.setattr(always.storage, "open_store", lambda: (_ for _ in ()).throw(IndexBusyError("locked")))
     monkeypatch.setattr(storage, "OPEN_RETRIES", (0.01, None))
     with pytest.raises(IndexBusyError):
-        always.store
+        _ = always.store

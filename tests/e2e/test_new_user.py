@@ -8,8 +8,8 @@ import sys
 import pytest
 from conftest import build_repo
 
-from codesight_tui.core.modes import Vectors
 from codesight_tui import CodeSight
+from codesight_tui.core.modes import Vectors
 
 
 @pytest.mark.model

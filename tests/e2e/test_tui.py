@@ -39,7 +39,7 @@ async def test_typing_shows_results_and_preview(repo, settings):
         # the whole word (a result for older text never lands after a newer one)
         finished = [m.key[0] for m in messages if isinstance(m, SearchFinished) and m.key[0].startswith("hav")]
         assert 1 <= len(finished) <= len("haversine") and finished[-1] == "haversine"
-        assert all(len(a) < len(b) for a, b in zip(finished, finished[1:]))
+        assert all(len(a) < len(b) for a, b in zip(finished, finished[1:], strict=False))
         # fzf: the query keeps the focus; Down/Up move the selection; the preview follows it
         await search(app, pilot, "password")
         query = app.query_one("#query")
@@ -331,9 +331,8 @@ async def test_on_a_cpu_the_tui_answers_from_the_static_tier_and_loads_no_model(
     """Issue 49: hybrid did not beat BM25 + the static tier by 0.01 everywhere it was measured, so
     on a CPU (full_model = auto) the TUI's index run stops after the static tier, no model loads,
     and the status bar says "static tier", never a "vectors 0%" that would never move."""
-    from codesight_tui.tui.widgets.status import StatusBar
-
     from codesight_tui.tui.messages import ModelReady
+    from codesight_tui.tui.widgets.status import StatusBar
 
     engine = CodeSight(repo, settings=settings.model_copy(update={"device": "cpu", "static_model": "auto"}))
     app = CodeSightApp(repo, engine=engine, watch=False)
@@ -629,9 +628,10 @@ async def test_help_and_palette(repo, settings):
         assert isinstance(app.screen, HelpScreen)
         from rich.console import Console
 
-        console = Console(width=200, record=True, file=open(os.devnull, "w"))
-        for w in app.screen.query("Static"):
-            console.print(w.content)
+        with open(os.devnull, "w") as devnull:
+            console = Console(width=200, record=True, file=devnull)
+            for w in app.screen.query("Static"):
+                console.print(w.content)
         text = " ".join(console.export_text().split())  # however the console wrapped it
         assert "S" in text and "definition of the name" in text
         for spelled in ("Esc", "Tab", "Ctrl+C", "Ctrl+Y", "Alt+Y", "Enter", "F1", "Shift+Down"):

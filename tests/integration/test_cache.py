@@ -57,8 +57,9 @@ def test_index_run_bounds_the_cache(repo, settings, hash_embedder, monkeypatch):
 def test_cache_command(repo, settings, hash_embedder):
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
     cs.index()
-    run = lambda *a: subprocess.run([sys.executable, "-m", "codesight_tui", "cache", *a], capture_output=True,
-                                    text=True, timeout=120)
+    def run(*a):
+        return subprocess.run([sys.executable, "-m", "codesight_tui", "cache", *a], capture_output=True,
+                                        text=True, timeout=120)
     r = run("--json")
     assert r.returncode == 0, r.stderr
     st = json.loads(r.stdout)
@@ -104,8 +105,8 @@ def test_index_survives_a_damaged_cache(repo, settings, hash_embedder):
 
 def test_a_full_disk_or_lock_never_sets_a_healthy_cache_aside(settings, hash_embedder, monkeypatch):
     # Issue 22, fault 7: any SQLite error used to move a healthy cache aside and start an empty one.
-    from codesight_tui.core.index import cache as cache_mod
     from codesight_tui.core.errors import CodeSightError
+    from codesight_tui.core.index import cache as cache_mod
 
     c = EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim)
     c.put_many([("k", np.ones(hash_embedder.dim, dtype=np.float32))])
@@ -123,7 +124,7 @@ def test_a_full_disk_or_lock_never_sets_a_healthy_cache_aside(settings, hash_emb
 
 
 def test_damaged_copies_do_not_pile_up(settings, hash_embedder):
-    for n in range(3):
+    for _n in range(3):
         c = EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim)
         c.path.write_bytes(b"garbage" * 1000)
         for side in settings.cache_dir.glob("*-wal"):

@@ -9,8 +9,8 @@ from types import SimpleNamespace as R
 
 import pytest
 
-from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.apps.evaluation import Target, load_queries, score
+from codesight_tui.core.errors import CodeSightError
 
 
 def hit(path, start, end):

@@ -9,8 +9,8 @@ import pytest
 from conftest import HashEmbedder
 
 from codesight_tui import CodeSight
-from codesight_tui.core.ingest.chunker import doc_text
 from codesight_tui.core.errors import IndexBusyError
+from codesight_tui.core.ingest.chunker import doc_text
 
 
 def lance_ids(cs):
@@ -352,7 +352,7 @@ def test_doc_views_are_a_second_row_that_search_folds_into_its_chunk(tmp_path, s
     # The query's words are all in the doc view: it is the nearer row, and the chunk comes back
     # once, at that row's distance.
     q = hash_embedder.encode_query("guess how many spaces each nesting level uses")
-    vec = dict(zip(table.column("id").to_pylist(), table.column("vector").to_pylist()))
+    vec = dict(zip(table.column("id").to_pylist(), table.column("vector").to_pylist(), strict=False))
     doc_d, text_d = (1 - float(np.dot(q, vec[i])) for i in (-documented[0], documented[0]))
     assert doc_d < text_d
     hits = cs.storage.vectors.search(q, 5)

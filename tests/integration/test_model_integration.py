@@ -54,8 +54,8 @@ def test_model_in_a_child_process(real_embedder, tmp_path, monkeypatch):
     and is not fooled by a `codesight_tui/` folder in the current directory."""
     import numpy as np
 
-    from codesight_tui.core.index.embedder import ProcessEmbedder
     from codesight_tui.core.errors import CodeSightError
+    from codesight_tui.core.index.embedder import ProcessEmbedder
     from codesight_tui.core.ingest.tokens import resolve_model
 
     decoy = tmp_path / "codesight_tui"
@@ -129,7 +129,7 @@ def test_doc_view_brings_a_described_function_closer(repo, settings, real_embedd
     hit = cs.search(query, mode="vector", top_k=1)[0]
     assert hit.path == "src/indent.py" and "detect_indentation" in hit.scope
     table = cs.storage.vectors.table().to_arrow()
-    vec = dict(zip(table.column("id").to_pylist(), table.column("vector").to_pylist()))
+    vec = dict(zip(table.column("id").to_pylist(), table.column("vector").to_pylist(), strict=False))
     q = real_embedder.encode_query(query)
     doc_d, text_d = (1 - float(np.dot(q, vec[i])) for i in (-hit.chunk_id, hit.chunk_id))
     assert doc_d < text_d

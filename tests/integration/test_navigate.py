@@ -150,7 +150,7 @@ def test_a_name_is_found_whatever_its_characters_and_only_in_its_own_case(cs, na
     assert cs.references("valid?").sites == [] and cs.references("Evict").sites == []
     # forgotten by the name index itself, not only left out when the rows are read
     assert not cs.store.conn.execute("SELECT rowid FROM sym_names WHERE sym_names MATCH ?",
-                                     ('"x' + "valid?".encode().hex() + '"',)).fetchall()
+                                     ('"x' + b"valid?".hex() + '"',)).fetchall()
 
 
 def test_hostile_shapes_are_indexed_whole_or_said_cut(nav_repo, settings):

@@ -17,8 +17,8 @@ import pytest
 
 from codesight_tui import CodeSight
 from codesight_tui.core.config import DEFAULT_MODEL, Settings
-from codesight_tui.core.index.embedder import ProcessEmbedder
 from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.index.embedder import ProcessEmbedder
 from codesight_tui.core.index.onnx_model import OnnxEmbedder, export, export_dir, exportable, for_backend, is_exported
 from codesight_tui.core.ingest.tokens import resolve_model
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codesight_tui.core.modes import Vectors
 from codesight_tui.core.engine import CodeSight
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.index.static import StaticEmbedder, distill, distilled_dir, is_model_dir
+from codesight_tui.core.modes import Vectors
 
 GEO_QUERY = "great-circle distance between two places on the globe"
 

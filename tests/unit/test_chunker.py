@@ -2,8 +2,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codesight_tui.core.ingest.chunker import Chunker, doc_text, doc_view, embed_text, has_grammar, scope_text
 from codesight_tui.core.config import DEFAULT_MODEL
+from codesight_tui.core.ingest.chunker import Chunker, doc_text, doc_view, embed_text, has_grammar, scope_text
 from codesight_tui.core.ingest.tokens import TokenCounter, resolve_model
 
 INFO = resolve_model(DEFAULT_MODEL)
@@ -95,9 +95,9 @@ def test_huge_function_splits_with_overlap(chunker):
     chunks = chunker.chunk("h.py", "python", src)
     assert len(chunks) > 3
     assert all(c.scope == "def huge" for c in chunks)
-    for a, b in zip(chunks, chunks[1:]):
+    for a, b in zip(chunks, chunks[1:], strict=False):
         assert b.start_line <= a.end_line + 1  # contiguous or overlapping: nothing lost
-    assert any(b.start_line <= a.end_line for a, b in zip(chunks, chunks[1:]))  # real overlap
+    assert any(b.start_line <= a.end_line for a, b in zip(chunks, chunks[1:], strict=False))  # real overlap
 
 
 def test_markdown_uses_headings_and_text_uses_windows(chunker):
@@ -139,7 +139,7 @@ def test_an_over_long_line_is_cut_into_pieces_that_fit_and_rejoin(chunker, line)
     for p in pieces:
         assert len(COUNTER._tk.encode(p, add_special_tokens=False).ids) <= 60
     if line.isascii():
-        assert all(not (a[-1:].isalnum() and b[:1].isalnum()) for a, b in zip(pieces, pieces[1:]))
+        assert all(not (a[-1:].isalnum() and b[:1].isalnum()) for a, b in zip(pieces, pieces[1:], strict=False))
 
 
 def test_header_is_prepended_for_embedding_but_content_stays_raw(chunker):
@@ -197,7 +197,7 @@ def test_cached_line_counts_equal_tokenising_each_text_whole():
 
     for _ in range(2):  # cold, then from the cache
         got = counter.line_counts_batch(texts)
-        for text, counts in zip(texts, got):
+        for text, counts in zip(texts, got, strict=False):
             assert counts == [exact(line) for line in text.split("\n")]
             assert counter.count(text) == exact(text)
 
@@ -213,7 +213,7 @@ def test_batched_line_counts_equal_the_tokenizer_on_any_text(texts):
     """The vectorised counter (byte classes, distinct lines, space-separated words for
     non-ASCII) agrees with the tokenizer itself on every line of any mix of characters."""
     counter = TokenCounter(INFO.tokenizer_file)
-    for text, counts in zip(texts, counter.line_counts_batch(texts)):
+    for text, counts in zip(texts, counter.line_counts_batch(texts), strict=False):
         assert counts == [len(COUNTER._tk.encode(line, add_special_tokens=False).ids) for line in text.split("\n")]
 
 
@@ -222,17 +222,17 @@ def test_line_counts_stay_exact_when_the_word_caches_overflow(monkeypatch):
 
     monkeypatch.setattr(tokens, "WORD_CACHE_MAX", 8)
     counter = TokenCounter(INFO.tokenizer_file)
-    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho".split()
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu", "xi", "omicron", "pi", "rho"]
     for k in range(4):  # each batch shares words with the last and brings new ones
         texts = [" ".join(words[k * 3 : k * 3 + 9]) + "(x_y)\ncafé naïve " + " ".join(f"é{w}" for w in words[k : k + 9])]
-        for text, counts in zip(texts, counter.line_counts_batch(texts)):
+        for text, counts in zip(texts, counter.line_counts_batch(texts), strict=False):
             assert counts == [len(COUNTER._tk.encode(line, add_special_tokens=False).ids) for line in text.split("\n")]
         assert counter.cut("alpha beta gamma delta epsilon zeta eta theta", 3) is not None
 
 
 def _split_ids(ids, lengths):
     ends = lengths.cumsum().tolist()
-    return [ids[end - n : end].tolist() for n, end in zip(lengths.tolist(), ends)]
+    return [ids[end - n : end].tolist() for n, end in zip(lengths.tolist(), ends, strict=False)]
 
 
 def _tokenizer_ids(texts, limit):
@@ -266,7 +266,7 @@ def test_word_ids_stay_exact_when_their_cache_overflows_and_in_slices(monkeypatc
     monkeypatch.setattr(tokens, "IDS_SLICE", 3)  # a batch read a few texts at a time
     monkeypatch.setattr(tokens, "IDS_SMALL", 0)  # and never handed to the tokenizer for its size
     words = tokens.WordPieces.for_file(COUNTER._tk, INFO.tokenizer_file)
-    vocab = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho".split()
+    vocab = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu", "xi", "omicron", "pi", "rho"]
     for k in range(5):  # each batch shares words with the last and brings new ones
         texts = [" ".join(vocab[k * 3 : k * 3 + 9]) + "(x_y)", "", "naïve " + vocab[k], "[UNK] " + vocab[-k]]
         assert _split_ids(*words.ids(texts, 512)) == _tokenizer_ids(texts, 512)
@@ -311,7 +311,7 @@ def test_lua_functions_bound_by_assignment_are_definitions(chunker):
     scopes = {c.scope for c in chunker.chunk("jump.lua", "lua", src)}
     assert "function MiniJump.jump" in scopes and "function helper" in scopes
     assert "table M.build > function run" in scopes
-    assert not any("H" == s.split()[-1] or s.endswith(" M") for s in scopes if s)  # plain tables stay unnamed
+    assert not any(s.split()[-1] == "H" or s.endswith(" M") for s in scopes if s)  # plain tables stay unnamed
 
 
 def test_rust_items_inside_a_macro_call_are_definitions(chunker):

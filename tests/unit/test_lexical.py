@@ -25,9 +25,7 @@ QUERIES = [
     "def search(self, query", "keep_resident", "self.store.keep_resident()", "a_b a b",
 ]
 
-WORDS = ("index search query vector static model chunk path lock store socket file line token score rank write read"
-         " build error notice status watch repository cache embed parse ranking fusion depth ids rows terms the a of"
-         " to in for with keep_resident fts_query get_meta search_many static_index").split()
+WORDS = ["index", "search", "query", "vector", "static", "model", "chunk", "path", "lock", "store", "socket", "file", "line", "token", "score", "rank", "write", "read", "build", "error", "notice", "status", "watch", "repository", "cache", "embed", "parse", "ranking", "fusion", "depth", "ids", "rows", "terms", "the", "a", "of", "to", "in", "for", "with", "keep_resident", "fts_query", "get_meta", "search_many", "static_index"]
 
 
 @pytest.fixture(scope="module")

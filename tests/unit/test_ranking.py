@@ -305,7 +305,7 @@ def test_a_short_query_naming_a_file_lifts_it(tmp_path, settings, monkeypatch):
     assert max(without[short], key=without[short].get) != "src/Events/Dispatcher.php"
     # A long query describes one piece of code: a file sharing one of its many words gets nothing.
     assert with_bonus[long] == without[long]
-    assert ranking.NAMED_LANGUAGES >= {"php", "python", "pdf"} and "json" not in ranking.NAMED_LANGUAGES
+    assert {"php", "python", "pdf"} <= ranking.NAMED_LANGUAGES and "json" not in ranking.NAMED_LANGUAGES
     said = {ranking._stem(w) for w in ("bean", "deserialization", "parses", "reading", "json", "sql", "mapper")}
     assert ranking._names_file("deser/BeanDeserializer.java", said)
     assert ranking._names_file("io/circe/Parser.scala", said) and ranking._names_file("ObjectReader.java", said | {"object"})
@@ -440,8 +440,8 @@ def test_file_evidence_with_several_lists_counts_only_chunks_bm25_ranked_high():
     """With BM25 and the static tier fused, the deep end of both lists holds many chunks of a big
     file, and the static list ranks every chunk however unlike the question: neither is evidence
     that the file answers it. Chunks BM25 put in its first FILE_EVIDENCE_TOP are."""
-    from codesight_tui.core.search import ranking
     from codesight_tui.core.fusion import rrf_scores
+    from codesight_tui.core.search import ranking
 
     class Row:
         def __init__(self, path):

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from conftest import HashEmbedder, build_repo, wait_for
 
+from codesight_tui.core.apps.workspace import EngineOptions, SearchRequest, Workspace
 from codesight_tui.core.engine import CodeSight
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.modes import Vectors
-from codesight_tui.core.apps.workspace import EngineOptions, SearchRequest, Workspace
 
 
 def test_one_engine_per_root_made_with_the_options(repo):
