@@ -40,8 +40,12 @@ def make_table(db, name: str, vecs: np.ndarray):
     import pyarrow as pa
 
     flat = pa.array(np.ascontiguousarray(vecs, dtype=np.float32).ravel())
-    data = pa.table({"id": pa.array(np.arange(len(vecs)), pa.int64()),
-                     "vector": pa.FixedSizeListArray.from_arrays(flat, vecs.shape[1])})
+    data = pa.table(
+        {
+            "id": pa.array(np.arange(len(vecs)), pa.int64()),
+            "vector": pa.FixedSizeListArray.from_arrays(flat, vecs.shape[1]),
+        }
+    )
     return db.create_table(name, data, mode="overwrite")
 
 
@@ -78,11 +82,27 @@ def main() -> int:
     limit = ap.parse_args().limit
     real = load_real()
     emb = SentenceTransformerEmbedder(resolve_model(DEFAULT_MODEL), device="cpu")
-    texts = NL_QUERIES + ["QuerySet", "get_object_or_404", "CsrfViewMiddleware", "slugify", "reverse_lazy",
-                          "cached_property", "Paginator", "ModelForm", "atomic", "urlencode"] * 6
+    texts = (
+        NL_QUERIES
+        + [
+            "QuerySet",
+            "get_object_or_404",
+            "CsrfViewMiddleware",
+            "slugify",
+            "reverse_lazy",
+            "cached_property",
+            "Paginator",
+            "ModelForm",
+            "atomic",
+            "urlencode",
+        ]
+        * 6
+    )
     queries = emb.encode(texts[:120])
     rng = np.random.default_rng(7)
-    extra = real[rng.integers(0, len(real), 100_000 - len(real))] + rng.normal(0, 0.03, (100_000 - len(real), real.shape[1]))
+    extra = real[rng.integers(0, len(real), 100_000 - len(real))] + rng.normal(
+        0, 0.03, (100_000 - len(real), real.shape[1])
+    )
     extra /= np.linalg.norm(extra, axis=1, keepdims=True)
     big = np.vstack([real, extra.astype(np.float32)])
     tmp = Path(tempfile.mkdtemp())
@@ -95,10 +115,21 @@ def main() -> int:
             print(f"\n[{name}] exact: p50 {pct(lat, 50):.1f} ms, p95 {pct(lat, 95):.1f} ms")
             parts = max(16, int(len(vecs) ** 0.5))
             for itype, extra_args, settings in (
-                ("IVF_PQ", {"num_partitions": parts, "num_sub_vectors": 48},
-                 [{"nprobes": 20, "refine": 0}, {"nprobes": 40, "refine": 3}, {"nprobes": 40, "refine": 5},
-                  {"nprobes": 40, "refine": 10}]),
-                ("IVF_HNSW_SQ", {"num_partitions": max(4, parts // 8)}, [{"nprobes": 4, "ef": 100}, {"nprobes": 8, "ef": 200}]),
+                (
+                    "IVF_PQ",
+                    {"num_partitions": parts, "num_sub_vectors": 48},
+                    [
+                        {"nprobes": 20, "refine": 0},
+                        {"nprobes": 40, "refine": 3},
+                        {"nprobes": 40, "refine": 5},
+                        {"nprobes": 40, "refine": 10},
+                    ],
+                ),
+                (
+                    "IVF_HNSW_SQ",
+                    {"num_partitions": max(4, parts // 8)},
+                    [{"nprobes": 4, "ef": 100}, {"nprobes": 8, "ef": 200}],
+                ),
             ):
                 t0 = time.perf_counter()
                 table.create_index(metric="cosine", index_type=itype, replace=True, **extra_args)
@@ -107,10 +138,14 @@ def main() -> int:
                     run_queries(table, queries[:5], limit, **knobs)
                     got, lat = run_queries(table, queries, limit, **knobs)
                     recall = statistics.mean(len(set(g) & set(t)) / len(t) for g, t in zip(got, truth, strict=False))
-                    top10 = statistics.mean(len(set(g[:10]) & set(t[:10])) / 10 for g, t in zip(got, truth, strict=False))
-                    print(f"  {itype:<12} {extra_args} {knobs}: build {build:.1f}s, recall@{limit} {recall:.3f},"
-                          f" recall@10 {top10:.3f},"
-                          f" p50 {pct(lat, 50):.1f} ms, p95 {pct(lat, 95):.1f} ms")
+                    top10 = statistics.mean(
+                        len(set(g[:10]) & set(t[:10])) / 10 for g, t in zip(got, truth, strict=False)
+                    )
+                    print(
+                        f"  {itype:<12} {extra_args} {knobs}: build {build:.1f}s, recall@{limit} {recall:.3f},"
+                        f" recall@10 {top10:.3f},"
+                        f" p50 {pct(lat, 50):.1f} ms, p95 {pct(lat, 95):.1f} ms"
+                    )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

@@ -23,17 +23,21 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-QUESTIONS = ["how does an interrupted index run resume", "where are documents read into text",
-             "how is the static model distilled", "what does the watcher do when a branch changes"]
+QUESTIONS = [
+    "how does an interrupted index run resume",
+    "where are documents read into text",
+    "how is the static model distilled",
+    "what does the watcher do when a branch changes",
+]
 
 
 def one(backend: str, url: str, runs: int) -> None:
     code = f"""
 import os, sys, time, statistics
-sys.path.insert(0, {str(REPO / 'tests')!r})
+sys.path.insert(0, {str(REPO / "tests")!r})
 os.environ.update(CODESIGHT_LLM_BACKEND={backend!r}, CODESIGHT_LLM_MODEL="stub-model",
                   ANTHROPIC_API_KEY="k", OPENAI_API_KEY="k", AZURE_OPENAI_API_KEY="k",
-                  ANTHROPIC_BASE_URL={url!r}, OPENAI_BASE_URL={url + '/v1'!r}, AZURE_OPENAI_ENDPOINT={url!r},
+                  ANTHROPIC_BASE_URL={url!r}, OPENAI_BASE_URL={url + "/v1"!r}, AZURE_OPENAI_ENDPOINT={url!r},
                   OLLAMA_HOST={url!r})
 from codesight_tui import CodeSight
 from codesight_tui.core.modes import Vectors
@@ -67,14 +71,17 @@ def main() -> None:
     os.environ.setdefault("CODESIGHT_DATA_DIR", str(work / "data"))
     os.environ["HF_HUB_OFFLINE"] = "1"
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "codesight_tui", "index", "--static-only", str(REPO)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "codesight_tui", "index", "--static-only", str(REPO)], check=True, capture_output=True
+    )
     print(f"index of {REPO.name} (lexical + static): {time.perf_counter() - t:.0f} s")
     with StubServer(delay=0.0) as stub:
         for backend in ("anthropic", "openai", "azure", "ollama"):
             one(backend, stub.url, args.runs)
-    print(f"({args.runs} asks per back end, each in one fresh process; 'first token' is measured from the end"
-          " of the search)")
+    print(
+        f"({args.runs} asks per back end, each in one fresh process; 'first token' is measured from the end"
+        " of the search)"
+    )
 
 
 if __name__ == "__main__":

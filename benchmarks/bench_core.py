@@ -32,22 +32,65 @@ DJANGO = "django==5.1.4"
 EXCLUDE = ["locale/", "/tests/"]
 
 NL_QUERIES = [
-    "parse a date string into a datetime", "escape html special characters", "read settings from environment variables",
-    "hash a password with a salt", "check whether a password matches", "send an email message", "paginate a list of items",
-    "compress the response body", "generate a random secret token", "validate an email address", "cache a value with a timeout",
-    "convert a string to a url slug", "open a database connection", "roll back a transaction on error",
-    "render a template with a context", "load templates from the file system", "serialize objects to json",
-    "parse the query string of a request", "set a cookie on the response", "sign a value to detect tampering",
-    "redirect to another url", "resolve a url path to a view", "register a signal handler", "format a number with separators",
-    "translate a message into the active language", "detect the timezone of a datetime", "upload a file to storage",
-    "compute the size of a file", "build a sql where clause", "order query results by a field", "count rows matching a filter",
-    "migrate the database schema", "create a table for a model", "add a column to a table", "run a management command",
-    "log an error with a traceback", "handle a 404 not found error", "protect against cross site request forgery",
-    "check user permissions", "log a user in", "log a user out", "reset a forgotten password", "store session data",
-    "expire old sessions", "minify static files", "collect static files", "find the path of a static asset",
-    "validate a form field", "clean form input data", "display form errors", "limit the number of requests",
-    "retry a failed operation", "split a string into tokens", "wrap long text lines", "normalize unicode text",
-    "compare two version numbers", "read a file in chunks", "lazy evaluation of an object", "thread safe lazy initialization",
+    "parse a date string into a datetime",
+    "escape html special characters",
+    "read settings from environment variables",
+    "hash a password with a salt",
+    "check whether a password matches",
+    "send an email message",
+    "paginate a list of items",
+    "compress the response body",
+    "generate a random secret token",
+    "validate an email address",
+    "cache a value with a timeout",
+    "convert a string to a url slug",
+    "open a database connection",
+    "roll back a transaction on error",
+    "render a template with a context",
+    "load templates from the file system",
+    "serialize objects to json",
+    "parse the query string of a request",
+    "set a cookie on the response",
+    "sign a value to detect tampering",
+    "redirect to another url",
+    "resolve a url path to a view",
+    "register a signal handler",
+    "format a number with separators",
+    "translate a message into the active language",
+    "detect the timezone of a datetime",
+    "upload a file to storage",
+    "compute the size of a file",
+    "build a sql where clause",
+    "order query results by a field",
+    "count rows matching a filter",
+    "migrate the database schema",
+    "create a table for a model",
+    "add a column to a table",
+    "run a management command",
+    "log an error with a traceback",
+    "handle a 404 not found error",
+    "protect against cross site request forgery",
+    "check user permissions",
+    "log a user in",
+    "log a user out",
+    "reset a forgotten password",
+    "store session data",
+    "expire old sessions",
+    "minify static files",
+    "collect static files",
+    "find the path of a static asset",
+    "validate a form field",
+    "clean form input data",
+    "display form errors",
+    "limit the number of requests",
+    "retry a failed operation",
+    "split a string into tokens",
+    "wrap long text lines",
+    "normalize unicode text",
+    "compare two version numbers",
+    "read a file in chunks",
+    "lazy evaluation of an object",
+    "thread safe lazy initialization",
     "decorator that caches a method result",
 ]
 
@@ -67,8 +110,10 @@ def fetch_django() -> Path:
         return target
     dl = DATA / "dl"
     dl.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", DJANGO,
-                    "-d", str(dl)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", DJANGO, "-d", str(dl)],
+        check=True,
+    )
     (DATA / "corpus").mkdir(parents=True, exist_ok=True)
     with tarfile.open(next(dl.glob("*jango-5.1.4.tar.gz"))) as tf:
         tf.extractall(DATA / "corpus", filter="data")
@@ -100,8 +145,11 @@ def main() -> int:
     ap.add_argument("--sample", type=int, default=512, help="chunks for the throughput comparison")
     ap.add_argument("--queries", type=int, default=120)
     ap.add_argument("--no-full-embed", action="store_true", help="skip embedding the whole corpus")
-    ap.add_argument("--queries-only", action="store_true",
-                    help="only the query latencies, on the index the last run left (updated first)")
+    ap.add_argument(
+        "--queries-only",
+        action="store_true",
+        help="only the query latencies, on the index the last run left (updated first)",
+    )
     args = ap.parse_args()
 
     corpus = args.corpus.resolve() if args.corpus else fetch_django()
@@ -133,8 +181,10 @@ def main() -> int:
 
     # 1. Lexical phase: how long until search answers?
     cs, lex, first, t_lexical = lexical_ready(corpus, "render a template")
-    print(f"\n[lexical] {lex.files:,} files, {lex.chunks:,} chunks; lexical search works after {t_lexical:.2f}s"
-          f" (first query returned {len(first)} hits)")
+    print(
+        f"\n[lexical] {lex.files:,} files, {lex.chunks:,} chunks; lexical search works after {t_lexical:.2f}s"
+        f" (first query returned {len(first)} hits)"
+    )
 
     # 2. Throughput: the pipeline versus a bare encode of the same texts, same run, empty cache.
     t_load, emb = timed(cs.embedder)
@@ -153,31 +203,44 @@ def main() -> int:
     t_bare2, _ = timed(lambda: bare_encode(texts))
     bare = len(texts) / ((t_bare1 + t_bare2) / 2)
     pipe = (rep.embedded + rep.doc_views) / t_pipe
-    print(f"[throughput] {len(rows)} chunks + {len(doc_texts)} doc views = {len(texts)} texts: pipeline {pipe:.1f}"
-          f" texts/s ({rep.embedded / t_pipe:.1f} chunks/s), bare encode {bare:.1f} texts/s"
-          f" (runs {len(texts) / t_bare1:.1f} / {len(texts) / t_bare2:.1f}); ratio {pipe / bare:.2f}")
+    print(
+        f"[throughput] {len(rows)} chunks + {len(doc_texts)} doc views = {len(texts)} texts: pipeline {pipe:.1f}"
+        f" texts/s ({rep.embedded / t_pipe:.1f} chunks/s), bare encode {bare:.1f} texts/s"
+        f" (runs {len(texts) / t_bare1:.1f} / {len(texts) / t_bare2:.1f}); ratio {pipe / bare:.2f}"
+    )
     t_chunks, _ = timed(lambda: bare_encode(chunk_texts))
     t_docs, _ = timed(lambda: bare_encode(doc_texts))
-    print(f"[doc views] {len(doc_texts) / len(rows):.0%} of chunks have one; bare encode of the chunks' texts"
-          f" {t_chunks:.1f}s, of the doc views {t_docs:.1f}s: doc views add {t_docs / t_chunks:.0%} embedding time")
+    print(
+        f"[doc views] {len(doc_texts) / len(rows):.0%} of chunks have one; bare encode of the chunks' texts"
+        f" {t_chunks:.1f}s, of the doc views {t_docs:.1f}s: doc views add {t_docs / t_chunks:.0%} embedding time"
+    )
 
     # 3. The rest of the corpus (shared cache: only the first benchmark run embeds for real).
     if not args.no_full_embed:
         t_full, full = timed(lambda: cs.index())
         total = t_lexical + t_pipe + t_full
-        print(f"\n[full] vectors for the rest: {full.embedded:,} embedded, {full.cache_hits:,} from cache in"
-              f" {t_full:.1f}s; total index time {total:.1f}s")
+        print(
+            f"\n[full] vectors for the rest: {full.embedded:,} embedded, {full.cache_hits:,} from cache in"
+            f" {t_full:.1f}s; total index time {total:.1f}s"
+        )
     counts = cs.store.counts()
-    print(f"[index] {counts['chunks']:,} chunks, {counts['vectors']:,} vectors; on disk"
-          f" {(cs.store.size_bytes() + cs.storage.vectors.size_bytes()) / 1e6:.1f} MB")
+    print(
+        f"[index] {counts['chunks']:,} chunks, {counts['vectors']:,} vectors; on disk"
+        f" {(cs.store.size_bytes() + cs.storage.vectors.size_bytes()) / 1e6:.1f} MB"
+    )
 
     # 4. No-op re-index, in-process and as a fresh CLI process.
     noop = [timed(lambda: cs.index())[0] for _ in range(3)]
     env = dict(os.environ)
-    cli_noop, _ = timed(lambda: subprocess.run([sys.executable, "-m", "codesight_tui", "index", str(corpus)],
-                                               env=env, capture_output=True, check=True))
-    print(f"\n[no-op] re-index of {counts.get('files', lex.files):,} files:"
-          f" in-process median {statistics.median(noop) * 1000:.0f} ms; fresh CLI process {cli_noop:.2f}s")
+    cli_noop, _ = timed(
+        lambda: subprocess.run(
+            [sys.executable, "-m", "codesight_tui", "index", str(corpus)], env=env, capture_output=True, check=True
+        )
+    )
+    print(
+        f"\n[no-op] re-index of {counts.get('files', lex.files):,} files:"
+        f" in-process median {statistics.median(noop) * 1000:.0f} ms; fresh CLI process {cli_noop:.2f}s"
+    )
 
     # 5. One file changed: append a function, re-index, then restore it.
     victim = sorted(corpus.rglob("*.py"), key=lambda p: p.stat().st_size)[len(list(corpus.rglob("*.py"))) // 2]
@@ -186,16 +249,23 @@ def main() -> int:
         victim.write_bytes(original + b"\n\ndef codesight_bench_marker(x):\n    return x * 2\n")
         t_one, one = timed(lambda: cs.index())
         victim.write_bytes(original + b"\n\ndef codesight_bench_marker_cli(x):\n    return x * 3\n")
-        cli_one, _ = timed(lambda: subprocess.run([sys.executable, "-m", "codesight_tui", "index", str(corpus)],
-                                                  env=env, capture_output=True, check=True))
+        cli_one, _ = timed(
+            lambda: subprocess.run(
+                [sys.executable, "-m", "codesight_tui", "index", str(corpus)], env=env, capture_output=True, check=True
+            )
+        )
     finally:
         victim.write_bytes(original)
         cs.index()
-    print(f"[one file] {victim.relative_to(corpus)}: in-process (model warm) {t_one * 1000:.0f} ms"
-          f" ({one.embedded} chunk(s) embedded); fresh CLI process {cli_one:.2f}s (includes loading the model)")
+    print(
+        f"[one file] {victim.relative_to(corpus)}: in-process (model warm) {t_one * 1000:.0f} ms"
+        f" ({one.embedded} chunk(s) embedded); fresh CLI process {cli_one:.2f}s (includes loading the model)"
+    )
 
     query_latency(cs, args.queries)
-    print(f"\n[memory] peak RSS: this process {rss_mb():.0f} MB; CLI children {rss_mb(resource.RUSAGE_CHILDREN):.0f} MB")
+    print(
+        f"\n[memory] peak RSS: this process {rss_mb():.0f} MB; CLI children {rss_mb(resource.RUSAGE_CHILDREN):.0f} MB"
+    )
     return 0
 
 
@@ -218,8 +288,10 @@ def query_latency(cs, n_queries: int) -> None:
             t = time.perf_counter()
             cs.search(q, mode=mode.split("-")[0])
             lat.append((time.perf_counter() - t) * 1000)
-        print(f"[query] {mode:<12} over {len(queries)} queries on {counts['chunks']:,} chunks:"
-              f" p50 {pct(lat, 50):.1f} ms, p95 {pct(lat, 95):.1f} ms")
+        print(
+            f"[query] {mode:<12} over {len(queries)} queries on {counts['chunks']:,} chunks:"
+            f" p50 {pct(lat, 50):.1f} ms, p95 {pct(lat, 95):.1f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -49,8 +49,10 @@ def extraction(work: Path) -> None:
         ex = extract(str(pdf), "report.pdf")
         times.append(time.perf_counter() - t)
     best = min(times)
-    print(f"PDF   300 pages ({pdf.stat().st_size / 1e6:.1f} MB, {len(ex.text) / 1e6:.2f} M chars): "
-          f"{best:.2f} s, {300 / best:,.0f} pages/s (best of 3)")
+    print(
+        f"PDF   300 pages ({pdf.stat().st_size / 1e6:.1f} MB, {len(ex.text) / 1e6:.2f} M chars): "
+        f"{best:.2f} s, {300 / best:,.0f} pages/s (best of 3)"
+    )
     with DocumentReader(60) as reader:
         t = time.perf_counter()
         reader.read(str(pdf), "report.pdf")
@@ -67,18 +69,33 @@ def extraction(work: Path) -> None:
         d = time.perf_counter() - t
         print(f"{label}: {d:.2f} s, {len(files) / d:.1f} files/s")
 
-    rate("DOCX  30 files of 20 sections (~4,800 words each)",
-         [make_docx(work / f"doc{i}.docx", [(1 + k % 2, f"Section {k}", [filler(rng, 80) for _ in range(3)])
-                                            for k in range(20)]) for i in range(30)])
-    rate("PPTX  30 decks of 20 slides with notes",
-         [make_pptx(work / f"deck{i}.pptx", [(f"Slide {k}", [filler(rng, 12) for _ in range(4)], filler(rng, 30))
-                                             for k in range(20)]) for i in range(30)])
+    rate(
+        "DOCX  30 files of 20 sections (~4,800 words each)",
+        [
+            make_docx(
+                work / f"doc{i}.docx",
+                [(1 + k % 2, f"Section {k}", [filler(rng, 80) for _ in range(3)]) for k in range(20)],
+            )
+            for i in range(30)
+        ],
+    )
+    rate(
+        "PPTX  30 decks of 20 slides with notes",
+        [
+            make_pptx(
+                work / f"deck{i}.pptx",
+                [(f"Slide {k}", [filler(rng, 12) for _ in range(4)], filler(rng, 30)) for k in range(20)],
+            )
+            for i in range(30)
+        ],
+    )
 
 
 def cli(args: list[str], cwd: Path, env: dict) -> tuple[float, subprocess.CompletedProcess]:
     t = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "codesight_tui", *args], cwd=cwd, env=env, capture_output=True,
-                       text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-m", "codesight_tui", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
     return time.perf_counter() - t, r
 
 
@@ -99,12 +116,16 @@ def searchable(work: Path, env: dict) -> None:
         walls.append((t_index, t_search))
     idx = statistics.median(w[0] for w in walls)
     srch = statistics.median(w[1] for w in walls)
-    print(f"300-page PDF, fresh processes: `index --no-embed` {idx:.2f} s + first `search` {srch:.2f} s"
-          f" = {idx + srch:.2f} s to a hit on its page (median of 3; target < 10 s)")
+    print(
+        f"300-page PDF, fresh processes: `index --no-embed` {idx:.2f} s + first `search` {srch:.2f} s"
+        f" = {idx + srch:.2f} s to a hit on its page (median of 3; target < 10 s)"
+    )
     t_index, r = cli(["index", "--static-only"], repo, {**env, "CODESIGHT_DATA_DIR": str(work / "data-pdf-static")})
     print(f"      with the static tier too (`index --static-only`): {t_index:.2f} s")
-    print(f"repository unchanged by indexing documents: {tree_state(repo) == before}"
-          f" ({len(before)} files compared byte for byte, mtimes too)")
+    print(
+        f"repository unchanged by indexing documents: {tree_state(repo) == before}"
+        f" ({len(before)} files compared byte for byte, mtimes too)"
+    )
 
 
 def evaluate(work: Path, env: dict, quick: bool) -> None:
@@ -134,8 +155,12 @@ def main() -> None:
     ap.add_argument("--only", default="extract,searchable,eval")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="codesight-docs-"))
-    env = {**os.environ, "CODESIGHT_DATA_DIR": str(work / "data"), "HF_HUB_OFFLINE": "1",
-           "CODESIGHT_CACHE_DIR": os.environ.get("CODESIGHT_CACHE_DIR", str(work / "cache"))}
+    env = {
+        **os.environ,
+        "CODESIGHT_DATA_DIR": str(work / "data"),
+        "HF_HUB_OFFLINE": "1",
+        "CODESIGHT_CACHE_DIR": os.environ.get("CODESIGHT_CACHE_DIR", str(work / "cache")),
+    }
     only = args.only.split(",")
     if "extract" in only:
         extraction(work)

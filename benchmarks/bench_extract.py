@@ -63,8 +63,13 @@ def main() -> int:
     for r in range(args.rounds):
         for label, path, mode in kinds:
             env = dict(os.environ, PYTHONPATH=str(path))
-            out = subprocess.run([sys.executable, "-c", RUN, str(args.corpus), str(args.files), mode], env=env,
-                                 capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [sys.executable, "-c", RUN, str(args.corpus), str(args.files), mode],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             cpu = float(out.stdout.split()[-1])
             best[label] = min(best.get(label, cpu), cpu)
             print(f"round {r + 1}: {label}: {cpu:.2f} s of CPU", flush=True)

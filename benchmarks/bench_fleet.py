@@ -30,14 +30,20 @@ from pathlib import Path
 print = functools.partial(print, flush=True)  # progress shows while it runs, even into a file
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com", "GIT_COMMITTER_NAME": "bench",
-           "GIT_COMMITTER_EMAIL": "bench@example.com", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00",
-           "GIT_COMMITTER_DATE": "2026-01-01T00:00:00"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.com",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.com",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00",
+}
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True,
-                          env={**os.environ, **GIT_ENV}).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=repo, check=True, capture_output=True, text=True, env={**os.environ, **GIT_ENV}
+    ).stdout.strip()
 
 
 def commit_tree(path: Path) -> None:
@@ -63,9 +69,14 @@ def polyglot(work: Path) -> list[Path]:
 
 def sdists(work: Path, n: int) -> list[Path]:
     """Source distributions of ``n`` packages of this environment, each a one-commit repository."""
-    names = sorted(json.loads(subprocess.run([sys.executable, "-m", "pip", "list", "--format", "json"],
-                                             capture_output=True, text=True, check=True).stdout),
-                   key=lambda p: p["name"].lower())
+    names = sorted(
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-m", "pip", "list", "--format", "json"], capture_output=True, text=True, check=True
+            ).stdout
+        ),
+        key=lambda p: p["name"].lower(),
+    )
     made = sorted(p for p in (work / "clones").glob("py-*") if (p / ".git").exists())
     if len(made) >= n:  # the corpus of an earlier run (packages without a usable sdist are not tried again)
         return made[:n]
@@ -83,9 +94,25 @@ def sdists(work: Path, n: int) -> list[Path]:
             out.append(dest)
             continue
         try:  # pip prepares an sdist's metadata, which for a few (C extensions) means a build: skip those
-            got = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-                                  "-d", str(dl), f"{pkg['name']}=={pkg['version']}"], check=False, capture_output=True,
-                                 text=True, timeout=60)
+            got = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "-q",
+                    "--no-deps",
+                    "--no-binary",
+                    ":all:",
+                    "-d",
+                    str(dl),
+                    f"{pkg['name']}=={pkg['version']}",
+                ],
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
         except subprocess.TimeoutExpired:
             continue
         if got.returncode != 0:
@@ -113,8 +140,14 @@ def sdists(work: Path, n: int) -> list[Path]:
 
 def codesight(*args: str, env: dict[str, str] | None = None) -> tuple[dict, float, str]:
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "codesight_tui", *args, "--json"], check=False, capture_output=True,
-                          text=True, env=env, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [sys.executable, "-m", "codesight_tui", *args, "--json"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
     seconds = time.perf_counter() - t0
     try:
         report = json.loads(done.stdout)
@@ -149,19 +182,28 @@ def main() -> int:
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--queries", type=int, default=60)
     ap.add_argument("--full", type=int, default=0, help="also index this many repositories with the full model")
-    ap.add_argument("--s3-repos", type=int, default=20,
-                    help="repositories indexed into S3 and into a local store of the same, for the search timings")
-    ap.add_argument("--only", default="throughput,reindex,search,full",
-                    help="sections to run (the corpus is always made): throughput, reindex, search, full")
+    ap.add_argument(
+        "--s3-repos",
+        type=int,
+        default=20,
+        help="repositories indexed into S3 and into a local store of the same, for the search timings",
+    )
+    ap.add_argument(
+        "--only",
+        default="throughput,reindex,search,full",
+        help="sections to run (the corpus is always made): throughput, reindex, search, full",
+    )
     args = ap.parse_args()
     work = Path(args.work)
     (work / "clones").mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     repos = polyglot(work) + sdists(work, args.sdists)
     files = sum(int(git(r, "ls-files").count("\n")) + 1 for r in repos)
-    print(f"corpus: {len(repos)} repositories ({sum(1 for r in repos if r.name.startswith('pg-'))} polyglot,"
-          f" {sum(1 for r in repos if r.name.startswith('py-'))} sdists), {files:,} committed files,"
-          f" {du(work / 'clones') / 1e6:,.0f} MB on disk (with .git); made or checked in {time.perf_counter() - t0:.0f} s")
+    print(
+        f"corpus: {len(repos)} repositories ({sum(1 for r in repos if r.name.startswith('pg-'))} polyglot,"
+        f" {sum(1 for r in repos if r.name.startswith('py-'))} sdists), {files:,} committed files,"
+        f" {du(work / 'clones') / 1e6:,.0f} MB on disk (with .git); made or checked in {time.perf_counter() - t0:.0f} s"
+    )
     print(f"machine: {os.cpu_count()} cores; load before: {os.getloadavg()[0]:.2f}")
     clones = str(work / "clones")
 
@@ -180,9 +222,13 @@ def main() -> int:
 
 
 def throughput(args, work: Path, clones: str) -> Path:
-    print("\n## Throughput (static model, fresh store, `codesight fleet index DIR --workers N`, workers started by the run)")
-    print("| workers | seconds | of which writing | of which indexes | repositories | files | chunks | chunks/s |"
-          " vs 1 worker |")
+    print(
+        "\n## Throughput (static model, fresh store, `codesight fleet index DIR --workers N`, workers started by the run)"
+    )
+    print(
+        "| workers | seconds | of which writing | of which indexes | repositories | files | chunks | chunks/s |"
+        " vs 1 worker |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     base = None
     local_store = None
@@ -192,9 +238,11 @@ def throughput(args, work: Path, clones: str) -> Path:
         report, seconds, _ = codesight("fleet", "index", clones, "--store", str(store), "--workers", str(w))
         rate = report["chunks"] / seconds
         base = base or rate
-        print(f"| {w} | {seconds:.1f} | {report.get('write_seconds', 0):.1f} | {report.get('index_seconds', 0):.1f} |"
-              f" {len(report['indexed'])} (+{len(report['failed'])} failed) |"
-              f" {report['changed_files']:,} | {report['chunks']:,} | {rate:,.0f} | {rate / base:.2f}x |")
+        print(
+            f"| {w} | {seconds:.1f} | {report.get('write_seconds', 0):.1f} | {report.get('index_seconds', 0):.1f} |"
+            f" {len(report['indexed'])} (+{len(report['failed'])} failed) |"
+            f" {report['changed_files']:,} | {report['chunks']:,} | {rate:,.0f} | {rate / base:.2f}x |"
+        )
         local_store = store
     assert local_store is not None
     size = du(local_store)
@@ -204,9 +252,11 @@ def throughput(args, work: Path, clones: str) -> Path:
 
     Fleet(str(local_store)).store.finish(cleanup_older_than=timedelta(0))
     kept = du(local_store)
-    print(f"\nstore: {report['rows']:,} rows, {size / 1e6:,.1f} MB on disk as the run left it (versions of the last 10"
-          f" minutes kept for readers), {kept / 1e6:,.1f} MB after old versions are removed"
-          f" ({kept / max(1, report['rows']):,.0f} B a chunk: text, static vectors of 256 floats, FTS and other indexes)")
+    print(
+        f"\nstore: {report['rows']:,} rows, {size / 1e6:,.1f} MB on disk as the run left it (versions of the last 10"
+        f" minutes kept for readers), {kept / 1e6:,.1f} MB after old versions are removed"
+        f" ({kept / max(1, report['rows']):,.0f} B a chunk: text, static vectors of 256 floats, FTS and other indexes)"
+    )
     return local_store
 
 
@@ -217,8 +267,10 @@ def reindex(work: Path, repos: list[Path], clones: str, local_store: Path) -> No
     victim.write_text(victim.read_text() + "\n\ndef fleet_bench_marker_function():\n    return 'changed'\n")
     git(target, "commit", "-qam", "bench: one change")
     report, seconds, _ = codesight("fleet", "index", clones, "--store", str(local_store), "--workers", "2")
-    print(f"- one commit: {seconds:.1f} s ({len(report['indexed'])} repository re-read, {report['changed_files']}"
-          f" file chunked, {report['chunks']} chunks, {len(report['unchanged'])} unchanged; the workers' start included)")
+    print(
+        f"- one commit: {seconds:.1f} s ({len(report['indexed'])} repository re-read, {report['changed_files']}"
+        f" file chunked, {report['chunks']} chunks, {len(report['unchanged'])} unchanged; the workers' start included)"
+    )
     report, seconds, _ = codesight("fleet", "index", clones, "--store", str(local_store), "--workers", "2")
     print(f"- nothing changed: {seconds:.1f} s ({len(report['unchanged'])} unchanged)")
     report, seconds, _ = codesight("fleet", "index", clones, "--store", str(local_store), "--local")
@@ -229,7 +281,7 @@ def search(args, work: Path, repos: list[Path]) -> None:
     subset = work / "s3-clones"
     shutil.rmtree(subset, ignore_errors=True)
     subset.mkdir()
-    chosen = [r for r in repos if r.name.startswith("pg-")][:args.s3_repos]
+    chosen = [r for r in repos if r.name.startswith("pg-")][: args.s3_repos]
     for r in chosen:
         os.symlink(r, subset / r.name)
     print(f"\n## Object storage (moto's S3 server on 127.0.0.1) against a local copy: {len(chosen)} repositories")
@@ -247,26 +299,38 @@ def search(args, work: Path, repos: list[Path]) -> None:
     s3.create_bucket(Bucket="bench")
     local_store = work / "store-s3-twin"
     shutil.rmtree(local_store, ignore_errors=True)
-    for label, store, extra in (("local path", str(local_store), ()),
-                                ("S3", "s3://bench/fleet", ("--endpoint", endpoint))):
-        report, seconds, _ = codesight("fleet", "index", str(subset), "--store", store, *extra, "--workers", "2",
-                                       env=env)
-        print(f"- index into {label}, 2 workers: {seconds:.1f} s, {report['chunks']:,} chunks"
-              f" ({report['chunks'] / seconds:,.0f}/s; writing {report.get('write_seconds', 0):.1f} s, indexes"
-              f" {report.get('index_seconds', 0):.1f} s)")
-    s3_bytes = sum(o["Size"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket="bench")
-                   for o in page.get("Contents", []))
+    for label, store, extra in (
+        ("local path", str(local_store), ()),
+        ("S3", "s3://bench/fleet", ("--endpoint", endpoint)),
+    ):
+        report, seconds, _ = codesight(
+            "fleet", "index", str(subset), "--store", store, *extra, "--workers", "2", env=env
+        )
+        print(
+            f"- index into {label}, 2 workers: {seconds:.1f} s, {report['chunks']:,} chunks"
+            f" ({report['chunks'] / seconds:,.0f}/s; writing {report.get('write_seconds', 0):.1f} s, indexes"
+            f" {report.get('index_seconds', 0):.1f} s)"
+        )
+    s3_bytes = sum(
+        o["Size"]
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket="bench")
+        for o in page.get("Contents", [])
+    )
     print(f"- bytes: {s3_bytes / 1e6:,.1f} MB in the bucket, {du(local_store) / 1e6:,.1f} MB in the local copy")
     clones = str(subset)
 
-    print(f"\n## Search ({args.queries} polyglot queries, hybrid: BM25 + static, in a warm process, 3 passes locally,"
-          " 1 on S3)")
+    print(
+        f"\n## Search ({args.queries} polyglot queries, hybrid: BM25 + static, in a warm process, 3 passes locally,"
+        " 1 on S3)"
+    )
     from codesight_tui import Fleet
 
     qs = queries(args.queries)
     rows = []
-    for label, fleet in (("local copy", Fleet(str(local_store))), ("S3 (moto, loopback)", Fleet("s3://bench/fleet",
-                                                                                               endpoint))):
+    for label, fleet in (
+        ("local copy", Fleet(str(local_store))),
+        ("S3 (moto, loopback)", Fleet("s3://bench/fleet", endpoint)),
+    ):
         fleet.search(qs[0])  # the model and the tables open once per process
         times = []
         for _ in range(3 if fleet.spec.remote is False else 1):  # moto answers about 17 GETs a second
@@ -285,7 +349,9 @@ def search(args, work: Path, repos: list[Path]) -> None:
     print("| --- | --- | --- |")
     for label, p50, p95 in rows:
         print(f"| {label} | {p50:.1f} | {p95:.1f} |")
-    print(f"| rg -i -F -l (the query's longest word, the same clones) | {statistics.median(rg):.1f} | {pct(rg, 95):.1f} |")
+    print(
+        f"| rg -i -F -l (the query's longest word, the same clones) | {statistics.median(rg):.1f} | {pct(rg, 95):.1f} |"
+    )
     server.stop()
 
 
@@ -294,7 +360,7 @@ def full(args, work: Path, repos: list[Path]) -> None:
     sub = work / "full-clones"
     shutil.rmtree(sub, ignore_errors=True)
     sub.mkdir()
-    small = sorted((r for r in repos if r.name.startswith("py-")), key=lambda r: du(r))[:args.full]
+    small = sorted((r for r in repos if r.name.startswith("py-")), key=lambda r: du(r))[: args.full]
     for r in small:
         os.symlink(r, sub / r.name)
     for w in (1, 2):
@@ -302,11 +368,22 @@ def full(args, work: Path, repos: list[Path]) -> None:
         shutil.rmtree(store, ignore_errors=True)
         fresh_cache = work / f"cache-full-w{w}"  # an empty embedding cache: every chunk embedded
         shutil.rmtree(fresh_cache, ignore_errors=True)
-        report, seconds, _ = codesight("fleet", "index", str(sub), "--store", str(store), "--model", "full",
-                                       "--workers", str(w),
-                                       env={**os.environ, "CODESIGHT_CACHE_DIR": str(fresh_cache)})
-        print(f"- {w} worker{'s' if w > 1 else ''}: {report['chunks']:,} chunks in {seconds:.1f} s:"
-              f" {report['chunks'] / seconds:,.1f} chunks/s ({report['embedded']:,} embedded)")
+        report, seconds, _ = codesight(
+            "fleet",
+            "index",
+            str(sub),
+            "--store",
+            str(store),
+            "--model",
+            "full",
+            "--workers",
+            str(w),
+            env={**os.environ, "CODESIGHT_CACHE_DIR": str(fresh_cache)},
+        )
+        print(
+            f"- {w} worker{'s' if w > 1 else ''}: {report['chunks']:,} chunks in {seconds:.1f} s:"
+            f" {report['chunks'] / seconds:,.1f} chunks/s ({report['embedded']:,} embedded)"
+        )
 
 
 if __name__ == "__main__":

@@ -30,12 +30,26 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 QUERIES = [
-    "load pretrained weights from a checkpoint", "split text into tokens", "rotary position embedding",
-    "beam search decoding", "attention mask for padding", "save the model to a directory", "learning rate schedule",
-    "convert a tensor to half precision", "download a file from the hub", "cache key value states",
-    "layer normalization", "top k sampling of logits", "resize the token embeddings", "gradient checkpointing",
-    "parse command line arguments", "compute the loss for language modeling", "batch collate function",
-    "quantize a linear layer", "warn about a deprecated argument", "read a json config file",
+    "load pretrained weights from a checkpoint",
+    "split text into tokens",
+    "rotary position embedding",
+    "beam search decoding",
+    "attention mask for padding",
+    "save the model to a directory",
+    "learning rate schedule",
+    "convert a tensor to half precision",
+    "download a file from the hub",
+    "cache key value states",
+    "layer normalization",
+    "top k sampling of logits",
+    "resize the token embeddings",
+    "gradient checkpointing",
+    "parse command line arguments",
+    "compute the loss for language modeling",
+    "batch collate function",
+    "quantize a linear layer",
+    "warn about a deprecated argument",
+    "read a json config file",
 ]
 
 
@@ -88,15 +102,21 @@ def run_encode(args, info) -> None:
     t = time.perf_counter()
     texts = corpus_texts(Path(args.corpus), info, args.texts)
     chars = statistics.mean(len(x) for x in texts)
-    print(f"texts: {len(texts):,} unique chunk texts from {args.corpus} (mean {chars:.0f} chars), "
-          f"chunked in {time.perf_counter() - t:.1f} s", flush=True)
+    print(
+        f"texts: {len(texts):,} unique chunk texts from {args.corpus} (mean {chars:.0f} chars), "
+        f"chunked in {time.perf_counter() - t:.1f} s",
+        flush=True,
+    )
 
     emb = SentenceTransformerEmbedder(info, args.device)
     emb.overlap = emb.overlap or args.overlap
     dev = emb.device
     name = torch.cuda.get_device_name(0) if dev == "cuda" else "cpu"
-    print(f"device: {dev} ({name}); torch {torch.__version__}; cpu cores {os.cpu_count()}; "
-          f"tokenizer threads {tokenizer_threads()}; batch {emb.batch_size}", flush=True)
+    print(
+        f"device: {dev} ({name}); torch {torch.__version__}; cpu cores {os.cpu_count()}; "
+        f"tokenizer threads {tokenizer_threads()}; batch {emb.batch_size}",
+        flush=True,
+    )
 
     bare = SentenceTransformer(info.load_from, device=dev)
     if dev == "cuda":
@@ -107,7 +127,9 @@ def run_encode(args, info) -> None:
         # embedder turns it off and tokenises in its own threads)
         os.environ["TOKENIZERS_PARALLELISM"] = "true"
         try:
-            bare.encode(texts, batch_size=256, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+            bare.encode(
+                texts, batch_size=256, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            )
             sync()
         finally:
             os.environ["TOKENIZERS_PARALLELISM"] = "false"
@@ -122,9 +144,13 @@ def run_encode(args, info) -> None:
     t_bare = best_of(args.repeat, bare_encode)
     t_ours = best_of(args.repeat, ours)
     n = len(texts)
-    print(f"bare SentenceTransformer.encode ({'fp16 on cuda' if dev == 'cuda' else dev}, batch 256): {n / t_bare:,.0f} chunks/s ({t_bare:.2f} s)")
-    print(f"codesight embedder (batch {emb.batch_size}, {tokenizer_threads()} tokenizer threads): "
-          f"{n / t_ours:,.0f} chunks/s ({t_ours:.2f} s)")
+    print(
+        f"bare SentenceTransformer.encode ({'fp16 on cuda' if dev == 'cuda' else dev}, batch 256): {n / t_bare:,.0f} chunks/s ({t_bare:.2f} s)"
+    )
+    print(
+        f"codesight embedder (batch {emb.batch_size}, {tokenizer_threads()} tokenizer threads): "
+        f"{n / t_ours:,.0f} chunks/s ({t_ours:.2f} s)"
+    )
     print(f"ratio codesight / bare: {t_bare / t_ours:.2f}", flush=True)
 
     if emb.overlap and args.variants:
@@ -132,7 +158,7 @@ def run_encode(args, info) -> None:
             for bs in (256, 512):
                 emb._tok_pool = ThreadPoolExecutor(threads)
                 emb.batch_size = bs
-                emb.encode(texts[:bs * 2])  # warm the new pool's tokenizers and this batch shape
+                emb.encode(texts[: bs * 2])  # warm the new pool's tokenizers and this batch shape
                 tv = best_of(1, ours)
                 print(f"  variant: batch {bs:5d}, {threads:2d} threads: {n / tv:8,.0f} chunks/s", flush=True)
         emb._tok_pool, emb.batch_size = None, SentenceTransformerEmbedder(info, args.device).batch_size
@@ -142,7 +168,9 @@ def run_encode(args, info) -> None:
         for threads in (1, tokenizer_threads()):
             pool = ThreadPoolExecutor(threads)
             emb._tok_pool = pool
-            tt = best_of(1, lambda pool=pool: list(pool.map(emb._features, [texts[k : k + bs] for k in range(0, n, bs)])))
+            tt = best_of(
+                1, lambda pool=pool: list(pool.map(emb._features, [texts[k : k + bs] for k in range(0, n, bs)]))
+            )
             print(f"tokenising alone ({threads} threads): {n / tt:,.0f} texts/s")
         emb._tok_pool = None
 
@@ -163,14 +191,19 @@ def model_only_rss(info, args) -> float:
     """Peak RSS (MB) of a fresh process that loads the embedder and embeds 2,000 short texts: what
     the model and its runtime (on a GPU, CUDA's libraries) cost before any index work. Read from
     VmHWM: a child's ru_maxrss starts from its parent's, since the kernel carries it across exec."""
-    code = ("import sys; sys.path.insert(0, sys.argv[1]);"
-            "from codesight_tui.core.index.embedder import SentenceTransformerEmbedder;"
-            "from codesight_tui.core.ingest.tokens import resolve_model;"
-            "e = SentenceTransformerEmbedder(resolve_model(sys.argv[2]), sys.argv[3]);"
-            "e.encode([f'def f{i}(x):\\n    return x + {i}' for i in range(2000)]);"
-            "print(next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')) / 1024)")
-    out = subprocess.run([sys.executable, "-c", code, str(Path(__file__).resolve().parents[1]), info.load_from,
-                          args.device], capture_output=True, text=True)
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "from codesight_tui.core.index.embedder import SentenceTransformerEmbedder;"
+        "from codesight_tui.core.ingest.tokens import resolve_model;"
+        "e = SentenceTransformerEmbedder(resolve_model(sys.argv[2]), sys.argv[3]);"
+        "e.encode([f'def f{i}(x):\\n    return x + {i}' for i in range(2000)]);"
+        "print(next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')) / 1024)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(Path(__file__).resolve().parents[1]), info.load_from, args.device],
+        capture_output=True,
+        text=True,
+    )
     try:
         return float(out.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -182,8 +215,9 @@ def run_index(args, info) -> None:
     from codesight_tui.core.config import Settings
 
     home = Path(tempfile.mkdtemp(prefix="codesight-gpu-"))
-    settings = Settings(data_dir=home / "data", cache_dir=home / "cache", embedding_model=info.load_from,
-                        device=args.device)
+    settings = Settings(
+        data_dir=home / "data", cache_dir=home / "cache", embedding_model=info.load_from, device=args.device
+    )
     marks: dict[str, float] = {}
 
     def progress(p) -> None:
@@ -200,19 +234,27 @@ def run_index(args, info) -> None:
     r = cs.index(progress=progress)
     wall = time.perf_counter() - t0
     emb_loop = marks.get("embed_end", t0 + wall) - marks.get("embed_start", t0)
-    print(f"index (empty data dir and cache): {r.files:,} files, {r.chunks:,} chunks; lexical {r.lexical_seconds:.1f} s; "
-          f"model load + embed + ANN {r.embed_seconds:.1f} s; total {wall:.1f} s")
-    print(f"  embedded {r.embedded:,} chunks ({r.cache_hits:,} cache hits) in {emb_loop:.1f} s of embedding loop: "
-          f"{r.embedded / emb_loop:,.0f} chunks/s end to end (read SQLite -> tokenise -> model -> cache -> LanceDB -> mark)")
+    print(
+        f"index (empty data dir and cache): {r.files:,} files, {r.chunks:,} chunks; lexical {r.lexical_seconds:.1f} s; "
+        f"model load + embed + ANN {r.embed_seconds:.1f} s; total {wall:.1f} s"
+    )
+    print(
+        f"  embedded {r.embedded:,} chunks ({r.cache_hits:,} cache hits) in {emb_loop:.1f} s of embedding loop: "
+        f"{r.embedded / emb_loop:,.0f} chunks/s end to end (read SQLite -> tokenise -> model -> cache -> LanceDB -> mark)"
+    )
     tail = wall - (marks.get("embed_end", t0 + wall) - t0)
     print(f"  after the last batch (compaction + ANN index): {tail:.1f} s; device {cs.embedder().device}", flush=True)
-    print(f"  peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB; "
-          f"a process that only loads the model on {args.device} and embeds 2,000 texts: {model_only_rss(info, args):,.0f} MB",
-          flush=True)
+    print(
+        f"  peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB; "
+        f"a process that only loads the model on {args.device} and embeds 2,000 texts: {model_only_rss(info, args):,.0f} MB",
+        flush=True,
+    )
 
     t = time.perf_counter()
     r2 = cs.index(force=True)
-    print(f"index --force (warm cache): {time.perf_counter() - t:.1f} s, embedded {r2.embedded}, cache hits {r2.cache_hits:,}")
+    print(
+        f"index --force (warm cache): {time.perf_counter() - t:.1f} s, embedded {r2.embedded}, cache hits {r2.cache_hits:,}"
+    )
 
     def p50(fn) -> tuple[float, float]:
         for q in QUERIES[:3]:
@@ -227,9 +269,12 @@ def run_index(args, info) -> None:
         return statistics.median(lat), lat[int(len(lat) * 0.95)]
 
     emb = cs.embedder()
-    for label, fn in (("hybrid search", lambda q: cs.search(q)), ("query embedding", emb.encode_query),
-                      ("vector search", lambda q: cs.search(q, mode="vector")),
-                      ("bm25 search", lambda q: cs.search(q, mode="bm25"))):
+    for label, fn in (
+        ("hybrid search", lambda q: cs.search(q)),
+        ("query embedding", emb.encode_query),
+        ("vector search", lambda q: cs.search(q, mode="vector")),
+        ("bm25 search", lambda q: cs.search(q, mode="bm25")),
+    ):
         a, b = p50(fn)
         print(f"{label}: p50 {a:.1f} ms, p95 {b:.1f} ms ({len(QUERIES) * 3} queries, {r.chunks:,} chunks)", flush=True)
 
@@ -240,8 +285,12 @@ def main() -> None:
     ap.add_argument("--model", default=None, help="model name or path (default: the configured one)")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--texts", type=int, default=20000, help="texts for the encode comparison")
-    ap.add_argument("--repeat", type=int, default=1,
-                    help="passes over the texts (best kept); later passes gain from the tokenizers' word caches")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="passes over the texts (best kept); later passes gain from the tokenizers' word caches",
+    )
     ap.add_argument("--encode", action="store_true")
     ap.add_argument("--variants", action="store_true", help="also try batch sizes and thread counts")
     ap.add_argument("--index", action="store_true")

@@ -37,23 +37,49 @@ BROKEN = "int f( { #define X( \n"
 
 # A statement that holds an expression, per grammar ("{e}" is the expression).
 WRAP = {
-    "python": "x = {e}\n", "ruby": "x = {e}\n", "lua": "local x = {e}\n", "elixir": "x = {e}\n",
-    "haskell": "x = {e}\n", "javascript": "var x = {e};\n", "typescript": "var x = {e};\n", "tsx": "var x = {e};\n",
-    "go": "package p\n\nvar x = {e}\n", "rust": "fn main() {{ let x = {e}; }}\n", "java": "class A {{ int x = {e}; }}\n",
-    "csharp": "class A {{ int x = {e}; }}\n", "c": "int x = {e};\n", "cpp": "int x = {e};\n",
-    "kotlin": "val x = {e}\n", "scala": "object A {{ val x = {e} }}\n", "swift": "let x = {e}\n",
-    "php": "<?php $x = {e};\n", "zig": "const x = {e};\n", "shell": "echo $(( {e} ))\n",
+    "python": "x = {e}\n",
+    "ruby": "x = {e}\n",
+    "lua": "local x = {e}\n",
+    "elixir": "x = {e}\n",
+    "haskell": "x = {e}\n",
+    "javascript": "var x = {e};\n",
+    "typescript": "var x = {e};\n",
+    "tsx": "var x = {e};\n",
+    "go": "package p\n\nvar x = {e}\n",
+    "rust": "fn main() {{ let x = {e}; }}\n",
+    "java": "class A {{ int x = {e}; }}\n",
+    "csharp": "class A {{ int x = {e}; }}\n",
+    "c": "int x = {e};\n",
+    "cpp": "int x = {e};\n",
+    "kotlin": "val x = {e}\n",
+    "scala": "object A {{ val x = {e} }}\n",
+    "swift": "let x = {e}\n",
+    "php": "<?php $x = {e};\n",
+    "zig": "const x = {e};\n",
+    "shell": "echo $(( {e} ))\n",
 }
 # One nested definition's opening and closing line, per grammar ("{i}": its number; "{pad}": the
 # indentation where the language needs it).
 NEST = {
-    "python": ("{pad}class C{i}:\n", ""), "ruby": ("def f{i}\n", "end\n"), "lua": ("function f{i}()\n", "end\n"),
-    "elixir": ("defmodule M{i} do\n", "end\n"), "haskell": ("{pad}f{i} = g where\n", ""),
-    "javascript": ("function f{i}() {{\n", "}}\n"), "typescript": ("function f{i}() {{\n", "}}\n"),
-    "tsx": ("function f{i}() {{\n", "}}\n"), "go": ("func() {{\n", "}}()\n"), "rust": ("fn f{i}() {{\n", "}}\n"),
-    "java": ("class C{i} {{\n", "}}\n"), "csharp": ("class C{i} {{\n", "}}\n"), "c": ("struct s{i} {{\n", "}};\n"),
-    "cpp": ("namespace n{i} {{\n", "}}\n"), "kotlin": ("class C{i} {{\n", "}}\n"), "scala": ("object O{i} {{\n", "}}\n"),
-    "swift": ("class C{i} {{\n", "}}\n"), "php": ("function f{i}() {{\n", "}}\n"), "zig": ("const S{i} = struct {{\n", "}};\n"),
+    "python": ("{pad}class C{i}:\n", ""),
+    "ruby": ("def f{i}\n", "end\n"),
+    "lua": ("function f{i}()\n", "end\n"),
+    "elixir": ("defmodule M{i} do\n", "end\n"),
+    "haskell": ("{pad}f{i} = g where\n", ""),
+    "javascript": ("function f{i}() {{\n", "}}\n"),
+    "typescript": ("function f{i}() {{\n", "}}\n"),
+    "tsx": ("function f{i}() {{\n", "}}\n"),
+    "go": ("func() {{\n", "}}()\n"),
+    "rust": ("fn f{i}() {{\n", "}}\n"),
+    "java": ("class C{i} {{\n", "}}\n"),
+    "csharp": ("class C{i} {{\n", "}}\n"),
+    "c": ("struct s{i} {{\n", "}};\n"),
+    "cpp": ("namespace n{i} {{\n", "}}\n"),
+    "kotlin": ("class C{i} {{\n", "}}\n"),
+    "scala": ("object O{i} {{\n", "}}\n"),
+    "swift": ("class C{i} {{\n", "}}\n"),
+    "php": ("function f{i}() {{\n", "}}\n"),
+    "zig": ("const S{i} = struct {{\n", "}};\n"),
     "shell": ("f{i}() {{\n", "}}\n"),
 }
 INDENTED = {"python", "haskell"}
@@ -70,14 +96,20 @@ def shapes(language: str) -> dict[str, str]:
         nested = "".join(head.format(i=i, pad=" " * i) for i in range(levels)) + " " * levels + "x = 1\n"
     else:
         nested = "".join(head.format(i=i, pad="") for i in range(N_NESTED)) + "".join(
-            tail.format(i=i) for i in range(N_NESTED))
+            tail.format(i=i) for i in range(N_NESTED)
+        )
     if language == "go":
         nested = "package p\n\nvar x = " + nested
     chain = wrap.format(e="+".join(f"v{i}" for i in range(N_CHAIN)))
     if language == "shell":
         chain = "echo $(( " + "+".join(f"v{i}" for i in range(N_CHAIN)) + " ))\n"
-    return {"deep": deep, "deep-broken": deep + "\n@@ ( { ]]\n", "nested": nested,
-            "broken": BROKEN * (205_000 // len(BROKEN)), "chain": chain}
+    return {
+        "deep": deep,
+        "deep-broken": deep + "\n@@ ( { ]]\n",
+        "nested": nested,
+        "broken": BROKEN * (205_000 // len(BROKEN)),
+        "chain": chain,
+    }
 
 
 class Slow(Exception):
@@ -106,9 +138,28 @@ def row_bytes(rows: Any) -> int:
     return sum(len(x) for x in rows[1:6]) + sum(len(d[0]) + len(d[1]) + len(d[2]) + 12 for d in rows[0])
 
 
-EXT = {"python": "py", "ruby": "rb", "lua": "lua", "elixir": "ex", "haskell": "hs", "javascript": "js",
-       "typescript": "ts", "tsx": "tsx", "go": "go", "rust": "rs", "java": "java", "csharp": "cs", "c": "c",
-       "cpp": "cpp", "kotlin": "kt", "scala": "scala", "swift": "swift", "php": "php", "zig": "zig", "shell": "sh"}
+EXT = {
+    "python": "py",
+    "ruby": "rb",
+    "lua": "lua",
+    "elixir": "ex",
+    "haskell": "hs",
+    "javascript": "js",
+    "typescript": "ts",
+    "tsx": "tsx",
+    "go": "go",
+    "rust": "rs",
+    "java": "java",
+    "csharp": "cs",
+    "c": "c",
+    "cpp": "cpp",
+    "kotlin": "kt",
+    "scala": "scala",
+    "swift": "swift",
+    "php": "php",
+    "zig": "zig",
+    "shell": "sh",
+}
 
 
 def index_growth(language: str, text: str, work: Path) -> tuple[float, float]:
@@ -147,8 +198,10 @@ def main() -> int:
     native = symbols.native_version() is not None
     languages = [x for x in args.languages.split(",") if x] or sorted(GRAMMARS)
     wanted = [x for x in args.shapes.split(",") if x]
-    print(f"C walk: {'built' if native else 'not built'}; bounds: DEEP {symbols.DEEP:,} levels, MAX_NAMES"
-          f" {symbols.MAX_NAMES:,}, MAX_DEFS {symbols.MAX_DEFS:,}, MAX_SCOPE {symbols.MAX_SCOPE}")
+    print(
+        f"C walk: {'built' if native else 'not built'}; bounds: DEEP {symbols.DEEP:,} levels, MAX_NAMES"
+        f" {symbols.MAX_NAMES:,}, MAX_DEFS {symbols.MAX_DEFS:,}, MAX_SCOPE {symbols.MAX_SCOPE}"
+    )
     head = f"{'language':<11} {'shape':<12} {'KB':>6} {'C walk s':>9} {'Python s':>9} {'rows x':>7}"
     if args.index:
         head += f" {'index C s':>9} {'growth x':>8} {'index Py s':>10} {'growth x':>8}"
@@ -165,9 +218,11 @@ def main() -> int:
                 rows = fast if fast not in (None, Slow) else slow
                 ratio = row_bytes(rows) / size
                 cut = rows[6] if rows not in (None, Slow) else ("TIMED OUT" if rows is Slow else "")
-                line = (f"{language:<11} {shape:<12} {size / 1000:>6.0f} "
-                        f"{'-' if fast is None else ('>120' if fast is Slow else f'{t_fast:.2f}'):>9} "
-                        f"{'>120' if slow is Slow else f'{t_slow:.2f}':>9} {ratio:>7.2f}")
+                line = (
+                    f"{language:<11} {shape:<12} {size / 1000:>6.0f} "
+                    f"{'-' if fast is None else ('>120' if fast is Slow else f'{t_fast:.2f}'):>9} "
+                    f"{'>120' if slow is Slow else f'{t_slow:.2f}':>9} {ratio:>7.2f}"
+                )
                 worst_s = max(worst_s, t_fast if fast is not None else 0.0, t_slow)
                 if args.index:
                     grown = []
@@ -183,8 +238,10 @@ def main() -> int:
                             symbols._native_tables.cache_clear()
                         grown.append((seconds, growth / size))
                         worst_s, worst_x = max(worst_s, seconds), max(worst_x, growth / size)
-                    line += "".join(f" {s:>9.2f} {x:>8.2f}" if walk == 0 else f" {s:>10.2f} {x:>8.2f}"
-                                    for walk, (s, x) in enumerate(grown))
+                    line += "".join(
+                        f" {s:>9.2f} {x:>8.2f}" if walk == 0 else f" {s:>10.2f} {x:>8.2f}"
+                        for walk, (s, x) in enumerate(grown)
+                    )
                 print(line + f"  {cut}", flush=True)
     print(f"worst: {worst_s:.2f} s a file" + (f", {worst_x:.2f}x its size in index.db" if args.index else ""))
     return 0 if worst_s <= 2.0 and worst_x <= 10.0 else 1

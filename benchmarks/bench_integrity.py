@@ -43,8 +43,10 @@ def main() -> int:
     first = time.perf_counter() - t0
     cs = CodeSight(root)
     st = cs.status(check_disk=False)
-    print(f"tree: {root} ({st['files']:,} files, {st['chunks']:,} chunks); index.db {st['db_bytes'] / 1e6:.0f} MB;"
-          f" lexical index {first:.1f} s (or less: reused)")
+    print(
+        f"tree: {root} ({st['files']:,} files, {st['chunks']:,} chunks); index.db {st['db_bytes'] / 1e6:.0f} MB;"
+        f" lexical index {first:.1f} s (or less: reused)"
+    )
     times = []
     for _ in range(20):
         t0 = time.perf_counter()
@@ -60,7 +62,9 @@ def main() -> int:
         t0 = time.perf_counter()
         subprocess.run(cli, check=True, capture_output=True, env={**env, "CODESIGHT_INTEGRITY_CHECK_HOURS": "1000"})
         runs.append(time.perf_counter() - t0)
-    print(f"no-op `codesight index --no-embed` in a fresh process (probe included): median {statistics.median(runs):.2f} s")
+    print(
+        f"no-op `codesight index --no-embed` in a fresh process (probe included): median {statistics.median(runs):.2f} s"
+    )
     cs.close()
     return 0
 

@@ -38,8 +38,13 @@ CLI = [sys.executable, "-m", "codesight_tui"]
 
 
 def env_for(data: Path, cache: Path, exclude: list[str]) -> dict:
-    return dict(os.environ, CODESIGHT_DATA_DIR=str(data), CODESIGHT_CACHE_DIR=str(cache),
-                CODESIGHT_EXCLUDE=json.dumps(exclude), CODESIGHT_PROGRESS="0")
+    return dict(
+        os.environ,
+        CODESIGHT_DATA_DIR=str(data),
+        CODESIGHT_CACHE_DIR=str(cache),
+        CODESIGHT_EXCLUDE=json.dumps(exclude),
+        CODESIGHT_PROGRESS="0",
+    )
 
 
 def line(text: str) -> None:
@@ -50,8 +55,9 @@ async def mcp_client(root: Path, env: dict):
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "codesight_tui", "mcp", "--root", str(root)],
-                                   env=env, cwd=str(root))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "codesight_tui", "mcp", "--root", str(root)], env=env, cwd=str(root)
+    )
     return Client(params, read_timeout_seconds=600)
 
 
@@ -66,8 +72,10 @@ async def section_latency(corpus: Path, env: dict, rounds: int) -> None:
                 break
             await client.call_tool("search", {"query": "warm up", "top_k": 1})
             await asyncio.sleep(0.5)
-        line(f"[latency] index: {st['files']:,} files, {st['chunks']:,} chunks, vector coverage"
-             f" {st['vector_coverage']:.0%}")
+        line(
+            f"[latency] index: {st['files']:,} files, {st['chunks']:,} chunks, vector coverage"
+            f" {st['vector_coverage']:.0%}"
+        )
         for mode in ("hybrid", "bm25"):
             times, server = [], []
             for _ in range(rounds):
@@ -77,9 +85,11 @@ async def section_latency(corpus: Path, env: dict, rounds: int) -> None:
                     times.append((time.perf_counter() - t) * 1000)
                     assert not r.is_error, r.content
                     server.append(r.structured_content["elapsed_ms"])
-            line(f"[latency] mcp search {mode:<6} over stdio, {len(times)} calls: round trip p50 {pct(times, 50):.1f} ms,"
-                 f" p95 {pct(times, 95):.1f} ms (the client's output-schema validation included);"
-                 f" in the server p50 {pct(server, 50):.1f} ms, p95 {pct(server, 95):.1f} ms")
+            line(
+                f"[latency] mcp search {mode:<6} over stdio, {len(times)} calls: round trip p50 {pct(times, 50):.1f} ms,"
+                f" p95 {pct(times, 95):.1f} ms (the client's output-schema validation included);"
+                f" in the server p50 {pct(server, 50):.1f} ms, p95 {pct(server, 95):.1f} ms"
+            )
 
 
 def private_copy(corpus: Path, work: Path, limit: int | None = None) -> Path:
@@ -99,8 +109,9 @@ def private_copy(corpus: Path, work: Path, limit: int | None = None) -> Path:
 
 
 def start_watch(repo: Path, env: dict) -> subprocess.Popen:
-    proc = subprocess.Popen([*CLI, "watch", str(repo), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    proc = subprocess.Popen(
+        [*CLI, "watch", str(repo), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     first = json.loads(proc.stdout.readline())  # the catch-up batch: the copy is indexed (vectors from the cache)
     proc.lines = []  # one JSON line per batch, read as they come (a full pipe would stop the watcher)
 
@@ -111,8 +122,10 @@ def start_watch(repo: Path, env: dict) -> subprocess.Popen:
     import threading
 
     threading.Thread(target=drain, daemon=True).start()
-    line(f"[watch] catch-up of the copy: {first['files_changed']:,} files in {first['seconds']:.1f}s,"
-         f" {first['embedded']} embedded, {first['cache_hits']:,} from the cache")
+    line(
+        f"[watch] catch-up of the copy: {first['files_changed']:,} files in {first['seconds']:.1f}s,"
+        f" {first['embedded']} embedded, {first['cache_hits']:,} from the cache"
+    )
     return proc
 
 
@@ -158,8 +171,10 @@ def section_save(corpus: Path, env: dict, edits: int) -> None:
         finally:
             proc.send_signal(2)
             proc.wait(timeout=60)
-        line(f"[save] save -> found by BM25 (watcher in its own process), {len(times)} edits:"
-             f" p50 {pct(times, 50) * 1000:.0f} ms, p95 {pct(times, 95) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms")
+        line(
+            f"[save] save -> found by BM25 (watcher in its own process), {len(times)} edits:"
+            f" p50 {pct(times, 50) * 1000:.0f} ms, p95 {pct(times, 95) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms"
+        )
 
 
 async def section_cold(corpus: Path, files: int) -> None:
@@ -174,12 +189,17 @@ async def section_cold(corpus: Path, files: int) -> None:
             t_answer = time.perf_counter()
             out = r.structured_content
             st = out["index"][0]
-            line(f"[cold] {files:,}-file repository, no index, empty cache: first search answered in"
-                 f" {t_answer - t_up:.2f}s after the call ({t_answer - t_start:.2f}s after spawning the server);"
-                 f" {len(out['results'])} hits, {st['files']:,} files and {st['chunks']:,} chunks indexed,"
-                 f" vectors {st['vector_coverage']:.0%}, indexing still: {st['indexing']}")
-            line(f"[cold] top hit: {out['results'][0]['path']}:{out['results'][0]['line']}"
-                 f" ({out['results'][0]['name']})" if out["results"] else "[cold] no hits")
+            line(
+                f"[cold] {files:,}-file repository, no index, empty cache: first search answered in"
+                f" {t_answer - t_up:.2f}s after the call ({t_answer - t_start:.2f}s after spawning the server);"
+                f" {len(out['results'])} hits, {st['files']:,} files and {st['chunks']:,} chunks indexed,"
+                f" vectors {st['vector_coverage']:.0%}, indexing still: {st['indexing']}"
+            )
+            line(
+                f"[cold] top hit: {out['results'][0]['path']}:{out['results'][0]['line']} ({out['results'][0]['name']})"
+                if out["results"]
+                else "[cold] no hits"
+            )
 
 
 def section_versions(corpus: Path, env: dict, edits: int) -> None:
@@ -191,7 +211,9 @@ def section_versions(corpus: Path, env: dict, edits: int) -> None:
         try:
             files = sorted(p for p in repo.rglob("*.py") if "/tests/" not in str(p) and "locale" not in str(p))
             before = CodeSight(repo).status(check_disk=False)
-            line(f"[versions] before: {before['vector_versions']} versions, vectors {before['vector_bytes'] / 1e6:.1f} MB")
+            line(
+                f"[versions] before: {before['vector_versions']} versions, vectors {before['vector_bytes'] / 1e6:.1f} MB"
+            )
             t0 = time.perf_counter()
             _, times = edit_and_find(repo, files, edits, settle=0.05, watcher_pid=proc.pid)
             # The last edits' vectors: wait until nothing is pending.
@@ -206,13 +228,19 @@ def section_versions(corpus: Path, env: dict, edits: int) -> None:
             if sys.exc_info()[0] is not None:
                 line("[versions] the watcher's last words:\n" + "".join(proc.lines[-3:]) + err[-1500:])
         after = CodeSight(repo).status(check_disk=False)
-        line(f"[versions] {edits:,} single-file edits under watch in {time.perf_counter() - t0:.0f}s (each found"
-             f" before the next; save -> found p50 {pct(times, 50) * 1000:.0f} ms, p95 {pct(times, 95) * 1000:.0f} ms,"
-             f" max {max(times) * 1000:.0f} ms)")
+        line(
+            f"[versions] {edits:,} single-file edits under watch in {time.perf_counter() - t0:.0f}s (each found"
+            f" before the next; save -> found p50 {pct(times, 50) * 1000:.0f} ms, p95 {pct(times, 95) * 1000:.0f} ms,"
+            f" max {max(times) * 1000:.0f} ms)"
+        )
         batches = [json.loads(x) for x in proc.lines if x.startswith("{")]
-        line(f"[versions] the watcher indexed {len(batches):,} batches; slowest {max(b['seconds'] for b in batches):.2f}s")
-        line(f"[versions] after: {after['vector_versions']} LanceDB versions, vectors {after['vector_bytes'] / 1e6:.1f} MB,"
-             f" index.db {after['db_bytes'] / 1e6:.1f} MB; {after['chunks']:,} chunks, {after['vectors']:,} vectors")
+        line(
+            f"[versions] the watcher indexed {len(batches):,} batches; slowest {max(b['seconds'] for b in batches):.2f}s"
+        )
+        line(
+            f"[versions] after: {after['vector_versions']} LanceDB versions, vectors {after['vector_bytes'] / 1e6:.1f} MB,"
+            f" index.db {after['db_bytes'] / 1e6:.1f} MB; {after['chunks']:,} chunks, {after['vectors']:,} vectors"
+        )
         if "Traceback" in err:
             line("[versions] the watcher printed a traceback:\n" + err[-2000:])
 
@@ -240,8 +268,10 @@ def main() -> int:
         if r.returncode:
             raise SystemExit(r.stderr)
         rep = json.loads(r.stdout)
-        line(f"[setup] index up to date: {rep['files']:,} files, {rep['chunks']:,} chunks,"
-             f" {rep['vectors_pending']} pending ({time.perf_counter() - t0:.0f}s)")
+        line(
+            f"[setup] index up to date: {rep['files']:,} files, {rep['chunks']:,} chunks,"
+            f" {rep['vectors_pending']} pending ({time.perf_counter() - t0:.0f}s)"
+        )
         os.environ.update({k: env[k] for k in ("CODESIGHT_DATA_DIR", "CODESIGHT_CACHE_DIR", "CODESIGHT_EXCLUDE")})
     if "latency" in only:
         asyncio.run(section_latency(corpus, env, args.rounds))

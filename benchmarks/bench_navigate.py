@@ -46,8 +46,14 @@ print(json.dumps({{"lexical_s": report.lexical_seconds, "files": report.files, "
 def index_once(corpus: Path, pythonpath: Path, exclude: list[str]) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as data:
         env = dict(os.environ, CODESIGHT_DATA_DIR=data, PYTHONPATH=str(pythonpath), CODESIGHT_SERVICE="off")
-        out = subprocess.run([sys.executable, "-c", INDEX.format(exclude=exclude), str(corpus)], env=env,
-                             capture_output=True, text=True, check=True, cwd=tempfile.gettempdir())
+        out = subprocess.run(
+            [sys.executable, "-c", INDEX.format(exclude=exclude), str(corpus)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=tempfile.gettempdir(),
+        )
         got = json.loads(out.stdout.strip().splitlines()[-1])
         dbs = list(Path(data).rglob("index.db"))
         got["index_db_mb"] = sum(p.stat().st_size for p in dbs) / 1e6
@@ -78,13 +84,17 @@ def main() -> int:
     # on a shared 2-core box the wall clock of one run moves by 10-20%, its CPU much less.
     cpu = {k: statistics.median(r["main_cpu"] + r["workers_cpu"] for r in v) for k, v in rows.items()}
     for k, r in best.items():
-        print(f"{k:>6}: lexical {r['lexical_s']:.1f} s, index.db {r['index_db_mb']:.1f} MB ({r['files']} files,"
-              f" {r['chunks']} chunks)  runs: {[round(x['lexical_s'], 1) for x in rows[k]]}; CPU, median:"
-              f" {cpu[k]:.1f} s ({statistics.median(x['main_cpu'] for x in rows[k]):.1f} s the run's process,"
-              f" {statistics.median(x['workers_cpu'] for x in rows[k]):.1f} s its workers)")
-    print(f"lexical phase x{best['now']['lexical_s'] / best['before']['lexical_s']:.3f} best,"
-          f" x{med['now'] / med['before']:.3f} median; its CPU x{cpu['now'] / cpu['before']:.3f};"
-          f" index.db x{best['now']['index_db_mb'] / best['before']['index_db_mb']:.3f}")
+        print(
+            f"{k:>6}: lexical {r['lexical_s']:.1f} s, index.db {r['index_db_mb']:.1f} MB ({r['files']} files,"
+            f" {r['chunks']} chunks)  runs: {[round(x['lexical_s'], 1) for x in rows[k]]}; CPU, median:"
+            f" {cpu[k]:.1f} s ({statistics.median(x['main_cpu'] for x in rows[k]):.1f} s the run's process,"
+            f" {statistics.median(x['workers_cpu'] for x in rows[k]):.1f} s its workers)"
+        )
+    print(
+        f"lexical phase x{best['now']['lexical_s'] / best['before']['lexical_s']:.3f} best,"
+        f" x{med['now'] / med['before']:.3f} median; its CPU x{cpu['now'] / cpu['before']:.3f};"
+        f" index.db x{best['now']['index_db_mb'] / best['before']['index_db_mb']:.3f}"
+    )
 
     sys.path.insert(0, str(ROOT))
     from codesight_tui import CodeSight
@@ -96,8 +106,7 @@ def main() -> int:
         cs.index(embed=False)
         c = cs.store.conn
         print("tables:", symbols.counts(c))
-        names = [n for (n,) in c.execute("SELECT DISTINCT d.name FROM defs d"
-                                         " ORDER BY d.name")]
+        names = [n for (n,) in c.execute("SELECT DISTINCT d.name FROM defs d ORDER BY d.name")]
         rng = random.Random(51)
         sample = rng.sample(names, min(args.names, len(names)))
         for action in ("definitions", "references", "callers", "callees") if sample else ():
@@ -111,9 +120,11 @@ def main() -> int:
                 times.append((time.perf_counter() - t0) * 1000)
                 sizes.append(len(nav))
             times.sort()
-            print(f"{action:>11}: p50 {statistics.median(times):.2f} ms, p95 {times[int(len(times) * 0.95)]:.2f} ms,"
-                  f" max {times[-1]:.1f} ms; places per answer median {statistics.median(sizes):.0f},"
-                  f" max {max(sizes)} ({len(sample)} names)")
+            print(
+                f"{action:>11}: p50 {statistics.median(times):.2f} ms, p95 {times[int(len(times) * 0.95)]:.2f} ms,"
+                f" max {times[-1]:.1f} ms; places per answer median {statistics.median(sizes):.0f},"
+                f" max {max(sizes)} ({len(sample)} names)"
+            )
         cs.close()
     return 0
 

@@ -53,8 +53,18 @@ def child(backend: str, texts_file: Path, out: Path, cache: Path) -> None:
         emb.encode_query(text[:80])
         q.append((time.perf_counter() - t) * 1000)
     np.save(out, vecs)
-    print(json.dumps({"export_s": export_s, "load_s": load_s, "rate": len(texts) / enc_s, "enc_s": enc_s,
-                      "batch": emb.batch_size, "query_ms": sorted(q)[len(q) // 2]}))
+    print(
+        json.dumps(
+            {
+                "export_s": export_s,
+                "load_s": load_s,
+                "rate": len(texts) / enc_s,
+                "enc_s": enc_s,
+                "batch": emb.batch_size,
+                "query_ms": sorted(q)[len(q) // 2],
+            }
+        )
+    )
 
 
 def main() -> int:
@@ -93,18 +103,27 @@ def main() -> int:
         vecs: dict[str, np.ndarray] = {}
         for backend in args.backends.split(","):
             out = tmp / f"{backend}.npy"
-            proc = subprocess.run([sys.executable, __file__, "--child", backend, str(tmp / "texts.json"), str(out),
-                                   str(tmp / "cache")], capture_output=True, text=True, check=True,
-                                  env={**os.environ, "PYTHONWARNINGS": "ignore"})
+            proc = subprocess.run(
+                [sys.executable, __file__, "--child", backend, str(tmp / "texts.json"), str(out), str(tmp / "cache")],
+                capture_output=True,
+                text=True,
+                check=True,
+                env={**os.environ, "PYTHONWARNINGS": "ignore"},
+            )
             results[backend] = json.loads(proc.stdout.strip().splitlines()[-1])
             vecs[backend] = np.load(out)
             r = results[backend]
-            print(f"  {backend:10s} export {r['export_s']:5.1f} s  load {r['load_s']:5.2f} s  {r['rate']:6.1f} texts/s"
-                  f" (batch {r['batch']})  query p50 {r['query_ms']:.1f} ms", flush=True)
+            print(
+                f"  {backend:10s} export {r['export_s']:5.1f} s  load {r['load_s']:5.2f} s  {r['rate']:6.1f} texts/s"
+                f" (batch {r['batch']})  query p50 {r['query_ms']:.1f} ms",
+                flush=True,
+            )
     ref = vecs.get("torch")
     print(f"\n{len(texts):,} sampled chunks of {len(rows):,}; time to full semantic = chunks / rate + load")
-    print(f"{'backend':10s} {'texts/s':>8s} {'vs torch':>8s} {'load s':>7s} {'full tree':>10s} {'cos mean':>9s}"
-          f" {'cos min':>8s} {'nn@10':>6s}")
+    print(
+        f"{'backend':10s} {'texts/s':>8s} {'vs torch':>8s} {'load s':>7s} {'full tree':>10s} {'cos mean':>9s}"
+        f" {'cos min':>8s} {'nn@10':>6s}"
+    )
     for backend, r in results.items():
         full_h = (len(rows) / r["rate"] + r["load_s"]) / 3600
         cos_mean = cos_min = nn = float("nan")
@@ -113,11 +132,14 @@ def main() -> int:
             cos = (v * ref).sum(1)
             cos_mean, cos_min = float(cos.mean()), float(cos.min())
             a, b = ref @ ref.T, v @ v.T
-            nn = float(np.mean([len(set(np.argsort(-a[i])[1:11]) & set(np.argsort(-b[i])[1:11])) / 10
-                                for i in range(len(v))]))
+            nn = float(
+                np.mean([len(set(np.argsort(-a[i])[1:11]) & set(np.argsort(-b[i])[1:11])) / 10 for i in range(len(v))])
+            )
         speed = r["rate"] / results["torch"]["rate"] if "torch" in results else float("nan")
-        print(f"{backend:10s} {r['rate']:8.1f} {speed:7.2f}x {r['load_s']:7.2f} {full_h:8.2f} h {cos_mean:9.4f}"
-              f" {cos_min:8.4f} {nn:6.3f}")
+        print(
+            f"{backend:10s} {r['rate']:8.1f} {speed:7.2f}x {r['load_s']:7.2f} {full_h:8.2f} h {cos_mean:9.4f}"
+            f" {cos_min:8.4f} {nn:6.3f}"
+        )
     return 0
 
 

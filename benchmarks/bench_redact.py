@@ -24,7 +24,7 @@ sys.path.insert(0, str(HERE.parent))
 from codesight_tui.core.ingest.walker import read_text, walk  # noqa: E402
 from codesight_tui.core.redact import redact  # noqa: E402
 
-DETECT = r'''
+DETECT = r"""
 import json, sys, time
 from detect_secrets.core.secrets_collection import SecretsCollection
 from detect_secrets.settings import default_settings
@@ -37,7 +37,7 @@ with default_settings():
         c.scan_file(p)
         found += sum(len(v) for v in c.data.values())
     print(json.dumps({"seconds": time.perf_counter() - t0, "found": found}))
-'''
+"""
 
 
 def main() -> int:
@@ -66,20 +66,25 @@ def main() -> int:
         files += n > 0
     ours = time.perf_counter() - t0
     print(f"corpus: {len(texts):,} text files, {size / 1e6:.1f} MB ({root})")
-    print(f"codesight redact: {ours:.2f} s, {size / 1e6 / ours:.0f} MB/s, {len(texts) / ours:,.0f} files/s;"
-          f" {masked} secrets masked in {files} files")
+    print(
+        f"codesight redact: {ours:.2f} s, {size / 1e6 / ours:.0f} MB/s, {len(texts) / ours:,.0f} files/s;"
+        f" {masked} secrets masked in {files} files"
+    )
     if args.detect_secrets:
-        out = subprocess.run([args.detect_secrets, "-c", DETECT], input="\n".join(p for p, _ in texts),
-                             capture_output=True, text=True)
+        out = subprocess.run(
+            [args.detect_secrets, "-c", DETECT], input="\n".join(p for p, _ in texts), capture_output=True, text=True
+        )
         if out.returncode != 0:
             print("detect-secrets failed:", out.stderr.strip().splitlines()[-1:])
             return 1
         import json
 
         res = json.loads(out.stdout)
-        print(f"detect-secrets scan_file (default plugins): {res['seconds']:.2f} s,"
-              f" {size / 1e6 / res['seconds']:.1f} MB/s, {len(texts) / res['seconds']:,.0f} files/s;"
-              f" {res['found']} findings")
+        print(
+            f"detect-secrets scan_file (default plugins): {res['seconds']:.2f} s,"
+            f" {size / 1e6 / res['seconds']:.1f} MB/s, {len(texts) / res['seconds']:,.0f} files/s;"
+            f" {res['found']} findings"
+        )
         print(f"ratio: redact is {res['seconds'] / ours:.0f}x faster")
     return 0
 

@@ -40,8 +40,10 @@ def fetch() -> Path:
         return root
     dl = DATA / "scale" / "dl"
     dl.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", *PACKAGES,
-                    "-d", str(dl)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", *PACKAGES, "-d", str(dl)],
+        check=True,
+    )
     root.mkdir(parents=True, exist_ok=True)
     for tgz in dl.glob("*.tar.gz"):
         with tarfile.open(tgz) as tf:
@@ -58,8 +60,13 @@ def lexical_runs(corpus: Path, run_dir: Path, runs: int) -> int:
         shutil.rmtree(run_dir, ignore_errors=True)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "codesight_tui", "index", "--no-embed", "--json", str(corpus)],
-                             check=True, capture_output=True, text=True, env=dict(os.environ))
+        out = subprocess.run(
+            [sys.executable, "-m", "codesight_tui", "index", "--no-embed", "--json", str(corpus)],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=dict(os.environ),
+        )
         wall = time.perf_counter() - t
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         import json
@@ -67,9 +74,11 @@ def lexical_runs(corpus: Path, run_dir: Path, runs: int) -> int:
         rep = json.loads(out.stdout)
         cpu_u, cpu_s = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
         walls.append(wall)
-        print(f"[lexical] run {k + 1}: {rep['files']:,} files, {rep['chunks']:,} chunks; process wall {wall:.1f}s"
-              f" (lexical phase {rep['lexical_seconds']:.1f}s); CPU {cpu_u:.1f}s user + {cpu_s:.1f}s sys"
-              f" = {(cpu_u + cpu_s) / wall:.2f} cores busy")
+        print(
+            f"[lexical] run {k + 1}: {rep['files']:,} files, {rep['chunks']:,} chunks; process wall {wall:.1f}s"
+            f" (lexical phase {rep['lexical_seconds']:.1f}s); CPU {cpu_u:.1f}s user + {cpu_s:.1f}s sys"
+            f" = {(cpu_u + cpu_s) / wall:.2f} cores busy"
+        )
     print(f"[lexical] best {min(walls):.1f}s, median {sorted(walls)[len(walls) // 2]:.1f}s over {runs} runs")
     return 0
 
@@ -79,10 +88,18 @@ def main() -> int:
     ap.add_argument("--embed-seconds", type=float, default=60.0)
     ap.add_argument("--queries", type=int, default=120)
     ap.add_argument("--corpus", type=Path, default=None, help="any tree instead of the four packages")
-    ap.add_argument("--queries-only", action="store_true",
-                    help="only query latency (bench_core's query set), on the index the last run left")
-    ap.add_argument("--lexical-only", type=int, default=0, metavar="RUNS",
-                    help="only the lexical phase: RUNS fresh `codesight index --no-embed` processes, timed")
+    ap.add_argument(
+        "--queries-only",
+        action="store_true",
+        help="only query latency (bench_core's query set), on the index the last run left",
+    )
+    ap.add_argument(
+        "--lexical-only",
+        type=int,
+        default=0,
+        metavar="RUNS",
+        help="only the lexical phase: RUNS fresh `codesight index --no-embed` processes, timed",
+    )
     args = ap.parse_args()
 
     corpus = args.corpus.resolve() if args.corpus else fetch()
@@ -109,8 +126,10 @@ def main() -> int:
     print(f"corpus: {corpus} ({n_files:,} files on disk); machine: {os.cpu_count()} cpus")
 
     cs, lex, hits, t_lex = lexical_ready(corpus, "parse a date string")
-    print(f"\n[lexical] {lex.files:,} files indexed, {lex.chunks:,} chunks; lexical search works after {t_lex:.1f}s"
-          f" ({len(hits)} hits); skipped {dict(lex.skipped)}")
+    print(
+        f"\n[lexical] {lex.files:,} files indexed, {lex.chunks:,} chunks; lexical search works after {t_lex:.1f}s"
+        f" ({len(hits)} hits); skipped {dict(lex.skipped)}"
+    )
     print(f"[lexical] peak RSS so far {rss_mb():.0f} MB; SQLite index {cs.store.size_bytes() / 1e6:.0f} MB")
 
     noop = []
@@ -119,11 +138,17 @@ def main() -> int:
         cs.index(embed=False)
         noop.append(time.perf_counter() - t)
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "codesight_tui", "index", "--no-embed", str(corpus)], check=True,
-                   capture_output=True, env=dict(os.environ))
+    subprocess.run(
+        [sys.executable, "-m", "codesight_tui", "index", "--no-embed", str(corpus)],
+        check=True,
+        capture_output=True,
+        env=dict(os.environ),
+    )
     cli = time.perf_counter() - t
-    print(f"[no-op] re-index of {lex.files:,} files: in-process {min(noop):.2f}s (best of 3);"
-          f" fresh CLI process {cli:.2f}s")
+    print(
+        f"[no-op] re-index of {lex.files:,} files: in-process {min(noop):.2f}s (best of 3);"
+        f" fresh CLI process {cli:.2f}s"
+    )
 
     # Real embedding for a while: throughput and memory of the full pipeline.
     emb = cs.embedder()
@@ -136,8 +161,10 @@ def main() -> int:
         if not rep.embedded:
             break
     el = time.perf_counter() - t
-    print(f"\n[embed] {done:,} chunks embedded for real in {el:.0f}s ({done / el:.1f} chunks/s);"
-          f" peak RSS {rss_mb():.0f} MB")
+    print(
+        f"\n[embed] {done:,} chunks embedded for real in {el:.0f}s ({done / el:.1f} chunks/s);"
+        f" peak RSS {rss_mb():.0f} MB"
+    )
 
     # Stand-in vectors for the rest, then the approximate index.
     t = time.perf_counter()
@@ -157,15 +184,27 @@ def main() -> int:
     t_fill = time.perf_counter() - t
     t = time.perf_counter()
     built = cs.storage.vectors.ensure_ann()
-    print(f"[vectors] {len(real_ids):,} real + {len(pending):,} stand-in vectors written in {t_fill:.0f}s;"
-          f" ANN index {'built' if built else 'not built'} in {time.perf_counter() - t:.0f}s")
+    print(
+        f"[vectors] {len(real_ids):,} real + {len(pending):,} stand-in vectors written in {t_fill:.0f}s;"
+        f" ANN index {'built' if built else 'not built'} in {time.perf_counter() - t:.0f}s"
+    )
     counts = cs.store.counts()
     disk = cs.store.size_bytes() + cs.storage.vectors.size_bytes()
     print(f"[index] {counts['chunks']:,} chunks, {counts['vectors']:,} vectors; on disk {disk / 1e6:.0f} MB")
 
     queries = (NL_QUERIES * 3)[: args.queries]
-    idents = ["QuerySet", "Session", "Matrix", "PreTrainedModel", "AutoTokenizer", "get_object_or_404",
-              "create_engine", "simplify", "Trainer", "select_related"]
+    idents = [
+        "QuerySet",
+        "Session",
+        "Matrix",
+        "PreTrainedModel",
+        "AutoTokenizer",
+        "get_object_or_404",
+        "create_engine",
+        "simplify",
+        "Trainer",
+        "select_related",
+    ]
     queries = queries[: args.queries - 30] + (idents * 3)
     for q in queries[:5]:
         cs.search(q)
@@ -175,8 +214,10 @@ def main() -> int:
             t = time.perf_counter()
             cs.search(q, mode=mode)
             lat.append((time.perf_counter() - t) * 1000)
-        print(f"[query] {mode:<6} over {len(queries)} queries on {counts['chunks']:,} chunks:"
-              f" p50 {pct(lat, 50):.1f} ms, p95 {pct(lat, 95):.1f} ms")
+        print(
+            f"[query] {mode:<6} over {len(queries)} queries on {counts['chunks']:,} chunks:"
+            f" p50 {pct(lat, 50):.1f} ms, p95 {pct(lat, 95):.1f} ms"
+        )
     print(f"\n[memory] peak RSS: this process {rss_mb():.0f} MB; CLI child {rss_mb(resource.RUSAGE_CHILDREN):.0f} MB")
     return 0
 

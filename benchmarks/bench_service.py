@@ -47,8 +47,12 @@ def main() -> int:
     ap.add_argument("--corpus", type=Path, default=None, help="a tree to search (default: Django 5.1.4)")
     ap.add_argument("--runs", type=int, default=100, help="calls per variant (default 100)")
     ap.add_argument("--first", type=int, default=10, help="first calls with no service, per variant (default 10)")
-    ap.add_argument("--exe", default=None, help="the codesight console script to time (default: the one on PATH);"
-                    " e.g. that of a regular, non-editable install")
+    ap.add_argument(
+        "--exe",
+        default=None,
+        help="the codesight console script to time (default: the one on PATH);"
+        " e.g. that of a regular, non-editable install",
+    )
     args = ap.parse_args()
     exe = args.exe or shutil.which("codesight")
     rg = shutil.which("rg")
@@ -56,12 +60,16 @@ def main() -> int:
         sys.exit("no codesight console script on PATH: activate the environment first")
     work = Path(tempfile.mkdtemp(prefix="csbench-"))
     corpus = work / "repo"
-    shutil.copytree(args.corpus.resolve() if args.corpus else fetch_django(), corpus,
-                    ignore=shutil.ignore_patterns("locale", "tests") if not args.corpus else None)
+    shutil.copytree(
+        args.corpus.resolve() if args.corpus else fetch_django(),
+        corpus,
+        ignore=shutil.ignore_patterns("locale", "tests") if not args.corpus else None,
+    )
     subprocess.run(["git", "init", "-q", str(corpus)], check=True)
     run_dir = Path(tempfile.mkdtemp(prefix="csr-", dir="/tmp"))
-    env = dict(os.environ, CODESIGHT_DATA_DIR=str(work / "data"), XDG_RUNTIME_DIR=str(run_dir),
-               CODESIGHT_SERVICE="auto")
+    env = dict(
+        os.environ, CODESIGHT_DATA_DIR=str(work / "data"), XDG_RUNTIME_DIR=str(run_dir), CODESIGHT_SERVICE="auto"
+    )
     off = dict(env, CODESIGHT_SERVICE="off")
     env.pop("NO_COLOR", None)
     for e in (env, off):  # as a user's Python runs: it caches compiled modules (this sandbox turns that off)
@@ -70,8 +78,11 @@ def main() -> int:
     t0 = time.perf_counter()
     subprocess.run([exe, "index", str(corpus), "--static-only"], env=off, check=True, capture_output=True)
     print(f"console script: {exe}")
-    print(f"corpus: {files:,} files (excluded {', '.join(EXCLUDE)}); indexed with the static tier in"
-          f" {time.perf_counter() - t0:.0f} s; load {os.getloadavg()[0]:.2f}", flush=True)
+    print(
+        f"corpus: {files:,} files (excluded {', '.join(EXCLUDE)}); indexed with the static tier in"
+        f" {time.perf_counter() - t0:.0f} s; load {os.getloadavg()[0]:.2f}",
+        flush=True,
+    )
 
     def stop() -> None:
         subprocess.run([exe, "service", "stop"], env=env, capture_output=True)
@@ -88,8 +99,13 @@ def main() -> int:
             assert out.returncode == 0, out.stderr
             first.append(ms)
             end = time.monotonic() + 30  # the service it started: up, then stopped, before the next timing
-            while time.monotonic() < end and '"running": true' not in subprocess.run(
-                    [exe, "service", "status", "--json"], env=env, capture_output=True, text=True).stdout:
+            while (
+                time.monotonic() < end
+                and '"running": true'
+                not in subprocess.run(
+                    [exe, "service", "status", "--json"], env=env, capture_output=True, text=True
+                ).stdout
+            ):
                 time.sleep(0.1)
             stop()
             time.sleep(0.5)
@@ -98,8 +114,13 @@ def main() -> int:
         subprocess.run([exe, "service", "start"], env=env, check=True, capture_output=True)
         timed([exe, "search", query(0)], env, corpus)  # the engine's first load (index, static vectors)
         time.sleep(5.0)  # the watcher's first walk, and the service's copy of the BM25 postings (2.5 s)
-        times: dict[str, list[float]] = {"rg": [], "served": [], "served --json": [], "in process": [],
-                                         "in process --json": []}
+        times: dict[str, list[float]] = {
+            "rg": [],
+            "served": [],
+            "served --json": [],
+            "in process": [],
+            "in process --json": [],
+        }
         same = 0
         for i in range(args.runs):
             q = query(i)

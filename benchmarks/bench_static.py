@@ -40,9 +40,26 @@ def index_static(corpus: Path, env: dict) -> dict:
     (the index process and its chunking workers, each counted on its own)."""
     rss_file = Path(tempfile.mktemp(suffix=".rss"))
     t = time.perf_counter()
-    out = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", str(rss_file), sys.executable, "-m", "codesight_tui",
-                          "index", "--static-only", "--json", str(corpus)],
-                         capture_output=True, text=True, env=env, check=True)
+    out = subprocess.run(
+        [
+            "/usr/bin/time",
+            "-f",
+            "%M",
+            "-o",
+            str(rss_file),
+            sys.executable,
+            "-m",
+            "codesight_tui",
+            "index",
+            "--static-only",
+            "--json",
+            str(corpus),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     wall = time.perf_counter() - t
     rep = json.loads(out.stdout)
     rss = int(rss_file.read_text().split()[-1]) / 1024
@@ -54,8 +71,14 @@ def cold_searches(corpus: Path, env: dict, queries: list[str], extra: list[str])
     times = []
     for q in queries:
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "codesight_tui", "search", q, "--path", str(corpus), "--json", *extra],
-                       capture_output=True, text=True, env=env, check=True, cwd=corpus)
+        subprocess.run(
+            [sys.executable, "-m", "codesight_tui", "search", q, "--path", str(corpus), "--json", *extra],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+            cwd=corpus,
+        )
         times.append(time.perf_counter() - t)
     return times
 
@@ -75,19 +98,25 @@ def slice_of(corpus: Path, n: int, dest: Path) -> Path:
 
 def report(name: str, corpus: Path, env: dict, runs: int, full_runs: int) -> None:
     rep = index_static(corpus, env)
-    print(f"[{name}] {rep['files']:,} files, {rep['chunks']:,} chunks: `index --static-only` {rep['wall']:.1f}s"
-          f" (lexical {rep['lexical_seconds']:.1f}s, static {rep['static_seconds']:.1f}s ="
-          f" {rep['static_embedded'] / max(rep['static_seconds'], 1e-9):,.0f} chunks/s);"
-          f" peak RSS of the index process {rep['rss']:,.0f} MB")
+    print(
+        f"[{name}] {rep['files']:,} files, {rep['chunks']:,} chunks: `index --static-only` {rep['wall']:.1f}s"
+        f" (lexical {rep['lexical_seconds']:.1f}s, static {rep['static_seconds']:.1f}s ="
+        f" {rep['static_embedded'] / max(rep['static_seconds'], 1e-9):,.0f} chunks/s);"
+        f" peak RSS of the index process {rep['rss']:,.0f} MB"
+    )
     qs = NL_QUERIES[:runs]
     fast = cold_searches(corpus, env, qs, [])
-    print(f"[{name}] fresh `codesight search` (BM25 + static, no torch): p50 {statistics.median(fast) * 1000:.0f} ms,"
-          f" max {max(fast) * 1000:.0f} ms over {len(fast)} processes")
+    print(
+        f"[{name}] fresh `codesight search` (BM25 + static, no torch): p50 {statistics.median(fast) * 1000:.0f} ms,"
+        f" max {max(fast) * 1000:.0f} ms over {len(fast)} processes"
+    )
     if full_runs:
         full = cold_searches(corpus, env, qs[:full_runs], ["--full"])
-        print(f"[{name}] fresh `codesight search --full` (loads torch and MiniLM): p50"
-              f" {statistics.median(full) * 1000:.0f} ms over {len(full)} processes;"
-              f" ratio {statistics.median(full) / statistics.median(fast):.1f}x")
+        print(
+            f"[{name}] fresh `codesight search --full` (loads torch and MiniLM): p50"
+            f" {statistics.median(full) * 1000:.0f} ms over {len(full)} processes;"
+            f" ratio {statistics.median(full) / statistics.median(fast):.1f}x"
+        )
 
 
 def main() -> int:
@@ -102,11 +131,16 @@ def main() -> int:
     model = work / "static-model"
     seconds = distill_time(model)
     print(f"distillation of the bundled MiniLM (PCA 256, CPU, {os.cpu_count()} cpus): {seconds:.1f}s")
-    env = dict(os.environ, CODESIGHT_DATA_DIR=str(work / "data"), CODESIGHT_CACHE_DIR=str(work / "cache"),
-               CODESIGHT_STATIC_MODEL=str(model), HF_HUB_OFFLINE="1",
-               # each search in a process of its own, as measured: a warm service would answer
-               # the second call on (benchmarks/bench_service.py times that)
-               CODESIGHT_SERVICE="off")
+    env = dict(
+        os.environ,
+        CODESIGHT_DATA_DIR=str(work / "data"),
+        CODESIGHT_CACHE_DIR=str(work / "cache"),
+        CODESIGHT_STATIC_MODEL=str(model),
+        HF_HUB_OFFLINE="1",
+        # each search in a process of its own, as measured: a warm service would answer
+        # the second call on (benchmarks/bench_service.py times that)
+        CODESIGHT_SERVICE="off",
+    )
     try:
         if args.scale:
             from bench_scale import fetch
@@ -119,8 +153,9 @@ def main() -> int:
         else:
             django = fetch_django()
             (django / ".git").mkdir(exist_ok=True)  # its own root, not the repository around benchmarks/
-            report("1,000 files", slice_of(django, 1000, DATA / "corpus" / "django-1000"), env, args.runs,
-                   args.full_runs)
+            report(
+                "1,000 files", slice_of(django, 1000, DATA / "corpus" / "django-1000"), env, args.runs, args.full_runs
+            )
             report("Django", django, dict(env, CODESIGHT_EXCLUDE=json.dumps(EXCLUDE)), args.runs, args.full_runs)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -42,8 +42,11 @@ def main() -> int:
             t = time.perf_counter()
             index_static(cs.store, model, report=report)
             wall = time.perf_counter() - t
-            print(f"static phase: {report.static_embedded:,} chunks in {wall:.2f} s"
-                  f" ({report.static_embedded / wall:,.0f} chunks/s)", flush=True)
+            print(
+                f"static phase: {report.static_embedded:,} chunks in {wall:.2f} s"
+                f" ({report.static_embedded / wall:,.0f} chunks/s)",
+                flush=True,
+            )
         cs.close()
     return 0
 

@@ -32,8 +32,12 @@ def by_name(rows: Any) -> Any:
         out[name] = tuple(flat[prev:end])
         prev = end
     c = array("i", calls)
-    return (defs, out, sorted((listed[c[k]], c[k + 1], c[k + 2]) for k in range(0, len(c), 3)),
-            sorted(listed[k] for k in array("i", imports)))
+    return (
+        defs,
+        out,
+        sorted((listed[c[k]], c[k + 1], c[k + 2]) for k in range(0, len(c), 3)),
+        sorted(listed[k] for k in array("i", imports)),
+    )
 
 
 def main() -> int:
@@ -78,8 +82,10 @@ def main() -> int:
     print("| --- | --- | --- | --- | --- |")
     for lang in sorted(files):
         print(f"| {lang} | {files[lang]:,} | {native[lang]:,} | {raw[lang]:,} | {differ[lang]:,} |")
-    print(f"| all | {sum(files.values()):,} | {sum(native.values()):,} | {sum(raw.values()):,} | "
-          f"{sum(differ.values()):,} |")
+    print(
+        f"| all | {sum(files.values()):,} | {sum(native.values()):,} | {sum(raw.values()):,} | "
+        f"{sum(differ.values()):,} |"
+    )
     print(f"CPU: the C walk {t_native:.2f} s (with the files it hands back), the Python walk {t_python:.2f} s")
     return 1 if differ else 0
 

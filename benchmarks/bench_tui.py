@@ -32,10 +32,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import DATA, EXCLUDE, NL_QUERIES, fetch_django, pct, rss_mb  # noqa: E402
 
 SIZE = (120, 36)
-SYMBOLS = ["QuerySet", "get_object_or_404", "CsrfViewMiddleware", "slugify", "TemplateResponse", "reverse_lazy",
-           "cached_property", "Paginator", "ModelForm", "atomic", "urlencode", "make_password", "SessionBase",
-           "GZipMiddleware", "FileSystemStorage", "HttpResponseRedirect", "select_related", "JsonResponse",
-           "EmailMessage", "timezone.now"]
+SYMBOLS = [
+    "QuerySet",
+    "get_object_or_404",
+    "CsrfViewMiddleware",
+    "slugify",
+    "TemplateResponse",
+    "reverse_lazy",
+    "cached_property",
+    "Paginator",
+    "ModelForm",
+    "atomic",
+    "urlencode",
+    "make_password",
+    "SessionBase",
+    "GZipMiddleware",
+    "FileSystemStorage",
+    "HttpResponseRedirect",
+    "select_related",
+    "JsonResponse",
+    "EmailMessage",
+    "timezone.now",
+]
 
 
 def gaps_summary(ticks: list[float]) -> str:
@@ -43,8 +61,10 @@ def gaps_summary(ticks: list[float]) -> str:
     if not gaps:
         return "no ticks"
     over = sum(g > 50 for g in gaps)
-    return (f"{len(gaps):,} ticks; longest gap {max(gaps):.1f} ms, p99 {pct(gaps, 99):.1f} ms,"
-            f" median {statistics.median(gaps):.1f} ms; gaps > 50 ms: {over}")
+    return (
+        f"{len(gaps):,} ticks; longest gap {max(gaps):.1f} ms, p99 {pct(gaps, 99):.1f} ms,"
+        f" median {statistics.median(gaps):.1f} ms; gaps > 50 ms: {over}"
+    )
 
 
 def tick_probe(app) -> list[float]:
@@ -81,9 +101,11 @@ async def full_index_run(corpus: Path) -> None:
         total = time.perf_counter() - t0
         await pilot.pause(0.2)
         st = app.state
-        print(f"[full index in the app] {st.files:,} files, {st.chunks:,} chunks, {st.vectors:,} vectors;"
-              f" lexical phase done after {marks.get('lexical', float('nan')):.1f}s, index + model ready after"
-              f" {total:.1f}s")
+        print(
+            f"[full index in the app] {st.files:,} files, {st.chunks:,} chunks, {st.vectors:,} vectors;"
+            f" lexical phase done after {marks.get('lexical', float('nan')):.1f}s, index + model ready after"
+            f" {total:.1f}s"
+        )
         print(f"  event loop while indexing: {gaps_summary(ticks)}")
 
 
@@ -98,8 +120,10 @@ async def cold_embed_run(corpus: Path, seconds: float) -> None:
         await asyncio.sleep(seconds)
         done = app.state.phase_done - start_done
         rate = done / (time.perf_counter() - t_embed)
-        print(f"[cold embedding in the app] {done:,} chunks embedded in {seconds:.0f}s ({rate:.1f} chunks/s)"
-              f" while the UI ran")
+        print(
+            f"[cold embedding in the app] {done:,} chunks embedded in {seconds:.0f}s ({rate:.1f} chunks/s)"
+            f" while the UI ran"
+        )
         print(f"  event loop (lexical phase + embedding): {gaps_summary(ticks)}")
         t_quit = time.perf_counter()
         await pilot.press("ctrl+c")
@@ -150,12 +174,18 @@ async def keystroke_run(corpus: Path, queries: list[str], cadence_ms: float, mod
                     every.append(lat)
                     if text == q:
                         final.append(lat)
-        print(f"[keystrokes, {mode}] {len(queries)} queries typed at {cadence_ms:.0f} ms/key on"
-              f" {app.state.chunks:,} chunks:")
-        print(f"  final key -> results rendered: p50 {pct(final, 50):.1f} ms, p95 {pct(final, 95):.1f} ms,"
-              f" max {max(final):.1f} ms (n={len(final)})")
-        print(f"  every key -> results rendered: p50 {pct(every, 50):.1f} ms, p95 {pct(every, 95):.1f} ms"
-              f" (n={len(every)})")
+        print(
+            f"[keystrokes, {mode}] {len(queries)} queries typed at {cadence_ms:.0f} ms/key on"
+            f" {app.state.chunks:,} chunks:"
+        )
+        print(
+            f"  final key -> results rendered: p50 {pct(final, 50):.1f} ms, p95 {pct(final, 95):.1f} ms,"
+            f" max {max(final):.1f} ms (n={len(final)})"
+        )
+        print(
+            f"  every key -> results rendered: p50 {pct(every, 50):.1f} ms, p95 {pct(every, 95):.1f} ms"
+            f" (n={len(every)})"
+        )
         print(f"  engine search alone (worker): p50 {pct(search_ms, 50):.1f} ms; event loop: {gaps_summary(ticks)}")
 
 

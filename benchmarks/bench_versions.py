@@ -70,11 +70,13 @@ def main() -> int:
     try:
         for n in (int(x) for x in args.edits.split(",")):
             root = work / f"repo-{n}"
-            shutil.copytree(HERE.parent / "codesight_tui", root / "codesight_tui",
-                            ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(
+                HERE.parent / "codesight_tui", root / "codesight_tui", ignore=shutil.ignore_patterns("__pycache__")
+            )
             (root / ".git").mkdir()
-            cs = CodeSight(root, embedder=Embedder(), data_dir=work / f"data-{n}", cache_dir=work / "cache",
-                           static_model="off")
+            cs = CodeSight(
+                root, embedder=Embedder(), data_dir=work / f"data-{n}", cache_dir=work / "cache", static_model="off"
+            )
             cs.index()
             cs.storage.vectors.optimize(compact=True)
             base_v, base_b = cs.status(check_disk=False)["vector_versions"], dir_bytes(cs.storage.vectors.directory)
@@ -91,10 +93,12 @@ def main() -> int:
             cs.storage.vectors.optimize(compact=True)
             after_v, after_b = cs.status(check_disk=False)["vector_versions"], dir_bytes(cs.storage.vectors.directory)
             c50, c95 = latency(cs, args.repeat)
-            print(f"{n:>4} edits ({st['vectors']:,} vectors): versions {base_v} -> {versions}, vectors"
-                  f" {base_b / 1e6:.2f} -> {size / 1e6:.2f} MB, vector search p50 {p50:.2f} ms p95 {p95:.2f} ms;"
-                  f" compacted: versions {after_v}, {after_b / 1e6:.2f} MB, p50 {c50:.2f} ms p95 {c95:.2f} ms",
-                  flush=True)
+            print(
+                f"{n:>4} edits ({st['vectors']:,} vectors): versions {base_v} -> {versions}, vectors"
+                f" {base_b / 1e6:.2f} -> {size / 1e6:.2f} MB, vector search p50 {p50:.2f} ms p95 {p95:.2f} ms;"
+                f" compacted: versions {after_v}, {after_b / 1e6:.2f} MB, p50 {c50:.2f} ms p95 {c95:.2f} ms",
+                flush=True,
+            )
             cs.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)

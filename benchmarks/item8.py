@@ -39,8 +39,23 @@ def sources(data: Path) -> dict[str, Path]:
     if all(p.is_dir() for p in roots.values()):
         return roots
     data.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-q", "-d",
-                    str(data), "urllib3==2.2.3", "jq==1.8.0"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "-q",
+            "-d",
+            str(data),
+            "urllib3==2.2.3",
+            "jq==1.8.0",
+        ],
+        check=True,
+    )
     for name in ("urllib3-2.2.3.tar.gz", "jq-1.8.0.tar.gz", "jq-1.8.0/deps/jq-1.7.1.tar.gz"):
         with tarfile.open(data / name) as tar:
             tar.extractall(data, filter="data")
@@ -72,8 +87,11 @@ def main() -> int:
     for repo, query, name in QUERIES:
         ranks = []
         for mode in modes:
-            hits = (engines[repo].search(query, top_k=10, mode="bm25") if mode == "bm25" else
-                    engines[repo].search(query, top_k=10, mode="hybrid", vectors=Vectors.STATIC))
+            hits = (
+                engines[repo].search(query, top_k=10, mode="bm25")
+                if mode == "bm25"
+                else engines[repo].search(query, top_k=10, mode="hybrid", vectors=Vectors.STATIC)
+            )
             rank = next((k for k, h in enumerate(hits, start=1) if defines(h.scope, name)), None)
             found[mode] += rank is not None
             ranks.append("-" if rank is None else str(rank))

@@ -54,8 +54,23 @@ MAX_FILE = 1_000_000
 # ctags' kinds that are functions, methods, classes and types (Python's methods are its "member"s).
 # Left out: prototypes, fields, variables, constants, macros, namespaces and packages, imports
 # ("alias" in PHP), impl blocks, type aliases and typedefs, and anonymous functions.
-KINDS = {"function", "func", "method", "class", "struct", "interface", "enum", "trait", "union", "record", "protocol",
-         "singletonMethod", "object", "fn", "module"}
+KINDS = {
+    "function",
+    "func",
+    "method",
+    "class",
+    "struct",
+    "interface",
+    "enum",
+    "trait",
+    "union",
+    "record",
+    "protocol",
+    "singletonMethod",
+    "object",
+    "fn",
+    "module",
+}
 MEMBER_IS_METHOD = {"Python"}
 
 
@@ -82,8 +97,10 @@ def _not_a_definition(lang: str, kind: str, name: str, text: str) -> bool:
         return not re.search(r"\bfun\b", text)
     if lang == "lua" and kind == "function":
         named = re.escape(name)
-        return not (re.search(r"\bfunction\s+" + named + r"\s*\(", text) or re.search(
-            named + r"\s*=\s*(function\b|[^=]*\b(and|or)\s+function\b)", text))
+        return not (
+            re.search(r"\bfunction\s+" + named + r"\s*\(", text)
+            or re.search(named + r"\s*=\s*(function\b|[^=]*\b(and|or)\s+function\b)", text)
+        )
     return False
 
 
@@ -92,8 +109,13 @@ def cmd_ctags(sources: Path) -> int:
     misses: dict[str, list[str]] = defaultdict(list)
     left_out: dict[str, list[str]] = defaultdict(list)
     for repo in sorted(p for p in sources.iterdir() if p.is_dir()):
-        out = subprocess.run(["ctags", "-R", "--output-format=json", "--fields=+nKl", "-f", "-", "."], cwd=repo,
-                             capture_output=True, text=True, errors="replace")
+        out = subprocess.run(
+            ["ctags", "-R", "--output-format=json", "--fields=+nKl", "-f", "-", "."],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            errors="replace",
+        )
         tags: dict[str, list[tuple[str, int]]] = defaultdict(list)
         for line in out.stdout.splitlines():
             try:
@@ -101,8 +123,11 @@ def cmd_ctags(sources: Path) -> int:
             except ValueError:
                 continue
             kind = t.get("kind")
-            if t.get("_type") != "tag" or "line" not in t or not (
-                    kind in KINDS or kind == "member" and t.get("language") in MEMBER_IS_METHOD):
+            if (
+                t.get("_type") != "tag"
+                or "line" not in t
+                or not (kind in KINDS or kind == "member" and t.get("language") in MEMBER_IS_METHOD)
+            ):
                 continue
             if kind == "module" and t.get("language") not in ("Ruby", "Elixir"):
                 continue  # Python's and JavaScript's "module" is an import
@@ -145,12 +170,20 @@ def cmd_ctags(sources: Path) -> int:
     for lang, ms in sorted(left_out.items()):
         print(f"  left out in {lang}: " + "; ".join(ms))
     for lang, ms in sorted(misses.items()):
-        print(f"  missed in {lang}: " + "; ".join(ms[:int(os.environ.get("NAV_MISSES", "3"))]))
+        print(f"  missed in {lang}: " + "; ".join(ms[: int(os.environ.get("NAV_MISSES", "3"))]))
     return 0
 
 
-PROSE = ("comment", "string", "heredoc", "char_literal", "raw_string", "template_string", "interpreted_string",
-         "character")
+PROSE = (
+    "comment",
+    "string",
+    "heredoc",
+    "char_literal",
+    "raw_string",
+    "template_string",
+    "interpreted_string",
+    "character",
+)
 
 
 def _in_prose(tree, at: int, end: int) -> bool:
@@ -185,7 +218,7 @@ def cmd_rg(sources: Path, per_lang: int = 34, seed: int = 51) -> int:  # noqa: C
         names: set[tuple[Path, str]] = set()
         for repo, p in pool[:200]:
             syms = extract(lang, p.read_text(encoding="utf-8", errors="replace"))
-            for d in (syms.defs if syms else []):
+            for d in syms.defs if syms else []:
                 n = _tail(d.name)
                 if len(n) >= 4 and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n):
                     names.add((repo, n))
@@ -198,8 +231,9 @@ def cmd_rg(sources: Path, per_lang: int = 34, seed: int = 51) -> int:  # noqa: C
         for repo, name in by_lang[lang]:
             if done >= per_lang:
                 break
-            out = subprocess.run(["rg", "-w", "--json", "-F", name, "."], cwd=repo, capture_output=True, text=True,
-                                 errors="replace")
+            out = subprocess.run(
+                ["rg", "-w", "--json", "-F", name, "."], cwd=repo, capture_output=True, text=True, errors="replace"
+            )
             matches = [json.loads(x) for x in out.stdout.splitlines() if '"type":"match"' in x]
             if not matches or len(matches) > 400:
                 continue
@@ -218,9 +252,9 @@ def cmd_rg(sources: Path, per_lang: int = 34, seed: int = 51) -> int:  # noqa: C
                     tree = parser.parse(data) if parser else None
                     syms = extract(flang, data.decode("utf-8", errors="replace"))
                     lines: dict[str, set[int]] = defaultdict(set)
-                    for r in (syms.refs if syms else []):
+                    for r in syms.refs if syms else []:
                         lines[r.name].add(r.line)
-                    for d in (syms.defs if syms else []):
+                    for d in syms.defs if syms else []:
                         lines[_tail(d.name)].add(d.line)
                     offsets = [0]
                     for ln in data.split(b"\n"):
@@ -239,13 +273,19 @@ def cmd_rg(sources: Path, per_lang: int = 34, seed: int = 51) -> int:  # noqa: C
             t[1] += len(ours)
             t[2] += len(truth)
             if truth and both < len(truth) or ours - truth:
-                worst.append((both / max(1, len(truth)), f"{repo.name} {name}: missed {sorted(truth - ours)[:3]},"
-                                                          f" extra {sorted(ours - truth)[:3]}"))
+                worst.append(
+                    (
+                        both / max(1, len(truth)),
+                        f"{repo.name} {name}: missed {sorted(truth - ours)[:3]}, extra {sorted(ours - truth)[:3]}",
+                    )
+                )
     print("| language | symbols | rg lines (code) | codesight lines | precision | recall |")
     print("| --- | --- | --- | --- | --- | --- |")
     for lang in langs:
         both, ours_n, truth_n = totals[lang]
-        print(f"| {lang} | {per_lang} | {truth_n:,} | {ours_n:,} | {both / max(1, ours_n):.3f} | {both / max(1, truth_n):.3f} |")
+        print(
+            f"| {lang} | {per_lang} | {truth_n:,} | {ours_n:,} | {both / max(1, ours_n):.3f} | {both / max(1, truth_n):.3f} |"
+        )
     both = sum(t[0] for t in totals.values())
     ours_n = sum(t[1] for t in totals.values())
     truth_n = sum(t[2] for t in totals.values())
@@ -265,8 +305,10 @@ def _indexed(repo: Path, where: str, per_repo: int, seed: int) -> Iterator[tuple
         os.environ["CODESIGHT_DATA_DIR"] = data
         cs = CodeSight(repo, lexical_processes=False)
         cs.index(embed=False)
-        defs = cs.store.conn.execute("SELECT f.path, d.line, d.name FROM defs d JOIN sym_files f ON f.id = d.file_id"
-                                     f" WHERE {where} ORDER BY f.path, d.line").fetchall()
+        defs = cs.store.conn.execute(
+            "SELECT f.path, d.line, d.name FROM defs d JOIN sym_files f ON f.id = d.file_id"
+            f" WHERE {where} ORDER BY f.path, d.line"
+        ).fetchall()
         try:
             yield cs, random.Random(seed).sample(defs, min(per_repo, len(defs)))
         finally:
@@ -304,7 +346,7 @@ def cmd_jedi(repos: list[Path], per_repo: int = 100, seed: int = 51) -> int:
                         lines = (repo / rel).read_text(encoding="utf-8", errors="replace").split("\n")
                     except OSError:
                         continue
-                    after = lines[r.line - 1][r.column + len(name):].lstrip()
+                    after = lines[r.line - 1][r.column + len(name) :].lstrip()
                     if after.startswith("("):
                         calls.add((rel, r.line))
                 ours = {(s.path, s.line) for s in cs.callers(f"{path}:{line}").sites}
@@ -332,16 +374,25 @@ def _judged(truth: set[tuple[str, int]], sites: list[object]) -> tuple[int, int,
 
 def _table(title: str, rows: list[tuple[str, int, int, int, int, int]]) -> None:
     print(f"\n{title}\n")
-    print("| repository | definitions | resolved | of them right | precision | truth | listed | recall (listed)"
-          " | recall (resolved) |")
+    print(
+        "| repository | definitions | resolved | of them right | precision | truth | listed | recall (listed)"
+        " | recall (resolved) |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, n, resolved, right, listed_true, true in rows:
-        print(f"| {name} | {n} | {resolved} | {right} | {right / max(1, resolved):.3f} | {true} | {listed_true}"
-              f" | {listed_true / max(1, true):.3f} | {right / max(1, true):.3f} |")
+        print(
+            f"| {name} | {n} | {resolved} | {right} | {right / max(1, resolved):.3f} | {true} | {listed_true}"
+            f" | {listed_true / max(1, true):.3f} | {right / max(1, true):.3f} |"
+        )
 
 
-def _report(titles: tuple[str, str], callers_rows: list[tuple[str, int, int, int, int, int]],
-            callees_rows: list[tuple[str, int, int, int, int, int]], wrong: list[str], missed: list[str]) -> int:
+def _report(
+    titles: tuple[str, str],
+    callers_rows: list[tuple[str, int, int, int, int, int]],
+    callees_rows: list[tuple[str, int, int, int, int, int]],
+    wrong: list[str],
+    missed: list[str],
+) -> int:
     """Both precision checks' output: the callers' and callees' tables, the wrong answers, and
     (``NAVQ_MISSED=N``) the first N true calls not resolved."""
     _table(titles[0], callers_rows)
@@ -396,15 +447,23 @@ def cmd_precision_python(repos: list[Path], per_repo: int = 100, seed: int = 66)
     for repo in repos:
         with _indexed(repo, "d.kind IN ('def', 'async def') AND f.path LIKE '%.py'", per_repo, seed) as (cs, sample):
             # The repository's own package first (a src/ layout too), never an installed copy of it.
-            project = jedi.Project(str(repo), added_sys_path=[str(repo / "src")] if (repo / "src").is_dir() else [],
-                                   smart_sys_path=True, environment_path=_bare_python())
+            project = jedi.Project(
+                str(repo),
+                added_sys_path=[str(repo / "src")] if (repo / "src").is_dir() else [],
+                smart_sys_path=True,
+                environment_path=_bare_python(),
+            )
             scripts: dict[str, jedi.Script] = {}
 
-            def script(rel: str, repo: Path = repo, project: jedi.Project = project,
-                       scripts: dict[str, jedi.Script] = scripts) -> jedi.Script:
+            def script(
+                rel: str, repo: Path = repo, project: jedi.Project = project, scripts: dict[str, jedi.Script] = scripts
+            ) -> jedi.Script:
                 if rel not in scripts:
-                    scripts[rel] = jedi.Script((repo / rel).read_text(encoding="utf-8", errors="replace"),
-                                               path=str(repo / rel), project=project)
+                    scripts[rel] = jedi.Script(
+                        (repo / rel).read_text(encoding="utf-8", errors="replace"),
+                        path=str(repo / rel),
+                        project=project,
+                    )
                 return scripts[rel]
 
             c_tot = [0, 0, 0, 0]
@@ -428,16 +487,22 @@ def cmd_precision_python(repos: list[Path], per_repo: int = 100, seed: int = 66)
                     if rel is None:
                         continue
                     text = (repo / rel).read_text(encoding="utf-8", errors="replace").split("\n")[r.line - 1]
-                    if text[r.column + len(name):].lstrip().startswith("("):
+                    if text[r.column + len(name) :].lstrip().startswith("("):
                         truth.add((rel, r.line))
                 sites = cs.callers(f"{path}:{line}", limit=5000).sites
                 got = _judged(truth, sites)
                 c_tot = [a + b for a, b in zip(c_tot, got, strict=True)]
-                wrong += [f"{repo.name}: caller of {name} ({path}:{line}) at {s.path}:{s.line}" for s in sites
-                          if s.resolution == "resolved" and (s.path, s.line) not in truth]
+                wrong += [
+                    f"{repo.name}: caller of {name} ({path}:{line}) at {s.path}:{s.line}"
+                    for s in sites
+                    if s.resolution == "resolved" and (s.path, s.line) not in truth
+                ]
                 said = {(s.path, s.line): s.resolution for s in sites}
-                missed += [f"{repo.name}: caller of {name} ({path}:{line}) at {p}:{n} [{said.get((p, n), 'not listed')}]"
-                           for p, n in sorted(truth) if said.get((p, n)) != "resolved"]
+                missed += [
+                    f"{repo.name}: caller of {name} ({path}:{line}) at {p}:{n} [{said.get((p, n), 'not listed')}]"
+                    for p, n in sorted(truth)
+                    if said.get((p, n)) != "resolved"
+                ]
                 # callees: each call's target, where Jedi names one in the repository (or a built-in)
                 for s in cs.callees(f"{path}:{line}", limit=5000).sites:
                     ctext = (repo / s.path).read_text(encoding="utf-8", errors="replace").split("\n")[s.line - 1]
@@ -446,7 +511,8 @@ def cmd_precision_python(repos: list[Path], per_repo: int = 100, seed: int = 66)
                         continue
                     try:  # what the name is (infer follows imports and re-exports), else where it is bound
                         went = script(s.path).infer(s.line, m.start()) or script(s.path).goto(
-                            s.line, m.start(), follow_imports=True)
+                            s.line, m.start(), follow_imports=True
+                        )
                     except Exception:  # noqa: BLE001
                         continue
                     if not went:
@@ -460,32 +526,57 @@ def cmd_precision_python(repos: list[Path], per_repo: int = 100, seed: int = 66)
                     rel = _in_repo(repo, str(g.module_path)) if g.module_path is not None else None
                     target = (rel, g.line) if rel is not None else None
                     ours = (s.target.path, s.target.line) if s.target is not None else None
-                    if ours is not None and target is not None and s.target is not None and ours != target and (
+                    if (
+                        ours is not None
+                        and target is not None
+                        and s.target is not None
+                        and ours != target
+                        and (
                             (_stub_of(ours[0], target[0]) and g.name == s.target.name)
-                            or (ours[0] == target[0] and s.target.start_line <= target[1] <= s.target.end_line)):
+                            or (ours[0] == target[0] and s.target.start_line <= target[1] <= s.target.end_line)
+                        )
+                    ):
                         ours = target  # the same definition: its stub, or its decorator's line
                     e_tot[0] += s.resolution == "resolved"
                     e_tot[1] += s.resolution == "resolved" and ours == target
                     e_tot[2] += target is not None and ours == target
                     e_tot[3] += target is not None
                     if s.resolution == "resolved" and ours != target:
-                        wrong.append(f"{repo.name}: callee {s.name} of {name} at {s.path}:{s.line} -> {ours}, Jedi {target}")
+                        wrong.append(
+                            f"{repo.name}: callee {s.name} of {name} at {s.path}:{s.line} -> {ours}, Jedi {target}"
+                        )
                     elif target is not None and (s.resolution != "resolved" or ours != target):
-                        missed.append(f"{repo.name}: callee {s.name} at {s.path}:{s.line} [{s.resolution}] -> {ours},"
-                                      f" Jedi {target}")
+                        missed.append(
+                            f"{repo.name}: callee {s.name} at {s.path}:{s.line} [{s.resolution}] -> {ours},"
+                            f" Jedi {target}"
+                        )
             callers_rows.append((repo.name, n, *c_tot))  # type: ignore[arg-type]
             callees_rows.append((repo.name, n, *e_tot))  # type: ignore[arg-type]
-    return _report(("Callers marked resolved, against Jedi's call sites",
-                    "Callees marked resolved, against Jedi's goto (a call Jedi resolves outside the repository is a"
-                    " built-in or a library's: resolved to the repository, it is wrong)"),
-                   callers_rows, callees_rows, wrong, missed)
+    return _report(
+        (
+            "Callers marked resolved, against Jedi's call sites",
+            "Callees marked resolved, against Jedi's goto (a call Jedi resolves outside the repository is a"
+            " built-in or a library's: resolved to the repository, it is wrong)",
+        ),
+        callers_rows,
+        callees_rows,
+        wrong,
+        missed,
+    )
 
 
 def _go_truth(repo: Path, go: str) -> list[dict[str, object]]:
     """Every call in ``repo`` and its callee, by Go's type checker (``navq/gocalls.go``)."""
     env = dict(os.environ, GOFLAGS="-mod=mod", GOPROXY="off", GOTOOLCHAIN="local")
-    done = subprocess.run([go, "run", "gocalls.go", str(repo)], cwd=HERE / "navq", capture_output=True, text=True,
-                          env=env, timeout=1800, check=True)
+    done = subprocess.run(
+        [go, "run", "gocalls.go", str(repo)],
+        cwd=HERE / "navq",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
+        check=True,
+    )
     return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
 
 
@@ -514,11 +605,17 @@ def cmd_precision_go(repos: list[Path], per_repo: int = 100, seed: int = 66, go:
                 got = _judged(callers_of.get(f"{path}:{line}", set()), sites)
                 c_tot = [a + b for a, b in zip(c_tot, got, strict=True)]
                 truth = callers_of.get(f"{path}:{line}", set())
-                wrong += [f"{repo.name}: caller of {name} ({path}:{line}) at {x.path}:{x.line}" for x in sites
-                          if x.resolution == "resolved" and (x.path, x.line) not in truth]
+                wrong += [
+                    f"{repo.name}: caller of {name} ({path}:{line}) at {x.path}:{x.line}"
+                    for x in sites
+                    if x.resolution == "resolved" and (x.path, x.line) not in truth
+                ]
                 said = {(x.path, x.line): x.resolution for x in sites}
-                missed += [f"{repo.name}: caller of {name} ({path}:{line}) at {p}:{n} [{said.get((p, n), 'not listed')}]"
-                           for p, n in sorted(truth) if said.get((p, n)) != "resolved"]
+                missed += [
+                    f"{repo.name}: caller of {name} ({path}:{line}) at {p}:{n} [{said.get((p, n), 'not listed')}]"
+                    for p, n in sorted(truth)
+                    if said.get((p, n)) != "resolved"
+                ]
                 for x in cs.callees(f"{path}:{line}", limit=5000).sites:
                     want = callee_at.get((x.path, x.line, x.name))
                     if want is None:
@@ -530,15 +627,27 @@ def cmd_precision_go(repos: list[Path], per_repo: int = 100, seed: int = 66, go:
                     e_tot[2] += inside and ours == want
                     e_tot[3] += inside
                     if x.resolution == "resolved" and ours != want:
-                        wrong.append(f"{repo.name}: callee {x.name} of {name} at {x.path}:{x.line} -> {ours}, go/types {want}")
+                        wrong.append(
+                            f"{repo.name}: callee {x.name} of {name} at {x.path}:{x.line} -> {ours}, go/types {want}"
+                        )
                     elif inside and (x.resolution != "resolved" or ours != want):
-                        missed.append(f"{repo.name}: callee {x.name} at {x.path}:{x.line} [{x.resolution}] -> {ours},"
-                                      f" go/types {want}")
+                        missed.append(
+                            f"{repo.name}: callee {x.name} at {x.path}:{x.line} [{x.resolution}] -> {ours},"
+                            f" go/types {want}"
+                        )
             callers_rows.append((repo.name, len(sample), *c_tot))  # type: ignore[arg-type]
             callees_rows.append((repo.name, len(sample), *e_tot))  # type: ignore[arg-type]
-    return _report(("Go callers marked resolved, against go/types' call sites (non-test files)",
-                    "Go callees marked resolved, against go/types (a built-in or another module's function, resolved"
-                    " to the repository, is wrong)"), callers_rows, callees_rows, wrong, missed)
+    return _report(
+        (
+            "Go callers marked resolved, against go/types' call sites (non-test files)",
+            "Go callees marked resolved, against go/types (a built-in or another module's function, resolved"
+            " to the repository, is wrong)",
+        ),
+        callers_rows,
+        callees_rows,
+        wrong,
+        missed,
+    )
 
 
 def main() -> int:

@@ -27,8 +27,12 @@ def oracle_order(results, targets):
     other hit left; hits that match nothing new keep their order after those."""
     left, ordered, covered = list(results), [], set()
     while left:
+
         def gain(r, covered=covered):
-            return {i for i, t in enumerate(targets) if i not in covered and t.matches(r.path, r.start_line, r.end_line)}
+            return {
+                i for i, t in enumerate(targets) if i not in covered and t.matches(r.path, r.start_line, r.end_line)
+            }
+
         best = max(left, key=lambda r: len(gain(r)))
         new = gain(best)
         if not new:
@@ -47,8 +51,10 @@ def main() -> None:
     from codesight_tui.core.engine import CodeSight
 
     depth = Settings.model_fields["retriever_depth"].default
-    rankings = {"final ranking": load_settings(ranking="stack", retriever_depth=depth),
-                "plain RRF": load_settings(ranking="plain", retriever_depth=20)}
+    rankings = {
+        "final ranking": load_settings(ranking="stack", retriever_depth=depth),
+        "plain RRF": load_settings(ranking="plain", retriever_depth=20),
+    }
     # per ranking: per file: per category: list of (actual, oracle@10, oracle@20, oracle@40)
     table: dict[str, list[dict[str, list[tuple[float, ...]]]]] = {name: [] for name in rankings}
     for query_file, root in suites:

@@ -29,8 +29,11 @@ def suites(args: argparse.Namespace) -> list[tuple[Path, Path, str]]:
     if args.devset:
         dev = ROOT.parent / "shared/eval/devset"
         src = ROOT / ".cache/devset/src"
-        return [(dev / "rich.json", src / "rich-13.9.4", ""), (dev / "jinja2.json", src / "jinja2-3.1.4", ""),
-                (dev / "commander.json", src / "commander-12.1.0/package", "")]
+        return [
+            (dev / "rich.json", src / "rich-13.9.4", ""),
+            (dev / "jinja2.json", src / "jinja2-3.1.4", ""),
+            (dev / "commander.json", src / "commander-12.1.0/package", ""),
+        ]
     from codesight_tui.core.apps.evaluation import load_collection
 
     found, _ = load_collection(ROOT / ".cache/polyglot", fold=args.fold)

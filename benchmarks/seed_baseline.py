@@ -35,15 +35,27 @@ def devset_suites(description: str) -> list[tuple[Path, Path]]:
     """``[(query file, package root)]`` of the devset's three packages, from the command line's
     ``--devset`` and ``--cache`` (fetched with the devset's fetch.sh on first use)."""
     ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--devset", type=Path, default=Path(os.environ.get("DEVSET", HERE.parent.parent / "shared/eval/devset")))
-    ap.add_argument("--cache", type=Path, default=Path(os.environ.get("DEVSET_CACHE", HERE.parent / ".cache/devset")),
-                    help="where fetch.sh puts the packages' sources")
+    ap.add_argument(
+        "--devset", type=Path, default=Path(os.environ.get("DEVSET", HERE.parent.parent / "shared/eval/devset"))
+    )
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(os.environ.get("DEVSET_CACHE", HERE.parent / ".cache/devset")),
+        help="where fetch.sh puts the packages' sources",
+    )
     args = ap.parse_args()
     src = args.cache / "src"
     if not (src / "commander-12.1.0" / "package").is_dir():
         subprocess.run(["bash", str(args.devset / "fetch.sh"), str(args.cache)], check=True)
-    return [(args.devset / f"{name}.json", src / sub) for name, sub in
-            (("rich", "rich-13.9.4"), ("jinja2", "jinja2-3.1.4"), ("commander", "commander-12.1.0/package"))]
+    return [
+        (args.devset / f"{name}.json", src / sub)
+        for name, sub in (
+            ("rich", "rich-13.9.4"),
+            ("jinja2", "jinja2-3.1.4"),
+            ("commander", "commander-12.1.0/package"),
+        )
+    ]
 
 
 def main() -> None:
@@ -66,8 +78,13 @@ def main() -> None:
         out = []
         for path, language, text in files:
             lines = text.split("\n")
-            out.append([Chunk(path, s + 1, min(s + WINDOW, len(lines)), language, "", "\n".join(lines[s : s + WINDOW]))
-                        for s in range(0, len(lines), WINDOW) if "\n".join(lines[s : s + WINDOW]).strip()])
+            out.append(
+                [
+                    Chunk(path, s + 1, min(s + WINDOW, len(lines)), language, "", "\n".join(lines[s : s + WINDOW]))
+                    for s in range(0, len(lines), WINDOW)
+                    if "\n".join(lines[s : s + WINDOW]).strip()
+                ]
+            )
         return out
 
     chunker.Chunker.chunk_many = windows
@@ -96,8 +113,11 @@ def main() -> None:
     per_file = evaluate(suites, ["hybrid"], settings=settings, index=False)["modes"]["hybrid"]
 
     def line(label, m):
-        return f"{label:34s} " + " ".join(f"{m['categories'][c]['ndcg@10']:13.3f}"
-                                          for c in ("architecture", "semantic", "symbol")) + f" {m['overall']['ndcg@10']:13.3f}"
+        return (
+            f"{label:34s} "
+            + " ".join(f"{m['categories'][c]['ndcg@10']:13.3f}" for c in ("architecture", "semantic", "symbol"))
+            + f" {m['overall']['ndcg@10']:13.3f}"
+        )
 
     print(f"{'NDCG@10, seed design':34s} {'architecture':>13s} {'semantic':>13s} {'symbol':>13s} {'overall':>13s}")
     for mode in ("bm25", "vector", "hybrid"):

@@ -101,13 +101,15 @@ def teacher(work: Path, texts: list[str], tag: str) -> np.ndarray:
         parts.append(emb.encode(texts[k : k + 500]).astype(np.float32))
         done += len(parts[-1])
         np.save(path, np.concatenate(parts))
-        print(f"  teacher {done}/{len(texts)} ({(done - len(have)) / (time.perf_counter() - t0):.1f} texts/s)",
-              flush=True)
+        print(
+            f"  teacher {done}/{len(texts)} ({(done - len(have)) / (time.perf_counter() - t0):.1f} texts/s)", flush=True
+        )
     return np.concatenate(parts)
 
 
-def train(base: Path, texts: list[str], y: np.ndarray, *, l2: float, epochs: int, lr: float, scale_only: bool,
-          seed: int) -> tuple[np.ndarray, dict[str, float]]:
+def train(
+    base: Path, texts: list[str], y: np.ndarray, *, l2: float, epochs: int, lr: float, scale_only: bool, seed: int
+) -> tuple[np.ndarray, dict[str, float]]:
     import torch
     from safetensors.numpy import load_file
     from tokenizers import Tokenizer
@@ -119,8 +121,10 @@ def train(base: Path, texts: list[str], y: np.ndarray, *, l2: float, epochs: int
     tok.no_padding()
     tok.no_truncation()
     unk = tok.token_to_id("[UNK]")
-    ids = [np.asarray([i for i in e.ids[:254] if i != unk], np.int64)
-           for e in tok.encode_batch_fast(texts, add_special_tokens=False)]
+    ids = [
+        np.asarray([i for i in e.ids[:254] if i != unk], np.int64)
+        for e in tok.encode_batch_fast(texts, add_special_tokens=False)
+    ]
     keep = np.array([len(x) > 0 for x in ids])
     ids = [x for x, k in zip(ids, keep, strict=False) if k]
     y = y[keep]
@@ -201,8 +205,12 @@ def main() -> int:
     ap.add_argument("--epochs", type=int, default=8)
     ap.add_argument("--scale-only", action="store_true")
     ap.add_argument("--teacher-only", action="store_true")
-    ap.add_argument("--samples", type=lambda v: [int(x) for x in v.split(",")], default=[0],
-                    help="which samples of the corpus to train on, e.g. 0,1 (each seeds its own choice of files)")
+    ap.add_argument(
+        "--samples",
+        type=lambda v: [int(x) for x in v.split(",")],
+        default=[0],
+        help="which samples of the corpus to train on, e.g. 0,1 (each seeds its own choice of files)",
+    )
     ap.add_argument("--seed", type=int, default=0, help="of the training")
     args = ap.parse_args()
     from safetensors.numpy import save_file
@@ -226,8 +234,9 @@ def main() -> int:
     info = resolve_model("minilm")
     base = distilled_dir(Path(Settings().cache_dir).expanduser(), info.name, info.load_from)
     distill(Path(info.load_from), base)
-    table, stats = train(base, texts, y, l2=args.l2, epochs=args.epochs, lr=args.lr,
-                         scale_only=args.scale_only, seed=args.seed)
+    table, stats = train(
+        base, texts, y, l2=args.l2, epochs=args.epochs, lr=args.lr, scale_only=args.scale_only, seed=args.seed
+    )
     shutil.rmtree(args.out, ignore_errors=True)
     shutil.copytree(base, args.out)
     save_file({"embeddings": table}, str(args.out / "model.safetensors"))

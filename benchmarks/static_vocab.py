@@ -34,8 +34,14 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 POLYGLOT = HERE.parent.parent / "shared" / "eval" / "polyglot" / "repos.json"
-FAMILIES = {"rust": r"^librust-.*-dev$", "go": r"^golang-github-.*-dev$", "ruby": r"^ruby-", "php": r"^php-",
-            "js": r"^node-", "lua": r"^lua-"}
+FAMILIES = {
+    "rust": r"^librust-.*-dev$",
+    "go": r"^golang-github-.*-dev$",
+    "ruby": r"^ruby-",
+    "php": r"^php-",
+    "js": r"^node-",
+    "lua": r"^lua-",
+}
 EXT = {".rs", ".go", ".rb", ".php", ".js", ".mjs", ".ts", ".lua", ".hpp", ".h", ".c", ".cpp", ".cc", ".py"}
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
@@ -48,8 +54,9 @@ def corpus(work: Path) -> list[Path]:
         excl += ["rich", "jinja", "commander"]
         names = []
         for rx in FAMILIES.values():
-            out = subprocess.run(["apt-cache", "search", "--names-only", rx], capture_output=True, text=True,
-                                 check=True).stdout
+            out = subprocess.run(
+                ["apt-cache", "search", "--names-only", rx], capture_output=True, text=True, check=True
+            ).stdout
             found = sorted(ln.split(" - ")[0] for ln in out.splitlines())
             found = [n for n in found if not any(e in n for e in excl) and not n.endswith("-doc")]
             names += found[:: max(1, len(found) // 45)][:45]

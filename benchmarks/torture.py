@@ -58,7 +58,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))  # docmaker: real documents, bomb
 PROBLEMS: list[str] = []  # every missed target, for the summary and the exit code
 FIGURES: list[str] = []
 
-GUARD = '''
+GUARD = """
 import socket, os
 _log = os.environ.get("CODESIGHT_TORTURE_NETLOG")
 _orig = socket.socket.connect
@@ -69,7 +69,7 @@ def _connect(self, address, *a, **k):
         raise OSError("network access blocked by the torture harness")
     return _orig(self, address, *a, **k)
 socket.socket.connect = _connect
-'''
+"""
 
 
 TIMINGS: list[tuple[float, str]] = []  # (seconds, command) of every CLI run, for --profile
@@ -97,18 +97,31 @@ class Env:
         (guard / "sitecustomize.py").write_text(GUARD)
         # Commands run in their own processes (the service section starts services of its own).
         # Every phase is tortured, the full model's too, which a CPU leaves out by default (full_model).
-        self.base = dict(os.environ, PYTHONPATH=str(guard), CODESIGHT_TORTURE_NETLOG=str(self.netlog),
-                         HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", CODESIGHT_SERVICE="off", CODESIGHT_FULL_MODEL="on")
+        self.base = dict(
+            os.environ,
+            PYTHONPATH=str(guard),
+            CODESIGHT_TORTURE_NETLOG=str(self.netlog),
+            HF_HUB_OFFLINE="1",
+            PYTHONUNBUFFERED="1",
+            CODESIGHT_SERVICE="off",
+            CODESIGHT_FULL_MODEL="on",
+        )
 
     def env(self, data: Path, cache: Path) -> dict:
         return dict(self.base, CODESIGHT_DATA_DIR=str(data), CODESIGHT_CACHE_DIR=str(cache))
 
-    def cli(self, args: list[str], data: Path, cache: Path, timeout: float = 600,
-            extra: dict | None = None) -> subprocess.CompletedProcess:
+    def cli(
+        self, args: list[str], data: Path, cache: Path, timeout: float = 600, extra: dict | None = None
+    ) -> subprocess.CompletedProcess:
         t = time.perf_counter()
         try:
-            return subprocess.run([sys.executable, "-m", "codesight_tui", *args], capture_output=True, text=True,
-                                  env={**self.env(data, cache), **(extra or {})}, timeout=timeout)
+            return subprocess.run(
+                [sys.executable, "-m", "codesight_tui", *args],
+                capture_output=True,
+                text=True,
+                env={**self.env(data, cache), **(extra or {})},
+                timeout=timeout,
+            )
         finally:
             TIMINGS.append((time.perf_counter() - t, " ".join(a if len(a) < 40 else a[:37] + "..." for a in args)))
 
@@ -238,7 +251,6 @@ def corpus_copy(work: Path, name: str, source: Path | None) -> Path:
     return dest
 
 
-
 def indexed_copy(env: Env, name: str, args) -> tuple[Path, Path, Path]:
     """A private copy of the corpus, indexed by the CLI into its own data directory with the
     shared cache: (root, data, cache)."""
@@ -255,7 +267,8 @@ def engine(root: Path, data: Path, cache: Path):
 
     return CodeSight(root, data_dir=data, cache_dir=cache)
 
-INDEX_CHILD = r'''
+
+INDEX_CHILD = r"""
 import sys, json
 from codesight_tui import CodeSight
 cs = CodeSight(sys.argv[1], lexical_processes=True)
@@ -263,7 +276,7 @@ def progress(ev):
     print(json.dumps([ev.phase, ev.done, ev.total]), flush=True)
 cs.index(progress=progress, force=sys.argv[2] == "force")
 print(json.dumps(["finished", 0, 0]), flush=True)
-'''
+"""
 
 
 # --- 1. kill -9 ---------------------------------------------------------------------------
@@ -292,8 +305,13 @@ def section_kill(env: Env, args) -> None:
                 f.write_text(originals[f] + f"\n\ndef killed_run_{k}():\n    return {k}\n")
         target, fraction = KILL_TARGETS[k % 3 if kind != "cold" else 2], rng.random()
         before = snapshot(root)
-        proc = subprocess.Popen([sys.executable, "-c", INDEX_CHILD, str(root), "resume" if kind == "edits" else "force"],
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env.env(data, cache))
+        proc = subprocess.Popen(
+            [sys.executable, "-c", INDEX_CHILD, str(root), "resume" if kind == "edits" else "force"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env.env(data, cache),
+        )
         last = ["start", 0, 0]
         hit = threading.Event()
 
@@ -341,13 +359,18 @@ def section_kill(env: Env, args) -> None:
     final = env.cli(["index", str(root), "--json"], data, cache, timeout=3600)
     issues = consistency(data, root)
     report = json.loads(final.stdout) if final.returncode == 0 else {}
-    figure(f"kill -9: {args.kills} index runs killed (+{tui} TUI runs, +{mcp} MCP server runs), by phase at the kill: "
-           + ", ".join(f"{p} {n}" for p, n in sorted(phases.items())))
+    figure(
+        f"kill -9: {args.kills} index runs killed (+{tui} TUI runs, +{mcp} MCP server runs), by phase at the kill: "
+        + ", ".join(f"{p} {n}" for p, n in sorted(phases.items()))
+    )
     figure(f"kill -9: recovered {recovered} of {args.kills}; inconsistent or failing after a kill: {bad}")
-    figure(f"kill -9: reported progress lost by a kill: {max(lost) if lost else 0} chunks"
-           " (progress is reported after each batch commits; at most the batch in flight is redone)")
-    figure(f"kill -9: final run exit {final.returncode}, pending {report.get('vectors_pending')},"
-           f" consistent: {not issues}")
+    figure(
+        f"kill -9: reported progress lost by a kill: {max(lost) if lost else 0} chunks"
+        " (progress is reported after each batch commits; at most the batch in flight is redone)"
+    )
+    figure(
+        f"kill -9: final run exit {final.returncode}, pending {report.get('vectors_pending')}, consistent: {not issues}"
+    )
     figure(f"kill: repository entries changed by codesight during the killed runs: {changed_by_us}")
     if changed_by_us:
         problem(f"kill: codesight changed {changed_by_us} repository entries")
@@ -361,13 +384,16 @@ def tui_kills(env: Env, root: Path, data: Path, cache: Path, rng, args) -> int:
     n = 0
     for k in range(args.tui_kills):
         session = f"torture{os.getpid()}_{k}"
-        cmd = (f"env CODESIGHT_DATA_DIR={data} CODESIGHT_CACHE_DIR={cache} PYTHONPATH={env.base['PYTHONPATH']}"
-               f" CODESIGHT_TORTURE_NETLOG={env.netlog} HF_HUB_OFFLINE=1 CODESIGHT_FULL_MODEL=on"
-               f" {sys.executable} -m codesight_tui {root}")
+        cmd = (
+            f"env CODESIGHT_DATA_DIR={data} CODESIGHT_CACHE_DIR={cache} PYTHONPATH={env.base['PYTHONPATH']}"
+            f" CODESIGHT_TORTURE_NETLOG={env.netlog} HF_HUB_OFFLINE=1 CODESIGHT_FULL_MODEL=on"
+            f" {sys.executable} -m codesight_tui {root}"
+        )
         subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd], check=True)
         time.sleep(rng.uniform(2.0, 15.0))
-        pane = subprocess.run(["tmux", "list-panes", "-t", session, "-F", "#{pane_pid}"], capture_output=True,
-                              text=True).stdout.split()
+        pane = subprocess.run(
+            ["tmux", "list-panes", "-t", session, "-F", "#{pane_pid}"], capture_output=True, text=True
+        ).stdout.split()
         for pid in pane:
             try:
                 os.kill(int(pid), signal.SIGKILL)
@@ -386,17 +412,34 @@ def mcp_kills(env: Env, root: Path, data: Path, cache: Path, rng, args) -> int:
     """kill -9 of `codesight mcp` while its `index` tool rebuilds the index in the background
     (spoken to in raw JSON-RPC over its stdin, so the kill hits the server itself)."""
     calls = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "torture", "version": "0"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "torture", "version": "0"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "index",
-                                                                       "arguments": {"force_rebuild": True}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "index", "arguments": {"force_rebuild": True}},
+        },
     ]
     n = 0
     for k in range(args.mcp_kills):
-        proc = subprocess.Popen([sys.executable, "-m", "codesight_tui", "mcp", "--root", str(root)],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=env.env(data, cache), text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "codesight_tui", "mcp", "--root", str(root)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env.env(data, cache),
+            text=True,
+        )
         for c in calls:
             proc.stdin.write(json.dumps(c) + "\n")
             proc.stdin.flush()
@@ -414,7 +457,7 @@ def mcp_kills(env: Env, root: Path, data: Path, cache: Path, rng, args) -> int:
 
 
 # --- 2. concurrency -------------------------------------------------------------------------
-CONCURRENT_INDEXER = r'''
+CONCURRENT_INDEXER = r"""
 import sys, time
 from codesight_tui import CodeSight
 from codesight_tui.core.errors import IndexBusyError
@@ -429,13 +472,15 @@ while time.time() < end:
         busy += 1
     time.sleep(0.2)
 print(runs, busy, flush=True)
-'''
+"""
 
 
 def section_concurrency(env: Env, args) -> None:
     secs = args.concurrency_seconds
-    print(f"\n[concurrency] {secs:.0f} s: 2 indexers, a watcher, 2 CLI search loops, an API reader, files changing",
-          flush=True)
+    print(
+        f"\n[concurrency] {secs:.0f} s: 2 indexers, a watcher, 2 CLI search loops, an API reader, files changing",
+        flush=True,
+    )
     work = env.work / "concurrency"
     root = corpus_copy(work, "repo", args.corpus)
     data, cache = work / "data", env.cache
@@ -479,14 +524,28 @@ def section_concurrency(env: Env, args) -> None:
                 (root / f"new_{edits[0]}.py").write_text(f"def added_{edits[0]}():\n    pass\n")
             edits[0] += 1
 
-    indexers = [subprocess.Popen([sys.executable, "-c", CONCURRENT_INDEXER, str(root), str(secs)],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env.env(data, cache))
-                for _ in range(2)]
+    indexers = [
+        subprocess.Popen(
+            [sys.executable, "-c", CONCURRENT_INDEXER, str(root), str(secs)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env.env(data, cache),
+        )
+        for _ in range(2)
+    ]
     # `codesight watch` (inotify, the batches the TUI and the MCP server use too) beside them.
-    watcher = subprocess.Popen([sys.executable, "-m", "codesight_tui", "watch", str(root), "--json"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env.env(data, cache))
-    threads = [threading.Thread(target=f, args=a, daemon=True) for f, a in
-               ((cli_loop, ("render a table",)), (cli_loop, ("Console",)), (api_reader, ()), (mutator, ()))]
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "codesight_tui", "watch", str(root), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env.env(data, cache),
+    )
+    threads = [
+        threading.Thread(target=f, args=a, daemon=True)
+        for f, a in ((cli_loop, ("render a table",)), (cli_loop, ("Console",)), (api_reader, ()), (mutator, ()))
+    ]
     for t in threads:
         t.start()
     outs = [p.communicate(timeout=secs + 900) for p in indexers]
@@ -507,15 +566,21 @@ def section_concurrency(env: Env, args) -> None:
             runs, busy = runs + int(r), busy + int(b)
     final = env.cli(["index", str(root)], data, cache, timeout=3600)
     issues = consistency(data, root)
-    figure(f"concurrency: watcher ({'inotify' if 'file events' in werr else 'poll'}): {len(batches)} batches,"
-           f" {sum(b['files_changed'] for b in batches)} files re-indexed by it")
-    figure(f"concurrency: {runs} index runs ({busy} found the other indexer busy), {cli_runs[0]} CLI searches,"
-           f" {len(reader_ms)} API reads, {edits[0]} file edits in {secs:.0f} s; errors {len(errors)},"
-           f" 'database is locked' {sum('locked' in e for e in errors)}")
+    figure(
+        f"concurrency: watcher ({'inotify' if 'file events' in werr else 'poll'}): {len(batches)} batches,"
+        f" {sum(b['files_changed'] for b in batches)} files re-indexed by it"
+    )
+    figure(
+        f"concurrency: {runs} index runs ({busy} found the other indexer busy), {cli_runs[0]} CLI searches,"
+        f" {len(reader_ms)} API reads, {edits[0]} file edits in {secs:.0f} s; errors {len(errors)},"
+        f" 'database is locked' {sum('locked' in e for e in errors)}"
+    )
     if reader_ms:
         q = statistics.quantiles(reader_ms, n=100) if len(reader_ms) > 1 else reader_ms * 99
-        figure(f"concurrency: API reader latency p50 {statistics.median(reader_ms):.1f} ms, p99 {q[98]:.1f} ms,"
-               f" max {max(reader_ms):.1f} ms (target: never blocked over 200 ms)")
+        figure(
+            f"concurrency: API reader latency p50 {statistics.median(reader_ms):.1f} ms, p99 {q[98]:.1f} ms,"
+            f" max {max(reader_ms):.1f} ms (target: never blocked over 200 ms)"
+        )
     figure(f"concurrency: final index exit {final.returncode}, consistent: {not issues}")
     for e in errors[:5]:
         problem("concurrency: " + e)
@@ -553,15 +618,25 @@ def section_faults(env: Env, args) -> None:
     ro = work / "data-ro"
     if not want("read-only"):
         pass
-    elif shutil.copytree(data, ro) and _mount("--bind", str(ro), str(ro)) and _mount("-o", "remount,bind,ro", str(ro), str(ro)):
+    elif (
+        shutil.copytree(data, ro)
+        and _mount("--bind", str(ro), str(ro))
+        and _mount("-o", "remount,bind,ro", str(ro), str(ro))
+    ):
         try:
             s = env.cli(["search", "render a table", "--path", str(root)], ro, cache)
             st = env.cli(["status", str(root)], ro, cache)
             ix = env.cli(["index", str(root)], ro, cache)
-            ok = (s.returncode == 0 and st.returncode == 0 and ix.returncode == 2 and "read-only" in ix.stderr
-                  and traceback_free(s, st, ix))
-            results.append(("read-only data directory: search and status work, index says why not", ok,
-                            ix.stderr.strip()[-160:]))
+            ok = (
+                s.returncode == 0
+                and st.returncode == 0
+                and ix.returncode == 2
+                and "read-only" in ix.stderr
+                and traceback_free(s, st, ix)
+            )
+            results.append(
+                ("read-only data directory: search and status work, index says why not", ok, ix.stderr.strip()[-160:])
+            )
         finally:
             subprocess.run(["umount", str(ro)])
     else:
@@ -579,10 +654,21 @@ def section_faults(env: Env, args) -> None:
             _mount("-o", "remount,size=512m", str(full))
             again = env.cli(["index", str(root), "--json"], full, cache, timeout=3600)
             issues = consistency(full, root)
-            ok = (ix.returncode != 0 and traceback_free(ix, s, again) and len(ix.stderr.strip().splitlines()) <= 3
-                  and s.returncode in (0, 1) and again.returncode == 0 and not issues)
-            results.append(("disk full mid-index: one clear error, still searchable, the next run completes", ok,
-                            ix.stderr.strip()[-160:]))
+            ok = (
+                ix.returncode != 0
+                and traceback_free(ix, s, again)
+                and len(ix.stderr.strip().splitlines()) <= 3
+                and s.returncode in (0, 1)
+                and again.returncode == 0
+                and not issues
+            )
+            results.append(
+                (
+                    "disk full mid-index: one clear error, still searchable, the next run completes",
+                    ok,
+                    ix.stderr.strip()[-160:],
+                )
+            )
         finally:
             subprocess.run(["umount", str(full)])
     else:
@@ -604,27 +690,52 @@ def section_faults(env: Env, args) -> None:
         rebuilt_once = "rebuilt" in runs[0].stderr + s.stderr and "rebuilt" not in runs[1].stderr
         # The first search works, or, where its query reads the damaged page, says in one line that
         # the index is damaged and that `codesight index` rebuilds it (which the runs then check).
-        searched = s.returncode == 0 or (s.returncode == 1 and "is damaged" in s.stderr
-                                         and len(s.stderr.strip().splitlines()) == 1)
-        ok = (traceback_free(s, v, after, *runs) and all(r.returncode == 0 for r in runs) and not issues
-              and rep[0].get("embedded", 1) == 0 and rebuilt_once and searched and after.returncode == 0)
-        results.append((f"{name}: detected, rebuilt once with a notice, cached vectors reused, no loop", ok,
-                        f"search {s.returncode} ({len(s.stderr.strip().splitlines())} lines), vector {v.returncode},"
-                        f" index {[r.returncode for r in runs]}, embedded {rep[0].get('embedded')},"
-                        f" search said {s.stderr.strip()!r},"
-                        f" then vector {after.returncode}, issues {issues}, rebuilt once {rebuilt_once}: "
-                        + (s.stderr + v.stderr + runs[0].stderr).strip().replace("\n", " | ")[-300:]))
+        searched = s.returncode == 0 or (
+            s.returncode == 1 and "is damaged" in s.stderr and len(s.stderr.strip().splitlines()) == 1
+        )
+        ok = (
+            traceback_free(s, v, after, *runs)
+            and all(r.returncode == 0 for r in runs)
+            and not issues
+            and rep[0].get("embedded", 1) == 0
+            and rebuilt_once
+            and searched
+            and after.returncode == 0
+        )
+        results.append(
+            (
+                f"{name}: detected, rebuilt once with a notice, cached vectors reused, no loop",
+                ok,
+                f"search {s.returncode} ({len(s.stderr.strip().splitlines())} lines), vector {v.returncode},"
+                f" index {[r.returncode for r in runs]}, embedded {rep[0].get('embedded')},"
+                f" search said {s.stderr.strip()!r},"
+                f" then vector {after.returncode}, issues {issues}, rebuilt once {rebuilt_once}: "
+                + (s.stderr + v.stderr + runs[0].stderr).strip().replace("\n", " | ")[-300:],
+            )
+        )
 
     def truncate(d: Path) -> None:
         db = d / "index.db"
-        subprocess.run([sys.executable, "-c", f"import sqlite3; sqlite3.connect({str(db)!r}).execute("
-                        "'PRAGMA wal_checkpoint(TRUNCATE)')"], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"import sqlite3; sqlite3.connect({str(db)!r}).execute('PRAGMA wal_checkpoint(TRUNCATE)')",
+            ],
+            check=True,
+        )
         os.truncate(db, db.stat().st_size // 2)
 
     def garble(d: Path) -> None:
         db = d / "index.db"
-        subprocess.run([sys.executable, "-c", f"import sqlite3; sqlite3.connect({str(db)!r}).execute("
-                        "'PRAGMA wal_checkpoint(TRUNCATE)')"], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"import sqlite3; sqlite3.connect({str(db)!r}).execute('PRAGMA wal_checkpoint(TRUNCATE)')",
+            ],
+            check=True,
+        )
         raw = bytearray(db.read_bytes())
         mid = len(raw) // 2
         raw[mid : mid + 8192] = os.urandom(8192)
@@ -647,9 +758,13 @@ def section_faults(env: Env, args) -> None:
         c.commit()
         c.close()
 
-    for name, fn in (("truncated index.db", truncate), ("garbage page in index.db", garble),
-                     ("deleted vector data file", drop_fragment), ("vector manifest from the future", future_manifest),
-                     ("schema change", old_schema)):
+    for name, fn in (
+        ("truncated index.db", truncate),
+        ("garbage page in index.db", garble),
+        ("deleted vector data file", drop_fragment),
+        ("vector manifest from the future", future_manifest),
+        ("schema change", old_schema),
+    ):
         if not want(name.split()[0]):
             continue
         try:
@@ -702,8 +817,22 @@ def hostile_tree(root: Path, fast: bool) -> dict[str, int]:
         deep = deep / f"d{i % 10}"
     deep.mkdir(parents=True)
     (deep / "deep.py").write_text("def two_hundred_deep():\n    pass\n")
-    (root / ".gitignore").write_text("\n".join(["**/**/**/**/**/*a*b*c*d*e*f*", "[", "!", "\\", "a***b", "a/**/b/**/c/**/d",
-                                                "x" + "*?" * 150 + "y", "!flat/", "[z-a]"] + [f"ignored_{i}/" for i in range(1000)]))
+    (root / ".gitignore").write_text(
+        "\n".join(
+            [
+                "**/**/**/**/**/*a*b*c*d*e*f*",
+                "[",
+                "!",
+                "\\",
+                "a***b",
+                "a/**/b/**/c/**/d",
+                "x" + "*?" * 150 + "y",
+                "!flat/",
+                "[z-a]",
+            ]
+            + [f"ignored_{i}/" for i in range(1000)]
+        )
+    )
     made["hostile entries"] = 24
     return made
 
@@ -719,20 +848,29 @@ def section_hostile(env: Env, args) -> None:
     try:
         # --fast: the walk, the readers, the lexical phase and the static tier's tokenizer (the
         # same as the model's); the full run embeds the hostile text with the model too.
-        ix = env.cli(["index", str(root), "--json", "--yes", *(["--static-only"] if args.fast else [])], data, cache,
-                     timeout=args.hostile_timeout)
+        ix = env.cli(
+            ["index", str(root), "--json", "--yes", *(["--static-only"] if args.fast else [])],
+            data,
+            cache,
+            timeout=args.hostile_timeout,
+        )
     except subprocess.TimeoutExpired:
         problem(f"hostile: index hung for {args.hostile_timeout} s")
         return
     secs = time.perf_counter() - t0
     st = env.cli(["status", str(root), "--json"], data, cache)
     found = env.cli(["search", "hostile_corpus_marker", "--path", str(root), "--mode", "bm25", "--json"], data, cache)
-    queries = [env.cli(["search", q, "--path", str(root), "--json"], data, cache)
-               for q in ("two_hundred_deep", "utf16_function", "crlf_function", "lone_cr_function", "odd_name")]
+    queries = [
+        env.cli(["search", q, "--path", str(root), "--json"], data, cache)
+        for q in ("two_hundred_deep", "utf16_function", "crlf_function", "lone_cr_function", "odd_name")
+    ]
     crashes = [r for r in (ix, st, found, *queries) if r.returncode not in (0, 1) or "Traceback" in r.stderr]
     skipped = json.loads(st.stdout).get("skipped", {}) if st.returncode == 0 else {}
-    hits = {q: bool(json.loads(r.stdout)) for q, r in zip(("deep", "utf16", "crlf", "cr", "odd names"), queries, strict=False)
-            if r.returncode in (0, 1) and r.stdout.strip()}
+    hits = {
+        q: bool(json.loads(r.stdout))
+        for q, r in zip(("deep", "utf16", "crlf", "cr", "odd names"), queries, strict=False)
+        if r.returncode in (0, 1) and r.stdout.strip()
+    }
     figure(f"hostile: {sum(made.values()):,} entries indexed in {secs:.1f} s; crashes {len(crashes)}, hangs 0")
     figure("hostile: skipped by reason (status --json): " + ", ".join(f"{k} {v}" for k, v in skipped.items()))
     figure("hostile: found: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in hits.items()))
@@ -748,8 +886,10 @@ def section_hostile(env: Env, args) -> None:
 
 # --- 5. hostile queries ------------------------------------------------------------------------
 def section_queries(env: Env, args) -> None:
-    print(f"\n[queries] {args.queries:,} hypothesis queries through the API, {args.cli_queries} through the CLI",
-          flush=True)
+    print(
+        f"\n[queries] {args.queries:,} hypothesis queries through the API, {args.cli_queries} through the CLI",
+        flush=True,
+    )
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
@@ -758,15 +898,42 @@ def section_queries(env: Env, args) -> None:
     root, data, cache = indexed_copy(env, "queries", args)
     cs = engine(root, data, cache)
     counts = {"queries": 0, "exceptions": 0, "malformed": 0, "usage errors": 0}
-    fts = st.sampled_from(['"', "NEAR(", "AND", "OR", "NOT", "*", "^", ":", "col:", "(", ")", "{", "}", "-",
-                           "\x00", "\x1b[31m", "\ud800", "検索", "🙂", "a" * 100_000])
+    fts = st.sampled_from(
+        [
+            '"',
+            "NEAR(",
+            "AND",
+            "OR",
+            "NOT",
+            "*",
+            "^",
+            ":",
+            "col:",
+            "(",
+            ")",
+            "{",
+            "}",
+            "-",
+            "\x00",
+            "\x1b[31m",
+            "\ud800",
+            "検索",
+            "🙂",
+            "a" * 100_000,
+        ]
+    )
     query = st.one_of(st.text(max_size=200), st.lists(st.one_of(fts, st.text(max_size=12)), max_size=12).map(" ".join))
     glob = st.one_of(st.none(), st.sampled_from(["*.py", "[", "!", "**/", "src/", "\\", ""]), st.text(max_size=8))
     lang = st.one_of(st.none(), st.sampled_from(["python", "klingon", "", "py\x00"]))
     mode = st.sampled_from(["hybrid", "bm25", "vector"])
 
-    @settings(max_examples=args.queries, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=args.queries,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(query, glob, lang, mode)
     def fuzz(q, g, lg, m):
         counts["queries"] += 1
@@ -793,22 +960,51 @@ def section_queries(env: Env, args) -> None:
     for _i in range(args.cli_queries):
         q = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40)))
         r = env.cli(["search", q, "--path", str(root), "--mode", "bm25", "--json", "-n", "3"], data, cache)
-        if r.returncode not in (0, 1, 2) or "Traceback" in r.stderr or (r.returncode == 0 and not
-                                                                          isinstance(json.loads(r.stdout), list)):
+        if (
+            r.returncode not in (0, 1, 2)
+            or "Traceback" in r.stderr
+            or (r.returncode == 0 and not isinstance(json.loads(r.stdout), list))
+        ):
             cli_bad += 1
             if cli_bad <= 3:
                 problem(f"queries: CLI exit {r.returncode} for {q!r}: {r.stderr[-200:]}")
     mcp = mcp_fuzz(env, root, data, cache, rng, args.mcp_queries)
-    figure(f"queries: {counts['queries']:,} API queries in {api_s:.0f} s: exceptions {counts['exceptions']},"
-           f" malformed results {counts['malformed']}, clear usage errors {counts['usage errors']};"
-           f" CLI: {args.cli_queries} queries, failures {cli_bad}; MCP search over stdio: {mcp['queries']:,} queries,"
-           f" failures {mcp['failures']}, malformed {mcp['malformed']}, clear tool errors {mcp['tool errors']}")
+    figure(
+        f"queries: {counts['queries']:,} API queries in {api_s:.0f} s: exceptions {counts['exceptions']},"
+        f" malformed results {counts['malformed']}, clear usage errors {counts['usage errors']};"
+        f" CLI: {args.cli_queries} queries, failures {cli_bad}; MCP search over stdio: {mcp['queries']:,} queries,"
+        f" failures {mcp['failures']}, malformed {mcp['malformed']}, clear tool errors {mcp['tool errors']}"
+    )
     if counts["malformed"]:
         problem(f"queries: {counts['malformed']} malformed results")
 
 
-MCP_TOKENS = ['"', "NEAR(", "AND", "OR", "NOT", "*", "^", ":", "col:", "(", ")", "{", "}", "-", "\x00", "\x1b[31m",
-              "検索", "🙂", "a" * 100_000, "\t", "\\", "'", "%", "_"]
+MCP_TOKENS = [
+    '"',
+    "NEAR(",
+    "AND",
+    "OR",
+    "NOT",
+    "*",
+    "^",
+    ":",
+    "col:",
+    "(",
+    ")",
+    "{",
+    "}",
+    "-",
+    "\x00",
+    "\x1b[31m",
+    "検索",
+    "🙂",
+    "a" * 100_000,
+    "\t",
+    "\\",
+    "'",
+    "%",
+    "_",
+]
 
 
 def mcp_fuzz(env: Env, root: Path, data: Path, cache: Path, rng, n: int) -> dict:
@@ -823,10 +1019,17 @@ def mcp_fuzz(env: Env, root: Path, data: Path, cache: Path, rng, n: int) -> dict
     alphabet = "abcdefXYZ _-.:*\"'()[]{}^$\\/!?<>|&;`~#%@+=,\t" + "éü検索🙂"
 
     def one() -> dict:
-        words = [rng.choice(MCP_TOKENS) if rng.random() < 0.4 else
-                 "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12))) for _ in range(rng.randint(1, 8))]
-        args = {"query": " ".join(words), "top_k": rng.choice([1, 5, 10, 0, -3, 1000]),
-                "mode": rng.choice([None, "hybrid", "bm25", "vector", "nonsense"])}
+        words = [
+            rng.choice(MCP_TOKENS)
+            if rng.random() < 0.4
+            else "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
+            for _ in range(rng.randint(1, 8))
+        ]
+        args = {
+            "query": " ".join(words),
+            "top_k": rng.choice([1, 5, 10, 0, -3, 1000]),
+            "mode": rng.choice([None, "hybrid", "bm25", "vector", "nonsense"]),
+        }
         if rng.random() < 0.3:
             args["file_glob"] = rng.choice(["*.py", "[", "!", "**/", "src/", "\\", "", "*" * 50])
         if rng.random() < 0.2:
@@ -834,8 +1037,12 @@ def mcp_fuzz(env: Env, root: Path, data: Path, cache: Path, rng, n: int) -> dict
         return {k: v for k, v in args.items() if v is not None}
 
     async def run() -> None:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "codesight_tui", "mcp", "--root", str(root)],
-                                       env=env.env(data, cache), cwd=str(root))
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "codesight_tui", "mcp", "--root", str(root)],
+            env=env.env(data, cache),
+            cwd=str(root),
+        )
         async with Client(params, read_timeout_seconds=120) as client:
             for _ in range(n):
                 args = one()
@@ -880,16 +1087,22 @@ def section_footprint(env: Env, args) -> None:
         f.write_text(originals[f] + f"\n\ndef footprint_edit_{i}():\n    return {i}\n")
         cs.index()
         if i % max(1, args.edits // 10) == 0 or i == args.edits - 1:
-            samples.append((i + 1, cs.storage.vectors.version_count(), cs.storage.vectors.size_bytes(), cs.store.size_bytes()))
+            samples.append(
+                (i + 1, cs.storage.vectors.version_count(), cs.storage.vectors.size_bytes(), cs.store.size_bytes())
+            )
     secs = time.perf_counter() - t0
     repo_bytes = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
     cache_bytes = sum(p.stat().st_size for p in cache.glob("*.sqlite*"))
     for n, versions, lance, sql in samples:
-        figure(f"footprint: after {n:>4} edits: {versions} vector versions, vectors {lance / 1e6:.1f} MB,"
-               f" SQLite {sql / 1e6:.1f} MB")
-    figure(f"footprint: {args.edits} edits in {secs:.0f} s ({secs / args.edits * 1000:.0f} ms each);"
-           f" repository {repo_bytes / 1e6:.1f} MB, index {(samples[-1][2] + samples[-1][3]) / 1e6:.1f} MB,"
-           f" shared cache {cache_bytes / 1e6:.1f} MB")
+        figure(
+            f"footprint: after {n:>4} edits: {versions} vector versions, vectors {lance / 1e6:.1f} MB,"
+            f" SQLite {sql / 1e6:.1f} MB"
+        )
+    figure(
+        f"footprint: {args.edits} edits in {secs:.0f} s ({secs / args.edits * 1000:.0f} ms each);"
+        f" repository {repo_bytes / 1e6:.1f} MB, index {(samples[-1][2] + samples[-1][3]) / 1e6:.1f} MB,"
+        f" shared cache {cache_bytes / 1e6:.1f} MB"
+    )
     issues = consistency(data, root)
     if issues:
         problem(f"footprint: {issues}")
@@ -938,8 +1151,10 @@ def _pptx_slides(path: Path, slides: int) -> None:
 def section_limits(env: Env, args) -> None:  # noqa: C901 - one report, its checks in the order it prints them
     tiny = 5_000 if args.fast else args.tiny_files
     slides = 500 if args.fast else 10_000
-    print(f"\n[limits] each probe in a fresh `codesight index`: peak RSS (limit {RSS_LIMIT_MB} MB), time, no hang",
-          flush=True)
+    print(
+        f"\n[limits] each probe in a fresh `codesight index`: peak RSS (limit {RSS_LIMIT_MB} MB), time, no hang",
+        flush=True,
+    )
     work = env.work / "limits"
 
     def probe(name: str, make) -> None:
@@ -950,16 +1165,34 @@ def section_limits(env: Env, args) -> None:  # noqa: C901 - one report, its chec
         made = make(root)
         build = time.perf_counter() - t0
         data = work / f"data-{name.split()[0]}"
-        r = subprocess.run([sys.executable, "-c", PEAK, str(args.hostile_timeout), sys.executable, "-m", "codesight_tui",
-                            "index", str(root), "--json", "--yes", "--no-embed"],
-                           capture_output=True, text=True, env=env.env(data, env.cache))
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                PEAK,
+                str(args.hostile_timeout),
+                sys.executable,
+                "-m",
+                "codesight_tui",
+                "index",
+                str(root),
+                "--json",
+                "--yes",
+                "--no-embed",
+            ],
+            capture_output=True,
+            text=True,
+            env=env.env(data, env.cache),
+        )
         res = json.loads(r.stdout)
         found = env.cli(["search", "limits_marker", "--path", str(root), "--mode", "bm25", "--json"], data, env.cache)
         st = env.cli(["status", str(root), "--json"], data, env.cache)
         skipped = json.loads(st.stdout).get("skipped", {}) if st.returncode == 0 else {}
         docs = (json.loads(st.stdout).get("documents") or {}).get("skipped", {}) if st.returncode == 0 else {}
-        figure(f"limits: {name} ({made}, built in {build:.0f} s): index rc {res['rc']} in {res['seconds']:.1f} s,"
-               f" peak RSS {res['peak_mb']:.0f} MB; skipped {skipped or '-'}{'; documents ' + str(docs) if docs else ''}")
+        figure(
+            f"limits: {name} ({made}, built in {build:.0f} s): index rc {res['rc']} in {res['seconds']:.1f} s,"
+            f" peak RSS {res['peak_mb']:.0f} MB; skipped {skipped or '-'}{'; documents ' + str(docs) if docs else ''}"
+        )
         if res["rc"] != 0 or "Traceback" in res["stderr"]:
             problem(f"limits: {name}: rc {res['rc']}: {res['stderr'][-200:]}")
         if res["peak_mb"] > RSS_LIMIT_MB:
@@ -1008,9 +1241,15 @@ def section_limits(env: Env, args) -> None:  # noqa: C901 - one report, its chec
         _pptx_slides(root / "deck.pptx", slides)
         return f"{slides:,} slides, {(root / 'deck.pptx').stat().st_size // 1024} KB"
 
-    for name, make in (("single-line file", single_line), ("deep directories", deep), ("symlink loop", loop),
-                       ("many tiny files", many), ("zip-bomb docx", docx_bomb), ("pdf bomb", pdf_bomb),
-                       ("big pptx", deck)):
+    for name, make in (
+        ("single-line file", single_line),
+        ("deep directories", deep),
+        ("symlink loop", loop),
+        ("many tiny files", many),
+        ("zip-bomb docx", docx_bomb),
+        ("pdf bomb", pdf_bomb),
+        ("big pptx", deck),
+    ):
         try:
             probe(name, make)
         except Exception as exc:  # noqa: BLE001
@@ -1053,8 +1292,13 @@ def section_checkout(env: Env, args) -> None:
     t0 = time.perf_counter()
     first = env.cli(["index", str(root), "--no-embed", "--json"], data, env.cache)
     fresh = time.perf_counter() - t0
-    watch = subprocess.Popen([sys.executable, "-m", "codesight_tui", "watch", str(root), "--no-embed", "--json"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env.env(data, env.cache))
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "codesight_tui", "watch", str(root), "--no-embed", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env.env(data, env.cache),
+    )
     errors: list[str] = []
     stop = threading.Event()
 
@@ -1081,8 +1325,9 @@ def section_checkout(env: Env, args) -> None:
             if cs.has_index():
                 c = cs.store.conn
                 old_left = c.execute("SELECT count(*) FROM chunks WHERE content LIKE '%main_branch_%'").fetchone()[0]
-                new_in = c.execute("SELECT count(DISTINCT path) FROM chunks WHERE content LIKE '%other_branch_%'"
-                                   ).fetchone()[0]
+                new_in = c.execute(
+                    "SELECT count(DISTINCT path) FROM chunks WHERE content LIKE '%other_branch_%'"
+                ).fetchone()[0]
                 if old_left == 0 and new_in == n and not cs.indexing_now():
                     settled = time.perf_counter() - t0
                     changed = sum(len(v) for v in cs.changed_files().values())
@@ -1101,11 +1346,13 @@ def section_checkout(env: Env, args) -> None:
         watch.terminate()
         out, err = watch.communicate(timeout=30)
     issues = consistency(data, root)
-    figure(f"checkout: fresh lexical index of {n:,} files {fresh:.1f} s alone, {fresh_loaded:.1f} s with the search"
-           f" loop running (rc {first.returncode}, {again.returncode}); git took {switch:.1f} s to switch, and"
-           f" from its return the watcher settled in"
-           f" {settled if settled is None else round(settled, 1)} s (search loop running), files still differing"
-           f" {changed if settled else '?'}; search errors {len(errors)}; watch rc {watch.returncode}")
+    figure(
+        f"checkout: fresh lexical index of {n:,} files {fresh:.1f} s alone, {fresh_loaded:.1f} s with the search"
+        f" loop running (rc {first.returncode}, {again.returncode}); git took {switch:.1f} s to switch, and"
+        f" from its return the watcher settled in"
+        f" {settled if settled is None else round(settled, 1)} s (search loop running), files still differing"
+        f" {changed if settled else '?'}; search errors {len(errors)}; watch rc {watch.returncode}"
+    )
     if settled is None:
         problem("checkout: the index never matched the new branch")
     elif settled > (2 * fresh_loaded + 0.5 if args.fast else fresh_loaded):
@@ -1113,7 +1360,9 @@ def section_checkout(env: Env, args) -> None:
         # the search loop and another section keep busy, and the harness sees "settled" only every
         # 0.2 s (a CI run measured 1.3 s against 0.8): the comparison is strict at full size (3,000
         # files) only, and --fast catches a settle that is slower by a multiple.
-        problem(f"checkout: settling took {settled:.1f} s, a fresh lexical phase under the same load {fresh_loaded:.1f} s")
+        problem(
+            f"checkout: settling took {settled:.1f} s, a fresh lexical phase under the same load {fresh_loaded:.1f} s"
+        )
     if errors or issues or "Traceback" in err:
         problem(f"checkout: errors {errors[:2]}, issues {issues}, {err[-200:]}")
 
@@ -1147,8 +1396,13 @@ def section_install(env: Env, args) -> None:
 
     def run(home: Path, *argv: str) -> subprocess.CompletedProcess:
         # XDG_CONFIG_HOME too: VS Code's and OpenCode's files are under it, whatever the caller's is
-        return env.cli(list(argv), data, env.cache, timeout=120,
-                       extra={"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")})
+        return env.cli(
+            list(argv),
+            data,
+            env.cache,
+            timeout=120,
+            extra={"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")},
+        )
 
     def new_home(name: str) -> Path:
         home = base / name
@@ -1170,14 +1424,20 @@ def section_install(env: Env, args) -> None:
     r1 = run(home, "install", "claude-code", "cursor", "codex", "--project", str(proj))
     r2 = run(home, "uninstall", "claude-code", "cursor", "codex", "--project", str(proj))
     same = _tree_bytes(home) == before
-    cases.append(("links out of a project refused, the user's files untouched",
-                  same and r1.returncode == 1 and "links out of the project" in r1.stderr and "Traceback" not in r2.stderr))
+    cases.append(
+        (
+            "links out of a project refused, the user's files untouched",
+            same and r1.returncode == 1 and "links out of the project" in r1.stderr and "Traceback" not in r2.stderr,
+        )
+    )
 
     # 2. Codex TOML as users write it; install then uninstall gives back the same bytes
-    variants = {"dotted keys": 'model = "o3"\nmcp_servers.other.command = "x"\nmcp_servers.other.args = ["-v"]\n',
-                "inline table": 'mcp_servers = { other = { command = "x", args = ["-v"] } }\n',
-                "empty table with a comment": '# mine\n[mcp_servers]\n# servers go here\n',
-                "CRLF, no final newline": 'model = "o3"\r\n[mcp_servers.other]\r\ncommand = "y"'}
+    variants = {
+        "dotted keys": 'model = "o3"\nmcp_servers.other.command = "x"\nmcp_servers.other.args = ["-v"]\n',
+        "inline table": 'mcp_servers = { other = { command = "x", args = ["-v"] } }\n',
+        "empty table with a comment": "# mine\n[mcp_servers]\n# servers go here\n",
+        "CRLF, no final newline": 'model = "o3"\r\n[mcp_servers.other]\r\ncommand = "y"',
+    }
     for name, text in variants.items():
         home = new_home(f"home-toml-{len(cases)}")
         config = home / ".codex" / "config.toml"
@@ -1186,12 +1446,17 @@ def section_install(env: Env, args) -> None:
         try:
             got = tomllib.loads(config.read_text())
             kept = got["mcp_servers"]["codesight"]["args"][-1] == "mcp" and (
-                "other" not in text or got["mcp_servers"]["other"]["command"] in ("x", "y"))
+                "other" not in text or got["mcp_servers"]["other"]["command"] in ("x", "y")
+            )
         except (OSError, tomllib.TOMLDecodeError, KeyError, IndexError, TypeError):  # not kept as it was
             kept = False
         r2 = run(home, "uninstall", "codex")
-        cases.append((f"Codex TOML, {name}", kept and r1.returncode == r2.returncode == 0
-                      and config.read_bytes() == text.encode()))
+        cases.append(
+            (
+                f"Codex TOML, {name}",
+                kept and r1.returncode == r2.returncode == 0 and config.read_bytes() == text.encode(),
+            )
+        )
 
     # 3. VS Code's mcp.json with comments and a trailing comma
     home = new_home("home-jsonc")
@@ -1202,9 +1467,15 @@ def section_install(env: Env, args) -> None:
     r1 = run(home, "install", "copilot")
     edited = (code / "mcp.json").read_text()
     r2 = run(home, "uninstall", "copilot")
-    cases.append(("VS Code JSON with comments edited in place and given back",
-                  r1.returncode == 0 and "// my servers" in edited and '"codesight"' in edited
-                  and (code / "mcp.json").read_text() == text))
+    cases.append(
+        (
+            "VS Code JSON with comments edited in place and given back",
+            r1.returncode == 0
+            and "// my servers" in edited
+            and '"codesight"' in edited
+            and (code / "mcp.json").read_text() == text,
+        )
+    )
 
     # 4. a read-only settings file, and 5. a hand-made "codesight" entry
     home = new_home("home-ro")
@@ -1212,15 +1483,26 @@ def section_install(env: Env, args) -> None:
     settings.write_text('{"theme": "dark"}\n')
     settings.chmod(0o444)
     r1 = run(home, "install", "gemini")
-    cases.append(("a read-only file left alone", r1.returncode == 1 and "read-only" in r1.stderr
-                  and settings.read_text() == '{"theme": "dark"}\n' and settings.stat().st_mode & 0o777 == 0o444))
+    cases.append(
+        (
+            "a read-only file left alone",
+            r1.returncode == 1
+            and "read-only" in r1.stderr
+            and settings.read_text() == '{"theme": "dark"}\n'
+            and settings.stat().st_mode & 0o777 == 0o444,
+        )
+    )
     home = new_home("home-own")
     mine = '{\n  "mcpServers": {\n    "codesight": {"command": "/opt/cs", "args": ["mcp"], "env": {"X": "1"}}\n  }\n}\n'
     (home / ".claude.json").write_text(mine)
     r1 = run(home, "install", "claude-code")
     r2 = run(home, "uninstall", "claude-code")
-    cases.append(("a hand-made entry kept by install and uninstall", r1.returncode == 1
-                  and (home / ".claude.json").read_text() == mine))
+    cases.append(
+        (
+            "a hand-made entry kept by install and uninstall",
+            r1.returncode == 1 and (home / ".claude.json").read_text() == mine,
+        )
+    )
 
     # 6. six agents into a project and out: every byte back, nothing left behind
     home = new_home("home-six")
@@ -1233,8 +1515,12 @@ def section_install(env: Env, args) -> None:
     names = ["claude-code", "cursor", "codex", "gemini", "opencode", "copilot"]
     r1 = run(home, "install", *names, "--project", str(proj))
     r2 = run(home, "uninstall", *names, "--project", str(proj))
-    cases.append(("six agents into a project and out, byte for byte", r1.returncode == r2.returncode == 0
-                  and _tree_bytes(proj) == before))
+    cases.append(
+        (
+            "six agents into a project and out, byte for byte",
+            r1.returncode == r2.returncode == 0 and _tree_bytes(proj) == before,
+        )
+    )
 
     good = sum(ok for _, ok in cases)
     figure(f"install: {good} of {len(cases)} cases as intended")
@@ -1248,8 +1534,13 @@ def _git_repo(root: Path, files: dict[str, bytes]) -> Path:
     for rel, data in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)
-    genv = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t",
-                GIT_COMMITTER_EMAIL="t@example.com")
+    genv = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.com",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.com",
+    )
     for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "init"]):
         subprocess.run(["git", "-C", str(root), *cmd], check=True, env=genv, capture_output=True)
     return root
@@ -1263,8 +1554,13 @@ def section_fleet(env: Env, args) -> None:
     data = base / "data"
     home = base / "home"
     home.mkdir(parents=True)
-    code = _git_repo(base / "clones" / "svc", {"src/retry.py": b"def retry_failed_upload(chunk):\n    return chunk.send()\n",
-                                              "data/blob.bin": os.urandom(1024) * (30 * 1024)})  # 30 MB
+    code = _git_repo(
+        base / "clones" / "svc",
+        {
+            "src/retry.py": b"def retry_failed_upload(chunk):\n    return chunk.send()\n",
+            "data/blob.bin": os.urandom(1024) * (30 * 1024),
+        },
+    )  # 30 MB
     clones = str(base / "clones")
     extra = {"HOME": str(home)}
 
@@ -1272,21 +1568,38 @@ def section_fleet(env: Env, args) -> None:
     tmp = base / "tmp-run"
     tmp.mkdir()
     before = set(subprocess.run(["ss", "-ltunH"], capture_output=True, text=True).stdout.splitlines())
-    job = subprocess.Popen([sys.executable, "-m", "codesight_tui", "fleet", "index", clones, "--store",
-                            str(base / "s2"), "--workers", "2"], env={**env.env(data, env.cache), **extra,
-                                                                       "TMPDIR": str(tmp)},
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    job = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "codesight_tui",
+            "fleet",
+            "index",
+            clones,
+            "--store",
+            str(base / "s2"),
+            "--workers",
+            "2",
+        ],
+        env={**env.env(data, env.cache), **extra, "TMPDIR": str(tmp)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     listeners: set[str] = set()
     while job.poll() is None:
         listeners |= set(subprocess.run(["ss", "-ltunH"], capture_output=True, text=True).stdout.splitlines()) - before
         time.sleep(0.1)
     out, err = job.communicate()
     left = sorted(str(p.relative_to(base)) for p in [*tmp.iterdir(), *home.iterdir()])
-    figure(f"fleet: a run on worker processes here: exit {job.returncode}; {len(listeners)} new TCP/UDP listeners"
-           f" (a local Ray had 7 beyond loopback); left in TMPDIR and HOME: {left or 'nothing'}")
+    figure(
+        f"fleet: a run on worker processes here: exit {job.returncode}; {len(listeners)} new TCP/UDP listeners"
+        f" (a local Ray had 7 beyond loopback); left in TMPDIR and HOME: {left or 'nothing'}"
+    )
     if job.returncode != 0 or listeners or left:
-        problem(f"fleet: the run: exit {job.returncode}, listeners {sorted(listeners)[:3]}, left {left[:3]},"
-                f" {err[-300:]}")
+        problem(
+            f"fleet: the run: exit {job.returncode}, listeners {sorted(listeners)[:3]}, left {left[:3]}, {err[-300:]}"
+        )
 
     # 3. a store path that holds something else (a repository)
     other = _git_repo(base / "not-a-store", {"README": b"hello\n", "docs/guide.md": b"# Guide\n"})
@@ -1299,8 +1612,20 @@ def section_fleet(env: Env, args) -> None:
 
     # 4. a token in a source URL (port 9: nothing listens, the clone fails at once)
     store = base / "s4"
-    r = env.cli(["fleet", "index", "https://deploy:SECRET-TOKEN@127.0.0.1:9/org/pay.git", "--store", str(store),
-                 "--local", "--json"], data, env.cache, extra=extra)
+    r = env.cli(
+        [
+            "fleet",
+            "index",
+            "https://deploy:SECRET-TOKEN@127.0.0.1:9/org/pay.git",
+            "--store",
+            str(store),
+            "--local",
+            "--json",
+        ],
+        data,
+        env.cache,
+        extra=extra,
+    )
     st = env.cli(["fleet", "status", "--store", str(store), "--json"], data, env.cache, extra=extra)
     leaked = sum(b"SECRET-TOKEN" in f.read_bytes() for f in store.rglob("*") if f.is_file())
     leaked += sum("SECRET-TOKEN" in t for t in (r.stdout, r.stderr, st.stdout, st.stderr))
@@ -1311,9 +1636,13 @@ def section_fleet(env: Env, args) -> None:
     # 5. a 30 MB blob in a small repository: the temporary space the run takes
     tmp = base / "tmp-blob"
     tmp.mkdir()
-    job = subprocess.Popen([sys.executable, "-m", "codesight_tui", "fleet", "index", clones, "--store",
-                            str(base / "s5"), "--local"], env={**env.env(data, env.cache), **extra, "TMPDIR": str(tmp)},
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    job = subprocess.Popen(
+        [sys.executable, "-m", "codesight_tui", "fleet", "index", clones, "--store", str(base / "s5"), "--local"],
+        env={**env.env(data, env.cache), **extra, "TMPDIR": str(tmp)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     peak = 0
     while job.poll() is None:
         peak = max(peak, sum(f.stat().st_size for f in tmp.rglob("*") if f.is_file() and not f.is_symlink()))
@@ -1326,8 +1655,18 @@ def section_fleet(env: Env, args) -> None:
 
 
 # Rough cost of each section in --fast, for starting the longest first.
-SECTION_WEIGHT = {"kill": 4, "faults": 3, "queries": 2, "hostile": 1, "concurrency": 2, "footprint": 2, "limits": 2,
-                  "checkout": 1, "fleet": 2, "install": 1}
+SECTION_WEIGHT = {
+    "kill": 4,
+    "faults": 3,
+    "queries": 2,
+    "hostile": 1,
+    "concurrency": 2,
+    "footprint": 2,
+    "limits": 2,
+    "checkout": 1,
+    "fleet": 2,
+    "install": 1,
+}
 
 
 def run_parallel(args, work: Path) -> int:
@@ -1338,12 +1677,17 @@ def run_parallel(args, work: Path) -> int:
 
     t0 = time.perf_counter()
     names = [n.strip() for n in args.only.split(",")]
-    shared = [] if args.cache else ["--cache", str(work / "cache")]  # one cache: what one section embeds, the next reuses
+    shared = (
+        [] if args.cache else ["--cache", str(work / "cache")]
+    )  # one cache: what one section embeds, the next reuses
 
     def one(name: str) -> subprocess.CompletedProcess:
         # argparse keeps an option's last value: the child's --only and --jobs win over ours
-        return subprocess.run([sys.executable, str(Path(__file__).resolve()), *sys.argv[1:], *shared,
-                               "--only", name, "--jobs", "1"], capture_output=True, text=True)
+        return subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), *sys.argv[1:], *shared, "--only", name, "--jobs", "1"],
+            capture_output=True,
+            text=True,
+        )
 
     with ThreadPoolExecutor(args.jobs) as pool:
         order = sorted(names, key=lambda n: -SECTION_WEIGHT.get(n, 1))
@@ -1367,7 +1711,7 @@ def run_parallel(args, work: Path) -> int:
 
 
 # --- the warm service ----------------------------------------------------------------------------
-SERVICE_CALLS = r'''
+SERVICE_CALLS = r"""
 import json, sys, threading
 from codesight_tui import client
 argv, cwd, n = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
@@ -1385,7 +1729,7 @@ threads = [threading.Thread(target=one) for _ in range(n)]
 for t in threads: t.start()
 for t in threads: t.join()
 print(json.dumps(got))
-'''
+"""
 
 
 def section_service(env: Env, args) -> None:  # noqa: C901 - one report, its checks in the order it prints them
@@ -1393,8 +1737,11 @@ def section_service(env: Env, args) -> None:  # noqa: C901 - one report, its che
     middle of an index run it makes, the stale socket that leaves, and another user's connection."""
     n_files = 1500 if args.fast else 4000
     calls, procs = (100, 20) if args.fast else (args.service_calls, 200)
-    print(f"\n[service] {calls:,} concurrent calls and {procs} client processes; kill -9 mid-index of"
-          f" {n_files:,} files; a stale socket; another user", flush=True)
+    print(
+        f"\n[service] {calls:,} concurrent calls and {procs} client processes; kill -9 mid-index of"
+        f" {n_files:,} files; a stale socket; another user",
+        flush=True,
+    )
     work = env.work / "service"
     small = corpus_copy(work, "repo", args.corpus)
     subprocess.run(["git", "init", "-q", str(small)], check=True)
@@ -1402,7 +1749,8 @@ def section_service(env: Env, args) -> None:  # noqa: C901 - one report, its che
     for i in range(n_files):
         (big / f"pkg{i % 40}").mkdir(parents=True, exist_ok=True)
         (big / f"pkg{i % 40}" / f"m{i}.py").write_text(
-            f"def handler_{i}(request):\n    \"\"\"Serve request {i} and log it.\"\"\"\n    return request.send({i})\n")
+            f'def handler_{i}(request):\n    """Serve request {i} and log it."""\n    return request.send({i})\n'
+        )
     subprocess.run(["git", "init", "-q", str(big)], check=True)
     data, cache = work / "data", env.cache
     run_dir = Path(tempfile.mkdtemp(prefix="csr-", dir="/tmp"))
@@ -1442,20 +1790,34 @@ def section_service(env: Env, args) -> None:  # noqa: C901 - one report, its che
             return
         # 1. Many calls at once: threads in one process (all connected together), then processes.
         t = time.perf_counter()
-        out = subprocess.run([sys.executable, "-c", SERVICE_CALLS, json.dumps(query), str(work), str(calls)],
-                             capture_output=True, text=True, env={**env.env(data, cache), **on}, timeout=1800)
+        out = subprocess.run(
+            [sys.executable, "-c", SERVICE_CALLS, json.dumps(query), str(work), str(calls)],
+            capture_output=True,
+            text=True,
+            env={**env.env(data, cache), **on},
+            timeout=1800,
+        )
         got = json.loads(out.stdout) if out.returncode == 0 else []
         bad = [g for g in got if g != [0, expected.stdout]]
-        figure(f"service: {calls:,} concurrent calls in {time.perf_counter() - t:.1f} s: {len(got) - len(bad):,}"
-               f" right, {len(bad)} wrong or failed")
+        figure(
+            f"service: {calls:,} concurrent calls in {time.perf_counter() - t:.1f} s: {len(got) - len(bad):,}"
+            f" right, {len(bad)} wrong or failed"
+        )
         if len(got) != calls or bad:
             problem(f"service: concurrent calls: {len(got)} answers, {len(bad)} wrong: {bad[:2]} {out.stderr[-300:]}")
         t = time.perf_counter()
         wrong = 0
         for start in range(0, procs, 50):
-            batch = [subprocess.Popen([sys.executable, "-m", "codesight_tui", *query], stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True, env={**env.env(data, cache), **on})
-                     for _ in range(min(50, procs - start))]
+            batch = [
+                subprocess.Popen(
+                    [sys.executable, "-m", "codesight_tui", *query],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env={**env.env(data, cache), **on},
+                )
+                for _ in range(min(50, procs - start))
+            ]
             for p in batch:
                 so, se = p.communicate(timeout=600)
                 wrong += (p.returncode, so) != (0, expected.stdout)
@@ -1467,9 +1829,23 @@ def section_service(env: Env, args) -> None:  # noqa: C901 - one report, its che
             problem(f"service: status says served {st.get('served')}, failed {st.get('failed')}")
         # 2. kill -9 of the service in the middle of the index run a served first search makes.
         old = pid()
-        client_proc = subprocess.Popen([sys.executable, "-m", "codesight_tui", "search", "serve request log",
-                                        "--mode", "bm25", "--path", str(big)], stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, text=True, env={**env.env(data, cache), **on})
+        client_proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "codesight_tui",
+                "search",
+                "serve request log",
+                "--mode",
+                "bm25",
+                "--path",
+                str(big),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**env.env(data, cache), **on},
+        )
         said = client_proc.stderr.readline()
         # Mid-index whatever the machine's speed: once the run has its database, a moment later.
         # (A fixed 1 s from the "indexing first" line missed it on a faster machine: 4,000 files
@@ -1482,8 +1858,10 @@ def section_service(env: Env, args) -> None:  # noqa: C901 - one report, its che
         rest_out, rest_err = client_proc.communicate(timeout=120)
         while not gone(old):
             time.sleep(0.05)
-        figure(f"service: killed mid-index ({said.strip()[:60]}...): the client said"
-               f" {(rest_err.strip().splitlines() or ['nothing'])[-1][:90]!r}, exit {client_proc.returncode}")
+        figure(
+            f"service: killed mid-index ({said.strip()[:60]}...): the client said"
+            f" {(rest_err.strip().splitlines() or ['nothing'])[-1][:90]!r}, exit {client_proc.returncode}"
+        )
         if client_proc.returncode == 0 and "indexing first" in said:
             problem("service: the client of a killed service reported success")
         if "indexing first" not in said:
@@ -1492,10 +1870,13 @@ def section_service(env: Env, args) -> None:  # noqa: C901 - one report, its che
             problem(f"service: after kill -9 mid-index: {p}")
         # 3. The socket it left is stale: the next call answers here and a new service replaces it.
         stale = any(svc.glob("service-*.sock"))
-        after = env.cli(["search", "serve request log", "--mode", "bm25", "--verbose", "--path", str(big)], data,
-                        cache, extra=on)
-        figure(f"service: stale socket left: {stale}; the next call: exit {after.returncode},"
-               f" {(after.stderr.strip().splitlines() or [''])[0][:80]!r}")
+        after = env.cli(
+            ["search", "serve request log", "--mode", "bm25", "--verbose", "--path", str(big)], data, cache, extra=on
+        )
+        figure(
+            f"service: stale socket left: {stale}; the next call: exit {after.returncode},"
+            f" {(after.stderr.strip().splitlines() or [''])[0][:80]!r}"
+        )
         if after.returncode != 0 or "pkg" not in after.stdout or "stale socket" not in after.stderr:
             problem(f"service: the call after the kill: {after.returncode} {after.stderr.strip()[-300:]}")
         if not answering() or pid() == old:
@@ -1563,24 +1944,38 @@ def main() -> int:
     ap.add_argument("--tui-kills", type=int, default=3)
     ap.add_argument("--mcp-kills", type=int, default=3)
     ap.add_argument("--mcp-queries", type=int, default=1000, help="random queries through `codesight mcp`")
-    ap.add_argument("--kill-window", type=float, default=60.0,
-                    help="a run that has not reached its kill point by then is killed anyway")
+    ap.add_argument(
+        "--kill-window",
+        type=float,
+        default=60.0,
+        help="a run that has not reached its kill point by then is killed anyway",
+    )
     ap.add_argument("--concurrency-seconds", type=float, default=300.0)
     ap.add_argument("--queries", type=int, default=10_000)
     ap.add_argument("--cli-queries", type=int, default=100)
     ap.add_argument("--edits", type=int, default=1000)
     ap.add_argument("--hostile-timeout", type=float, default=900.0)
     ap.add_argument("--tiny-files", type=int, default=500_000, help="the limits section's many tiny files")
-    ap.add_argument("--checkout-files", type=int, default=3_000, help="files the checkout section's branch switch changes")
+    ap.add_argument(
+        "--checkout-files", type=int, default=3_000, help="files the checkout section's branch switch changes"
+    )
     ap.add_argument("--service-calls", type=int, default=1000, help="concurrent calls the service section makes")
     ap.add_argument("--faults", default=None, help="comma-separated names of the fault cases to run (default all)")
     ap.add_argument("--seed", type=int, default=22)
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--profile", action="store_true", help="list the slowest CLI runs at the end")
-    ap.add_argument("--cache", type=Path, default=None, help="the embedding cache every section shares"
-                    " (default: one in the work directory)")
-    ap.add_argument("--jobs", type=int, default=1,
-                    help="run the sections as this many harness processes at once (each its own work directory)")
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        help="the embedding cache every section shares (default: one in the work directory)",
+    )
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="run the sections as this many harness processes at once (each its own work directory)",
+    )
     args = ap.parse_args()
     global CORPUS_FILES
     if args.fast:
@@ -1605,10 +2000,19 @@ def main() -> int:
         return run_parallel(args, work)
     env = Env(work, args.cache)
     exec(GUARD.replace('os.environ.get("CODESIGHT_TORTURE_NETLOG")', repr(str(env.netlog))), {})  # this process too
-    sections = {"kill": section_kill, "concurrency": section_concurrency, "faults": section_faults,
-                "hostile": section_hostile, "queries": section_queries, "footprint": section_footprint,
-                "limits": section_limits, "checkout": section_checkout, "service": section_service,
-                "install": section_install, "fleet": section_fleet}
+    sections = {
+        "kill": section_kill,
+        "concurrency": section_concurrency,
+        "faults": section_faults,
+        "hostile": section_hostile,
+        "queries": section_queries,
+        "footprint": section_footprint,
+        "limits": section_limits,
+        "checkout": section_checkout,
+        "service": section_service,
+        "install": section_install,
+        "fleet": section_fleet,
+    }
     t0 = time.perf_counter()
     print(f"torture: {args.only}; work directory {work}; {os.cpu_count()} cpus", flush=True)
     try:
@@ -1626,8 +2030,10 @@ def main() -> int:
     import resource
 
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    figure(f"peak RSS of any child process: {peak:.0f} MB; harness itself"
-           f" {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    figure(
+        f"peak RSS of any child process: {peak:.0f} MB; harness itself"
+        f" {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
+    )
     if args.profile:
         print(f"\nCLI runs: {len(TIMINGS)}, {sum(t for t, _ in TIMINGS):.0f} s in all; the slowest:")
         for t, cmd in sorted(TIMINGS, reverse=True)[:25]:

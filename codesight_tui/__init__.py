@@ -5,8 +5,17 @@
 """
 
 __version__ = "0.1.0"
-__all__ = ["CodeSight", "CodeSightError", "Fleet", "IndexJob", "IndexStatus", "Navigation", "SearchResponse", "SearchResult",
-           "__version__"]
+__all__ = [
+    "CodeSight",
+    "CodeSightError",
+    "Fleet",
+    "IndexJob",
+    "IndexStatus",
+    "Navigation",
+    "SearchResponse",
+    "SearchResult",
+    "__version__",
+]
 
 
 def __getattr__(name: str) -> object:

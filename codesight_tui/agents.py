@@ -74,18 +74,83 @@ class Agent:
 
 
 AGENTS: tuple[Agent, ...] = (
-    Agent("claude-code", "Claude Code", (".claude", ".claude.json"), ("claude",), ".claude.json", ".mcp.json",
-          "mcpServers", "json-typed", ".claude/CLAUDE.md", "CLAUDE.md"),
-    Agent("cursor", "Cursor", (".cursor",), ("cursor", "cursor-agent"), ".cursor/mcp.json", ".cursor/mcp.json",
-          "mcpServers", "json-command", None, ".cursor/rules/codesight.mdc", guide_is_file=True, jsonc=True),
-    Agent("codex", "Codex CLI", (".codex",), ("codex",), ".codex/config.toml", ".codex/config.toml",
-          "mcp_servers", "toml", ".codex/AGENTS.md", "AGENTS.md"),
-    Agent("gemini", "Gemini CLI", (".gemini",), ("gemini",), ".gemini/settings.json", ".gemini/settings.json",
-          "mcpServers", "json-command", ".gemini/GEMINI.md", "GEMINI.md", jsonc=True),
-    Agent("opencode", "OpenCode", ("$XDG/opencode", ".opencode"), ("opencode",), "$XDG/opencode/opencode.json",
-          "opencode.json", "mcp", "opencode", "$XDG/opencode/AGENTS.md", "AGENTS.md", jsonc=True),
-    Agent("copilot", "GitHub Copilot in VS Code", ("$XDG/Code", ".vscode"), ("code",), "$XDG/Code/User/mcp.json",
-          ".vscode/mcp.json", "servers", "json-typed", None, ".github/copilot-instructions.md", jsonc=True),
+    Agent(
+        "claude-code",
+        "Claude Code",
+        (".claude", ".claude.json"),
+        ("claude",),
+        ".claude.json",
+        ".mcp.json",
+        "mcpServers",
+        "json-typed",
+        ".claude/CLAUDE.md",
+        "CLAUDE.md",
+    ),
+    Agent(
+        "cursor",
+        "Cursor",
+        (".cursor",),
+        ("cursor", "cursor-agent"),
+        ".cursor/mcp.json",
+        ".cursor/mcp.json",
+        "mcpServers",
+        "json-command",
+        None,
+        ".cursor/rules/codesight.mdc",
+        guide_is_file=True,
+        jsonc=True,
+    ),
+    Agent(
+        "codex",
+        "Codex CLI",
+        (".codex",),
+        ("codex",),
+        ".codex/config.toml",
+        ".codex/config.toml",
+        "mcp_servers",
+        "toml",
+        ".codex/AGENTS.md",
+        "AGENTS.md",
+    ),
+    Agent(
+        "gemini",
+        "Gemini CLI",
+        (".gemini",),
+        ("gemini",),
+        ".gemini/settings.json",
+        ".gemini/settings.json",
+        "mcpServers",
+        "json-command",
+        ".gemini/GEMINI.md",
+        "GEMINI.md",
+        jsonc=True,
+    ),
+    Agent(
+        "opencode",
+        "OpenCode",
+        ("$XDG/opencode", ".opencode"),
+        ("opencode",),
+        "$XDG/opencode/opencode.json",
+        "opencode.json",
+        "mcp",
+        "opencode",
+        "$XDG/opencode/AGENTS.md",
+        "AGENTS.md",
+        jsonc=True,
+    ),
+    Agent(
+        "copilot",
+        "GitHub Copilot in VS Code",
+        ("$XDG/Code", ".vscode"),
+        ("code",),
+        "$XDG/Code/User/mcp.json",
+        ".vscode/mcp.json",
+        "servers",
+        "json-typed",
+        None,
+        ".github/copilot-instructions.md",
+        jsonc=True,
+    ),
 )
 BY_NAME = {a.name: a for a in AGENTS} | {"claude": AGENTS[0], "vscode": AGENTS[5], "gemini-cli": AGENTS[3]}
 
@@ -139,9 +204,12 @@ class Change:
         return self.before != self.after
 
     def diff(self) -> str:
-        lines = difflib.unified_diff((self.before or "").splitlines(True), (self.after or "").splitlines(True),
-                                     str(self.path) if self.before is not None else "/dev/null",
-                                     str(self.path) if self.after is not None else "/dev/null")
+        lines = difflib.unified_diff(
+            (self.before or "").splitlines(True),
+            (self.after or "").splitlines(True),
+            str(self.path) if self.before is not None else "/dev/null",
+            str(self.path) if self.after is not None else "/dev/null",
+        )
         # a last line with no newline is marked as diff marks it, not run into the next header
         return "".join(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines)
 
@@ -173,7 +241,7 @@ def server_command(root: Path | None = None, *, portable: bool = False) -> list[
 def _where(spec: str, home: Path, env: dict[str, Any]) -> Path:
     if spec.startswith("$XDG/"):
         xdg = env.get("XDG_CONFIG_HOME")
-        return (Path(xdg) if xdg else home / ".config") / spec[len("$XDG/"):]
+        return (Path(xdg) if xdg else home / ".config") / spec[len("$XDG/") :]
     return home / spec
 
 
@@ -206,8 +274,9 @@ def _read(path: Path) -> str | None:
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise CodeSightError(f"cannot read {path}: {exc.strerror if isinstance(exc, OSError) else 'not UTF-8'}",
-                             exit_code=1) from None
+        raise CodeSightError(
+            f"cannot read {path}: {exc.strerror if isinstance(exc, OSError) else 'not UTF-8'}", exit_code=1
+        ) from None
 
 
 def _indent(text: str) -> str | int:
@@ -301,8 +370,11 @@ def _put(text: str, shadow: str, obj_at: int, name: str, value: Any, unit: str |
     close = shadow.index("}", obj_at)
     outer = _line_indent(text, obj_at)
     indent = outer + step
-    return (text[:obj_at + 1] + f"{eol}{indent}{json.dumps(name)}: {_dump(value, unit, indent, eol)}{eol}{outer}"
-            + text[close:])
+    return (
+        text[: obj_at + 1]
+        + f"{eol}{indent}{json.dumps(name)}: {_dump(value, unit, indent, eol)}{eol}{outer}"
+        + text[close:]
+    )
 
 
 def _drop(text: str, shadow: str, obj_at: int, name: str) -> str:
@@ -312,11 +384,11 @@ def _drop(text: str, shadow: str, obj_at: int, name: str) -> str:
         if n != name:
             continue
         if i > 0:  # from the end of the previous value: its comma goes with this member
-            return text[:members[i - 1][3]] + text[ve:]
+            return text[: members[i - 1][3]] + text[ve:]
         if len(members) > 1:  # the first of several: up to the next member
-            return text[:ns] + text[members[1][1]:]
+            return text[:ns] + text[members[1][1] :]
         close = _ws_end(shadow, ve)
-        return text[:obj_at + 1] + text[close:]
+        return text[: obj_at + 1] + text[close:]
     return text
 
 
@@ -325,8 +397,9 @@ def _json_data(path: Path, text: str, jsonc: bool) -> object:
         return json.loads(_blank_comments(text) if jsonc else text)
     except ValueError as exc:
         kind = "JSON (comments allowed)" if jsonc else "plain JSON"
-        raise CodeSightError(f"{path} is not {kind} ({exc}): fix it or edit it by hand; nothing was changed",
-                             exit_code=1) from None
+        raise CodeSightError(
+            f"{path} is not {kind} ({exc}): fix it or edit it by hand; nothing was changed", exit_code=1
+        ) from None
 
 
 def _current_entry(agent: Agent, text: str | None, path: Path) -> object:
@@ -351,8 +424,7 @@ def _json_edit(path: Path, text: str | None, key: str, entry: dict[str, Any] | N
     shadow = _blank_comments(text) if jsonc else text
     data = _json_data(path, text, jsonc)
     if not isinstance(data, dict) or not isinstance(data.get(key, {}), dict):
-        raise CodeSightError(f"{path}: expected an object with an object \"{key}\"; nothing was changed",
-                             exit_code=1)
+        raise CodeSightError(f'{path}: expected an object with an object "{key}"; nothing was changed', exit_code=1)
     servers = data.get(key)
     top = _ws_end(shadow)
     unit = _indent(text)
@@ -367,16 +439,20 @@ def _json_edit(path: Path, text: str | None, key: str, entry: dict[str, Any] | N
             return text
         data.setdefault(key, {})[SERVER] = entry
         member = next((vs for n, _, vs, _ in _members(shadow, top) if n == key), None)
-        out = (_put(text, shadow, top, key, {SERVER: entry}, unit) if member is None
-               else _put(text, shadow, member, SERVER, entry, unit))
+        out = (
+            _put(text, shadow, top, key, {SERVER: entry}, unit)
+            if member is None
+            else _put(text, shadow, member, SERVER, entry, unit)
+        )
     try:
         same = json.loads(_blank_comments(out) if jsonc else out) == data
     except ValueError:
         same = False
     if not same:  # never write what does not say exactly what was meant
         if jsonc and shadow != text:
-            raise CodeSightError(f"{path}: cannot edit it without losing its comments; add codesight by hand",
-                                 exit_code=1)
+            raise CodeSightError(
+                f"{path}: cannot edit it without losing its comments; add codesight by hand", exit_code=1
+            )
         out = json.dumps(data, indent=unit, ensure_ascii=False) + ("\n" if text.endswith("\n") else "")
     return out
 
@@ -387,8 +463,9 @@ def _toml_data(path: Path, text: str) -> dict[str, Any]:
     try:
         return dict(tomlkit.parse(text).unwrap())
     except Exception as exc:  # tomlkit's ParseError and friends  # noqa: BLE001
-        raise CodeSightError(f"{path} is not valid TOML ({exc}): fix it or edit it by hand; nothing was changed",
-                             exit_code=1) from None
+        raise CodeSightError(
+            f"{path} is not valid TOML ({exc}): fix it or edit it by hand; nothing was changed", exit_code=1
+        ) from None
 
 
 def _toml_section(key: str) -> re.Pattern[str]:
@@ -412,7 +489,7 @@ def _toml_edit(path: Path, text: str | None, key: str, entry: dict[str, Any] | N
     data = _toml_data(path, text_)
     servers = data.get(key)
     if servers is not None and not isinstance(servers, dict):
-        raise CodeSightError(f"{path}: \"{key}\" is not a table; nothing was changed", exit_code=1)
+        raise CodeSightError(f'{path}: "{key}" is not a table; nothing was changed', exit_code=1)
     expected = json.loads(json.dumps(data, default=str))  # a plain copy
     if entry is None:
         if not servers or SERVER not in servers:
@@ -446,8 +523,10 @@ def _toml_edit(path: Path, text: str | None, key: str, entry: dict[str, Any] | N
     except Exception:  # noqa: BLE001 - an edit tomlkit can't read back is no edit: refused, the file untouched
         ok = False
     if not ok:
-        raise CodeSightError(f"{path}: cannot set codesight's entry without changing others; add it by hand:"
-                             f" [{key}.{SERVER}]", exit_code=1)
+        raise CodeSightError(
+            f"{path}: cannot set codesight's entry without changing others; add it by hand: [{key}.{SERVER}]",
+            exit_code=1,
+        )
     return out if entry is not None or out.strip() else ""
 
 
@@ -476,8 +555,10 @@ def _inside(path: Path, project: Path) -> None:
     target = path.resolve()
     if target != root and root not in target.parents:
         shown = path.relative_to(project) if path.is_relative_to(project) else path
-        raise CodeSightError(f"{shown} links out of the project (to {target}): remove the link or edit it by hand;"
-                             " nothing was changed", exit_code=1)
+        raise CodeSightError(
+            f"{shown} links out of the project (to {target}): remove the link or edit it by hand; nothing was changed",
+            exit_code=1,
+        )
 
 
 def _writable(path: Path) -> None:
@@ -486,8 +567,9 @@ def _writable(path: Path) -> None:
     except OSError:
         return
     if not mode & 0o222:
-        raise CodeSightError(f"{path} is read-only: nothing was changed (make it writable, or edit it by hand)",
-                             exit_code=1)
+        raise CodeSightError(
+            f"{path} is read-only: nothing was changed (make it writable, or edit it by hand)", exit_code=1
+        )
 
 
 def _umask() -> int:
@@ -506,9 +588,18 @@ def _target(path: Path) -> Path:
     return path.resolve() if path.is_symlink() else path
 
 
-def _file_change(agent: Agent, path: Path, before: str | None, edited: str | None, *, remove: bool,
-                 ledger: Ledger, entry: dict[str, Any] | None = None, shared: bool = False,
-                 public: bool = False) -> Change:
+def _file_change(
+    agent: Agent,
+    path: Path,
+    before: str | None,
+    edited: str | None,
+    *,
+    remove: bool,
+    ledger: Ledger,
+    entry: dict[str, Any] | None = None,
+    shared: bool = False,
+    public: bool = False,
+) -> Change:
     """The change to one file, with the ledger's say: an uninstall of a file that is as install
     left it gives back its first bytes (or removes it); a guide another agent still uses stays.
     ``public``: a project's file (``.mcp.json``, ``AGENTS.md``), created with the umask's mode; a
@@ -535,8 +626,16 @@ def _looks_ours(agent: Agent, current: object) -> bool:
     return isinstance(argv, list) and "mcp" in argv[:4] and any("codesight" in str(a) for a in argv[:3])
 
 
-def plan(agent: Agent, *, home: Path, env: dict[str, Any], project: Path | None, remove: bool, ledger: Ledger | None = None,
-         force: bool = False) -> Plan:
+def plan(
+    agent: Agent,
+    *,
+    home: Path,
+    env: dict[str, Any],
+    project: Path | None,
+    remove: bool,
+    ledger: Ledger | None = None,
+    force: bool = False,
+) -> Plan:
     """What ``install`` (or ``uninstall`` with ``remove``) would change for one agent."""
     ledger = ledger if ledger is not None else Ledger(Path(os.devnull))
     p = Plan(agent, detected(agent, home, env, project))
@@ -556,26 +655,44 @@ def plan(agent: Agent, *, home: Path, env: dict[str, Any], project: Path | None,
     before = _read(config)
     current = _current_entry(agent, before, config)
     record = ledger.files.get(_key(_target(config)))
-    ours = (current is None or current == entry
-            or (record.get("entries", {}).get(agent.name) == current if record else _looks_ours(agent, current)))
+    ours = (
+        current is None
+        or current == entry
+        or (record.get("entries", {}).get(agent.name) == current if record else _looks_ours(agent, current))
+    )
     if not ours and not force:
-        p.notes.append(f"{config}: its codesight entry is not one install wrote (your own?): left as is;"
-                       f" --force {'removes' if remove else 'replaces'} it")
+        p.notes.append(
+            f"{config}: its codesight entry is not one install wrote (your own?): left as is;"
+            f" --force {'removes' if remove else 'replaces'} it"
+        )
     else:
         if agent.flavour == "toml":
             edited = _toml_edit(config, before, agent.key, entry)
         else:
             edited = _json_edit(config, before, agent.key, entry, jsonc=agent.jsonc)
-        p.changes.append(_file_change(agent, config, before, edited, remove=remove, ledger=ledger, entry=entry,
-                                      public=project is not None))
+        p.changes.append(
+            _file_change(
+                agent, config, before, edited, remove=remove, ledger=ledger, entry=entry, public=project is not None
+            )
+        )
     if guide is not None:
         before = _read(guide)
         if agent.guide_is_file:  # the file is codesight's own: written whole, removed whole
             edited = None if remove else CURSOR_RULE
         else:
             edited = _guide_edit(before, add=not remove)
-        p.changes.append(_file_change(agent, guide, before, edited, remove=remove, ledger=ledger,
-                                      shared=not agent.guide_is_file, public=project is not None))
+        p.changes.append(
+            _file_change(
+                agent,
+                guide,
+                before,
+                edited,
+                remove=remove,
+                ledger=ledger,
+                shared=not agent.guide_is_file,
+                public=project is not None,
+            )
+        )
     for c in p.changed:
         _writable(c.path)
     return p
@@ -649,8 +766,16 @@ def apply(change: Change, ledger: Ledger | None = None) -> Path | None:
                 else:
                     record["after"] = change.after
         else:
-            record = ledger.files.setdefault(key, {"before": change.before, "agents": [], "entries": {},
-                                                   "made": made, "backup": str(backup) if backup else None})
+            record = ledger.files.setdefault(
+                key,
+                {
+                    "before": change.before,
+                    "agents": [],
+                    "entries": {},
+                    "made": made,
+                    "backup": str(backup) if backup else None,
+                },
+            )
             record["after"] = change.after
             ledger.made += [d for d in made if d not in ledger.made]
             if change.agent not in record["agents"]:

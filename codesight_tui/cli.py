@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from codesight_tui.core.search.searcher import SearchResult
     from codesight_tui.core.store.watch import Batch
 
+
 class AskInClient(Exception):
     """A served call that must ask its user a question: the service hands it back, and the client
     runs it in its own process, where the terminal is."""
@@ -43,15 +44,35 @@ class AskInClient(Exception):
 SERVED = threading.local()
 
 MAX_LIMIT = 1000  # results per answer: more is a dump of the index, not a search (and a served call's reply)
-COMMANDS = ("index", "search", "related", "def", "refs", "callers", "callees", "ask", "status", "watch", "mcp", "eval", "cache", "stats", "install",
-            "uninstall", "service", "fleet")
+COMMANDS = (
+    "index",
+    "search",
+    "related",
+    "def",
+    "refs",
+    "callers",
+    "callees",
+    "ask",
+    "status",
+    "watch",
+    "mcp",
+    "eval",
+    "cache",
+    "stats",
+    "install",
+    "uninstall",
+    "service",
+    "fleet",
+)
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 # codesight def/refs/callers/callees: (command, core.search.navigate action, help)
-FOLLOW = (("def", "definitions", "where a symbol is defined"),
-          ("refs", "references", "where a symbol is used (references grouped by file)"),
-          ("callers", "callers", "what calls a function (each call with the definition it is made from)"),
-          ("callees", "callees", "what a function calls (each with its definition, where the index has one)"))
+FOLLOW = (
+    ("def", "definitions", "where a symbol is defined"),
+    ("refs", "references", "where a symbol is used (references grouped by file)"),
+    ("callers", "callers", "what calls a function (each call with the definition it is made from)"),
+    ("callees", "callees", "what a function calls (each with its definition, where the index has one)"),
+)
 
 # The service (``codesight_tui.service``) sets this to hand ``search`` and ``related`` its warm
 # engines: its ``core.workspace.Workspace``. None: a workspace (and new engines) per call.
@@ -74,6 +95,7 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
 
 def _exit_code(exc: KeyboardInterrupt) -> int:
     return 128 + exc.signum if isinstance(exc, Terminated) else EXIT_INTERRUPTED
+
 
 ROOT_HELP = "a directory: the git repository around it is indexed, else the directory itself (default: .)"
 YES_HELP = "index a large tree that is not a repository without asking"
@@ -139,10 +161,14 @@ def resolve_root(path: str | Path, *, yes: bool = False, indexing: bool = True, 
             answer = ""
         if answer in ("y", "yes"):
             return root
-        raise CodeSightError("nothing indexed: run codesight in a repository, or name a smaller directory",
-                             exit_code=EXIT_USAGE)
-    raise CodeSightError(f"{root} is not a git repository and holds {what}: run codesight in a repository,"
-                         " name a smaller directory, or pass --yes to index it anyway", exit_code=EXIT_USAGE)
+        raise CodeSightError(
+            "nothing indexed: run codesight in a repository, or name a smaller directory", exit_code=EXIT_USAGE
+        )
+    raise CodeSightError(
+        f"{root} is not a git repository and holds {what}: run codesight in a repository,"
+        " name a smaller directory, or pass --yes to index it anyway",
+        exit_code=EXIT_USAGE,
+    )
 
 
 @functools.cache
@@ -161,18 +187,26 @@ def _build_parser() -> argparse.ArgumentParser:
     from codesight_tui import __version__
 
     p.add_argument("--version", action="version", version=f"codesight {__version__}")
-    sub = p.add_subparsers(dest="command", prog="codesight", metavar="{index,search,related,ask,status,watch,mcp,install,...}")
+    sub = p.add_subparsers(
+        dest="command", prog="codesight", metavar="{index,search,related,ask,status,watch,mcp,install,...}"
+    )
 
     pi = sub.add_parser("index", help="build or update the index of a repository")
     pi.add_argument("path", nargs="?", default=".", help=ROOT_HELP)
     pi.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
     pi.add_argument("--force", action="store_true", help="rebuild from scratch")
     pi.add_argument("--no-embed", action="store_true", help="lexical phase only (BM25 ready, no vectors)")
-    pi.add_argument("--static-only", action="store_true",
-                    help="lexical phase and the static tier's vectors (seconds), not the full model's")
-    pi.add_argument("--full", action="store_true",
-                    help="the full model's vectors too, even on a CPU where full_model = auto leaves them out"
-                    " (tens of minutes for a large repository)")
+    pi.add_argument(
+        "--static-only",
+        action="store_true",
+        help="lexical phase and the static tier's vectors (seconds), not the full model's",
+    )
+    pi.add_argument(
+        "--full",
+        action="store_true",
+        help="the full model's vectors too, even on a CPU where full_model = auto leaves them out"
+        " (tens of minutes for a large repository)",
+    )
     pi.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="extra pattern to skip (repeatable)")
     pi.add_argument("--wait", action="store_true", help="wait for another indexer instead of failing")
     pi.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -181,18 +215,25 @@ def _build_parser() -> argparse.ArgumentParser:
     ps.add_argument("query", nargs="+", help="words, a question, or an identifier (quoted or not)")
     _search_options(ps)
 
-    pr = sub.add_parser("related", help="find the code most like a location or a symbol (more like this)",
-                        description="Code most like the chunk at PATH:LINE (or a file's first chunk, or a"
-                        " symbol's definition): BM25 over its names and the nearest vectors to its own, under"
-                        " the same ranking as search. The chunk itself is left out.")
+    pr = sub.add_parser(
+        "related",
+        help="find the code most like a location or a symbol (more like this)",
+        description="Code most like the chunk at PATH:LINE (or a file's first chunk, or a"
+        " symbol's definition): BM25 over its names and the nearest vectors to its own, under"
+        " the same ranking as search. The chunk itself is left out.",
+    )
     pr.add_argument("target", help="PATH:LINE, a file, or a symbol (e.g. src/cache.py:42, RetryPolicy)")
     _search_options(pr)
 
     for command, action, what in FOLLOW:
-        pf = sub.add_parser(command, help=what, description=what.capitalize() + ", from the index's definitions and"
-                            " references (tree-sitter, every language with a grammar). A name used in several"
-                            " places resolves through its file's definitions and imports where it can; otherwise"
-                            " every candidate is listed, and the answer says 'one of N candidates'.")
+        pf = sub.add_parser(
+            command,
+            help=what,
+            description=what.capitalize() + ", from the index's definitions and"
+            " references (tree-sitter, every language with a grammar). A name used in several"
+            " places resolves through its file's definitions and imports where it can; otherwise"
+            " every candidate is listed, and the answer says 'one of N candidates'.",
+        )
         pf.add_argument("target", help="NAME, Scope.NAME, or PATH:LINE (the definition at or around that line)")
         pf.add_argument("--path", default=".", help=ROOT_HELP)
         pf.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
@@ -203,99 +244,160 @@ def _build_parser() -> argparse.ArgumentParser:
         pf.add_argument("--vimgrep", action="store_true", help="one path:line:col:text line per place")
         pf.set_defaults(action=action)
 
-    pa = sub.add_parser("ask", help="answer a question from the code and documents, citing them (needs an LLM)",
-                        description="Search, then give the hits to the configured LLM and stream its answer,"
-                        " which cites them as [n]; the sources are listed after it. Back ends: anthropic, openai,"
-                        " azure, ollama (CODESIGHT_LLM_BACKEND; keys from ANTHROPIC_API_KEY, OPENAI_API_KEY,"
-                        " AZURE_OPENAI_API_KEY; OLLAMA_HOST). Nothing leaves the machine until one is set.")
+    pa = sub.add_parser(
+        "ask",
+        help="answer a question from the code and documents, citing them (needs an LLM)",
+        description="Search, then give the hits to the configured LLM and stream its answer,"
+        " which cites them as [n]; the sources are listed after it. Back ends: anthropic, openai,"
+        " azure, ollama (CODESIGHT_LLM_BACKEND; keys from ANTHROPIC_API_KEY, OPENAI_API_KEY,"
+        " AZURE_OPENAI_API_KEY; OLLAMA_HOST). Nothing leaves the machine until one is set.",
+    )
     pa.add_argument("question", help="what to ask, in words")
     pa.add_argument("--path", default=".", help=ROOT_HELP)
     pa.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
     pa.add_argument("--top-k", "-k", type=int, default=None, help="search hits given as sources (default 8)")
     pa.add_argument("--glob", "-g", default=None, help="only sources whose path matches this glob")
-    pa.add_argument("--full", action="store_true", help="search with the full model's vectors too (loads the model: under a second through"
-                    " ONNX on a CPU, seconds through torch)")
+    pa.add_argument(
+        "--full",
+        action="store_true",
+        help="search with the full model's vectors too (loads the model: under a second through"
+        " ONNX on a CPU, seconds through torch)",
+    )
     pa.add_argument("--json", action="store_true", help="print the whole answer as JSON (no streaming)")
 
     pt = sub.add_parser("status", help="show what is indexed and how fresh it is")
     pt.add_argument("path", nargs="?", default=".", help=ROOT_HELP)
     pt.add_argument("--json", action="store_true", help="machine-readable output")
 
-    pw = sub.add_parser("watch", help="keep the index current as files change (Ctrl-C stops)",
-                        description="Bring the index up to date, then re-index changed files as they are"
-                        " saved: one batch per burst of changes (a branch switch is one), only changed files"
-                        " re-chunked, only new text embedded. One line per batch.")
+    pw = sub.add_parser(
+        "watch",
+        help="keep the index current as files change (Ctrl-C stops)",
+        description="Bring the index up to date, then re-index changed files as they are"
+        " saved: one batch per burst of changes (a branch switch is one), only changed files"
+        " re-chunked, only new text embedded. One line per batch.",
+    )
     pw.add_argument("path", nargs="?", default=".", help=ROOT_HELP)
     pw.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
     pw.add_argument("--no-embed", action="store_true", help="keep BM25 current only (no vectors)")
     pw.add_argument("--json", action="store_true", help="one JSON object per batch")
 
-    pm = sub.add_parser("mcp", help="serve search to AI assistants over MCP (stdio)",
-                        description="A Model Context Protocol server on stdin/stdout with the tools search, find_related,"
-                        " find_definition, find_references, find_callers, find_callees, index, status, watch and unwatch. It reads only repositories under the allowed roots:"
-                        " each --root, else the repository around the current directory (and the config's"
-                        " saved repos).")
-    pm.add_argument("--root", action="append", default=None, metavar="PATH",
-                    help="a directory whose repositories the server may search (repeatable)")
+    pm = sub.add_parser(
+        "mcp",
+        help="serve search to AI assistants over MCP (stdio)",
+        description="A Model Context Protocol server on stdin/stdout with the tools search, find_related,"
+        " find_definition, find_references, find_callers, find_callees, index, status, watch and unwatch. It reads only repositories under the allowed roots:"
+        " each --root, else the repository around the current directory (and the config's"
+        " saved repos).",
+    )
+    pm.add_argument(
+        "--root",
+        action="append",
+        default=None,
+        metavar="PATH",
+        help="a directory whose repositories the server may search (repeatable)",
+    )
     pm.add_argument("--watch", action="store_true", help="watch every root that is a repository from the start")
     _store_options(pm)
 
-    pc = sub.add_parser("cache", help="show or prune the shared embedding cache",
-                        description="The embedding cache is shared by every repository (one file per model)."
-                        " `prune` drops vectors unused for --older-than days, then the least recently used"
-                        " until each file is under --max-size, and compacts the file.")
+    pc = sub.add_parser(
+        "cache",
+        help="show or prune the shared embedding cache",
+        description="The embedding cache is shared by every repository (one file per model)."
+        " `prune` drops vectors unused for --older-than days, then the least recently used"
+        " until each file is under --max-size, and compacts the file.",
+    )
     pc.add_argument("action", nargs="?", choices=("status", "prune"), default="status")
     pc.add_argument("--max-size", default=None, metavar="SIZE", help="e.g. 500MB, 2GB (prune)")
-    pc.add_argument("--older-than", type=float, default=None, metavar="DAYS", help="drop vectors unused this long (prune)")
+    pc.add_argument(
+        "--older-than", type=float, default=None, metavar="DAYS", help="drop vectors unused this long (prune)"
+    )
     pc.add_argument("--json", action="store_true", help="machine-readable output")
 
-    for verb, text in (("install", "add codesight's MCP server and when-to-use notes to your coding agents"),
-                       ("uninstall", "take codesight out of your coding agents' configuration")):
-        pin = sub.add_parser(verb, help=text,
-                             description=text[0].upper() + text[1:] + ": Claude Code, Cursor, Codex CLI, Gemini CLI,"
-                             " OpenCode and GitHub Copilot in VS Code. With no AGENT, every one found here (its"
-                             " directory or its program); a named one is set up even if not found. Other entries"
-                             " and the file's layout are kept, a changed file is backed up as <name>.codesight.bak,"
-                             " and a file that does not parse is left alone. A second run changes nothing.")
-        pin.add_argument("agents", nargs="*", metavar="AGENT",
-                         help="claude-code, cursor, codex, gemini, opencode, copilot (default: those found)")
-        pin.add_argument("--project", nargs="?", const=".", default=None, metavar="DIR",
-                         help="the project's own files (.mcp.json, AGENTS.md, ...) in the repository around DIR"
-                         " (default here), not your user configuration")
+    for verb, text in (
+        ("install", "add codesight's MCP server and when-to-use notes to your coding agents"),
+        ("uninstall", "take codesight out of your coding agents' configuration"),
+    ):
+        pin = sub.add_parser(
+            verb,
+            help=text,
+            description=text[0].upper() + text[1:] + ": Claude Code, Cursor, Codex CLI, Gemini CLI,"
+            " OpenCode and GitHub Copilot in VS Code. With no AGENT, every one found here (its"
+            " directory or its program); a named one is set up even if not found. Other entries"
+            " and the file's layout are kept, a changed file is backed up as <name>.codesight.bak,"
+            " and a file that does not parse is left alone. A second run changes nothing.",
+        )
+        pin.add_argument(
+            "agents",
+            nargs="*",
+            metavar="AGENT",
+            help="claude-code, cursor, codex, gemini, opencode, copilot (default: those found)",
+        )
+        pin.add_argument(
+            "--project",
+            nargs="?",
+            const=".",
+            default=None,
+            metavar="DIR",
+            help="the project's own files (.mcp.json, AGENTS.md, ...) in the repository around DIR"
+            " (default here), not your user configuration",
+        )
         pin.add_argument("--dry-run", action="store_true", help="show the diff, change nothing")
-        pin.add_argument("--force", action="store_true",
-                         help="replace (or remove) a codesight entry that install did not write")
+        pin.add_argument(
+            "--force", action="store_true", help="replace (or remove) a codesight entry that install did not write"
+        )
 
-    psv = sub.add_parser("service", help="start, stop or show your warm search service",
-                         description="The service keeps each repository it has served open and watched, and"
-                         " answers `codesight search` and `related` in tens of milliseconds over a Unix socket"
-                         " that only you can use. The first search starts it; it exits after"
-                         " service_idle_minutes without a call. service = \"off\" in the config (or"
-                         " CODESIGHT_SERVICE=off) runs every command in its own process.")
+    psv = sub.add_parser(
+        "service",
+        help="start, stop or show your warm search service",
+        description="The service keeps each repository it has served open and watched, and"
+        " answers `codesight search` and `related` in tens of milliseconds over a Unix socket"
+        " that only you can use. The first search starts it; it exits after"
+        ' service_idle_minutes without a call. service = "off" in the config (or'
+        " CODESIGHT_SERVICE=off) runs every command in its own process.",
+    )
     psv.add_argument("action", nargs="?", choices=("status", "start", "stop"), default="status")
     psv.add_argument("--json", action="store_true", help="machine-readable output")
 
-    pf = sub.add_parser("fleet", help="one search over many repositories: index them into a shared store",
-                        description="A fleet store is a set of LanceDB tables at a path or an object-storage URI"
-                        " (s3://, gs://, az://) that everyone who can read it can search (search --store)."
-                        " `fleet index` reads each repository's HEAD commit through git (never its working"
-                        " tree, never writing to it), chunks and embeds what changed since the store's copy in"
-                        " worker processes here (or on a Ray cluster), and writes the rows. Credentials: the cloud's"
-                        " usual variables (AWS_*).")
+    pf = sub.add_parser(
+        "fleet",
+        help="one search over many repositories: index them into a shared store",
+        description="A fleet store is a set of LanceDB tables at a path or an object-storage URI"
+        " (s3://, gs://, az://) that everyone who can read it can search (search --store)."
+        " `fleet index` reads each repository's HEAD commit through git (never its working"
+        " tree, never writing to it), chunks and embeds what changed since the store's copy in"
+        " worker processes here (or on a Ray cluster), and writes the rows. Credentials: the cloud's"
+        " usual variables (AWS_*).",
+    )
     fsub = pf.add_subparsers(dest="fleet_command", metavar="{index,status,remove}")
     fi = fsub.add_parser("index", help="index git URLs, clones or directories of clones into the store")
-    fi.add_argument("sources", nargs="+", help="a git URL, a clone, or a directory whose sub-directories are clones; NAME=SOURCE names"
-                    " it in the store (default: its last path part)")
-    fi.add_argument("--model", choices=("static", "full"), default="static",
-                    help="the vectors: static (the static tier: thousands of chunks a second on a CPU; default)"
-                    " or full (the full model: a GPU's work)")
-    fi.add_argument("--ray-address", default=None, metavar="ADDR",
-                    help="a Ray cluster to run on (default: worker processes here, --workers at once)")
+    fi.add_argument(
+        "sources",
+        nargs="+",
+        help="a git URL, a clone, or a directory whose sub-directories are clones; NAME=SOURCE names"
+        " it in the store (default: its last path part)",
+    )
+    fi.add_argument(
+        "--model",
+        choices=("static", "full"),
+        default="static",
+        help="the vectors: static (the static tier: thousands of chunks a second on a CPU; default)"
+        " or full (the full model: a GPU's work)",
+    )
+    fi.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
+        help="a Ray cluster to run on (default: worker processes here, --workers at once)",
+    )
     fi.add_argument("--workers", type=int, default=0, help="repositories indexed at once (default: the cores)")
     fi.add_argument("--local", action="store_true", help="no workers: one repository at a time in this process")
-    fi.add_argument("--gpus", type=float, default=0.0, metavar="N",
-                    help="GPUs (or a share of one, e.g. 0.25) each task asks the Ray cluster for: full-model tasks"
-                    " on GPU nodes")
+    fi.add_argument(
+        "--gpus",
+        type=float,
+        default=0.0,
+        metavar="N",
+        help="GPUs (or a share of one, e.g. 0.25) each task asks the Ray cluster for: full-model tasks on GPU nodes",
+    )
     fs = fsub.add_parser("status", help="the store's repositories: commit, files, chunks, last failure")
     fr = fsub.add_parser("remove", help="take repositories out of the store")
     fr.add_argument("names", nargs="+", help="repository names, as status lists them")
@@ -303,78 +405,146 @@ def _build_parser() -> argparse.ArgumentParser:
         _store_options(q, required=True)
         q.add_argument("--json", action="store_true", help="machine-readable output")
 
-    pst = sub.add_parser("stats", help="what codesight's answers cost agents: searches and tokens per repository",
-                         description="Per repository: the searches served over MCP, the tokens their answers"
-                         " held, and the tokens of the files those hits came from (what reading the files would"
-                         " have cost). Counted with the model tokenizer codesight ships; kept on this machine.")
+    pst = sub.add_parser(
+        "stats",
+        help="what codesight's answers cost agents: searches and tokens per repository",
+        description="Per repository: the searches served over MCP, the tokens their answers"
+        " held, and the tokens of the files those hits came from (what reading the files would"
+        " have cost). Counted with the model tokenizer codesight ships; kept on this machine.",
+    )
     pst.add_argument("--json", action="store_true", help="machine-readable output")
 
-    pe = sub.add_parser("eval", help="measure retrieval quality on annotated queries (NDCG, MRR, recall)",
-                        description="Run annotated queries through the same search users get and print NDCG@10,"
-                        " NDCG@5, MRR@10 and recall@10: overall, per category and per mode. Several query files"
-                        " may be given, each with its own --path (in order); scores are averaged per file, then"
-                        " across files. A directory with repos.json and annotations/ (the multi-repository"
-                        " layout) evaluates every repository in it, with a table per language and the"
-                        " published scores of other tools beside ours when published.json is there.")
-    pe.add_argument("queries", nargs="+", type=Path, metavar="QUERIES.json|DIR",
-                    help="list of {query, category, relevant: [path | {path, start_line, end_line}], secondary},"
-                    " or a multi-repository directory")
-    pe.add_argument("--path", action="append", default=None,
-                    help="repository root of the query file(s): once for all, or once per file (default .)")
-    pe.add_argument("--repo", action="append", default=None, metavar="NAME",
-                    help="with a directory: only this repository (repeatable)")
-    pe.add_argument("--language", action="append", default=None, metavar="LANG",
-                    help="with a directory: only repositories of this language (repeatable)")
-    pe.add_argument("--fold", default=None, metavar="NAME",
-                    help="with a directory: only the repositories of this fold of its folds.json (A or B):"
-                    " tune on one fold, confirm on the other")
-    pe.add_argument("--mode", choices=(*ANSWERS, "all"), default="all",
-                    help="mode(s) to score (default all; fast: BM25 + the static tier, no full model)")
-    pe.add_argument("--coverage", default=None, metavar="PCTS",
-                    help="score at these shares of chunks with vectors, e.g. 0,10,50,100 (rebuilds vectors"
-                    " from the cache, most valuable first)")
+    pe = sub.add_parser(
+        "eval",
+        help="measure retrieval quality on annotated queries (NDCG, MRR, recall)",
+        description="Run annotated queries through the same search users get and print NDCG@10,"
+        " NDCG@5, MRR@10 and recall@10: overall, per category and per mode. Several query files"
+        " may be given, each with its own --path (in order); scores are averaged per file, then"
+        " across files. A directory with repos.json and annotations/ (the multi-repository"
+        " layout) evaluates every repository in it, with a table per language and the"
+        " published scores of other tools beside ours when published.json is there.",
+    )
+    pe.add_argument(
+        "queries",
+        nargs="+",
+        type=Path,
+        metavar="QUERIES.json|DIR",
+        help="list of {query, category, relevant: [path | {path, start_line, end_line}], secondary},"
+        " or a multi-repository directory",
+    )
+    pe.add_argument(
+        "--path",
+        action="append",
+        default=None,
+        help="repository root of the query file(s): once for all, or once per file (default .)",
+    )
+    pe.add_argument(
+        "--repo",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="with a directory: only this repository (repeatable)",
+    )
+    pe.add_argument(
+        "--language",
+        action="append",
+        default=None,
+        metavar="LANG",
+        help="with a directory: only repositories of this language (repeatable)",
+    )
+    pe.add_argument(
+        "--fold",
+        default=None,
+        metavar="NAME",
+        help="with a directory: only the repositories of this fold of its folds.json (A or B):"
+        " tune on one fold, confirm on the other",
+    )
+    pe.add_argument(
+        "--mode",
+        choices=(*ANSWERS, "all"),
+        default="all",
+        help="mode(s) to score (default all; fast: BM25 + the static tier, no full model)",
+    )
+    pe.add_argument(
+        "--coverage",
+        default=None,
+        metavar="PCTS",
+        help="score at these shares of chunks with vectors, e.g. 0,10,50,100 (rebuilds vectors"
+        " from the cache, most valuable first)",
+    )
     pe.add_argument("--limit", type=int, default=10, help="results per query (default 10)")
-    pe.add_argument("--no-index", action="store_true",
-                    help="score each index as it is, without bringing it up to date first")
+    pe.add_argument(
+        "--no-index", action="store_true", help="score each index as it is, without bringing it up to date first"
+    )
     pe.add_argument("--json", action="store_true", help="print everything, per-query ranks included, as JSON")
     return p
 
 
 def _search_options(p: argparse.ArgumentParser) -> None:
     """What ``search`` and ``related`` share: where, how many, which mode, filters, the format."""
-    p.add_argument("--path", action="append", default=None,
-                   help=ROOT_HELP + "; repeat it to search several repositories as one ranked list")
+    p.add_argument(
+        "--path",
+        action="append",
+        default=None,
+        help=ROOT_HELP + "; repeat it to search several repositories as one ranked list",
+    )
     p.add_argument("--all", action="store_true", help="search every repository saved in the config (repos)")
     p.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
     p.add_argument("--limit", "-n", type=int, default=10, help="number of results (default 10)")
     p.add_argument("--mode", choices=MODES, default=None, help="retrieval mode (default hybrid)")
     p.add_argument("--glob", "-g", default=None, help="only paths matching this gitignore-style glob")
     p.add_argument("--lang", "-l", default=None, help="only this language (python, go, ...)")
-    p.add_argument("--full", action="store_true",
-                   help="use the full model's vectors too (loads the model; default: BM25 + the static tier)")
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="use the full model's vectors too (loads the model; default: BM25 + the static tier)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--vimgrep", action="store_true",
-                   help="one path:line:col:text line per hit (Vim's quickfix, Telescope, fzf-lua, Emacs' grep mode)")
-    p.add_argument("--verbose", "-v", action="store_true",
-                   help="say why an answer came from this process rather than the warm service")
+    p.add_argument(
+        "--vimgrep",
+        action="store_true",
+        help="one path:line:col:text line per hit (Vim's quickfix, Telescope, fzf-lua, Emacs' grep mode)",
+    )
+    p.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="say why an answer came from this process rather than the warm service",
+    )
     _store_options(p)
-    p.add_argument("--repo", default=None, metavar="GLOB",
-                   help="with a fleet store: only its repositories whose names match this glob")
+    p.add_argument(
+        "--repo",
+        default=None,
+        metavar="GLOB",
+        help="with a fleet store: only its repositories whose names match this glob",
+    )
 
 
 def _store_options(p: argparse.ArgumentParser, required: bool = False) -> None:
-    p.add_argument("--store", default=None, metavar="URI",
-                   help=("the fleet store: a path or s3://bucket/prefix (gs://, az://)" if required else
-                         "also search this fleet store (a path or s3://bucket/prefix; default: the config's"
-                         " fleet_store), fused with the local index"))
-    p.add_argument("--endpoint", default=None, metavar="URL",
-                   help="an S3-compatible server for the store (MinIO, Ceph; default: the config's fleet_endpoint)")
+    p.add_argument(
+        "--store",
+        default=None,
+        metavar="URI",
+        help=(
+            "the fleet store: a path or s3://bucket/prefix (gs://, az://)"
+            if required
+            else "also search this fleet store (a path or s3://bucket/prefix; default: the config's"
+            " fleet_store), fused with the local index"
+        ),
+    )
+    p.add_argument(
+        "--endpoint",
+        default=None,
+        metavar="URL",
+        help="an S3-compatible server for the store (MinIO, Ceph; default: the config's fleet_endpoint)",
+    )
 
 
 def _tui_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="codesight", description="Open the codesight terminal UI.")
-    p.add_argument("path", nargs="*", default=None,
-                   help=ROOT_HELP + "; several paths are searched together as one ranked list")
+    p.add_argument(
+        "path", nargs="*", default=None, help=ROOT_HELP + "; several paths are searched together as one ranked list"
+    )
     p.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
     _store_options(p)
     return p
@@ -448,15 +618,19 @@ class _ProgressView:
             )
 
             self.progress = Progress(
-                TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("ETA"), TimeRemainingColumn(), TimeElapsedColumn(),
-                console=Console(stderr=True), transient=False,
+                TextColumn("{task.description:<10}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=False,
             )
             self.progress.__enter__()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if self.progress is not None:
             self.progress.__exit__(kind, exc, tb)
 
@@ -473,12 +647,16 @@ class _ProgressView:
             self._line(ev)
         if self.progress is None:
             return
-        label = {"scan": "scanning", "lexical": "lexical", "distill": "static model (once)", "static": "static vectors",
-                 "embed": "vectors"}[ev.phase]
+        label = {
+            "scan": "scanning",
+            "lexical": "lexical",
+            "distill": "static model (once)",
+            "static": "static vectors",
+            "embed": "vectors",
+        }[ev.phase]
         if ev.phase not in self.tasks:
             self.tasks[ev.phase] = self.progress.add_task(label, total=ev.total or None)
         self.progress.update(self.tasks[ev.phase], completed=ev.done, total=max(ev.total, 1))
-
 
     def _line(self, ev: IndexProgress) -> None:
         now = time.monotonic()
@@ -490,7 +668,9 @@ class _ProgressView:
         _, began, at_start = self.phase_at
         rate = (ev.done - at_start) / max(now - began, 1e-6)
         left = f", about {max(1, round((ev.total - ev.done) / rate / 60))} min left" if rate > 0 else ""
-        label = {"embed": "full model's vectors", "static": "static vectors", "lexical": "files"}.get(ev.phase, ev.phase)
+        label = {"embed": "full model's vectors", "static": "static vectors", "lexical": "files"}.get(
+            ev.phase, ev.phase
+        )
         _err(f"{label}: {ev.done:,}/{ev.total:,} ({ev.done / ev.total:.0%}){left}")
 
 
@@ -502,16 +682,25 @@ def _summary(report: IndexReport) -> str:
     if report.vectors_pending:
         vec += f", {report.vectors_pending} pending"
     lines = [
-        (f"indexed {report.files:,} files, {report.chunks:,} chunks in {report.seconds:.1f}s"
-         f" (lexical {report.lexical_seconds:.1f}s, vectors {report.embed_seconds:.1f}s)"),
-        (f"  changed: {report.files_changed} files ({report.chunks_added} chunks added,"
-         f" {report.chunks_removed} removed), {report.files_deleted} files deleted"),
+        (
+            f"indexed {report.files:,} files, {report.chunks:,} chunks in {report.seconds:.1f}s"
+            f" (lexical {report.lexical_seconds:.1f}s, vectors {report.embed_seconds:.1f}s)"
+        ),
+        (
+            f"  changed: {report.files_changed} files ({report.chunks_added} chunks added,"
+            f" {report.chunks_removed} removed), {report.files_deleted} files deleted"
+        ),
         f"  vectors: {vec}",
     ]
     if report.static_embedded or report.distill_seconds:
-        lines.append(f"  static tier: {report.static_embedded:,} chunks in {report.static_seconds:.1f}s"
-                     + (f" (model distilled in {report.distill_seconds:.0f}s, once per machine)"
-                        if report.distill_seconds else ""))
+        lines.append(
+            f"  static tier: {report.static_embedded:,} chunks in {report.static_seconds:.1f}s"
+            + (
+                f" (model distilled in {report.distill_seconds:.0f}s, once per machine)"
+                if report.distill_seconds
+                else ""
+            )
+        )
     if skipped:
         lines.append(f"  skipped: {skipped}")
     if report.secrets_masked:
@@ -519,8 +708,15 @@ def _summary(report: IndexReport) -> str:
     return "\n".join(lines)
 
 
-def _run_index(cs: CodeSight, *, embed: bool, force: bool = False, wait: bool = False, show: bool = True,
-               static: bool | None = None) -> IndexReport:
+def _run_index(
+    cs: CodeSight,
+    *,
+    embed: bool,
+    force: bool = False,
+    wait: bool = False,
+    show: bool = True,
+    static: bool | None = None,
+) -> IndexReport:
     cancel = threading.Event()
     with _ProgressView(_progress_wanted(show), plain=show) as view:
         try:
@@ -552,9 +748,11 @@ def cmd_index(args: argparse.Namespace) -> int:
     if wanted and not embed and report.vectors_pending:
         why = "on a CPU (full_model = auto)" if cs.settings.full_model == "auto" else "(full_model = off)"
         cached = f" ({report.cache_hits:,} from the shared cache are used)" if report.cache_hits else ""
-        _err(f"the full model's vectors are left out {why}{cached}: BM25 and the static tier answer;"
-             f" `codesight index --full` computes the other {report.vectors_pending:,}"
-             f" ({cs.full_estimate(report.vectors_pending)} here)")
+        _err(
+            f"the full model's vectors are left out {why}{cached}: BM25 and the static tier answer;"
+            f" `codesight index --full` computes the other {report.vectors_pending:,}"
+            f" ({cs.full_estimate(report.vectors_pending)} here)"
+        )
     for w in report.warnings:
         _err(w)
     if args.json:
@@ -590,8 +788,7 @@ def _ready(cs: CodeSight, mode: str, full: bool) -> None:
     else:
         _err(f"no index for {cs.root} yet: indexing first")
     try:
-        report = _run_index(cs, embed=mode == "vector" or (mode == "hybrid" and (full or not static)),
-                            static=static)
+        report = _run_index(cs, embed=mode == "vector" or (mode == "hybrid" and (full or not static)), static=static)
     except IndexBusyError:
         # Another process is building it: search what it has committed so far.
         _err("another codesight process is indexing this repository: searching what it has indexed so far")
@@ -608,8 +805,10 @@ def _search_roots(args: argparse.Namespace) -> list[Path]:
     if args.all:
         saved = load_settings().repos
         if not saved:
-            raise CodeSightError("no saved repositories: list them as repos = [\"~/src/a\", \"~/src/b\"] in the"
-                                 " config file", exit_code=EXIT_USAGE)
+            raise CodeSightError(
+                'no saved repositories: list them as repos = ["~/src/a", "~/src/b"] in the config file',
+                exit_code=EXIT_USAGE,
+            )
         paths += saved
     from codesight_tui.core.ingest.paths import outermost
 
@@ -621,7 +820,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if isinstance(args.query, list):  # unquoted words, as an editor's :grep passes them
         args.query = " ".join(args.query)
     if not args.query.strip():
-        _err("the query is empty: say what to look for, e.g. codesight search \"parse config file\"")
+        _err('the query is empty: say what to look for, e.g. codesight search "parse config file"')
         return EXIT_USAGE
     _trailing_path(args)
     return _find(args, args.query)
@@ -635,7 +834,7 @@ def _trailing_path(args: argparse.Namespace) -> None:
     if len(words) < 2 or args.glob or args.all or not re.search(r"[/.]", words[-1]):
         return
     cwd = Path(args.cwd or os.getcwd())
-    candidate = (cwd / Path(words[-1]).expanduser())
+    candidate = cwd / Path(words[-1]).expanduser()
     try:
         if not candidate.exists():
             return
@@ -696,8 +895,14 @@ def cmd_follow(args: argparse.Namespace) -> int:  # noqa: C901 - four formats of
     workspace = _workspace()
     cs = workspace.engine(root)
     _ready(cs, cs.settings.default_mode, False)
-    nav = workspace.follow(root, args.action, from_cwd(args.target, cwd), args.limit, glob=args.glob,
-                           language=_check_language(args.lang) if args.lang else None)
+    nav = workspace.follow(
+        root,
+        args.action,
+        from_cwd(args.target, cwd),
+        args.limit,
+        glob=args.glob,
+        language=_check_language(args.lang) if args.lang else None,
+    )
     if args.json:
         print(json.dumps(nav.to_dict(), indent=2, ensure_ascii=False))
         return EXIT_OK if nav else EXIT_ERROR
@@ -708,9 +913,16 @@ def cmd_follow(args: argparse.Namespace) -> int:  # noqa: C901 - four formats of
         return _safe(rel if Path(rel).parts[:1] != ("..",) else str(full))
 
     if args.vimgrep:
-        places = ([(c.path, c.line, c.name, "") for c in nav.candidates] if args.action == "definitions" else
-                  [(s.target.path, s.target.line, s.name, "") if args.action == "callees" and s.target
-                   else (s.path, s.line, s.name, s.text) for s in nav.sites])
+        places = (
+            [(c.path, c.line, c.name, "") for c in nav.candidates]
+            if args.action == "definitions"
+            else [
+                (s.target.path, s.target.line, s.name, "")
+                if args.action == "callees" and s.target
+                else (s.path, s.line, s.name, s.text)
+                for s in nav.sites
+            ]
+        )
         texts = _line_texts(root, places)
         for path, line, name, text in places:
             text = text or texts.get((path, line), "")
@@ -737,8 +949,11 @@ def cmd_follow(args: argparse.Namespace) -> int:  # noqa: C901 - four formats of
     elif args.action == "callees":
         print(paint(head, "1"))
         for site in nav.sites:
-            to = (f"{shown(site.target.path)}:{site.target.line}  {_safe(site.target.kind)} {_safe(site.target.qualified)}"
-                  if site.target else "")
+            to = (
+                f"{shown(site.target.path)}:{site.target.line}  {_safe(site.target.kind)} {_safe(site.target.qualified)}"
+                if site.target
+                else ""
+            )
             how = "" if site.resolution == "resolved" else f"  ({site.resolution})"
             print(f"{paint(_safe(site.name), '1')}  {paint(f'line {site.line}', '2')}  {to}{how}")
     else:
@@ -756,8 +971,11 @@ def cmd_follow(args: argparse.Namespace) -> int:  # noqa: C901 - four formats of
     if not nav and (args.glob or args.lang):
         _err(f"no {args.action} of {nav.name} in the paths that -g/-l keep")
     elif not nav:
-        _err(f"no {args.action} of {nav.name} in the index" if nav.candidates or args.action != "definitions"
-             else f"{nav.name} is not defined in the index")
+        _err(
+            f"no {args.action} of {nav.name} in the index"
+            if nav.candidates or args.action != "definitions"
+            else f"{nav.name} is not defined in the index"
+        )
     return EXIT_OK if nav else EXIT_ERROR
 
 
@@ -829,15 +1047,32 @@ def _find(args: argparse.Namespace, query: str, like: bool = False) -> int:  # n
     # every repository has static vectors; --full (or no static tier) loads the full model, unless
     # no repository has a vector of it to search (loading it then took 21 s to answer the same).
     full = args.full
-    if full and engines and mode == "hybrid" and fleet is None and not any(cs.counts()["vectors"] for cs in engines) \
-            and all(cs.static_ready() for cs in engines):
+    if (
+        full
+        and engines
+        and mode == "hybrid"
+        and fleet is None
+        and not any(cs.counts()["vectors"] for cs in engines)
+        and all(cs.static_ready() for cs in engines)
+    ):
         full = False
         pending = sum(cs.counts()["pending"] for cs in engines)
-        _err(f"--full: no chunk has the full model's vectors yet, so BM25 and the static tier answer;"
-             f" `codesight index --full` computes them ({engines[0].full_estimate(pending)} here)")
-    request = SearchRequest(query, tuple(roots), args.limit, mode, args.glob, args.lang,
-                            vectors=Vectors.LOAD if full else Vectors.STATIC, like=like, fleet=fleet,
-                            fleet_repo=args.repo)
+        _err(
+            f"--full: no chunk has the full model's vectors yet, so BM25 and the static tier answer;"
+            f" `codesight index --full` computes them ({engines[0].full_estimate(pending)} here)"
+        )
+    request = SearchRequest(
+        query,
+        tuple(roots),
+        args.limit,
+        mode,
+        args.glob,
+        args.lang,
+        vectors=Vectors.LOAD if full else Vectors.STATIC,
+        like=like,
+        fleet=fleet,
+        fleet_repo=args.repo,
+    )
     fast = workspace.vectors_for(request, engines, mode) is Vectors.STATIC
     results = workspace.search(request)
     for n in results.notices:
@@ -845,15 +1080,20 @@ def _find(args: argparse.Namespace, query: str, like: bool = False) -> int:  # n
     if fast and results and not (args.json or args.vimgrep) and (args.verbose or sys.stderr.isatty()):
         full = sum(cs.counts()["vectors"] for cs in engines)
         if full:  # the answer came without vectors this machine has: say how to use them
-            _err(f"answered from BM25 and the static tier; --full uses the full model's vectors too"
-                 f" ({full:,} chunks have them)")
+            _err(
+                f"answered from BM25 and the static tier; --full uses the full model's vectors too"
+                f" ({full:,} chunks have them)"
+            )
     for cs in engines if mode != "bm25" and not fast else ():
         pending = cs.counts()["pending"]
         if pending:
-            how = ("`codesight index`" if cs.full_pass() else
-                   f"`codesight index --full`: {cs.full_estimate(pending)} here")
-            _err(f"index incomplete{f' ({cs.root.name})' if several else ''}: {pending:,} chunks without the full"
-                 f" model's vectors ({how})")
+            how = (
+                "`codesight index`" if cs.full_pass() else f"`codesight index --full`: {cs.full_estimate(pending)} here"
+            )
+            _err(
+                f"index incomplete{f' ({cs.root.name})' if several else ''}: {pending:,} chunks without the full"
+                f" model's vectors ({how})"
+            )
     if args.json:
         out = []
         for r in results:
@@ -930,23 +1170,32 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     fleet = _fleet(args)
     if fleet is None:
-        raise CodeSightError("say which store: --store PATH or s3://bucket/prefix (or fleet_store in the config)",
-                             exit_code=EXIT_USAGE)
+        raise CodeSightError(
+            "say which store: --store PATH or s3://bucket/prefix (or fleet_store in the config)", exit_code=EXIT_USAGE
+        )
     if args.fleet_command == "index":
         if args.workers < 0 or args.gpus < 0:
             _err("--workers and --gpus must be 0 or more")
             return EXIT_USAGE
-        report = fleet.index(args.sources, model=args.model, address=args.ray_address, workers=args.workers,
-                             local=args.local, gpus=args.gpus,
-                             progress=None if args.json else (lambda m: _err(_safe(m))))
+        report = fleet.index(
+            args.sources,
+            model=args.model,
+            address=args.ray_address,
+            workers=args.workers,
+            local=args.local,
+            gpus=args.gpus,
+            progress=None if args.json else (lambda m: _err(_safe(m))),
+        )
         if args.json:
             print(json.dumps(report.to_dict(), indent=2))
         else:
-            print(f"{len(report.indexed)} indexed, {len(report.unchanged)} unchanged, {len(report.failed)} failed"
-                  f" of {report.repos} repositories; {report.changed_files:,} files read, {report.chunks:,} chunks"
-                  f" ({report.embedded:,} embedded, {report.cache_hits:,} from cache), {report.stale_files:,} stale"
-                  f" files replaced; {report.rows:,} rows in {fleet.spec.uri}; {report.seconds:.1f} s on"
-                  f" {report.workers} worker{'s' if report.workers != 1 else ''}")
+            print(
+                f"{len(report.indexed)} indexed, {len(report.unchanged)} unchanged, {len(report.failed)} failed"
+                f" of {report.repos} repositories; {report.changed_files:,} files read, {report.chunks:,} chunks"
+                f" ({report.embedded:,} embedded, {report.cache_hits:,} from cache), {report.stale_files:,} stale"
+                f" files replaced; {report.rows:,} rows in {fleet.spec.uri}; {report.seconds:.1f} s on"
+                f" {report.workers} worker{'s' if report.workers != 1 else ''}"
+            )
         for name, why in report.failed:
             _err(_safe(f"{name}: {why}"))
         return EXIT_ERROR if report.failed else EXIT_OK
@@ -963,13 +1212,24 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         return EXIT_ERROR if missing else EXIT_OK
     repos = fleet.repos()
     if args.json:
-        print(json.dumps({"store": fleet.spec.uri, "model": fleet.store.meta(), "size_bytes": fleet.size_bytes(),
-                          "repos": [r.to_dict() for r in repos]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "store": fleet.spec.uri,
+                    "model": fleet.store.meta(),
+                    "size_bytes": fleet.size_bytes(),
+                    "repos": [r.to_dict() for r in repos],
+                },
+                indent=2,
+            )
+        )
         return EXIT_OK
     meta = fleet.store.meta()
     size = fleet.size_bytes()
-    print(f"{fleet.spec.uri}: {len(repos)} repositories, {sum(r.chunks for r in repos):,} chunks,"
-          f" {meta.get('kind')} vectors of {meta.get('model')}" + (f", {size / 1e6:,.1f} MB" if size else ""))
+    print(
+        f"{fleet.spec.uri}: {len(repos)} repositories, {sum(r.chunks for r in repos):,} chunks,"
+        f" {meta.get('kind')} vectors of {meta.get('model')}" + (f", {size / 1e6:,.1f} MB" if size else "")
+    )
     for r in repos:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.indexed_at)) if r.indexed_at else "never"
         line = f"  {r.name}  {r.commit[:10] or '-'}  {r.files:,} files  {r.chunks:,} chunks  {when}"
@@ -1009,8 +1269,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
     cs = CodeSight(resolve_root(args.path, yes=args.yes), lexical_processes=True)
     llm_config(cs.settings)  # a missing back end is said before any indexing
     _ready(cs, "hybrid", args.full)
-    stream = cs.ask_stream(args.question, args.top_k, glob=args.glob,
-                           vectors=Vectors.STATIC if not args.full and cs.static_ready() else Vectors.LOAD)
+    stream = cs.ask_stream(
+        args.question,
+        args.top_k,
+        glob=args.glob,
+        vectors=Vectors.STATIC if not args.full and cs.static_ready() else Vectors.LOAD,
+    )
     for n in stream.notices:
         _err(n)
     if args.json:
@@ -1045,11 +1309,21 @@ def _batch_line(batch: Batch, report: IndexReport) -> dict[str, Any]:
     kinds: dict[str, int] = {}
     for kind in batch.changes.values():
         kinds[kind] = kinds.get(kind, 0) + 1
-    return {"time": time.strftime("%H:%M:%S"), "full": batch.full, "paths": len(batch.changes), "changes": kinds,
-            "files_changed": report.files_changed, "files_deleted": report.files_deleted,
-            "chunks_added": report.chunks_added, "chunks_removed": report.chunks_removed,
-            "embedded": report.embedded, "cache_hits": report.cache_hits, "vectors_pending": report.vectors_pending,
-            "seconds": round(report.seconds, 3), "warnings": report.warnings}
+    return {
+        "time": time.strftime("%H:%M:%S"),
+        "full": batch.full,
+        "paths": len(batch.changes),
+        "changes": kinds,
+        "files_changed": report.files_changed,
+        "files_deleted": report.files_deleted,
+        "chunks_added": report.chunks_added,
+        "chunks_removed": report.chunks_removed,
+        "embedded": report.embedded,
+        "cache_hits": report.cache_hits,
+        "vectors_pending": report.vectors_pending,
+        "seconds": round(report.seconds, 3),
+        "warnings": report.warnings,
+    }
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -1065,9 +1339,14 @@ def cmd_watch(args: argparse.Namespace) -> int:
             print(json.dumps(line), flush=True)
             return
         what = "caught up" if batch.full else ", ".join(f"{n} {k}" for k, n in sorted(line["changes"].items()))
-        vec = f"; {report.embedded} embedded" + (f", {report.vectors_pending:,} pending" if report.vectors_pending else "")
-        print(f"{line['time']}  {what}: {report.files_changed} files re-indexed, +{report.chunks_added}"
-              f" -{report.chunks_removed} chunks{vec if not args.no_embed else ''} ({report.seconds:.2f}s)", flush=True)
+        vec = f"; {report.embedded} embedded" + (
+            f", {report.vectors_pending:,} pending" if report.vectors_pending else ""
+        )
+        print(
+            f"{line['time']}  {what}: {report.files_changed} files re-indexed, +{report.chunks_added}"
+            f" -{report.chunks_removed} chunks{vec if not args.no_embed else ''} ({report.seconds:.2f}s)",
+            flush=True,
+        )
         for w in report.warnings:
             _err(w)
 
@@ -1107,36 +1386,71 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"{st['root']}: not indexed yet (run `codesight index {args.path}`)")
         return EXIT_OK
     changed = st.get("changed_files")
-    detail = ", ".join(f"{len(changed[k])} {k}" for k in ("added", "modified", "deleted")
-                       if changed and changed[k]) if changed else ""
+    detail = (
+        ", ".join(f"{len(changed[k])} {k}" for k in ("added", "modified", "deleted") if changed and changed[k])
+        if changed
+        else ""
+    )
     rows = [
         ("root", st["root"]),
         ("index", f"{st['index_dir']} ({_human_size(st['index_bytes'])})"),
         ("files", f"{st['files']:,}"),
         ("chunks", f"{st['chunks']:,}"),
-        ("vectors", f"{st['vectors']:,} done, " + (f"{st['pending']:,} pending" if st.get("full_pass", True) else
-                     f"{st['pending']:,} not computed on a CPU (`codesight index --full`: {st['full_estimate']})")),
-        ("model", f"{st['model']}" + (f" ({st['dim']}d)" if st.get("dim") else "")
-         + (f", runs on {st['backend']}" if st.get("backend") else "")),
-        ("static", f"{st['static_vectors']:,} vectors ({st['static_coverage']:.0%}), {st['static_model']}"
-         if st.get("static_model") else "off"),
-        ("cache", f"{cache['entries']:,} vectors, {_human_size(cache['bytes'])} (shared; `codesight cache`)"
-         if (cache := st.get("cache")) else "none yet"),
-        ("indexed", time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st["last_indexed"])) + f" ({_ago(st['last_indexed'])})"
-         if st["last_indexed"] else "never"),
+        (
+            "vectors",
+            f"{st['vectors']:,} done, "
+            + (
+                f"{st['pending']:,} pending"
+                if st.get("full_pass", True)
+                else f"{st['pending']:,} not computed on a CPU (`codesight index --full`: {st['full_estimate']})"
+            ),
+        ),
+        (
+            "model",
+            f"{st['model']}"
+            + (f" ({st['dim']}d)" if st.get("dim") else "")
+            + (f", runs on {st['backend']}" if st.get("backend") else ""),
+        ),
+        (
+            "static",
+            f"{st['static_vectors']:,} vectors ({st['static_coverage']:.0%}), {st['static_model']}"
+            if st.get("static_model")
+            else "off",
+        ),
+        (
+            "cache",
+            f"{cache['entries']:,} vectors, {_human_size(cache['bytes'])} (shared; `codesight cache`)"
+            if (cache := st.get("cache"))
+            else "none yet",
+        ),
+        (
+            "indexed",
+            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st["last_indexed"])) + f" ({_ago(st['last_indexed'])})"
+            if st["last_indexed"]
+            else "never",
+        ),
         ("changed", f"{st['changed']} files on disk since" + (f" ({detail})" if detail else "")),
         ("skipped", ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in st["skipped"].items()) or "none"),
     ]
     sec: dict[str, Any] = dict(st.get("secrets") or {})
-    rows.append(("secrets", (f"{sec.get('files_skipped', 0):,} files not read (named like secrets),"
-                             f" {sec.get('masked', 0):,} keys or tokens masked in {sec.get('files_masked', 0):,}"
-                             " files")))
+    rows.append(
+        (
+            "secrets",
+            (
+                f"{sec.get('files_skipped', 0):,} files not read (named like secrets),"
+                f" {sec.get('masked', 0):,} keys or tokens masked in {sec.get('files_masked', 0):,}"
+                " files"
+            ),
+        )
+    )
     docs: dict[str, Any] = dict(st.get("documents") or {})
     if docs.get("indexed") or docs.get("skipped"):
         bad = docs.get("skipped") or {}
         listed = ", ".join(f"{p} ({why.replace('_', ' ')})" for p, why in list(bad.items())[:3])
         more = f", {len(bad) - 3:,} more (status --json)" if len(bad) > 3 else ""
-        rows.append(("docs", f"{docs.get('indexed', 0):,} indexed" + (f"; skipped {_safe(listed)}{more}" if bad else "")))
+        rows.append(
+            ("docs", f"{docs.get('indexed', 0):,} indexed" + (f"; skipped {_safe(listed)}{more}" if bad else ""))
+        )
     for k, v in rows:
         print(f"{k:<9}{v}")
     return EXIT_OK
@@ -1178,8 +1492,10 @@ def cmd_cache(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(out, indent=2))
         for r in [] if args.json else out:
-            print(f"{Path(r['path']).name}: removed {r['removed']:,} vectors, {r['entries']:,} left;"
-                  f" {_human_size(r['bytes_before'])} -> {_human_size(r['bytes_after'])}")
+            print(
+                f"{Path(r['path']).name}: removed {r['removed']:,} vectors, {r['entries']:,} left;"
+                f" {_human_size(r['bytes_before'])} -> {_human_size(r['bytes_after'])}"
+            )
         if not files and not args.json:
             print(f"no embedding cache in {settings.cache_dir}")
         return EXIT_OK
@@ -1197,11 +1513,23 @@ def cmd_cache(args: argparse.Namespace) -> int:
                 other[entry.name + ("/" if entry.is_dir() else "")] = tree_bytes(entry)
     total = sum(int(st["bytes"]) for st in stats) + sum(other.values())
     if args.json:
-        print(json.dumps({"cache_dir": str(settings.cache_dir), "max_mb": settings.cache_max_mb, "models": stats,
-                          "other": other, "total_bytes": total}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "cache_dir": str(settings.cache_dir),
+                    "max_mb": settings.cache_max_mb,
+                    "models": stats,
+                    "other": other,
+                    "total_bytes": total,
+                },
+                indent=2,
+            )
+        )
         return EXIT_OK
-    print(f"{settings.cache_dir}: {_human_size(total)} in all (embedding caches capped at"
-          f" {settings.cache_max_mb:,} MB per model)")
+    print(
+        f"{settings.cache_dir}: {_human_size(total)} in all (embedding caches capped at"
+        f" {settings.cache_max_mb:,} MB per model)"
+    )
     for st in stats:
         print(f"  {Path(st['path']).name}: {st['entries']:,} vectors, {_human_size(st['bytes'])}")
     for name, size in other.items():
@@ -1218,11 +1546,13 @@ def _eval_suites(args: argparse.Namespace) -> tuple[list[Suite] | list[tuple[Pat
 
     if len(args.queries) == 1 and args.queries[0].is_dir():
         if not is_collection(args.queries[0]):
-            raise CodeSightError(f"{args.queries[0]} is a directory without repos.json and annotations/",
-                                 exit_code=EXIT_USAGE)
+            raise CodeSightError(
+                f"{args.queries[0]} is a directory without repos.json and annotations/", exit_code=EXIT_USAGE
+            )
         if args.path:
-            raise CodeSightError("--path goes with query files; a directory names its own repositories",
-                                 exit_code=EXIT_USAGE)
+            raise CodeSightError(
+                "--path goes with query files; a directory names its own repositories", exit_code=EXIT_USAGE
+            )
         return load_collection(args.queries[0], args.repo, args.language, args.fold)
     if args.repo or args.language or args.fold:
         raise CodeSightError("--repo, --language and --fold select repositories of a directory", exit_code=EXIT_USAGE)
@@ -1273,8 +1603,11 @@ def cmd_install(args: argparse.Namespace) -> int:
         project = find_repo_root(start.resolve())
     chosen = agents.select(names, home, env, project)
     if not chosen:
-        _err("no coding agent found here (looked for " + ", ".join(a.name for a in agents.AGENTS)
-             + "): name one, e.g. codesight install claude-code")
+        _err(
+            "no coding agent found here (looked for "
+            + ", ".join(a.name for a in agents.AGENTS)
+            + "): name one, e.g. codesight install claude-code"
+        )
         return EXIT_ERROR
     ledger = agents.Ledger(Path(Settings().data_dir).expanduser() / "installed.json")
     failed = 0
@@ -1320,8 +1653,15 @@ def cmd_install(args: argparse.Namespace) -> int:
                 break
             if not c.changed:
                 continue
-            what = ("restored" if c.restores and c.after is not None else "removed" if c.after is None
-                    else "updated" if c.before is not None else "created")
+            what = (
+                "restored"
+                if c.restores and c.after is not None
+                else "removed"
+                if c.after is None
+                else "updated"
+                if c.before is not None
+                else "created"
+            )
             done.append(f"{what} {_home(c.path)}" + (f" (first backup {_home(backup)})" if backup else ""))
         print(f"{p.agent.name}: " + "; ".join(done) + note)
     if not touched and not args.dry_run and not failed:
@@ -1334,8 +1674,9 @@ def cmd_install(args: argparse.Namespace) -> int:
 def retriever_tag(hit: SearchResult) -> str:
     """Which lists found a hit, as the plain output says it: ``bm25+static``, ``bm25+vec``, ``vec``,
     ``definition`` (a definition no list ranked). It said ``bm25+vec`` for a static-tier hit."""
-    parts = [name for name, rank in (("bm25", hit.bm25_rank), ("static", hit.static_rank), ("vec", hit.vector_rank))
-             if rank]
+    parts = [
+        name for name, rank in (("bm25", hit.bm25_rank), ("static", hit.static_rank), ("vec", hit.vector_rank)) if rank
+    ]
     return "+".join(parts) or ("definition" if hit.definition else "bm25")
 
 
@@ -1354,8 +1695,10 @@ def cmd_service(args: argparse.Namespace) -> int:
         """``(status, None)`` from a running service, ``(None, why)`` where none answers."""
         got: dict[str, Any] = {}
         try:
-            client.request({"v": client.PROTOCOL, "install": client.install_key(), "env": client.env_digest(),
-                            "cmd": cmd}, got.update)
+            client.request(
+                {"v": client.PROTOCOL, "install": client.install_key(), "env": client.env_digest(), "cmd": cmd},
+                got.update,
+            )
         except client.Unserved as exc:
             return None, str(exc)
         return got.get("status", {}), None
@@ -1363,7 +1706,7 @@ def cmd_service(args: argparse.Namespace) -> int:
     try:
         log = client.service_file("log")
     except OSError as exc:  # e.g. the runtime directory is a link to another user's
-        _err(f"no runtime directory for the service: {exc} (fix it, or set service = \"off\")")
+        _err(f'no runtime directory for the service: {exc} (fix it, or set service = "off")')
         return EXIT_ERROR
     if args.action == "stop":
         st, why = call("stop")
@@ -1388,8 +1731,10 @@ def cmd_service(args: argparse.Namespace) -> int:
     elif st is None:
         print(f"codesight service: not running ({why})")
     else:
-        print(f"codesight service: running, pid {st['pid']}, up {st['uptime_s']:.0f} s, {st['served']:,} calls"
-              f" served; socket {st['socket']}")
+        print(
+            f"codesight service: running, pid {st['pid']}, up {st['uptime_s']:.0f} s, {st['served']:,} calls"
+            f" served; socket {st['socket']}"
+        )
         idle = st["idle_exit_s"]
         print(f"  exits after {idle / 60:g} min without a call" if idle else "  never exits on its own")
         for r in st["repositories"]:
@@ -1410,15 +1755,19 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if not rows:
         print("no searches served to agents yet (codesight mcp counts them)")
         return EXIT_OK
-    print(f"{'repository':<40} {'searches':>8} {'hits':>6} {'tokens returned':>15} {'tokens of the files':>19} {'saved':>6}")
+    print(
+        f"{'repository':<40} {'searches':>8} {'hits':>6} {'tokens returned':>15} {'tokens of the files':>19} {'saved':>6}"
+    )
     for r in rows:
-        print(f"{_safe(_short(r.repo, 40)):<40} {r.searches:>8,} {r.results:>6,} {r.tokens:>15,} {r.file_tokens:>19,}"
-              f" {r.saved:>6.0%}")
+        print(
+            f"{_safe(_short(r.repo, 40)):<40} {r.searches:>8,} {r.results:>6,} {r.tokens:>15,} {r.file_tokens:>19,}"
+            f" {r.saved:>6.0%}"
+        )
     return EXIT_OK
 
 
 def _short(text: str, width: int) -> str:
-    return text if len(text) <= width else "…" + text[-(width - 1):]
+    return text if len(text) <= width else "…" + text[-(width - 1) :]
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -1434,8 +1783,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
         modes = ["hybrid"]
     progress = _ProgressView(_progress_wanted(not args.json))
     with progress:
-        report = evaluate(suites, modes, limit=args.limit, index=not args.no_index, progress=progress, processes=True,
-                          published=published, coverage=coverage, on_suite=progress.suite)
+        report = evaluate(
+            suites,
+            modes,
+            limit=args.limit,
+            index=not args.no_index,
+            progress=progress,
+            processes=True,
+            published=published,
+            coverage=coverage,
+            on_suite=progress.suite,
+        )
     if args.json:
         print(json.dumps(report, indent=2))
         return EXIT_OK
@@ -1486,9 +1844,11 @@ def cmd_tui(args: argparse.Namespace) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         for p in paths:
             resolve_root(p, indexing=False)  # a bad path is still named first
-        raise CodeSightError("the terminal UI needs a terminal; to search from a script or a pipe use"
-                             " `codesight search \"QUERY\"` (add --json for machine-readable output)",
-                             exit_code=EXIT_USAGE)
+        raise CodeSightError(
+            "the terminal UI needs a terminal; to search from a script or a pipe use"
+            ' `codesight search "QUERY"` (add --json for machine-readable output)',
+            exit_code=EXIT_USAGE,
+        )
     from codesight_tui.core.ingest.paths import outermost
 
     roots = outermost([resolve_root(p, yes=args.yes) for p in paths])
@@ -1510,8 +1870,9 @@ def _not_a_typo(word: str, cwd: str | None) -> None:
         return
     near = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
     if near:
-        raise CodeSightError(f"'{word}' is not a command or a directory; the most similar command is `{near[0]}`",
-                             exit_code=EXIT_USAGE)
+        raise CodeSightError(
+            f"'{word}' is not a command or a directory; the most similar command is `{near[0]}`", exit_code=EXIT_USAGE
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1527,11 +1888,26 @@ def run(argv: list[str], *, cwd: str | None = None, signals: bool = False) -> in
     the Ctrl-C path (only a main thread can)."""
     if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help", "--version")):
         args = _parser().parse_args(argv)
-        handler = {"index": cmd_index, "search": cmd_search, "related": cmd_related, "def": cmd_follow, "refs": cmd_follow,
-                   "callers": cmd_follow, "callees": cmd_follow, "stats": cmd_stats, "install": cmd_install,
-                   "uninstall": cmd_install, "ask": cmd_ask, "status": cmd_status, "watch": cmd_watch,
-                   "mcp": cmd_mcp, "eval": cmd_eval, "cache": cmd_cache, "service": cmd_service,
-                   "fleet": cmd_fleet}.get(args.command)
+        handler = {
+            "index": cmd_index,
+            "search": cmd_search,
+            "related": cmd_related,
+            "def": cmd_follow,
+            "refs": cmd_follow,
+            "callers": cmd_follow,
+            "callees": cmd_follow,
+            "stats": cmd_stats,
+            "install": cmd_install,
+            "uninstall": cmd_install,
+            "ask": cmd_ask,
+            "status": cmd_status,
+            "watch": cmd_watch,
+            "mcp": cmd_mcp,
+            "eval": cmd_eval,
+            "cache": cmd_cache,
+            "service": cmd_service,
+            "fleet": cmd_fleet,
+        }.get(args.command)
     else:
         args = _tui_parser().parse_args(argv)
         handler = cmd_tui

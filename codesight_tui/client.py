@@ -30,8 +30,17 @@ SILENCE_TIMEOUT = 5.0  # seconds without a word (the service sends one every sec
 # Environment variables that change what a command does: a service started with other values
 # (another data directory, another config) does not serve this client.
 # AWS_, GOOGLE_ and AZURE_: a fleet store's credentials (core.fleet) are those of the client's shell.
-_ENV_PREFIXES = ("CODESIGHT_", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "GIT_CONFIG_", "HOME", "AWS_",
-                 "GOOGLE_", "AZURE_")
+_ENV_PREFIXES = (
+    "CODESIGHT_",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
+    "GIT_CONFIG_",
+    "HOME",
+    "AWS_",
+    "GOOGLE_",
+    "AZURE_",
+)
 _ENV_IGNORED = ("CODESIGHT_SERVICE", "CODESIGHT_SERVICE_IDLE_MINUTES", "CODESIGHT_PROGRESS")
 
 
@@ -107,8 +116,13 @@ def enabled() -> bool:
     value = os.environ.get("CODESIGHT_SERVICE")
     if value is None:
         explicit = os.environ.get("CODESIGHT_CONFIG")
-        config = os.path.expanduser(explicit) if explicit else os.path.join(
-            os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "codesight", "config.toml")
+        config = (
+            os.path.expanduser(explicit)
+            if explicit
+            else os.path.join(
+                os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "codesight", "config.toml"
+            )
+        )
         try:
             with open(config, "rb") as fh:
                 try:
@@ -197,8 +211,9 @@ def to_json(value: object) -> str:
     raise TypeError(f"not sent to the service: {type(value).__name__}")
 
 
-def request(message: dict[str, Any], on_message: Callable[[dict[str, Any]], Any], *,
-            silence: float = SILENCE_TIMEOUT) -> dict[str, Any]:
+def request(
+    message: dict[str, Any], on_message: Callable[[dict[str, Any]], Any], *, silence: float = SILENCE_TIMEOUT
+) -> dict[str, Any]:
     """Send one request (a JSON line) and hand each message of the answer to ``on_message`` until
     the last one, ``{"rc": n}``, which is returned. The answer is frames: a kind byte (``o``
     stdout, ``e`` stderr, ``k`` still working, ``s`` status as JSON, ``r`` the exit code, ``x``
@@ -226,7 +241,7 @@ def request(message: dict[str, Any], on_message: Callable[[dict[str, Any]], Any]
                 size = int.from_bytes(buf[1:5], "big")
                 if len(buf) < 5 + size:
                     break
-                kind, payload, buf = FRAME_KINDS.get(buf[:1]), buf[5:5 + size], buf[5 + size:]
+                kind, payload, buf = FRAME_KINDS.get(buf[:1]), buf[5 : 5 + size], buf[5 + size :]
                 try:
                     text = payload.decode()
                     if kind is None:
@@ -261,9 +276,15 @@ def _via_service(argv: list[str]) -> int | None:
                 stream.write(text)
                 stream.flush()
 
-    message = {"v": PROTOCOL, "install": install_key(), "env": env_digest(), "argv": argv, "cwd": os.getcwd(),
-               "tty": sys.stdout.isatty() and not os.environ.get("NO_COLOR"),
-               "ask": sys.stdin.isatty() and sys.stderr.isatty()}  # a question can be asked here
+    message = {
+        "v": PROTOCOL,
+        "install": install_key(),
+        "env": env_digest(),
+        "argv": argv,
+        "cwd": os.getcwd(),
+        "tty": sys.stdout.isatty() and not os.environ.get("NO_COLOR"),
+        "ask": sys.stdin.isatty() and sys.stderr.isatty(),
+    }  # a question can be asked here
     try:
         end = request(message, show)
     except Unserved as exc:
@@ -298,31 +319,41 @@ def start_service(wait: float = 0.0) -> int | None:
         return None
     fcntl.flock(fd, fcntl.LOCK_UN)
     os.close(fd)
-    actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-               (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600),
-               (os.POSIX_SPAWN_DUP2, 1, 2)]
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600),
+        (os.POSIX_SPAWN_DUP2, 1, 2),
+    ]
     # The current directory (a repository that may hold a json.py) must not shadow the library: -c
     # puts it first on sys.path, and the code takes it off before importing anything. The service
     # takes its lock first (a call meanwhile starts no second one) and, unless told to hurry, then
     # waits a moment before it imports anything: the call that started it is still exiting, and on
     # two cores the service's imports slowed that down by 50 ms.
-    code = ("import sys, os, fcntl, time\n"
-            "del sys.path[0]\n"
-            f"fd = os.open({lock!r}, os.O_RDWR | os.O_CREAT, 0o600)\n"
-            "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
-            "except OSError:\n    sys.exit(0)\n"
-            f"time.sleep({0.0 if wait else 0.5})\n"
-            "from codesight_tui.service import main\n"
-            "sys.exit(main(lock_fd=fd))\n")
+    code = (
+        "import sys, os, fcntl, time\n"
+        "del sys.path[0]\n"
+        f"fd = os.open({lock!r}, os.O_RDWR | os.O_CREAT, 0o600)\n"
+        "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+        "except OSError:\n    sys.exit(0)\n"
+        f"time.sleep({0.0 if wait else 0.5})\n"
+        "from codesight_tui.service import main\n"
+        "sys.exit(main(lock_fd=fd))\n"
+    )
     try:
-        pid = os.posix_spawn(sys.executable, [sys.executable, "-c", code], dict(os.environ), file_actions=actions,
-                             setsid=True)
+        pid = os.posix_spawn(
+            sys.executable, [sys.executable, "-c", code], dict(os.environ), file_actions=actions, setsid=True
+        )
     except (NotImplementedError, OSError):  # no POSIX_SPAWN_SETSID here: the slower, portable way
         import subprocess
 
         with open(log, "ab") as out:
-            pid = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=out,
-                                   stderr=subprocess.STDOUT, start_new_session=True).pid
+            pid = subprocess.Popen(
+                [sys.executable, "-c", code],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            ).pid
     if wait:
         import time
 

@@ -103,8 +103,11 @@ class SearchOutput(BaseModel):
     query: str
     mode: str
     results: list[Hit]
-    retrievers: list[str] = Field(default_factory=list, description="the lists fused for this answer: bm25,"
-                                  " static (fast static-model vectors), vector (the full model)")
+    retrievers: list[str] = Field(
+        default_factory=list,
+        description="the lists fused for this answer: bm25,"
+        " static (fast static-model vectors), vector (the full model)",
+    )
     index: list[IndexState] = Field(description="completeness of each repository searched")
     notices: list[str] = Field(default_factory=list, description="what this answer lacks, in words")
     elapsed_ms: float = Field(description="time the server spent on this call")
@@ -195,8 +198,10 @@ class Repos:
         are resolved), widened to its git repository where that stays inside them."""
         if repo_path is None or not str(repo_path).strip():
             if not self.roots:
-                raise CodeSightError("no repository to search: this server was started in / or a home directory;"
-                                     " restart it with --root PATH (or list repositories in the config's `repos`)")
+                raise CodeSightError(
+                    "no repository to search: this server was started in / or a home directory;"
+                    " restart it with --root PATH (or list repositories in the config's `repos`)"
+                )
             base = self.roots[0]
         else:
             given = Path(str(repo_path)).expanduser()
@@ -205,8 +210,10 @@ class Repos:
             base = Path(os.path.realpath(given))
             if not self._allowed(base):
                 allowed = ", ".join(map(str, self.roots))
-                raise CodeSightError(f"repo_path {repo_path} is outside the allowed roots ({allowed});"
-                                     " start the server with --root to allow it")
+                raise CodeSightError(
+                    f"repo_path {repo_path} is outside the allowed roots ({allowed});"
+                    " start the server with --root to allow it"
+                )
         if not base.is_dir():
             raise CodeSightError(f"repo_path {repo_path or base}: no such directory")
         repo = Path(os.path.realpath(find_repo_root(base)))
@@ -229,13 +236,19 @@ class Repos:
         job = self.workspace.running(repo)
         last = cs.last_indexed()
         return IndexState(
-            repo=str(repo), indexed=cs.is_indexed(), files=counts["files"], chunks=counts["chunks"],
+            repo=str(repo),
+            indexed=cs.is_indexed(),
+            files=counts["files"],
+            chunks=counts["chunks"],
             vectors=counts["vectors"],
             vector_coverage=round(counts["vectors"] / counts["chunks"], 4) if counts["chunks"] else 0.0,
-            indexing=job is not None or cs.indexing_now(), phase=job.phase if job else None,
+            indexing=job is not None or cs.indexing_now(),
+            phase=job.phase if job else None,
             progress=f"{job.phase} {job.done}/{job.total}" if job else None,
-            watching=self.workspace.watching(repo), model=self.workspace.model_state(cs),
-            last_indexed=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(last)) if last else None)
+            watching=self.workspace.watching(repo),
+            model=self.workspace.model_state(cs),
+            last_indexed=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(last)) if last else None,
+        )
 
     def close(self) -> None:
         self.workspace.close()
@@ -263,16 +276,33 @@ def _top_k(value: int) -> int:
 
 
 def _hit(r: SearchResult) -> Hit:
-    found = [name for name, rank in (("bm25", r.bm25_rank), ("static", r.static_rank), ("vector", r.vector_rank))
-             if rank]
+    found = [
+        name for name, rank in (("bm25", r.bm25_rank), ("static", r.static_rank), ("vector", r.vector_rank)) if rank
+    ]
     if r.definition or not found:
         found.append("symbol")
     snippet = r.content if len(r.content) <= SNIPPET_CHARS else r.content[:SNIPPET_CHARS] + "\n…"
-    return Hit(repo=r.repo, path=r.path, start_line=r.start_line, end_line=r.end_line, line=r.line or r.start_line,
-               scope=r.scope, name=r.name, language=r.language or "", score=round(r.score, 6), found_by=found,
-               bm25_rank=r.bm25_rank, vector_rank=r.vector_rank, static_rank=r.static_rank, page=r.page,
-               slide=r.slide, location=r.location, snippet=snippet, commit=r.commit or None,
-               translations=r.translations)
+    return Hit(
+        repo=r.repo,
+        path=r.path,
+        start_line=r.start_line,
+        end_line=r.end_line,
+        line=r.line or r.start_line,
+        scope=r.scope,
+        name=r.name,
+        language=r.language or "",
+        score=round(r.score, 6),
+        found_by=found,
+        bm25_rank=r.bm25_rank,
+        vector_rank=r.vector_rank,
+        static_rank=r.static_rank,
+        page=r.page,
+        slide=r.slide,
+        location=r.location,
+        snippet=snippet,
+        commit=r.commit or None,
+        translations=r.translations,
+    )
 
 
 async def _wait_lexical(job: IndexJob, ctx: Context, cs: CodeSight, limit: float = LEXICAL_WAIT_S) -> None:
@@ -291,8 +321,12 @@ async def _wait_lexical(job: IndexJob, ctx: Context, cs: CodeSight, limit: float
         await anyio.sleep(0.1)
 
 
-def build_server(roots: list[Path], *, watch_roots: bool = False, fleet: Fleet | None = None,  # noqa: C901 - its tools are closures defined inside it; each on its own is simple
-                 ) -> tuple[_Server, Repos]:
+def build_server(  # noqa: C901 - its tools are closures defined inside it; each on its own is simple
+    roots: list[Path],
+    *,
+    watch_roots: bool = False,
+    fleet: Fleet | None = None,
+) -> tuple[_Server, Repos]:
     """The ``MCPServer`` with codesight's tools over ``roots``; returns ``(server, repos)``."""
     from codesight_tui import __version__
 
@@ -330,9 +364,15 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet: Fleet |
                 repos.workspace.warm_model(cs)
         return notes
 
-    async def answer(kind: str, query: str, targets: list[Path], mode: str | None,
-                     run: Callable[[], SearchResponse], notes: list[str],
-                     t0: float) -> SearchOutput:
+    async def answer(
+        kind: str,
+        query: str,
+        targets: list[Path],
+        mode: str | None,
+        run: Callable[[], SearchResponse],
+        notes: list[str],
+        t0: float,
+    ) -> SearchOutput:
         """Run a search (``run()`` in a worker thread) and say what it lacks; the answer's size in
         tokens is in it and in ``codesight stats``."""
         engines = [repos.engine(r) for r in targets]
@@ -344,18 +384,32 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet: Fleet |
         used = mode or engines[0].settings.default_mode
         for st in states:
             if not st.indexed:
-                notes.append(f"{Path(st.repo).name}: not indexed yet ({st.progress or 'starting'}); search again"
-                             " in a few seconds")
+                notes.append(
+                    f"{Path(st.repo).name}: not indexed yet ({st.progress or 'starting'}); search again"
+                    " in a few seconds"
+                )
             elif used != "bm25" and st.vector_coverage < 1:
                 by = "BM25 and the static tier" if "static" in hits.retrievers else "BM25 only"
-                notes.append(f"{Path(st.repo).name}: vectors cover {st.vector_coverage:.0%} of chunks so far"
-                             f" ({st.progress or 'run index to finish'}); uncovered chunks are found by {by}")
+                notes.append(
+                    f"{Path(st.repo).name}: vectors cover {st.vector_coverage:.0%} of chunks so far"
+                    f" ({st.progress or 'run index to finish'}); uncovered chunks are found by {by}"
+                )
         if used != "bm25" and not engines[0].embedder_loaded:
-            notes.append("the embedding model is " + ("unavailable" if engines[0].model_error else "still loading")
-                         + ": this answer is " + ("BM25 + the static tier" if "static" in hits.retrievers
-                                                  else "BM25 only"))
-        out = SearchOutput(query=query, mode=used, results=[_hit(h) for h in hits], retrievers=hits.retrievers,
-                           index=states, notices=hits.notices + notes, elapsed_ms=0.0)
+            notes.append(
+                "the embedding model is "
+                + ("unavailable" if engines[0].model_error else "still loading")
+                + ": this answer is "
+                + ("BM25 + the static tier" if "static" in hits.retrievers else "BM25 only")
+            )
+        out = SearchOutput(
+            query=query,
+            mode=used,
+            results=[_hit(h) for h in hits],
+            retrievers=hits.retrievers,
+            index=states,
+            notices=hits.notices + notes,
+            elapsed_ms=0.0,
+        )
 
         def count() -> None:
             out.tokens = engines[0].token_count(out.model_dump_json())
@@ -370,9 +424,17 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet: Fleet |
         return out
 
     @server.tool(annotations=ToolAnnotations(title="Search code", read_only_hint=True, open_world_hint=False))
-    async def search(query: str, ctx: Context, repo_path: str | None = None, top_k: int = 10,
-                     file_glob: str | None = None, mode: str | None = None, language: str | None = None,
-                     roots: list[str] | None = None, fleet_repo: str | None = None) -> SearchOutput:
+    async def search(
+        query: str,
+        ctx: Context,
+        repo_path: str | None = None,
+        top_k: int = 10,
+        file_glob: str | None = None,
+        mode: str | None = None,
+        language: str | None = None,
+        roots: list[str] | None = None,
+        fleet_repo: str | None = None,
+    ) -> SearchOutput:
         """Search code by meaning or by name: plain words ("where do we retry failed uploads") or a
         symbol ("RetryPolicy"). Returns ranked hits with path, lines, enclosing scope and snippet.
         repo_path: the repository (default: the first allowed root). roots: several repositories,
@@ -383,15 +445,24 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet: Fleet |
         its repository's name and commit; fleet_repo narrows them by a glob over those names."""
         t0 = time.perf_counter()
         if not query or not query.strip():
-            raise ToolError("the query is empty: say what to look for, e.g. \"parse config file\"")
+            raise ToolError('the query is empty: say what to look for, e.g. "parse config file"')
         top_k = _top_k(top_k)
         targets = [where(r) for r in roots] if roots else [where(repo_path)]
         targets = outermost(targets)  # nested roots are one index, not one each
         notes = await prepare(targets, ctx, mode)
         if fleet_repo and fleet is None:
             raise ToolError("fleet_repo narrows a fleet store, and this server has none (codesight mcp --store URI)")
-        request = SearchRequest(query, tuple(targets), top_k, mode, file_glob, language,
-                                vectors=Vectors.LOADED, fleet=fleet, fleet_repo=fleet_repo)
+        request = SearchRequest(
+            query,
+            tuple(targets),
+            top_k,
+            mode,
+            file_glob,
+            language,
+            vectors=Vectors.LOADED,
+            fleet=fleet,
+            fleet_repo=fleet_repo,
+        )
 
         def run() -> SearchResponse:
             return repos.workspace.search(request)
@@ -399,9 +470,16 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet: Fleet |
         return await answer("search", query, targets, mode, run, notes, t0)
 
     @server.tool(annotations=ToolAnnotations(title="Find related code", read_only_hint=True, open_world_hint=False))
-    async def find_related(location: str, ctx: Context, repo_path: str | None = None, top_k: int = 10,
-                           file_glob: str | None = None, mode: str | None = None, language: str | None = None,
-                           roots: list[str] | None = None) -> SearchOutput:
+    async def find_related(
+        location: str,
+        ctx: Context,
+        repo_path: str | None = None,
+        top_k: int = 10,
+        file_glob: str | None = None,
+        mode: str | None = None,
+        language: str | None = None,
+        roots: list[str] | None = None,
+    ) -> SearchOutput:
         """Find the code most like a given place: other implementations of the same idea, callers'
         twins, the test or the sibling module. location: "path:line" (relative to the repository),
         a file, or a symbol ("RetryPolicy"). Same ranking and options as search; the place itself
@@ -409,7 +487,7 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet: Fleet |
         its code like that place comes too (and a symbol only the fleet has is looked up there)."""
         t0 = time.perf_counter()
         if not location or not location.strip():
-            raise ToolError("say where: \"path:line\", a file, or a symbol")
+            raise ToolError('say where: "path:line", a file, or a symbol')
         top_k = _top_k(top_k)
         if roots:
             targets = [where(r) for r in roots]
@@ -420,27 +498,36 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet: Fleet |
             targets = [where(repo_path)]
         targets = outermost(targets)
         notes = await prepare(targets, ctx, mode)
-        request = SearchRequest(location, tuple(targets), top_k, mode, file_glob, language,
-                                vectors=Vectors.LOADED, like=True, fleet=fleet)
+        request = SearchRequest(
+            location, tuple(targets), top_k, mode, file_glob, language, vectors=Vectors.LOADED, like=True, fleet=fleet
+        )
 
         def run() -> SearchResponse:
             return repos.workspace.search(request)
 
         return await answer("find_related", location, targets, mode, run, notes, t0)
 
-    async def follow(action: str, symbol: str, ctx: Context, repo_path: str | None, file_glob: str | None,
-                     language: str | None, limit: int) -> NavigationOutput:
+    async def follow(
+        action: str,
+        symbol: str,
+        ctx: Context,
+        repo_path: str | None,
+        file_glob: str | None,
+        language: str | None,
+        limit: int,
+    ) -> NavigationOutput:
         """One navigation tool's call: index a repository never seen, follow, count the tokens."""
         t0 = time.perf_counter()
         if not symbol or not symbol.strip():
-            raise ToolError("say what to follow: a name (\"RetryPolicy\", \"Cache.get\") or \"path:line\"")
+            raise ToolError('say what to follow: a name ("RetryPolicy", "Cache.get") or "path:line"')
         repo = where(repo_path)
         await prepare([repo], ctx, "bm25")
         cs = repos.engine(repo)
 
         def run() -> NavigationOutput:
-            nav = repos.workspace.follow(repo, action, symbol, max(1, min(limit, 1000)), glob=file_glob,
-                                         language=language)
+            nav = repos.workspace.follow(
+                repo, action, symbol, max(1, min(limit, 1000)), glob=file_glob, language=language
+            )
             out = NavigationOutput.model_validate({**nav.to_dict(), "index": repos.state(repo)})
             out.tokens = cs.token_count(out.model_dump_json())
             cs.record_served(action, len(nav), out.tokens, sorted({s.path for s in nav.sites}))
@@ -454,8 +541,13 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet: Fleet |
         return out
 
     @server.tool(annotations=ToolAnnotations(title="Find a definition", read_only_hint=True, open_world_hint=False))
-    async def find_definition(symbol: str, ctx: Context, repo_path: str | None = None, file_glob: str | None = None,
-                              language: str | None = None) -> NavigationOutput:
+    async def find_definition(
+        symbol: str,
+        ctx: Context,
+        repo_path: str | None = None,
+        file_glob: str | None = None,
+        language: str | None = None,
+    ) -> NavigationOutput:
         """Where a symbol is defined: every function, method, class or type of that name, with its
         kind, scope, path and line. symbol: a name ("RetryPolicy"), "Scope.name" ("Cache.get"), or
         "path:line" (the definition around that line). resolution says whether it is one
@@ -463,8 +555,14 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet: Fleet |
         return await follow("definitions", symbol, ctx, repo_path, file_glob, language, 1000)
 
     @server.tool(annotations=ToolAnnotations(title="Find references", read_only_hint=True, open_world_hint=False))
-    async def find_references(symbol: str, ctx: Context, repo_path: str | None = None, file_glob: str | None = None,
-                              language: str | None = None, limit: int = 200) -> NavigationOutput:
+    async def find_references(
+        symbol: str,
+        ctx: Context,
+        repo_path: str | None = None,
+        file_glob: str | None = None,
+        language: str | None = None,
+        limit: int = 200,
+    ) -> NavigationOutput:
         """Every place a symbol is named in code (never in comments or strings): calls, type uses,
         imports, other uses, and its definitions, each with its line, its text and the definition
         it is in. Where the symbol names one definition ("path:line", or a name defined once), uses
@@ -472,23 +570,42 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet: Fleet |
         return await follow("references", symbol, ctx, repo_path, file_glob, language, limit)
 
     @server.tool(annotations=ToolAnnotations(title="Find callers", read_only_hint=True, open_world_hint=False))
-    async def find_callers(symbol: str, ctx: Context, repo_path: str | None = None, file_glob: str | None = None,
-                           language: str | None = None, limit: int = 200) -> NavigationOutput:
+    async def find_callers(
+        symbol: str,
+        ctx: Context,
+        repo_path: str | None = None,
+        file_glob: str | None = None,
+        language: str | None = None,
+        limit: int = 200,
+    ) -> NavigationOutput:
         """Who calls a function or method: each call with the definition it is made from (within).
         symbol: a name, "Scope.name" or "path:line". A call that may mean another definition of the
         same name says so in its resolution ("one of N candidates")."""
         return await follow("callers", symbol, ctx, repo_path, file_glob, language, limit)
 
     @server.tool(annotations=ToolAnnotations(title="Find callees", read_only_hint=True, open_world_hint=False))
-    async def find_callees(symbol: str, ctx: Context, repo_path: str | None = None, file_glob: str | None = None,
-                           language: str | None = None, limit: int = 200) -> NavigationOutput:
+    async def find_callees(
+        symbol: str,
+        ctx: Context,
+        repo_path: str | None = None,
+        file_glob: str | None = None,
+        language: str | None = None,
+        limit: int = 200,
+    ) -> NavigationOutput:
         """What a function, method or class calls: each callee once, at its first call, with the
         definition it resolves to (target) where the repository has one; a library call has none
         ("not defined here")."""
         return await follow("callees", symbol, ctx, repo_path, file_glob, language, limit)
 
-    @server.tool(annotations=ToolAnnotations(title="Index a repository", read_only_hint=False,
-                                             destructive_hint=False, idempotent_hint=True, open_world_hint=False))
+    @server.tool(
+        annotations=ToolAnnotations(
+            title="Index a repository",
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        )
+    )
     async def index(ctx: Context, repo_path: str | None = None, force_rebuild: bool = False) -> IndexOutput:
         """Bring a repository's index up to date (force_rebuild: from scratch; cached embeddings are
         reused). Returns as soon as BM25 search covers the repository, with progress notifications
@@ -503,8 +620,10 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet: Fleet |
         elif not job.lexical_done.is_set():
             message = f"indexing continues in the background ({state.progress})"
         elif state.vector_coverage < 1 and state.indexing:
-            message = (f"BM25 search covers the repository; embedding continues in the background"
-                       f" ({state.vector_coverage:.0%} done)")
+            message = (
+                f"BM25 search covers the repository; embedding continues in the background"
+                f" ({state.vector_coverage:.0%} done)"
+            )
         else:
             message = "index is up to date"
         if not started:
@@ -519,30 +638,59 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet: Fleet |
         cs = repos.engine(repo)
         st = await anyio.to_thread.run_sync(cs.status)
         files = st.get("changed_files")
-        changed = {"added": files["added"][:50], "modified": files["modified"][:50],
-                   "deleted": files["deleted"][:50]} if files else {}
-        return StatusOutput(state=repos.state(repo), pending=st.get("pending", 0), stale_files=st.get("changed"),
-                            changed=changed, index_bytes=st.get("index_bytes", 0), skipped=st.get("skipped") or {},
-                            read_only=bool(st.get("read_only")), notices=st.get("notices") or [])
+        changed = (
+            {"added": files["added"][:50], "modified": files["modified"][:50], "deleted": files["deleted"][:50]}
+            if files
+            else {}
+        )
+        return StatusOutput(
+            state=repos.state(repo),
+            pending=st.get("pending", 0),
+            stale_files=st.get("changed"),
+            changed=changed,
+            index_bytes=st.get("index_bytes", 0),
+            skipped=st.get("skipped") or {},
+            read_only=bool(st.get("read_only")),
+            notices=st.get("notices") or [],
+        )
 
-    @server.tool(annotations=ToolAnnotations(title="Watch a repository", read_only_hint=False,
-                                             destructive_hint=False, idempotent_hint=True, open_world_hint=False))
+    @server.tool(
+        annotations=ToolAnnotations(
+            title="Watch a repository",
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        )
+    )
     def watch(repo_path: str | None = None) -> WatchOutput:
         """Keep a repository's index current while files change: each burst of saves is indexed as
         one batch (only changed files; only new text embedded), searchable within about a second."""
         repo = where(repo_path)
         return _watch(repos, repo)
 
-    @server.tool(annotations=ToolAnnotations(title="Stop watching", read_only_hint=False, destructive_hint=False,
-                                             idempotent_hint=True, open_world_hint=False))
+    @server.tool(
+        annotations=ToolAnnotations(
+            title="Stop watching",
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        )
+    )
     def unwatch(repo_path: str | None = None) -> WatchOutput:
         """Stop keeping a repository's index current (the index stays as it is)."""
         repo = where(repo_path)
         watcher = repos.workspace.unwatch(repo, timeout=2)
         if watcher is None:
             return WatchOutput(repo=str(repo), watching=False, message="was not being watched")
-        return WatchOutput(repo=str(repo), watching=False, mode=watcher.mode, batches=watcher.batches,
-                           message=f"stopped watching after {watcher.batches} batches")
+        return WatchOutput(
+            repo=str(repo),
+            watching=False,
+            mode=watcher.mode,
+            batches=watcher.batches,
+            message=f"stopped watching after {watcher.batches} batches",
+        )
 
     if watch_roots:
         for root in repos.roots:
@@ -555,15 +703,21 @@ def _watch(repos: Repos, repo: Path) -> WatchOutput:
     with repos._lock:
         watcher = repos.workspace.watcher(repo)
         if watcher is not None and watcher.running:
-            return WatchOutput(repo=str(repo), watching=True, mode=watcher.mode, batches=watcher.batches,
-                               message="already watching")
+            return WatchOutput(
+                repo=str(repo), watching=True, mode=watcher.mode, batches=watcher.batches, message="already watching"
+            )
         repos.caught_up.add(repo)  # the watcher's first batch catches up with the whole tree
         job = repos.workspace.running(repo)
     if job is not None:  # the watcher takes over: its runs give way to each new change, a plain run doesn't
         job.cancel(wait=30)
     watcher = repos.workspace.watch(repo)
-    return WatchOutput(repo=str(repo), watching=True, mode=watcher.mode, batches=0,
-                       message="watching: changes are indexed in batches as they are saved")
+    return WatchOutput(
+        repo=str(repo),
+        watching=True,
+        mode=watcher.mode,
+        batches=0,
+        message="watching: changes are indexed in batches as they are saved",
+    )
 
 
 def default_roots(given: list[str] | None) -> list[Path]:
@@ -586,8 +740,11 @@ def default_roots(given: list[str] | None) -> list[Path]:
     else:  # desktop assistants start servers in / or ~: never serve all of it unasked
         import sys
 
-        print(f"codesight mcp: not serving {here} (the filesystem root or a home directory) without --root;"
-              " start it with --root PATH, or list repositories in the config's `repos`", file=sys.stderr)
+        print(
+            f"codesight mcp: not serving {here} (the filesystem root or a home directory) without --root;"
+            " start it with --root PATH, or list repositories in the config's `repos`",
+            file=sys.stderr,
+        )
     roots += [Path(r).expanduser().resolve() for r in load_settings().repos if Path(r).expanduser().is_dir()]
     return list(dict.fromkeys(roots))
 
@@ -648,8 +805,16 @@ def guard_frame(line: str) -> str:
         found = _FRAME_ID.search(line[:4096])
         if found is None:
             return "\n"  # a notification: there is nobody to answer
-        return json.dumps({"jsonrpc": "2.0", "id": json.loads(found.group(1)),
-                           "method": f"codesight/rejected: frame nested deeper than {MAX_FRAME_DEPTH} levels"}) + "\n"
+        return (
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": json.loads(found.group(1)),
+                    "method": f"codesight/rejected: frame nested deeper than {MAX_FRAME_DEPTH} levels",
+                }
+            )
+            + "\n"
+        )
     cleaned = _clean_strings(obj)
     return line if cleaned == obj else json.dumps(cleaned) + "\n"
 
@@ -688,6 +853,7 @@ def serve(roots: list[str] | None = None, *, watch: bool = False, fleet: Fleet |
     import signal
 
     server, repos = build_server(default_roots(roots), watch_roots=watch, fleet=fleet)
+
     # SIGTERM and SIGHUP (the client or the ssh session went away) end it the way EOF does: the
     # index runs stop at a batch boundary and the model's child process goes with it.
     def terminate(number: int, frame: FrameType | None) -> None:

@@ -107,7 +107,7 @@ class _Reply:
         if self.out and "o" not in msg:
             text, self.out, self.size = "".join(self.out), [], 0
             self._send({"o": text})
-        (key, value), = msg.items()
+        ((key, value),) = msg.items()
         kind = {"o": b"o", "e": b"e", "k": b"k", "rc": b"r", "refused": b"x", "status": b"s"}[key]
         text = json.dumps(value) if key == "status" else "" if key == "k" else str(value)
         payload = text.encode("utf-8", "replace")
@@ -180,8 +180,9 @@ class Service:
         self.lock = threading.Lock()
         # The warm engines (a changed config file starts them all afresh). The full model (--full)
         # runs in a child process shared by every engine; BM25 answers from memory.
-        self.workspace = Workspace(EngineOptions(model_process=True, lexical_processes=True, resident_bm25=True),
-                                   reload_on=config_stamp)
+        self.workspace = Workspace(
+            EngineOptions(model_process=True, lexical_processes=True, resident_bm25=True), reload_on=config_stamp
+        )
         self.unwatchable: set[Path] = set()  # trees a watcher could not start on: not tried again
         self.replies: set[_Reply] = set()
         self.busy = 0
@@ -201,8 +202,12 @@ class Service:
         """Keep ``root``'s lexical index and static tier fresh while the service lives (the full
         model is left to ``codesight index``: minutes of CPU the user did not ask for)."""
         with self.lock:
-            if root in self.unwatchable or self.workspace.watcher(root) is not None \
-                    or root not in self.workspace.roots() or self.stopping.is_set():
+            if (
+                root in self.unwatchable
+                or self.workspace.watcher(root) is not None
+                or root not in self.workspace.roots()
+                or self.stopping.is_set()
+            ):
                 return
             try:
                 self.workspace.watch(root, lambda cs: cs.watch(embed=False, static=True))
@@ -212,11 +217,19 @@ class Service:
 
     def status(self) -> dict[str, Any]:
         with self.lock:
-            return {"pid": os.getpid(), "socket": client.socket_path(), "started": self.started,
-                    "uptime_s": round(time.time() - self.started, 1), "served": self.served,
-                    "refused": self.refused, "failed": self.failed, "idle_exit_s": self.idle_s,
-                    "repositories": [{"root": str(r), "watching": self.workspace.watching(r)}
-                                     for r in self.workspace.roots()]}
+            return {
+                "pid": os.getpid(),
+                "socket": client.socket_path(),
+                "started": self.started,
+                "uptime_s": round(time.time() - self.started, 1),
+                "served": self.served,
+                "refused": self.refused,
+                "failed": self.failed,
+                "idle_exit_s": self.idle_s,
+                "repositories": [
+                    {"root": str(r), "watching": self.workspace.watching(r)} for r in self.workspace.roots()
+                ],
+            }
 
     # --- requests -------------------------------------------------------------------------------
     def handle(self, conn: socket.socket, data: bytes) -> None:
@@ -434,8 +447,9 @@ def serve(idle_s: float | None = None, lock_fd: int | None = None) -> int:
     return 0
 
 
-def _accept(listener: socket.socket, service: Service, selector: selectors.BaseSelector,
-            pending: dict[socket.socket, _Pending]) -> None:
+def _accept(
+    listener: socket.socket, service: Service, selector: selectors.BaseSelector, pending: dict[socket.socket, _Pending]
+) -> None:
     """Take every connection waiting: another user's is refused at once; the rest wait, without a
     worker, for their request line."""
     while True:
@@ -464,8 +478,13 @@ def _drop(p: _Pending, selector: selectors.BaseSelector, pending: dict[socket.so
         selector.unregister(p.conn)
 
 
-def _read(p: _Pending, service: Service, selector: selectors.BaseSelector, pending: dict[socket.socket, _Pending],
-          pool: ThreadPoolExecutor) -> None:
+def _read(
+    p: _Pending,
+    service: Service,
+    selector: selectors.BaseSelector,
+    pending: dict[socket.socket, _Pending],
+    pool: ThreadPoolExecutor,
+) -> None:
     """What a waiting connection has sent: a whole line goes to a worker, an over-long one or a
     closed connection goes away."""
     try:

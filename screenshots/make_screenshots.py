@@ -104,9 +104,11 @@ async def documents_and_ask() -> None:
     from codesight_tui.tui.app import CodeSightApp
 
     corpus = build(tmp / "corpus", report_pages=30)
-    llmstub.ANSWER[:] = ["Customer records are deleted **thirty days** after an account is closed [1]. ",
-                         "Audit logs are kept for seven years, ",
-                         "and a legal hold suspends deletion for the accounts it names [1]."]
+    llmstub.ANSWER[:] = [
+        "Customer records are deleted **thirty days** after an account is closed [1]. ",
+        "Audit logs are kept for seven years, ",
+        "and a legal hold suspends deletion for the accounts it names [1].",
+    ]
     with llmstub.StubServer(delay=0.05) as stub:
         os.environ.update(CODESIGHT_LLM_BACKEND="ollama", CODESIGHT_LLM_MODEL="llama3.2", OLLAMA_HOST=stub.url)
         engine = CodeSight(corpus)

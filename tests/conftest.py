@@ -62,6 +62,7 @@ def _unit_tier(request, monkeypatch):
     def refuse(what: str):
         def refused(*_a, **_k):
             raise UnitTierBreach(f"a unit test {what}: move it to tests/integration")
+
         return refused
 
     import multiprocessing.process
@@ -226,7 +227,7 @@ class ConfigLoader:
     def reload(self):
         self.cache = {}
 ''',
-    "src/auth.py": '''import hashlib
+    "src/auth.py": """import hashlib
 import hmac
 import os
 
@@ -239,8 +240,8 @@ def hash_password(password: str, salt: bytes | None = None) -> tuple[bytes, byte
 
 def verify_password(password: str, salt: bytes, digest: bytes) -> bool:
     return hmac.compare_digest(hash_password(password, salt)[1], digest)
-''',
-    "web/client.js": '''import { request } from "./http.js";
+""",
+    "web/client.js": """import { request } from "./http.js";
 
 export class UploadClient {
   constructor(baseUrl) {
@@ -260,8 +261,8 @@ export class UploadClient {
 }
 
 export const parseConfigFile = (text) => JSON.parse(text);
-''',
-    "server/main.go": '''package main
+""",
+    "server/main.go": """package main
 
 import "fmt"
 
@@ -278,7 +279,7 @@ func main() {
 	s := &Server{Port: 8080}
 	s.Start()
 }
-''',
+""",
     "README.md": "# Demo\n\nA tiny repository used by codesight's tests.\n\n## Usage\n\nRun it.\n",
     "notes/crlf.txt": "first line\r\nsecond line\r\nthird line\r\n",
     ".gitignore": "*.log\nbuild/\nsecret.txt\n",
@@ -360,7 +361,7 @@ class LRUCache:
         while len(self.items) > self.size:
             self.items.popitem(last=False)
 ''',
-    "app/service.py": '''from store.cache import LRUCache
+    "app/service.py": """from store.cache import LRUCache
 
 
 def make_cache():
@@ -371,8 +372,8 @@ def lookup(key):
     cache = make_cache()
     cache.put(key, 1)
     return cache.get(key)
-''',
-    "web/client.ts": '''// request() below is what fetchUser calls
+""",
+    "web/client.ts": """// request() below is what fetchUser calls
 export function fetchUser(id: string): Promise<Response> {
   return request(`/users/${id}`);
 }
@@ -380,7 +381,7 @@ export function fetchUser(id: string): Promise<Response> {
 function request(url: string): Promise<Response> {
   return fetch(url);
 }
-''',
+""",
 }
 
 

@@ -8,7 +8,59 @@ import random
 import textwrap
 from pathlib import Path
 
-WORDS = ["the", "service", "retries", "each", "request", "with", "a", "backoff", "that", "doubles", "until", "the", "deadline", "passes", "while", "workers", "drain", "the", "queue", "and", "report", "progress", "to", "the", "scheduler", "which", "balances", "load", "across", "regions", "so", "that", "a", "failed", "node", "never", "loses", "an", "accepted", "job", "and", "every", "record", "is", "written", "once", "before", "the", "index", "is", "compacted"]
+WORDS = [
+    "the",
+    "service",
+    "retries",
+    "each",
+    "request",
+    "with",
+    "a",
+    "backoff",
+    "that",
+    "doubles",
+    "until",
+    "the",
+    "deadline",
+    "passes",
+    "while",
+    "workers",
+    "drain",
+    "the",
+    "queue",
+    "and",
+    "report",
+    "progress",
+    "to",
+    "the",
+    "scheduler",
+    "which",
+    "balances",
+    "load",
+    "across",
+    "regions",
+    "so",
+    "that",
+    "a",
+    "failed",
+    "node",
+    "never",
+    "loses",
+    "an",
+    "accepted",
+    "job",
+    "and",
+    "every",
+    "record",
+    "is",
+    "written",
+    "once",
+    "before",
+    "the",
+    "index",
+    "is",
+    "compacted",
+]
 
 
 def filler(rng: random.Random, n_words: int) -> str:
@@ -101,11 +153,14 @@ def make_pdf_bomb(path: Path, stream_mb: int) -> Path:
     import zlib
 
     stream = zlib.compress(b"BT /F1 12 Tf 72 712 Td (bomb) Tj ET\n" + b" " * (stream_mb * 1024 * 1024), 9)
-    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
-            b" /Resources << /Font << /F1 5 0 R >> >> >>",
-            b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
-            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    objs = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for n, body in enumerate(objs, start=1):
@@ -125,6 +180,8 @@ def make_docx_bomb(path: Path, xml_mb: int) -> Path:
 
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("[Content_Types].xml", "<Types/>")
-        zf.writestr("word/document.xml", b"<w:document><w:body>" + b"<w:p/>" * (xml_mb * 1024 * 1024 // 6)
-                    + b"</w:body></w:document>")
+        zf.writestr(
+            "word/document.xml",
+            b"<w:document><w:body>" + b"<w:p/>" * (xml_mb * 1024 * 1024 // 6) + b"</w:body></w:document>",
+        )
     return path

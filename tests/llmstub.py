@@ -13,8 +13,13 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-ANSWER = ["The uploader ", "retries failed uploads ", "three times with backoff [1]", ", as the design ",
-          "notes say [2][9]."]
+ANSWER = [
+    "The uploader ",
+    "retries failed uploads ",
+    "three times with backoff [1]",
+    ", as the design ",
+    "notes say [2][9].",
+]
 ENDLESS_CAP = 200_000
 
 
@@ -58,9 +63,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's name)
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-        self.server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
-        key = self.headers.get("x-api-key") or self.headers.get("api-key") or \
-            (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+        self.server.requests.append(
+            {"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body}
+        )
+        key = (
+            self.headers.get("x-api-key")
+            or self.headers.get("api-key")
+            or (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+        )
         path = self.path.split("?")[0]
         if path.endswith("/messages"):
             api = "anthropic"
@@ -77,15 +87,21 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(5)
         failure = {"missing": 404, "busy": 429, "broken": 500}.get(model) or (401 if key == "bad-key" else None)
         if failure:
-            message = {401: "invalid api key", 404: f"model '{model}' not found", 429: "rate limited",
-                       500: "internal error"}[failure]
+            message = {
+                401: "invalid api key",
+                404: f"model '{model}' not found",
+                429: "rate limited",
+                500: "internal error",
+            }[failure]
             if api == "anthropic":
-                kind = {401: "authentication_error", 404: "not_found_error", 429: "rate_limit_error",
-                        500: "api_error"}[failure]
+                kind = {401: "authentication_error", 404: "not_found_error", 429: "rate_limit_error", 500: "api_error"}[
+                    failure
+                ]
                 return self._json(failure, {"type": "error", "error": {"type": kind, "message": message}})
             if api == "openai":
-                return self._json(failure, {"error": {"message": message, "type": "invalid_request_error",
-                                                      "code": None}})
+                return self._json(
+                    failure, {"error": {"message": message, "type": "invalid_request_error", "code": None}}
+                )
             return self._json(failure, {"error": message})
         if api == "anthropic":
             return self._stream("text/event-stream", self._anthropic(model))
@@ -97,24 +113,51 @@ class _Handler(BaseHTTPRequestHandler):
         def event(name: str, data: dict) -> str:
             return f"event: {name}\ndata: {json.dumps(data)}\n\n"
 
-        yield event("message_start", {"type": "message_start", "message": {
-            "id": "msg_stub", "type": "message", "role": "assistant", "model": model, "content": [],
-            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 321, "output_tokens": 1}}})
-        yield event("content_block_start", {"type": "content_block_start", "index": 0,
-                                            "content_block": {"type": "text", "text": ""}})
+        yield event(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_stub",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 321, "output_tokens": 1},
+                },
+            },
+        )
+        yield event(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        )
         for text in _pieces(model):
-            yield event("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                                "delta": {"type": "text_delta", "text": text}})
+            yield event(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+            )
         yield event("content_block_stop", {"type": "content_block_stop", "index": 0})
-        yield event("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn",
-                                                                         "stop_sequence": None},
-                                      "usage": {"output_tokens": 27}})
+        yield event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 27},
+            },
+        )
         yield event("message_stop", {"type": "message_stop"})
 
     def _openai(self, model: str):
         def chunk(delta: dict, finish=None, usage=None) -> str:
-            body = {"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 1, "model": model,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}] if delta is not None else []}
+            body = {
+                "id": "chatcmpl-stub",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}] if delta is not None else [],
+            }
             if usage:
                 body["usage"] = usage
             return f"data: {json.dumps(body)}\n\n"
@@ -128,11 +171,31 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _ollama(self, model: str):
         for text in _pieces(model):
-            yield json.dumps({"model": model, "created_at": "2026-01-01T00:00:00Z",
-                              "message": {"role": "assistant", "content": text}, "done": False}) + "\n"
-        yield json.dumps({"model": model, "created_at": "2026-01-01T00:00:00Z",
-                          "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop",
-                          "prompt_eval_count": 321, "eval_count": 27}) + "\n"
+            yield (
+                json.dumps(
+                    {
+                        "model": model,
+                        "created_at": "2026-01-01T00:00:00Z",
+                        "message": {"role": "assistant", "content": text},
+                        "done": False,
+                    }
+                )
+                + "\n"
+            )
+        yield (
+            json.dumps(
+                {
+                    "model": model,
+                    "created_at": "2026-01-01T00:00:00Z",
+                    "message": {"role": "assistant", "content": ""},
+                    "done": True,
+                    "done_reason": "stop",
+                    "prompt_eval_count": 321,
+                    "eval_count": 27,
+                }
+            )
+            + "\n"
+        )
 
 
 class StubServer(ThreadingHTTPServer):

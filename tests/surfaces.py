@@ -63,8 +63,16 @@ async def server(*roots: Path, extra: tuple[str, ...] = ()):
 
 
 def llm_env(monkeypatch, backend: str, url: str, model: str = "stub-model", key: str = KEY) -> None:
-    for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_BASE_URL",
-                "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT", "OPENAI_API_VERSION", "OLLAMA_HOST"):
+    for var in (
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "AZURE_OPENAI_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_BASE_URL",
+        "AZURE_OPENAI_ENDPOINT",
+        "OPENAI_API_VERSION",
+        "OLLAMA_HOST",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("CODESIGHT_LLM_BACKEND", backend)
     monkeypatch.setenv("CODESIGHT_LLM_MODEL", model)

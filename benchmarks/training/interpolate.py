@@ -33,7 +33,10 @@ def main() -> int:
     if base_file is None:
         from sentence_transformers import SentenceTransformer
 
-        base = {k: v.detach() for k, v in SentenceTransformer(str(base_dir), device="cpu")[0].auto_model.state_dict().items()}
+        base = {
+            k: v.detach()
+            for k, v in SentenceTransformer(str(base_dir), device="cpu")[0].auto_model.state_dict().items()
+        }
     else:
         base = load_file(str(base_file))
     tuned = load_file(str(args.tuned / "model.safetensors"))
@@ -42,8 +45,10 @@ def main() -> int:
     if missing:
         print(f"interpolate: {len(missing)} weights of the tuned model are not in the bundled one, e.g. {missing[0]}")
         return 1
-    mixed = {k: ((1 - args.alpha) * base[k.removeprefix("bert.")].float() + args.alpha * v.float()).to(v.dtype).contiguous()
-             for k, v in tuned.items()}
+    mixed = {
+        k: ((1 - args.alpha) * base[k.removeprefix("bert.")].float() + args.alpha * v.float()).to(v.dtype).contiguous()
+        for k, v in tuned.items()
+    }
     if args.out.exists():
         shutil.rmtree(args.out)
     shutil.copytree(args.tuned, args.out)

@@ -32,8 +32,9 @@ def main() -> int:
     shutil.copytree(ins[0], out)
     save_file({"embeddings": np.mean(tables, axis=0).astype(np.float16)}, str(out / "model.safetensors"))
     runs = [json.loads((p / "training.json").read_text()) if (p / "training.json").is_file() else {} for p in ins]
-    (out / "training.json").write_text(json.dumps({"recipe": f"the element-wise mean of {len(ins)} tables",
-                                                   "tables": runs}, indent=1) + "\n")
+    (out / "training.json").write_text(
+        json.dumps({"recipe": f"the element-wise mean of {len(ins)} tables", "tables": runs}, indent=1) + "\n"
+    )
     print(f"{out}: the mean of {len(ins)} tables")
     return 0
 

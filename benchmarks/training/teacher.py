@@ -87,12 +87,14 @@ def main() -> int:
             if f.is_file():
                 continue
             t1 = time.perf_counter()
-            vecs = emb.encode([p[side] for p in pairs[k:k + SHARD]]).astype(np.float16)
+            vecs = emb.encode([p[side] for p in pairs[k : k + SHARD]]).astype(np.float16)
             tmp = f.with_suffix(".tmp.npy")
             np.save(tmp, vecs)
             tmp.rename(f)
-            print(f"{side} {k + len(vecs):,}/{len(pairs):,}: {len(vecs) / (time.perf_counter() - t1):.0f} texts/s",
-                  flush=True)
+            print(
+                f"{side} {k + len(vecs):,}/{len(pairs):,}: {len(vecs) / (time.perf_counter() - t1):.0f} texts/s",
+                flush=True,
+            )
     print(f"done in {time.perf_counter() - t0:.0f} s")
     return 0
 

@@ -74,8 +74,10 @@ def main() -> int:
     val, train = order[:n_val], order[n_val:]
     if args.limit:
         train = train[: args.limit]
-    key = hashlib.sha1(f"{args.pairs.stat().st_size}:{len(pairs)}:{args.where}:{args.limit}:{args.epochs}:{args.batch}"
-                       f":{args.lr}:{args.scale}:{args.max_tokens}:{args.seed}".encode()).hexdigest()[:10]
+    key = hashlib.sha1(
+        f"{args.pairs.stat().st_size}:{len(pairs)}:{args.where}:{args.limit}:{args.epochs}:{args.batch}"
+        f":{args.lr}:{args.scale}:{args.max_tokens}:{args.seed}".encode()
+    ).hexdigest()[:10]
     run = WORK / f"full-{key}"
     run.mkdir(parents=True, exist_ok=True)
 
@@ -86,7 +88,8 @@ def main() -> int:
     warm = max(1, total // 10)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warm, max(0.0, (total - s) / max(1, total - warm))))
+        opt, lambda s: min((s + 1) / warm, max(0.0, (total - s) / max(1, total - warm)))
+    )
     step = 0
     ck = run / "last.pt"
     if ck.is_file():
@@ -104,8 +107,8 @@ def main() -> int:
     def mrr() -> float:
         model.eval()
         with torch.no_grad():
-            q = torch.cat([embed([pairs[i]["query"] for i in val[k:k + 128]]) for k in range(0, len(val), 128)])
-            d = torch.cat([embed([pairs[i]["doc"] for i in val[k:k + 128]]) for k in range(0, len(val), 128)])
+            q = torch.cat([embed([pairs[i]["query"] for i in val[k : k + 128]]) for k in range(0, len(val), 128)])
+            d = torch.cat([embed([pairs[i]["doc"] for i in val[k : k + 128]]) for k in range(0, len(val), 128)])
         ranks = (q @ d.T).argsort(dim=1, descending=True)[:, :10]
         hit = (ranks == torch.arange(len(val))[:, None]).float()
         score = float((hit / torch.arange(1, 11)).sum(dim=1).mean())
@@ -114,19 +117,23 @@ def main() -> int:
 
     def save() -> None:
         tmp = run / "last.pt.tmp"
-        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
-                    "step": step}, tmp)
+        torch.save(
+            {"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(), "step": step}, tmp
+        )
         tmp.replace(ck)
 
-    print(f"{len(train):,} training pairs, {total:,} steps of {args.batch}; held-out MRR@10 ({len(val)} pairs):"
-          f" {mrr():.4f} at step {step}", flush=True)
+    print(
+        f"{len(train):,} training pairs, {total:,} steps of {args.batch}; held-out MRR@10 ({len(val)} pairs):"
+        f" {mrr():.4f} at step {step}",
+        flush=True,
+    )
     model.train()
     t0, done_here, loss_sum = time.perf_counter(), 0, 0.0
     while step < total and not (args.steps and done_here >= args.steps):
         epoch, k = divmod(step, steps_per_epoch)
         epoch_order = train[:]
         random.Random(args.seed * 1000 + epoch).shuffle(epoch_order)
-        idx = epoch_order[k * args.batch:(k + 1) * args.batch]
+        idx = epoch_order[k * args.batch : (k + 1) * args.batch]
         qv = embed([pairs[i]["query"] for i in idx])
         dv = embed([pairs[i]["doc"] for i in idx])
         logits = args.scale * qv @ dv.T
@@ -143,14 +150,20 @@ def main() -> int:
         if step % args.every == 0 or step == total:
             save()
             rate = done_here / (time.perf_counter() - t0)
-            print(f"step {step}/{total}: loss {loss_sum / args.every:.4f}, {rate * args.batch:.1f} pairs/s,"
-                  f" about {(total - step) / rate / 60:.0f} min left", flush=True)
+            print(
+                f"step {step}/{total}: loss {loss_sum / args.every:.4f}, {rate * args.batch:.1f} pairs/s,"
+                f" about {(total - step) / rate / 60:.0f} min left",
+                flush=True,
+            )
             loss_sum = 0.0
             if step % (args.every * 10) == 0 or step == total:
                 print(f"held-out MRR@10 at step {step}: {mrr():.4f}", flush=True)
     if args.steps and step < total:
-        print(f"{done_here} steps in {time.perf_counter() - t0:.1f} s "
-              f"({done_here * args.batch / (time.perf_counter() - t0):.1f} pairs/s)", flush=True)
+        print(
+            f"{done_here} steps in {time.perf_counter() - t0:.1f} s "
+            f"({done_here * args.batch / (time.perf_counter() - t0):.1f} pairs/s)",
+            flush=True,
+        )
         save()
         return 0
     shutil.rmtree(args.out, ignore_errors=True)
@@ -160,11 +173,24 @@ def main() -> int:
     for name in ("sentence_bert_config.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
         if (base / name).exists():
             shutil.copy2(base / name, args.out / name)
-    (args.out / "training.json").write_text(json.dumps({
-        "recipe": "symmetric in-batch MNRL on (description, code) pairs, from all-MiniLM-L6-v2",
-        "pairs": len(train), "epochs": args.epochs, "batch": args.batch, "lr": args.lr, "scale": args.scale,
-        "max_tokens": args.max_tokens, "where": args.where, "seed": args.seed, "steps": total,
-    }, indent=1) + "\n")
+    (args.out / "training.json").write_text(
+        json.dumps(
+            {
+                "recipe": "symmetric in-batch MNRL on (description, code) pairs, from all-MiniLM-L6-v2",
+                "pairs": len(train),
+                "epochs": args.epochs,
+                "batch": args.batch,
+                "lr": args.lr,
+                "scale": args.scale,
+                "max_tokens": args.max_tokens,
+                "where": args.where,
+                "seed": args.seed,
+                "steps": total,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     print(f"written: {args.out}", flush=True)
     return 0
 

@@ -71,7 +71,7 @@ def tokenize(texts: list[str], base: Path) -> list[np.ndarray]:
     enc = StaticEmbedder(base)
     out = []
     for k in range(0, len(texts), 4096):
-        part = [t[: enc.max_chars] for t in texts[k:k + 4096]]
+        part = [t[: enc.max_chars] for t in texts[k : k + 4096]]
         for e in enc.tokenizer.encode_batch_fast(part, add_special_tokens=False):
             ids = np.asarray(e.ids[: enc.max_length], dtype=np.int64)
             if enc.unk_id is not None:
@@ -106,8 +106,13 @@ def mrr_at_10(emb, q: list[np.ndarray], d: list[np.ndarray]) -> float:
         return float(torch.where(ranks <= 10, 1.0 / ranks, torch.zeros_like(ranks, dtype=torch.float)).mean())
 
 
-def relevance_floor(base_table: np.ndarray, table: np.ndarray, q: list[np.ndarray], d: list[np.ndarray],
-                    base_rows: tuple[list[np.ndarray], list[np.ndarray]] | None = None) -> float:
+def relevance_floor(
+    base_table: np.ndarray,
+    table: np.ndarray,
+    q: list[np.ndarray],
+    d: list[np.ndarray],
+    base_rows: tuple[list[np.ndarray], list[np.ndarray]] | None = None,
+) -> float:
     """The trained model's static relevance floor: the distilled model's (the searcher's
     STATIC_RELEVANCE_FLOOR) carried over by quantile on unrelated pairs (each held-out description
     against every other pair's code). The floor is there to drop a query whose best hit is no
@@ -130,8 +135,9 @@ def relevance_floor(base_table: np.ndarray, table: np.ndarray, q: list[np.ndarra
     return round(float(np.quantile(unrelated(table, q, d), below)), 4)
 
 
-def floor_reference(base: Path, distilled: Path, table: np.ndarray, held_out: list[dict[str, str]]
-                    ) -> tuple[np.ndarray, tuple[list[np.ndarray], list[np.ndarray]] | None]:
+def floor_reference(
+    base: Path, distilled: Path, table: np.ndarray, held_out: list[dict[str, str]]
+) -> tuple[np.ndarray, tuple[list[np.ndarray], list[np.ndarray]] | None]:
     """What ``relevance_floor`` carries the distilled model's floor over from: its table, and the
     held-out pairs as its tokenizer reads them where training started from another model."""
     if base == distilled:
@@ -162,25 +168,26 @@ def write_floor(model_dir: Path, floor: float) -> None:
     config_file.write_text(json.dumps(config, indent=4) + "\n")
 
 
-def batches(train: list[int], pairs: list[dict[str, str]], size: int, group: str,
-            rnd: random.Random) -> list[list[int]]:
+def batches(
+    train: list[int], pairs: list[dict[str, str]], size: int, group: str, rnd: random.Random
+) -> list[list[int]]:
     """One epoch's batches, in a shuffled order. With ``group``, each batch is filled from one
     repository (or language) while it has a batch's worth of pairs left, and what is left over of
     every group is shuffled together into mixed batches."""
     order = train[:]
     rnd.shuffle(order)
     if not group:
-        return [order[k:k + size] for k in range(0, len(order) - size + 1, size)]
+        return [order[k : k + size] for k in range(0, len(order) - size + 1, size)]
     by: dict[str, list[int]] = {}
     for i in order:
         by.setdefault(pairs[i].get(group, ""), []).append(i)
     out, rest = [], []
     for members in by.values():
         full = len(members) - len(members) % size
-        out += [members[k:k + size] for k in range(0, full, size)]
+        out += [members[k : k + size] for k in range(0, full, size)]
         rest += members[full:]
     rnd.shuffle(rest)
-    out += [rest[k:k + size] for k in range(0, len(rest) - size + 1, size)]
+    out += [rest[k : k + size] for k in range(0, len(rest) - size + 1, size)]
     rnd.shuffle(out)
     return out
 
@@ -198,22 +205,47 @@ def main() -> int:
     ap.add_argument("--where", default="", help="only pairs whose doc sits here: start, inner, module (comma list)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--teacher", type=float, default=0.0,
-                    help="weight of a distillation term: the full model's in-batch similarities (teacher.py) as soft targets")
+    ap.add_argument(
+        "--teacher",
+        type=float,
+        default=0.0,
+        help="weight of a distillation term: the full model's in-batch similarities (teacher.py) as soft targets",
+    )
     ap.add_argument("--teacher-sample", type=int, default=0, help="teacher.py's --sample")
-    ap.add_argument("--teacher-scale", type=float, default=20.0, help="the teacher's similarities times this, softmaxed")
-    ap.add_argument("--group", default="", choices=["", "repo", "lang"],
-                    help="fill each batch from one repository (or language) where it can: harder in-batch negatives")
-    ap.add_argument("--extra", type=Path, default=None,
-                    help="more pairs to train on (commits.py's), after the held-out ones are drawn from --pairs")
+    ap.add_argument(
+        "--teacher-scale", type=float, default=20.0, help="the teacher's similarities times this, softmaxed"
+    )
+    ap.add_argument(
+        "--group",
+        default="",
+        choices=["", "repo", "lang"],
+        help="fill each batch from one repository (or language) where it can: harder in-batch negatives",
+    )
+    ap.add_argument(
+        "--extra",
+        type=Path,
+        default=None,
+        help="more pairs to train on (commits.py's), after the held-out ones are drawn from --pairs",
+    )
     ap.add_argument("--extra-limit", type=int, default=0, help="use only the first N of --extra")
-    ap.add_argument("--extra-teacher-sample", type=int, default=0,
-                    help="train on the N pairs of --extra that teacher.py --pairs EXTRA --where commit --sample N "
-                         "embedded, each with the distillation term")
-    ap.add_argument("--base", type=Path, default=None,
-                    help="the static model to start from (default: the distilled one); any tokenizer")
-    ap.add_argument("--calibrate", action="store_true",
-                    help="only set the relevance floor of the model already at --out (no training)")
+    ap.add_argument(
+        "--extra-teacher-sample",
+        type=int,
+        default=0,
+        help="train on the N pairs of --extra that teacher.py --pairs EXTRA --where commit --sample N "
+        "embedded, each with the distillation term",
+    )
+    ap.add_argument(
+        "--base",
+        type=Path,
+        default=None,
+        help="the static model to start from (default: the distilled one); any tokenizer",
+    )
+    ap.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="only set the relevance floor of the model already at --out (no training)",
+    )
     args = ap.parse_args()
 
     import torch
@@ -227,18 +259,22 @@ def main() -> int:
     pairs = load_pairs(args.pairs, args.where)
     if args.limit:
         pairs = pairs[: args.limit]
-    key = hashlib.sha1(f"{args.pairs.stat().st_size}:{len(pairs)}:{args.batch}:{args.lr}:{args.scale}:{args.seed}"
-                       f":{args.where}:{args.epochs}:{args.group}:{args.teacher}:{args.teacher_scale}:{args.teacher_sample}"
-                       f":{base.name}"
-                       f"{f':{args.extra.stat().st_size}:{args.extra_limit}:{args.extra_teacher_sample}' if args.extra else ''}".encode()).hexdigest()[:10]
+    key = hashlib.sha1(
+        f"{args.pairs.stat().st_size}:{len(pairs)}:{args.batch}:{args.lr}:{args.scale}:{args.seed}"
+        f":{args.where}:{args.epochs}:{args.group}:{args.teacher}:{args.teacher_scale}:{args.teacher_sample}"
+        f":{base.name}"
+        f"{f':{args.extra.stat().st_size}:{args.extra_limit}:{args.extra_teacher_sample}' if args.extra else ''}".encode()
+    ).hexdigest()[:10]
     run = WORK / f"static-{key}"
     run.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     q_rows = tokenize([p["query"] for p in pairs], base)
     d_rows = tokenize([p["doc"] for p in pairs], base)
-    print(f"{len(pairs):,} pairs tokenised in {time.perf_counter() - t0:.0f} s "
-          f"(mean tokens: query {np.mean([len(r) for r in q_rows]):.1f}, code {np.mean([len(r) for r in d_rows]):.1f})",
-          flush=True)
+    print(
+        f"{len(pairs):,} pairs tokenised in {time.perf_counter() - t0:.0f} s "
+        f"(mean tokens: query {np.mean([len(r) for r in q_rows]):.1f}, code {np.mean([len(r) for r in d_rows]):.1f})",
+        flush=True,
+    )
     order = list(range(len(pairs)))
     random.Random(args.seed).shuffle(order)
     n_val = max(256, len(order) // 50)
@@ -317,9 +353,12 @@ def main() -> int:
                     sub = logits[has][:, has]
                     t = at[at >= 0]
                     soft = args.teacher_scale * torch.from_numpy(tq[t] @ td[t].T)
-                    kd = (F.kl_div(F.log_softmax(sub, 1), F.log_softmax(soft, 1), reduction="batchmean", log_target=True)
-                          + F.kl_div(F.log_softmax(sub.T, 1), F.log_softmax(soft.T, 1), reduction="batchmean",
-                                     log_target=True)) / 2
+                    kd = (
+                        F.kl_div(F.log_softmax(sub, 1), F.log_softmax(soft, 1), reduction="batchmean", log_target=True)
+                        + F.kl_div(
+                            F.log_softmax(sub.T, 1), F.log_softmax(soft.T, 1), reduction="batchmean", log_target=True
+                        )
+                    ) / 2
                     loss = (1 - args.teacher) * loss + args.teacher * kd
             opt.zero_grad()
             loss.backward()
@@ -327,8 +366,11 @@ def main() -> int:
             total += float(loss.detach())
             steps += 1
         torch.save({"emb": emb.state_dict(), "opt": opt.state_dict()}, run / f"epoch-{epoch}.pt")
-        print(f"epoch {epoch}: loss {total / max(steps, 1):.4f}, {time.perf_counter() - t1:.0f} s; held-out MRR@10 "
-              f"{mrr_at_10(emb, vq, vd):.4f}", flush=True)
+        print(
+            f"epoch {epoch}: loss {total / max(steps, 1):.4f}, {time.perf_counter() - t1:.0f} s; held-out MRR@10 "
+            f"{mrr_at_10(emb, vq, vd):.4f}",
+            flush=True,
+        )
 
     out = emb.weight.detach().numpy().astype(np.float32)
     if args.resif:
@@ -341,14 +383,31 @@ def main() -> int:
     floor = relevance_floor(floor_base, out.astype(np.float16).astype(np.float32), vq, vd, floor_rows)
     write_floor(args.out, floor)
     print(f"relevance floor {floor} (the distilled model's 0.3 carried over by quantile on unrelated held-out pairs)")
-    (args.out / "training.json").write_text(json.dumps({
-        "recipe": "symmetric in-batch MNRL on (description, code) pairs, from the distilled table",
-        "pairs": len(pairs), "epochs": args.epochs, "batch": args.batch, "lr": args.lr, "scale": args.scale,
-        "resif": args.resif, "seed": args.seed, "where": args.where or "all", "base": base.name,
-        "teacher": args.teacher, "teacher_sample": args.teacher_sample, "teacher_scale": args.teacher_scale,
-        "group": args.group or "none", "extra": str(args.extra or ""), "extra_pairs": len(pairs) - n_own,
-        "seconds": round(time.perf_counter() - t0),
-    }, indent=1) + "\n")
+    (args.out / "training.json").write_text(
+        json.dumps(
+            {
+                "recipe": "symmetric in-batch MNRL on (description, code) pairs, from the distilled table",
+                "pairs": len(pairs),
+                "epochs": args.epochs,
+                "batch": args.batch,
+                "lr": args.lr,
+                "scale": args.scale,
+                "resif": args.resif,
+                "seed": args.seed,
+                "where": args.where or "all",
+                "base": base.name,
+                "teacher": args.teacher,
+                "teacher_sample": args.teacher_sample,
+                "teacher_scale": args.teacher_scale,
+                "group": args.group or "none",
+                "extra": str(args.extra or ""),
+                "extra_pairs": len(pairs) - n_own,
+                "seconds": round(time.perf_counter() - t0),
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     print(f"written: {args.out} ({time.perf_counter() - t0:.0f} s in all)")
     return 0
 

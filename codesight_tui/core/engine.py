@@ -71,9 +71,17 @@ class CodeSight:
     ``core.workspace.EngineOptions`` is what the surfaces set them from.
     """
 
-    def __init__(self, path: str | Path = ".", settings: Settings | None = None, embedder: Embedder | None = None,
-                 *, model_process: bool = False, lexical_processes: bool = False, resident_bm25: bool = False,
-                 **overrides: Any) -> None:
+    def __init__(
+        self,
+        path: str | Path = ".",
+        settings: Settings | None = None,
+        embedder: Embedder | None = None,
+        *,
+        model_process: bool = False,
+        lexical_processes: bool = False,
+        resident_bm25: bool = False,
+        **overrides: Any,
+    ) -> None:
         root = Path(path).expanduser()
         if not root.exists():
             raise CodeSightError(f"no such directory: {path}", exit_code=2)
@@ -88,12 +96,26 @@ class CodeSight:
         else:
             from codesight_tui.core.index.onnx_model import for_backend
 
-            self.model_info = for_backend(resolve_model(self.settings.embedding_model), self.settings.embedding_backend,
-                                          self.settings.device, nvidia_gpu(), self.settings.cache_dir)
+            self.model_info = for_backend(
+                resolve_model(self.settings.embedding_model),
+                self.settings.embedding_backend,
+                self.settings.device,
+                nvidia_gpu(),
+                self.settings.cache_dir,
+            )
         self.storage = IndexStorage(self.root, self.index_dir, notices.note)
         self.models = Models(self.settings, self.model_info, embedder, in_child=model_process, note=notices.note)
-        self.context = RepoContext(self.root, self.settings, self.index_dir, self.storage, self.models,
-                                   self.model_info, notices, lexical_processes, resident_bm25)
+        self.context = RepoContext(
+            self.root,
+            self.settings,
+            self.index_dir,
+            self.storage,
+            self.models,
+            self.model_info,
+            notices,
+            lexical_processes,
+            resident_bm25,
+        )
         self._token_counter: TokenCounter | None = None  # made on first need
 
     # --- the index and its options ----------------------------------------------------------
@@ -129,9 +151,14 @@ class CodeSight:
         """The static model's folder, or None when the tier is off (``Models.static_path``)."""
         return self.models.static_path()
 
-    def static_model(self, *, create: bool = False, progress: ProgressFn | None = None,
-                     cancel: threading.Event | None = None, report: IndexReport | None = None,
-                     ) -> StaticEmbedder | None:
+    def static_model(
+        self,
+        *,
+        create: bool = False,
+        progress: ProgressFn | None = None,
+        cancel: threading.Event | None = None,
+        report: IndexReport | None = None,
+    ) -> StaticEmbedder | None:
         """The static model, or None where the tier is off or its model is not there; with
         ``create`` distilled first where it is missing (``Models.static_model``)."""
         return self.models.static_model(create=create, progress=progress, cancel=cancel, report=report)
@@ -159,9 +186,17 @@ class CodeSight:
         self.models.release()
 
     # --- indexing (core.indexing) -----------------------------------------------------------
-    def index(self, progress: ProgressFn | None = None, *, embed: bool | None = None, force: bool = False,
-              cancel: threading.Event | None = None, wait: bool = False,
-              paths: list[str] | None = None, static: bool | None = None) -> IndexReport:
+    def index(
+        self,
+        progress: ProgressFn | None = None,
+        *,
+        embed: bool | None = None,
+        force: bool = False,
+        cancel: threading.Event | None = None,
+        wait: bool = False,
+        paths: list[str] | None = None,
+        static: bool | None = None,
+    ) -> IndexReport:
         """Bring the index up to date: lexical phase first (BM25 works after it), then vectors.
 
         ``embed``: the full model's vectors too (default: ``full_pass()``, so that on a CPU only
@@ -177,12 +212,27 @@ class CodeSight:
         its model).
         """
         full = self.full_pass() if embed is None else embed
-        return indexing.run(self.context, progress, embed=full, force=force, cancel=cancel, wait=wait, paths=paths,
-                            static=static if static is not None else embed is not False)
+        return indexing.run(
+            self.context,
+            progress,
+            embed=full,
+            force=force,
+            cancel=cancel,
+            wait=wait,
+            paths=paths,
+            static=static if static is not None else embed is not False,
+        )
 
-    def watch(self, on_batch: Callable[[Batch, IndexReport], None] | None = None, *, embed: bool | None = None,
-              quiet: float = 0.3, catch_up: bool = True, poll: bool | None = None,
-              static: bool | None = None) -> Watcher:
+    def watch(
+        self,
+        on_batch: Callable[[Batch, IndexReport], None] | None = None,
+        *,
+        embed: bool | None = None,
+        quiet: float = 0.3,
+        catch_up: bool = True,
+        poll: bool | None = None,
+        static: bool | None = None,
+    ) -> Watcher:
         """Keep the index current as files change: returns a started ``core.watch.Watcher``.
 
         Each batch of changes is one ``index(paths=...)`` run: only the named files are looked
@@ -197,18 +247,33 @@ class CodeSight:
         default polls only where the tree has symlinked directories).
         """
         full = self.full_pass() if embed is None else embed
-        return indexing.watch(self.context, on_batch, embed=full, quiet=quiet, catch_up=catch_up, poll=poll,
-                              static=static if static is not None else embed is not False)
+        return indexing.watch(
+            self.context,
+            on_batch,
+            embed=full,
+            quiet=quiet,
+            catch_up=catch_up,
+            poll=poll,
+            static=static if static is not None else embed is not False,
+        )
 
-    def watcher(self, handler: Callable[[Batch], None], *, quiet: float = 0.3, poll: bool | None = None,
-                scan: Callable[[], dict[str, list[str]]] | None = None, on_event: Callable[[], None] | None = None,
-                poll_every: float = 2.0) -> Watcher:
+    def watcher(
+        self,
+        handler: Callable[[Batch], None],
+        *,
+        quiet: float = 0.3,
+        poll: bool | None = None,
+        scan: Callable[[], dict[str, list[str]]] | None = None,
+        on_event: Callable[[], None] | None = None,
+        poll_every: float = 2.0,
+    ) -> Watcher:
         """A ``core.watch.Watcher`` of this repository (not started) that hands its batches to
         ``handler(batch)``, with this index's ignore rules. It polls (``scan``, by default
         ``changed_files``) where the tree has symlinked directories, which inotify watchers follow
         into loops or out of the repository, or where ``poll`` says so."""
-        return indexing.watcher(self.context, handler, quiet=quiet, poll=poll, scan=scan, on_event=on_event,
-                                poll_every=poll_every)
+        return indexing.watcher(
+            self.context, handler, quiet=quiet, poll=poll, scan=scan, on_event=on_event, poll_every=poll_every
+        )
 
     def limit_vectors(self, fraction: float, progress: ProgressFn | None = None) -> int:
         """Rebuild the vectors so that only ``fraction`` (0 to 1) of the chunks have one, the most
@@ -222,9 +287,17 @@ class CodeSight:
         return indexing.changed_files(self.context)
 
     # --- search (core.retrieval) ------------------------------------------------------------
-    def search(self, query: str, top_k: int = 10, mode: Mode | None = None, *, glob: str | None = None,
-               language: str | None = None, vectors: Vectors = Vectors.LOAD,
-               like: RelatedSource | None = None) -> SearchResponse:
+    def search(
+        self,
+        query: str,
+        top_k: int = 10,
+        mode: Mode | None = None,
+        *,
+        glob: str | None = None,
+        language: str | None = None,
+        vectors: Vectors = Vectors.LOAD,
+        like: RelatedSource | None = None,
+    ) -> SearchResponse:
         """Search the index. ``mode`` is ``hybrid`` (default), ``bm25`` or ``vector``.
 
         Returns ``SearchResponse``: a list of ``SearchResult`` whose ``notices`` say what this answer lacks
@@ -239,8 +312,9 @@ class CodeSight:
         Any query string is safe. ``like`` (from ``related_source``) searches for code like that
         chunk instead of ``query``: see ``related``.
         """
-        return retrieval.search(self.context, query, top_k, mode, glob=glob, language=language, vectors=vectors,
-                                like=like)
+        return retrieval.search(
+            self.context, query, top_k, mode, glob=glob, language=language, vectors=vectors, like=like
+        )
 
     def related_source(self, target: str) -> RelatedSource:
         """The chunk ``target`` names: ``path:line`` (``path:line:col`` too), a file (its first
@@ -248,8 +322,9 @@ class CodeSight:
         where there is none."""
         return retrieval.related_source(self.context, target)
 
-    def related(self, target: str | RelatedSource, top_k: int = 10, mode: Mode | None = None,
-                **kwargs: Any) -> SearchResponse:
+    def related(
+        self, target: str | RelatedSource, top_k: int = 10, mode: Mode | None = None, **kwargs: Any
+    ) -> SearchResponse:
         """Code most like the chunk ``target`` names (see ``related_source``), under the same
         ranking as ``search``: BM25 over the chunk's names, and the vector lists from the chunk's
         own vectors (static tier or full model; its code embedded where it has none). The chunk
@@ -257,8 +332,9 @@ class CodeSight:
         source = target if isinstance(target, RelatedSource) else self.related_source(target)
         return self.search(source.terms, top_k=top_k, mode=mode, like=source, **kwargs)
 
-    def follow(self, action: str, target: str, limit: int = MAX_SITES, *, glob: str | None = None,
-               language: str | None = None) -> Navigation:
+    def follow(
+        self, action: str, target: str, limit: int = MAX_SITES, *, glob: str | None = None, language: str | None = None
+    ) -> Navigation:
         """Follow a symbol (``core.search.navigate``): ``action`` is ``definitions``, ``references``,
         ``callers`` or ``callees``; ``target`` a name, ``Scope.name`` or ``path:line`` (the
         definition at or around it); ``glob``/``language`` keep the places in matching paths. Says
@@ -281,15 +357,31 @@ class CodeSight:
         return self.follow("callees", target, limit, **where)
 
     @staticmethod
-    def related_many(engines: list[CodeSight], target: str, top_k: int = 10, mode: Mode | None = None, *,
-                     fleet: Fleet | None = None, repo: str | None = None, **kwargs: Any) -> SearchResponse:
+    def related_many(
+        engines: list[CodeSight],
+        target: str,
+        top_k: int = 10,
+        mode: Mode | None = None,
+        *,
+        fleet: Fleet | None = None,
+        repo: str | None = None,
+        **kwargs: Any,
+    ) -> SearchResponse:
         """``related`` across several repositories and a fleet, as one list
         (``core.retrieval.related_many``)."""
         return retrieval.related_many(engines, target, top_k, mode, fleet=fleet, repo=repo, **kwargs)
 
     @staticmethod
-    def search_many(engines: list[CodeSight], query: str, top_k: int = 10, mode: Mode | None = None, *,
-                    fleet: Fleet | None = None, repo: str | None = None, **kwargs: Any) -> SearchResponse:
+    def search_many(
+        engines: list[CodeSight],
+        query: str,
+        top_k: int = 10,
+        mode: Mode | None = None,
+        *,
+        fleet: Fleet | None = None,
+        repo: str | None = None,
+        **kwargs: Any,
+    ) -> SearchResponse:
         """One ranked list across several repositories: each is searched on its own, and the lists
         are fused by rank (the same RRF as hybrid search), each hit labelled with its repository
         (``SearchResult.repo``). Equal fused scores go to the better-scored hit.
@@ -322,17 +414,25 @@ class CodeSight:
         return found[0] if found else None
 
     # --- ask (core.ask) ---------------------------------------------------------------------
-    def ask_stream(self, question: str, top_k: int | None = None, *, mode: Mode | None = None,
-                   glob: str | None = None, language: str | None = None,
-                   vectors: Vectors = Vectors.LOAD) -> AskStream:
+    def ask_stream(
+        self,
+        question: str,
+        top_k: int | None = None,
+        *,
+        mode: Mode | None = None,
+        glob: str | None = None,
+        language: str | None = None,
+        vectors: Vectors = Vectors.LOAD,
+    ) -> AskStream:
         """``ask``, streamed: an ``AskStream`` whose iteration yields the answer's text as the LLM
         writes it, and whose ``answer`` is then the whole ``Answer``. The back end's configuration
         is checked before the search, and the search runs before any connection is opened.
         Raises ``AskError`` (a ``CodeSightError``) with one line."""
         from codesight_tui.core.search.ask import ask_stream
 
-        return ask_stream(self, self.settings, question, top_k, mode=mode, glob=glob, language=language,
-                          vectors=vectors)
+        return ask_stream(
+            self, self.settings, question, top_k, mode=mode, glob=glob, language=language, vectors=vectors
+        )
 
     def ask(self, question: str, top_k: int | None = None, **kwargs: Any) -> Answer:
         """An ``Answer`` to ``question`` from the configured LLM, citing the hits it was given as
@@ -362,7 +462,9 @@ class CodeSight:
         the files its hits came from. Kept locally, in the data directory."""
         from codesight_tui.core.search import stats
 
-        stats.record(self.settings.data_dir, str(self.root), kind, results, tokens, self.file_tokens(sorted(set(paths))))
+        stats.record(
+            self.settings.data_dir, str(self.root), kind, results, tokens, self.file_tokens(sorted(set(paths)))
+        )
 
     @staticmethod
     def usage_stats(settings: Settings | None = None) -> list[Any]:

@@ -10,8 +10,11 @@ from typing import TypeVar
 _Id = TypeVar("_Id", bound=Hashable)
 
 
-def rrf_scores(rankings: dict[str, list[_Id]], k: int = 60, weights: dict[str, float] | None = None,
-               ) -> tuple[dict[_Id, float], dict[_Id, dict[str, int]]]:
+def rrf_scores(
+    rankings: dict[str, list[_Id]],
+    k: int = 60,
+    weights: dict[str, float] | None = None,
+) -> tuple[dict[_Id, float], dict[_Id, dict[str, int]]]:
     """Reciprocal Rank Fusion, the one implementation behind hybrid search, the ranking stack and
     several repositories' lists: ``score(d) = sum over lists of weight / (k + rank(d))`` (weight 1
     unless given). Returns ``({id: score}, {id: {list: rank}})``; ids may be any hashable."""

@@ -26,8 +26,12 @@ class Vectors(str, Enum):
 # "fast", the answer a fresh CLI process, the service and MCP give: hybrid over BM25 and the static
 # tier alone. Not a fourth retrieval mode but a tier of hybrid: ``codesight eval --mode fast``.
 FAST = "fast"
-ANSWERS: dict[str, tuple[Mode, Vectors]] = {"hybrid": ("hybrid", Vectors.LOAD), "bm25": ("bm25", Vectors.LOAD),
-                                            "vector": ("vector", Vectors.LOAD), FAST: ("hybrid", Vectors.STATIC)}
+ANSWERS: dict[str, tuple[Mode, Vectors]] = {
+    "hybrid": ("hybrid", Vectors.LOAD),
+    "bm25": ("bm25", Vectors.LOAD),
+    "vector": ("vector", Vectors.LOAD),
+    FAST: ("hybrid", Vectors.STATIC),
+}
 
 
 def answer(name: str) -> tuple[Mode, Vectors]:

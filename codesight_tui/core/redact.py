@@ -27,14 +27,53 @@ import pathspec
 # committed to be copied (``.env.example``) hold no values and stay searchable; a real token in one
 # is still masked by the content scan.
 SECRET_FILES: tuple[str, ...] = (
-    ".env", ".env.*", "!.env.example", "!.env.sample", "!.env.template", "!.env.dist", "*.env", ".envrc",
-    "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.kdbx", "*.gpg", "*.asc",
-    "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "!*.pub",
-    ".npmrc", ".pypirc", ".netrc", "_netrc", ".git-credentials", ".pgpass", ".htpasswd",
-    "credentials*.json", "client_secret*.json", "service-account*.json", "*.tfstate", "*.tfstate.backup",
-    ".ssh/", ".gnupg/", ".aws/", ".docker/config.json", ".kube/config",
+    ".env",
+    ".env.*",
+    "!.env.example",
+    "!.env.sample",
+    "!.env.template",
+    "!.env.dist",
+    "*.env",
+    ".envrc",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "*.kdbx",
+    "*.gpg",
+    "*.asc",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "!*.pub",
+    ".npmrc",
+    ".pypirc",
+    ".netrc",
+    "_netrc",
+    ".git-credentials",
+    ".pgpass",
+    ".htpasswd",
+    "credentials*.json",
+    "client_secret*.json",
+    "service-account*.json",
+    "*.tfstate",
+    "*.tfstate.backup",
+    ".ssh/",
+    ".gnupg/",
+    ".aws/",
+    ".docker/config.json",
+    ".kube/config",
     # password hashes (``codesight --path /etc`` as root): the files, not a folder so named
-    "shadow", "shadow-", "gshadow", "gshadow-", "master.passwd", "!shadow/", "!gshadow/",
+    "shadow",
+    "shadow-",
+    "gshadow",
+    "gshadow-",
+    "master.passwd",
+    "!shadow/",
+    "!gshadow/",
 )
 
 # A private key block, from its BEGIN line to its END line (or to the end of the text).
@@ -90,14 +129,14 @@ def _tokens(text: str) -> tuple[str, int]:
                     continue
                 start = head.start()
             elif kind == "stripe-key":
-                if text[max(0, start - 2):start] not in ("sk", "rk"):
+                if text[max(0, start - 2) : start] not in ("sk", "rk"):
                     continue
                 start -= 2
             elif kind == "aws-secret-key":
                 # the value only; "aws" must be part of the name, just before "secret"
-                if "aws" not in text[max(0, start - 24):start].lower():
+                if "aws" not in text[max(0, start - 24) : start].lower():
                     continue
-                out += [text[last:m.end() - 40], MARK.format(kind=kind)]
+                out += [text[last : m.end() - 40], MARK.format(kind=kind)]
                 last = m.end()
                 found += 1
                 continue
@@ -123,11 +162,14 @@ _URL_AUTH = re.compile(r"://([^\s:/@\"'<>]{1,64}):([^\s:/@\"'<>$]{3,64})@([A-Za-
 
 # Placeholders in examples and docs are not secrets: a URL's password made of these, equal to its
 # user name, or for a local or example host, is left alone (Rails' templates, ORM docs).
-_PLACEHOLDER = re.compile(r"^(?:\$\{?\w+\}?|%\(?\w+\)?s?|\{\{?\s*[\w.]+\s*\}?\}|<\w+>|\*+|x+|pass(?:word)?|pwd"
-                          r"|secret|changeme|example|test|guest|root|admin|postgres|mypass\w*|your[_-]?\w*)$",
-                          re.IGNORECASE)
-_EXAMPLE_HOST = re.compile(r"^(?:localhost|127\.0\.0\.1|\[::1\]|0\.0\.0\.0|(?:[\w-]+\.)*example\.(?:com|org|net))$",
-                           re.IGNORECASE)
+_PLACEHOLDER = re.compile(
+    r"^(?:\$\{?\w+\}?|%\(?\w+\)?s?|\{\{?\s*[\w.]+\s*\}?\}|<\w+>|\*+|x+|pass(?:word)?|pwd"
+    r"|secret|changeme|example|test|guest|root|admin|postgres|mypass\w*|your[_-]?\w*)$",
+    re.IGNORECASE,
+)
+_EXAMPLE_HOST = re.compile(
+    r"^(?:localhost|127\.0\.0\.1|\[::1\]|0\.0\.0\.0|(?:[\w-]+\.)*example\.(?:com|org|net))$", re.IGNORECASE
+)
 
 
 def _url_passwords(text: str) -> list[tuple[int, int]]:
@@ -182,8 +224,11 @@ def _spec(patterns: tuple[str, ...]) -> tuple[pathspec.GitIgnoreSpec, re.Pattern
     every path) is not a secret whatever the negations say, and one search tells (a spec tries its
     patterns one by one: 40 us a path, which a branch switch of 3,000 files felt)."""
     spec = pathspec.GitIgnoreSpec.from_lines(list(patterns))
-    including = [regex.pattern.replace("(?P<ps_d>/)", "(?:/)") for p in spec.patterns
-                 if p.include and (regex := getattr(p, "regex", None)) is not None]
+    including = [
+        regex.pattern.replace("(?P<ps_d>/)", "(?:/)")
+        for p in spec.patterns
+        if p.include and (regex := getattr(p, "regex", None)) is not None
+    ]
     try:
         quick = re.compile("|".join(f"(?:{x})" for x in including)) if including else None
     except re.error:  # a pattern this version of pathspec writes otherwise: the spec alone decides
@@ -209,13 +254,15 @@ def secret_name(rel_path: str, patterns: tuple[str, ...] | list[str] = SECRET_FI
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/@\s'\"<>]*)@")
 _URL_SECRET_PARAM = re.compile(
     r"(?i)([?&;][a-z0-9_.-]*(?:token|secret|passw(?:or)?d|pwd|key|signature|sig|credential|auth)[a-z0-9_.-]*=)"
-    r"[^&#\s'\"<>]+")
+    r"[^&#\s'\"<>]+"
+)
 
 
 def scrub_credentials(text: str) -> str:
     """``text`` with every URL's credentials taken out: the user information of an ``https://``
     (or any other) URL, the password of an ``ssh://`` one (its login name is no secret), and the
     values of query parameters named like a token, key, signature or password (``***``)."""
+
     def userinfo(m: re.Match[str]) -> str:
         scheme, info = m.group(1), m.group(2)
         if "ssh" in scheme.lower() and ":" not in info:

@@ -63,15 +63,18 @@ TOP_K = 50
 LIKE = "like:"  # a query that starts so asks for code like a place: like: src/app.py:42
 # Queries that follow the code from a place (F5, F6): "callers: src/app.py:42", "callees: ...",
 # "refs: ..." (what calls it, what it calls, where it is named), with their breadcrumb's words.
-FOLLOW = {"callers:": ("callers", "callers of"), "callees:": ("callees", "callees of"),
-          "refs:": ("references", "uses of")}
+FOLLOW = {
+    "callers:": ("callers", "callers of"),
+    "callees:": ("callees", "callees of"),
+    "refs:": ("references", "uses of"),
+}
 
 
 def follow_query(query: str) -> tuple[str, str] | None:
     """``(action, target)`` for a query that follows the code, else None."""
     for prefix, (action, _) in FOLLOW.items():
         if query.startswith(prefix):
-            return action, query[len(prefix):].strip()
+            return action, query[len(prefix) :].strip()
     return None
 
 
@@ -104,8 +107,11 @@ def navigation_hits(nav: Navigation, repo: str = "") -> list[SearchResult]:
         scope = f"{around.kind} {around.qualified}" if around else ""
         if nav.action == "callees" and not shown:  # "name()": a bare lower-case word would read as a keyword
             scope = f"{site.name}() ({site.resolution})"
-        hits.append(SearchResult(path, line, line, scope, "", 0.0, None, None, site.text, -(k + 1), definition=True,
-                                 line=line, repo=repo))
+        hits.append(
+            SearchResult(
+                path, line, line, scope, "", 0.0, None, None, site.text, -(k + 1), definition=True, line=line, repo=repo
+            )
+        )
     return hits
 
 
@@ -158,10 +164,19 @@ class CodeSightApp(App[int]):
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="app.quit_alt"),
     ]
 
-    def __init__(self, root: Path, *, engine: CodeSight | None = None, auto_index: bool = True, watch: bool = True,
-                 clock: Callable[[], float] = time.time, more_roots: Sequence[Path] = (),
-                 more_engines: list[CodeSight] | None = None, fleet: Fleet | None = None,
-                 workspace: Workspace | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        engine: CodeSight | None = None,
+        auto_index: bool = True,
+        watch: bool = True,
+        clock: Callable[[], float] = time.time,
+        more_roots: Sequence[Path] = (),
+        more_engines: list[CodeSight] | None = None,
+        fleet: Fleet | None = None,
+        workspace: Workspace | None = None,
+    ) -> None:
         super().__init__()
         self.fleet = fleet  # a codesight_tui.Fleet searched beside the repositories (--store), or None
         self.root = Path(root).resolve()
@@ -185,7 +200,9 @@ class CodeSightApp(App[int]):
         self._search_pending = False
         self._shown_key: tuple[str, str, str, str] | None = None  # (query, mode, glob, language) of the hits on screen
         self._reindex_timer: Timer | None = None
-        self._todo: dict[Path, tuple[CodeSight, bool, set[str] | None]] = {}  # repositories waiting for a run: (engine, force, paths or None)
+        self._todo: dict[
+            Path, tuple[CodeSight, bool, set[str] | None]
+        ] = {}  # repositories waiting for a run: (engine, force, paths or None)
         self._report: IndexReport | None = None  # the last repository's report, for IndexFinished
         self._indexing = False
         self._stop = threading.Event()
@@ -254,8 +271,9 @@ class CodeSightApp(App[int]):
         super().notify(printable(message), markup=markup, **kwargs)
 
     def compose(self) -> ComposeResult:
-        yield QueryInput(placeholder="Search: words, a question, or an identifier…  (F1 help)", id="query",
-                         select_on_focus=False)
+        yield QueryInput(
+            placeholder="Search: words, a question, or an identifier…  (F1 help)", id="query", select_on_focus=False
+        )
         with Horizontal(id="main"):
             with Vertical(id="results-pane"):
                 yield Static("", id="trail")
@@ -369,30 +387,52 @@ class CodeSightApp(App[int]):
             if followed is not None:
                 action, target = followed
                 root = next((r for r in roots if target.startswith(str(r) + "/")), self.root)
-                nav = self.workspace.follow(root, action, target, TOP_K * 4, glob=glob or None,
-                                            language=language or None)
+                nav = self.workspace.follow(
+                    root, action, target, TOP_K * 4, glob=glob or None, language=language or None
+                )
                 if action == "callers" and not nav.sites:  # a class or a type: where it is used instead
-                    nav = self.workspace.follow(root, "references", target, TOP_K * 4, glob=glob or None,
-                                                language=language or None)
+                    nav = self.workspace.follow(
+                        root, "references", target, TOP_K * 4, glob=glob or None, language=language or None
+                    )
                 hits = navigation_hits(nav, str(root) if len(roots) > 1 else "")
                 words = next(w for a, w in FOLLOW.values() if a == action)
-                self.call_from_thread(self._name_step, query, f"{words} {nav.symbol.qualified if nav.symbol else nav.name}")
+                self.call_from_thread(
+                    self._name_step, query, f"{words} {nav.symbol.qualified if nav.symbol else nav.name}"
+                )
                 if not hits:
-                    self.call_from_thread(self.notify, f"no {nav.action} of {nav.name} in the index", severity="warning")
+                    self.call_from_thread(
+                        self.notify, f"no {nav.action} of {nav.name} in the index", severity="warning"
+                    )
                 return
             like = query.startswith(LIKE)  # "more like this": like: PATH:LINE, a file or a symbol
-            hits = self.workspace.search(SearchRequest(
-                query[len(LIKE):].strip() if like else query, roots, TOP_K, mode, glob or None, language or None,
-                vectors=Vectors.LOADED, like=like, fleet=None if like else self.fleet))
+            hits = self.workspace.search(
+                SearchRequest(
+                    query[len(LIKE) :].strip() if like else query,
+                    roots,
+                    TOP_K,
+                    mode,
+                    glob or None,
+                    language or None,
+                    vectors=Vectors.LOADED,
+                    like=like,
+                    fleet=None if like else self.fleet,
+                )
+            )
             if len(roots) == 1 and (like or self.fleet is None):  # one repository: its rows carry no name
                 for hit in hits:
                     hit.repo = ""
         except Exception as exc:  # CodeSightError or a bug: show it, keep the app alive  # noqa: BLE001
             self.call_from_thread(self.notify, str(exc), severity="error")
         finally:  # always report back, or the next keystroke would wait forever
-            self.post_message(SearchFinished(key, hits, (time.perf_counter() - t0) * 1000,
-                                             list(getattr(hits, "notices", [])),
-                                             list(getattr(hits, "retrievers", []))))
+            self.post_message(
+                SearchFinished(
+                    key,
+                    hits,
+                    (time.perf_counter() - t0) * 1000,
+                    list(getattr(hits, "notices", [])),
+                    list(getattr(hits, "retrievers", [])),
+                )
+            )
 
     @on(SearchFinished)
     def _search_finished(self, msg: SearchFinished) -> None:
@@ -443,11 +483,18 @@ class CodeSightApp(App[int]):
             engine = self.engine_of(hit)
             document = engine.document_text(hit.path) if hit.is_document else None
             far = not hit.is_document and not hit.commit and (hit.line or hit.start_line) > LEX_FROM_TOP
-            title, body, row = render_hit(self.root_of(hit), hit, stale, terms=self.engine.query_terms(query),
-                                          document=document, anchors=engine.definition_lines(hit.path) if far else ())
+            title, body, row = render_hit(
+                self.root_of(hit),
+                hit,
+                stale,
+                terms=self.engine.query_terms(query),
+                document=document,
+                anchors=engine.definition_lines(hit.path) if far else (),
+            )
         except Exception as exc:  # never lose the app over a preview  # noqa: BLE001
             title, body, row = Text(f"{hit.path}: cannot show this file: {exc}", style="dim"), [], 0
         if not get_current_worker().is_cancelled:
+
             def paint() -> None:
                 with contextlib.suppress(NoMatches):  # the app is closing
                     self.query_one(Preview).update(hit, title, body, row)
@@ -466,8 +513,12 @@ class CodeSightApp(App[int]):
     # --- indexing -----------------------------------------------------------------------
     def index_job(self, engine: CodeSight) -> IndexJob:
         """The ``IndexJob`` of ``engine``'s repository (the MCP server and the service use the same)."""
-        return self.workspace.job(engine.root, on_progress=lambda ev, engine=engine: self._job_progress(engine, ev),
-                                  on_idle=self._on_job_idle, name=f"codesight-tui-index-{engine.root.name}")
+        return self.workspace.job(
+            engine.root,
+            on_progress=lambda ev, engine=engine: self._job_progress(engine, ev),
+            on_idle=self._on_job_idle,
+            name=f"codesight-tui-index-{engine.root.name}",
+        )
 
     def _on_job_idle(self, ending: Ending) -> None:
         """On the job's thread: the UI decides what follows; an app that is closing only notes that
@@ -778,8 +829,9 @@ class CodeSightApp(App[int]):
                     self.notify(str(exc), severity="error", timeout=10)
                     return
             self.glob, self.language = glob, language
-            self.state.filters = " ".join(x for x in (self.glob and f"glob:{self.glob}",
-                                                      self.language and f"lang:{self.language}") if x)
+            self.state.filters = " ".join(
+                x for x in (self.glob and f"glob:{self.glob}", self.language and f"lang:{self.language}") if x
+            )
             self.query_one(ResultsList).filters = self.state.filters
             self.refresh_status()
             self.run_search()
@@ -793,8 +845,18 @@ class CodeSightApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The search view's keys (Tab cycles the mode, F3 asks, ...) belong to the search view:
         over the Ask view, Tab moves between its question and its sources."""
-        searching = action in ("cycle_mode", "filter", "ask", "zoom_preview", "copy_location", "copy_snippet",
-                               "toggle_scores", "scroll_preview", "follow", "go_back")
+        searching = action in (
+            "cycle_mode",
+            "filter",
+            "ask",
+            "zoom_preview",
+            "copy_location",
+            "copy_snippet",
+            "toggle_scores",
+            "scroll_preview",
+            "follow",
+            "go_back",
+        )
         if action == "go_back" and not self.trail:
             return False  # in the footer only while there is a way back: at 80 columns it has no room to spare
         return not (searching and self.screen is not self.screen_stack[0])
@@ -888,8 +950,11 @@ class CodeSightApp(App[int]):
             return
         groups = [
             ("Everywhere", [b for b in self.BINDINGS if isinstance(b, Binding)]),
-            ("Moving through the results", [b for b in QueryInput.BINDINGS if isinstance(b, Binding)]
-             + [Binding("ctrl+p", "", "Command palette: every action by name", id="app.command_palette")]),
+            (
+                "Moving through the results",
+                [b for b in QueryInput.BINDINGS if isinstance(b, Binding)]
+                + [Binding("ctrl+p", "", "Command palette: every action by name", id="app.command_palette")],
+            ),
         ]
         self.push_screen(HelpScreen(groups))
 
@@ -907,11 +972,15 @@ class CodeSightApp(App[int]):
             self._open_document(hit)
             return
         if hit.commit:  # a fleet hit: nothing on this machine to open
-            self.notify(f"{hit.repo}@{hit.commit[:10]} {hit.path}:{hit.line or hit.start_line} is in the fleet store,"
-                        " not on this machine (Ctrl+Y copies where)", timeout=8)
+            self.notify(
+                f"{hit.repo}@{hit.commit[:10]} {hit.path}:{hit.line or hit.start_line} is in the fleet store,"
+                " not on this machine (Ctrl+Y copies where)",
+                timeout=8,
+            )
             return
-        argv = editor_argv(str(self.root_of(hit) / hit.path), hit.line or hit.start_line,
-                           template=self.engine.settings.editor)
+        argv = editor_argv(
+            str(self.root_of(hit) / hit.path), hit.line or hit.start_line, template=self.engine.settings.editor
+        )
         error: Exception | None = None
         try:
             with self.suspend():
@@ -920,28 +989,45 @@ class CodeSightApp(App[int]):
                 except Exception as exc:  # anything escaping here would leave the terminal broken  # noqa: BLE001
                     error = exc
         except SuspendNotSupported:
-            self.notify(f"This terminal can't be suspended to run an editor. Location: {hit.path}:{hit.line or hit.start_line}",
-                        severity="warning", timeout=8)
+            self.notify(
+                f"This terminal can't be suspended to run an editor. Location: {hit.path}:{hit.line or hit.start_line}",
+                severity="warning",
+                timeout=8,
+            )
             return
         if error is not None:
             self.notify(f"could not run {argv[0]}: {error}", severity="error", timeout=8)
         elif not knows_line(self.engine.settings.editor) and not self._told_line:
             self._told_line = True  # once: whether the editor took +LINE, codesight cannot tell
-            self.notify(f"{os.path.basename(argv[0])} was given +{hit.line or hit.start_line} {hit.path}, the vi"
-                        " convention. If it did not open at that line, set CODESIGHT_EDITOR to a template, e.g."
-                        " 'myeditor --line {line} {path}'", severity="warning", timeout=12)
+            self.notify(
+                f"{os.path.basename(argv[0])} was given +{hit.line or hit.start_line} {hit.path}, the vi"
+                " convention. If it did not open at that line, set CODESIGHT_EDITOR to a template, e.g."
+                " 'myeditor --line {line} {path}'",
+                severity="warning",
+                timeout=12,
+            )
 
     def _open_document(self, hit: SearchResult) -> None:
         """A PDF, DOCX or PPTX goes to the system's viewer (a window of its own: the terminal is
         not suspended), at the hit's page where the viewer takes one."""
-        argv = viewer_argv(str(self.root_of(hit) / hit.path), hit.page or hit.slide,
-                           template=self.engine.settings.viewer)
+        argv = viewer_argv(
+            str(self.root_of(hit) / hit.path), hit.page or hit.slide, template=self.engine.settings.viewer
+        )
         try:
-            subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
+            subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         except OSError as exc:
-            self.notify(f"could not run {argv[0]}: {exc.strerror or exc}. Location: {hit.location}"
-                        " (set CODESIGHT_VIEWER, e.g. 'zathura --page={page} {path}')", severity="error", timeout=10)
+            self.notify(
+                f"could not run {argv[0]}: {exc.strerror or exc}. Location: {hit.location}"
+                " (set CODESIGHT_VIEWER, e.g. 'zathura --page={page} {path}')",
+                severity="error",
+                timeout=10,
+            )
             return
         self.notify(f"Opened {hit.location} with {os.path.basename(argv[0])}")
 
@@ -973,12 +1059,16 @@ class CodeSightApp(App[int]):
             return
         tmux = tmux_clipboard()
         if tmux is not None and tmux != "on":
-            self.notify(f"Not copied: tmux's set-clipboard is {tmux!r}, so the terminal never sees it"
-                        f" (add `set -g set-clipboard on` to ~/.tmux.conf).{shown}.{kept}", severity="warning",
-                        timeout=12)
+            self.notify(
+                f"Not copied: tmux's set-clipboard is {tmux!r}, so the terminal never sees it"
+                f" (add `set -g set-clipboard on` to ~/.tmux.conf).{shown}.{kept}",
+                severity="warning",
+                timeout=12,
+            )
         else:
-            self.notify(f"Sent to the terminal clipboard (OSC 52), if your terminal accepts it:{shown}.{kept}",
-                        timeout=8)
+            self.notify(
+                f"Sent to the terminal clipboard (OSC 52), if your terminal accepts it:{shown}.{kept}", timeout=8
+            )
 
     def action_copy_location(self) -> None:
         hit = self._current_hit()
@@ -1007,16 +1097,22 @@ class CodeSightApp(App[int]):
         for command in super().get_system_commands(screen):
             if command.title != "Keys":  # ours lists every binding with its id; one "Keys" only
                 yield command
-        yield SystemCommand("Ask a question", "Answer from the code and documents with an LLM, citing them (F3)",
-                            self.action_ask)
-        yield SystemCommand("More like this", "Code like the selected hit: the query becomes like: path:line (F4)",
-                            self.action_related)
-        yield SystemCommand("Open in editor", "Open the selected hit in $VISUAL / $EDITOR (Enter)", self.action_open_editor)
+        yield SystemCommand(
+            "Ask a question", "Answer from the code and documents with an LLM, citing them (F3)", self.action_ask
+        )
+        yield SystemCommand(
+            "More like this", "Code like the selected hit: the query becomes like: path:line (F4)", self.action_related
+        )
+        yield SystemCommand(
+            "Open in editor", "Open the selected hit in $VISUAL / $EDITOR (Enter)", self.action_open_editor
+        )
         yield SystemCommand("Copy path:line", "Copy the selected hit's location (Ctrl+Y)", self.action_copy_location)
         yield SystemCommand("Copy snippet", "Copy the selected hit's code (Alt+Y)", self.action_copy_snippet)
         yield SystemCommand("Cycle search mode", "hybrid → bm25 → vector (Tab)", self.action_cycle_mode)
         yield SystemCommand("Filter results", "By path glob and/or language (Ctrl+F)", self.action_filter)
-        yield SystemCommand("Zoom preview", "Give the preview most of the screen, and back (F2)", self.action_zoom_preview)
+        yield SystemCommand(
+            "Zoom preview", "Give the preview most of the screen, and back (F2)", self.action_zoom_preview
+        )
         yield SystemCommand("Show scores", "Show or hide each hit's fusion score (Alt+S)", self.action_toggle_scores)
         yield SystemCommand("Re-index", "Update the index now (Ctrl+R)", self.action_reindex)
         yield SystemCommand("Keys", "Show every key binding (F1)", self.action_help)
@@ -1028,8 +1124,9 @@ def tmux_clipboard() -> str | None:
     if not os.environ.get("TMUX"):
         return None
     try:
-        out = subprocess.run(["tmux", "show-options", "-gv", "set-clipboard"], capture_output=True, text=True,
-                             timeout=1.0, check=False)
+        out = subprocess.run(
+            ["tmux", "show-options", "-gv", "set-clipboard"], capture_output=True, text=True, timeout=1.0, check=False
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None

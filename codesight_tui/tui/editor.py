@@ -6,8 +6,27 @@ import os
 import shlex
 
 # Editors that take `+LINE FILE`.
-PLUS_LINE = {"vi", "vim", "nvim", "gvim", "mvim", "view", "emacs", "emacsclient", "nano", "micro", "hx", "helix",
-             "kak", "joe", "mg", "ne", "jed", "pico", "kate"}
+PLUS_LINE = {
+    "vi",
+    "vim",
+    "nvim",
+    "gvim",
+    "mvim",
+    "view",
+    "emacs",
+    "emacsclient",
+    "nano",
+    "micro",
+    "hx",
+    "helix",
+    "kak",
+    "joe",
+    "mg",
+    "ne",
+    "jed",
+    "pico",
+    "kate",
+}
 # Editors that take `-g FILE:LINE` (VS Code and its forks).
 GOTO_FLAG = {"code", "code-insiders", "codium", "vscodium", "cursor", "windsurf"}
 # Editors that take `FILE:LINE`.
@@ -28,7 +47,9 @@ def knows_line(template: str | None = None, environ: dict[str, str] | None = Non
     return name in GOTO_FLAG or name in COLON_LINE or name in PLUS_LINE
 
 
-def editor_argv(path: str, line: int, *, template: str | None = None, environ: dict[str, str] | None = None) -> list[str]:
+def editor_argv(
+    path: str, line: int, *, template: str | None = None, environ: dict[str, str] | None = None
+) -> list[str]:
     """argv to open ``path`` at ``line``.
 
     ``template`` (``CODESIGHT_EDITOR``), e.g. ``"nvim +{line} {path}"``, wins; otherwise ``$VISUAL``,
@@ -43,8 +64,9 @@ def editor_argv(path: str, line: int, *, template: str | None = None, environ: d
         # `sh -c "ed {path}"` would run `$(…)` in a file name: inside a shell script, quote it.
         shell = bool(parts) and os.path.basename(parts[0]) in SHELLS and "-c" in parts
         safe = shlex.quote(path) if shell else path
-        return [p.replace("{path}", safe if shell and p != "{path}" else path).replace("{line}", str(line))
-                for p in parts]
+        return [
+            p.replace("{path}", safe if shell and p != "{path}" else path).replace("{line}", str(line)) for p in parts
+        ]
     editor = env.get("VISUAL") or env.get("EDITOR") or "vi"
     argv = shlex.split(editor) or ["vi"]
     name = os.path.basename(argv[0]).lower()
@@ -58,12 +80,18 @@ def editor_argv(path: str, line: int, *, template: str | None = None, environ: d
 
 
 # Document viewers that take a page, and the arguments that say which.
-PAGE_FLAGS = {"zathura": ["--page={page}"], "okular": ["-p", "{page}"], "evince": ["--page-index={page}"],
-              "atril": ["--page-index={page}"], "xreader": ["--page-index={page}"]}
+PAGE_FLAGS = {
+    "zathura": ["--page={page}"],
+    "okular": ["-p", "{page}"],
+    "evince": ["--page-index={page}"],
+    "atril": ["--page-index={page}"],
+    "xreader": ["--page-index={page}"],
+}
 
 
-def viewer_argv(path: str, page: int | None = None, *, template: str | None = None,
-                platform: str | None = None) -> list[str]:
+def viewer_argv(
+    path: str, page: int | None = None, *, template: str | None = None, platform: str | None = None
+) -> list[str]:
     """argv that hands a document to a viewer, at ``page`` where it takes one. Never a shell.
 
     ``template`` (``CODESIGHT_VIEWER``), e.g. ``"zathura --page={page} {path}"`` or just ``"okular"``

@@ -26,8 +26,14 @@ CODEX_TOML = '# my settings\nmodel = "o3"\n\n[mcp_servers.other]\ncommand = "y" 
 def run(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("XDG_CONFIG_HOME",)}
     env.update(HOME=str(home), PATH=str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin")
-    return subprocess.run([sys.executable, "-m", "codesight_tui", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd or home, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "codesight_tui", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd or home,
+        timeout=120,
+    )
 
 
 @pytest.fixture
@@ -71,7 +77,9 @@ def test_install_writes_each_agents_own_format_and_keeps_the_users_entries(home)
         assert agents.BEGIN in (home / md).read_text()
     assert not (home / ".config" / "Code").exists()  # VS Code is not here: nothing of it touched
     backups = Path(os.environ["CODESIGHT_DATA_DIR"]) / "install-backups"  # first backups, outside the agents' folders
-    assert sorted(p.read_text() for p in backups.iterdir()) == sorted([CLAUDE_JSON, CODEX_TOML, "# House rules\n\nUse tabs.\n"])
+    assert sorted(p.read_text() for p in backups.iterdir()) == sorted(
+        [CLAUDE_JSON, CODEX_TOML, "# House rules\n\nUse tabs.\n"]
+    )
     assert not list(home.rglob("*.codesight.bak"))
     assert oct((home / ".cursor" / "mcp.json").stat().st_mode & 0o777) == "0o600"
     for name in ("claude-code", "cursor", "codex", "gemini", "opencode"):
@@ -137,10 +145,16 @@ def test_project_level_and_a_named_agent_that_is_absent(home, tmp_path):
     root = project.resolve()
     mcp = json.loads((project / ".mcp.json").read_text())["mcpServers"]["codesight"]
     # files a team commits name no path of this machine: the agent starts `codesight mcp` in the project
-    assert mcp["command"] == "codesight" and mcp["args"] == ["mcp"] and str(root) not in (project / ".mcp.json").read_text()
+    assert (
+        mcp["command"] == "codesight"
+        and mcp["args"] == ["mcp"]
+        and str(root) not in (project / ".mcp.json").read_text()
+    )
     assert json.loads((project / ".vscode" / "mcp.json").read_text())["servers"]["codesight"]["type"] == "stdio"
     assert "not found here" in r.stdout  # VS Code was named, not found: set up all the same, and said
-    assert (project / "AGENTS.md").read_text().startswith("# Agents\n") and agents.BEGIN in (project / "AGENTS.md").read_text()
+    assert (project / "AGENTS.md").read_text().startswith("# Agents\n") and agents.BEGIN in (
+        project / "AGENTS.md"
+    ).read_text()
     assert (project / ".github" / "copilot-instructions.md").exists()
     assert json.loads((home / ".claude.json").read_text())["mcpServers"].keys() == {"other"}  # user files untouched
 
@@ -195,14 +209,17 @@ def test_links_planted_in_a_project_are_never_followed_out_of_it(home, tmp_path)
 
 # --- issue 48: items 5, 6, 7, 14, 19, 21 and the dry run's last line ------------------------------
 
+
 def test_codex_toml_with_dotted_keys_or_an_inline_table_keeps_every_entry(home):
     """Item 5: dotted keys and inline tables are the user's; install adds a table of its own and
     uninstall gives the file back byte for byte (an empty [mcp_servers] with a comment included)."""
     config = home / ".codex" / "config.toml"
-    for text in ('model = "o3"\nmcp_servers.other.command = "x"\nmcp_servers.other.args = ["-v"]\n',
-                 'mcp_servers = { other = { command = "x", args = ["-v"] } }\n',
-                 '# mine\n[mcp_servers]\n# servers go here\n',
-                 'model = "o3"'):  # no final newline
+    for text in (
+        'model = "o3"\nmcp_servers.other.command = "x"\nmcp_servers.other.args = ["-v"]\n',
+        'mcp_servers = { other = { command = "x", args = ["-v"] } }\n',
+        "# mine\n[mcp_servers]\n# servers go here\n",
+        'model = "o3"',
+    ):  # no final newline
         config.write_text(text)
         r = run(home, "install", "codex")
         assert r.returncode == 0 and "Traceback" not in r.stderr, (text, r.stderr)
@@ -246,7 +263,9 @@ def test_uninstall_undoes_a_project_install_byte_for_byte(home, tmp_path):
     names = ["claude-code", "cursor", "codex", "gemini", "opencode", "copilot"]
     assert run(home, "install", *names, "--project", str(project)).returncode == 0
     assert agents.BEGIN in (project / "AGENTS.md").read_text()
-    assert (project / "CLAUDE.md").read_bytes().count(b"\r\n") > 3 and b"\n\n" not in (project / "CLAUDE.md").read_bytes()
+    assert (project / "CLAUDE.md").read_bytes().count(b"\r\n") > 3 and b"\n\n" not in (
+        project / "CLAUDE.md"
+    ).read_bytes()
     r = run(home, "uninstall", "codex", "--project", str(project))
     assert r.returncode == 0, r.stderr
     assert agents.BEGIN in (project / "AGENTS.md").read_text()  # OpenCode still uses it
@@ -269,8 +288,14 @@ def test_jsonc_settings_are_edited_and_one_bad_file_does_not_block_the_others(ho
     (code / "mcp.json").write_text(text)
     (home / ".gemini" / "settings.json").write_text("{ not json")
     env_home = {"XDG_CONFIG_HOME": str(home / ".xdg-code")}
-    r = subprocess.run([sys.executable, "-m", "codesight_tui", "install"], capture_output=True, text=True,
-                       env=os.environ | {"HOME": str(home)} | env_home, cwd=home, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "codesight_tui", "install"],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"HOME": str(home)} | env_home,
+        cwd=home,
+        timeout=120,
+    )
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "gemini" in r.stderr, r.stderr
     assert "claude-code:" in r.stdout and "codex:" in r.stdout and "copilot:" in r.stdout
     edited = (code / "mcp.json").read_text()
@@ -324,8 +349,13 @@ def test_project_files_get_the_umasks_mode_and_a_users_own_stay_private(home, tm
         (project / "CLAUDE.md").write_text("# Claude\n")
         r = run(home, "install", "claude-code", "codex", "gemini", "--project", str(project))
         assert r.returncode == 0, r.stderr
-        made = [project / ".mcp.json", project / "AGENTS.md", project / "GEMINI.md", project / ".gemini/settings.json",
-                project / ".codex/config.toml"]
+        made = [
+            project / ".mcp.json",
+            project / "AGENTS.md",
+            project / "GEMINI.md",
+            project / ".gemini/settings.json",
+            project / ".codex/config.toml",
+        ]
         for path in made:
             assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path
         assert (project / "CLAUDE.md").stat().st_mode & 0o777 == 0o666 & ~umask  # an edited file keeps its mode

@@ -14,8 +14,14 @@ def run(*args, cwd=None, env=None):
 
     e = dict(os.environ)
     e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "codesight_tui", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd, env=e, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "codesight_tui", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=e,
+        timeout=600,
+    )
 
 
 def test_help_and_version():
@@ -56,9 +62,14 @@ def test_a_cpu_leaves_the_full_pass_out_until_asked(repo):
     r = run("index", repo, "--json", env=env)
     assert r.returncode == 0, r.stderr
     said = [line for line in r.stderr.splitlines() if "--full" in line]
-    assert len(said) == 1 and said[0].startswith(
-        "codesight: the full model's vectors are left out on a CPU (full_model = auto): BM25 and the static tier"
-        " answer; `codesight index --full` computes the other ") and said[0].endswith(" here)"), said
+    assert (
+        len(said) == 1
+        and said[0].startswith(
+            "codesight: the full model's vectors are left out on a CPU (full_model = auto): BM25 and the static tier"
+            " answer; `codesight index --full` computes the other "
+        )
+        and said[0].endswith(" here)")
+    ), said
     st = json.loads(run("status", repo, "--json", env=env).stdout)
     assert st["vectors"] == 0 and st["static_vectors"] == st["chunks"] > 0
     r = run("index", repo, "--full", "--json", env=env)
@@ -98,10 +109,17 @@ def test_vectors_from_the_shared_cache_start_no_full_model_on_a_cpu(repo, tmp_pa
     assert f"{st['pending']:,} not computed on a CPU (`codesight index --full`: about " in text
     again = json.loads(run("index", repo, "--json", env=env).stdout)  # vectors there: still none computed
     assert again["embedded"] == 0
-    probe = ("import sys, json; from codesight_tui import CodeSight; cs = CodeSight(sys.argv[1]); r = cs.index();"
-             " print(json.dumps([cs.full_pass(), r.embedded, 'torch' in sys.modules, 'onnxruntime' in sys.modules]))")
-    api = subprocess.run([sys.executable, "-c", probe, str(repo)], capture_output=True, text=True, timeout=300,
-                         env=dict(os.environ, **env))
+    probe = (
+        "import sys, json; from codesight_tui import CodeSight; cs = CodeSight(sys.argv[1]); r = cs.index();"
+        " print(json.dumps([cs.full_pass(), r.embedded, 'torch' in sys.modules, 'onnxruntime' in sys.modules]))"
+    )
+    api = subprocess.run(
+        [sys.executable, "-c", probe, str(repo)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, **env),
+    )
     assert json.loads(api.stdout.strip().splitlines()[-1]) == [False, 0, False, False], api.stderr[-2000:]
     found = run("search", "haversine", "--path", repo, "--full", env=env)
     assert found.returncode == 0 and "`codesight index --full`: about " in found.stderr
@@ -125,12 +143,13 @@ def test_vimgrep_lines_and_related(repo):
     (repo / "src" / "distance.py").write_text(
         "import math\n\n\ndef great_circle(lat_a, lon_a, lat_b, lon_b):\n    radius = 6371.0\n"
         "    dlat = math.radians(lat_b - lat_a)\n    dlon = math.radians(lon_b - lon_a)\n"
-        "    return 2 * radius * math.asin(math.sqrt(math.sin(dlat / 2) ** 2 + math.sin(dlon / 2) ** 2))\n")
+        "    return 2 * radius * math.asin(math.sqrt(math.sin(dlat / 2) ** 2 + math.sin(dlon / 2) ** 2))\n"
+    )
     run("index", repo, "--no-embed")
     r = run("search", "haversine", "--mode", "bm25", "--vimgrep", cwd=repo)
     assert r.returncode == 0, r.stderr
     path, line, col, text = r.stdout.splitlines()[0].split(":", 3)
-    assert path == "src/geo.py" and "haversine" in text and text[int(col) - 1:].startswith("haversine")
+    assert path == "src/geo.py" and "haversine" in text and text[int(col) - 1 :].startswith("haversine")
     assert (repo / path).read_text().splitlines()[int(line) - 1] == text
     r = run("search", "haversine", "--path", repo, "--mode", "bm25", "--vimgrep", cwd=repo.parent)
     assert r.stdout.startswith(f"{repo.name}/src/geo.py:{line}:{col}:")
@@ -142,8 +161,12 @@ def test_vimgrep_lines_and_related(repo):
     assert not any(h["path"] == "src/geo.py" and h["start_line"] <= int(line) <= h["end_line"] for h in hits)
     r = run("related", "haversine", "--mode", "bm25", "--vimgrep", cwd=repo)
     assert r.returncode == 0 and r.stdout.startswith("src/distance.py:")
-    for bad, msg in (("src/none.py:4", "src/none.py: no such file"), ("/etc/passwd:1", "not inside"),
-                     ("/etc/no-such-file:1", "not inside"), ("Nowhere", "no file or definition")):
+    for bad, msg in (
+        ("src/none.py:4", "src/none.py: no such file"),
+        ("/etc/passwd:1", "not inside"),
+        ("/etc/no-such-file:1", "not inside"),
+        ("Nowhere", "no file or definition"),
+    ):
         r = run("related", bad, cwd=repo)
         assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, (bad, r.stderr)
 
@@ -187,11 +210,14 @@ def test_no_results_exit_code(repo):
     assert r.returncode == 1 and "no results" in r.stderr
 
 
-@pytest.mark.parametrize("args, needle", [
-    (("index", "/definitely/not/here"), "no such directory"),
-    (("search", "x", "--path", "/definitely/not/here"), "no such directory"),
-    (("status", "/definitely/not/here"), "no such directory"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (("index", "/definitely/not/here"), "no such directory"),
+        (("search", "x", "--path", "/definitely/not/here"), "no such directory"),
+        (("status", "/definitely/not/here"), "no such directory"),
+    ],
+)
 def test_missing_path_is_one_clear_line(args, needle):
     r = run(*args)
     assert r.returncode == 2 and needle in r.stderr
@@ -265,7 +291,9 @@ finally:
 """
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["status", "{repo}"], ["search", "haversine", "--path", "{repo}", "--mode", "bm25"]])
+@pytest.mark.parametrize(
+    "argv", [["--help"], ["status", "{repo}"], ["search", "haversine", "--path", "{repo}", "--mode", "bm25"]]
+)
 def test_light_commands_never_import_torch(repo, argv):
     run("index", repo, "--no-embed")
     argv = [a.format(repo=repo) for a in argv]
@@ -288,8 +316,13 @@ def test_search_during_another_process_first_index_searches_what_is_there(repo, 
     cs.index(embed=False)
     cs.store.conn.execute("DELETE FROM meta WHERE key='last_indexed'")  # as if its first run were still going
     with FileLock(str(cs.index_dir / "write.lock")):
-        r = subprocess.run([sys.executable, "-m", "codesight_tui", "search", "haversine", "--path", str(repo),
-                            "--mode", "bm25"], env=env, capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            [sys.executable, "-m", "codesight_tui", "search", "haversine", "--path", str(repo), "--mode", "bm25"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert r.returncode == 0, r.stderr
     assert "src/geo.py" in r.stdout and "searching what it has indexed so far" in r.stderr
 
@@ -300,9 +333,17 @@ def test_usage_errors_say_what_is_wrong(repo, tmp_path):
     import sys
 
     env = dict(os.environ, CODESIGHT_DATA_DIR=str(tmp_path / "data"))
+
     def run(*a):
-        return subprocess.run([sys.executable, "-m", "codesight_tui", *a], env=env, capture_output=True,
-                                        text=True, timeout=120, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [sys.executable, "-m", "codesight_tui", *a],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+
     r = run("search", "  ", "--path", str(repo))
     assert r.returncode == 2 and "query is empty" in r.stderr
     r = run("search", "geo", "--lang", "klingon", "--path", str(repo))
@@ -311,7 +352,10 @@ def test_usage_errors_say_what_is_wrong(repo, tmp_path):
     assert r.returncode == 2 and "codesight search" in r.stderr and r.stdout == ""
     # issue 66 item 20: a mistyped command was "no such directory: serach"
     r = run("serach", "x")
-    assert r.returncode == 2 and r.stderr == "codesight: 'serach' is not a command or a directory; the most similar command is `search`\n"
+    assert (
+        r.returncode == 2
+        and r.stderr == "codesight: 'serach' is not a command or a directory; the most similar command is `search`\n"
+    )
     r = run("calers", "x")
     assert r.returncode == 2 and "the most similar command is `callers`" in r.stderr
     r = run("nowhere-at-all")
@@ -415,8 +459,13 @@ def test_a_repository_json_py_does_not_shadow_the_standard_library(tmp_path):
 
     (tmp_path / "json.py").write_text("raise SystemExit('shadowed')\n")
     (tmp_path / "typing.py").write_text("raise SystemExit('shadowed')\n")
-    r = subprocess.run([sys.executable, "-m", "codesight_tui", "index", ".", "--no-embed", "--json"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "codesight_tui", "index", ".", "--no-embed", "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0 and "shadowed" not in r.stderr, r.stderr
 
 
@@ -430,7 +479,9 @@ def test_related_takes_paths_from_the_current_directory_and_any_line_number(repo
     assert path == "geo.py"
     r = run("related", f"{path}:{line}", "--mode", "bm25", "--json", cwd=src)
     assert r.returncode in (0, 1) and "not indexed" not in r.stderr, r.stderr  # found (1: nothing like it here)
-    assert all(h["path"] != "src/geo.py" or not h["start_line"] <= int(line) <= h["end_line"] for h in json.loads(r.stdout))
+    assert all(
+        h["path"] != "src/geo.py" or not h["start_line"] <= int(line) <= h["end_line"] for h in json.loads(r.stdout)
+    )
     r = run("related", f"src/geo.py:{line}", "--mode", "bm25", cwd=repo)  # from the root, as before
     assert r.returncode in (0, 1) and "not indexed" not in r.stderr, r.stderr
     for digits in ("99999999999999999999999", "9" * 5000):
@@ -461,17 +512,20 @@ def test_related_to_a_whole_file_goes_by_its_definitions_not_its_imports(repo):
     a whole file is represented by its definitions, and none of it comes back."""
     names = [f"Name{i}Type" for i in range(60)]
     imports = "from typing import (\n" + "".join(f"    {n},\n" for n in names) + ")\nimport os\nimport sys\n\n\n"
-    (repo / "src" / "wrap.py").write_text(imports + "".join(f"CONSTANT_{i} = {i}\n" for i in range(40)) + "\n\n"
-                                          + "def wrap_paragraph(text, width):\n"
-                                          "    words = text.split()\n    lines, line = [], ''\n"
-                                          "    for word in words:\n        if len(line) + len(word) > width:\n"
-                                          "            lines.append(line)\n            line = word\n"
-                                          "        else:\n            line = (line + ' ' + word).strip()\n"
-                                          "    return lines + [line]\n")
+    (repo / "src" / "wrap.py").write_text(
+        imports + "".join(f"CONSTANT_{i} = {i}\n" for i in range(40)) + "\n\n" + "def wrap_paragraph(text, width):\n"
+        "    words = text.split()\n    lines, line = [], ''\n"
+        "    for word in words:\n        if len(line) + len(word) > width:\n"
+        "            lines.append(line)\n            line = word\n"
+        "        else:\n            line = (line + ' ' + word).strip()\n"
+        "    return lines + [line]\n"
+    )
     (repo / "src" / "other.py").write_text(imports + "def load_settings(path):\n    return open(path).read()\n")
-    (repo / "src" / "textfill.py").write_text("def fill_text_to_width(text, width):\n    words = text.split()\n"
-                                              "    out = []\n    for word in words:\n        out.append(word)\n"
-                                              "    return ' '.join(out)[:width]\n")
+    (repo / "src" / "textfill.py").write_text(
+        "def fill_text_to_width(text, width):\n    words = text.split()\n"
+        "    out = []\n    for word in words:\n        out.append(word)\n"
+        "    return ' '.join(out)[:width]\n"
+    )
     run("index", repo, "--no-embed")
     r = run("related", "src/wrap.py", "--mode", "bm25", "--json", cwd=repo)
     assert r.returncode == 0, r.stderr
@@ -486,8 +540,20 @@ def test_the_plain_output_names_the_lists_that_found_each_hit():
     from codesight_tui.core.search.searcher import SearchResult
 
     def hit(**ranks):
-        return SearchResult("a.py", 1, 2, "", "python", 0.1, ranks.get("bm25"), ranks.get("vector"), "x", 1,
-                            static_rank=ranks.get("static"), definition=ranks.get("definition", False))
+        return SearchResult(
+            "a.py",
+            1,
+            2,
+            "",
+            "python",
+            0.1,
+            ranks.get("bm25"),
+            ranks.get("vector"),
+            "x",
+            1,
+            static_rank=ranks.get("static"),
+            definition=ranks.get("definition", False),
+        )
 
     assert retriever_tag(hit(bm25=2, static=1)) == "bm25+static"
     assert retriever_tag(hit(bm25=1, vector=3)) == "bm25+vec"
@@ -500,14 +566,23 @@ def test_def_refs_callers_callees(nav_repo):
     """Issue 51: the four commands, their formats and exit codes, from a subdirectory."""
     r = run("callers", "evict", cwd=nav_repo / "store")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines()[:3] == ["LRUCache.evict: resolved, def at cache.py:18", "cache.py",
-                                         "     16  self.evict()  [call in LRUCache.put]"]
+    assert r.stdout.splitlines()[:3] == [
+        "LRUCache.evict: resolved, def at cache.py:18",
+        "cache.py",
+        "     16  self.evict()  [call in LRUCache.put]",
+    ]
     r = run("refs", "LRUCache", "--vimgrep", cwd=nav_repo)
-    assert r.stdout.splitlines() == ["app/service.py:1:25:from store.cache import LRUCache",
-                                     "app/service.py:5:12:    return LRUCache(10)", "store/cache.py:5:7:class LRUCache:"]
+    assert r.stdout.splitlines() == [
+        "app/service.py:1:25:from store.cache import LRUCache",
+        "app/service.py:5:12:    return LRUCache(10)",
+        "store/cache.py:5:7:class LRUCache:",
+    ]
     out = json.loads(run("callees", "app/service.py:9", "--json", cwd=nav_repo).stdout)
     assert out["symbol"]["name"] == "lookup" and [s["target"]["path"] for s in out["sites"]] == [
-        "app/service.py", "store/cache.py", "store/cache.py"]
+        "app/service.py",
+        "store/cache.py",
+        "store/cache.py",
+    ]
     r = run("def", "fetchUser", "-g", "*.py", cwd=nav_repo)
     assert r.returncode == 1 and r.stderr == "codesight: no definitions of fetchUser in the paths that -g/-l keep\n"
     r = run("refs", "request", "-l", "typescript", "--vimgrep", cwd=nav_repo)

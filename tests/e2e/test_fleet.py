@@ -22,9 +22,14 @@ from conftest import snapshot_tree, wait_for
 
 pytestmark = pytest.mark.loopback  # moto's S3 server and the Ray cluster's test listen on 127.0.0.1
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00",
-           "GIT_COMMITTER_DATE": "2026-01-01T00:00:00"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00",
+}
 STRIPE_KEY = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
 
 PAYMENTS = {
@@ -51,39 +56,40 @@ def retry_failed_charge(charge, attempts=3):
     ".env": "DATABASE_PASSWORD=hunter2hunter2\n",
 }
 FRONTEND = {
-    "src/debounce.js": '''// Delay a function until the user stops typing.
+    "src/debounce.js": """// Delay a function until the user stops typing.
 export function debounceKeystrokes(fn, wait) {
   let timer;
   return (...args) => { clearTimeout(timer); timer = setTimeout(() => fn(...args), wait); };
 }
-''',
-    "src/router.js": '''export function matchRoute(routes, url) {
+""",
+    "src/router.js": """export function matchRoute(routes, url) {
   // Find the first route whose pattern matches the URL path.
   return routes.find((r) => r.pattern.test(url));
 }
-''',
+""",
 }
 INFRA = {
-    "config/parse.go": '''package config
+    "config/parse.go": """package config
 
 // ParseClusterConfig reads the cluster's YAML configuration file.
 func ParseClusterConfig(path string) (*Cluster, error) {
 	return load(path)
 }
-''',
-    "deploy/rollout.go": '''package deploy
+""",
+    "deploy/rollout.go": """package deploy
 
 // RolloutCanary shifts traffic to the new version in steps and rolls back on errors.
 func RolloutCanary(steps int) error {
 	return nil
 }
-''',
+""",
 }
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True,
-                          env={**os.environ, **GIT_ENV}).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=repo, check=True, capture_output=True, text=True, env={**os.environ, **GIT_ENV}
+    ).stdout.strip()
 
 
 def make_repo(root: Path, files: dict[str, str]) -> Path:
@@ -108,8 +114,9 @@ def s3():
     endpoint = f"http://{host}:{port}"
     import boto3
 
-    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="test",
-                 aws_secret_access_key="test").create_bucket(Bucket="fleet")
+    boto3.client(
+        "s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test"
+    ).create_bucket(Bucket="fleet")
     yield endpoint
     server.stop()
 
@@ -118,16 +125,31 @@ def s3():
 def env(monkeypatch, static_model_dir) -> dict[str, str]:
     """The environment of a `codesight` subprocess: the session's distilled static model, test
     credentials for the S3 server."""
-    for k, v in {"CODESIGHT_STATIC_MODEL": str(static_model_dir), "AWS_ACCESS_KEY_ID": "test",
-                 "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"}.items():
+    for k, v in {
+        "CODESIGHT_STATIC_MODEL": str(static_model_dir),
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_REGION": "us-east-1",
+    }.items():
         monkeypatch.setenv(k, v)
     return dict(os.environ)
 
 
-def codesight(*args: str, env: dict[str, str], cwd: Path | None = None, timeout: float = 300,
-              ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codesight_tui", *args], env=env, cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+def codesight(
+    *args: str,
+    env: dict[str, str],
+    cwd: Path | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "codesight_tui", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def rows(store: str, endpoint: str | None = None) -> list[dict]:
@@ -170,8 +192,9 @@ def test_index_search_and_reindex_on_s3(tmp_path, env, s3):
     store = "s3://fleet/team"
     before = {name: snapshot_tree(path) for name, path in repos.items()}
 
-    done = codesight("fleet", "index", str(clones), "--store", store, "--endpoint", s3, "--workers", "2", "--json",
-                     env=env)
+    done = codesight(
+        "fleet", "index", str(clones), "--store", store, "--endpoint", s3, "--workers", "2", "--json", env=env
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert sorted(report["indexed"]) == ["frontend", "infra", "payments"] and report["failed"] == []
@@ -179,23 +202,43 @@ def test_index_search_and_reindex_on_s3(tmp_path, env, s3):
     assert {name: snapshot_tree(path) for name, path in repos.items()} == before  # nothing written into them
 
     status = json.loads(codesight("fleet", "status", "--store", store, "--endpoint", s3, "--json", env=env).stdout)
-    assert {r["name"]: r["commit"] for r in status["repos"]} == {n: git(p, "rev-parse", "HEAD") for n, p in repos.items()}
+    assert {r["name"]: r["commit"] for r in status["repos"]} == {
+        n: git(p, "rev-parse", "HEAD") for n, p in repos.items()
+    }
     assert status["model"]["kind"] == "static"
 
     # Search from outside any repository: the fleet alone, each hit with its repository and commit.
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    found = codesight("search", "retry a declined card charge with backoff", "--store", store, "--endpoint", s3,
-                      "--json", env=env, cwd=outside)
+    found = codesight(
+        "search",
+        "retry a declined card charge with backoff",
+        "--store",
+        store,
+        "--endpoint",
+        s3,
+        "--json",
+        env=env,
+        cwd=outside,
+    )
     assert found.returncode == 0, found.stderr
     hits = json.loads(found.stdout)
     assert (hits[0]["repo"], hits[0]["path"], hits[0]["commit"]) == (
-        "payments", "billing/charges.py", git(payments, "rev-parse", "HEAD"))
-    symbol = json.loads(codesight("search", "ParseClusterConfig", "--store", store, "--endpoint", s3, "--json",
-                                  env=env, cwd=outside).stdout)
+        "payments",
+        "billing/charges.py",
+        git(payments, "rev-parse", "HEAD"),
+    )
+    symbol = json.loads(
+        codesight(
+            "search", "ParseClusterConfig", "--store", store, "--endpoint", s3, "--json", env=env, cwd=outside
+        ).stdout
+    )
     assert (symbol[0]["repo"], symbol[0]["path"], symbol[0]["line"]) == ("infra", "config/parse.go", 4)
-    narrowed = json.loads(codesight("search", "function", "--store", store, "--endpoint", s3, "--repo", "front*",
-                                    "--json", env=env, cwd=outside).stdout)
+    narrowed = json.loads(
+        codesight(
+            "search", "function", "--store", store, "--endpoint", s3, "--repo", "front*", "--json", env=env, cwd=outside
+        ).stdout
+    )
     assert narrowed and {h["repo"] for h in narrowed} == {"frontend"}
     text = codesight("search", "canary rollout", "--store", store, "--endpoint", s3, env=env, cwd=outside).stdout
     assert f"[infra@{git(infra, 'rev-parse', 'HEAD')[:10]}] deploy/rollout.go:" in text
@@ -208,40 +251,75 @@ def test_index_search_and_reindex_on_s3(tmp_path, env, s3):
 
     # A commit in one repository (a file changed, one removed, one added) and an uncommitted edit
     # in another: only the commit is indexed, only the changed files are read.
-    (payments / "billing" / "charges.py").write_text(PAYMENTS["billing/charges.py"] + '''
+    (payments / "billing" / "charges.py").write_text(
+        PAYMENTS["billing/charges.py"]
+        + '''
 
 def refund_partial_capture(charge, amount):
     """Give back part of a captured charge to the customer's card."""
     return charge.refund(amount)
-''')
+'''
+    )
     (payments / "billing" / "legacy.py").unlink()
-    (payments / "billing" / "payouts.py").write_text("def schedule_merchant_payout(merchant):\n    return merchant.next_payout()\n")
+    (payments / "billing" / "payouts.py").write_text(
+        "def schedule_merchant_payout(merchant):\n    return merchant.next_payout()\n"
+    )
     git(payments, "add", "-A")
     git(payments, "commit", "-q", "-m", "refunds")
     (frontend / "src" / "router.js").write_text("export function uncommittedWizardry() { return 42; }\n")
     before = {name: snapshot_tree(path) for name, path in repos.items()}
-    again = codesight("fleet", "index", str(clones), "--store", store, "--endpoint", s3, "--workers", "2", "--json",
-                      env=env)
+    again = codesight(
+        "fleet", "index", str(clones), "--store", store, "--endpoint", s3, "--workers", "2", "--json", env=env
+    )
     assert again.returncode == 0, again.stderr
     report = json.loads(again.stdout)
     assert report["indexed"] == ["payments"] and sorted(report["unchanged"]) == ["frontend", "infra"]
     assert report["changed_files"] == 2 and report["stale_files"] == 2  # charges.py, payouts.py; charges.py, legacy.py
     assert {name: snapshot_tree(path) for name, path in repos.items()} == before
     new_head = git(payments, "rev-parse", "HEAD")
-    hits = json.loads(codesight("search", "refund part of a captured charge", "--store", store, "--endpoint", s3,
-                                "--json", env=env, cwd=outside).stdout)
+    hits = json.loads(
+        codesight(
+            "search",
+            "refund part of a captured charge",
+            "--store",
+            store,
+            "--endpoint",
+            s3,
+            "--json",
+            env=env,
+            cwd=outside,
+        ).stdout
+    )
     assert (hits[0]["repo"], hits[0]["commit"], hits[0]["path"]) == ("payments", new_head, "billing/charges.py")
-    gone = codesight("search", "compute_vat_for_old_orders", "--store", store, "--endpoint", s3, "--mode", "bm25",
-                     "--json", env=env, cwd=outside)
+    gone = codesight(
+        "search",
+        "compute_vat_for_old_orders",
+        "--store",
+        store,
+        "--endpoint",
+        s3,
+        "--mode",
+        "bm25",
+        "--json",
+        env=env,
+        cwd=outside,
+    )
     assert all(h["path"] != "billing/legacy.py" for h in json.loads(gone.stdout or "[]"))
-    assert codesight("search", "uncommittedWizardry", "--store", store, "--endpoint", s3, "--mode", "bm25",
-                     env=env, cwd=outside).returncode == 1
+    assert (
+        codesight(
+            "search", "uncommittedWizardry", "--store", store, "--endpoint", s3, "--mode", "bm25", env=env, cwd=outside
+        ).returncode
+        == 1
+    )
     commits = assert_consistent(store, repos, s3)
     assert commits == {n: git(p, "rev-parse", "HEAD") for n, p in repos.items()}
 
     # A third run with nothing new reads nothing.
-    third = json.loads(codesight("fleet", "index", str(clones), "--store", store, "--endpoint", s3, "--json",
-                                 "--local", env=env).stdout)
+    third = json.loads(
+        codesight(
+            "fleet", "index", str(clones), "--store", store, "--endpoint", s3, "--json", "--local", env=env
+        ).stdout
+    )
     assert third["indexed"] == [] and len(third["unchanged"]) == 3
 
 
@@ -253,33 +331,36 @@ def test_fleet_is_fused_with_the_local_index(tmp_path, env):
     assert codesight("fleet", "index", str(clones), "--store", store, "--local", env=env).returncode == 0
     # Uncommitted work in the local clone shows; the fleet's copy of this repository gives way to it.
     (payments / "billing" / "disputes.py").write_text(
-        "def open_chargeback_dispute(charge):\n    \"\"\"Contest a chargeback the bank opened.\"\"\"\n    return charge.dispute()\n")
+        'def open_chargeback_dispute(charge):\n    """Contest a chargeback the bank opened."""\n    return charge.dispute()\n'
+    )
     out = codesight("search", "contest a chargeback", "--store", store, "--json", "-n", "20", env=env, cwd=payments)
     assert out.returncode == 0, out.stderr
     hits = json.loads(out.stdout)
     assert hits[0]["path"] == "billing/disputes.py" and hits[0]["commit"] == ""
     assert hits[0]["repo"] == str(payments.resolve())
     assert not [h for h in hits if h["repo"] == "payments"]  # the fleet's payments rows are left to the local index
-    both = json.loads(codesight("search", "debounce keystrokes", "--store", store, "--json", env=env, cwd=payments).stdout)
+    both = json.loads(
+        codesight("search", "debounce keystrokes", "--store", store, "--json", env=env, cwd=payments).stdout
+    )
     assert both[0]["repo"] == "frontend" and both[0]["commit"]
 
 
 THROTTLE = {
-    "src/throttle.js": '''// Run a function at most once per interval while the user keeps typing.
+    "src/throttle.js": """// Run a function at most once per interval while the user keeps typing.
 export function throttleKeystrokes(fn, wait) {
   let timer;
   return (...args) => { if (!timer) { fn(...args); timer = setTimeout(() => { timer = null; }, wait); } };
 }
-''',
-    "src/format.js": '''export function formatCurrency(amount, currency) {
+""",
+    "src/format.js": """export function formatCurrency(amount, currency) {
   return new Intl.NumberFormat("en", { style: "currency", currency }).format(amount);
 }
-''',
+""",
 }
 
 
 def test_related_works_over_a_fleet(tmp_path, env):
-    """"More like this" over a fleet store: from a symbol or a path:line the store holds (no local
+    """ "More like this" over a fleet store: from a symbol or a path:line the store holds (no local
     repository at all), and from a local chunk into the fleet; the source itself is never a hit."""
     clones = tmp_path / "clones"
     make_repo(clones / "frontend", FRONTEND)
@@ -297,9 +378,13 @@ def test_related_works_over_a_fleet(tmp_path, env):
         assert not [h for h in hits if h["repo"] == "frontend" and h["path"] == "src/debounce.js"]
         assert all(h["commit"] for h in hits)
     # A local chunk as the source: the fleet's code like it comes back beside the local hits.
-    app = make_repo(tmp_path / "app", {"ui/input.js": FRONTEND["src/debounce.js"].replace("debounceKeystrokes",
-                                                                                        "debounceInput"),
-                                       "ui/math.js": "export function clamp(x, lo, hi) {\n  return Math.min(hi, Math.max(lo, x));\n}\n"})
+    app = make_repo(
+        tmp_path / "app",
+        {
+            "ui/input.js": FRONTEND["src/debounce.js"].replace("debounceKeystrokes", "debounceInput"),
+            "ui/math.js": "export function clamp(x, lo, hi) {\n  return Math.min(hi, Math.max(lo, x));\n}\n",
+        },
+    )
     out = codesight("related", "ui/input.js:2", "--store", store, "--json", env=env, cwd=app)
     assert out.returncode == 0, out.stderr
     found = [(h["repo"], h["path"]) for h in json.loads(out.stdout)]
@@ -316,8 +401,11 @@ def _workers(state: str = "task") -> list[int]:
     pids = []
     for proc in Path("/proc").iterdir():
         try:
-            if proc.name.isdigit() and proc.stat().st_uid == os.getuid() and \
-                    (proc / "comm").read_text().strip() == f"codesight-{state}":
+            if (
+                proc.name.isdigit()
+                and proc.stat().st_uid == os.getuid()
+                and (proc / "comm").read_text().strip() == f"codesight-{state}"
+            ):
                 pids.append(int(proc.name))
         except OSError:
             continue
@@ -330,17 +418,42 @@ def _big_repos(root: Path, n: int, copies: int = 1) -> dict[str, Path]:
     engine = Path(__file__).resolve().parents[2] / "codesight_tui" / "core"
     biggest = sorted(engine.rglob("*.py"), key=lambda p: p.stat().st_size, reverse=True)[:12]
     sources = {f"{p.parent.name}_{p.name}": p.read_text() for p in biggest}
-    return {f"svc{i}": make_repo(root / f"svc{i}", {f"svc{i}/c{k}_{name}": text.replace("codesight", f"svc{i}c{k}")
-                                                     for name, text in sources.items() for k in range(copies)})
-            for i in range(n)}
+    return {
+        f"svc{i}": make_repo(
+            root / f"svc{i}",
+            {
+                f"svc{i}/c{k}_{name}": text.replace("codesight", f"svc{i}c{k}")
+                for name, text in sources.items()
+                for k in range(copies)
+            },
+        )
+        for i in range(n)
+    }
 
 
 def test_a_worker_killed_mid_job_is_retried_and_the_table_stays_consistent(tmp_path, env):
     repos = _big_repos(tmp_path / "clones", 4, copies=2)
     store = str(tmp_path / "store")
-    job = subprocess.Popen([sys.executable, "-m", "codesight_tui", "fleet", "index", str(tmp_path / "clones"),
-                            "--store", store, "--workers", "2", "--json"], env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    job = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "codesight_tui",
+            "fleet",
+            "index",
+            str(tmp_path / "clones"),
+            "--store",
+            store,
+            "--workers",
+            "2",
+            "--json",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     killed: list[int] = []
 
     def kill_one() -> bool:
@@ -358,8 +471,9 @@ def test_a_worker_killed_mid_job_is_retried_and_the_table_stays_consistent(tmp_p
     # The killed task ran again (MAX_RETRIES): every repository is in, nothing twice.
     assert sorted(report["indexed"]) == sorted(repos) and report["failed"] == [], err
     assert set(assert_consistent(store, repos)) == set(repos)
-    again = json.loads(codesight("fleet", "index", str(tmp_path / "clones"), "--store", store, "--local", "--json",
-                                 env=env).stdout)
+    again = json.loads(
+        codesight("fleet", "index", str(tmp_path / "clones"), "--store", store, "--local", "--json", env=env).stdout
+    )
     assert again["indexed"] == [] and sorted(again["unchanged"]) == sorted(repos)
 
 
@@ -371,9 +485,25 @@ def test_the_job_killed_outright_leaves_whole_repositories_and_the_next_run_comp
     # processes: a second test suite running fleet tests at the same time shows its workers too.
     repos = _big_repos(tmp_path / "clones", 8, copies=4)
     store = str(tmp_path / "store")
-    job = subprocess.Popen([sys.executable, "-m", "codesight_tui", "fleet", "index", str(tmp_path / "clones"),
-                            "--store", store, "--workers", "1"], env=env, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    job = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "codesight_tui",
+            "fleet",
+            "index",
+            str(tmp_path / "clones"),
+            "--store",
+            store,
+            "--workers",
+            "1",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     assert job.stderr is not None
     seen: list[str] = []
     reader = threading.Thread(target=lambda: seen.extend(job.stderr), daemon=True)  # one line per repository written
@@ -398,8 +528,9 @@ def test_the_job_killed_outright_leaves_whole_repositories_and_the_next_run_comp
 
     recorded = {r.name for r in Fleet(store).repos() if r.commit}
     assert recorded <= set(partial)
-    resumed = codesight("fleet", "index", str(tmp_path / "clones"), "--store", store, "--workers", "1", "--json",
-                        env=env)
+    resumed = codesight(
+        "fleet", "index", str(tmp_path / "clones"), "--store", store, "--workers", "1", "--json", env=env
+    )
     assert resumed.returncode == 0, resumed.stderr
     report = json.loads(resumed.stdout)
     assert set(report["unchanged"]) == recorded and set(report["indexed"]) == set(repos) - recorded
@@ -415,8 +546,20 @@ def test_a_failing_repository_is_reported_and_skipped(tmp_path, env):
     make_repo(tmp_path / "infra-src", INFRA)
     git(tmp_path, "clone", "-q", "--bare", str(tmp_path / "infra-src"), str(bare))
     store = str(tmp_path / "store")
-    done = codesight("fleet", "index", str(clones), f"file://{bare}", f"file://{tmp_path}/missing.git",
-                     str(tmp_path / "no-such-dir"), "--store", store, "--workers", "2", "--json", env=env)
+    done = codesight(
+        "fleet",
+        "index",
+        str(clones),
+        f"file://{bare}",
+        f"file://{tmp_path}/missing.git",
+        str(tmp_path / "no-such-dir"),
+        "--store",
+        store,
+        "--workers",
+        "2",
+        "--json",
+        env=env,
+    )
     assert done.returncode == 1
     report = json.loads(done.stdout)
     assert sorted(report["indexed"]) == ["frontend", "infra"]  # a git URL (file://) is cloned, read, dropped
@@ -462,14 +605,20 @@ def test_bad_stores_are_one_line(tmp_path, env):
     empty.mkdir()
     out = codesight("search", "anything", "--store", str(empty), env=env, cwd=tmp_path)
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "is not a fleet store" in out.stderr
-    out = codesight("search", "anything", "--store", "s3://fleet/x", "--endpoint", "http://127.0.0.1:9", env=env,
-                    cwd=tmp_path)
-    assert out.returncode == 1 and "cannot reach the fleet store s3://fleet/x at http://127.0.0.1:9: Connection refused" \
-        in out.stderr and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    out = codesight(
+        "search", "anything", "--store", "s3://fleet/x", "--endpoint", "http://127.0.0.1:9", env=env, cwd=tmp_path
+    )
+    assert (
+        out.returncode == 1
+        and "cannot reach the fleet store s3://fleet/x at http://127.0.0.1:9: Connection refused" in out.stderr
+        and out.stderr.count("\n") == 1
+        and "Traceback" not in out.stderr
+    )
     # issue 66 item 23: with no credentials in the environment, it said "access denied"
     bare = {k: v for k, v in env.items() if not k.startswith("AWS_")}
-    out = codesight("search", "anything", "--store", "s3://fleet/x", "--endpoint", "http://127.0.0.1:9", env=bare,
-                    cwd=tmp_path)
+    out = codesight(
+        "search", "anything", "--store", "s3://fleet/x", "--endpoint", "http://127.0.0.1:9", env=bare, cwd=tmp_path
+    )
     assert out.returncode == 1 and "Connection refused" in out.stderr and "access denied" not in out.stderr
     out = codesight("search", "anything", "--repo", "svc*", env=env, cwd=tmp_path)
     assert out.returncode == 2 and "--store" in out.stderr
@@ -550,6 +699,7 @@ async def test_mcp_search_takes_the_fleet_too(repo, tmp_path, static_model_dir, 
 
 # --- issue 48: the fleet's security items ---------------------------------------------------------
 
+
 def _mode(path: Path) -> int:
     return path.stat().st_mode & 0o777
 
@@ -610,10 +760,26 @@ def test_a_run_here_listens_on_no_port_and_leaves_nothing_behind(tmp_path, env):
     home, tmp = tmp_path / "home", tmp_path / "tmp"
     home.mkdir()
     tmp.mkdir()
-    job = subprocess.Popen([sys.executable, "-m", "codesight_tui", "fleet", "index", str(tmp_path / "clones"),
-                            "--store", str(tmp_path / "store"), "--workers", "2", "--json"],
-                           env=env | {"HOME": str(home), "TMPDIR": str(tmp)}, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    job = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "codesight_tui",
+            "fleet",
+            "index",
+            str(tmp_path / "clones"),
+            "--store",
+            str(tmp_path / "store"),
+            "--workers",
+            "2",
+            "--json",
+        ],
+        env=env | {"HOME": str(home), "TMPDIR": str(tmp)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     seen: dict[str, list[str]] = {"inet": [], "unix": []}
     workers_seen = set()
 
@@ -646,15 +812,33 @@ def ray_cluster(tmp_path_factory):
 
     tmp = Path(tempfile.mkdtemp(prefix="cs-ray-", dir="/tmp"))  # short: Ray's socket paths
     token = secrets.token_hex(32)
-    env = os.environ | {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "RAY_USAGE_STATS_ENABLED": "0",
-                        "HOME": str(tmp_path_factory.mktemp("ray-home"))}
+    env = os.environ | {
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": token,
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "HOME": str(tmp_path_factory.mktemp("ray-home")),
+    }
     ray = [sys.executable, "-m", "ray.scripts.scripts"]
-    started = subprocess.run([*ray, "start", "--head", "--node-ip-address=127.0.0.1", "--port=0", "--num-cpus=2",
-                              "--include-dashboard=false", f"--temp-dir={tmp}", "--disable-usage-stats"],
-                             env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    started = subprocess.run(
+        [
+            *ray,
+            "start",
+            "--head",
+            "--node-ip-address=127.0.0.1",
+            "--port=0",
+            "--num-cpus=2",
+            "--include-dashboard=false",
+            f"--temp-dir={tmp}",
+            "--disable-usage-stats",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert started.returncode == 0, started.stderr[-2000:]
-    address = next(line.split("'")[1] for line in started.stdout.splitlines()
-                   if "ray start --address=" in line)
+    address = next(line.split("'")[1] for line in started.stdout.splitlines() if "ray start --address=" in line)
     yield address, env
     subprocess.run([*ray, "stop", "--force"], env=env, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
     shutil.rmtree(tmp, ignore_errors=True)
@@ -668,8 +852,17 @@ def test_a_ray_cluster_runs_the_tasks_when_asked(tmp_path, env, ray_cluster):
     make_repo(clones / "frontend", FRONTEND)
     make_repo(clones / "infra", INFRA)
     store = str(tmp_path / "store")
-    out = codesight("fleet", "index", str(clones), "--store", store, "--ray-address", address, "--json",
-                    env=env | {k: ray_env[k] for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "HOME")})
+    out = codesight(
+        "fleet",
+        "index",
+        str(clones),
+        "--store",
+        store,
+        "--ray-address",
+        address,
+        "--json",
+        env=env | {k: ray_env[k] for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "HOME")},
+    )
     assert out.returncode == 0, out.stderr
     assert sorted(json.loads(out.stdout)["indexed"]) == ["frontend", "infra"]
     hits = json.loads(codesight("search", "RolloutCanary", "--store", store, "--json", env=env, cwd=tmp_path).stdout)
@@ -735,8 +928,10 @@ def test_an_unreachable_or_broken_store_costs_only_its_own_hits(tmp_path, env):
     not_a_store = tmp_path / "not-a-store"
     not_a_store.mkdir()
     (not_a_store / "notes.txt").write_text("x\n")
-    for extra in ({"CODESIGHT_FLEET_STORE": "s3://fleet/x", "CODESIGHT_FLEET_ENDPOINT": "http://127.0.0.1:9"},
-                  {"CODESIGHT_FLEET_STORE": str(not_a_store)}):
+    for extra in (
+        {"CODESIGHT_FLEET_STORE": "s3://fleet/x", "CODESIGHT_FLEET_ENDPOINT": "http://127.0.0.1:9"},
+        {"CODESIGHT_FLEET_STORE": str(not_a_store)},
+    ):
         out = codesight("search", "retry failed charge", "--mode", "bm25", "--json", env=env | extra, cwd=payments)
         assert out.returncode == 0, out.stderr
         assert json.loads(out.stdout)[0]["path"] == "billing/charges.py"
@@ -766,8 +961,7 @@ def test_a_large_blob_is_never_unpacked(tmp_path):
     small repository costs no temporary space)."""
     from codesight_tui.core.fleet.job import RepoTask, Source, _checkout
 
-    repo = make_repo(tmp_path / "big", {"src/app.py": "def main():\n    return 1\n",
-                                         "data/blob.bin": "x" * 3_000_000})
+    repo = make_repo(tmp_path / "big", {"src/app.py": "def main():\n    return 1\n", "data/blob.bin": "x" * 3_000_000})
     commit = git(repo, "rev-parse", "HEAD").strip()
     work = tmp_path / "work"
     work.mkdir()
@@ -788,6 +982,7 @@ def test_fleet_hits_carry_the_repositorys_current_commit(tmp_path, env):
     git(frontend, "commit", "-qam", "router")
     head = git(frontend, "rev-parse", "HEAD").strip()
     assert codesight("fleet", "index", str(clones), "--store", store, "--local", env=env).returncode == 0
-    hits = json.loads(codesight("search", "debounce keystrokes", "--store", store, "--json", env=env,
-                                cwd=tmp_path).stdout)
+    hits = json.loads(
+        codesight("search", "debounce keystrokes", "--store", store, "--json", env=env, cwd=tmp_path).stdout
+    )
     assert hits[0]["path"] == "src/debounce.js" and hits[0]["commit"] == head

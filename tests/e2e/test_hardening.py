@@ -25,9 +25,11 @@ from codesight_tui.core.text import printable
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 STRIPE_KEY = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
-PRIVATE_KEY = ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
-               "QyNTUxOQAAACBk6Lw0cRm8Oq1zvdTDB7aMqQUMw0AUcx+f1XpIWp1G0QAAAJhH1vHyR9bx\n"
-               "-----END OPENSSH PRIVATE KEY-----\n")
+PRIVATE_KEY = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+    "QyNTUxOQAAACBk6Lw0cRm8Oq1zvdTDB7aMqQUMw0AUcx+f1XpIWp1G0QAAAJhH1vHyR9bx\n"
+    "-----END OPENSSH PRIVATE KEY-----\n"
+)
 
 
 def _secret_repo(root: Path) -> Path:
@@ -38,8 +40,10 @@ def _secret_repo(root: Path) -> Path:
         "id_rsa.pub": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGTovDRxGbw6rXO91MMHtoypBQzDQBRzF5/VekhanUbR me@box\n",
         "credentials.json": json.dumps({"token": GITHUB_TOKEN, "user": "deploy"}),
         "deploy/certs/server.pem": PRIVATE_KEY,
-        "src/billing.py": ("import stripe\n\n\ndef charge_customer(amount):\n"
-                           f"    stripe.api_key = \"{STRIPE_KEY}\"\n    return stripe.Charge.create(amount=amount)\n"),
+        "src/billing.py": (
+            "import stripe\n\n\ndef charge_customer(amount):\n"
+            f'    stripe.api_key = "{STRIPE_KEY}"\n    return stripe.Charge.create(amount=amount)\n'
+        ),
         "src/keys.py": f"# fixture\nDEPLOY_KEY = '''\n{PRIVATE_KEY}'''\n\n\ndef rotate_deploy_key():\n    return DEPLOY_KEY\n",
         "src/ok.py": "def harmless_function():\n    return 'nothing to see'\n",
     }
@@ -52,6 +56,7 @@ def _secret_repo(root: Path) -> Path:
 
 
 # --- 1. secrets ------------------------------------------------------------------------------
+
 
 def test_secret_files_are_never_indexed_and_counted(tmp_path, hash_embedder):
     root = _secret_repo(tmp_path / "repo")
@@ -79,7 +84,9 @@ def test_keys_and_tokens_inside_files_are_masked_line_for_line(tmp_path, hash_em
     # The rest of the file is still found, at its own lines.
     hit = cs.search("rotate_deploy_key", mode="bm25")[0]
     assert hit.path == "src/keys.py"
-    assert "def rotate_deploy_key" in (root / "src/keys.py").read_text().split("\n")[hit.start_line - 1:hit.end_line][-2]
+    assert (
+        "def rotate_deploy_key" in (root / "src/keys.py").read_text().split("\n")[hit.start_line - 1 : hit.end_line][-2]
+    )
     assert cs.search("charge_customer", mode="bm25")[0].path == "src/billing.py"
     st = cs.status()
     assert st["secrets"] == {"files_skipped": 4, "masked": 2, "files_masked": 2}
@@ -111,18 +118,43 @@ def test_redact_knows_the_common_formats_and_leaves_code_alone():
         assert text.count("\n") == 2
     url, n = redact("db = 'postgres://admin:s3cr3tpass@db.internal:5432/app'")
     assert n == 1 and "s3cr3tpass" not in url and "admin:" in url
-    for code in ("password = get_password()", "url = 'https://user:${PASSWORD}@host'", "hash = 'da39a3ee5e6b4b0d3255bfef95601890afd80709'",
-                 "self.secret_key = settings.SECRET_KEY", "ghp_short"):
+    for code in (
+        "password = get_password()",
+        "url = 'https://user:${PASSWORD}@host'",
+        "hash = 'da39a3ee5e6b4b0d3255bfef95601890afd80709'",
+        "self.secret_key = settings.SECRET_KEY",
+        "ghp_short",
+    ):
         assert redact(code) == (code, 0), code
     assert flagged(PRIVATE_KEY) and not flagged("BEGIN PUBLIC KEY")
 
 
 def test_secret_names():
-    for rel in (".env", "app/.env.production", "id_ed25519", "keys/deploy.pem", ".ssh/config", "home/.npmrc",
-                "gcp/credentials-prod.json", "terraform.tfstate", "shadow", "gshadow", "etc/shadow-", "gshadow-"):
+    for rel in (
+        ".env",
+        "app/.env.production",
+        "id_ed25519",
+        "keys/deploy.pem",
+        ".ssh/config",
+        "home/.npmrc",
+        "gcp/credentials-prod.json",
+        "terraform.tfstate",
+        "shadow",
+        "gshadow",
+        "etc/shadow-",
+        "gshadow-",
+    ):
         assert secret_name(rel), rel
-    for rel in (".env.example", "id_ed25519.pub", "src/environment.py", "docs/keys.md", "credentials.py",
-                "ui/shadow/box.css", "shadow.py", "passwd"):
+    for rel in (
+        ".env.example",
+        "id_ed25519.pub",
+        "src/environment.py",
+        "docs/keys.md",
+        "credentials.py",
+        "ui/shadow/box.css",
+        "shadow.py",
+        "passwd",
+    ):
         assert not secret_name(rel), rel
     assert not secret_name("ui/shadow", is_dir=True)  # a folder so named is code (issue 48 item 8)
 
@@ -192,6 +224,7 @@ def test_a_slow_endless_answer_is_cut_by_time(repo, hash_embedder, monkeypatch):
 
 # --- 2. permissions ----------------------------------------------------------------------------
 
+
 def _modes(root: Path) -> list[tuple[str, int]]:
     out = []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -234,6 +267,7 @@ def test_an_older_wider_index_is_tightened_on_the_next_run(repo, hash_embedder, 
 
 # --- 3. damage the index run must find -----------------------------------------------------------
 
+
 def _garble_table(db: Path, table: str) -> None:
     c = sqlite3.connect(db)
     c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -260,6 +294,7 @@ def test_a_damaged_fts_table_is_found_and_rebuilt_by_a_plain_index_run(repo, has
 
 # --- 5. git's global ignore file --------------------------------------------------------------
 
+
 def test_the_global_git_ignore_file_is_honoured(repo, hash_embedder, _isolated_home, monkeypatch):
     (repo / "notes.local").write_text("launch codes 0000\n")
     (repo / "scratch.tmp").write_text("scratch pad about launch codes\n")
@@ -280,6 +315,7 @@ def test_the_global_git_ignore_file_is_honoured(repo, hash_embedder, _isolated_h
 
 # --- 6. the MCP server's implicit root -----------------------------------------------------------
 
+
 def test_mcp_never_takes_root_or_home_as_its_implicit_root(tmp_path, monkeypatch):
     from codesight_tui.mcp_server import Repos, default_roots
 
@@ -297,6 +333,7 @@ def test_mcp_never_takes_root_or_home_as_its_implicit_root(tmp_path, monkeypatch
 
 # --- 7. escape sequences never reach the terminal -----------------------------------------------
 
+
 def test_tui_rows_previews_and_answers_show_escapes_as_text(tmp_path, hash_embedder):
     from rich.console import Console
 
@@ -306,7 +343,9 @@ def test_tui_rows_previews_and_answers_show_escapes_as_text(tmp_path, hash_embed
     root = tmp_path / "repo"
     root.mkdir()
     name = "evil\x1b]0;TITLE\x1b\\.py"
-    (root / name).write_text("def payload():\n    return '\x1b]52;c;ZWNobyBwd25lZA==\x1b\\\\ \x1b]8;;http://x\x1b\\\\'\n")
+    (root / name).write_text(
+        "def payload():\n    return '\x1b]52;c;ZWNobyBwd25lZA==\x1b\\\\ \x1b]8;;http://x\x1b\\\\'\n"
+    )
     cs = CodeSight(root, embedder=hash_embedder)
     cs.index()
     hit = cs.search("payload", mode="bm25")[0]
@@ -322,6 +361,7 @@ def test_tui_rows_previews_and_answers_show_escapes_as_text(tmp_path, hash_embed
 
 
 # --- 8, 9. a file swapped or grown between walk and read ------------------------------------------
+
 
 def test_a_file_swapped_for_a_symlink_after_the_walk_is_not_read(tmp_path):
     from codesight_tui.core.ingest.extract import ExtractError, extract
@@ -404,6 +444,7 @@ def test_a_file_that_grows_after_the_walk_is_never_read_past_the_cap(tmp_path, h
 
 # --- 10. document bombs --------------------------------------------------------------------------
 
+
 def test_a_zip_bomb_docx_is_skipped_before_it_is_parsed(tmp_path, hash_embedder):
     root = tmp_path / "repo"
     (root / ".git").mkdir(parents=True)
@@ -433,6 +474,7 @@ def test_the_document_reader_is_memory_capped(tmp_path):
 
 
 # --- 11, 12. deep trees and dates past 2262 ------------------------------------------------------
+
 
 def test_a_tree_a_thousand_levels_deep_is_walked(tmp_path, hash_embedder):
     root = tmp_path / "repo"
@@ -466,6 +508,7 @@ def test_a_modification_time_after_2262_is_indexed(repo, hash_embedder):
 
 # --- 13, 14. the watcher ---------------------------------------------------------------------
 
+
 def test_a_batch_that_failed_is_kept_and_retried(tmp_path):
     from codesight_tui.core.store.watch import Watcher
 
@@ -496,8 +539,9 @@ def test_codesights_own_directories_inside_the_root_are_never_indexed_or_watched
     home = tmp_path / "home"
     (home / "project").mkdir(parents=True)
     (home / "project" / "app.py").write_text("def main():\n    pass\n")
-    cs = CodeSight(home, embedder=hash_embedder, data_dir=home / ".codesight" / "data",
-                   cache_dir=home / ".codesight" / "cache")
+    cs = CodeSight(
+        home, embedder=hash_embedder, data_dir=home / ".codesight" / "data", cache_dir=home / ".codesight" / "cache"
+    )
     cs.index()
     cs.index()
     paths = {p for (p,) in cs.store.conn.execute("SELECT path FROM files")}
@@ -514,6 +558,7 @@ def test_codesights_own_directories_inside_the_root_are_never_indexed_or_watched
 
 # --- 15. an index written by a newer codesight ---------------------------------------------------
 
+
 def test_an_index_from_a_newer_codesight_is_refused_not_wiped(repo, hash_embedder):
     cs = CodeSight(repo, embedder=hash_embedder)
     cs.index()
@@ -526,8 +571,9 @@ def test_an_index_from_a_newer_codesight_is_refused_not_wiped(repo, hash_embedde
         assert err.value.exit_code == 2
     c = sqlite3.connect(cs.storage.db_path)
     assert c.execute("SELECT count(*) FROM chunks").fetchone()[0] == chunks
-    out = subprocess.run([sys.executable, "-m", "codesight_tui", "status", str(repo)], capture_output=True,
-                         text=True, env={**os.environ})
+    out = subprocess.run(
+        [sys.executable, "-m", "codesight_tui", "status", str(repo)], capture_output=True, text=True, env={**os.environ}
+    )
     assert out.returncode == 2 and "newer codesight" in out.stderr and "Traceback" not in out.stderr
 
 
@@ -541,9 +587,11 @@ def test_an_older_index_is_rebuilt_only_under_the_writer_lock(repo, hash_embedde
     cs.close()
     with FileLock(str(cs.index_dir / "write.lock")):
         # Another process holds the lock: the old index is not wiped under it.
-        code = ("import sys; from codesight_tui import CodeSight\n"
-                "from codesight_tui.core.errors import IndexBusyError\n"
-                f"try:\n    CodeSight({str(repo)!r}).status(check_disk=False)\nexcept IndexBusyError:\n    sys.exit(3)\n")
+        code = (
+            "import sys; from codesight_tui import CodeSight\n"
+            "from codesight_tui.core.errors import IndexBusyError\n"
+            f"try:\n    CodeSight({str(repo)!r}).status(check_disk=False)\nexcept IndexBusyError:\n    sys.exit(3)\n"
+        )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert out.returncode == 3, out.stderr
     assert sqlite3.connect(cs.storage.db_path).execute("SELECT count(*) FROM chunks").fetchone()[0] == chunks
@@ -554,11 +602,17 @@ def test_an_older_index_is_rebuilt_only_under_the_writer_lock(repo, hash_embedde
 
 # --- 17. MCP frames the SDK's transport would leave unanswered -----------------------------------
 
+
 def test_mcp_answers_frames_with_lone_surrogates_and_deep_nesting(repo):
     import select
 
-    proc = subprocess.Popen([sys.executable, "-m", "codesight_tui", "mcp", "--root", str(repo)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=str(repo))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "codesight_tui", "mcp", "--root", str(repo)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=str(repo),
+    )
 
     def send(obj_or_line) -> None:
         line = obj_or_line if isinstance(obj_or_line, str) else json.dumps(obj_or_line)
@@ -581,16 +635,30 @@ def test_mcp_answers_frames_with_lone_surrogates_and_deep_nesting(repo):
         raise AssertionError(f"no reply to {want_id}")
 
     try:
-        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "probe", "version": "1"},
+                },
+            }
+        )
         reply(1)
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        send('{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", "arguments":'
-             ' {"query": "parse config \\ud800 file", "mode": "bm25"}}}')
+        send(
+            '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", "arguments":'
+            ' {"query": "parse config \\ud800 file", "mode": "bm25"}}}'
+        )
         answer = reply(2)
         assert "result" in answer and not answer["result"].get("isError", answer["result"].get("is_error"))
-        deep = '{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search", "arguments":' \
-               ' {"query": "x", "roots": ' + "[" * 100_000 + "]" * 100_000 + "}}}"
+        deep = (
+            '{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search", "arguments":'
+            ' {"query": "x", "roots": ' + "[" * 100_000 + "]" * 100_000 + "}}}"
+        )
         send(deep)
         assert "error" in reply(3)
         send({"jsonrpc": "2.0", "id": 4, "method": "tools/list"})  # and the server still serves
@@ -602,15 +670,19 @@ def test_mcp_answers_frames_with_lone_surrogates_and_deep_nesting(repo):
 
 # --- signals: SIGTERM (kill), SIGHUP (ssh closed), SIGINT (Ctrl-C) -------------------------------
 
+
 def _bulk_repo(root: Path, files: int = 4000) -> Path:
     (root / ".git").mkdir(parents=True)
     for i in range(files):
         d = root / f"pkg{i % 40}"
         d.mkdir(exist_ok=True)
-        (d / f"mod_{i}.py").write_text("".join(
-            f"def handler_{i}_{j}(request, retries={j}):\n    \"\"\"Handle request {j} of module {i}.\"\"\"\n"
-            f"    for attempt in range(retries):\n        request.send(attempt)\n    return request\n\n\n"
-            for j in range(12)))
+        (d / f"mod_{i}.py").write_text(
+            "".join(
+                f'def handler_{i}_{j}(request, retries={j}):\n    """Handle request {j} of module {i}."""\n'
+                f"    for attempt in range(retries):\n        request.send(attempt)\n    return request\n\n\n"
+                for j in range(12)
+            )
+        )
     return root
 
 
@@ -645,8 +717,13 @@ def test_a_signal_mid_index_exits_promptly_and_cleanly(tmp_path, signame, code, 
     root = _bulk_repo(tmp_path / "repo")
     tag = f"{signame}-{os.getpid()}-{time.time_ns()}"
     env = {**os.environ, "CODESIGHT_TEST_TAG": tag}
-    proc = subprocess.Popen([sys.executable, "-m", "codesight_tui", "index", str(root), "--no-embed"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "codesight_tui", "index", str(root), "--no-embed"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
     time.sleep(2.0)  # imports, the walk, the workers' start: mid-lexical phase
     assert proc.poll() is None, proc.communicate()
     sent = time.monotonic()
@@ -669,10 +746,18 @@ def test_a_signal_mid_index_exits_promptly_and_cleanly(tmp_path, signame, code, 
 def test_sigterm_ends_watch_and_mcp_with_its_code(repo, tmp_path):
     import signal
 
-    watch = subprocess.Popen([sys.executable, "-m", "codesight_tui", "watch", str(repo), "--no-embed"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    mcp = subprocess.Popen([sys.executable, "-m", "codesight_tui", "mcp", "--root", str(repo)],
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "codesight_tui", "watch", str(repo), "--no-embed"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    mcp = subprocess.Popen(
+        [sys.executable, "-m", "codesight_tui", "mcp", "--root", str(repo)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     time.sleep(4)
     for proc, sig in ((watch, signal.SIGTERM), (mcp, signal.SIGHUP)):
         assert proc.poll() is None
@@ -710,12 +795,13 @@ def test_sigterm_restores_the_terminal_from_the_tui(repo):
     os.kill(pid, signal.SIGTERM)
     read(time.monotonic() + 8)
     _, status = os.waitpid(pid, 0)
-    tail = out[out.rindex(b"\x1b[?1049h"):]
+    tail = out[out.rindex(b"\x1b[?1049h") :]
     assert b"\x1b[?1049l" in tail and b"\x1b[?1000l" in tail, tail[-400:]
     assert os.waitstatus_to_exitcode(status) == 143
 
 
 # --- 4. the first answer: the static tier before anything that says "embed" -------------------------
+
 
 @pytest.mark.model
 def test_static_vectors_come_before_the_cache_fill_on_a_cpu(tmp_path, static_model_dir, _isolated_home):
@@ -726,14 +812,15 @@ def test_static_vectors_come_before_the_cache_fill_on_a_cpu(tmp_path, static_mod
     first = build_repo(tmp_path / "first")
     CodeSight(first, static_model=str(static_model_dir), device="cpu").index(embed=True)  # leaves a cache file
     second = build_repo(tmp_path / "second")
-    (second / "src" / "lru.py").write_text("from collections import OrderedDict\n\n\nclass LRU:\n"
-                                           "    def put(self, key, value):\n        self.data.popitem(last=False)\n")
+    (second / "src" / "lru.py").write_text(
+        "from collections import OrderedDict\n\n\nclass LRU:\n"
+        "    def put(self, key, value):\n        self.data.popitem(last=False)\n"
+    )
     phases: list[str] = []
     cs = CodeSight(second, static_model=str(static_model_dir), device="cpu")
     cs.index(progress=lambda ev: phases.append(ev.phase), embed=True)  # asked for: on a CPU not the default
     assert "static" in phases and "embed" in phases
     assert phases.index("static") < phases.index("embed"), phases
-
 
 
 BLOB_SERVICE = {
@@ -767,7 +854,9 @@ def test_a_question_with_no_word_of_the_code_finds_it_in_the_first_answer(tmp_pa
     hits = cs.search(question, mode="hybrid", vectors=Vectors.STATIC)
     assert "storage/cache.py" in [h.path for h in hits[:3]], [h.path for h in hits]
 
+
 # --- 17. minor: a damaged static model, overlapping roots ---------------------------------------
+
 
 def test_a_damaged_distilled_static_model_is_made_again(tmp_path, static_model_dir, monkeypatch, _isolated_home):
     import shutil
@@ -806,8 +895,22 @@ def test_overlapping_roots_are_one_index(tmp_path):
     assert outermost([subs[0], subs[1]]) == [subs[0].resolve(), subs[1].resolve()]
     (top / "a.py").write_text("def overlap_marker():\n    pass\n")
     paths = [a for p in (top, *subs) for a in ("--path", str(p))]
-    out = subprocess.run([sys.executable, "-m", "codesight_tui", "search", "overlap_marker", "--mode", "bm25", "--json",
-                          "--yes", *paths], capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codesight_tui",
+            "search",
+            "overlap_marker",
+            "--mode",
+            "bm25",
+            "--json",
+            "--yes",
+            *paths,
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     hits = json.loads(out.stdout)
     assert [h["path"] for h in hits][:1] == ["a.py"]

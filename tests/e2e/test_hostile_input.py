@@ -54,15 +54,24 @@ def test_a_bad_path_filter_is_a_usage_error_in_every_mode(cs, glob):
 
 def test_the_cli_says_so_in_one_line(repo, tmp_path):
     env = dict(os.environ, CODESIGHT_DATA_DIR=str(tmp_path / "data"))
-    subprocess.run([sys.executable, "-m", "codesight_tui", "index", "--no-embed", str(repo)], env=env, check=True,
-                   capture_output=True)
-    r = subprocess.run([sys.executable, "-m", "codesight_tui", "search", "geo", "--path", str(repo), "--glob", "!",
-                        "--mode", "bm25"], env=env, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "codesight_tui", "index", "--no-embed", str(repo)],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "codesight_tui", "search", "geo", "--path", str(repo), "--glob", "!", "--mode", "bm25"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and "invalid path filter" in r.stderr and "Traceback" not in r.stderr
 
 
 _QUERY = st.text(st.characters(blacklist_categories=()), max_size=200) | st.sampled_from(
-    ['"', 'a NEAR b', 'path:src', '* OR -', '(((', 'NOT', '^x', 'col : "v"', "\x00", "\udcff", "🙂" * 50])
+    ['"', "a NEAR b", "path:src", "* OR -", "(((", "NOT", "^x", 'col : "v"', "\x00", "\udcff", "🙂" * 50]
+)
 
 
 @hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -108,8 +117,12 @@ def test_plain_output_never_passes_escape_sequences_through(tmp_path):
     root.mkdir()
     (root / "evil.py").write_text("def paint():\n    return '\x1b]0;pwned\x07\x1b[31mred'\n")
     env = dict(os.environ, CODESIGHT_DATA_DIR=str(tmp_path / "data"))
-    r = subprocess.run([sys.executable, "-m", "codesight_tui", "search", "paint", "--path", str(root), "--mode", "bm25"],
-                       env=env, capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "codesight_tui", "search", "paint", "--path", str(root), "--mode", "bm25"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0 and "paint" in r.stdout
     assert "\x1b" not in r.stdout and "\x07" not in r.stdout and "\x1b" not in r.stderr
 
@@ -117,8 +130,9 @@ def test_plain_output_never_passes_escape_sequences_through(tmp_path):
 async def test_notices_show_paths_as_text_not_markup(repo, settings, hash_embedder):
     from codesight_tui.tui.app import CodeSightApp
 
-    app = CodeSightApp(repo, engine=CodeSight(repo, settings=settings, embedder=hash_embedder), watch=False,
-                       auto_index=False)
+    app = CodeSightApp(
+        repo, engine=CodeSight(repo, settings=settings, embedder=hash_embedder), watch=False, auto_index=False
+    )
     async with app.run_test() as pilot:
         app.notify("cannot read src/[/].py: [bold]x")  # shown as markup, it raised a MarkupError
         await pilot.pause(0.1)
@@ -129,7 +143,9 @@ async def test_notices_show_paths_as_text_not_markup(repo, settings, hash_embedd
 def test_a_bad_page_inside_the_index_is_reported_then_repaired(repo, settings, hash_embedder):
     # Issue 22, fault 8: damage in the middle of index.db made every search fail until --force.
     for i in range(60):
-        (repo / f"gen_{i}.py").write_text("".join(f"def f{i}_{j}(x):\n    return x * {j}  # words\n\n" for j in range(40)))
+        (repo / f"gen_{i}.py").write_text(
+            "".join(f"def f{i}_{j}(x):\n    return x * {j}  # words\n\n" for j in range(40))
+        )
     c = CodeSight(repo, settings=settings, embedder=hash_embedder)
     c.index()
     c.close()
@@ -257,8 +273,9 @@ def test_a_read_only_index_can_still_be_searched(repo, tmp_path):
     env = dict(os.environ, CODESIGHT_DATA_DIR=str(tmp_path / "data"), CODESIGHT_CACHE_DIR=str(tmp_path / "cache"))
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "codesight_tui", *args], capture_output=True, text=True,
-                              env=env, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "codesight_tui", *args], capture_output=True, text=True, env=env, timeout=300
+        )
 
     assert run("index", str(repo), "--no-embed").returncode == 0
     undo = [_read_only(tmp_path / "data"), _read_only(tmp_path / "cache") if (tmp_path / "cache").exists() else None]
@@ -311,10 +328,15 @@ def test_kill_9_during_chunking_leaves_no_worker_behind(tmp_path):
         (root / f"pkg{d}").mkdir(parents=True)
         for f in range(60):
             (root / f"pkg{d}" / f"m{f}.py").write_text(
-                "".join(f"def fn_{d}_{f}_{k}(x):\n    return x * {k}\n\n\n" for k in range(40)))
+                "".join(f"def fn_{d}_{f}_{k}(x):\n    return x * {k}\n\n\n" for k in range(40))
+            )
     env = dict(os.environ, CODESIGHT_DATA_DIR=str(tmp_path / "data"), CODESIGHT_CACHE_DIR=str(tmp_path / "cache"))
-    proc = subprocess.Popen([sys.executable, "-m", "codesight_tui", "index", str(root), "--no-embed", "--yes"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "codesight_tui", "index", str(root), "--no-embed", "--yes"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     kids: set[int] = set()
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
@@ -349,8 +371,9 @@ def test_status_lists_skips_and_says_when_it_rebuilt(tmp_path):
     env = dict(os.environ, CODESIGHT_DATA_DIR=str(tmp_path / "data"), CODESIGHT_CACHE_DIR=str(tmp_path / "cache"))
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "codesight_tui", *args], capture_output=True, text=True,
-                              env=env, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "codesight_tui", *args], capture_output=True, text=True, env=env, timeout=300
+        )
 
     (root / "logo.png").write_bytes(b"\x89PNG\r\n" + bytes(range(256)))  # binary by its name: never read
     # Issue 35, item 7: `index` counted the file binary by its name and `status` left it out.

@@ -15,19 +15,52 @@ import pytest
 from conftest import stop
 from surfaces import server
 
-TOOLS = {"search", "find_related", "index", "status", "watch", "unwatch", "find_definition", "find_references",
-         "find_callers", "find_callees"}
-HIT_FIELDS = {"repo", "path", "start_line", "end_line", "line", "scope", "name", "language", "score", "found_by",
-              "bm25_rank", "vector_rank", "static_rank", "page", "slide", "location", "snippet", "commit", "translations"}
+TOOLS = {
+    "search",
+    "find_related",
+    "index",
+    "status",
+    "watch",
+    "unwatch",
+    "find_definition",
+    "find_references",
+    "find_callers",
+    "find_callees",
+}
+HIT_FIELDS = {
+    "repo",
+    "path",
+    "start_line",
+    "end_line",
+    "line",
+    "scope",
+    "name",
+    "language",
+    "score",
+    "found_by",
+    "bm25_rank",
+    "vector_rank",
+    "static_rank",
+    "page",
+    "slide",
+    "location",
+    "snippet",
+    "commit",
+    "translations",
+}
 
 
 def add_bulk(repo: Path, files: int = 30, per_file: int = 25) -> None:
     """Enough code that the real model needs a minute to embed it all on this CPU."""
     for i in range(files):
-        (repo / f"bulk_{i}.py").write_text("".join(
-            f"def compute_{i}_{j}(value, factor):\n    \"\"\"Scale the value {j} times.\"\"\"\n"
-            f"    total = value * factor + {j}\n    for step in range({j}):\n        total += step\n"
-            f"    return total\n\n\n" for j in range(per_file)))
+        (repo / f"bulk_{i}.py").write_text(
+            "".join(
+                f'def compute_{i}_{j}(value, factor):\n    """Scale the value {j} times."""\n'
+                f"    total = value * factor + {j}\n    for step in range({j}):\n        total += step\n"
+                f"    return total\n\n\n"
+                for j in range(per_file)
+            )
+        )
 
 
 async def test_tools_declare_their_contract(repo):
@@ -38,7 +71,9 @@ async def test_tools_declare_their_contract(repo):
     assert search["required"] == ["query"]
     assert {"query", "repo_path", "top_k", "file_glob", "mode", "language", "roots"} <= set(search["properties"])
     related = tools["find_related"].input_schema
-    assert related["required"] == ["location"] and set(search["properties"]) - {"query", "fleet_repo"} <= set(related["properties"])
+    assert related["required"] == ["location"] and set(search["properties"]) - {"query", "fleet_repo"} <= set(
+        related["properties"]
+    )
     assert tools["find_related"].annotations.read_only_hint
     assert "tokens" in tools["search"].output_schema["properties"]
     assert set(tools["index"].input_schema["properties"]) == {"repo_path", "force_rebuild"}
@@ -103,7 +138,8 @@ async def test_find_related_and_the_tokens_each_answer_costs(repo, _isolated_hom
     (repo / "src" / "distance.py").write_text(
         "import math\n\n\ndef great_circle(lat_a, lon_a, lat_b, lon_b):\n    radius = 6371.0\n"
         "    dlat = math.radians(lat_b - lat_a)\n    dlon = math.radians(lon_b - lon_a)\n"
-        "    return 2 * radius * math.asin(math.sqrt(math.sin(dlat / 2) ** 2 + math.sin(dlon / 2) ** 2))\n")
+        "    return 2 * radius * math.asin(math.sqrt(math.sin(dlat / 2) ** 2 + math.sin(dlon / 2) ** 2))\n"
+    )
     async with server(repo) as client:
         r = await client.call_tool("search", {"query": "haversine", "mode": "bm25"})
         assert not r.is_error and r.structured_content["tokens"] > 10
@@ -118,8 +154,9 @@ async def test_find_related_and_the_tokens_each_answer_costs(repo, _isolated_hom
             assert out["tokens"] > 0
         r = await client.call_tool("find_related", {"location": "src/nope.py:3"})
         assert r.is_error and "src/nope.py: no such file" in r.content[0].text
-    st = subprocess.run([sys.executable, "-m", "codesight_tui", "stats", "--json"], capture_output=True, text=True,
-                        timeout=120)
+    st = subprocess.run(
+        [sys.executable, "-m", "codesight_tui", "stats", "--json"], capture_output=True, text=True, timeout=120
+    )
     assert st.returncode == 0, st.stderr
     rows = json.loads(st.stdout)
     assert [row["repo"] for row in rows] == [str(repo)] and rows[0]["searches"] == 3
@@ -131,9 +168,11 @@ async def test_bad_arguments_are_one_line_like_the_cli(repo):
     """Issue 35, item 7: top_k=-1 silently gave one hit, pydantic's report reached the agent, and
     an unknown language gave "no results"; language names take any case and the usual aliases."""
     async with server(repo) as client:
-        for args, said in (({"top_k": -1}, "top_k must be between 1 and 100"),
-                           ({"top_k": "many"}, "top_k: Input should be a valid integer"),
-                           ({"language": "klingon"}, "unknown language 'klingon'")):
+        for args, said in (
+            ({"top_k": -1}, "top_k must be between 1 and 100"),
+            ({"top_k": "many"}, "top_k: Input should be a valid integer"),
+            ({"language": "klingon"}, "unknown language 'klingon'"),
+        ):
             r = await client.call_tool("search", {"query": "haversine", "mode": "bm25", **args})
             text = r.content[0].text
             assert r.is_error and said in text, (args, text)
@@ -165,16 +204,18 @@ async def test_paths_outside_the_allowed_roots_are_refused(repo, tmp_path):
 async def test_several_repositories_are_one_ranked_list(repo, tmp_path):
     other = tmp_path / "other"
     (other / ".git").mkdir(parents=True)
-    (other / "distance.py").write_text("def haversine_km(a, b):\n    \"\"\"Great-circle distance.\"\"\"\n    return 0\n")
+    (other / "distance.py").write_text('def haversine_km(a, b):\n    """Great-circle distance."""\n    return 0\n')
     async with server(tmp_path) as client:
-        r = await client.call_tool("search", {"query": "haversine", "roots": [str(repo), str(other)], "mode": "bm25",
-                                              "top_k": 6})
+        r = await client.call_tool(
+            "search", {"query": "haversine", "roots": [str(repo), str(other)], "mode": "bm25", "top_k": 6}
+        )
         out = r.structured_content
         assert not r.is_error, r.content
         repos = [h["repo"] for h in out["results"]]
         assert {str(repo), str(other)} <= set(repos) and len(out["index"]) == 2
-        r = await client.call_tool("search", {"query": "haversine", "roots": [str(other)], "mode": "bm25",
-                                              "file_glob": "*.py"})
+        r = await client.call_tool(
+            "search", {"query": "haversine", "roots": [str(other)], "mode": "bm25", "file_glob": "*.py"}
+        )
         assert [h["path"] for h in r.structured_content["results"]] == ["distance.py"]
 
 
@@ -219,7 +260,9 @@ def _consistency(data: Path, root: Path) -> list[str]:
     """The torture harness's consistency check (benchmarks/torture.py)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("torture", Path(__file__).resolve().parents[2] / "benchmarks" / "torture.py")
+    spec = importlib.util.spec_from_file_location(
+        "torture", Path(__file__).resolve().parents[2] / "benchmarks" / "torture.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.consistency(data, root)
@@ -237,8 +280,9 @@ async def test_an_indexer_a_watcher_and_parallel_mcp_searches_at_once(repo, monk
     add_bulk(repo, files=8, per_file=10)
     env = dict(os.environ, CODESIGHT_PROGRESS="0")
     cli = [sys.executable, "-m", "codesight_tui"]
-    watcher = subprocess.Popen([*cli, "watch", str(repo)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env=env)
+    watcher = subprocess.Popen(
+        [*cli, "watch", str(repo)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     indexers, errors, searches = [], [], 0
     try:
         async with server(repo) as client:
@@ -248,10 +292,21 @@ async def test_an_indexer_a_watcher_and_parallel_mcp_searches_at_once(repo, monk
                 n += 1
                 (repo / f"bulk_{n % 8}.py").open("a").write(f"\n\ndef edited_{n}(x):\n    return x + {n}\n")
                 if n % 10 == 1:
-                    indexers.append(subprocess.Popen([*cli, "index", str(repo)], stdout=subprocess.PIPE,
-                                                     stderr=subprocess.PIPE, text=True, env=env))
-                results = await asyncio.gather(*[client.call_tool("search", {"query": q, "top_k": 5}) for q in
-                                                 ("haversine", "scale the value", f"edited_{n - 3}", "compute_3_4")])
+                    indexers.append(
+                        subprocess.Popen(
+                            [*cli, "index", str(repo)],
+                            stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE,
+                            text=True,
+                            env=env,
+                        )
+                    )
+                results = await asyncio.gather(
+                    *[
+                        client.call_tool("search", {"query": q, "top_k": 5})
+                        for q in ("haversine", "scale the value", f"edited_{n - 3}", "compute_3_4")
+                    ]
+                )
                 searches += len(results)
                 errors += [r.content[0].text for r in results if r.is_error]
                 await asyncio.sleep(0.2)
@@ -269,14 +324,16 @@ async def test_an_indexer_a_watcher_and_parallel_mcp_searches_at_once(repo, monk
     for _out, err, rc in outs:  # each finished, or said in one line that another process was writing
         assert rc in (0, 3) and "Traceback" not in err, err[-2000:]
     assert any(rc == 3 and "busy" in err for _, err, rc in outs) or any(rc == 0 for *_, rc in outs)
-    done = subprocess.run([*cli, "index", str(repo), "--wait", "--json"], capture_output=True, text=True, env=env,
-                          timeout=600)
+    done = subprocess.run(
+        [*cli, "index", str(repo), "--wait", "--json"], capture_output=True, text=True, env=env, timeout=600
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["vectors_pending"] == 0 and report["files_changed"] == 0  # the watcher had kept up
     assert _consistency(Path(os.environ["CODESIGHT_DATA_DIR"]), repo) == []
-    status = json.loads(subprocess.run([*cli, "status", str(repo), "--json"], capture_output=True, text=True,
-                                       env=env).stdout)
+    status = json.loads(
+        subprocess.run([*cli, "status", str(repo), "--json"], capture_output=True, text=True, env=env).stdout
+    )
     assert status["changed"] == 0 and status["vectors"] == status["chunks"] and not status["indexing"]
 
 
@@ -285,8 +342,9 @@ async def test_find_related_looks_in_every_root_and_a_bad_glob_is_an_error(repo,
     repo_path; a path filter with an unclosed '[' is an error, not an empty answer."""
     other = tmp_path / "other"
     (other / ".git").mkdir(parents=True)
-    (other / "algo.py").write_text("def levenshtein(a, b):\n    return 0\n\n\ndef edit_distance(s, t):\n"
-                                   "    return levenshtein(s, t)\n")
+    (other / "algo.py").write_text(
+        "def levenshtein(a, b):\n    return 0\n\n\ndef edit_distance(s, t):\n    return levenshtein(s, t)\n"
+    )
     async with server(repo, other) as client:
         r = await client.call_tool("find_related", {"location": "algo.py:5", "mode": "bm25"})
         assert not r.is_error, r.content
@@ -310,13 +368,16 @@ async def test_follow_the_code_through_a_real_client(nav_repo, _isolated_home):
         r = await client.call_tool("find_definition", {"symbol": "LRUCache"})
         assert not r.is_error, r.content
         out = r.structured_content
-        assert out["resolution"] == "resolved" and out["symbol"]["path"] == "store/cache.py" and out["symbol"]["line"] == 5
+        assert (
+            out["resolution"] == "resolved" and out["symbol"]["path"] == "store/cache.py" and out["symbol"]["line"] == 5
+        )
         assert out["tokens"] > 0 and json.loads(r.content[0].text) == out
         r = await client.call_tool("find_references", {"symbol": "evict"})
         assert [(s["line"], s["kind"]) for s in r.structured_content["sites"]] == [(16, "call"), (18, "definition")]
         r = await client.call_tool("find_callers", {"symbol": "make_cache"})
         assert [(s["path"], s["line"], s["within"]["name"]) for s in r.structured_content["sites"]] == [
-            ("app/service.py", 9, "lookup")]
+            ("app/service.py", 9, "lookup")
+        ]
         r = await client.call_tool("find_callees", {"symbol": "app/service.py:8"})
         out = r.structured_content
         assert [(s["name"], s["target"]["line"]) for s in out["sites"]] == [("make_cache", 4), ("put", 14), ("get", 10)]

@@ -22,10 +22,18 @@ def test_nonsense_gets_no_results_from_the_static_tier_alone(tmp_path, static_mo
     assert cs.static_ready()
     for nonsense in ("zzqqxxnonexistentword", "xkcd blorp fnord", "qwertyuiopasdf"):
         assert list(cs.search(nonsense, mode="hybrid", vectors=Vectors.STATIC)) == [], nonsense
-    assert cs.search("great circle distance between two points", mode="hybrid", vectors=Vectors.STATIC)[0].path == "src/geo.py"
+    assert (
+        cs.search("great circle distance between two points", mode="hybrid", vectors=Vectors.STATIC)[0].path
+        == "src/geo.py"
+    )
     env_cmd = [sys.executable, "-m", "codesight_tui", "search", "zzqqxxnonexistentword", "--path", str(repo)]
-    r = subprocess.run(env_cmd, capture_output=True, text=True, timeout=300,
-                       env={**__import__("os").environ, "CODESIGHT_STATIC_MODEL": str(static_model_dir)})
+    r = subprocess.run(
+        env_cmd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "CODESIGHT_STATIC_MODEL": str(static_model_dir)},
+    )
     assert r.returncode == 1 and "no results" in r.stderr and not r.stdout, (r.returncode, r.stdout, r.stderr)
 
 
@@ -33,8 +41,10 @@ def test_a_worker_whose_parent_died_while_it_started_exits(tmp_path):
     """Item 6: kill -9 during chunking left the resource tracker and two spawn workers alive for
     46 minutes. A spawned worker imports for a second or more; a parent killed meanwhile has handed
     it to init already, and the worker took init for its parent and waited for it to die."""
-    code = ("import os, time; from codesight_tui.core.child import init_child;"
-            " init_child(False, parent=os.getppid() + 1_000_000); time.sleep(30); print('still alive')")
+    code = (
+        "import os, time; from codesight_tui.core.child import init_child;"
+        " init_child(False, parent=os.getppid() + 1_000_000); time.sleep(30); print('still alive')"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20)
     assert r.returncode == 0 and "still alive" not in r.stdout
 
@@ -57,8 +67,13 @@ def test_quit_is_prompt_while_the_model_is_still_loading(repo, tmp_path):
     (repo / "src" / "loop").unlink()
     pid, fd = pty.fork()
     if pid == 0:  # the child: the TUI on a real terminal
-        os.environ.update(TERM="xterm-256color", COLUMNS="80", LINES="24", CODESIGHT_EMBEDDING_MODEL=str(model),
-                          CODESIGHT_STATIC_MODEL="off")
+        os.environ.update(
+            TERM="xterm-256color",
+            COLUMNS="80",
+            LINES="24",
+            CODESIGHT_EMBEDDING_MODEL=str(model),
+            CODESIGHT_STATIC_MODEL="off",
+        )
         os.execv(sys.executable, [sys.executable, "-m", "codesight_tui", str(repo)])
     out = b""
 

@@ -24,8 +24,8 @@ from codesight_tui import client
 
 FILES = {
     "uploads/retry.py": 'def retry_failed_upload(chunk, attempts=3):\n    """Retry a failed upload with backoff."""\n'
-                        "    for n in range(attempts):\n        if chunk.send():\n            return True\n"
-                        "    return False\n",
+    "    for n in range(attempts):\n        if chunk.send():\n            return True\n"
+    "    return False\n",
     "uploads/queue.py": "class UploadQueue:\n    def push(self, item):\n        self.items.append(item)\n",
     "docs/notes.md": "# Notes\n\nUploads are retried three times before they fail.\n",
 }
@@ -55,13 +55,20 @@ def served(tmp_path, monkeypatch):
     shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def cs(*args: str, cwd: Path | None = None, service: str | None = None, env: dict | None = None,
-       timeout: float = 120) -> subprocess.CompletedProcess:
+def cs(
+    *args: str, cwd: Path | None = None, service: str | None = None, env: dict | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
     full = dict(os.environ, **(env or {}))
     if service is not None:
         full["CODESIGHT_SERVICE"] = service
-    return subprocess.run([sys.executable, "-m", "codesight_tui", *args], capture_output=True, text=True,
-                          cwd=str(cwd) if cwd else None, env=full, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "codesight_tui", *args],
+        capture_output=True,
+        text=True,
+        cwd=str(cwd) if cwd else None,
+        env=full,
+        timeout=timeout,
+    )
 
 
 def service_pid() -> int | None:
@@ -97,20 +104,23 @@ def test_a_first_search_answers_in_process_and_starts_the_service_for_the_next(s
     assert [r["root"] for r in st["repositories"]] == [str(served.resolve())]
 
 
-@pytest.mark.parametrize("args", [
-    ("search", "retry", "failed", "upload", "--mode", "bm25"),
-    ("search", "retry upload", "--mode", "bm25", "--json"),
-    ("search", "UploadQueue", "--mode", "bm25", "--vimgrep"),
-    ("related", "uploads/retry.py:2", "--mode", "bm25", "--json"),
-    ("search", "zzqx_nothing_like_it", "--mode", "bm25"),
-    ("search", "retry", "--mode", "bogus"),
-    ("search", "retry", "--lang", "klingon", "--mode", "bm25"),
-    ("search", "retry", "--path", "no/such/dir", "--mode", "bm25"),
-    ("callees", "retry_failed_upload"),
-    ("refs", "queue.py:2", "--json"),
-    ("def", "UploadQueue", "--vimgrep"),
-    ("callers", "no_such_function"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("search", "retry", "failed", "upload", "--mode", "bm25"),
+        ("search", "retry upload", "--mode", "bm25", "--json"),
+        ("search", "UploadQueue", "--mode", "bm25", "--vimgrep"),
+        ("related", "uploads/retry.py:2", "--mode", "bm25", "--json"),
+        ("search", "zzqx_nothing_like_it", "--mode", "bm25"),
+        ("search", "retry", "--mode", "bogus"),
+        ("search", "retry", "--lang", "klingon", "--mode", "bm25"),
+        ("search", "retry", "--path", "no/such/dir", "--mode", "bm25"),
+        ("callees", "retry_failed_upload"),
+        ("refs", "queue.py:2", "--json"),
+        ("def", "UploadQueue", "--vimgrep"),
+        ("callers", "no_such_function"),
+    ],
+)
 def test_served_output_is_the_in_process_output(served, args):
     """Every format, a miss, usage errors: the same stdout, stderr and exit code either way, from a
     subdirectory (relative paths and vimgrep's paths are the client's, not the service's)."""
@@ -134,8 +144,13 @@ def test_the_installed_command_imports_almost_nothing_when_served(served):
     script = Path(sys.executable).parent / "codesight"
     assert script.is_file() and "import re" not in script.read_text()
     client.start_service(wait=30)
-    got = subprocess.run([sys.executable, "-X", "importtime", str(script), "search", "retry", "--mode", "bm25"],
-                         capture_output=True, text=True, cwd=served, timeout=60)
+    got = subprocess.run(
+        [sys.executable, "-X", "importtime", str(script), "search", "retry", "--mode", "bm25"],
+        capture_output=True,
+        text=True,
+        cwd=served,
+        timeout=60,
+    )
     assert got.returncode == 0 and "uploads/retry.py" in got.stdout, got.stderr[-500:]
     loaded = {line.split("|")[-1].strip() for line in got.stderr.splitlines() if line.startswith("import time:")}
     assert "codesight_tui.client" in loaded
@@ -202,7 +217,9 @@ def test_a_killed_service_leaves_a_stale_socket_that_the_next_call_replaces(serv
     client.start_service(wait=30)
     old = service_pid()
     os.kill(old, signal.SIGKILL)
-    assert wait_for(lambda: not Path(f"/proc/{old}").exists() or "Z" in Path(f"/proc/{old}/stat").read_text().split()[2])
+    assert wait_for(
+        lambda: not Path(f"/proc/{old}").exists() or "Z" in Path(f"/proc/{old}/stat").read_text().split()[2]
+    )
     assert os.path.exists(client.socket_path())  # stale: nobody listens
     got = cs("search", "UploadQueue", "--mode", "bm25", "--verbose", cwd=served)
     assert got.returncode == 0 and "uploads/queue.py" in got.stdout
@@ -224,7 +241,9 @@ def test_a_client_with_other_settings_is_answered_in_its_own_process(served, tmp
     pid = service_pid()
     stop = cs("service", "stop", env=other)
     assert (stop.returncode, stop.stdout.strip()) == (0, "codesight service: stopped")
-    assert wait_for(lambda: not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2])
+    assert wait_for(
+        lambda: not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    )
 
 
 def test_the_service_keeps_a_served_repository_fresh(served):
@@ -246,7 +265,9 @@ def test_an_idle_service_exits_and_takes_its_socket(served, monkeypatch):
     pid = service_pid()
     assert cs("service", "stop").stdout.strip() == "codesight service: stopped"
     assert not os.path.exists(client.socket_path())
-    assert wait_for(lambda: not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2])
+    assert wait_for(
+        lambda: not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    )
     monkeypatch.setenv("CODESIGHT_SERVICE_IDLE_MINUTES", "0.02")  # 1.2 s
     client.start_service(wait=30)
     assert started()
@@ -271,10 +292,18 @@ def test_many_concurrent_calls_are_all_answered(served):
     def one() -> None:
         out: list[str] = []
         try:
-            end = client.request({"v": client.PROTOCOL, "install": client.install_key(), "env": client.env_digest(),
-                                  "argv": ["search", "retry", "upload", "--mode", "bm25", "--json"],
-                                  "cwd": str(served), "tty": False},
-                                 lambda m: out.append(m.get("o", "")), silence=60)
+            end = client.request(
+                {
+                    "v": client.PROTOCOL,
+                    "install": client.install_key(),
+                    "env": client.env_digest(),
+                    "argv": ["search", "retry", "upload", "--mode", "bm25", "--json"],
+                    "cwd": str(served),
+                    "tty": False,
+                },
+                lambda m: out.append(m.get("o", "")),
+                silence=60,
+            )
             results.append((end["rc"], "".join(out)))
         except client.Unserved as exc:
             results.append((None, str(exc)))
@@ -291,11 +320,13 @@ def test_many_concurrent_calls_are_all_answered(served):
 def test_the_service_keeps_numpys_blas_on_one_thread():
     """A search's matrix products are small: BLAS threads beside SQLite's BM25 on a 2-core machine
     cost more than they save, so the service runs numpy's BLAS on one thread (children unaffected)."""
-    code = ("import numpy\n"
-            "from threadpoolctl import threadpool_info\n"
-            "from codesight_tui.service import _one_blas_thread\n"
-            "_one_blas_thread()\n"
-            "print(sorted({p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'}))\n")
+    code = (
+        "import numpy\n"
+        "from threadpoolctl import threadpool_info\n"
+        "from codesight_tui.service import _one_blas_thread\n"
+        "_one_blas_thread()\n"
+        "print(sorted({p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'}))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[1]"
 
@@ -349,8 +380,15 @@ def test_a_question_is_asked_on_the_clients_terminal_when_served(served, tmp_pat
     assert cs("search", "retry", "--mode", "bm25", cwd=served, env={"HOME": str(home)}).returncode == 0
     assert wait_for(started)
     master, slave = os.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "codesight_tui", "search", "anything", "--mode", "bm25"],
-                            stdin=slave, stdout=slave, stderr=slave, cwd=home, env=env, close_fds=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "codesight_tui", "search", "anything", "--mode", "bm25"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        cwd=home,
+        env=env,
+        close_fds=True,
+    )
     os.close(slave)
     seen = b""
     deadline = time.monotonic() + 60
@@ -419,8 +457,7 @@ def test_a_socket_of_another_user_is_never_trusted(served, tmp_path, planted):
         os.rename(theirs, mine)
         os.chown(mine, os.getuid(), os.getgid())  # the file looks ours; its listener is not
     secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
-    out = cs("search", "retry", "failed", "upload", "--mode", "bm25", cwd=served,
-             env={"AWS_SECRET_ACCESS_KEY": secret})
+    out = cs("search", "retry", "failed", "upload", "--mode", "bm25", cwd=served, env={"AWS_SECRET_ACCESS_KEY": secret})
     assert out.returncode == 0 and "uploads/retry.py" in out.stdout, out.stderr
     assert "PLANTED" not in out.stdout
     assert f"refused {mine}" in out.stderr and out.stderr.count("\n") == 1
@@ -459,9 +496,16 @@ def test_bad_requests_are_answered_and_stop_nothing(served):
     make way). Each bad request now gets a refusal frame, and the service keeps serving."""
     client.start_service(wait=30)
     pid = service_pid()
-    for line in (b'{"v":2}', b'{"v":3}', json.dumps({"v": client.PROTOCOL, "install": "x", "cmd": "stop"}).encode(),
-                 b"[1,2]", b"\xff\xfe", b"{" * 100, b'{"v":3,"install":1e999}'):
-        s, = _connections(1)
+    for line in (
+        b'{"v":2}',
+        b'{"v":3}',
+        json.dumps({"v": client.PROTOCOL, "install": "x", "cmd": "stop"}).encode(),
+        b"[1,2]",
+        b"\xff\xfe",
+        b"{" * 100,
+        b'{"v":3,"install":1e999}',
+    ):
+        (s,) = _connections(1)
         s.settimeout(10)
         s.sendall(line + b"\n")
         frame = s.recv(4096)
@@ -504,11 +548,15 @@ def test_a_second_install_has_a_service_of_its_own_and_never_stops_the_first(ser
     install stopped the running service (ten restarts with two venvs side by side). Each install
     now has its own socket, lock and service."""
     copy = tmp_path / "other-install"
-    shutil.copytree(Path(client.__file__).parent, copy / "codesight_tui",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(Path(client.__file__).parent, copy / "codesight_tui", ignore=shutil.ignore_patterns("__pycache__"))
     other = {"PYTHONPATH": str(copy)}
-    probe = subprocess.run([sys.executable, "-c", "import codesight_tui.client as c; print(c.__file__, c.install_tag())"],
-                           capture_output=True, text=True, env=dict(os.environ, **other), cwd=str(tmp_path))
+    probe = subprocess.run(
+        [sys.executable, "-c", "import codesight_tui.client as c; print(c.__file__, c.install_tag())"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, **other),
+        cwd=str(tmp_path),
+    )
     where, tag = probe.stdout.split()
     assert where.startswith(str(copy)) and tag != client.install_tag()
     assert cs("search", "retry", "--mode", "bm25", cwd=served).returncode == 0
@@ -523,6 +571,7 @@ def test_a_second_install_has_a_service_of_its_own_and_never_stops_the_first(ser
     assert wait_for(lambda: theirs.exists() and theirs.read_text().strip() != "")
     second = int(theirs.read_text())
     assert second != first
+
     def served_by_its_own() -> bool:
         out = cs("search", "UploadQueue", "--mode", "bm25", "--verbose", cwd=served, env=other)
         return out.returncode == 0 and "answering in this process" not in out.stderr

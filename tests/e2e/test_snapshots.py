@@ -75,6 +75,7 @@ def test_model_failed(snap_compare, repo, settings):
 
 def test_callers_at_80x24(snap_compare, nav_repo, settings):
     """Issue 51: the callers of a hit (F5) in the results list, with the breadcrumb, at 80x24."""
+
     async def run_before(pilot):
         await _settle(pilot)
         await pilot.press(*"make_cache")

@@ -16,10 +16,24 @@ HARNESS = Path(__file__).resolve().parents[2] / "benchmarks" / "torture.py"
 
 def test_torture_fast_subset(tmp_path, static_model_dir):
     env = {**os.environ, "CODESIGHT_STATIC_MODEL": str(static_model_dir)}  # the session's, not a new one
-    r = subprocess.run([sys.executable, str(HARNESS), "--fast", "--jobs", "2", "--only",
-                        "kill,faults,hostile,queries,limits,checkout,service,install,fleet",
-                        "--faults", "read-only,disk,garbage"],
-                       capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env)
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(HARNESS),
+            "--fast",
+            "--jobs",
+            "2",
+            "--only",
+            "kill,faults,hostile,queries,limits,checkout,service,install,fleet",
+            "--faults",
+            "read-only,disk,garbage",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
+        env=env,
+    )
     assert r.returncode == 0 and "== 0 problems" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
     assert "repository entries changed by codesight: 0" in r.stdout
     assert "network connections attempted by any codesight process: 0" in r.stdout

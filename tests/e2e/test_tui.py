@@ -99,7 +99,7 @@ def _fake_editor(tmp_path, name="vim"):
     log = tmp_path / "argv.log"
     script = tmp_path / "bin" / name
     script.parent.mkdir(exist_ok=True)
-    script.write_text(f"#!/bin/sh\nfor a in \"$@\"; do echo \"$a\" >> {log}; done\n")
+    script.write_text(f'#!/bin/sh\nfor a in "$@"; do echo "$a" >> {log}; done\n')
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     return script, log
 
@@ -195,7 +195,9 @@ async def test_watcher_marks_stale_then_reindexes(repo, settings):
         await settle(app, pilot)
         await search(app, pilot, "haversine")
         await pilot.pause(0.5)  # let the watcher start
-        (repo / "src" / "geo.py").write_text((repo / "src" / "geo.py").read_text() + "\n\ndef rhumb_line():\n    pass\n")
+        (repo / "src" / "geo.py").write_text(
+            (repo / "src" / "geo.py").read_text() + "\n\ndef rhumb_line():\n    pass\n"
+        )
         (repo / "build").mkdir(exist_ok=True)
         (repo / "build" / "junk.py").write_text("IGNORED = 1\n")  # ignored: never stale
         seen_stale = False
@@ -393,15 +395,23 @@ async def test_command_palette_has_every_action(repo, settings):
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         titles = {c.title for c in app.get_system_commands(app.screen)}
-        assert {"Open in editor", "Copy path:line", "Copy snippet", "Cycle search mode", "Filter results",
-                "Re-index", "Keys"} <= titles
+        assert {
+            "Open in editor",
+            "Copy path:line",
+            "Copy snippet",
+            "Cycle search mode",
+            "Filter results",
+            "Re-index",
+            "Keys",
+        } <= titles
 
 
 async def test_f4_shows_code_like_the_selected_hit(repo, settings):
     (repo / "src" / "distance.py").write_text(
         "import math\n\n\ndef great_circle(lat_a, lon_a, lat_b, lon_b):\n    radius = 6371.0\n"
         "    dlat = math.radians(lat_b - lat_a)\n    dlon = math.radians(lon_b - lon_a)\n"
-        "    return 2 * radius * math.asin(math.sqrt(math.sin(dlat / 2) ** 2 + math.sin(dlon / 2) ** 2))\n")
+        "    return 2 * radius * math.asin(math.sqrt(math.sin(dlat / 2) ** 2 + math.sin(dlon / 2) ** 2))\n"
+    )
     app = make_app(repo, settings)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -433,7 +443,12 @@ def test_editor_argv_syntaxes():
     assert editor_argv("/r/a.py", 7, environ=env("code --wait")) == ["code", "--wait", "-g", "/r/a.py:7"]
     assert editor_argv("/r/a.py", 7, environ={"VISUAL": "nvim", "EDITOR": "nano"})[0] == "nvim"
     assert editor_argv("/r/a.py", 7, environ={}) == ["vi", "+7", "/r/a.py"]
-    assert editor_argv("/r/a.py", 7, environ=env("/opt/bin/my-wrapper --x")) == ["/opt/bin/my-wrapper", "--x", "+7", "/r/a.py"]
+    assert editor_argv("/r/a.py", 7, environ=env("/opt/bin/my-wrapper --x")) == [
+        "/opt/bin/my-wrapper",
+        "--x",
+        "+7",
+        "/r/a.py",
+    ]
     assert editor_argv("/r/my file.py", 3, template="subl {path}:{line}") == ["subl", "/r/my file.py:3"]
     assert editor_argv("/r/a.py", 3, template="myed --line {line}") == ["myed", "--line", "3", "/r/a.py"]
     # never a shell: metacharacters stay inside one argument
@@ -483,7 +498,7 @@ async def test_letters_typed_in_the_results_go_to_the_query(repo, settings, tmp_
         app.action_focus_results()
         await pilot.pause(0.05)
         assert app.focused is app.query_one(ResultsList)
-        await pilot.press(*' loader.oq?jkyY')
+        await pilot.press(*" loader.oq?jkyY")
         await settle(app, pilot)
         box = app.query_one("#query")
         assert box.value == "config loader.oq?jkyY" and app.focused is box
@@ -522,8 +537,11 @@ async def test_preview_is_centred_on_the_line_and_marks_the_query(tmp_path, sett
     root = tmp_path / "r"
     root.mkdir()
     (root / "widgets.py").write_text(
-        "import functools\n\n" + "".join(f"# comment line {i}\n" for i in range(30))
-        + "@functools.lru_cache\ndef frobnicate_the_widgets(tray):\n" + "".join(f"    step_{i} = {i}\n" for i in range(60)))
+        "import functools\n\n"
+        + "".join(f"# comment line {i}\n" for i in range(30))
+        + "@functools.lru_cache\ndef frobnicate_the_widgets(tray):\n"
+        + "".join(f"    step_{i} = {i}\n" for i in range(60))
+    )
     app = make_app(root, settings)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
@@ -570,8 +588,14 @@ def test_long_paths_shrink_before_the_name_does():
 
     from codesight_tui.tui.widgets.results import result_row
 
-    hit = SimpleNamespace(found_by="both", path="src/flask/sansio/scaffold/deeply/nested/app.py", line=966,
-                          start_line=960, name="SecureCookieSessionInterface.open_session", score=0.02)
+    hit = SimpleNamespace(
+        found_by="both",
+        path="src/flask/sansio/scaffold/deeply/nested/app.py",
+        line=966,
+        start_line=960,
+        name="SecureCookieSessionInterface.open_session",
+        score=0.02,
+    )
     row = result_row(1, hit, width=76)
     # issue 66 item 20: the path keeps what fits beside the name's first NAME_ROOM cells (the rest
     # of the name is cut at the edge, as fzf cuts a line); only its leading folders shrink
@@ -647,8 +671,18 @@ async def test_status_bar_keeps_mode_filter_and_freshness_at_80_columns(repo, se
     from codesight_tui.tui.widgets.status import IndexState, StatusBar
 
     bar = StatusBar()
-    st = IndexState(files=1204, chunks=8311, vectors=8311, phase="idle", last_indexed=100.0, model="x/all-MiniLM-L6-v2",
-                    model_state="ready", mode="hybrid", filters="glob:tests/ lang:python", stale={"a", "b", "c"})
+    st = IndexState(
+        files=1204,
+        chunks=8311,
+        vectors=8311,
+        phase="idle",
+        last_indexed=100.0,
+        model="x/all-MiniLM-L6-v2",
+        model_state="ready",
+        mode="hybrid",
+        filters="glob:tests/ lang:python",
+        stale={"a", "b", "c"},
+    )
     plain = lambda markup: Text.from_markup(markup).plain  # noqa: E731
     text = plain(bar.render_state(st, now=112.0, width=78))
     assert "hybrid glob:tests/ lang:python" in text and "indexed 12s ago" in text and "3 stale" in text
@@ -712,7 +746,7 @@ async def test_several_repositories_are_searched_as_one_list(repo, settings, tmp
     the editor and copy use the hit's own repository; each is indexed and watched."""
     other = tmp_path / "other"
     (other / ".git").mkdir(parents=True)
-    (other / "distance.py").write_text("def haversine_miles(a, b):\n    \"\"\"Great-circle distance.\"\"\"\n    return 0\n")
+    (other / "distance.py").write_text('def haversine_miles(a, b):\n    """Great-circle distance."""\n    return 0\n')
     embedder = HashEmbedder()
     more = CodeSight(other, settings=settings, embedder=embedder)
     app = make_app(repo, settings, embedder, more_roots=[other], more_engines=[more], watch=True)
@@ -793,7 +827,11 @@ def test_the_preview_lexes_from_above_a_window_that_starts_in_a_string(tmp_path)
     from codesight_tui.tui.widgets.preview import render_hit
 
     doc = "".join(f"    line {i} of a long docstring that explains the module\n" for i in range(80))
-    body = 'def first():\n    """\n' + doc + '    """\n    return 1\n\n\ndef render_lines(lines, width):\n    return [l[:width] for l in lines]\n'
+    body = (
+        'def first():\n    """\n'
+        + doc
+        + '    """\n    return 1\n\n\ndef render_lines(lines, width):\n    return [l[:width] for l in lines]\n'
+    )
     (tmp_path / "mod.py").write_text(body)
     target = body.split("\n").index("def render_lines(lines, width):") + 1
     hit = SearchResult("mod.py", target, target + 1, "def render_lines", "python", 1.0, 1, None, "", 1, line=target)
@@ -812,8 +850,10 @@ def test_a_window_far_down_is_lexed_from_the_definition_above_it(tmp_path):
 
     filler = "".join(f"x{i} = {i}\n" for i in range(LEX_FROM_TOP + 1000))
     doc = "".join(f"        line {i} of a long docstring that explains the method\n" for i in range(80))
-    body = filler + 'class Console:\n    def first(self):\n        """\n' + doc + '        """\n        return 1\n\n' \
-        '    def render_lines(self, lines, width):\n        return [l[:width] for l in lines]\n'
+    body = (
+        filler + 'class Console:\n    def first(self):\n        """\n' + doc + '        """\n        return 1\n\n'
+        "    def render_lines(self, lines, width):\n        return [l[:width] for l in lines]\n"
+    )
     (tmp_path / "mod.py").write_text(body)
     lines = body.split("\n")
     target = lines.index("    def render_lines(self, lines, width):") + 1
@@ -845,7 +885,10 @@ async def test_f5_f6_follow_the_code_and_back_returns(nav_repo, settings):
         await settle(app, pilot)
         assert app.query_one("#query").value.startswith("callees: app/service.py:")
         assert [(h.path, h.line, h.name) for h in app.hits] == [
-            ("app/service.py", 4, "make_cache"), ("store/cache.py", 14, "LRUCache.put"), ("store/cache.py", 10, "LRUCache.get")]
+            ("app/service.py", 4, "make_cache"),
+            ("store/cache.py", 14, "LRUCache.put"),
+            ("store/cache.py", 10, "LRUCache.get"),
+        ]
         trail = app.query_one("#trail")
         assert trail.display and '"lookup" › callees of lookup' in str(trail.render())
         await pilot.press("f5")  # who calls make_cache: lookup, at line 9
@@ -871,9 +914,16 @@ def test_a_callee_the_repository_does_not_define_keeps_its_name():
     from codesight_tui.core.search.navigate import Navigation, Site
     from codesight_tui.tui.app import navigation_hits
 
-    nav = Navigation("callees", "awkTokenizer", "awkTokenizer", None,
-                     sites=[Site("src/tokenizer.go", 162, "len", "call", "", None, None, "built-in"),
-                            Site("src/tokenizer.go", 170, "helper", "call", "", None, None, "not defined here")])
+    nav = Navigation(
+        "callees",
+        "awkTokenizer",
+        "awkTokenizer",
+        None,
+        sites=[
+            Site("src/tokenizer.go", 162, "len", "call", "", None, None, "built-in"),
+            Site("src/tokenizer.go", 170, "helper", "call", "", None, None, "not defined here"),
+        ],
+    )
     assert [h.name for h in navigation_hits(nav)] == ["len() (built-in)", "helper() (not defined here)"]
 
 
@@ -885,8 +935,19 @@ def test_paths_shrink_only_where_they_do_not_fit_and_a_hit_without_a_name_shows_
     from codesight_tui.tui.widgets.results import result_row
 
     path = "docs/de/docs/tutorial/dependencies/index.md"
-    hit = SearchResult(path, 3, 9, "Dependencies - First Steps in a Long Heading", "markdown", 1.0, 1, None,
-                       "# Dependencies\n", 1, line=3)
+    hit = SearchResult(
+        path,
+        3,
+        9,
+        "Dependencies - First Steps in a Long Heading",
+        "markdown",
+        1.0,
+        1,
+        None,
+        "# Dependencies\n",
+        1,
+        line=3,
+    )
     assert f" {path}:3" in result_row(1, hit, width=100).plain
     narrow = result_row(1, hit, width=50).plain
     assert "dependencies/index.md:3" in narrow and narrow.index("dependencies") < 40

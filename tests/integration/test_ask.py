@@ -36,8 +36,10 @@ def test_no_back_end_configured_is_one_line_and_no_connection(indexed, monkeypat
     cs = CodeSight(indexed.root)
     with pytest.raises(AskError) as err:
         cs.ask("how are passwords hashed?")
-    assert str(err.value) == ("no LLM back end configured: set CODESIGHT_LLM_BACKEND to anthropic, openai, azure"
-                              " or ollama (OPENAI_API_KEY is set)")
+    assert str(err.value) == (
+        "no LLM back end configured: set CODESIGHT_LLM_BACKEND to anthropic, openai, azure"
+        " or ollama (OPENAI_API_KEY is set)"
+    )
     assert err.value.exit_code == 2
     monkeypatch.setenv("CODESIGHT_LLM_BACKEND", "openai")
     monkeypatch.delenv("OPENAI_API_KEY")
@@ -99,9 +101,15 @@ FAILURES = [
 
 
 @pytest.mark.loopback
-@pytest.mark.parametrize("backend,model,key,expected", [
-    (backend, *failure) for backend in BACKENDS for failure in FAILURES
-    if not (backend == "ollama" and failure[1] == "bad-key")])  # Ollama takes no key
+@pytest.mark.parametrize(
+    "backend,model,key,expected",
+    [
+        (backend, *failure)
+        for backend in BACKENDS
+        for failure in FAILURES
+        if not (backend == "ollama" and failure[1] == "bad-key")
+    ],
+)  # Ollama takes no key
 def test_back_end_errors_are_one_line_and_search_goes_on(backend, model, key, expected, indexed, stub, monkeypatch):
     llm_env(monkeypatch, backend, stub.url, model=model, key=key)
     cs = CodeSight(indexed.root, embedder=indexed.models.loaded)
@@ -133,9 +141,10 @@ def test_citations_map_back_to_sources():
 def test_prompt_names_document_pages(indexed):
     from codesight_tui.core.search.searcher import SearchResult
 
-    hits = [SearchResult("docs/spec.pdf", 40, 52, "page 12", "pdf", 1.0, 1, None, "The quota resets nightly.", 7,
-                         page=12),
-            SearchResult("deck.pptx", 3, 9, "slide 4: Plan", "pptx", 1.0, 2, None, "Ship it", 8, slide=4)]
+    hits = [
+        SearchResult("docs/spec.pdf", 40, 52, "page 12", "pdf", 1.0, 1, None, "The quota resets nightly.", 7, page=12),
+        SearchResult("deck.pptx", 3, 9, "slide 4: Plan", "pptx", 1.0, 2, None, "Ship it", 8, slide=4),
+    ]
     prompt = build_prompt("when does the quota reset?", hits)
     assert "[1] docs/spec.pdf p.12\n```text\nThe quota resets nightly.\n```" in prompt
     assert "[2] deck.pptx slide 4\n" in prompt
@@ -143,10 +152,20 @@ def test_prompt_names_document_pages(indexed):
 
 @pytest.mark.loopback
 def test_cli_ask_streams_then_lists_sources(repo, stub, settings):
-    env = {**os.environ, "CODESIGHT_LLM_BACKEND": "openai", "OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": stub.url + "/v1",
-           "CODESIGHT_LLM_MODEL": "stub-model", "NO_COLOR": "1"}
-    run = lambda *a: subprocess.run([sys.executable, "-m", "codesight_tui", *a], cwd=repo, env=env,  # noqa: E731
-                                    capture_output=True, text=True, timeout=300)
+    env = {
+        **os.environ,
+        "CODESIGHT_LLM_BACKEND": "openai",
+        "OPENAI_API_KEY": KEY,
+        "OPENAI_BASE_URL": stub.url + "/v1",
+        "CODESIGHT_LLM_MODEL": "stub-model",
+        "NO_COLOR": "1",
+    }
+
+    def run(*a: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "codesight_tui", *a], cwd=repo, env=env, capture_output=True, text=True, timeout=300
+        )
+
     assert run("index", "--no-embed").returncode == 0
     out = run("ask", "how are passwords hashed?", "--top-k", "3")
     assert out.returncode == 0, out.stderr
@@ -165,7 +184,8 @@ def test_cli_ask_streams_then_lists_sources(repo, stub, settings):
     env["CODESIGHT_LLM_MODEL"] = "missing"
     bad = run("ask", "how are passwords hashed?")
     assert bad.returncode == 1 and bad.stderr.strip().splitlines()[-1] == (
-        "codesight: OpenAI has no model 'missing' (HTTP 404): set CODESIGHT_LLM_MODEL")
+        "codesight: OpenAI has no model 'missing' (HTTP 404): set CODESIGHT_LLM_MODEL"
+    )
     assert "Traceback" not in bad.stderr
     env.pop("CODESIGHT_LLM_BACKEND")
     none = run("ask", "how are passwords hashed?")

@@ -57,9 +57,12 @@ def test_index_run_bounds_the_cache(repo, settings, hash_embedder, monkeypatch):
 def test_cache_command(repo, settings, hash_embedder):
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
     cs.index()
+
     def run(*a):
-        return subprocess.run([sys.executable, "-m", "codesight_tui", "cache", *a], capture_output=True,
-                                        text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "codesight_tui", "cache", *a], capture_output=True, text=True, timeout=120
+        )
+
     r = run("--json")
     assert r.returncode == 0, r.stderr
     st = json.loads(r.stdout)
@@ -82,7 +85,6 @@ def test_cache_command(repo, settings, hash_embedder):
     assert st["other"]["static/"] == 300_000
     assert st["total_bytes"] == sum(m["bytes"] for m in st["models"]) + sum(st["other"].values())
     assert "static/:" in run().stdout and "in all" in run().stdout
-
 
 
 def test_damaged_cache_is_one_clear_line(settings):

@@ -16,8 +16,10 @@ from codesight_tui.core.search.searcher import SearchResult
 from codesight_tui.tui.editor import viewer_argv
 from codesight_tui.tui.widgets.preview import render_hit
 
-RETRY = ("The uploader retries failed uploads three times with exponential backoff. Each attempt waits twice"
-         " as long as the one before it, and gives up at the deadline.")
+RETRY = (
+    "The uploader retries failed uploads three times with exponential backoff. Each attempt waits twice"
+    " as long as the one before it, and gives up at the deadline."
+)
 QUOTA = "Each region has a nightly quota that the scheduler enforces before it accepts a batch job."
 
 
@@ -26,13 +28,30 @@ def doc_repo(root):
     (root / "app.py").write_text("def upload(path, retries=3):\n    '''Send a file.'''\n    return path\n")
     docs = root / "docs"
     docs.mkdir()
-    make_pdf(docs / "design.pdf", [["Design notes", "An overview of the system and its parts."], [],
-                                   ["Retry policy", RETRY], ["Scheduling", QUOTA]])
-    make_docx(docs / "runbook.docx", [(1, "Runbook", ["What to do when things break."]),
-                                      (2, "Rotating credentials", ["Rotate the signing keys every ninety days."]),
-                                      (1, "Escalation", ["Page the on-call engineer after two failed restarts."])])
-    make_pptx(docs / "roadmap.pptx", [("Roadmap", ["Ship search", "Ship answers"], "Mention the offline model hub."),
-                                      ("Risks", ["Vendor lock-in", "Licence audits"], "")])
+    make_pdf(
+        docs / "design.pdf",
+        [
+            ["Design notes", "An overview of the system and its parts."],
+            [],
+            ["Retry policy", RETRY],
+            ["Scheduling", QUOTA],
+        ],
+    )
+    make_docx(
+        docs / "runbook.docx",
+        [
+            (1, "Runbook", ["What to do when things break."]),
+            (2, "Rotating credentials", ["Rotate the signing keys every ninety days."]),
+            (1, "Escalation", ["Page the on-call engineer after two failed restarts."]),
+        ],
+    )
+    make_pptx(
+        docs / "roadmap.pptx",
+        [
+            ("Roadmap", ["Ship search", "Ship answers"], "Mention the offline model hub."),
+            ("Risks", ["Vendor lock-in", "Licence audits"], ""),
+        ],
+    )
     return root
 
 
@@ -53,8 +72,14 @@ def test_pdf_text_pages_and_paragraphs(tmp_path):
 
 
 def test_docx_sections_follow_headings_and_pptx_slides_keep_notes(tmp_path):
-    docx = make_docx(tmp_path / "r.docx", [(1, "Runbook", ["Intro."]), (2, "Rotating credentials", ["Rotate keys."]),
-                                            (1, "Escalation", ["Page on-call."])])
+    docx = make_docx(
+        tmp_path / "r.docx",
+        [
+            (1, "Runbook", ["Intro."]),
+            (2, "Rotating credentials", ["Rotate keys."]),
+            (1, "Escalation", ["Page on-call."]),
+        ],
+    )
     ex = extract(str(docx), "r.docx")
     by_scope = {}
     for s, e, scope in ex.blocks:
@@ -63,8 +88,10 @@ def test_docx_sections_follow_headings_and_pptx_slides_keep_notes(tmp_path):
     assert by_scope["Escalation"] == ["Escalation", "Page on-call."]
     assert ex.locators == []  # Word has no stable pages
 
-    deck = make_pptx(tmp_path / "d.pptx", [("Roadmap", ["Ship search"], "Say it slowly."), ("Blank", [], ""),
-                                            ("Risks", ["Vendor lock-in"], "")])
+    deck = make_pptx(
+        tmp_path / "d.pptx",
+        [("Roadmap", ["Ship search"], "Say it slowly."), ("Blank", [], ""), ("Risks", ["Vendor lock-in"], "")],
+    )
     ex = extract(str(deck), "d.pptx")
     assert [(kind, n) for _, kind, n in ex.locators] == [("slide", 1), ("slide", 2), ("slide", 3)]
     assert [scope for *_, scope in ex.blocks] == ["slide 1: Roadmap", "slide 2: Blank", "slide 3: Risks"]
@@ -81,8 +108,14 @@ def test_unreadable_documents_say_why(tmp_path):
         "locked.docx": b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 600,  # Office encrypts into an OLE file
         "broken.pptx": os.urandom(3000),
     }
-    want = {"enc.pdf": "encrypted", "broken.pdf": "corrupt", "scan.pdf": "no_text", "broken.docx": "corrupt",
-            "locked.docx": "encrypted", "broken.pptx": "corrupt"}
+    want = {
+        "enc.pdf": "encrypted",
+        "broken.pdf": "corrupt",
+        "scan.pdf": "no_text",
+        "broken.docx": "corrupt",
+        "locked.docx": "encrypted",
+        "broken.pptx": "corrupt",
+    }
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
         with pytest.raises(ExtractError) as err:
@@ -151,8 +184,10 @@ def test_bad_documents_are_skipped_with_reasons_in_status(tmp_path, settings):
     report = cs.index(embed=False)
     assert report.skipped["corrupt"] == 1 and report.skipped["encrypted"] == 1 and report.skipped["no_text"] == 1
     st = cs.status()
-    assert st["documents"] == {"indexed": 3, "skipped": {"docs/broken.pdf": "corrupt", "docs/scan.pdf": "no_text",
-                                                         "docs/secret.pdf": "encrypted"}}
+    assert st["documents"] == {
+        "indexed": 3,
+        "skipped": {"docs/broken.pdf": "corrupt", "docs/scan.pdf": "no_text", "docs/secret.pdf": "encrypted"},
+    }
     assert st["skipped"]["corrupt"] == 1  # counted once, not per run
     assert cs.index(embed=False).skipped == {}  # remembered: not read again until they change
     assert cs.status()["skipped"]["encrypted"] == 1
@@ -191,8 +226,12 @@ def test_an_older_index_reads_documents_it_remembered_as_binary(tmp_path, settin
 def test_cli_json_and_text_carry_pages(tmp_path, settings):
     root = doc_repo(tmp_path / "repo")
     env = {**os.environ, "CODESIGHT_DATA_DIR": str(settings.data_dir), "CODESIGHT_CACHE_DIR": str(settings.cache_dir)}
-    run = lambda *a: subprocess.run([sys.executable, "-m", "codesight_tui", *a], cwd=root, env=env,  # noqa: E731
-                                    capture_output=True, text=True, timeout=300)
+
+    def run(*a: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "codesight_tui", *a], cwd=root, env=env, capture_output=True, text=True, timeout=300
+        )
+
     assert run("index", "--no-embed").returncode == 0
     out = run("search", "--mode", "bm25", "--json", "exponential backoff")
     hits = json.loads(out.stdout)
@@ -256,10 +295,18 @@ def test_a_document_hit_marks_the_line_that_answers_not_the_first_mention(tmp_pa
     plural also counts where the text has the singular)."""
     root = tmp_path / "repo"
     root.mkdir()
-    make_pdf(root / "guide.pdf", [["Storage", "Every server keeps a cache of recent pages.",
-                                   "Pages are written to disk in batches.",
-                                   "Eviction drops the least recently used page when the cache is full.",
-                                   "Closing words."]])
+    make_pdf(
+        root / "guide.pdf",
+        [
+            [
+                "Storage",
+                "Every server keeps a cache of recent pages.",
+                "Pages are written to disk in batches.",
+                "Eviction drops the least recently used page when the cache is full.",
+                "Closing words.",
+            ]
+        ],
+    )
     cs = CodeSight(root, settings=settings)
     cs.index(embed=False)
     hit = cs.search("cache eviction of least recently used pages", mode="bm25")[0]

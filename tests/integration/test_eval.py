@@ -45,13 +45,16 @@ def test_metric_edges():
     assert s["ndcg@5"] == 0 and s["ndcg@10"] == pytest.approx(1 / math.log2(7))
 
 
-@pytest.mark.parametrize("content, needle", [
-    ("{not json", "not valid JSON"),
-    ("{}", "non-empty JSON list"),
-    ('[{"query": "x"}]', "no targets"),
-    ('[{"query": "", "relevant": ["a.py"]}]', "non-empty \"query\""),
-    ('[{"query": "x", "relevant": [{"path": "a.py", "start_line": 5, "end_line": 2}]}]', "a target must be"),
-])
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        ("{not json", "not valid JSON"),
+        ("{}", "non-empty JSON list"),
+        ('[{"query": "x"}]', "no targets"),
+        ('[{"query": "", "relevant": ["a.py"]}]', 'non-empty "query"'),
+        ('[{"query": "x", "relevant": [{"path": "a.py", "start_line": 5, "end_line": 2}]}]', "a target must be"),
+    ],
+)
 def test_bad_query_files_are_one_clear_error(tmp_path, content, needle):
     f = tmp_path / "q.json"
     f.write_text(content)
@@ -65,9 +68,17 @@ def test_bad_query_files_are_one_clear_error(tmp_path, content, needle):
 @pytest.mark.model
 def test_eval_command_end_to_end(repo, tmp_path):
     queries = [
-        {"query": "haversine", "category": "symbol", "relevant": [{"path": "src/geo.py", "start_line": 1, "end_line": 12}]},
-        {"query": "check that a password matches its stored hash", "category": "semantic",
-         "relevant": ["src/auth.py"], "secondary": []},
+        {
+            "query": "haversine",
+            "category": "symbol",
+            "relevant": [{"path": "src/geo.py", "start_line": 1, "end_line": 12}],
+        },
+        {
+            "query": "check that a password matches its stored hash",
+            "category": "semantic",
+            "relevant": ["src/auth.py"],
+            "secondary": [],
+        },
     ]
     qf = tmp_path / "q.json"
     qf.write_text(json.dumps(queries))
@@ -99,17 +110,33 @@ def _collection(tmp_path):
     (py / "retry.py").write_text("class RetryPolicy:\n    def delays(self):\n        return [1, 2, 4]\n")
     (py / "util.py").write_text("def slugify(text):\n    return text.lower().replace(' ', '-')\n")
     (js / "parser.js").write_text("function parseArgs(argv) {\n  return argv.slice(2);\n}\n")
-    (d / "repos.json").write_text(json.dumps([
-        {"name": "pyrepo", "language": "python", "benchmark_root": "src/pkg"},
-        {"name": "jsrepo", "language": "javascript", "benchmark_root": None}]))
+    (d / "repos.json").write_text(
+        json.dumps(
+            [
+                {"name": "pyrepo", "language": "python", "benchmark_root": "src/pkg"},
+                {"name": "jsrepo", "language": "javascript", "benchmark_root": None},
+            ]
+        )
+    )
     (d / "annotations").mkdir()
-    (d / "annotations" / "pyrepo.json").write_text(json.dumps([
-        {"query": "RetryPolicy", "category": "symbol", "relevant": ["src/pkg/retry.py"]},
-        {"query": "slugify", "category": "symbol", "relevant": [{"path": "util.py", "start_line": 1, "end_line": 2}]}]))
-    (d / "annotations" / "jsrepo.json").write_text(json.dumps([
-        {"query": "parseArgs", "category": "symbol", "relevant": ["parser.js"]}]))
-    (d / "published.json").write_text(json.dumps({"methods": {
-        "peer": {"repos": {"pyrepo": {"ndcg10": 0.5}, "jsrepo": {"ndcg10": 1.0}}}}}))
+    (d / "annotations" / "pyrepo.json").write_text(
+        json.dumps(
+            [
+                {"query": "RetryPolicy", "category": "symbol", "relevant": ["src/pkg/retry.py"]},
+                {
+                    "query": "slugify",
+                    "category": "symbol",
+                    "relevant": [{"path": "util.py", "start_line": 1, "end_line": 2}],
+                },
+            ]
+        )
+    )
+    (d / "annotations" / "jsrepo.json").write_text(
+        json.dumps([{"query": "parseArgs", "category": "symbol", "relevant": ["parser.js"]}])
+    )
+    (d / "published.json").write_text(
+        json.dumps({"methods": {"peer": {"repos": {"pyrepo": {"ndcg10": 0.5}, "jsrepo": {"ndcg10": 1.0}}}}})
+    )
     return d
 
 
@@ -135,9 +162,12 @@ def test_eval_over_a_multi_repository_directory(tmp_path):
     (d / "folds.json").write_text(json.dumps({"_how": "alternating", "A": ["pyrepo"], "B": ["jsrepo"]}))
     r = subprocess.run([*cmd, "--fold", "b", "--json", "--no-index"], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and [f["name"] for f in json.loads(r.stdout)["files"]] == ["jsrepo"]
-    for bad, msg in ((["--repo", "nope"], "no repository named"), (["--coverage", "150"], "--coverage"),
-                     (["--fold", "C"], "no fold 'C'"),
-                     (["--path", "."], "--path goes with query files")):
+    for bad, msg in (
+        (["--repo", "nope"], "no repository named"),
+        (["--coverage", "150"], "--coverage"),
+        (["--fold", "C"], "no fold 'C'"),
+        (["--path", "."], "--path goes with query files"),
+    ):
         r = subprocess.run([*cmd, *bad], capture_output=True, text=True, timeout=600)
         assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, (bad, r.stderr)
     r = subprocess.run([sys.executable, "-m", "codesight_tui", "eval", str(tmp_path)], capture_output=True, text=True)

@@ -10,8 +10,14 @@ import subprocess
 import threading
 from pathlib import Path
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_SYSTEM": os.devnull,
+}
 
 
 def _repo(root: Path, name: str, files: int = 40) -> Path:
@@ -19,9 +25,10 @@ def _repo(root: Path, name: str, files: int = 40) -> Path:
     root.mkdir(parents=True)
     for k in range(files):
         (root / f"{name}_mod{k}.py").write_text(
-            f"def retry_upload_{k}(chunk, attempts=3):\n    \"\"\"Retry a failed upload in {name}.\"\"\"\n"
+            f'def retry_upload_{k}(chunk, attempts=3):\n    """Retry a failed upload in {name}."""\n'
             f"    for n in range(attempts):\n        if chunk.send():\n            return True\n    return False\n\n\n"
-            f"class Cache{k}:\n    def get(self, key):\n        return self.items.get(key)\n")
+            f"class Cache{k}:\n    def get(self, key):\n        return self.items.get(key)\n"
+        )
     env = dict(os.environ, **GIT_ENV)
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "first"]):
         subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, env=env)

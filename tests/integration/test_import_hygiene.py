@@ -37,15 +37,22 @@ def test_no_private_name_is_imported_across_modules():
     for py in package.rglob("*.py"):
         for node in ast.walk(ast.parse(py.read_text())):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("codesight_tui"):
-                found += [f"{py.relative_to(package)}: {node.module}.{a.name}" for a in node.names
-                          if a.name.startswith("_") and not a.name.startswith("__")]
+                found += [
+                    f"{py.relative_to(package)}: {node.module}.{a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                ]
     assert found == []
 
 
 def test_the_layer_contracts_hold():
     """The import-linter contracts of pyproject.toml (the engine's layers, no cycle, no surface in
     the engine), as CI checks them."""
-    done = subprocess.run([sys.executable, "-c", "from importlinter.cli import lint_imports_command;"
-                           " lint_imports_command()"], capture_output=True, text=True, check=False,
-                          cwd=CORE.parent.parent)
+    done = subprocess.run(
+        [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=CORE.parent.parent,
+    )
     assert done.returncode == 0 and "0 broken" in done.stdout, done.stdout[-2000:]

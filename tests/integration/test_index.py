@@ -52,8 +52,10 @@ def test_one_file_changed_reembeds_only_its_new_chunks(repo, settings, hash_embe
 
 def test_moved_code_is_not_reembedded(repo, settings, hash_embedder):
     body = "".join(
-        f"def handler_{i}(request):\n" + "".join(f"    value_{j} = request.get('k{j}') or {i * j}\n" for j in range(14))
-        + "    return value_1\n\n\n" for i in range(12)
+        f"def handler_{i}(request):\n"
+        + "".join(f"    value_{j} = request.get('k{j}') or {i * j}\n" for j in range(14))
+        + "    return value_1\n\n\n"
+        for i in range(12)
     )
     p = repo / "src" / "handlers.py"
     p.write_text(body)
@@ -61,7 +63,9 @@ def test_moved_code_is_not_reembedded(repo, settings, hash_embedder):
     cs.index()
     line_before = cs.search("handler_7", mode="bm25")[0].start_line
     hash_embedder.calls.clear()
-    p.write_text("def brand_new_entry_point(request):\n" + "".join(f"    step_{j}(request)\n" for j in range(15)) + "\n\n" + body)
+    p.write_text(
+        "def brand_new_entry_point(request):\n" + "".join(f"    step_{j}(request)\n" for j in range(15)) + "\n\n" + body
+    )
     r = cs.index()
     assert r.files_changed == 1
     assert hash_embedder.calls and all("brand_new_entry_point" in t for t in hash_embedder.calls)
@@ -74,8 +78,10 @@ def test_fts_rows_follow_every_change_and_old_insert_trigger_is_dropped(repo, se
     c = cs.store.conn
     # An index made by an older version fed FTS5 through a per-row trigger; with both, every row
     # would be indexed twice.
-    c.execute("CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN INSERT INTO chunks_fts(rowid, path, scope,"
-              " content, terms) VALUES (new.id, new.path, new.scope, new.content, new.terms); END")
+    c.execute(
+        "CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN INSERT INTO chunks_fts(rowid, path, scope,"
+        " content, terms) VALUES (new.id, new.path, new.scope, new.content, new.terms); END"
+    )
     cs.store.close()
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
     assert cs.store.conn.execute("SELECT count(*) FROM sqlite_master WHERE name='chunks_ai'").fetchone()[0] == 0
@@ -137,7 +143,6 @@ def test_interrupted_embedding_resumes_without_duplicates(repo, settings):
             if self.batches == 2:
                 raise KeyboardInterrupt
             return super().encode(texts)
-
 
     for i in range(40):  # enough chunks for several embedding batches
         (repo / f"mod_{i}.py").write_text("".join(f"def f_{i}_{j}(x):\n    return x * {j}\n\n\n" for j in range(40)))
@@ -301,8 +306,9 @@ def test_large_vector_tables_get_an_ann_index(tmp_path):
     assert VectorStore(tmp_path / "v.lance").has_ann()  # a fresh reader sees the index
 
 
-def test_lexical_phase_in_worker_processes_matches_the_thread_path(repo, tmp_path, settings, hash_embedder,
-                                                                   monkeypatch):
+def test_lexical_phase_in_worker_processes_matches_the_thread_path(
+    repo, tmp_path, settings, hash_embedder, monkeypatch
+):
     """Big change sets are chunked in spawned worker processes (the CLI turns this on); the
     rows they produce are exactly those of the in-process path."""
     from codesight_tui.core.index import indexer
@@ -315,8 +321,9 @@ def test_lexical_phase_in_worker_processes_matches_the_thread_path(repo, tmp_pat
     assert indexer._worker_count(6, True) >= (2 if multi else 0)
     events: list[str] = []
     start = indexer._Workers.start_processes
-    monkeypatch.setattr(indexer._Workers, "start_processes",
-                        lambda self, n: (events.append(f"workers {n}"), start(self, n)))
+    monkeypatch.setattr(
+        indexer._Workers, "start_processes", lambda self, n: (events.append(f"workers {n}"), start(self, n))
+    )
     rows = {}
     for processes in (True, False):
         s = settings.model_copy(update={"data_dir": tmp_path / f"data-{processes}"})
@@ -326,7 +333,8 @@ def test_lexical_phase_in_worker_processes_matches_the_thread_path(repo, tmp_pat
         if processes and multi:  # a first index of a big tree starts its workers during the walk
             assert events.index("workers 2") < events.index("scan") and events.count("workers 2") == 1
         rows[processes] = cs.store.conn.execute(
-            "SELECT path, start_line, end_line, scope, content, hash FROM chunks ORDER BY path, start_line").fetchall()
+            "SELECT path, start_line, end_line, scope, content, hash FROM chunks ORDER BY path, start_line"
+        ).fetchall()
         assert cs.search("handler_17", mode="bm25")[0].path == "src/mod_17.py"
     assert rows[True] == rows[False]
 
@@ -338,7 +346,8 @@ def test_doc_views_are_a_second_row_that_search_folds_into_its_chunk(tmp_path, s
         "def detect_indentation(plain):\n"
         '    """Guess how many spaces each nesting level uses."""\n'
         "    found = {len(m) for m in re.findall(r'^ *', plain, flags=re.M)}\n"
-        "    return reduce(gcd, sorted(found)) or 1\n")
+        "    return reduce(gcd, sorted(found)) or 1\n"
+    )
     (repo / "pkg" / "ops.py").write_text("def add(a, b):\n    return a + b\n")
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
     report = cs.index()
@@ -472,8 +481,9 @@ def test_sqlite_file_shrinks_after_most_of_it_is_deleted(tmp_path, settings, has
     root = tmp_path / "r"
     (root / "gen").mkdir(parents=True)
     for i in range(300):
-        (root / "gen" / f"m{i}.py").write_text("".join(f"def f_{i}_{k}(x):\n    return x + {k}  # {'pad ' * 20}\n\n\n"
-                                                        for k in range(120)))
+        (root / "gen" / f"m{i}.py").write_text(
+            "".join(f"def f_{i}_{k}(x):\n    return x + {k}  # {'pad ' * 20}\n\n\n" for k in range(120))
+        )
     (root / "keep.py").write_text("def keep():\n    return 1\n")
     cs = CodeSight(root, settings=settings, embedder=hash_embedder)
     cs.index(embed=False)
@@ -516,8 +526,9 @@ def test_a_row_whose_text_is_no_longer_utf8_is_damage_and_the_next_index_rebuild
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
     cs.index()
     with cs.store.transaction():
-        cs.store.conn.execute("UPDATE chunks SET content = CAST(x'7061737377c328ff0a0a' AS TEXT)"
-                              " WHERE path = 'src/auth.py'")
+        cs.store.conn.execute(
+            "UPDATE chunks SET content = CAST(x'7061737377c328ff0a0a' AS TEXT) WHERE path = 'src/auth.py'"
+        )
     with pytest.raises(CodeSightError) as err:
         cs.search("hash_password", mode="bm25")
     assert "is damaged (a row's text is unreadable)" in str(err.value) and "\n" not in str(err.value)

@@ -70,7 +70,9 @@ def test_model_in_a_child_process(real_embedder, tmp_path, monkeypatch):
         here, there = real_embedder.encode(texts), emb.encode(texts)
         assert there.shape == (2, real_embedder.dim) and there.dtype == np.float32
         assert float(np.min(np.sum(here * there, axis=1))) > 0.9999
-        assert np.allclose(emb.encode_query("great circle distance"), real_embedder.encode_query("great circle distance"), atol=1e-4)
+        assert np.allclose(
+            emb.encode_query("great circle distance"), real_embedder.encode_query("great circle distance"), atol=1e-4
+        )
         assert emb.encode([]).shape == (0, real_embedder.dim)
     finally:
         emb.close()
@@ -122,7 +124,8 @@ def test_doc_view_brings_a_described_function_closer(repo, settings, real_embedd
         '    """Auto-detect the indentation of code.\n\n    Returns:\n        int: Number of spaces used to indent code.\n    """\n'
         "    found = {len(m.group(1)) for m in re.finditer(r'^( *)(.*)$', plain, flags=re.MULTILINE)}\n"
         "    try:\n        return reduce(gcd, [i for i in found if not i % 2]) or 1\n"
-        "    except TypeError:\n        return 1\n")
+        "    except TypeError:\n        return 1\n"
+    )
     cs = CodeSight(repo, settings=settings, embedder=real_embedder)
     cs.index()
     query = "guess how many spaces a snippet uses for each nesting level"
@@ -160,10 +163,12 @@ def test_a_reclone_gets_its_vectors_from_the_cache_without_loading_the_model(rep
     cs.close()
     clone = tmp_path / "clone"
     shutil.copytree(repo, clone, symlinks=True)
-    code = ("import json, sys\nfrom codesight_tui import CodeSight\n"
-            f"r = CodeSight({str(clone)!r}).index()\n"
-            "print(json.dumps({'embedded': r.embedded, 'hits': r.cache_hits, 'pending': r.vectors_pending,"
-            " 'chunks': r.chunks, 'torch': 'torch' in sys.modules}))")
+    code = (
+        "import json, sys\nfrom codesight_tui import CodeSight\n"
+        f"r = CodeSight({str(clone)!r}).index()\n"
+        "print(json.dumps({'embedded': r.embedded, 'hits': r.cache_hits, 'pending': r.vectors_pending,"
+        " 'chunks': r.chunks, 'torch': 'torch' in sys.modules}))"
+    )
     env = {**os.environ, "CODESIGHT_DATA_DIR": str(settings.data_dir), "CODESIGHT_CACHE_DIR": str(settings.cache_dir)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     r = json.loads(out.stdout.strip().splitlines()[-1])

@@ -23,7 +23,9 @@ def places(nav):
 
 def test_definitions_references_callers_callees(cs):
     d = cs.definitions("LRUCache")
-    assert d.resolution == "resolved" and [(c.path, c.line, c.kind) for c in d.candidates] == [("store/cache.py", 5, "class")]
+    assert d.resolution == "resolved" and [(c.path, c.line, c.kind) for c in d.candidates] == [
+        ("store/cache.py", 5, "class")
+    ]
     refs = cs.references("evict")
     # the call and the definition; the comment (line 11) and the string there are not references
     assert places(refs) == [("store/cache.py", 16, "call"), ("store/cache.py", 18, "definition")]
@@ -31,8 +33,10 @@ def test_definitions_references_callers_callees(cs):
     assert [(s.path, s.line, s.within.qualified) for s in callers.sites] == [("store/cache.py", 16, "LRUCache.put")]
     callees = cs.callees("lookup")
     assert [(s.name, s.line, s.target.location, s.resolution) for s in callees.sites] == [
-        ("make_cache", 9, "app/service.py:4", "resolved"), ("put", 10, "store/cache.py:14", "resolved"),
-        ("get", 11, "store/cache.py:10", "resolved")]
+        ("make_cache", 9, "app/service.py:4", "resolved"),
+        ("put", 10, "store/cache.py:14", "resolved"),
+        ("get", 11, "store/cache.py:10", "resolved"),
+    ]
     ts = cs.callers("request")
     assert [(s.path, s.line, s.within.name) for s in ts.sites] == [("web/client.ts", 3, "fetchUser")]
     assert [(s.name, s.target.line) for s in cs.callees("fetchUser").sites] == [("request", 6)]
@@ -43,7 +47,9 @@ def test_definitions_references_callers_callees(cs):
 
 
 def test_ambiguity_is_said_and_ranked(cs, nav_repo):
-    (nav_repo / "app" / "other.py").write_text("def make_cache():\n    return {}\n\n\ndef use():\n    return make_cache()\n")
+    (nav_repo / "app" / "other.py").write_text(
+        "def make_cache():\n    return {}\n\n\ndef use():\n    return make_cache()\n"
+    )
     cs.index(embed=False)
     d = cs.definitions("make_cache")
     assert d.resolution == "one of 2 candidates" and len(d.candidates) == 2
@@ -87,8 +93,14 @@ def test_a_path_outside_is_refused_alike_whether_it_exists_or_not(cs, tmp_path):
     there.write_text("def outside():\n    return 1\n")
     for follow in (cs.definitions, cs.references, cs.callers, cs.callees):
         said = set()
-        for path in (str(there), str(tmp_path / "missing.py"), "/etc/passwd", "/etc/no-such-file-here",
-                     "../outside.py", "../missing.py"):
+        for path in (
+            str(there),
+            str(tmp_path / "missing.py"),
+            "/etc/passwd",
+            "/etc/no-such-file-here",
+            "../outside.py",
+            "../missing.py",
+        ):
             for target in (path, path + ":1"):
                 with pytest.raises(CodeSightError) as err:
                     follow(target)
@@ -149,8 +161,9 @@ def test_a_name_is_found_whatever_its_characters_and_only_in_its_own_case(cs, na
     cs.index(embed=False)
     assert cs.references("valid?").sites == [] and cs.references("Evict").sites == []
     # forgotten by the name index itself, not only left out when the rows are read
-    assert not cs.store.conn.execute("SELECT rowid FROM sym_names WHERE sym_names MATCH ?",
-                                     ('"x' + b"valid?".hex() + '"',)).fetchall()
+    assert not cs.store.conn.execute(
+        "SELECT rowid FROM sym_names WHERE sym_names MATCH ?", ('"x' + b"valid?".hex() + '"',)
+    ).fetchall()
 
 
 def test_hostile_shapes_are_indexed_whole_or_said_cut(nav_repo, settings):
@@ -173,7 +186,10 @@ def test_hostile_shapes_are_indexed_whole_or_said_cut(nav_repo, settings):
         assert said["wide.py"].startswith("symbols cut at 100,000 names; symbols cut at ")
         assert said["chain.lua"] == said["chain.py"] and said["chain.py"].startswith("symbols cut at ")
         assert sorted((s.path, s.line) for s in engine.references("v0").sites) == [("chain.lua", 2), ("chain.py", 4)]
-        assert sorted((s.path, s.line) for s in engine.references("v20000").sites) == [("chain.lua", 2), ("chain.py", 4)]
+        assert sorted((s.path, s.line) for s in engine.references("v20000").sites) == [
+            ("chain.lua", 2),
+            ("chain.py", 4),
+        ]
         assert [(s.path, s.line, s.kind) for s in engine.callers("f").sites] == [("deep.lua", 1, "call")]
     finally:
         engine.close()
@@ -306,7 +322,8 @@ def test_python_calls_resolve_through_imports_and_never_bare_to_a_method(nav66):
     assert sites(nav66.callers("Text.cell_len")) == []  # nothing calls the property: `self.cell_len + 1` reads it
     callees = nav66.callees("Text.fit")
     assert [(s.name, s.target.path if s.target else None, s.resolution) for s in callees.sites] == [
-        ("cell_len", "rich/cells.py", "resolved")]
+        ("cell_len", "rich/cells.py", "resolved")
+    ]
 
 
 def test_go_methods_are_named_by_their_receiver_type(nav66):
@@ -316,7 +333,9 @@ def test_go_methods_are_named_by_their_receiver_type(nav66):
     assert found.resolution == "resolved" and found.symbol.scope == "Matcher" and found.symbol.path == "src/history.go"
     callees = nav66.callees("Matcher.scan")
     assert [(s.name, s.target.qualified if s.target else None, s.resolution) for s in callees.sites] == [
-        ("count", "Matcher.count", "resolved"), ("len", None, "built-in")]
+        ("count", "Matcher.count", "resolved"),
+        ("len", None, "built-in"),
+    ]
 
 
 def test_a_call_on_a_value_is_never_resolved_to_a_repository_method(nav66):

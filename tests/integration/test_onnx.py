@@ -63,8 +63,10 @@ def test_int8_export_is_close_but_named_apart(onnx_cache, real_embedder):
     assert int8.name == "sentence-transformers/all-MiniLM-L6-v2+onnx-int8"
     cos = (int8.encode(TEXTS) * real_embedder.encode(TEXTS)).sum(1)
     assert cos.min() > 0.95 and cos.max() < 0.99999  # close, not the same vectors
-    sizes = {b: (export_dir(onnx_cache, resolve_model(DEFAULT_MODEL), b) / "model.onnx").stat().st_size
-             for b in ("onnx", "onnx-int8")}
+    sizes = {
+        b: (export_dir(onnx_cache, resolve_model(DEFAULT_MODEL), b) / "model.onnx").stat().st_size
+        for b in ("onnx", "onnx-int8")
+    }
     assert sizes["onnx-int8"] < 0.7 * sizes["onnx"]
 
 
@@ -97,8 +99,11 @@ def test_a_model_the_export_cannot_compute_stays_on_torch(tmp_path):
     other = tmp_path / "cls-model"
     shutil.copytree(base, other)
     cfg = other / "1_Pooling" / "config.json"
-    cfg.write_text(cfg.read_text().replace('"pooling_mode_cls_token": false', '"pooling_mode_cls_token": true')
-                   .replace('"pooling_mode_mean_tokens": true', '"pooling_mode_mean_tokens": false'))
+    cfg.write_text(
+        cfg.read_text()
+        .replace('"pooling_mode_cls_token": false', '"pooling_mode_cls_token": true')
+        .replace('"pooling_mode_mean_tokens": true', '"pooling_mode_mean_tokens": false')
+    )
     info = resolve_model(str(other))
     assert not exportable(info)
     assert for_backend(info, "auto", "cpu", False, tmp_path).backend == "torch"

@@ -32,8 +32,7 @@ def work(task: tuple[str, str]) -> object:
 
 def run(tasks, workers=2):
     got: dict = {}
-    n = run_tasks(work, tasks, workers, lambda t, out, err: got.setdefault(t, []).append((out, err)),
-                  preload=__name__)
+    n = run_tasks(work, tasks, workers, lambda t, out, err: got.setdefault(t, []).append((out, err)), preload=__name__)
     return got, n
 
 

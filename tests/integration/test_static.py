@@ -30,8 +30,7 @@ def _consistent(cs: CodeSight) -> bool:
     chunks = {i for (i,) in c.execute("SELECT id FROM chunks")}
     static = {i for (i,) in c.execute("SELECT id FROM static_vectors")}
     docs = {i for (i,) in c.execute("SELECT id FROM static_docs")}
-    viewed = {i for i, *row in c.execute("SELECT id, path, scope, content, language FROM chunks")
-              if doc_text(*row)}
+    viewed = {i for i, *row in c.execute("SELECT id, path, scope, content, language FROM chunks") if doc_text(*row)}
     return chunks == static and docs == viewed
 
 
@@ -51,8 +50,13 @@ def test_distilled_model_is_a_real_static_model(static_model_dir):
     from model2vec import StaticModel
 
     ref = StaticModel.from_pretrained(str(static_model_dir), normalize=True)
-    texts = ["def haversine(lat1, lon1, lat2, lon2):", "class ConfigLoader:\n    def reload(self): ...",
-             "naïve café ✓", "x" * 5000, ""]
+    texts = [
+        "def haversine(lat1, lon1, lat2, lon2):",
+        "class ConfigLoader:\n    def reload(self): ...",
+        "naïve café ✓",
+        "x" * 5000,
+        "",
+    ]
     assert np.allclose(model.encode(texts), ref.encode(texts, use_multiprocessing=False), atol=2e-3)
     assert np.allclose(model.encode_query("parse a date"), ref.encode(["parse a date"])[0], atol=2e-3)
 
@@ -68,12 +72,22 @@ def test_shipped_model_encodes_as_its_tokenizer_does():
     slow.words = None  # the tokenizer for every text
     assert fast.words is not None
     code = [p.read_text() for p in sorted(Path(__file__).resolve().parents[2].joinpath("codesight_tui").rglob("*.py"))]
-    texts = [t[:3000] for t in code] + ["naïve café ✓", "日本語 code", "a\x00b", "tab\tand\x0bvt", "[UNK] [pad] x",
-                                       "y" * 300, "", "   ", "x" * 5000]
+    texts = [t[:3000] for t in code] + [
+        "naïve café ✓",
+        "日本語 code",
+        "a\x00b",
+        "tab\tand\x0bvt",
+        "[UNK] [pad] x",
+        "y" * 300,
+        "",
+        "   ",
+        "x" * 5000,
+    ]
     for batch in (texts, texts[:40], texts[-9:], ["def f(x): return x"]):
         assert np.array_equal(fast.encode(batch), slow.encode(batch))
-    assert np.array_equal(fast.encode_query("where do we retry failed uploads"),
-                          slow.encode_query("where do we retry failed uploads"))
+    assert np.array_equal(
+        fast.encode_query("where do we retry failed uploads"), slow.encode_query("where do we retry failed uploads")
+    )
 
 
 def test_distill_cancelled_leaves_nothing(tmp_path):
@@ -108,8 +122,9 @@ def test_static_vectors_follow_the_lexical_phase(repo, settings, hash_embedder, 
 
     # Edits: the chunks of a changed or deleted file take their static vectors with them, and only
     # the new chunks are embedded by the next run.
-    (repo / "src" / "geo.py").write_text((repo / "src" / "geo.py").read_text() + "\n\ndef bearing(a, b):\n"
-                                         "    return math.atan2(b, a)\n")
+    (repo / "src" / "geo.py").write_text(
+        (repo / "src" / "geo.py").read_text() + "\n\ndef bearing(a, b):\n    return math.atan2(b, a)\n"
+    )
     (repo / "server" / "main.go").unlink()
     again = cs.index(embed=False, static=True)
     assert 0 < again.static_embedded < n
@@ -128,10 +143,12 @@ def test_a_docstring_is_searched_beside_its_code(tmp_path, settings, hash_embedd
         '    """Guess how many spaces each nesting level of a snippet is indented by."""\n'
         "    widths = [len(ln) - len(ln.lstrip(' ')) for ln in code.splitlines() if ln.strip()]\n"
         "    deltas = sorted({b - a for a, b in zip(widths, widths[1:]) if b > a})\n"
-        "    return deltas[0] if deltas else 4\n")
+        "    return deltas[0] if deltas else 4\n"
+    )
     (src / "other.py").write_text(
         "def parse_config(path):\n    with open(path) as fh:\n        return json.load(fh)\n\n\n"
-        "def render_table(rows):\n    return '\\n'.join(' | '.join(map(str, r)) for r in rows)\n")
+        "def render_table(rows):\n    return '\\n'.join(' | '.join(map(str, r)) for r in rows)\n"
+    )
     cs = CodeSight(tmp_path / "repo", settings=settings, embedder=hash_embedder, static_model=str(static_model_dir))
     cs.index(embed=False, static=True)
     assert _consistent(cs)
@@ -151,8 +168,9 @@ def test_a_docstring_is_searched_beside_its_code(tmp_path, settings, hash_embedd
     assert max(near, key=near.get) == cid
 
 
-def test_an_index_from_before_doc_views_keeps_its_static_tier_and_gets_them(repo, settings, hash_embedder,
-                                                                             static_model_dir):
+def test_an_index_from_before_doc_views_keeps_its_static_tier_and_gets_them(
+    repo, settings, hash_embedder, static_model_dir
+):
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder, static_model=str(static_model_dir))
     cs.index(embed=False, static=True)
     with cs.store.transaction():  # as an index written before doc views had static vectors
@@ -171,8 +189,7 @@ def test_an_index_from_before_doc_views_keeps_its_static_tier_and_gets_them(repo
     assert cs.search(GEO_QUERY, vectors=Vectors.STATIC).retrievers == ["bm25", "static"]
 
 
-def test_a_read_only_index_from_before_doc_views_keeps_its_static_tier(repo, settings, hash_embedder,
-                                                                       static_model_dir):
+def test_a_read_only_index_from_before_doc_views_keeps_its_static_tier(repo, settings, hash_embedder, static_model_dir):
     from codesight_tui.core.store.store import Store
 
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder, static_model=str(static_model_dir))
@@ -243,10 +260,17 @@ def test_cli_search_answers_without_torch(repo, settings, static_model_dir, monk
     tier only, and answers from BM25 + static without importing torch."""
     _auto_home(settings, static_model_dir)
     monkeypatch.setenv("CODESIGHT_STATIC_MODEL", "distilled")
-    probe = ("import sys, json; from codesight_tui.cli import main; rc = main(sys.argv[1:]);"
-             " print(json.dumps({'rc': rc, 'torch': 'torch' in sys.modules}))")
-    run = subprocess.run([sys.executable, "-c", probe, "search", GEO_QUERY, "--path", str(repo), "--json", "-y"],
-                         capture_output=True, text=True, timeout=300, cwd=repo)
+    probe = (
+        "import sys, json; from codesight_tui.cli import main; rc = main(sys.argv[1:]);"
+        " print(json.dumps({'rc': rc, 'torch': 'torch' in sys.modules}))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", probe, "search", GEO_QUERY, "--path", str(repo), "--json", "-y"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=repo,
+    )
     *hits_json, tail = run.stdout.strip().splitlines()
     assert json.loads(tail) == {"rc": 0, "torch": False}, run.stderr[-2000:]
     hits = json.loads("\n".join(hits_json))
@@ -255,8 +279,13 @@ def test_cli_search_answers_without_torch(repo, settings, static_model_dir, monk
     assert status["static_vectors"] == status["chunks"] > 0 and status["vectors"] == 0
     # --full with no full-model vector to search loads nothing (that took 21 s for the same answer)
     # and says how to get them, with what that costs here (issue 66 item 16).
-    full = subprocess.run([sys.executable, "-c", probe, "search", "haversine", "--path", str(repo), "--json", "--full"],
-                          capture_output=True, text=True, timeout=600, cwd=repo)
+    full = subprocess.run(
+        [sys.executable, "-c", probe, "search", "haversine", "--path", str(repo), "--json", "--full"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=repo,
+    )
     *hits_json, tail = full.stdout.strip().splitlines()
     assert json.loads(tail) == {"rc": 0, "torch": False}, full.stderr[-2000:]
     assert json.loads("\n".join(hits_json))[0]["path"] == "src/geo.py"
@@ -269,14 +298,26 @@ def test_a_search_after_a_bm25_only_index_gets_the_static_tier_first(repo, setti
     now computes the static vectors first (seconds) and answers from BM25 + static, without torch."""
     _auto_home(settings, static_model_dir)
     monkeypatch.setenv("CODESIGHT_STATIC_MODEL", "distilled")
-    first = subprocess.run([sys.executable, "-m", "codesight_tui", "search", "haversine", "--mode", "bm25",
-                            "--path", str(repo), "--json"], capture_output=True, text=True, timeout=300, cwd=repo)
+    first = subprocess.run(
+        [sys.executable, "-m", "codesight_tui", "search", "haversine", "--mode", "bm25", "--path", str(repo), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=repo,
+    )
     assert first.returncode == 0, first.stderr[-2000:]
     assert CodeSight(repo).status(check_disk=False)["static_vectors"] == 0
-    probe = ("import sys, json; from codesight_tui.cli import main; rc = main(sys.argv[1:]);"
-             " print(json.dumps({'rc': rc, 'torch': 'torch' in sys.modules}))")
-    run = subprocess.run([sys.executable, "-c", probe, "search", GEO_QUERY, "--path", str(repo), "--json"],
-                         capture_output=True, text=True, timeout=300, cwd=repo)
+    probe = (
+        "import sys, json; from codesight_tui.cli import main; rc = main(sys.argv[1:]);"
+        " print(json.dumps({'rc': rc, 'torch': 'torch' in sys.modules}))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", probe, "search", GEO_QUERY, "--path", str(repo), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=repo,
+    )
     *hits_json, tail = run.stdout.strip().splitlines()
     assert json.loads(tail) == {"rc": 0, "torch": False}, run.stderr[-2000:]
     assert "computing them first" in run.stderr and "without the full model's vectors" not in run.stderr
@@ -299,7 +340,6 @@ def test_auto_tier_with_the_real_model(repo, settings, static_model_dir):
     geo = next(h for h in hits if h.path == "src/geo.py")
     assert geo.static_rank == 1 and any(h.vector_rank for h in hits)
     cs.close()
-
 
 
 async def test_tui_answers_from_the_static_tier_while_the_full_model_is_missing(repo, settings, static_model_dir):

@@ -38,7 +38,16 @@ def test_expansion_terms_equal_splitting_every_identifier(text):
 
 def test_expansion_terms_edge_identifiers_and_long_words():
     assert set(expansion_terms("2fooBar __init__ x9 ABC HTTPServer foo_").split()) == {
-        "foo", "bar", "foobar", "x", "9", "x9", "http", "server", "httpserver"}
+        "foo",
+        "bar",
+        "foobar",
+        "x",
+        "9",
+        "x9",
+        "http",
+        "server",
+        "httpserver",
+    }
     assert expansion_terms("a" * 200_000 + " b" * 1000) == ""  # linear, not quadratic
 
 
@@ -63,11 +72,20 @@ def test_expansion_terms_do_not_depend_on_the_hash_seed():
     import subprocess
     import sys
 
-    text = ("template<typename BasicJsonType, typename TargetType> void from_json(const BasicJsonType& j,"
-            " TargetType& value) { adl_serializer<ValueType>::to_json(j, identity_tag<TargetType>{}); }")
+    text = (
+        "template<typename BasicJsonType, typename TargetType> void from_json(const BasicJsonType& j,"
+        " TargetType& value) { adl_serializer<ValueType>::to_json(j, identity_tag<TargetType>{}); }"
+    )
     probe = f"from codesight_tui.core.text import expansion_terms; print(expansion_terms({text!r}))"
-    outs = {subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
-                           env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}).stdout
-            for seed in range(8)}
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", probe],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout
+        for seed in range(8)
+    }
     assert len(outs) == 1
     assert "basic json type basicjsontype" in outs.pop()

@@ -17,8 +17,14 @@ PAGE = """# Dependency injection
 Dependency injection gives each handler what it declares: a database session, the current user.
 Declare a dependency in the handler's parameters and the framework provides it.
 """
-INTROS = {"en": "Dependencies, explained.", "de": "Abhängigkeiten, erklärt.", "ja": "依存関係の説明。",
-          "tr": "Bağımlılıklar açıklandı.", "zh-hant": "依賴項說明。", "es": "Dependencias, explicadas."}
+INTROS = {
+    "en": "Dependencies, explained.",
+    "de": "Abhängigkeiten, erklärt.",
+    "ja": "依存関係の説明。",
+    "tr": "Bağımlılıklar açıklandı.",
+    "zh-hant": "依賴項說明。",
+    "es": "Dependencias, explicadas.",
+}
 
 
 @pytest.fixture
@@ -31,8 +37,9 @@ def site(tmp_path, settings):
         page.write_text(PAGE.format(intro=intro))
     (root / "framework").mkdir()
     (root / "framework" / "dependencies.py").write_text(
-        "class DependencyInjector:\n    \"\"\"Dependency injection: resolve each handler's declared dependency.\"\"\"\n\n"
-        "    def solve(self, handler):\n        return [self.provide(d) for d in handler.dependencies]\n")
+        'class DependencyInjector:\n    """Dependency injection: resolve each handler\'s declared dependency."""\n\n'
+        "    def solve(self, handler):\n        return [self.provide(d) for d in handler.dependencies]\n"
+    )
     (root / "tests" / "it").mkdir(parents=True)  # a code folder named like a language: never folded
     (root / "tests" / "it" / "test_injection.py").write_text("def test_dependency_injection():\n    assert True\n")
     (root / "tests" / "test_injection.py").write_text("def test_dependency_injection_too():\n    assert True\n")

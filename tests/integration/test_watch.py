@@ -176,7 +176,7 @@ def test_an_edit_interrupts_a_long_embedding_and_is_searchable_first(repo, setti
             import numpy as np
 
             gate.wait(2.0)  # a slow model: each batch takes 2 s until the gate opens
-            return np.ones((len(texts), 8), dtype="float32") / 8 ** 0.5
+            return np.ones((len(texts), 8), dtype="float32") / 8**0.5
 
         def encode_query(self, text):
             return self.encode([text])[0]
@@ -204,8 +204,13 @@ def test_an_edit_interrupts_a_long_embedding_and_is_searchable_first(repo, setti
 
 def test_codesight_watch_prints_one_line_per_batch(repo, tmp_path):
     env = dict(os.environ, CODESIGHT_PROGRESS="0")
-    proc = subprocess.Popen([sys.executable, "-m", "codesight_tui", "watch", str(repo), "--no-embed", "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "codesight_tui", "watch", str(repo), "--no-embed", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         import json
 
@@ -215,8 +220,24 @@ def test_codesight_watch_prints_one_line_per_batch(repo, tmp_path):
         (repo / "new_one.py").write_text("def aardvark():\n    pass\n")
         line = json.loads(proc.stdout.readline())
         assert line["changes"] == {"added": 1} and line["files_changed"] == 1
-        r = subprocess.run([sys.executable, "-m", "codesight_tui", "search", "aardvark", "--path", str(repo),
-                            "--mode", "bm25", "--json"], capture_output=True, text=True, env=env, timeout=60)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "codesight_tui",
+                "search",
+                "aardvark",
+                "--path",
+                str(repo),
+                "--mode",
+                "bm25",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
         assert json.loads(r.stdout)[0]["path"] == "new_one.py"
     finally:
         _, err = stop(proc)

@@ -17,40 +17,94 @@ def chunker():
 
 
 SAMPLES = {
-    "python": ("a.py", "class Foo:\n    def bar(self):\n        return 1\n\n\ndef baz():\n    pass\n", ["class Foo", "def baz"]),
-    "javascript": ("a.js", "class Foo {\n  bar() {\n    return 1;\n  }\n}\n\nfunction baz() {\n  return 2;\n}\n",
-                   ["class Foo", "function baz"]),
-    "typescript": ("a.ts", "interface Shape {\n  area(): number;\n}\n\nexport function qux(a: number): number {\n  return a;\n}\n",
-                   ["interface Shape", "function qux"]),
-    "go": ("a.go", "package main\n\nfunc Foo() int {\n\treturn 1\n}\n\ntype Bar struct {\n\tX int\n}\n", ["func Foo", "type Bar"]),
-    "rust": ("a.rs", "struct Point { x: i32 }\n\nimpl Point {\n    fn norm(&self) -> i32 { self.x }\n}\n\nfn main() {}\n",
-             ["struct Point", "impl Point", "fn main"]),
+    "python": (
+        "a.py",
+        "class Foo:\n    def bar(self):\n        return 1\n\n\ndef baz():\n    pass\n",
+        ["class Foo", "def baz"],
+    ),
+    "javascript": (
+        "a.js",
+        "class Foo {\n  bar() {\n    return 1;\n  }\n}\n\nfunction baz() {\n  return 2;\n}\n",
+        ["class Foo", "function baz"],
+    ),
+    "typescript": (
+        "a.ts",
+        "interface Shape {\n  area(): number;\n}\n\nexport function qux(a: number): number {\n  return a;\n}\n",
+        ["interface Shape", "function qux"],
+    ),
+    "go": (
+        "a.go",
+        "package main\n\nfunc Foo() int {\n\treturn 1\n}\n\ntype Bar struct {\n\tX int\n}\n",
+        ["func Foo", "type Bar"],
+    ),
+    "rust": (
+        "a.rs",
+        "struct Point { x: i32 }\n\nimpl Point {\n    fn norm(&self) -> i32 { self.x }\n}\n\nfn main() {}\n",
+        ["struct Point", "impl Point", "fn main"],
+    ),
     "java": ("A.java", "public class Foo {\n  public int bar() {\n    return 1;\n  }\n}\n", ["class Foo"]),
     "ruby": ("a.rb", "class Foo\n  def bar\n    1\n  end\nend\n\ndef baz\n  2\nend\n", ["class Foo", "def baz"]),
-    "php": ("a.php", "<?php\nclass Foo {\n  public function bar() { return 1; }\n}\nfunction baz() { return 2; }\n",
-            ["class Foo", "function baz"]),
-    "c": ("a.c", "#include <stdio.h>\n\nint add(int a, int b) {\n  return a + b;\n}\n\nstruct point { int x; };\n",
-          ["function add", "struct point"]),
-    "cpp": ("a.cpp", "namespace geo {\nclass Shape {\n public:\n  int area() const { return 0; }\n};\n}\n\nint main() { return 0; }\n",
-            ["namespace geo", "function main"]),
-    "csharp": ("A.cs", "namespace Geo\n{\n    public class Shape\n    {\n        public int Area() { return 0; }\n    }\n}\n",
-               ["namespace Geo"]),
-    "kotlin": ("a.kt", "class Shape {\n    fun area(): Int = 0\n}\n\nobject Registry {\n    val shapes = listOf<Shape>()\n}\n",
-               ["class Shape", "object Registry"]),
-    "scala": ("a.scala", "trait Functor[F[_]] {\n  def map[A, B](fa: F[A])(f: A => B): F[B]\n}\n\nobject Functor {\n  val x = 1\n}\n",
-              ["trait Functor", "object Functor"]),
-    "swift": ("a.swift", "public struct Point {\n    var x: Int\n}\n\nextension Point: Equatable {\n    func norm() -> Int { x }\n}\n",
-              ["struct Point", "extension Point"]),
-    "lua": ("a.lua", "local M = {}\n\nfunction M.setup(opts)\n  return opts\nend\n\nlocal function helper()\nend\n\nreturn M\n",
-            ["function M.setup", "function helper"]),
-    "shell": ("a.sh", "#!/bin/bash\nnvm_ls() {\n  echo ls\n}\n\nfunction nvm_use {\n  echo use\n}\n",
-              ["function nvm_ls", "function nvm_use"]),
-    "haskell": ("A.hs", "module A where\n\n-- | Run it.\nrunX :: Int -> Int\nrunX x = x\n\ndata Shape = Circle | Square\n  deriving Show\n",
-                ["function runX", "data Shape"]),
-    "elixir": ("a.ex", "defmodule Phoenix.Router do\n  @doc \"Match a route.\"\n  def match(conn, path) do\n    conn\n  end\n\n"
-               "  defp helper, do: :ok\nend\n", ["defmodule Phoenix.Router"]),
-    "zig": ("a.zig", "const Point = struct {\n    x: i32,\n};\n\npub fn norm(p: Point) i32 {\n    return p.x;\n}\n",
-            ["const Point", "fn norm"]),
+    "php": (
+        "a.php",
+        "<?php\nclass Foo {\n  public function bar() { return 1; }\n}\nfunction baz() { return 2; }\n",
+        ["class Foo", "function baz"],
+    ),
+    "c": (
+        "a.c",
+        "#include <stdio.h>\n\nint add(int a, int b) {\n  return a + b;\n}\n\nstruct point { int x; };\n",
+        ["function add", "struct point"],
+    ),
+    "cpp": (
+        "a.cpp",
+        "namespace geo {\nclass Shape {\n public:\n  int area() const { return 0; }\n};\n}\n\nint main() { return 0; }\n",
+        ["namespace geo", "function main"],
+    ),
+    "csharp": (
+        "A.cs",
+        "namespace Geo\n{\n    public class Shape\n    {\n        public int Area() { return 0; }\n    }\n}\n",
+        ["namespace Geo"],
+    ),
+    "kotlin": (
+        "a.kt",
+        "class Shape {\n    fun area(): Int = 0\n}\n\nobject Registry {\n    val shapes = listOf<Shape>()\n}\n",
+        ["class Shape", "object Registry"],
+    ),
+    "scala": (
+        "a.scala",
+        "trait Functor[F[_]] {\n  def map[A, B](fa: F[A])(f: A => B): F[B]\n}\n\nobject Functor {\n  val x = 1\n}\n",
+        ["trait Functor", "object Functor"],
+    ),
+    "swift": (
+        "a.swift",
+        "public struct Point {\n    var x: Int\n}\n\nextension Point: Equatable {\n    func norm() -> Int { x }\n}\n",
+        ["struct Point", "extension Point"],
+    ),
+    "lua": (
+        "a.lua",
+        "local M = {}\n\nfunction M.setup(opts)\n  return opts\nend\n\nlocal function helper()\nend\n\nreturn M\n",
+        ["function M.setup", "function helper"],
+    ),
+    "shell": (
+        "a.sh",
+        "#!/bin/bash\nnvm_ls() {\n  echo ls\n}\n\nfunction nvm_use {\n  echo use\n}\n",
+        ["function nvm_ls", "function nvm_use"],
+    ),
+    "haskell": (
+        "A.hs",
+        "module A where\n\n-- | Run it.\nrunX :: Int -> Int\nrunX x = x\n\ndata Shape = Circle | Square\n  deriving Show\n",
+        ["function runX", "data Shape"],
+    ),
+    "elixir": (
+        "a.ex",
+        'defmodule Phoenix.Router do\n  @doc "Match a route."\n  def match(conn, path) do\n    conn\n  end\n\n'
+        "  defp helper, do: :ok\nend\n",
+        ["defmodule Phoenix.Router"],
+    ),
+    "zig": (
+        "a.zig",
+        "const Point = struct {\n    x: i32,\n};\n\npub fn norm(p: Point) i32 {\n    return p.x;\n}\n",
+        ["const Point", "fn norm"],
+    ),
 }
 
 
@@ -67,9 +121,12 @@ def test_every_language_has_a_grammar_and_finds_scopes(chunker, language):
 def _big_python_class(methods=40):
     body = []
     for i in range(methods):
-        body.append(f"    def method_{i}(self, value):\n" + "".join(
-            f"        value = value * {j} + {i}  # step {j} of method {i}\n" for j in range(12)) + "        return value\n")
-    return "class Big:\n    \"\"\"A big class.\"\"\"\n\n" + "\n".join(body)
+        body.append(
+            f"    def method_{i}(self, value):\n"
+            + "".join(f"        value = value * {j} + {i}  # step {j} of method {i}\n" for j in range(12))
+            + "        return value\n"
+        )
+    return 'class Big:\n    """A big class."""\n\n' + "\n".join(body)
 
 
 def test_big_scope_splits_into_members_with_nested_scope(chunker):
@@ -112,7 +169,7 @@ def test_markdown_uses_headings_and_text_uses_windows(chunker):
 
 
 def test_fallback_for_code_without_grammar(chunker):
-    src = "public class Greeter {\n    fun hello() = println(\"hi\")\n}\n\nfun main() {\n    Greeter().hello()\n}\n" * 30
+    src = 'public class Greeter {\n    fun hello() = println("hi")\n}\n\nfun main() {\n    Greeter().hello()\n}\n' * 30
     chunks = chunker.chunk("a.kt", "kotlin", src)
     assert chunks and all(c.language == "kotlin" for c in chunks)
     assert any("class Greeter" in c.scope or "fun main" in c.scope for c in chunks)
@@ -126,11 +183,14 @@ def test_minified_single_line_is_cut_to_fit(chunker):
         assert COUNTER.count(embed_text(c.path, c.scope, c.content)) <= BUDGET
 
 
-@pytest.mark.parametrize("line", [
-    "var a=" + "+".join(f"f{i}(x)" for i in range(4000)) + ";",  # plain ASCII: cut between words
-    '<p class="x">' + "Le café déjà vu, ¶ naïve ".join(str(i) for i in range(900)) + "</p>",  # non-ASCII
-    "  " + "z" * 130 + " " + " ".join(["parseConfigFile"] * 700) + "  ",  # an over-long word, edge spaces
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "var a=" + "+".join(f"f{i}(x)" for i in range(4000)) + ";",  # plain ASCII: cut between words
+        '<p class="x">' + "Le café déjà vu, ¶ naïve ".join(str(i) for i in range(900)) + "</p>",  # non-ASCII
+        "  " + "z" * 130 + " " + " ".join(["parseConfigFile"] * 700) + "  ",  # an over-long word, edge spaces
+    ],
+)
 def test_an_over_long_line_is_cut_into_pieces_that_fit_and_rejoin(chunker, line):
     """Each piece fits the budget by the model's own count, the pieces rejoin to the line, and
     plain ASCII is never cut inside a word (so BM25 sees whole words)."""
@@ -153,8 +213,10 @@ def test_the_embedded_scope_spells_out_compound_names():
     assert scope_text("method _checkForConflicts") == "method _checkForConflicts (check for conflicts)"
     assert scope_text("class Command") == "class Command"
     assert scope_text("def a_b, def c") == "def a_b (a b), def c"
-    assert (scope_text("class HTTPServer > def parse_config_file")
-            == "class HTTPServer (http server) > def parse_config_file (parse config file)")
+    assert (
+        scope_text("class HTTPServer > def parse_config_file")
+        == "class HTTPServer (http server) > def parse_config_file (parse config file)"
+    )
     text = embed_text("a.js", "class Command > method _checkForConflicts", "x")
     assert text == "file: a.js\nscope: class Command > method _checkForConflicts (check for conflicts)\nx"
 
@@ -164,7 +226,8 @@ def test_chunks_under_long_compound_names_still_fit_the_window(chunker):
     name = "handleIncomingWebSocketConnectionUpgradeRequestForTheReverseProxyServerInstance"
     src = "class ProxyConnectionManagerForWebSocketUpgrades:\n" + "".join(
         f"    def {name}{i}(self, value):\n" + "".join(f"        value = value + {j}\n" for j in range(60)) + "\n"
-        for i in range(3))
+        for i in range(3)
+    )
     chunks = chunker.chunk("proxy.py", "python", src)
     assert any("(handle incoming web socket" in embed_text(c.path, c.scope, c.content) for c in chunks)
     for c in chunks:
@@ -202,9 +265,41 @@ def test_cached_line_counts_equal_tokenising_each_text_whole():
             assert counter.count(text) == exact(text)
 
 
-_PIECES = ["def", "Foo", "bar_baz", "x", "3.14", " ", "  ", "\t", "\r", "\n", "(", ")", "[", "]", "CLS", "[SEP]",
-           "[cls]", "é", "ü", "日本", "🙂", "𝔘x", "\u00a0", "\u0301", "\x0c", "\x1c", "\x85", "\x00", "\ufffd", "#", "'", "\u200b",
-           "Z" * 120]
+_PIECES = [
+    "def",
+    "Foo",
+    "bar_baz",
+    "x",
+    "3.14",
+    " ",
+    "  ",
+    "\t",
+    "\r",
+    "\n",
+    "(",
+    ")",
+    "[",
+    "]",
+    "CLS",
+    "[SEP]",
+    "[cls]",
+    "é",
+    "ü",
+    "日本",
+    "🙂",
+    "𝔘x",
+    "\u00a0",
+    "\u0301",
+    "\x0c",
+    "\x1c",
+    "\x85",
+    "\x00",
+    "\ufffd",
+    "#",
+    "'",
+    "\u200b",
+    "Z" * 120,
+]
 
 
 @settings(max_examples=150, deadline=None)
@@ -222,9 +317,29 @@ def test_line_counts_stay_exact_when_the_word_caches_overflow(monkeypatch):
 
     monkeypatch.setattr(tokens, "WORD_CACHE_MAX", 8)
     counter = TokenCounter(INFO.tokenizer_file)
-    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu", "xi", "omicron", "pi", "rho"]
+    words = [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "epsilon",
+        "zeta",
+        "eta",
+        "theta",
+        "iota",
+        "kappa",
+        "lambda",
+        "mu",
+        "nu",
+        "xi",
+        "omicron",
+        "pi",
+        "rho",
+    ]
     for k in range(4):  # each batch shares words with the last and brings new ones
-        texts = [" ".join(words[k * 3 : k * 3 + 9]) + "(x_y)\ncafé naïve " + " ".join(f"é{w}" for w in words[k : k + 9])]
+        texts = [
+            " ".join(words[k * 3 : k * 3 + 9]) + "(x_y)\ncafé naïve " + " ".join(f"é{w}" for w in words[k : k + 9])
+        ]
         for text, counts in zip(texts, counter.line_counts_batch(texts), strict=False):
             assert counts == [len(COUNTER._tk.encode(line, add_special_tokens=False).ids) for line in text.split("\n")]
         assert counter.cut("alpha beta gamma delta epsilon zeta eta theta", 3) is not None
@@ -240,8 +355,10 @@ def _tokenizer_ids(texts, limit):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join), min_size=1, max_size=6),
-       st.sampled_from([3, 17, 512]))
+@given(
+    st.lists(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join), min_size=1, max_size=6),
+    st.sampled_from([3, 17, 512]),
+)
 def test_word_ids_equal_the_tokenizer_on_any_text(texts, limit):
     """The static tier's token ids (``WordPieces.ids``: BERT words from a per-word cache for
     printable ASCII, the tokenizer for the rest) are the tokenizer's own, each text cut at
@@ -266,7 +383,25 @@ def test_word_ids_stay_exact_when_their_cache_overflows_and_in_slices(monkeypatc
     monkeypatch.setattr(tokens, "IDS_SLICE", 3)  # a batch read a few texts at a time
     monkeypatch.setattr(tokens, "IDS_SMALL", 0)  # and never handed to the tokenizer for its size
     words = tokens.WordPieces.for_file(COUNTER._tk, INFO.tokenizer_file)
-    vocab = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu", "xi", "omicron", "pi", "rho"]
+    vocab = [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "epsilon",
+        "zeta",
+        "eta",
+        "theta",
+        "iota",
+        "kappa",
+        "lambda",
+        "mu",
+        "nu",
+        "xi",
+        "omicron",
+        "pi",
+        "rho",
+    ]
     for k in range(5):  # each batch shares words with the last and brings new ones
         texts = [" ".join(vocab[k * 3 : k * 3 + 9]) + "(x_y)", "", "naïve " + vocab[k], "[UNK] " + vocab[-k]]
         assert _split_ids(*words.ids(texts, 512)) == _tokenizer_ids(texts, 512)
@@ -274,11 +409,15 @@ def test_word_ids_stay_exact_when_their_cache_overflows_and_in_slices(monkeypatc
 
 
 def test_doc_view_keeps_signature_comments_and_docstrings_only():
-    py = ('@property\ndef detect_indentation(self) -> int:\n    """Auto-detect indentation of code.\n\n'
-          '    Returns:\n        int: Number of spaces.\n    """\n    # the gcd of all indents\n'
-          '    found = {len(m) for m in re.findall(r"^ *", self.plain)}\n    return reduce(gcd, found) or 1\n')
-    assert doc_view(py) == ('def detect_indentation(self) -> int:\n"""Auto-detect indentation of code.\n'
-                            'Returns:\nint: Number of spaces.\n"""\n# the gcd of all indents')
+    py = (
+        '@property\ndef detect_indentation(self) -> int:\n    """Auto-detect indentation of code.\n\n'
+        '    Returns:\n        int: Number of spaces.\n    """\n    # the gcd of all indents\n'
+        '    found = {len(m) for m in re.findall(r"^ *", self.plain)}\n    return reduce(gcd, found) or 1\n'
+    )
+    assert doc_view(py) == (
+        'def detect_indentation(self) -> int:\n"""Auto-detect indentation of code.\n'
+        'Returns:\nint: Number of spaces.\n"""\n# the gcd of all indents'
+    )
     js = "/**\n * Retry an upload.\n */\nasync function retry(file) {\n  // back off first\n  await sleep(1);\n}"
     assert doc_view(js) == "/**\n* Retry an upload.\n*/\nasync function retry(file) {\n// back off first"
     assert doc_view("def add(a, b):\n    return a + b\n") is None  # nothing but code: no second vector
@@ -304,10 +443,12 @@ def test_lua_functions_bound_by_assignment_are_definitions(chunker):
     # mini.nvim defines every function as `MiniJump.jump = function(...)`, lazy.nvim its tasks as
     # functions in a table: the grammar's function_declaration alone left them all unscoped.
     body = "\n".join(f"  local step{i} = target + {i}" for i in range(50))
-    src = (f"local MiniJump = {{}}\n\nMiniJump.jump = function(target)\n{body}\n  return target\nend\n\n"
-           f"local H = {{}}\nlocal helper = function(x)\n{body}\n  return x\nend\n\n"
-           f"M.build = {{\n  skip = function(plugin)\n    return plugin.build == nil\n  end,\n"
-           f"  run = function(self)\n{body}\n  end,\n}}\n\nlocal M = {{}}\nreturn MiniJump\n")
+    src = (
+        f"local MiniJump = {{}}\n\nMiniJump.jump = function(target)\n{body}\n  return target\nend\n\n"
+        f"local H = {{}}\nlocal helper = function(x)\n{body}\n  return x\nend\n\n"
+        f"M.build = {{\n  skip = function(plugin)\n    return plugin.build == nil\n  end,\n"
+        f"  run = function(self)\n{body}\n  end,\n}}\n\nlocal M = {{}}\nreturn MiniJump\n"
+    )
     scopes = {c.scope for c in chunker.chunk("jump.lua", "lua", src)}
     assert "function MiniJump.jump" in scopes and "function helper" in scopes
     assert "table M.build > function run" in scopes
@@ -318,10 +459,12 @@ def test_rust_items_inside_a_macro_call_are_definitions(chunker):
     # tokio wraps whole modules in cfg_rt! { ... }: the grammar sees one token tree there, and
     # tokio::spawn was no definition at all. Lines stay the file's; a macro in an expression is not read.
     body = "\n".join(f"        let step{i} = future_{i}();" for i in range(40))
-    src = ("use crate::task;\n\ncfg_rt! {\n    /// Spawns a new asynchronous task.\n    #[track_caller]\n"
-           f"    pub fn spawn<F>(future: F) -> JoinHandle<F> {{\n{body}\n        task::spawn_inner(future)\n    }}\n\n"
-           "    cfg_unstable! {\n        impl Builder {\n            pub fn name(&self) -> &str { self.name }\n        }\n    }\n}\n\n"
-           "fn main() {\n    tokio::select! {\n        _ = a() => {}\n        _ = b() => {}\n    }\n}\n")
+    src = (
+        "use crate::task;\n\ncfg_rt! {\n    /// Spawns a new asynchronous task.\n    #[track_caller]\n"
+        f"    pub fn spawn<F>(future: F) -> JoinHandle<F> {{\n{body}\n        task::spawn_inner(future)\n    }}\n\n"
+        "    cfg_unstable! {\n        impl Builder {\n            pub fn name(&self) -> &str { self.name }\n        }\n    }\n}\n\n"
+        "fn main() {\n    tokio::select! {\n        _ = a() => {}\n        _ = b() => {}\n    }\n}\n"
+    )
     chunks = chunker.chunk("spawn.rs", "rust", src)
     spawn = [c for c in chunks if c.scope == "fn spawn"]
     assert spawn and spawn[0].start_line == 4 and spawn[0].content.startswith("    /// Spawns")
@@ -329,20 +472,24 @@ def test_rust_items_inside_a_macro_call_are_definitions(chunker):
     assert "impl Builder" in scopes and "fn main" in scopes and "select" not in scopes
     lines = src.split("\n")
     for c in chunks:
-        assert c.content == "\n".join(lines[c.start_line - 1:c.end_line])
+        assert c.content == "\n".join(lines[c.start_line - 1 : c.end_line])
 
 
 def test_definitions_by_typedef_macro_assignment_and_class_field(chunker):
     # C's typedef struct { ... } uv_buf_t; was a nameless "struct", and a function-like macro no
     # definition; JS methods bound by assignment and TS arrow-function fields were unscoped.
     body = "\n".join(f"  int field{i};" for i in range(40))
-    c_src = (f"typedef struct {{\n{body}\n}} uv_buf_t;\n\n#define UV_CHECK(expr) \\\n  do {{ \\\n"
-             "    if (!(expr)) abort(); \\\n  } while (0)\n")
+    c_src = (
+        f"typedef struct {{\n{body}\n}} uv_buf_t;\n\n#define UV_CHECK(expr) \\\n  do {{ \\\n"
+        "    if (!(expr)) abort(); \\\n  } while (0)\n"
+    )
     scopes = " | ".join(c.scope for c in chunker.chunk("uv.h", "c", c_src))
     assert "struct uv_buf_t" in scopes and "macro UV_CHECK" in scopes
     stmts = "\n".join(f"  config.step{i} = merge(config.step{i}, defaults.step{i});" for i in range(40))
-    js = (f"Axios.prototype.request = function request(config) {{\n{stmts}\n}};\n\n"
-          f"module.exports = function dispatchRequest(config) {{\n{stmts}\n}};\n")
+    js = (
+        f"Axios.prototype.request = function request(config) {{\n{stmts}\n}};\n\n"
+        f"module.exports = function dispatchRequest(config) {{\n{stmts}\n}};\n"
+    )
     scopes = {c.scope for c in chunker.chunk("lib/Axios.js", "javascript", js)}
     assert {"function Axios.prototype.request", "function dispatchRequest"} <= scopes
     ts = f"export class Runner {{\n  private run = async (task: Task) => {{\n{stmts}\n  }}\n}}\n"

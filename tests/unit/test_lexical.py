@@ -19,13 +19,72 @@ from codesight_tui.core.store.store import BM25_WEIGHTS
 from codesight_tui.core.text import fts_query, query_terms
 
 QUERIES = [
-    "parse the query string", "retry a failed operation", "hash a password with a salt", "search",
-    "Running runs ran", "CAFÉ naïve résumé", "the of and", "zzqqxxnonexistentword", "SearchResult",
-    "static tier vectors coverage", "lock writer index busy", "json", "socket permission peer",
-    "def search(self, query", "keep_resident", "self.store.keep_resident()", "a_b a b",
+    "parse the query string",
+    "retry a failed operation",
+    "hash a password with a salt",
+    "search",
+    "Running runs ran",
+    "CAFÉ naïve résumé",
+    "the of and",
+    "zzqqxxnonexistentword",
+    "SearchResult",
+    "static tier vectors coverage",
+    "lock writer index busy",
+    "json",
+    "socket permission peer",
+    "def search(self, query",
+    "keep_resident",
+    "self.store.keep_resident()",
+    "a_b a b",
 ]
 
-WORDS = ["index", "search", "query", "vector", "static", "model", "chunk", "path", "lock", "store", "socket", "file", "line", "token", "score", "rank", "write", "read", "build", "error", "notice", "status", "watch", "repository", "cache", "embed", "parse", "ranking", "fusion", "depth", "ids", "rows", "terms", "the", "a", "of", "to", "in", "for", "with", "keep_resident", "fts_query", "get_meta", "search_many", "static_index"]
+WORDS = [
+    "index",
+    "search",
+    "query",
+    "vector",
+    "static",
+    "model",
+    "chunk",
+    "path",
+    "lock",
+    "store",
+    "socket",
+    "file",
+    "line",
+    "token",
+    "score",
+    "rank",
+    "write",
+    "read",
+    "build",
+    "error",
+    "notice",
+    "status",
+    "watch",
+    "repository",
+    "cache",
+    "embed",
+    "parse",
+    "ranking",
+    "fusion",
+    "depth",
+    "ids",
+    "rows",
+    "terms",
+    "the",
+    "a",
+    "of",
+    "to",
+    "in",
+    "for",
+    "with",
+    "keep_resident",
+    "fts_query",
+    "get_meta",
+    "search_many",
+    "static_index",
+]
 
 
 @pytest.fixture(scope="module")
@@ -46,13 +105,21 @@ def fts5_scores(cs: CodeSight, query: str) -> dict[int, float]:
     match = fts_query(query)
     if match is None:
         return {}
-    return dict(cs.store.conn.execute(
-        f"SELECT rowid, -bm25(chunks_fts, {w}) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)).fetchall())
+    return dict(
+        cs.store.conn.execute(
+            f"SELECT rowid, -bm25(chunks_fts, {w}) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)
+        ).fetchall()
+    )
 
 
 def resident(cs: CodeSight) -> ResidentBM25:
-    r = ResidentBM25(cs.store.db_path, "chunks_fts", ["path", "scope", "content", "terms"], BM25_WEIGHTS,
-                     "porter unicode61 remove_diacritics 2")
+    r = ResidentBM25(
+        cs.store.db_path,
+        "chunks_fts",
+        ["path", "scope", "content", "terms"],
+        BM25_WEIGHTS,
+        "porter unicode61 remove_diacritics 2",
+    )
     r.build()
     assert r.postings is not None
     return r
@@ -78,8 +145,10 @@ def _differ_only_in_ties(found: list[int], expected: list[int], scores: dict[int
     if key != [round(scores[i], 9) for i in expected]:
         return False
     cut = key[-1] if key else 0.0
-    return all({i for i in found if round(scores[i], 9) == v} == {i for i in expected if round(scores[i], 9) == v}
-               for v in set(key) - {cut})
+    return all(
+        {i for i in found if round(scores[i], 9) == v} == {i for i in expected if round(scores[i], 9) == v}
+        for v in set(key) - {cut}
+    )
 
 
 def test_varints_read_sqlite_big_endian_groups():
@@ -115,8 +184,18 @@ def test_any_mix_of_words_ranks_as_fts5(engine, words):
     assert_same_ranking(engine, _shared(engine), " ".join(words))
 
 
-@pytest.mark.parametrize("query", ["get_or_create", "keep_resident bm25", "fts_query query_terms",
-                                   "static_model off", "path_match glob", "x_y_z_nowhere", "resident_bm25 True"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "get_or_create",
+        "keep_resident bm25",
+        "fts_query query_terms",
+        "static_model off",
+        "path_match glob",
+        "x_y_z_nowhere",
+        "resident_bm25 True",
+    ],
+)
 def test_a_phrase_ranks_as_fts5s(engine, query):
     # get_or_create: FTS5 reads the quoted term as the phrase "get or create", matched by positions
     assert any(len(t) > 1 for t in _shared(engine).tokens(query_terms(query)[:64]))
@@ -146,7 +225,8 @@ def test_a_copy_older_than_the_index_is_not_used_and_is_read_again(tmp_path):
     r.wait(30)
     assert r.builds == 2
     assert r.search(cs.store.conn, ["zebracorn"], 10) == [
-        i for i, in cs.store.conn.execute("SELECT id FROM chunks WHERE path = 'b.py'")]
+        i for (i,) in cs.store.conn.execute("SELECT id FROM chunks WHERE path = 'b.py'")
+    ]
     cs.close()
 
 
@@ -159,14 +239,21 @@ def test_the_engine_answers_the_same_with_bm25_from_memory(engine, tmp_path):
     for q, hits in before.items():
         assert [(h.path, h.start_line) for h in twin.search(q, mode="bm25")] == hits, q
     # filters stay with FTS5, and agree
-    assert ([h.path for h in twin.search("search", mode="bm25", glob="core/*")]
-            == [h.path for h in engine.search("search", mode="bm25", glob="core/*")])
+    assert [h.path for h in twin.search("search", mode="bm25", glob="core/*")] == [
+        h.path for h in engine.search("search", mode="bm25", glob="core/*")
+    ]
     twin.close()
 
 
 def test_an_index_over_the_limit_stays_with_fts5(engine):
-    r = ResidentBM25(engine.store.db_path, "chunks_fts", ["path", "scope", "content", "terms"], BM25_WEIGHTS,
-                     "porter unicode61 remove_diacritics 2", max_rows=10)
+    r = ResidentBM25(
+        engine.store.db_path,
+        "chunks_fts",
+        ["path", "scope", "content", "terms"],
+        BM25_WEIGHTS,
+        "porter unicode61 remove_diacritics 2",
+        max_rows=10,
+    )
     r.build()
     assert r.postings is None
     assert r.search(engine.store.conn, ["search"], 10) is None  # and no second read at the same key
@@ -174,8 +261,13 @@ def test_an_index_over_the_limit_stays_with_fts5(engine):
 
 
 def test_a_copy_that_cannot_be_read_is_not_tried_at_every_query(tmp_path):
-    r = ResidentBM25(tmp_path / "missing" / "index.db", "chunks_fts", ["path", "scope", "content", "terms"],
-                     BM25_WEIGHTS, "porter unicode61 remove_diacritics 2")
+    r = ResidentBM25(
+        tmp_path / "missing" / "index.db",
+        "chunks_fts",
+        ["path", "scope", "content", "terms"],
+        BM25_WEIGHTS,
+        "porter unicode61 remove_diacritics 2",
+    )
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE TABLE chunks_fts_data (id INTEGER PRIMARY KEY, block BLOB)")
     conn.execute("INSERT INTO chunks_fts_data VALUES (10, x'0102')")

@@ -24,7 +24,7 @@ def retry_policy_from_env(env):
     return RetryPolicy(int(env.get("RETRIES", 3)))
 '''
 
-TESTS = '''from uploads.retry import RetryPolicy
+TESTS = """from uploads.retry import RetryPolicy
 
 
 def test_retry_policy_default_attempts():
@@ -33,27 +33,43 @@ def test_retry_policy_default_attempts():
 
 def test_retry_policy_delays():
     assert RetryPolicy(2, 2.0).delays() == [1.0, 2.0]  # RetryPolicy retry policy delays
-'''
+"""
 
 DOCS = "# Retrying\n\nThe RetryPolicy class decides how often a failed upload is retried. RetryPolicy!\n"
 
-LONG = "def build_report(rows):\n" + "".join(
-    f"    total_{i} = sum(r.amount_{i} for r in rows)  # report total column {i} of the quarterly ledger\n"
-    for i in range(120)) + "    return locals()\n"
+LONG = (
+    "def build_report(rows):\n"
+    + "".join(
+        f"    total_{i} = sum(r.amount_{i} for r in rows)  # report total column {i} of the quarterly ledger\n"
+        for i in range(120)
+    )
+    + "    return locals()\n"
+)
 
 
-JS = "export class UploadClient {\n  constructor(url) {\n" + "".join(
-    f"    this.option{i} = url + '/endpoint/{i}';  // configure the upload endpoint number {i}\n" for i in range(30)
-) + "  }\n\n  retryUpload(file) {\n" + "".join(
-    f"    const attempt{i} = send(file, {i});  // try sending the file again, attempt {i}\n" for i in range(30)
-) + "  }\n}\n"
+JS = (
+    "export class UploadClient {\n  constructor(url) {\n"
+    + "".join(
+        f"    this.option{i} = url + '/endpoint/{i}';  // configure the upload endpoint number {i}\n" for i in range(30)
+    )
+    + "  }\n\n  retryUpload(file) {\n"
+    + "".join(
+        f"    const attempt{i} = send(file, {i});  // try sending the file again, attempt {i}\n" for i in range(30)
+    )
+    + "  }\n}\n"
+)
 
 
 @pytest.fixture
 def repo2(tmp_path):
     root = tmp_path / "r"
-    for rel, text in {"uploads/retry.py": RETRY, "tests/test_retry.py": TESTS, "docs/retrying.md": DOCS,
-                      "uploads/report.py": LONG, "web/client.js": JS}.items():
+    for rel, text in {
+        "uploads/retry.py": RETRY,
+        "tests/test_retry.py": TESTS,
+        "docs/retrying.md": DOCS,
+        "uploads/report.py": LONG,
+        "web/client.js": JS,
+    }.items():
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
@@ -164,6 +180,7 @@ def test_declarations_rank_below_their_implementation_unless_named(tmp_path, set
 
 # --- step 6: feedback from the top hit --------------------------------------------------------
 
+
 def _unit(*xs):
     import numpy as np
 
@@ -187,8 +204,12 @@ def test_feedback_ranking_moves_the_query_toward_the_top_hit():
 def test_feedback_lifts_a_lexical_hit_like_the_top_hit(cs):
     from codesight_tui.core.search.ranking import rerank
 
-    ids = [i for (i,) in cs.store.conn.execute(
-        "SELECT id FROM chunks WHERE path IN ('uploads/retry.py', 'uploads/report.py', 'web/client.js') ORDER BY id")]
+    ids = [
+        i
+        for (i,) in cs.store.conn.execute(
+            "SELECT id FROM chunks WHERE path IN ('uploads/retry.py', 'uploads/report.py', 'web/client.js') ORDER BY id"
+        )
+    ]
     a, b, c, d, e = ids[:5]
     rankings = {"bm25": [a, b, c], "vector": [a, d, e]}
     vecs = {a: _unit((1, 1)), b: _unit((2, 1)), c: _unit((1, 1), (3, 0.1)), d: _unit((0, 1)), e: _unit((4, 1))}
@@ -223,6 +244,7 @@ def test_search_reads_feedback_vectors_from_the_cache(cs, monkeypatch):
 
 # --- the lexical stack, saturation, coverage, data files --------------------------------------
 
+
 def _lexical(tmp_path, settings, files: dict[str, str]) -> CodeSight:
     """A repository of ``files`` with its lexical index (no vectors)."""
     root = tmp_path / "r"
@@ -250,10 +272,15 @@ def test_qualified_names_in_other_spellings():
 
 
 def test_the_file_named_after_a_symbol_comes_first(tmp_path, settings):
-    c = _lexical(tmp_path, settings, {
-        "src/client/Request.php": "<?php\nclass Request extends Message\n{\n    public $uri;\n}\n",
-        "src/client/Pending.php": "<?php\nclass Pending\n{\n    // Request Request Request\n}\n"
-                                  "class Request\n{\n    public $body;\n}\n"})
+    c = _lexical(
+        tmp_path,
+        settings,
+        {
+            "src/client/Request.php": "<?php\nclass Request extends Message\n{\n    public $uri;\n}\n",
+            "src/client/Pending.php": "<?php\nclass Pending\n{\n    // Request Request Request\n}\n"
+            "class Request\n{\n    public $body;\n}\n",
+        },
+    )
     hits = c.search("Request", top_k=5, mode="bm25")
     assert hits[0].path == "src/client/Request.php" and hits[0].definition
 
@@ -261,19 +288,26 @@ def test_the_file_named_after_a_symbol_comes_first(tmp_path, settings):
 def test_the_file_named_after_a_symbol_beats_its_partial_classes(tmp_path, settings):
     # C# spreads one class over SqlMapper.cs, SqlMapper.Async.cs, ...: the file named SqlMapper is it.
     part = "namespace Dapper\n{{\n    public static partial class SqlMapper\n    {{\n        // SqlMapper {0}\n    }}\n}}\n"
-    c = _lexical(tmp_path, settings, {
-        "Dapper/SqlMapper.Async.cs": part.format("async SqlMapper queries, SqlMapper SqlMapper"),
-        "Dapper/SqlMapper.GridReader.cs": part.format("grid reader of SqlMapper SqlMapper"),
-        "Dapper/SqlMapper.cs": part.format("") + "\n" * 40 + "// the core of it\n"})
+    c = _lexical(
+        tmp_path,
+        settings,
+        {
+            "Dapper/SqlMapper.Async.cs": part.format("async SqlMapper queries, SqlMapper SqlMapper"),
+            "Dapper/SqlMapper.GridReader.cs": part.format("grid reader of SqlMapper SqlMapper"),
+            "Dapper/SqlMapper.cs": part.format("") + "\n" * 40 + "// the core of it\n",
+        },
+    )
     assert c.search("SqlMapper", top_k=5, mode="bm25")[0].path == "Dapper/SqlMapper.cs"
 
 
 def test_the_named_file_survives_many_extensions(tmp_path, settings):
     # Swift extends a type in files of its own, each defining "Request" on its first lines; the type
     # itself sits lower in Request.swift. It must not be cut from the few definitions kept.
-    files = {f"Sources/Request+Part{i}.swift": f"extension Request {{\n    var part{i}: Int {{ {i} }}\n}}\n"
-             for i in range(12)}
-    body = "".join(f"    var field{i}: String = \"value of header {i} in the outgoing message\"\n" for i in range(40))
+    files = {
+        f"Sources/Request+Part{i}.swift": f"extension Request {{\n    var part{i}: Int {{ {i} }}\n}}\n"
+        for i in range(12)
+    }
+    body = "".join(f'    var field{i}: String = "value of header {i} in the outgoing message"\n' for i in range(40))
     files["Sources/Request.swift"] = "import Foundation\n" + "\n" * 60 + "final class Request {\n" + body + "}\n"
     c = _lexical(tmp_path, settings, files)
     assert c.search("Request", top_k=5, mode="bm25")[0].path == "Sources/Request.swift"
@@ -284,12 +318,16 @@ def test_a_short_query_naming_a_file_lifts_it(tmp_path, settings, monkeypatch):
 
     # Dispatcher.php says "event" and "listener" less often than the helpers around it, but a short
     # query naming it ("dispatching" meets "Dispatcher" by its stem) is about it.
-    helper = ("<?php\nclass {0}\n{{\n    // event listener: register the event listener, the event listener"
-              " registration, event event listener\n    public function handle($event) {{ return $event; }}\n}}\n")
+    helper = (
+        "<?php\nclass {0}\n{{\n    // event listener: register the event listener, the event listener"
+        " registration, event event listener\n    public function handle($event) {{ return $event; }}\n}}\n"
+    )
     files = {f"src/Events/{n}.php": helper.format(n) for n in ("QueuedClosure", "NullQueue", "CallQueuedListener")}
     body = "".join(f"        $this->wildcards[{i}] = $this->container->make($name, $payload);\n" for i in range(20))
-    files["src/Events/Dispatcher.php"] = ("<?php\nclass Dispatcher\n{\n    // Register an event listener.\n"
-                                          "    public function listen($event, $listener)\n    {\n" + body + "    }\n}\n")
+    files["src/Events/Dispatcher.php"] = (
+        "<?php\nclass Dispatcher\n{\n    // Register an event listener.\n"
+        "    public function listen($event, $listener)\n    {\n" + body + "    }\n}\n"
+    )
     c = _lexical(tmp_path, settings, files)
     short = "event dispatching and listener registration"
     long = "where does the code register an event listener for each event and keep the dispatching order stable"
@@ -308,9 +346,15 @@ def test_a_short_query_naming_a_file_lifts_it(tmp_path, settings, monkeypatch):
     assert {"php", "python", "pdf"} <= ranking.NAMED_LANGUAGES and "json" not in ranking.NAMED_LANGUAGES
     said = {ranking._stem(w) for w in ("bean", "deserialization", "parses", "reading", "json", "sql", "mapper")}
     assert ranking._names_file("deser/BeanDeserializer.java", said)
-    assert ranking._names_file("io/circe/Parser.scala", said) and ranking._names_file("ObjectReader.java", said | {"object"})
-    assert ranking._names_file("Dapper/SqlMapper.cs", said) and not ranking._names_file("Dapper/SqlMapper.Async.cs", said)
-    assert ranking._stem("validation") == ranking._stem("validator") and ranking._stem("routing") == ranking._stem("route")
+    assert ranking._names_file("io/circe/Parser.scala", said) and ranking._names_file(
+        "ObjectReader.java", said | {"object"}
+    )
+    assert ranking._names_file("Dapper/SqlMapper.cs", said) and not ranking._names_file(
+        "Dapper/SqlMapper.Async.cs", said
+    )
+    assert ranking._stem("validation") == ranking._stem("validator") and ranking._stem("routing") == ranking._stem(
+        "route"
+    )
 
 
 def test_saturation_lets_the_next_file_up_for_short_queries():
@@ -321,13 +365,24 @@ def test_saturation_lets_the_next_file_up_for_short_queries():
             self.path, self.scope, self.start_line, self.end_line = path, scope, start, end
 
     # 1, 2 and 5 are three definitions in a.py; 3 continues 1 (the next window of the same definition)
-    rows = {1: Row("a.py", "def f", 1, 10), 2: Row("a.py", "def g", 20, 30), 3: Row("a.py", "def f", 11, 15),
-            4: Row("b.py", "def h", 1, 9), 5: Row("a.py", "def k", 40, 50)}
+    rows = {
+        1: Row("a.py", "def f", 1, 10),
+        2: Row("a.py", "def g", 20, 30),
+        3: Row("a.py", "def f", 11, 15),
+        4: Row("b.py", "def h", 1, 9),
+        5: Row("a.py", "def k", 40, 50),
+    }
     scored = [(1.0, 1), (0.9, 2), (0.8, 3), (0.6, 4), (0.55, 5)]
     assert [cid for _, cid in ranking._saturate(scored, rows)] == [1, 3, 4, 2, 5]
     assert len(ranking.analyze("session management").words) <= ranking.TOPIC_MAX_WORDS
-    assert len(ranking.analyze("How does the auto-updating live display redraw itself on a timer, and what "
-                               "decides its refresh rate").words) > ranking.TOPIC_MAX_WORDS
+    assert (
+        len(
+            ranking.analyze(
+                "How does the auto-updating live display redraw itself on a timer, and what decides its refresh rate"
+            ).words
+        )
+        > ranking.TOPIC_MAX_WORDS
+    )
 
 
 def test_partial_vectors_count_by_coverage(cs):
@@ -355,16 +410,26 @@ def test_translation_catalogs_are_data():
     assert classify("Routing/Console/stubs/controller.plain.stub") == DOCS
     assert classify("generators/rails/app/templates/Gemfile.tt") == DOCS
     # embedded last: after docs and tests
-    assert (_priority("conf/locale/de/django.po", 0, "text") > _priority("docs/index.md", 0, "markdown")
-            > _priority("src/a.py", 0, "python"))
+    assert (
+        _priority("conf/locale/de/django.po", 0, "text")
+        > _priority("docs/index.md", 0, "markdown")
+        > _priority("src/a.py", 0, "python")
+    )
 
 
 def test_configuration_and_data_formats_are_not_code():
     from codesight_tui.core.index.indexer import _priority
     from codesight_tui.core.ingest.paths import CONFIG, SOURCE, classify
 
-    for path in ("src/commands/setrange.json", ".github/workflows/test.yml", "pyproject.toml", "setup.cfg",
-                 "pom.xml", "src/commands.def", "BUILD.bazel"):
+    for path in (
+        "src/commands/setrange.json",
+        ".github/workflows/test.yml",
+        "pyproject.toml",
+        "setup.cfg",
+        "pom.xml",
+        "src/commands.def",
+        "BUILD.bazel",
+    ):
         assert classify(path) == CONFIG, path
     # a script without an extension is code by its shebang line (the language the index detected)
     assert classify("libexec/bats", "shell") == SOURCE and classify("libexec/bats") == CONFIG
@@ -372,36 +437,62 @@ def test_configuration_and_data_formats_are_not_code():
 
 
 def test_configuration_ranks_below_the_code_it_describes_unless_asked_for(tmp_path, settings):
-    c = _lexical(tmp_path, settings, {
-        "src/t_string.c": "void setrangeCommand(client *c) {\n    sds value = c->argv[3]->ptr;\n"
-                          "    o = dbUnshareStringValue(c->db, c->argv[1], o);\n"
-                          "    memcpy((char*)o->ptr + offset, value, sdslen(value));\n}\n",
-        "src/commands/setrange.json": '{\n  "SETRANGE": {\n    "summary": "Overwrites a part of a string value '
-                                      'with another by an offset. Creates the key if it doesn\'t exist.",\n'
-                                      '    "group": "string",\n    "arguments": ["key", "offset", "value"]\n  }\n}\n'})
+    c = _lexical(
+        tmp_path,
+        settings,
+        {
+            "src/t_string.c": "void setrangeCommand(client *c) {\n    sds value = c->argv[3]->ptr;\n"
+            "    o = dbUnshareStringValue(c->db, c->argv[1], o);\n"
+            "    memcpy((char*)o->ptr + offset, value, sdslen(value));\n}\n",
+            "src/commands/setrange.json": '{\n  "SETRANGE": {\n    "summary": "Overwrites a part of a string value '
+            "with another by an offset. Creates the key if it doesn't exist.\",\n"
+            '    "group": "string",\n    "arguments": ["key", "offset", "value"]\n  }\n}\n',
+        },
+    )
     query = "how SETRANGE overwrites part of a string value"
     assert c.search(query, top_k=2, mode="bm25")[0].path == "src/t_string.c"
     assert c.search(query + " json", top_k=2, mode="bm25")[0].path == "src/commands/setrange.json"
 
 
 def test_catalog_hits_rank_below_code_unless_asked_for(tmp_path, settings):
-    c = _lexical(tmp_path, settings, {
-        "middleware/csrf.py": "def check_token(request):\n    # the csrf token is checked here\n"
-                              "    return request.token == request.cookie\n",
-        "locale/de/django.po": "".join(f'msgid "csrf token check failed {i}"\nmsgstr "CSRF-Token {i}"\n\n'
-                                       for i in range(40))})
+    c = _lexical(
+        tmp_path,
+        settings,
+        {
+            "middleware/csrf.py": "def check_token(request):\n    # the csrf token is checked here\n"
+            "    return request.token == request.cookie\n",
+            "locale/de/django.po": "".join(
+                f'msgid "csrf token check failed {i}"\nmsgstr "CSRF-Token {i}"\n\n' for i in range(40)
+            ),
+        },
+    )
     assert c.search("where is the csrf token checked", top_k=3, mode="bm25")[0].path == "middleware/csrf.py"
     assert any(h.path.endswith(".po") for h in c.search("csrf token translation", top_k=3, mode="bm25"))
 
 
-@pytest.mark.parametrize("files, ident, where", [
-    # a qualified definition (Elixir's defmodule Phoenix.Router) also defines its last part
-    ({"lib/router.ex": "defmodule Phoenix.Router do\n  def match(conn), do: conn\nend\n",
-      "lib/helpers.ex": "defmodule Phoenix.Router.Helpers do\n  def url(x), do: x\nend\n"}, "Router", "lib/router.ex"),
-    # a qualifier may name the module file (Zig, Python, Rust): std.testing.expect is in std/testing.zig
-    ({"std/testing.zig": "pub fn expect(ok: bool) !void {\n    if (!ok) return error.Fail;\n}\n",
-      "std/debug.zig": "pub fn expect(ok: bool) void {\n    _ = ok;\n}\n"}, "std.testing.expect", "std/testing.zig"),
-])
+@pytest.mark.parametrize(
+    "files, ident, where",
+    [
+        # a qualified definition (Elixir's defmodule Phoenix.Router) also defines its last part
+        (
+            {
+                "lib/router.ex": "defmodule Phoenix.Router do\n  def match(conn), do: conn\nend\n",
+                "lib/helpers.ex": "defmodule Phoenix.Router.Helpers do\n  def url(x), do: x\nend\n",
+            },
+            "Router",
+            "lib/router.ex",
+        ),
+        # a qualifier may name the module file (Zig, Python, Rust): std.testing.expect is in std/testing.zig
+        (
+            {
+                "std/testing.zig": "pub fn expect(ok: bool) !void {\n    if (!ok) return error.Fail;\n}\n",
+                "std/debug.zig": "pub fn expect(ok: bool) void {\n    _ = ok;\n}\n",
+            },
+            "std.testing.expect",
+            "std/testing.zig",
+        ),
+    ],
+)
 def test_qualified_names_find_their_definition(tmp_path, settings, files, ident, where):
     c = _lexical(tmp_path, settings, files)
     (row,) = c.store.get_chunks(definitions(c.store, ident)).values()
@@ -415,12 +506,17 @@ def test_a_file_that_matches_in_several_places_outranks_one_lucky_chunk(tmp_path
     file whose several chunks match, not by the one chunk elsewhere that matches a little better."""
     from codesight_tui.core.search import ranking
 
-    (tmp_path / "alpha.py").write_text("".join(
-        f"def session_step_{i}(store):\n    \"\"\"Expire the session token after idle {i}.\"\"\"\n"
-        + "".join(f"    value_{j} = store.lookup({j}) + compute_{j}(value_{j})\n" for j in range(40))
-        + f"    return store.expire(session_token_{i})\n\n\n" for i in range(3)))
+    (tmp_path / "alpha.py").write_text(
+        "".join(
+            f'def session_step_{i}(store):\n    """Expire the session token after idle {i}."""\n'
+            + "".join(f"    value_{j} = store.lookup({j}) + compute_{j}(value_{j})\n" for j in range(40))
+            + f"    return store.expire(session_token_{i})\n\n\n"
+            for i in range(3)
+        )
+    )
     (tmp_path / "beta.py").write_text(
-        "def expire_note():\n    \"\"\"Session token idle expire: session token expire idle.\"\"\"\n    return None\n")
+        'def expire_note():\n    """Session token idle expire: session token expire idle."""\n    return None\n'
+    )
     for i in range(6):  # enough other files that the words are not everywhere
         (tmp_path / f"other_{i}.py").write_text(f"def unrelated_{i}(x):\n    return x * {i}\n")
     cs = CodeSight(tmp_path, settings=settings)
@@ -468,9 +564,14 @@ def test_a_symbol_opens_at_its_declaration_below_a_long_doc_comment(tmp_path, se
     doc = "".join(f" * The mapper reads and writes values, note {i} of many.\n" for i in range(50))
     sample = " *<pre>\n   final Mapper mapper = new Mapper();\n   mapper.read(json);\n *</pre>\n"
     body = "".join(f"    private int field{i} = {i};\n" for i in range(30))
-    c = _lexical(tmp_path, settings, {
-        "src/Mapper.java": "package demo;\n\nimport java.io.*;\n\n/**\n" + doc + sample + " */\n"
-                           "public class Mapper\n{\n" + body + "}\n"})
+    c = _lexical(
+        tmp_path,
+        settings,
+        {
+            "src/Mapper.java": "package demo;\n\nimport java.io.*;\n\n/**\n" + doc + sample + " */\n"
+            "public class Mapper\n{\n" + body + "}\n"
+        },
+    )
     declared = 5 + 1 + 50 + 4 + 1
     hit = c.search("Mapper", top_k=3, mode="bm25")[0]
     assert hit.definition and hit.start_line <= declared <= hit.end_line
@@ -482,17 +583,37 @@ def test_code_named_like_a_projects_notes_is_source(tmp_path, settings):
     # penalty buried Ecto's Changeset module under a file that merely uses it.
     from codesight_tui.core.ingest.paths import DOCS, SOURCE, classify
 
-    for notes in ("LICENSE", "LICENSE-MIT", "COPYING.LESSER", "README", "README.zoneinfo", "Changes", "HISTORY.rst",
-                  "AUTHORS", "pkg/CHANGELOG"):
+    for notes in (
+        "LICENSE",
+        "LICENSE-MIT",
+        "COPYING.LESSER",
+        "README",
+        "README.zoneinfo",
+        "Changes",
+        "HISTORY.rst",
+        "AUTHORS",
+        "pkg/CHANGELOG",
+    ):
         assert classify(notes) == DOCS, notes
-    for code in ("lib/ecto/changeset.ex", "lua/history.lua", "plugins/history.plugin.bash", "license_check.go",
-                 "src/notices.py", "authors_controller.rb"):
+    for code in (
+        "lib/ecto/changeset.ex",
+        "lua/history.lua",
+        "plugins/history.plugin.bash",
+        "license_check.go",
+        "src/notices.py",
+        "authors_controller.rb",
+    ):
         assert classify(code) == SOURCE, code
-    c = _lexical(tmp_path, settings, {
-        "lib/ecto/changeset.ex": "defmodule Ecto.Changeset do\n  @moduledoc \"Changesets filter and cast data.\"\n"
-                                 "  def cast(data, params), do: {data, params}\nend\n",
-        "lib/ecto/changeset/relation.ex": "defmodule Ecto.Changeset.Relation do\n  # Changeset Changeset Changeset\n"
-                                          "  def change(changeset), do: changeset\nend\n"})
+    c = _lexical(
+        tmp_path,
+        settings,
+        {
+            "lib/ecto/changeset.ex": 'defmodule Ecto.Changeset do\n  @moduledoc "Changesets filter and cast data."\n'
+            "  def cast(data, params), do: {data, params}\nend\n",
+            "lib/ecto/changeset/relation.ex": "defmodule Ecto.Changeset.Relation do\n  # Changeset Changeset Changeset\n"
+            "  def change(changeset), do: changeset\nend\n",
+        },
+    )
     assert c.search("Changeset", top_k=3, mode="bm25")[0].path == "lib/ecto/changeset.ex"
 
 
@@ -501,24 +622,36 @@ def test_a_cpp_header_is_parsed_as_cpp(tmp_path, settings):
     # `template <typename Context> class basic_format_args { ... }` as no definition at all.
     from codesight_tui.core.languages import detect_language
 
-    c_header = ('#ifndef UV_H\n#define UV_H\n#ifdef __cplusplus\nextern "C" {\n#endif\n'
-                "struct uv_loop_s { int active; };\nint uv_run(struct uv_loop_s *loop);\n#endif\n")
+    c_header = (
+        '#ifndef UV_H\n#define UV_H\n#ifdef __cplusplus\nextern "C" {\n#endif\n'
+        "struct uv_loop_s { int active; };\nint uv_run(struct uv_loop_s *loop);\n#endif\n"
+    )
     assert detect_language("include/uv.h", b"", c_header) == "c"
-    for cpp in ("template <typename T> class Box;\n", "namespace absl {\n}\n", "#include <vector>\n",
-                "class Foo : public Bar {\n", "  std::string name;\n"):
+    for cpp in (
+        "template <typename T> class Box;\n",
+        "namespace absl {\n}\n",
+        "#include <vector>\n",
+        "class Foo : public Bar {\n",
+        "  std::string name;\n",
+    ):
         assert detect_language("x.h", b"", "// header\n" + cpp) == "cpp", cpp
     members = "".join(f"  auto get{i}(int id) const -> int {{ return values_[id] + {i}; }}\n" for i in range(40))
-    c = _lexical(tmp_path, settings, {
-        "include/fmt/base.h": "#pragma once\n#include <string>\n\ntemplate <typename Context> class basic_format_args {\n"
-                              " private:\n  int values_[8];\n public:\n" + members + "};\n",
-        "include/fmt/args.h": "#include \"base.h\"\n\ntemplate <typename Context> class dynamic_store {\n"
-                              "  // converts to basic_format_args, basic_format_args of the basic_format_args\n"
-                              "  operator basic_format_args<Context>() const { return {}; }\n};\n"})
+    c = _lexical(
+        tmp_path,
+        settings,
+        {
+            "include/fmt/base.h": "#pragma once\n#include <string>\n\ntemplate <typename Context> class basic_format_args {\n"
+            " private:\n  int values_[8];\n public:\n" + members + "};\n",
+            "include/fmt/args.h": '#include "base.h"\n\ntemplate <typename Context> class dynamic_store {\n'
+            "  // converts to basic_format_args, basic_format_args of the basic_format_args\n"
+            "  operator basic_format_args<Context>() const { return {}; }\n};\n",
+        },
+    )
     hit = c.search("basic_format_args", top_k=3, mode="bm25")[0]
     assert hit.path == "include/fmt/base.h" and hit.definition and hit.scope.startswith("class basic_format_args")
 
 
-C_HEADER = '''/* The keyspace: every key of a database and the value it holds. */
+C_HEADER = """/* The keyspace: every key of a database and the value it holds. */
 typedef struct keyspace {
     dict *keys;     /* the keys and their values */
     dict *expires;  /* keys with an expire time */
@@ -527,19 +660,19 @@ typedef struct keyspace {
 /* Look up a key in the keyspace; NULL if it does not exist. */
 robj *lookupKey(keyspace *ks, robj *key);
 void keyspaceAdd(keyspace *ks, robj *key, robj *value);
-'''
+"""
 
-C_INLINE = '''static inline int dictIsEmpty(const dict *d) {
+C_INLINE = """static inline int dictIsEmpty(const dict *d) {
     return d->used == 0;
 }
-'''
+"""
 
-C_SOURCE = '''robj *lookupKey(keyspace *ks, robj *key) {
+C_SOURCE = """robj *lookupKey(keyspace *ks, robj *key) {
     dictEntry *de = dictFind(ks->keys, key->ptr);
     if (de == NULL) return NULL;
     return dictGetVal(de);
 }
-'''
+"""
 
 
 def test_a_c_header_ranks_as_declarations_below_its_implementation(tmp_path, settings):
@@ -551,8 +684,10 @@ def test_a_c_header_ranks_as_declarations_below_its_implementation(tmp_path, set
     from codesight_tui.core.ingest.paths import DECLARATIONS, SOURCE
     from codesight_tui.core.search.ranking import _kind
 
-    kinds = {r.path: _kind(r) for r in c.store.get_chunks(
-        [i for (i,) in c.store.conn.execute("SELECT id FROM chunks")]).values()}
+    kinds = {
+        r.path: _kind(r)
+        for r in c.store.get_chunks([i for (i,) in c.store.conn.execute("SELECT id FROM chunks")]).values()
+    }
     # a function defined in a header (static inline) is an implementation
     assert kinds == {"src/db.h": DECLARATIONS, "src/db.c": SOURCE, "src/dict.h": SOURCE}
     from codesight_tui.core.index.indexer import _priority

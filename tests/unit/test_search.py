@@ -55,8 +55,32 @@ def test_filters_by_glob_and_language(cs):
     assert cs.search("config", glob="nothing/here/") == []
 
 
-ODD = ['"', '""', "'", "*", "-", "--", ":", "NEAR", "AND", "OR NOT", "(", ")", "a AND (b OR", "col:val",
-       "NEAR(a b, 2)", "^start", "ünïcödé 検索", "🙂", "\x00", "\\", "{}[]", "   ", "", "SELECT * FROM chunks;--"]
+ODD = [
+    '"',
+    '""',
+    "'",
+    "*",
+    "-",
+    "--",
+    ":",
+    "NEAR",
+    "AND",
+    "OR NOT",
+    "(",
+    ")",
+    "a AND (b OR",
+    "col:val",
+    "NEAR(a b, 2)",
+    "^start",
+    "ünïcödé 検索",
+    "🙂",
+    "\x00",
+    "\\",
+    "{}[]",
+    "   ",
+    "",
+    "SELECT * FROM chunks;--",
+]
 
 
 @pytest.mark.parametrize("query", ODD)
@@ -86,7 +110,6 @@ def test_search_works_before_vectors_exist(repo, settings, hash_embedder):
     assert hits and hits[0].path == "src/geo.py" and hits[0].vector_rank is None
 
 
-
 def test_each_hit_says_which_line_to_open(tmp_path, settings):
     # Issue 20, item 1: a definition opens at its own line, under decorators and comments; any
     # other hit at its first line holding a query word.
@@ -97,13 +120,16 @@ def test_each_hit_says_which_line_to_open(tmp_path, settings):
     (root / "widgets.py").write_text(
         "import functools\n\n\n# Frobnicate every widget in the tray.\n# Slow on big trays.\n"
         "@functools.lru_cache\n@other.decorator(frobnicate_the_widgets=1)\ndef frobnicate_the_widgets(tray):\n"
-        "    count = 0\n    for w in tray:\n        count += w.spin()\n    return count\n")
+        "    count = 0\n    for w in tray:\n        count += w.spin()\n    return count\n"
+    )
     c = CodeSight(root, settings=settings)
     c.index(embed=False)
     (hit,) = c.search("frobnicate_the_widgets", mode="bm25", top_k=1)
     assert hit.definition and hit.start_line < 8 and hit.line == 8
     (hit,) = c.search("spin the widgets in a tray", mode="bm25", top_k=1)
-    assert hit.line == hit.start_line + next(k for k, ln in enumerate(hit.content.split("\n")) if "widget" in ln.lower())
+    assert hit.line == hit.start_line + next(
+        k for k, ln in enumerate(hit.content.split("\n")) if "widget" in ln.lower()
+    )
     assert hit.to_dict()["line"] == hit.line
 
 
@@ -142,8 +168,10 @@ def test_result_names_drop_the_keywords():
     from codesight_tui.core.search.searcher import short_scope
 
     assert short_scope("class Flask > def url_for") == "Flask.url_for"
-    assert short_scope("class SecureCookieSessionInterface > def open_session") == \
-        "SecureCookieSessionInterface.open_session"
+    assert (
+        short_scope("class SecureCookieSessionInterface > def open_session")
+        == "SecureCookieSessionInterface.open_session"
+    )
     assert short_scope("impl Display for Foo > fn fmt") == "Display for Foo.fmt"
     assert short_scope("") == ""
 

@@ -13,7 +13,8 @@ from codesight_tui.core.ingest.chunker import GRAMMARS
 from codesight_tui.core.ingest.symbols import extract
 
 FIXTURES = {
-    "python": ('''import os
+    "python": (
+        """import os
 from util import helper as imported
 
 
@@ -30,8 +31,13 @@ def caller(box):
 
 def helper(value):
     return os.path.join(value)
-''', {"Box": 5, "helper": [6, 16], "caller": 10}, [13, 13], (11, 12)),
-    "javascript": ('''import { thing } from "./thing.js";
+""",
+        {"Box": 5, "helper": [6, 16], "caller": 10},
+        [13, 13],
+        (11, 12),
+    ),
+    "javascript": (
+        """import { thing } from "./thing.js";
 
 class Box {
   helper(x) { return x; }
@@ -46,8 +52,13 @@ function caller(box) {
 function helper(value) {
   return thing(value);
 }
-''', {"Box": 3, "helper": [4, 13], "caller": 7}, [10, 10], (8, 9)),
-    "typescript": ('''import { thing } from "./thing";
+""",
+        {"Box": 3, "helper": [4, 13], "caller": 7},
+        [10, 10],
+        (8, 9),
+    ),
+    "typescript": (
+        """import { thing } from "./thing";
 
 export class Box {
   helper(x: number): number { return x; }
@@ -60,8 +71,13 @@ export function caller(box: Box): number {
 }
 
 export const helper = (value: Box): number => thing(value);
-''', {"Box": 3, "helper": [4, 13], "caller": 7}, [10, 10], (8, 9)),
-    "go": ('''package main
+""",
+        {"Box": 3, "helper": [4, 13], "caller": 7},
+        [10, 10],
+        (8, 9),
+    ),
+    "go": (
+        """package main
 
 import "fmt"
 
@@ -79,8 +95,13 @@ func caller(b *Box) int {
 func helper(b *Box) int {
 	return b.N
 }
-''', {"Box": 5, "Helper": 7, "caller": 9, "helper": 16}, [13, 13], (10, 11)),
-    "rust": ('''use std::fmt;
+""",
+        {"Box": 5, "Helper": 7, "caller": 9, "helper": 16},
+        [13, 13],
+        (10, 11),
+    ),
+    "rust": (
+        """use std::fmt;
 
 struct Boxed { n: u32 }
 
@@ -97,8 +118,13 @@ fn caller(b: &Boxed) -> u32 {
 fn helper(b: &Boxed) -> u32 {
     b.n
 }
-''', {"Boxed": [3, 5], "helper": [6, 15], "caller": 9}, [12, 12], (10, 11)),
-    "java": ('''import java.util.List;
+""",
+        {"Boxed": [3, 5], "helper": [6, 15], "caller": 9},
+        [12, 12],
+        (10, 11),
+    ),
+    "java": (
+        """import java.util.List;
 
 class Box {
     int helper(int x) { return x; }
@@ -109,8 +135,13 @@ class Box {
         return helper(1) + box.helper(2);
     }
 }
-''', {"Box": 3, "helper": 4, "caller": 6}, [9, 9], (7, 8)),
-    "c": ('''#include <stdio.h>
+""",
+        {"Box": 3, "helper": 4, "caller": 6},
+        [9, 9],
+        (7, 8),
+    ),
+    "c": (
+        """#include <stdio.h>
 
 struct box { int n; };
 
@@ -123,8 +154,13 @@ int caller(struct box *b) {
     const char *text = "helper in a string";
     return helper(b);
 }
-''', {"box": 3, "helper": 5, "caller": 9}, [12], (10, 11)),
-    "cpp": ('''#include <string>
+""",
+        {"box": 3, "helper": 5, "caller": 9},
+        [12],
+        (10, 11),
+    ),
+    "cpp": (
+        """#include <string>
 
 namespace shapes {
 class Box {
@@ -140,7 +176,11 @@ int caller(shapes::Box& box) {
   std::string text = "helper in a string";
   return helper(1) + box.helper(2);
 }
-''', {"shapes": 3, "Box": 4, "helper": [6, 10], "caller": 12}, [15, 15], (13, 14)),
+""",
+        {"shapes": 3, "Box": 4, "helper": [6, 10], "caller": 12},
+        [15, 15],
+        (13, 14),
+    ),
 }
 
 
@@ -187,7 +227,9 @@ def test_no_grammar_no_symbols():
 # Definitions a reader looks up by name that no chunk is cut at (issue 51's ctags check): each
 # (language, source, {name: (line, scope)}) must be found on exactly that line, in that scope.
 NAMED = [
-    ("cpp", '''struct HashEq<std::string> : StringHashEq {};
+    (
+        "cpp",
+        """struct HashEq<std::string> : StringHashEq {};
 class WithId {
   WithId& operator=(WithId&& that) { return *this; }
   explicit operator int() const { return 1; }
@@ -195,35 +237,68 @@ class WithId {
 };
 inline Cord& Cord::operator=(const Cord& x) { return *this; }
 std::string LengthModFor<short>() { return ""; }
-''', {"HashEq": (1, ""), "operator=": (3, "WithId"), "operator int": (4, "WithId"), "cend": (5, "WithId"),
-      "Cord::operator=": (7, ""), "LengthModFor": (8, "")}),
-    ("javascript", '''const defaults = {
+""",
+        {
+            "HashEq": (1, ""),
+            "operator=": (3, "WithId"),
+            "operator int": (4, "WithId"),
+            "cend": (5, "WithId"),
+            "Cord::operator=": (7, ""),
+            "LengthModFor": (8, ""),
+        },
+    ),
+    (
+        "javascript",
+        """const defaults = {
   toJSON: function toJSON() { return 1; },
   adapter: () => 2,
 };
 request.onabort = function handleAbort() { cleanup(); };
 config.paramsSerializer = { encode: 1 };
-''', {"defaults": (1, ""), "toJSON": (2, ""), "adapter": (3, ""), "handleAbort": (5, "request.onabort"),
-      "paramsSerializer": (6, "")}),
-    ("typescript", '''interface Vi {
+""",
+        {
+            "defaults": (1, ""),
+            "toJSON": (2, ""),
+            "adapter": (3, ""),
+            "handleAbort": (5, "request.onabort"),
+            "paramsSerializer": (6, ""),
+        },
+    ),
+    (
+        "typescript",
+        """interface Vi {
   soft: <T>(actual: T) => T
   count: number
 }
-''', {"Vi": (1, ""), "soft": (2, "Vi")}),
-    ("lua", '''local M = {}
+""",
+        {"Vi": (1, ""), "soft": (2, "Vi")},
+    ),
+    (
+        "lua",
+        """local M = {}
 M.flatten = has_iter and function(x) return x end or function(x) return {} end
 local handlers = { ["README.md"] = function() end }
 local config = { size = 1, name = "x" }
-''', {"M.flatten": (2, ""), "README.md": (3, "handlers")}),
-    ("haskell", '''data State = State { stNotes :: [Text]
+""",
+        {"M.flatten": (2, ""), "README.md": (3, "handlers")},
+    ),
+    (
+        "haskell",
+        """data State = State { stNotes :: [Text]
                    , stId :: Int }
-''', {"State": (1, ""), "stNotes": (1, "State"), "stId": (2, "State")}),
-    ("kotlin", '''class Table {
+""",
+        {"State": (1, ""), "stNotes": (1, "State"), "stId": (2, "State")},
+    ),
+    (
+        "kotlin",
+        """class Table {
     companion object {
         fun of(name: String) = Table()
     }
 }
-''', {"Table": (1, ""), "Companion": (2, "Table"), "of": (3, "Table.Companion")}),
+""",
+        {"Table": (1, ""), "Companion": (2, "Table"), "of": (3, "Table.Companion")},
+    ),
 ]
 
 
@@ -249,16 +324,25 @@ def test_a_file_the_grammar_loses_is_parsed_by_declaration():
     """Kotlin 2's `is T if cond ->` guard is newer than the grammar, whose parse of the whole file
     is then one ERROR node: each declaration, and each member of one that still fails, is parsed on
     its own, on its own lines."""
-    guard = "\n".join(["class Guarded {",
-                       "    fun parse(value: Any): Int = when (value) {",
-                       "        is String if value.isEmpty() -> 0",
-                       "        else -> 1",
-                       "    }",
-                       "",
-                       "    fun helper(): Int = 2",
-                       "}"])
-    source = "package demo\n\n" + guard + "\n\n" + "\n\n".join(
-        f"class Plain{k} {{\n    fun size{k}(): Int = helper()\n}}" for k in range(12)) + "\n"
+    guard = "\n".join(
+        [
+            "class Guarded {",
+            "    fun parse(value: Any): Int = when (value) {",
+            "        is String if value.isEmpty() -> 0",
+            "        else -> 1",
+            "    }",
+            "",
+            "    fun helper(): Int = 2",
+            "}",
+        ]
+    )
+    source = (
+        "package demo\n\n"
+        + guard
+        + "\n\n"
+        + "\n\n".join(f"class Plain{k} {{\n    fun size{k}(): Int = helper()\n}}" for k in range(12))
+        + "\n"
+    )
     found = extract("kotlin", source)
     assert found is not None
     got = {d.name: (d.line, d.scope) for d in found.defs}
@@ -280,7 +364,7 @@ CALLS = {
     "kotlin": "fun f() { helper(1); x.helper(2) }",
     "go": "package a\nfunc f() { helper(1); x.helper(2) }",
     "java": "class A { void f() { helper(1); x.helper(2); } }",
-    "shell": "f() {\n  helper 1\n  x=1 helper \"$x\"\n  # helper in a comment\n}\n",
+    "shell": 'f() {\n  helper 1\n  x=1 helper "$x"\n  # helper in a comment\n}\n',
 }
 
 
@@ -322,19 +406,30 @@ def _by_name(rows):
         by_name[name] = list(flat[prev:end])
         prev = end
     c = array("i", calls)
-    return (defs, by_name, sorted((listed[c[k]], c[k + 1], c[k + 2]) for k in range(0, len(c), 3)),
-            sorted(listed[k] for k in array("i", imports)))
+    return (
+        defs,
+        by_name,
+        sorted((listed[c[k]], c[k + 1], c[k + 2]) for k in range(0, len(c), 3)),
+        sorted(listed[k] for k in array("i", imports)),
+    )
 
 
-PARITY = [(lang, FIXTURES[lang][0]) for lang in sorted(FIXTURES)] + [(lang, src) for lang, src, _ in NAMED] + \
-    sorted(CALLS.items()) + [
-        ("python", "x = 1\n\n\ndef f(a):\n    return a.b.c(x) + g(a)(x)\n# f in a comment\n\n\nclass C(f):\n    y: int\n"),
+PARITY = (
+    [(lang, FIXTURES[lang][0]) for lang in sorted(FIXTURES)]
+    + [(lang, src) for lang, src, _ in NAMED]
+    + sorted(CALLS.items())
+    + [
+        (
+            "python",
+            "x = 1\n\n\ndef f(a):\n    return a.b.c(x) + g(a)(x)\n# f in a comment\n\n\nclass C(f):\n    y: int\n",
+        ),
         ("cpp", "namespace n { template <class T> struct S { void m(); }; }\nvoid n::S<int>::m() { a::b::c(); }\n"),
         ("rust", "use std::io::{self, Read};\nfn main() { let v: Vec<u8> = io::stdin().bytes().count(); }\n"),
         ("typescript", "import { a } from 'b';\nconst f = (x: A<B>) => x.y.z();\nfunction g() { return f?.(1); }\n"),
         ("python", "def caf\u00e9(na\u00efve):\n    return na\u00efve + caf\u00e9(1)  # \u00e9t\u00e9\n"),
         ("python", "def broken(:\n    pass\nhelper(1)\n"),
     ]
+)
 
 
 @pytest.mark.parametrize(("language", "source"), PARITY, ids=[f"{lang}-{k}" for k, (lang, _) in enumerate(PARITY)])
@@ -418,7 +513,10 @@ def test_deep_nesting_is_read_in_time_linear_in_the_file(language, source):
     Python with one syntax error (the query engine slows with the depth squared)."""
     from codesight_tui.core.ingest import symbols
 
-    for rows in (_within(20, symbols.python_rows, language, source), _within(20, symbols.extract_rows, language, source)):
+    for rows in (
+        _within(20, symbols.python_rows, language, source),
+        _within(20, symbols.extract_rows, language, source),
+    ):
         defs, by_name, calls, _imports = _by_name(rows)
         assert by_name["f"][:3] == [1, 1, 0] and ("f", 1, 0) in calls and "x" in by_name
 
@@ -460,8 +558,9 @@ def test_a_long_chain_keeps_its_first_names_whichever_walk_reads_it(language):
 
     def source(n: int) -> str:
         chain = "+".join(f"v{i}" for i in range(n))
-        return {"go": f"package p\n\nvar x = {chain}\n", "javascript": f"var x = {chain};\n"}.get(language,
-                                                                                                    f"x = {chain}\n")
+        return {"go": f"package p\n\nvar x = {chain}\n", "javascript": f"var x = {chain};\n"}.get(
+            language, f"x = {chain}\n"
+        )
 
     got = [_within(20, fn, language, source(70_000)) for fn in (symbols.python_rows, symbols.extract_rows)]
     assert got[0][1:] == got[1][1:]
@@ -479,8 +578,11 @@ def test_what_the_bounds_cut_is_said(monkeypatch):
 
     monkeypatch.setattr(symbols, "MAX_NAMES", 1_000)
     source = "x = " + "+".join(f"v{i}" for i in range(3_000)) + "\n"
-    for rows in (symbols.python_rows("python", source), symbols.extract_rows("python", source),
-                 symbols.python_rows("python", source, walk=True)):
+    for rows in (
+        symbols.python_rows("python", source),
+        symbols.extract_rows("python", source),
+        symbols.python_rows("python", source, walk=True),
+    ):
         assert rows[6] == "symbols cut at 1,000 names"
         assert len(rows[1].split("\n")) == 1_000 and "v0" in rows[1] and "v2999" not in rows[1]
 
@@ -502,8 +604,13 @@ def test_the_c_entry_points_check_their_arguments():
         walk(tree, b"\x01" * 400, b"", False, 0)  # fewer callee fields than symbols
     assert walk(tree, b"", b"", False, 0) is not None
     empty = array("i")
-    for names in (array("i", [0, 10**6, 0]).tobytes(), array("i", [5, 2, 0]).tobytes(), array("i", [-1, 2, 0]).tobytes(),
-                  array("i", [0, 1, 99]).tobytes(), b"\x00" * 5):
+    for names in (
+        array("i", [0, 10**6, 0]).tobytes(),
+        array("i", [5, 2, 0]).tobytes(),
+        array("i", [-1, 2, 0]).tobytes(),
+        array("i", [0, 1, 99]).tobytes(),
+        b"\x00" * 5,
+    ):
         with pytest.raises(ValueError):
             pack(b"abc", names, empty, empty, empty, empty, set())
     with pytest.raises(ValueError):  # a definition "enclosed" by a later one: the climb would never end
@@ -517,7 +624,9 @@ def test_an_annotation_is_read_from_code_not_from_a_docstring():
     receiver as "Structure" (the parameter's own annotation, ``error_store: ErrorStore,``, came first)."""
     from codesight_tui.core.search.calls import typed_in
 
-    text = ('def f(self, *, error_store: ErrorStore,\n    x):\n'
-            '    """:param ErrorStore error_store: Structure to store errors."""\n    error_store.store_error()')
+    text = (
+        "def f(self, *, error_store: ErrorStore,\n    x):\n"
+        '    """:param ErrorStore error_store: Structure to store errors."""\n    error_store.store_error()'
+    )
     assert typed_in(text, "error_store") == "ErrorStore"
     assert typed_in("def f(r: Reader, w):", "r") == "Reader" and typed_in("    x: Foo = make()", "x") == "Foo"

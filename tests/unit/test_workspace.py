@@ -25,16 +25,25 @@ def test_one_engine_per_root_made_with_the_options(repo):
     assert ws.engines() == []
 
 
-@pytest.mark.parametrize(("choice", "device", "injected", "static", "full"), [
-    ("auto", "cpu", False, "auto", False), ("auto", "cuda", False, "auto", True), ("auto", "cpu", True, "auto", True),
-    ("auto", "cpu", False, "off", True), ("on", "cpu", False, "auto", True), ("off", "cuda", False, "auto", False),
-    ("off", "cpu", True, "off", False)])
+@pytest.mark.parametrize(
+    ("choice", "device", "injected", "static", "full"),
+    [
+        ("auto", "cpu", False, "auto", False),
+        ("auto", "cuda", False, "auto", True),
+        ("auto", "cpu", True, "auto", True),
+        ("auto", "cpu", False, "off", True),
+        ("on", "cpu", False, "auto", True),
+        ("off", "cuda", False, "auto", False),
+        ("off", "cpu", True, "off", False),
+    ],
+)
 def test_the_full_pass_runs_where_full_model_says(repo, settings, choice, device, injected, static, full):
     """Issue 49: the full model's pass is on by default only where it runs on a GPU, was handed in,
     or is the only semantic tier (the static one off); the Workspace's index jobs (the TUI's,
     MCP's) follow it."""
-    s = settings.model_copy(update={"full_model": choice, "device": device, "embedding_backend": "torch",
-                                    "static_model": static})
+    s = settings.model_copy(
+        update={"full_model": choice, "device": device, "embedding_backend": "torch", "static_model": static}
+    )
     cs = CodeSight(repo, settings=s, embedder=HashEmbedder() if injected else None)
     assert cs.models.full_pass() is full and cs.full_pass() is full
     ws = Workspace()
@@ -62,7 +71,8 @@ def test_one_job_per_root_and_a_search_of_what_it_indexed(repo, settings):
     like = ws.search(SearchRequest("src/geo.py", (repo,), top_k=3, mode="bm25", like=True))
     assert all(h.path != "src/geo.py" for h in like)
     assert [h.path for h in ws.related(SearchRequest("src/geo.py", (repo,), top_k=3, mode="bm25"))] == [
-        h.path for h in like]
+        h.path for h in like
+    ]
     store = str(repo.parent / "no-store-yet")
     assert ws.fleet(store) is ws.fleet(store) and ws.fleet(store, "http://127.0.0.1:9") is not ws.fleet(store)
     status = ws.status(repo, check_disk=False)
@@ -89,8 +99,12 @@ def test_one_watcher_per_root(repo, settings):
     watcher = ws.watch(repo, lambda cs: cs.watch(embed=False))
     assert ws.watch(repo) is watcher and ws.watching(repo)
     (repo / "src" / "fresh.py").write_text("def brand_new_symbol():\n    return 1\n")
-    assert wait_for(lambda: any(h.path == "src/fresh.py" for h in
-                                ws.search(SearchRequest("brand_new_symbol", (repo,), mode="bm25"))), timeout=30)
+    assert wait_for(
+        lambda: any(
+            h.path == "src/fresh.py" for h in ws.search(SearchRequest("brand_new_symbol", (repo,), mode="bm25"))
+        ),
+        timeout=30,
+    )
     assert ws.unwatch(repo) is watcher and not watcher.running and not ws.watching(repo)
     assert ws.unwatch(repo) is None
     ws.close()

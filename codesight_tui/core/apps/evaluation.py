@@ -73,8 +73,10 @@ def _target(raw: object, where: str) -> Target:
             return Target(raw["path"].lstrip("./"))
         if isinstance(s, int) and isinstance(e, int) and 1 <= s <= e:
             return Target(raw["path"].lstrip("./"), s, e)
-    raise CodeSightError(f"{where}: a target must be a path, {{path, start_line, end_line}}, {{path, page}} or"
-                         " {path, slide}", exit_code=2)
+    raise CodeSightError(
+        f"{where}: a target must be a path, {{path, start_line, end_line}}, {{path, page}} or {{path, slide}}",
+        exit_code=2,
+    )
 
 
 def load_queries(path: Path, prefix: str = "") -> list[Query]:
@@ -96,14 +98,16 @@ def load_queries(path: Path, prefix: str = "") -> list[Query]:
     for i, item in enumerate(data, start=1):
         where = f"{path}, query {i}"
         if not isinstance(item, dict) or not isinstance(item.get("query"), str) or not item["query"].strip():
-            raise CodeSightError(f"{where}: each entry needs a non-empty \"query\" string", exit_code=2)
+            raise CodeSightError(f'{where}: each entry needs a non-empty "query" string', exit_code=2)
         targets = [_target(t, where) for key in ("relevant", "secondary") for t in item.get(key) or []]
         if prefix:
             cut = prefix.strip("/") + "/"
-            targets = [Target(t.path[len(cut):], t.start, t.end, t.page, t.slide) if t.path.startswith(cut) else t
-                       for t in targets]
+            targets = [
+                Target(t.path[len(cut) :], t.start, t.end, t.page, t.slide) if t.path.startswith(cut) else t
+                for t in targets
+            ]
         if not targets:
-            raise CodeSightError(f"{where}: no targets in \"relevant\" or \"secondary\"", exit_code=2)
+            raise CodeSightError(f'{where}: no targets in "relevant" or "secondary"', exit_code=2)
         out.append(Query(item["query"], str(item.get("category") or "uncategorized"), targets))
     return out
 
@@ -113,8 +117,9 @@ def score(results: Iterable[Any], targets: list[Target]) -> Row:
     first: dict[int, int] = {}  # target index -> rank of the first result matching it
     for rank, r in enumerate(results, start=1):
         for ti, t in enumerate(targets):
-            if ti not in first and t.matches(r.path, r.start_line, r.end_line, getattr(r, "page", None),
-                                             getattr(r, "slide", None)):
+            if ti not in first and t.matches(
+                r.path, r.start_line, r.end_line, getattr(r, "page", None), getattr(r, "slide", None)
+            ):
                 first[ti] = rank
     ranks = sorted(set(first.values()))  # targets first matched by the same result count once
 
@@ -124,7 +129,8 @@ def score(results: Iterable[Any], targets: list[Target]) -> Row:
         return dcg / idcg
 
     return {
-        "ndcg@10": ndcg(10), "ndcg@5": ndcg(5),
+        "ndcg@10": ndcg(10),
+        "ndcg@5": ndcg(5),
         "mrr@10": 1 / ranks[0] if ranks and ranks[0] <= 10 else 0.0,
         "recall@10": sum(1 for r in first.values() if r <= 10) / len(targets),
         "target_ranks": [first.get(i) for i in range(len(targets))],
@@ -169,13 +175,15 @@ def load_fold(path: Path, fold: str) -> list[str]:
         raise CodeSightError(f"{path} has no folds.json to take fold {fold!r} from", exit_code=2)
     named = {k.lower(): v for k, v in folds.items() if not k.startswith("_") and isinstance(v, list)}
     if fold.lower() not in named:
-        raise CodeSightError(f"no fold {fold!r} in {path / 'folds.json'} (there are: {', '.join(sorted(named))})",
-                             exit_code=2)
+        raise CodeSightError(
+            f"no fold {fold!r} in {path / 'folds.json'} (there are: {', '.join(sorted(named))})", exit_code=2
+        )
     return [str(n) for n in named[fold.lower()]]
 
 
-def load_collection(path: Path, names: list[str] | None = None,
-                    languages: list[str] | None = None, fold: str | None = None) -> tuple[list[Suite], Row]:
+def load_collection(
+    path: Path, names: list[str] | None = None, languages: list[str] | None = None, fold: str | None = None
+) -> tuple[list[Suite], Row]:
     """The suites of a multi-repository eval directory, and its published peers' scores.
 
     Layout: ``repos.json`` (``[{name, language, benchmark_root}, ...]``), ``annotations/<name>.json``
@@ -196,7 +204,7 @@ def load_collection(path: Path, names: list[str] | None = None,
     suites = []
     for r in repos:
         if not isinstance(r, dict) or not isinstance(r.get("name"), str):
-            raise CodeSightError(f"{path / 'repos.json'}: each entry needs a \"name\"", exit_code=2)
+            raise CodeSightError(f'{path / "repos.json"}: each entry needs a "name"', exit_code=2)
         name, lang = r["name"], str(r.get("language") or "")
         if (names and name not in names) or (languages and lang not in languages) or (in_fold and name not in in_fold):
             continue
@@ -211,9 +219,15 @@ def load_collection(path: Path, names: list[str] | None = None,
     published = {}
     if (path / "published.json").is_file():
         methods = (_read_json(path / "published.json", "published scores") or {}).get("methods") or {}
-        published = {key: {n: v["ndcg10"] for n, v in (m.get("repos") or {}).items()
-                           if isinstance(v, dict) and isinstance(v.get("ndcg10"), (int, float))}
-                     for key, m in methods.items() if isinstance(m, dict)}
+        published = {
+            key: {
+                n: v["ndcg10"]
+                for n, v in (m.get("repos") or {}).items()
+                if isinstance(v, dict) and isinstance(v.get("ndcg10"), (int, float))
+            }
+            for key, m in methods.items()
+            if isinstance(m, dict)
+        }
     return suites, published
 
 
@@ -222,14 +236,24 @@ def _group_means(per_file: list[Row], key: Callable[[Row], str]) -> Row:
     groups: dict[str, list[Row]] = {}
     for pf in per_file:
         groups.setdefault(key(pf), []).append(pf["overall"])
-    return {g: {m: sum(r[m] for r in rows) / len(rows) for m in METRICS} | {"repos": len(rows)}
-            for g, rows in sorted(groups.items())}
+    return {
+        g: {m: sum(r[m] for r in rows) / len(rows) for m in METRICS} | {"repos": len(rows)}
+        for g, rows in sorted(groups.items())
+    }
 
 
-def evaluate(suites: Iterable[Suite | tuple[Path, Path]], modes: list[str], limit: int = 10, index: bool = True,
-             settings: Settings | None = None, progress: ProgressFn | None = None, processes: bool = False,
-             published: Row | None = None, coverage: list[float] | None = None,
-             on_suite: Callable[[str, int, int], None] | None = None) -> Row:
+def evaluate(
+    suites: Iterable[Suite | tuple[Path, Path]],
+    modes: list[str],
+    limit: int = 10,
+    index: bool = True,
+    settings: Settings | None = None,
+    progress: ProgressFn | None = None,
+    processes: bool = False,
+    published: Row | None = None,
+    coverage: list[float] | None = None,
+    on_suite: Callable[[str, int, int], None] | None = None,
+) -> Row:
     """Score every suite (a ``Suite`` or a (query file, repository root) pair) in each mode.
 
     Returns ``{"modes": {mode: {"overall": {...}, "categories": {...}, "languages": {...},
@@ -266,8 +290,15 @@ def evaluate(suites: Iterable[Suite | tuple[Path, Path]], modes: list[str], limi
                 cs.limit_vectors(level)
             for mode in modes:
                 per_mode[_label(mode, level)] = _run_queries(cs, queries, mode, limit)
-        files_out.append({"file": str(suite.queries), "root": str(suite.root), "name": suite.name,
-                          "language": suite.language, "modes": per_mode})
+        files_out.append(
+            {
+                "file": str(suite.queries),
+                "root": str(suite.root),
+                "name": suite.name,
+                "language": suite.language,
+                "modes": per_mode,
+            }
+        )
         cs.close()
 
     summary = {}
@@ -278,8 +309,11 @@ def evaluate(suites: Iterable[Suite | tuple[Path, Path]], modes: list[str], limi
         summary[label] = {
             "overall": {m: sum(pf["overall"][m] for pf in per_file) / len(per_file) for m in METRICS},
             "categories": {
-                c: {m: sum(pf["categories"][c][m] for pf in per_file if c in pf["categories"])
-                    / sum(1 for pf in per_file if c in pf["categories"]) for m in METRICS}
+                c: {
+                    m: sum(pf["categories"][c][m] for pf in per_file if c in pf["categories"])
+                    / sum(1 for pf in per_file if c in pf["categories"])
+                    for m in METRICS
+                }
                 for c in cats
             },
             "languages": _group_means(per_file, lambda pf: pf["language"] or "?"),
@@ -304,13 +338,20 @@ def _run_queries(cs: CodeSight, queries: list[Query], mode: str, limit: int) -> 
         results = cs.search(q.text, top_k=limit, mode=retrieval_mode, vectors=vectors)
         lat.append((time.perf_counter() - t0) * 1000)
         s = score(results, q.targets)
-        rows.append({"query": q.text, "category": q.category, **s,
-                     "results": [f"{r.path}:{r.start_line}-{r.end_line}" for r in results]})
+        rows.append(
+            {
+                "query": q.text,
+                "category": q.category,
+                **s,
+                "results": [f"{r.path}:{r.start_line}-{r.end_line}" for r in results],
+            }
+        )
     cats = sorted({r["category"] for r in rows})
     return {
         "overall": _mean(rows),
         "categories": {c: _mean([r for r in rows if r["category"] == c]) for c in cats},
-        "queries": rows, "latency_ms": lat,
+        "queries": rows,
+        "latency_ms": lat,
     }
 
 
@@ -325,7 +366,10 @@ def _published_summary(published: Row, files_out: list[Row]) -> Row:
         langs: dict[str, list[float]] = {}
         for f in have:
             langs.setdefault(f["language"] or "?", []).append(scores[f["name"]])
-        out[key] = {"ndcg@10": sum(scores[f["name"]] for f in have) / len(have), "repos": len(have),
-                    "languages": {lang: sum(v) / len(v) for lang, v in sorted(langs.items())},
-                    "per_repo": {f["name"]: scores[f["name"]] for f in have}}
+        out[key] = {
+            "ndcg@10": sum(scores[f["name"]] for f in have) / len(have),
+            "repos": len(have),
+            "languages": {lang: sum(v) / len(v) for lang, v in sorted(langs.items())},
+            "per_repo": {f["name"]: scores[f["name"]] for f in have},
+        }
     return out

@@ -75,8 +75,7 @@ class Workspace:
     ``reload_on``: a stamp of what the engines were made from (the service: the config file's
     mtime and size); when it changes, every engine is closed and made afresh on next use."""
 
-    def __init__(self, options: EngineOptions | None = None, *,
-                 reload_on: Callable[[], object] | None = None) -> None:
+    def __init__(self, options: EngineOptions | None = None, *, reload_on: Callable[[], object] | None = None) -> None:
         self.options = options or EngineOptions()
         self._lock = threading.RLock()
         self._engines: dict[Path, CodeSight] = {}
@@ -114,9 +113,12 @@ class Workspace:
             cs = self._engines.get(root)
             if cs is None:
                 opts = self.options
-                cs = self._engines[root] = CodeSight(root, model_process=opts.model_process,
-                                                     lexical_processes=opts.lexical_processes,
-                                                     resident_bm25=opts.resident_bm25)
+                cs = self._engines[root] = CodeSight(
+                    root,
+                    model_process=opts.model_process,
+                    lexical_processes=opts.lexical_processes,
+                    resident_bm25=opts.resident_bm25,
+                )
             return cs
 
     def adopt(self, engine: CodeSight) -> CodeSight:
@@ -260,8 +262,13 @@ class Workspace:
             raise CodeSightError("nothing to search: no repository and no fleet store", exit_code=2)
         mode = request.mode or settings.default_mode
         vectors = self.vectors_for(request, engines, mode)
-        kw: dict[str, Any] = {"top_k": request.top_k, "mode": mode, "glob": request.glob,
-                              "language": request.language, "vectors": vectors}
+        kw: dict[str, Any] = {
+            "top_k": request.top_k,
+            "mode": mode,
+            "glob": request.glob,
+            "language": request.language,
+            "vectors": vectors,
+        }
         more: dict[str, Any] = {"fleet": request.fleet, "repo": request.fleet_repo} if request.fleet else {}
         if request.like:
             return CodeSight.related_many(engines, request.query, **kw, **more)

@@ -53,14 +53,32 @@ class Fleet:
         self.spec = StoreSpec(uri, endpoint or self.settings.fleet_endpoint)
         self.store = FleetStore(self.spec)
 
-    def index(self, sources: list[str], *, model: str = "static", address: str | None = None, workers: int = 0,
-              progress: Callable[[str], None] | None = None, local: bool = False, gpus: float = 0.0) -> Any:
+    def index(
+        self,
+        sources: list[str],
+        *,
+        model: str = "static",
+        address: str | None = None,
+        workers: int = 0,
+        progress: Callable[[str], None] | None = None,
+        local: bool = False,
+        gpus: float = 0.0,
+    ) -> Any:
         """Index git URLs, clones or directories of clones (``core.fleet.job.run``); a
         ``FleetReport``."""
         from codesight_tui.core.fleet import job  # deferred: git, the workers and the models, for writers only
 
-        return job.run(sources, self.spec, self.settings, kind=model, address=address, workers=workers,
-                             progress=progress, local=local, gpus=gpus)
+        return job.run(
+            sources,
+            self.spec,
+            self.settings,
+            kind=model,
+            address=address,
+            workers=workers,
+            progress=progress,
+            local=local,
+            gpus=gpus,
+        )
 
     def repos(self) -> list[RepoRecord]:
         return self.store.repos()
@@ -94,8 +112,11 @@ class Fleet:
 
         info = model_info(self.settings)
         if meta.get("model") != info.name:
-            raise CodeSightError(f"{self.spec.uri} was built with {meta.get('model')}, and this codesight has"
-                                 f" {info.name}: set embedding_model to match", exit_code=2)
+            raise CodeSightError(
+                f"{self.spec.uri} was built with {meta.get('model')}, and this codesight has"
+                f" {info.name}: set embedding_model to match",
+                exit_code=2,
+            )
         key = (kind, info.name)
         encoder = _ENCODERS.get(key)
         if encoder is None:
@@ -109,22 +130,40 @@ class Fleet:
                 encoder = in_process(info, self.settings.device, self.settings.batch_size)
             _ENCODERS[key] = encoder
         if int(encoder.dim) != dim:
-            raise CodeSightError(f"{self.spec.uri} holds {dim}-dimensional vectors, and this model makes"
-                                 f" {encoder.dim}", exit_code=2)
+            raise CodeSightError(
+                f"{self.spec.uri} holds {dim}-dimensional vectors, and this model makes {encoder.dim}", exit_code=2
+            )
         return FleetModel(kind, info.name, dim, encoder)
 
-    def search(self, query: str, top_k: int = 10, mode: str = "hybrid", *, repo: str | None = None,
-               glob: str | None = None, language: str | None = None,
-               like: RelatedSource | None = None) -> SearchResponse:
+    def search(
+        self,
+        query: str,
+        top_k: int = 10,
+        mode: str = "hybrid",
+        *,
+        repo: str | None = None,
+        glob: str | None = None,
+        language: str | None = None,
+        like: RelatedSource | None = None,
+    ) -> SearchResponse:
         """The fleet's ranked hits for ``query``; ``repo`` is a glob over repository names.
         ``like`` (from ``find_source`` or a local ``CodeSight.related_source``) searches for code
         like that chunk instead, as ``CodeSight.related`` does."""
         model = self.model() if mode != "bm25" else None
         try:
-            return self.store.search(query, model.encode_query if model else None, top_k=top_k, mode=mode,
-                                     repo=repo, glob=glob, language=language, depth=self.settings.retriever_depth,
-                                     rrf_k=self.settings.rrf_k, known_share=model.known_share if model else None,
-                                     like=like)
+            return self.store.search(
+                query,
+                model.encode_query if model else None,
+                top_k=top_k,
+                mode=mode,
+                repo=repo,
+                glob=glob,
+                language=language,
+                depth=self.settings.retriever_depth,
+                rrf_k=self.settings.rrf_k,
+                known_share=model.known_share if model else None,
+                like=like,
+            )
         except CodeSightError:
             raise
         except Exception as exc:  # the object store unreachable, a credential refused, a table damaged  # noqa: BLE001

@@ -59,12 +59,25 @@ def _is_url(text: str) -> bool:
     return "://" in text or (":" in text and "@" in text.split(":", 1)[0] and not Path(text).exists())
 
 
-def _git(args: list[str], cwd: str | None = None, *, timeout: float = 60, stdout: Any = subprocess.PIPE,
-         ) -> subprocess.CompletedProcess[bytes]:
+def _git(
+    args: list[str],
+    cwd: str | None = None,
+    *,
+    timeout: float = 60,
+    stdout: Any = subprocess.PIPE,
+) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, **_GIT_ENV}
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, stdout=stdout, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                              env=env, timeout=timeout, check=False)
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            timeout=timeout,
+            check=False,
+        )
     except FileNotFoundError:
         raise CodeSightError("git is not installed: the fleet reads repositories through git", exit_code=2) from None
     except subprocess.TimeoutExpired:
@@ -94,8 +107,10 @@ def _named(item: str) -> tuple[str | None, str]:
 
 def same_source(a: str, b: str) -> bool:
     """Whether two locations name one repository: credentials, a trailing ``/`` and ``.git`` aside."""
+
     def key(text: str) -> str:
         return scrub_credentials(text).rstrip("/").removesuffix(".git")
+
     return key(a) == key(b)
 
 
@@ -130,8 +145,12 @@ def resolve_sources(items: list[str]) -> tuple[list[Source], list[tuple[str, str
     for s in sources:
         if s.name in seen:
             if seen[s.name].location != s.location:
-                bad.append((scrub_credentials(s.location),
-                            f"another source is named {s.name!r} too ({scrub_credentials(seen[s.name].location)})"))
+                bad.append(
+                    (
+                        scrub_credentials(s.location),
+                        f"another source is named {s.name!r} too ({scrub_credentials(seen[s.name].location)})",
+                    )
+                )
             continue
         seen[s.name] = s
         unique.append(s)
@@ -225,13 +244,21 @@ def _checkout(task: RepoTask, work: Path, max_file_size: int) -> Path:
     gitdir = task.source.location
     if task.source.url:
         gitdir = str(work / "clone.git")
-        _git(["clone", "--quiet", "--bare", "--depth", "1", "--no-tags", "--", task.source.location, gitdir],
-             timeout=GIT_TIMEOUT)
+        _git(
+            ["clone", "--quiet", "--bare", "--depth", "1", "--no-tags", "--", task.source.location, gitdir],
+            timeout=GIT_TIMEOUT,
+        )
         task.commit = _git(["rev-parse", "HEAD^{commit}"], cwd=gitdir).stdout.decode().strip()
     tree = work / "tree"
     tree.mkdir()
-    archive = subprocess.Popen(["git", "archive", "--format=tar", task.commit], cwd=gitdir, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env={**os.environ, **_GIT_ENV})
+    archive = subprocess.Popen(
+        ["git", "archive", "--format=tar", task.commit],
+        cwd=gitdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **_GIT_ENV},
+    )
     assert archive.stdout is not None
     try:
         with tarfile.open(fileobj=archive.stdout, mode="r|") as tar:
@@ -282,9 +309,17 @@ def index_repository(task: RepoTask) -> RepoOutput:
         tree = _checkout(task, work, settings.max_file_size)
         blobs = _blobs(task, work)
         stats = WalkStats()
-        entries = [e for e in walk(tree, max_file_size=settings.max_file_size, exclude=list(settings.exclude),
-                                   stats=stats, secret_files=tuple(settings.secret_files))
-                   if not is_document(e.rel_path) and e.rel_path in blobs]
+        entries = [
+            e
+            for e in walk(
+                tree,
+                max_file_size=settings.max_file_size,
+                exclude=list(settings.exclude),
+                stats=stats,
+                secret_files=tuple(settings.secret_files),
+            )
+            if not is_document(e.rel_path) and e.rel_path in blobs
+        ]
         current = {e.rel_path: blobs[e.rel_path] for e in entries}
         changed = [e for e in entries if task.known.get(e.rel_path) != current[e.rel_path]]
         stale = sorted(p for p, blob in task.known.items() if current.get(p) != blob)
@@ -311,7 +346,7 @@ def index_repository(task: RepoTask) -> RepoOutput:
         vectors = np.zeros((len(texts), encoder.dim), dtype=np.float32)
         embedded = hits = 0
         for k in range(0, len(texts), EMBED_BATCH):
-            part, part_keys = texts[k:k + EMBED_BATCH], keys[k:k + EMBED_BATCH]
+            part, part_keys = texts[k : k + EMBED_BATCH], keys[k : k + EMBED_BATCH]
             got = cache.get_many(part_keys) if cache is not None else {}
             todo = [i for i, key in enumerate(part_keys) if key not in got]
             if todo:
@@ -327,10 +362,24 @@ def index_repository(task: RepoTask) -> RepoOutput:
             hits += len(part) - len(todo)
         schema = chunks_schema(int(encoder.dim))
         columns["vector"] = list(vectors)
-        table = pa.Table.from_pydict({name: columns[name] for name in schema.names}, schema=schema) if texts \
+        table = (
+            pa.Table.from_pydict({name: columns[name] for name in schema.names}, schema=schema)
+            if texts
             else schema.empty_table()
-        return RepoOutput(task.source.name, task.commit, table, stale, len(entries), len(changed), len(texts),
-                          embedded, hits, dict(stats.skipped), round(time.perf_counter() - t0, 3))
+        )
+        return RepoOutput(
+            task.source.name,
+            task.commit,
+            table,
+            stale,
+            len(entries),
+            len(changed),
+            len(texts),
+            embedded,
+            hits,
+            dict(stats.skipped),
+            round(time.perf_counter() - t0, 3),
+        )
 
 
 @dataclass
@@ -379,14 +428,32 @@ def _ray(address: str) -> Any:
 
 
 def _task_settings(settings: Settings) -> dict[str, Any]:
-    keep = ("cache_dir", "embedding_model", "embedding_backend", "device", "batch_size", "max_file_size", "exclude",
-            "secret_files", "static_model")
+    keep = (
+        "cache_dir",
+        "embedding_model",
+        "embedding_backend",
+        "device",
+        "batch_size",
+        "max_file_size",
+        "exclude",
+        "secret_files",
+        "static_model",
+    )
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in settings.model_dump().items() if k in keep}
 
 
-def run(items: list[str], spec: StoreSpec, settings: Settings, *, kind: str = "static", address: str | None = None,
-        workers: int = 0, progress: Callable[[str], None] | None = None, local: bool = False,
-        gpus: float = 0.0) -> FleetReport:
+def run(
+    items: list[str],
+    spec: StoreSpec,
+    settings: Settings,
+    *,
+    kind: str = "static",
+    address: str | None = None,
+    workers: int = 0,
+    progress: Callable[[str], None] | None = None,
+    local: bool = False,
+    gpus: float = 0.0,
+) -> FleetReport:
     """Index ``items`` (git URLs, clones, directories of clones) into the store at ``spec``.
     ``workers``: tasks at once (0: the cores here, or the cluster's). ``address``: a Ray cluster to
     run the tasks on; without it they run on worker processes here (``core.pool``), and with
@@ -395,8 +462,10 @@ def run(items: list[str], spec: StoreSpec, settings: Settings, *, kind: str = "s
     if kind not in KINDS:
         raise CodeSightError(f"unknown model kind {kind!r}: use static or full", exit_code=2)
     if gpus and not address:
-        raise CodeSightError("--gpus asks a Ray cluster for GPUs: give --ray-address too (a run here uses the"
-                             " device setting)", exit_code=2)
+        raise CodeSightError(
+            "--gpus asks a Ray cluster for GPUs: give --ray-address too (a run here uses the device setting)",
+            exit_code=2,
+        )
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
     report = FleetReport()
@@ -420,8 +489,18 @@ def run(items: list[str], spec: StoreSpec, settings: Settings, *, kind: str = "s
     return report
 
 
-def _run(sources: list[Source], spec: StoreSpec, settings: Settings, kind: str, ray: Any, workers: int,
-         say: Callable[[str], None], report: FleetReport, gpus: float = 0.0, local: bool = False) -> None:
+def _run(
+    sources: list[Source],
+    spec: StoreSpec,
+    settings: Settings,
+    kind: str,
+    ray: Any,
+    workers: int,
+    say: Callable[[str], None],
+    report: FleetReport,
+    gpus: float = 0.0,
+    local: bool = False,
+) -> None:
     info = model_info(settings)
     static_path = None
     if kind == "static":
@@ -442,9 +521,11 @@ def _run(sources: list[Source], spec: StoreSpec, settings: Settings, kind: str, 
         if old is not None and old.source and not same_source(old.source, source.location):
             # A store is shared: a repository's name there is its identity, and another
             # repository with the same last path component must not replace it unasked.
-            why = (f"the store already holds another repository named {source.name!r} (from {old.source});"
-                   f" give this one its own name ({source.name}-2={scrub_credentials(source.location)}),"
-                   f" or `codesight fleet remove {source.name}` first to replace it")
+            why = (
+                f"the store already holds another repository named {source.name!r} (from {old.source});"
+                f" give this one its own name ({source.name}-2={scrub_credentials(source.location)}),"
+                f" or `codesight fleet remove {source.name}` first to replace it"
+            )
             report.failed.append((source.name, why))
             say(f"{source.name}: refused: {why}")
             continue
@@ -469,8 +550,9 @@ def _run(sources: list[Source], spec: StoreSpec, settings: Settings, kind: str, 
             say(f"{task.source.name}: failed: {error}")
             return
         t_write = time.perf_counter()
-        store.apply(RepoRecord(task.source.name, task.source.location, out.commit, time.time(), out.files),
-                    out.rows, out.stale)
+        store.apply(
+            RepoRecord(task.source.name, task.source.location, out.commit, time.time(), out.files), out.rows, out.stale
+        )
         report.write_seconds += time.perf_counter() - t_write
         report.indexed.append(task.source.name)
         report.files += out.files
@@ -513,8 +595,13 @@ def _full_dim(info: Any) -> int:
     return int(encoder.dim)
 
 
-def _run_ray(ray: Any, tasks: list[RepoTask], workers: int,
-             done: Callable[[RepoTask, RepoOutput | None, str | None], None], gpus: float = 0.0) -> int:
+def _run_ray(
+    ray: Any,
+    tasks: list[RepoTask],
+    workers: int,
+    done: Callable[[RepoTask, RepoOutput | None, str | None], None],
+    gpus: float = 0.0,
+) -> int:
     """Each task on a Ray worker, ``workers`` at once; results applied as they come."""
     resources = ray.cluster_resources()
     slots = workers or max(1, int(resources.get("GPU", 0) / gpus if gpus else resources.get("CPU", 1)))

@@ -121,27 +121,52 @@ class RepoRecord:
     error: str = ""  # the last run's failure; the rows (if any) are still those of ``commit``
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "source": self.source, "commit": self.commit, "indexed_at": self.indexed_at,
-                "files": self.files, "chunks": self.chunks, "error": self.error}
+        return {
+            "name": self.name,
+            "source": self.source,
+            "commit": self.commit,
+            "indexed_at": self.indexed_at,
+            "files": self.files,
+            "chunks": self.chunks,
+            "error": self.error,
+        }
 
 
 def chunks_schema(dim: int) -> pa.Schema:
     import pyarrow as pa
 
-    return pa.schema([
-        ("id", pa.int64()), ("repo", pa.string()), ("commit", pa.string()), ("path", pa.string()),
-        ("blob", pa.string()), ("language", pa.string()), ("start_line", pa.int32()), ("end_line", pa.int32()),
-        ("scope", pa.string()), ("content", pa.string()), ("words", pa.string()),
-        ("vector", pa.list_(pa.float32(), dim)),
-    ])
+    return pa.schema(
+        [
+            ("id", pa.int64()),
+            ("repo", pa.string()),
+            ("commit", pa.string()),
+            ("path", pa.string()),
+            ("blob", pa.string()),
+            ("language", pa.string()),
+            ("start_line", pa.int32()),
+            ("end_line", pa.int32()),
+            ("scope", pa.string()),
+            ("content", pa.string()),
+            ("words", pa.string()),
+            ("vector", pa.list_(pa.float32(), dim)),
+        ]
+    )
 
 
 def _repos_schema() -> pa.Schema:
     import pyarrow as pa
 
-    return pa.schema([("name", pa.string()), ("source", pa.string()), ("commit", pa.string()),
-                      ("indexed_at", pa.float64()), ("files", pa.int64()), ("chunks", pa.int64()),
-                      ("error", pa.string())])
+    return pa.schema(
+        [
+            ("name", pa.string()),
+            ("source", pa.string()),
+            ("commit", pa.string()),
+            ("indexed_at", pa.float64()),
+            ("files", pa.int64()),
+            ("chunks", pa.int64()),
+            ("error", pa.string()),
+        ]
+    )
 
 
 _CONNECTIONS: dict[StoreSpec, Any] = {}
@@ -203,13 +228,19 @@ def _connect(spec: StoreSpec) -> Any:
             _reach(spec)
             if not spec.remote and not Path(spec.location()).is_dir():
                 # A reader creates nothing (LanceDB's connect would make the directories).
-                raise CodeSightError(f"no fleet store at {spec.location()}: build it with"
-                                     f" `codesight fleet index SOURCES --store {spec.uri}`", exit_code=2)
+                raise CodeSightError(
+                    f"no fleet store at {spec.location()}: build it with"
+                    f" `codesight fleet index SOURCES --store {spec.uri}`",
+                    exit_code=2,
+                )
             try:
                 # A long-lived reader (the warm service, MCP, the TUI) sees what a fleet job wrote
                 # within this long; without it, LanceDB keeps the version it first opened.
-                db = lancedb.connect(spec.location(), storage_options=spec.storage_options() or None,
-                                     read_consistency_interval=timedelta(seconds=READ_CONSISTENCY_S))
+                db = lancedb.connect(
+                    spec.location(),
+                    storage_options=spec.storage_options() or None,
+                    read_consistency_interval=timedelta(seconds=READ_CONSISTENCY_S),
+                )
             except Exception as exc:  # unreachable, refused, a malformed URI, an unknown scheme  # noqa: BLE001
                 raise explain(exc, spec, "open") from None
             _CONNECTIONS[spec] = db
@@ -233,13 +264,17 @@ def _claim(spec: StoreSpec) -> None:
             raise CodeSightError(f"cannot create the fleet store {path}: {exc.strerror or exc}", exit_code=1) from None
         return
     if not path.is_dir():
-        raise CodeSightError(f"{path} is not a directory: name a new or empty directory for the fleet store",
-                             exit_code=2)
+        raise CodeSightError(
+            f"{path} is not a directory: name a new or empty directory for the fleet store", exit_code=2
+        )
     others = sorted(e.name for e in path.iterdir() if e.name not in _TABLE_DIRS)
     if others:
-        raise CodeSightError(f"{path} is not a fleet store and not empty (it holds {others[0]}"
-                             f"{f' and {len(others) - 1} more' if len(others) > 1 else ''}): name a new or empty"
-                             " directory", exit_code=2)
+        raise CodeSightError(
+            f"{path} is not a fleet store and not empty (it holds {others[0]}"
+            f"{f' and {len(others) - 1} more' if len(others) > 1 else ''}): name a new or empty"
+            " directory",
+            exit_code=2,
+        )
 
 
 def _one_line(exc: BaseException) -> str:
@@ -249,12 +284,30 @@ def _one_line(exc: BaseException) -> str:
 
 _CAUSES = (  # what object storage's errors mean, in words (the store's own text is a Rust debug dump)
     (("NoSuchBucket",), "the bucket does not exist", 2),
-    (("Failed to get AWS credentials", "Failed to load credentials", "no credentials"),
-     "no credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE", 1),
-    (("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "Access Denied", "403", "401",
-      "ExpiredToken", "credential"), "access denied: check the credentials (AWS_ACCESS_KEY_ID, AWS_PROFILE, ...)", 1),
-    (("Failed to connect", "error sending request", "Connection refused", "dns error", "timed out", "RetryError"),
-     "cannot reach it", 1),
+    (
+        ("Failed to get AWS credentials", "Failed to load credentials", "no credentials"),
+        "no credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE",
+        1,
+    ),
+    (
+        (
+            "InvalidAccessKeyId",
+            "SignatureDoesNotMatch",
+            "AccessDenied",
+            "Access Denied",
+            "403",
+            "401",
+            "ExpiredToken",
+            "credential",
+        ),
+        "access denied: check the credentials (AWS_ACCESS_KEY_ID, AWS_PROFILE, ...)",
+        1,
+    ),
+    (
+        ("Failed to connect", "error sending request", "Connection refused", "dns error", "timed out", "RetryError"),
+        "cannot reach it",
+        1,
+    ),
 )
 
 
@@ -296,8 +349,11 @@ class FleetStore:
                 if failure.exit_code == 1 and not failure.args[0].endswith(_one_line(exc)):
                     raise failure from None  # unreachable or refused: asking again would say the same
                 if name not in self._names():
-                    raise CodeSightError(f"{self.spec.uri} is not a fleet store (no {name} table): build it with"
-                                         " `codesight fleet index SOURCES --store URI`", exit_code=2) from None
+                    raise CodeSightError(
+                        f"{self.spec.uri} is not a fleet store (no {name} table): build it with"
+                        " `codesight fleet index SOURCES --store URI`",
+                        exit_code=2,
+                    ) from None
                 raise explain(exc, self.spec, "read") from None
             with _TABLES_LOCK:
                 _TABLES[(self.spec, name)] = table
@@ -314,8 +370,11 @@ class FleetStore:
             meta = {str(r["key"]): str(r["value"]) for r in rows}
             schema = meta.get("schema", SCHEMA_VERSION)
             if not schema.isdigit() or int(schema) > int(SCHEMA_VERSION):
-                raise CodeSightError(f"{self.spec.uri} was written by a newer codesight (store format {schema}; this"
-                                     f" one reads {SCHEMA_VERSION}): upgrade codesight to use it", exit_code=2)
+                raise CodeSightError(
+                    f"{self.spec.uri} was written by a newer codesight (store format {schema}; this"
+                    f" one reads {SCHEMA_VERSION}): upgrade codesight to use it",
+                    exit_code=2,
+                )
             self._meta = meta
         return self._meta
 
@@ -333,7 +392,8 @@ class FleetStore:
                 raise CodeSightError(
                     f"{self.spec.uri} holds vectors of {meta.get('kind')} {meta.get('model')} ({meta.get('dim')}"
                     f" dimensions), not {kind} {model}: index with --model {meta.get('kind')}, or use another store",
-                    exit_code=2)
+                    exit_code=2,
+                )
         try:
             if CHUNKS not in names:
                 db.create_table(CHUNKS, schema=chunks_schema(dim), exist_ok=True)
@@ -342,8 +402,9 @@ class FleetStore:
             if META not in names:
                 # Written last: a store with a meta table has the other two.
                 values = {"model": model, "kind": kind, "dim": str(dim), "schema": SCHEMA_VERSION}
-                db.create_table(META, data=pa.table({"key": list(values), "value": list(values.values())}),
-                                exist_ok=True)
+                db.create_table(
+                    META, data=pa.table({"key": list(values), "value": list(values.values())}), exist_ok=True
+                )
         except CodeSightError:
             raise
         except Exception as exc:  # noqa: BLE001 - LanceDB and the object store raise many types: explain() says which
@@ -354,9 +415,21 @@ class FleetStore:
     def repos(self) -> list[RepoRecord]:
         rows = self._table(REPOS).to_arrow().to_pylist()
         # scrubbed on the way out too: a store written before credentials were kept out of it
-        return sorted((RepoRecord(str(r["name"]), scrub_credentials(str(r["source"] or "")), str(r["commit"] or ""),
-                                  float(r["indexed_at"] or 0.0), int(r["files"] or 0), int(r["chunks"] or 0),
-                                  scrub_credentials(str(r["error"] or ""))) for r in rows), key=lambda r: r.name)
+        return sorted(
+            (
+                RepoRecord(
+                    str(r["name"]),
+                    scrub_credentials(str(r["source"] or "")),
+                    str(r["commit"] or ""),
+                    float(r["indexed_at"] or 0.0),
+                    int(r["files"] or 0),
+                    int(r["chunks"] or 0),
+                    scrub_credentials(str(r["error"] or "")),
+                )
+                for r in rows
+            ),
+            key=lambda r: r.name,
+        )
 
     def known_files(self) -> dict[str, dict[str, str]]:
         """``{repo: {path: blob}}`` of the rows in the store (what a re-index compares against)."""
@@ -375,7 +448,7 @@ class FleetStore:
         chunks = self._table(CHUNKS)
         name = _quote(record.name)
         for k in range(0, len(stale_paths), DELETE_BATCH):
-            chunks.delete(f"repo = {name} AND {in_list('path', stale_paths[k:k + DELETE_BATCH])}")
+            chunks.delete(f"repo = {name} AND {in_list('path', stale_paths[k : k + DELETE_BATCH])}")
         if rows.num_rows:
             chunks.merge_insert("id").when_not_matched_insert_all().execute(rows)
         record.chunks = int(chunks.count_rows(f"repo = {name}"))
@@ -386,15 +459,17 @@ class FleetStore:
 
         # Whoever can read the store (a shared bucket) reads this row: a source's credentials
         # (``https://user:TOKEN@host/...``) never go into it, nor into its error.
-        values = record.to_dict() | {"source": scrub_credentials(record.source), "error": scrub_credentials(record.error)}
+        values = record.to_dict() | {
+            "source": scrub_credentials(record.source),
+            "error": scrub_credentials(record.error),
+        }
         row = pa.Table.from_pylist([values], schema=_repos_schema())
-        (self._table(REPOS).merge_insert("name").when_matched_update_all().when_not_matched_insert_all()
-         .execute(row))
+        (self._table(REPOS).merge_insert("name").when_matched_update_all().when_not_matched_insert_all().execute(row))
 
     def forget(self, names: list[str]) -> None:
         """Take repositories out of the store."""
         for k in range(0, len(names), DELETE_BATCH):
-            part = names[k:k + DELETE_BATCH]
+            part = names[k : k + DELETE_BATCH]
             self._table(CHUNKS).delete(in_list("repo", part))
             self._table(REPOS).delete(in_list("name", part))
 
@@ -408,8 +483,9 @@ class FleetStore:
         have = {tuple(getattr(i, "columns", ())) for i in indices.values()}
         t0 = time.perf_counter()
         if n and ("words",) not in have:
-            chunks.create_fts_index("words", replace=True, with_position=False, stem=True,
-                                    remove_stop_words=False, ascii_folding=True)
+            chunks.create_fts_index(
+                "words", replace=True, with_position=False, stem=True, remove_stop_words=False, ascii_folding=True
+            )
         if n and ("id",) not in have:
             chunks.create_scalar_index("id", replace=True)
         if n and ("repo",) not in have:
@@ -475,14 +551,31 @@ class FleetStore:
             if not ids:
                 raise CodeSightError(f"no file or definition named {name!r} in {self.spec.uri}", exit_code=2)
         row, repo_name, _commit = q.rows[ids[0]]
-        return RelatedSource(repo_name, row.path, row.start_line, row.end_line, row.id, row.content,
-                             terms_of(row.content) or row.content[:200])
+        return RelatedSource(
+            repo_name,
+            row.path,
+            row.start_line,
+            row.end_line,
+            row.id,
+            row.content,
+            terms_of(row.content) or row.content[:200],
+        )
 
-    def search(self, query: str, encode_query: Callable[[str], np.ndarray] | None, *, top_k: int = 10,
-               mode: str = "hybrid", repo: str | None = None, glob: str | None = None,
-               language: str | None = None, depth: int = 80, rrf_k: int = 30,
-               known_share: Callable[[list[str]], float] | None = None,
-               like: RelatedSource | None = None) -> SearchResponse:
+    def search(
+        self,
+        query: str,
+        encode_query: Callable[[str], np.ndarray] | None,
+        *,
+        top_k: int = 10,
+        mode: str = "hybrid",
+        repo: str | None = None,
+        glob: str | None = None,
+        language: str | None = None,
+        depth: int = 80,
+        rrf_k: int = 30,
+        known_share: Callable[[list[str]], float] | None = None,
+        like: RelatedSource | None = None,
+    ) -> SearchResponse:
         """The fleet's answer to ``query``: BM25 over the store's full-text index and the nearest
         vectors (``encode_query`` embeds the query with the store's model), fused and ranked by
         the same stack as a local index; each hit's ``repo`` and ``commit`` say where it is.
@@ -491,9 +584,18 @@ class FleetStore:
         overlaps it are left out."""
         if like is not None:
             query = like.terms
-            answer = self.search(query, None if encode_query is None else (lambda _q: encode_query(like.content)),
-                                 top_k=top_k + 4, mode=mode, repo=repo, glob=glob, language=language, depth=depth,
-                                 rrf_k=rrf_k, known_share=known_share)
+            answer = self.search(
+                query,
+                None if encode_query is None else (lambda _q: encode_query(like.content)),
+                top_k=top_k + 4,
+                mode=mode,
+                repo=repo,
+                glob=glob,
+                language=language,
+                depth=depth,
+                rrf_k=rrf_k,
+                known_share=known_share,
+            )
             kept = [h for h in answer if not like.overlaps(h.repo, h.path, h.start_line, h.end_line)]
             return SearchResponse(kept[:top_k], answer.notices, answer.retrievers)
         from codesight_tui.core.fusion import RELEVANCE_FLOOR, STATIC_KNOWN_WORDS, STATIC_RELEVANCE_FLOOR
@@ -541,12 +643,23 @@ class FleetStore:
         def stored(rows: list[ChunkRow]) -> dict[int, np.ndarray]:
             return q.vectors([r.id for r in rows])
 
-        hits = fuse_and_rank(q, rankings, query, top_k=top_k, stack=mode != "vector", rrf_k=rrf_k, glob=glob,
-                             language=language, coverage=1.0 if kind == "full" else 0.0,
-                             query_vector=query_vector if kind == "full" else None, vectors_for=stored,
-                             static_weight=1.0 if kind == "static" and "static" in rankings else 0.0,
-                             static_vector=query_vector if kind == "static" else None, static_vectors_for=stored,
-                             origin=origin)
+        hits = fuse_and_rank(
+            q,
+            rankings,
+            query,
+            top_k=top_k,
+            stack=mode != "vector",
+            rrf_k=rrf_k,
+            glob=glob,
+            language=language,
+            coverage=1.0 if kind == "full" else 0.0,
+            query_vector=query_vector if kind == "full" else None,
+            vectors_for=stored,
+            static_weight=1.0 if kind == "static" and "static" in rankings else 0.0,
+            static_vector=query_vector if kind == "static" else None,
+            static_vectors_for=stored,
+            origin=origin,
+        )
         return SearchResponse(hits, retrievers=used)
 
 
@@ -580,8 +693,10 @@ class FleetQuery:
         if where:
             q = q.where(where, prefilter=True)
         rows = q.select(["id", "_distance"]).limit(depth).to_arrow()
-        return [(int(i), 1.0 - float(d)) for i, d in zip(rows.column("id").to_pylist(),
-                                                        rows.column("_distance").to_pylist(), strict=False)]
+        return [
+            (int(i), 1.0 - float(d))
+            for i, d in zip(rows.column("id").to_pylist(), rows.column("_distance").to_pylist(), strict=False)
+        ]
 
     def fetch(self, where: str, limit: int, with_vectors: bool = False) -> list[dict[str, Any]]:
         columns = ["id", "repo", "commit", "path", "language", "start_line", "end_line", "scope", "content"]
@@ -590,15 +705,22 @@ class FleetQuery:
         q = self.store._table(CHUNKS).search().where(where).select(columns).limit(limit)
         rows: list[dict[str, Any]] = q.to_arrow().to_pylist()
         for r in rows:
-            row = ChunkRow(int(r["id"]), r["path"], int(r["start_line"]), int(r["end_line"]), r["language"] or "",
-                           r["scope"] or "", r["content"])
+            row = ChunkRow(
+                int(r["id"]),
+                r["path"],
+                int(r["start_line"]),
+                int(r["end_line"]),
+                r["language"] or "",
+                r["scope"] or "",
+                r["content"],
+            )
             self.rows[row.id] = (row, r["repo"], r["commit"])
         return rows
 
     def get_chunks(self, ids: list[int]) -> dict[int, ChunkRow]:
         missing = [i for i in dict.fromkeys(ids) if i not in self.rows]
         for k in range(0, len(missing), 500):
-            part = missing[k:k + 500]
+            part = missing[k : k + 500]
             self.fetch(f"id IN ({', '.join(str(i) for i in part)})", len(part))
         return {i: self.rows[i][0] for i in ids if i in self.rows}
 
@@ -615,9 +737,15 @@ class FleetQuery:
 
         out: dict[int, np.ndarray] = {}
         for k in range(0, len(ids), 500):
-            part = ids[k:k + 500]
-            for r in self.store._table(CHUNKS).search().where(f"id IN ({', '.join(str(i) for i in part)})").select(
-                    ["id", "vector"]).limit(len(part)).to_arrow().to_pylist():
+            part = ids[k : k + 500]
+            for r in (
+                self.store._table(CHUNKS)
+                .search()
+                .where(f"id IN ({', '.join(str(i) for i in part)})")
+                .select(["id", "vector"])
+                .limit(len(part))
+                .to_arrow()
+                .to_pylist()
+            ):
                 out[int(r["id"])] = np.asarray(r["vector"], dtype=np.float32)
         return out
-

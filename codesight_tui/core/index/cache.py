@@ -45,8 +45,7 @@ class EmbeddingCache:
     """``get_many`` / ``put_many`` of float32 vectors by key; safe across threads and processes.
     Each entry records when it was last used, so ``prune`` can drop the least recently used."""
 
-    def __init__(self, cache_dir: Path, model: str, dim: int, *, path: Path | None = None,
-                 repair: bool = True) -> None:
+    def __init__(self, cache_dir: Path, model: str, dim: int, *, path: Path | None = None, repair: bool = True) -> None:
         from codesight_tui.core.private import private_dir
 
         private_dir(cache_dir)
@@ -95,8 +94,7 @@ class EmbeddingCache:
                 side.rename(aside.with_name(aside.name + suffix))
         if self.path.exists():
             self.path.rename(aside)
-        self.notices.append(f"embedding cache {self.path.name} was damaged: moved to {aside.name},"
-                            " starting a new one")
+        self.notices.append(f"embedding cache {self.path.name} was damaged: moved to {aside.name}, starting a new one")
 
     def _damaged(self, exc: sqlite3.DatabaseError) -> bool:
         """Damage found inside the file (a bad page) after it opened: set aside when repairing.
@@ -194,8 +192,9 @@ class EmbeddingCache:
         c = self.conn
         removed = 0
         if older_than_s is not None:
-            removed += c.execute("DELETE FROM vec WHERE coalesce(used, 0) < ?",
-                                 (int(time.time() - older_than_s),)).rowcount
+            removed += c.execute(
+                "DELETE FROM vec WHERE coalesce(used, 0) < ?", (int(time.time() - older_than_s),)
+            ).rowcount
         if removed:
             self._compact()
         if max_bytes is not None:
@@ -205,9 +204,15 @@ class EmbeddingCache:
                     break
                 per_entry = st["bytes"] / st["entries"]
                 excess = max(1, int((st["bytes"] - max_bytes) / per_entry * 1.05) + 1)
-                removed += c.execute("DELETE FROM vec WHERE key IN (SELECT key FROM vec ORDER BY coalesce(used, 0)"
-                                     " LIMIT ?)", (excess,)).rowcount
+                removed += c.execute(
+                    "DELETE FROM vec WHERE key IN (SELECT key FROM vec ORDER BY coalesce(used, 0) LIMIT ?)", (excess,)
+                ).rowcount
                 self._compact()
         after = self.stats()
-        return {"path": str(self.path), "removed": removed, "entries": after["entries"],
-                "bytes_before": before["bytes"], "bytes_after": after["bytes"]}
+        return {
+            "path": str(self.path),
+            "removed": removed,
+            "entries": after["entries"],
+            "bytes_before": before["bytes"],
+            "bytes_after": after["bytes"],
+        }

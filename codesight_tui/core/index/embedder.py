@@ -108,7 +108,10 @@ class SentenceTransformerEmbedder:
         if self.overlap:
             return self._encode_overlapped(texts)
         vecs = self.model.encode(
-            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
             show_progress_bar=False,
         )
         return np.asarray(vecs, dtype=np.float32)
@@ -289,13 +292,26 @@ class ProcessEmbedder:
 
         pairs = [socket.socketpair() for _ in range(2)]
         child_fds = [b.fileno() for _, b in pairs]
-        spec = json.dumps([info.name, info.load_from, str(info.tokenizer_file or ""), info.max_seq_length,
-                           info.backend, info.export_dir, device, batch_size])
+        spec = json.dumps(
+            [
+                info.name,
+                info.load_from,
+                str(info.tokenizer_file or ""),
+                info.max_seq_length,
+                info.backend,
+                info.export_dir,
+                device,
+                batch_size,
+            ]
+        )
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "codesight_tui.core.index.embedder", spec, *map(str, child_fds)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                pass_fds=child_fds, close_fds=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                pass_fds=child_fds,
+                close_fds=True,
                 # run from the directory holding this very package, so `-m` finds this copy and
                 # never a `codesight_tui/` folder that happens to sit in the user's cwd
                 cwd=str(Path(__file__).resolve().parents[3]),
@@ -366,5 +382,9 @@ if __name__ == "__main__":
     import sys
 
     name, load_from, tok, max_len, backend, export_dir, dev, bs = json.loads(sys.argv[1])
-    serve([int(fd) for fd in sys.argv[2:]],
-          ModelInfo(name, load_from, Path(tok) if tok else None, max_len, backend, export_dir), dev, bs)
+    serve(
+        [int(fd) for fd in sys.argv[2:]],
+        ModelInfo(name, load_from, Path(tok) if tok else None, max_len, backend, export_dir),
+        dev,
+        bs,
+    )

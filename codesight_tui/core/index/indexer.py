@@ -122,8 +122,9 @@ def file_batches(entries: list[FileEntry]) -> Iterator[list[FileEntry]]:
         yield batch
 
 
-Prepared = tuple[list[tuple[FileEntry, str, int]], list[tuple[FileEntry, str]], list[list["ChunkFields"]],
-                 list["FileSymbols | None"]]
+Prepared = tuple[
+    list[tuple[FileEntry, str, int]], list[tuple[FileEntry, str]], list[list["ChunkFields"]], list["FileSymbols | None"]
+]
 
 
 def prepare_batch(chunker: Chunker, batch: list[FileEntry], max_bytes: int | None = None) -> Prepared:
@@ -149,11 +150,21 @@ def prepare_batch(chunker: Chunker, batch: list[FileEntry], max_bytes: int | Non
     # Vendored, generated and minified files get no symbols: their names are someone else's code, and
     # a minified bundle's would be noise in every `refs` (and a sixth of the extraction on Django).
     found: list[FileSymbols | None] = [
-        (([], "", b"", b"", b"", b"", "no symbols: its parse took too long (chunked by lines)") if tree is GAVE_UP
-         else extract_rows(lang, text, tree) if tree is not None and classify(path, lang) != VENDOR else None)
-        for (path, lang, text), tree in zip(texts, trees, strict=True)]
-    return (items, unreadable, [chunk_fields(e.rel_path, chunks) for (e, _, _), chunks in zip(items, chunked, strict=False)],
-            found)
+        (
+            ([], "", b"", b"", b"", b"", "no symbols: its parse took too long (chunked by lines)")
+            if tree is GAVE_UP
+            else extract_rows(lang, text, tree)
+            if tree is not None and classify(path, lang) != VENDOR
+            else None
+        )
+        for (path, lang, text), tree in zip(texts, trees, strict=True)
+    ]
+    return (
+        items,
+        unreadable,
+        [chunk_fields(e.rel_path, chunks) for (e, _, _), chunks in zip(items, chunked, strict=False)],
+        found,
+    )
 
 
 _WORKER_CHUNKER: Chunker | None = None
@@ -202,17 +213,21 @@ class _Workers:
         self.pool: Executor | None = None
         self.ahead = 1
         # What a batch is given to, in the pool: this process's chunker, or a worker's.
-        self._task: Callable[[list[FileEntry], int | None], Prepared] = (
-            lambda batch, max_bytes: prepare_batch(chunker, batch, max_bytes))
+        self._task: Callable[[list[FileEntry], int | None], Prepared] = lambda batch, max_bytes: prepare_batch(
+            chunker, batch, max_bytes
+        )
 
     def start_processes(self, n: int) -> None:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 
         quiet = quiet_for_children()
-        pool = ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context("spawn"), initializer=_init_worker,
-                                   initargs=(self.chunker.counter.tokenizer_file, self.chunker.max_tokens,
-                                             quiet, os.getpid()))
+        pool = ProcessPoolExecutor(
+            max_workers=n,
+            mp_context=mp.get_context("spawn"),
+            initializer=_init_worker,
+            initargs=(self.chunker.counter.tokenizer_file, self.chunker.max_tokens, quiet, os.getpid()),
+        )
         self.pool = pool
         self.ahead = n + 1
         self._task = _prepare_in_worker
@@ -237,17 +252,30 @@ EARLY_WORKERS_FILES = LEXICAL_BATCH_FILES * 8
 Scan = tuple[list[FileEntry], list[FileEntry], list[str]]
 
 
-def scan_changes(root: Path, store: Store, max_file_size: int, exclude: list[str], stats: WalkStats | None = None,
-                 on_big_first_index: Callable[[], None] | None = None,
-                 max_document_size: int = MAX_DOCUMENT_SIZE, secret_files: tuple[str, ...] = SECRET_FILES) -> Scan:
+def scan_changes(
+    root: Path,
+    store: Store,
+    max_file_size: int,
+    exclude: list[str],
+    stats: WalkStats | None = None,
+    on_big_first_index: Callable[[], None] | None = None,
+    max_document_size: int = MAX_DOCUMENT_SIZE,
+    secret_files: tuple[str, ...] = SECRET_FILES,
+) -> Scan:
     """Walk ``root`` and compare with the index: ``(entries, changed, deleted_paths)``.
 
     ``on_big_first_index`` is called once, mid-walk, if the index is empty and the walk has found
     ``EARLY_WORKERS_FILES`` files."""
     known = store.file_states()
     entries = []
-    for e in walk(root, max_file_size=max_file_size, exclude=exclude, stats=stats,
-                  max_document_size=max_document_size, secret_files=secret_files):
+    for e in walk(
+        root,
+        max_file_size=max_file_size,
+        exclude=exclude,
+        stats=stats,
+        max_document_size=max_document_size,
+        secret_files=secret_files,
+    ):
         entries.append(e)
         if len(entries) == EARLY_WORKERS_FILES and not known and on_big_first_index is not None:
             on_big_first_index()
@@ -257,9 +285,16 @@ def scan_changes(root: Path, store: Store, max_file_size: int, exclude: list[str
     return entries, changed, deleted
 
 
-def scan_paths(root: Path, store: Store, paths: list[str], max_file_size: int, exclude: list[str],
-               stats: WalkStats | None = None, max_document_size: int = MAX_DOCUMENT_SIZE,
-               secret_files: tuple[str, ...] = SECRET_FILES) -> Scan | None:
+def scan_paths(
+    root: Path,
+    store: Store,
+    paths: list[str],
+    max_file_size: int,
+    exclude: list[str],
+    stats: WalkStats | None = None,
+    max_document_size: int = MAX_DOCUMENT_SIZE,
+    secret_files: tuple[str, ...] = SECRET_FILES,
+) -> Scan | None:
     """``scan_changes`` for the paths a file watcher named, without walking the tree:
     ``(entries, changed, deleted_paths)``, or None where only a full walk can tell (a directory
     appeared, or an ignore file changed)."""
@@ -272,8 +307,9 @@ def scan_paths(root: Path, store: Store, paths: list[str], max_file_size: int, e
         name = rel.rsplit("/", 1)[-1]
         if name in IGNORE_FILES or rel == ".git/info/exclude":
             return None
-        e = entry_for(root, rel, max_file_size=max_file_size, stats=stats, ignored=ignored,
-                      max_document_size=max_document_size)
+        e = entry_for(
+            root, rel, max_file_size=max_file_size, stats=stats, ignored=ignored, max_document_size=max_document_size
+        )
         if e is not None:
             entries.append(e)
             continue
@@ -287,12 +323,23 @@ def scan_paths(root: Path, store: Store, paths: list[str], max_file_size: int, e
     return entries, changed, sorted(set(deleted))
 
 
-def index_lexical(root: Path, store: Store, chunker: Chunker, *, max_file_size: int, exclude: list[str],
-                  progress: ProgressFn | None = None, cancel: threading.Event | None = None,
-                  report: IndexReport | None = None, processes: bool = True,
-                  paths: list[str] | None = None, max_document_size: int = MAX_DOCUMENT_SIZE,
-                  document_timeout: float = 60.0, secret_files: tuple[str, ...] = SECRET_FILES,
-                  document_memory_mb: int = 0) -> IndexReport:
+def index_lexical(
+    root: Path,
+    store: Store,
+    chunker: Chunker,
+    *,
+    max_file_size: int,
+    exclude: list[str],
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+    report: IndexReport | None = None,
+    processes: bool = True,
+    paths: list[str] | None = None,
+    max_document_size: int = MAX_DOCUMENT_SIZE,
+    document_timeout: float = 60.0,
+    secret_files: tuple[str, ...] = SECRET_FILES,
+    document_memory_mb: int = 0,
+) -> IndexReport:
     """Phase 1: bring files, chunks and the FTS5 table in line with the tree.
 
     ``paths`` (from a file watcher) looks at those files only, not the whole tree, when that
@@ -306,16 +353,40 @@ def index_lexical(root: Path, store: Store, chunker: Chunker, *, max_file_size: 
     remembered: Counter[str] = Counter()  # skips kept per file in the table, or not skips for long
     try:
         early = _worker_count(EARLY_WORKERS_FILES // LEXICAL_BATCH_FILES, processes)
-        scanned = (scan_paths(root, store, paths, max_file_size, exclude, max_document_size=max_document_size,
-                              secret_files=secret_files)
-                   if paths is not None else None)
+        scanned = (
+            scan_paths(
+                root,
+                store,
+                paths,
+                max_file_size,
+                exclude,
+                max_document_size=max_document_size,
+                secret_files=secret_files,
+            )
+            if paths is not None
+            else None
+        )
         partial_scan = scanned is not None
         entries, changed, deleted = scanned or scan_changes(
-            root, store, max_file_size, exclude, stats, (lambda: workers.start_processes(early)) if early else None,
-            max_document_size=max_document_size, secret_files=secret_files)
+            root,
+            store,
+            max_file_size,
+            exclude,
+            stats,
+            (lambda: workers.start_processes(early)) if early else None,
+            max_document_size=max_document_size,
+            secret_files=secret_files,
+        )
         if progress:
-            progress(Progress("scan", len(entries), len(entries), f"{len(changed)} changed, {len(deleted)} removed",
-                              tuple(e.rel_path for e in changed) + tuple(deleted)))
+            progress(
+                Progress(
+                    "scan",
+                    len(entries),
+                    len(entries),
+                    f"{len(changed)} changed, {len(deleted)} removed",
+                    tuple(e.rel_path for e in changed) + tuple(deleted),
+                )
+            )
         if deleted:
             with store.transaction():
                 for p in deleted:
@@ -325,8 +396,11 @@ def index_lexical(root: Path, store: Store, chunker: Chunker, *, max_file_size: 
 
         documents = [e for e in changed if is_document(e.rel_path)]
         preferred = preferred_language()  # translations into other languages after the rest
-        batches = list(file_batches(sorted((e for e in changed if not is_document(e.rel_path)),
-                                           key=lambda e: later(e.rel_path, preferred))))
+        batches = list(
+            file_batches(
+                sorted((e for e in changed if not is_document(e.rel_path)), key=lambda e: later(e.rel_path, preferred))
+            )
+        )
         if workers.pool is None:
             n_proc = _worker_count(len(batches), processes)
             if n_proc:
@@ -346,27 +420,50 @@ def index_lexical(root: Path, store: Store, chunker: Chunker, *, max_file_size: 
                     if why in ("binary", "changed"):  # kept per file in the table, or read next run
                         remembered[why] += 1
                     if why == "changed":  # written or swapped since the walk: what was indexed stays
-                        continue          # until the next run reads what is there then
+                        continue  # until the next run reads what is there then
                     if why == "binary":  # remembered, so it is not read again until it changes
                         report.chunks_removed += store.write_skipped(e.rel_path, e.mtime_ns, e.size, why)
                     else:  # unreadable now: drop what it had, try again next run
                         report.chunks_removed += store.delete_file(e.rel_path)
-                added, removed = store.write_files([
-                    (e.rel_path, e.mtime_ns, e.size, lang, file_rows, _priority(e.rel_path, e.mtime_ns, lang), masked)
-                    for (e, lang, masked), file_rows in zip(items, rows, strict=False)], found)
+                added, removed = store.write_files(
+                    [
+                        (
+                            e.rel_path,
+                            e.mtime_ns,
+                            e.size,
+                            lang,
+                            file_rows,
+                            _priority(e.rel_path, e.mtime_ns, lang),
+                            masked,
+                        )
+                        for (e, lang, masked), file_rows in zip(items, rows, strict=False)
+                    ],
+                    found,
+                )
                 report.chunks_added += added
                 report.chunks_removed += removed
                 report.files_changed += len(items)
                 report.secrets_masked += sum(masked for _, _, masked in items)
-                report.warnings += [f"{e.rel_path}: {sym[6]}" for (e, _, _), sym in zip(items, found, strict=False)
-                                    if sym is not None and sym[6]]
+                report.warnings += [
+                    f"{e.rel_path}: {sym[6]}"
+                    for (e, _, _), sym in zip(items, found, strict=False)
+                    if sym is not None and sym[6]
+                ]
             done += len(batch)
             if progress:
                 progress(Progress("lexical", done, len(changed), batch[-1].rel_path))
         if documents and not report.cancelled:
-            _index_documents(store, chunker, documents, stats, remembered, report, DocumentReader(
-                document_timeout, document_memory_mb, max_document_size), cancel,
-                lambda path, n: progress and progress(Progress("lexical", done + n, len(changed), path)))
+            _index_documents(
+                store,
+                chunker,
+                documents,
+                stats,
+                remembered,
+                report,
+                DocumentReader(document_timeout, document_memory_mb, max_document_size),
+                cancel,
+                lambda path, n: progress and progress(Progress("lexical", done + n, len(changed), path)),
+            )
     finally:  # on cancel or Ctrl-C, don't wait for batches nobody will write
         for f in queue:
             f.cancel()
@@ -377,8 +474,13 @@ def index_lexical(root: Path, store: Store, chunker: Chunker, *, max_file_size: 
         # Skips this run met, for `status`, but those remembered per file in the table (binary by
         # content, unreadable documents) and files that changed under the run (read next time).
         walk_skips = {k: v for k, v in (Counter(stats.skipped) - remembered).items() if v > 0}
-        store.set_meta(last_indexed=time.time(), git_head=git_head(root) or "", root=str(root),
-                       symlink_dirs=stats.symlink_dirs, skipped=json.dumps(walk_skips, sort_keys=True))
+        store.set_meta(
+            last_indexed=time.time(),
+            git_head=git_head(root) or "",
+            root=str(root),
+            symlink_dirs=stats.symlink_dirs,
+            skipped=json.dumps(walk_skips, sort_keys=True),
+        )
     report.full_scan = not partial_scan
     report.skipped.update(stats.skipped)
     counts = store.counts()
@@ -387,9 +489,17 @@ def index_lexical(root: Path, store: Store, chunker: Chunker, *, max_file_size: 
     return report
 
 
-def _index_documents(store: Store, chunker: Chunker, documents: list[FileEntry], stats: WalkStats,
-                     remembered: Counter[str], report: IndexReport, reader: DocumentReader,
-                     cancel: threading.Event | None, progress: Callable[[str, int], object]) -> None:
+def _index_documents(
+    store: Store,
+    chunker: Chunker,
+    documents: list[FileEntry],
+    stats: WalkStats,
+    remembered: Counter[str],
+    report: IndexReport,
+    reader: DocumentReader,
+    cancel: threading.Event | None,
+    progress: Callable[[str, int], object],
+) -> None:
     """Extract, chunk and write documents one at a time: each is its own transaction, so a
     300-page PDF is searchable as soon as it is read, and a file that can't be read (encrypted,
     corrupt, image-only, over the time limit) is remembered with its reason until it changes."""
@@ -420,7 +530,8 @@ def _index_documents(store: Store, chunker: Chunker, documents: list[FileEntry],
             with store.transaction():
                 priority = _priority(e.rel_path, e.mtime_ns, ex.language)
                 added, removed = store.write_files(
-                    [(e.rel_path, e.mtime_ns, e.size, ex.language, rows, priority, masked)])
+                    [(e.rel_path, e.mtime_ns, e.size, ex.language, rows, priority, masked)]
+                )
                 store.put_document(e.rel_path, text, ex.locators)
             report.chunks_added += added
             report.chunks_removed += removed
@@ -472,8 +583,15 @@ class _EmbedJob:
     future: Future[np.ndarray] | None = None
 
 
-def index_static(store: Store, model: StaticEmbedder, *, progress: ProgressFn | None = None, cancel: threading.Event | None = None,
-                 report: IndexReport | None = None, batch: int = 4096) -> IndexReport:
+def index_static(
+    store: Store,
+    model: StaticEmbedder,
+    *,
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+    report: IndexReport | None = None,
+    batch: int = 4096,
+) -> IndexReport:
     """Give every chunk without one a static vector (``model``: a ``core.static.StaticEmbedder``),
     and its doc view one too where it has a doc view (as the full model's vectors do), batch by
     batch, each committed on its own. Vectors of another static model are dropped first."""
@@ -508,13 +626,17 @@ def index_static(store: Store, model: StaticEmbedder, *, progress: ProgressFn | 
 def _put_static(store: Store, model: StaticEmbedder, rows: list[ChunkRow], own: bool = True) -> None:
     """Static vectors of ``rows`` (unless not ``own``) and of the doc views of those that have one."""
     docs = [(r.id, text) for r in rows if (text := doc_text(r.path, r.scope, r.content, r.language))]
-    store.put_static([r.id for r in rows] if own else [],
-                     model.encode([embed_text(r.path, r.scope, r.content) for r in rows]) if own else None,
-                     [cid for cid, _ in docs], model.encode([text for _, text in docs]))
+    store.put_static(
+        [r.id for r in rows] if own else [],
+        model.encode([embed_text(r.path, r.scope, r.content) for r in rows]) if own else None,
+        [cid for cid, _ in docs],
+        model.encode([text for _, text in docs]),
+    )
 
 
-def _pages_by_id(fetch: Callable[[int, int], list[ChunkRow]], page: int, cancel: threading.Event | None,
-                 report: IndexReport) -> Iterator[list[ChunkRow]]:
+def _pages_by_id(
+    fetch: Callable[[int, int], list[ChunkRow]], page: int, cancel: threading.Event | None, report: IndexReport
+) -> Iterator[list[ChunkRow]]:
     """``fetch(after, limit)``'s rows page by page in id order (each page starts past the last id
     seen, whatever became of its rows), until none are left or ``cancel`` is set."""
     after = 0
@@ -539,9 +661,18 @@ def _views(r: ChunkRow) -> list[tuple[int, str, ChunkRow, str | None]]:
     return out
 
 
-def fill_from_cache(store: Store, vectors: VectorStore, cache: EmbeddingCache, model_name: str, dim: int, *, progress: ProgressFn | None = None,
-                    cancel: threading.Event | None = None, report: IndexReport | None = None,
-                    page: int = 2048) -> int:
+def fill_from_cache(
+    store: Store,
+    vectors: VectorStore,
+    cache: EmbeddingCache,
+    model_name: str,
+    dim: int,
+    *,
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+    report: IndexReport | None = None,
+    page: int = 2048,
+) -> int:
     """Give every pending chunk whose vectors are all in the shared cache those vectors, without
     the model: a re-clone, a second worktree or a rebuilt index needs no torch at all when the
     cache holds its text. What is left stays pending for ``index_vectors``. Returns the number
@@ -556,8 +687,9 @@ def fill_from_cache(store: Store, vectors: VectorStore, cache: EmbeddingCache, m
         missing = {r.id for _, key, r, _ in views if key not in found}
         ready = [v for v in views if v[2].id not in missing]
         if ready:
-            vectors.add([v[0] for v in ready], [v[2].language or "" for v in ready],
-                        np.stack([found[v[1]] for v in ready]))
+            vectors.add(
+                [v[0] for v in ready], [v[2].language or "" for v in ready], np.stack([found[v[1]] for v in ready])
+            )
             ids = [r.id for r in rows if r.id not in missing]
             store.mark_embedded(ids)
             filled += len(ids)
@@ -571,11 +703,19 @@ def fill_from_cache(store: Store, vectors: VectorStore, cache: EmbeddingCache, m
     return filled
 
 
-def index_vectors(store: Store, vectors: VectorStore, embedder: Any, cache: EmbeddingCache | None, *,  # noqa: C901 - the embedding loop's cancel, overlap and cache paths are one story
-                  batch: int = 128,
-                  progress: ProgressFn | None = None, cancel: threading.Event | None = None,
-                  report: IndexReport | None = None, limit: int | None = None,
-                  overlap: bool = False) -> IndexReport:
+def index_vectors(  # noqa: C901 - the embedding loop's cancel, overlap and cache paths are one story
+    store: Store,
+    vectors: VectorStore,
+    embedder: Any,
+    cache: EmbeddingCache | None,
+    *,
+    batch: int = 128,
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+    report: IndexReport | None = None,
+    limit: int | None = None,
+    overlap: bool = False,
+) -> IndexReport:
     """Phase 2: embed every chunk that lacks a vector (at most ``limit``); resumable batch by batch.
 
     With ``overlap`` (a GPU, where a batch takes a fraction of a second) the next batch is being
@@ -618,8 +758,9 @@ def index_vectors(store: Store, vectors: VectorStore, embedder: Any, cache: Embe
                 todo[key] = embed_text(r.path, r.scope, r.content) if doc is None else doc
                 docs += doc is not None
         in_flight.update(r.id for r in rows)
-        return _EmbedJob(rows, [v[0] for v in views], [r.language or "" for _, _, r, _ in views], keys,
-                         found, todo, docs)
+        return _EmbedJob(
+            rows, [v[0] for v in views], [r.language or "" for _, _, r, _ in views], keys, found, todo, docs
+        )
 
     def write(job: _EmbedJob) -> None:
         nonlocal done

@@ -65,8 +65,12 @@ def exportable(info: ModelInfo) -> bool:
     except (OSError, ValueError, KeyError, IndexError, TypeError):
         return False
     modes = [k for k, v in pooling.items() if k.startswith("pooling_mode") and v]
-    return (kinds[:2] == ["Transformer", "Pooling"] and kinds[2:] in ([], ["Normalize"])
-            and modes == ["pooling_mode_mean_tokens"] and (base / "tokenizer.json").is_file())
+    return (
+        kinds[:2] == ["Transformer", "Pooling"]
+        and kinds[2:] in ([], ["Normalize"])
+        and modes == ["pooling_mode_mean_tokens"]
+        and (base / "tokenizer.json").is_file()
+    )
 
 
 def for_backend(info: ModelInfo, backend: str, device: str, gpu_likely: bool, cache_dir: Path) -> ModelInfo:
@@ -102,8 +106,9 @@ def export(info: ModelInfo, dest: Path, *, timeout: float = EXPORT_TIMEOUT) -> f
         return 0.0
     base = Path(info.load_from).expanduser()
     if not base.is_dir():
-        raise CodeSightError(f"cannot run {info.name!r} on ONNX: not a local model folder"
-                             " (set embedding_backend = \"torch\")")
+        raise CodeSightError(
+            f'cannot run {info.name!r} on ONNX: not a local model folder (set embedding_backend = "torch")'
+        )
     private_dir(dest.parent)
     with FileLock(str(dest) + ".lock", mode=0o600):
         if is_exported(dest):  # another process exported it while this one waited
@@ -116,16 +121,34 @@ def export(info: ModelInfo, dest: Path, *, timeout: float = EXPORT_TIMEOUT) -> f
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(
-                [sys.executable, "-m", "codesight_tui.core.index.onnx_model", str(base.resolve()), str(tmp), info.backend,
-                 str(os.getpid())],
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                check=False, timeout=timeout, cwd=str(Path(__file__).resolve().parents[3]),
-                env={**os.environ, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1",
-                     "TRANSFORMERS_OFFLINE": "1"})
+                [
+                    sys.executable,
+                    "-m",
+                    "codesight_tui.core.index.onnx_model",
+                    str(base.resolve()),
+                    str(tmp),
+                    info.backend,
+                    str(os.getpid()),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                check=False,
+                timeout=timeout,
+                cwd=str(Path(__file__).resolve().parents[3]),
+                env={
+                    **os.environ,
+                    "TOKENIZERS_PARALLELISM": "false",
+                    "HF_HUB_OFFLINE": "1",
+                    "TRANSFORMERS_OFFLINE": "1",
+                },
+            )
             if proc.returncode != 0 or not is_exported(tmp):
                 last = next((ln for ln in reversed(proc.stdout.strip().splitlines()) if ln.strip()), "no output")
-                raise CodeSightError(f"could not export {info.name!r} to ONNX: {last[-300:]}"
-                                     " (set embedding_backend = \"torch\")")
+                raise CodeSightError(
+                    f'could not export {info.name!r} to ONNX: {last[-300:]} (set embedding_backend = "torch")'
+                )
             os.replace(tmp, dest)
         except subprocess.TimeoutExpired:
             raise CodeSightError(f"exporting {info.name!r} to ONNX took over {timeout:.0f} s") from None
@@ -189,14 +212,28 @@ def _export_main(base: Path, out: Path, backend: str, parent: int) -> None:
     plain = out / ("model-fp32.onnx" if backend == "onnx-int8" else "model.onnx")
     ids = torch.ones((2, 8), dtype=torch.long)
     with torch.inference_mode():
-        torch.onnx.export(Encode().eval(), (ids, torch.ones_like(ids)), str(plain),
-                          input_names=["input_ids", "attention_mask"], output_names=["embedding"],
-                          dynamic_axes={"input_ids": {0: "batch", 1: "tokens"},
-                                        "attention_mask": {0: "batch", 1: "tokens"}, "embedding": {0: "batch"}},
-                          opset_version=17, dynamo=False)
+        torch.onnx.export(
+            Encode().eval(),
+            (ids, torch.ones_like(ids)),
+            str(plain),
+            input_names=["input_ids", "attention_mask"],
+            output_names=["embedding"],
+            dynamic_axes={
+                "input_ids": {0: "batch", 1: "tokens"},
+                "attention_mask": {0: "batch", 1: "tokens"},
+                "embedding": {0: "batch"},
+            },
+            opset_version=17,
+            dynamo=False,
+        )
     if backend == "onnx-int8":
-        quantize_dynamic(str(plain), str(out / "model.onnx"), weight_type=QuantType.QInt8, per_channel=True,
-                         op_types_to_quantize=["MatMul"])
+        quantize_dynamic(
+            str(plain),
+            str(out / "model.onnx"),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            op_types_to_quantize=["MatMul"],
+        )
         plain.unlink()
     shutil.copyfile(base / "tokenizer.json", out / "tokenizer.json")
     for f in out.iterdir():

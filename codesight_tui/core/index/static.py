@@ -63,8 +63,9 @@ def is_model_dir(path: Path) -> bool:
     return (path / "model.safetensors").is_file() and (path / "tokenizer.json").is_file()
 
 
-def distill(base_path: Path, dest: Path, *, timeout: float = DISTILL_TIMEOUT,
-            cancel: threading.Event | None = None) -> float:
+def distill(
+    base_path: Path, dest: Path, *, timeout: float = DISTILL_TIMEOUT, cancel: threading.Event | None = None
+) -> float:
     """Distil the sentence-transformers model in ``base_path`` into ``dest`` (unless another
     process did already); returns the seconds it took (0 if nothing was done). Raises
     ``CodeSightError`` with one line if it can't. The work runs in a child process, so that torch
@@ -75,8 +76,10 @@ def distill(base_path: Path, dest: Path, *, timeout: float = DISTILL_TIMEOUT,
         return 0.0
     base_path, dest = Path(base_path).expanduser().resolve(), Path(dest).expanduser().resolve()
     if not base_path.is_dir():
-        raise CodeSightError(f"cannot distil a static model from {base_path}: not a local model folder"
-                             " (set static_model to a model2vec folder, or off)")
+        raise CodeSightError(
+            f"cannot distil a static model from {base_path}: not a local model folder"
+            " (set static_model to a model2vec folder, or off)"
+        )
     from codesight_tui.core.private import private_dir
 
     private_dir(dest.parent)
@@ -86,21 +89,27 @@ def distill(base_path: Path, dest: Path, *, timeout: float = DISTILL_TIMEOUT,
         tmp = dest.with_name(f"{dest.name}.tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "codesight_tui.core.index.static", str(base_path), str(tmp)],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                # from the folder holding this package: `-m` must never pick up a
-                                # `codesight_tui/` or `json.py` that sits in the caller's directory
-                                cwd=str(Path(__file__).resolve().parents[3]),
-                                text=True, env={**os.environ, "TOKENIZERS_PARALLELISM": "false",
-                                                "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "codesight_tui.core.index.static", str(base_path), str(tmp)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            # from the folder holding this package: `-m` must never pick up a
+            # `codesight_tui/` or `json.py` that sits in the caller's directory
+            cwd=str(Path(__file__).resolve().parents[3]),
+            text=True,
+            env={**os.environ, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+        )
         try:
             deadline = time.monotonic() + timeout
             while proc.poll() is None:
                 if (cancel is not None and cancel.is_set()) or time.monotonic() > deadline:
                     proc.kill()
                     proc.wait()
-                    raise CodeSightError("distilling the static model was "
-                                         + ("cancelled" if cancel is not None and cancel.is_set() else "too slow"))
+                    raise CodeSightError(
+                        "distilling the static model was "
+                        + ("cancelled" if cancel is not None and cancel.is_set() else "too slow")
+                    )
                 time.sleep(0.1)
             out = proc.stdout.read() if proc.stdout else ""
             if proc.returncode != 0 or not is_model_dir(tmp):
@@ -135,7 +144,9 @@ class StaticEmbedder:
         try:
             tensors = load_file(str(self.path / "model.safetensors"))
             tokenizer = Tokenizer.from_file(str(self.path / "tokenizer.json"))
-            config = json.loads((self.path / "config.json").read_text()) if (self.path / "config.json").is_file() else {}
+            config = (
+                json.loads((self.path / "config.json").read_text()) if (self.path / "config.json").is_file() else {}
+            )
             embeddings = tensors.get("embeddings", tensors.get("embedding.weight"))
             if embeddings is None or embeddings.ndim != 2:
                 raise ValueError("no embeddings matrix in model.safetensors")
@@ -195,8 +206,9 @@ class StaticEmbedder:
         if self.weights is not None:
             weight *= self.weights[ids]
         cols = ids if self.mapping is None else self.mapping[ids]
-        counts = csr_matrix((weight, cols, np.concatenate(([0], np.cumsum(lengths)))),
-                            shape=(len(texts), self.embeddings.shape[0]))
+        counts = csr_matrix(
+            (weight, cols, np.concatenate(([0], np.cumsum(lengths)))), shape=(len(texts), self.embeddings.shape[0])
+        )
         out[:] = counts @ self.embeddings
         return _normalise(out)
 
@@ -206,8 +218,10 @@ class StaticEmbedder:
         if self.words is not None:
             return self.words.ids(texts, self.max_length)
         rows = [enc.ids[: self.max_length] for enc in self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
-        return (np.fromiter(itertools.chain.from_iterable(rows), np.int64),
-                np.fromiter(map(len, rows), dtype=np.int64, count=len(rows)))
+        return (
+            np.fromiter(itertools.chain.from_iterable(rows), np.int64),
+            np.fromiter(map(len, rows), dtype=np.int64, count=len(rows)),
+        )
 
     def encode_query(self, text: str) -> np.ndarray:
         vector: np.ndarray = self.encode([text])[0]
@@ -241,8 +255,14 @@ class StaticIndex:
     chunk's, which its code dominates. NDCG@10 in fast mode: polyglot fold A 0.8777 -> 0.8798,
     fold B 0.8673 -> 0.8684, devset 0.693 -> 0.695 (benchmarks/README.md, "Static tier")."""
 
-    def __init__(self, model: StaticEmbedder, ids: np.ndarray, matrix: np.ndarray,
-                 doc_ids: np.ndarray | None = None, doc_matrix: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        model: StaticEmbedder,
+        ids: np.ndarray,
+        matrix: np.ndarray,
+        doc_ids: np.ndarray | None = None,
+        doc_matrix: np.ndarray | None = None,
+    ) -> None:
         self.model = model
         self.ids = ids  # ascending
         self.matrix = matrix

@@ -110,7 +110,9 @@ class IndexStorage:
             if not self.db_path.exists():
                 raise CodeSightError(
                     f"cannot write index to {self.index_dir}: {exc.strerror.lower() if exc.strerror else exc}"
-                    " (set CODESIGHT_DATA_DIR to a writable directory)", exit_code=2) from None
+                    " (set CODESIGHT_DATA_DIR to a writable directory)",
+                    exit_code=2,
+                ) from None
         try:
             store = Store(self.db_path)
             version = store.get_meta("schema_version")
@@ -121,9 +123,12 @@ class IndexStorage:
                     raise CodeSightError(
                         f"the index at {self.index_dir} was written by a newer codesight (format v{version};"
                         f" this one reads v{SCHEMA_VERSION}): upgrade codesight, or set CODESIGHT_DATA_DIR to"
-                        " another directory", exit_code=2)
-                return self.wipe_and_open(f"index format changed (v{version} -> v{SCHEMA_VERSION});"
-                                          " rebuilt it (cached vectors are reused)")
+                        " another directory",
+                        exit_code=2,
+                    )
+                return self.wipe_and_open(
+                    f"index format changed (v{version} -> v{SCHEMA_VERSION}); rebuilt it (cached vectors are reused)"
+                )
             return store
         except sqlite3.OperationalError as exc:
             msg = str(exc).lower()
@@ -134,7 +139,9 @@ class IndexStorage:
                         return Store(self.db_path, readonly=True)
                     except sqlite3.Error:
                         pass
-                raise CodeSightError(f"cannot write index to {self.index_dir}: permission denied", exit_code=2) from None
+                raise CodeSightError(
+                    f"cannot write index to {self.index_dir}: permission denied", exit_code=2
+                ) from None
             if "locked" in msg:
                 raise IndexBusyError(f"index at {self.index_dir} is locked by another process") from None
             return self.rebuild(exc)
@@ -209,10 +216,13 @@ class IndexStorage:
         except Timeout:
             raise IndexBusyError(
                 f"index of {self.root} is busy: another codesight process is indexing it"
-                " (searches still work; retry when it finishes)") from None
+                " (searches still work; retry when it finishes)"
+            ) from None
         except OSError as exc:
             if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
-                raise CodeSightError(f"cannot write index to {self.index_dir}: permission denied", exit_code=2) from None
+                raise CodeSightError(
+                    f"cannot write index to {self.index_dir}: permission denied", exit_code=2
+                ) from None
             raise
 
     def release_writer(self) -> None:

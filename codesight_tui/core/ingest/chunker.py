@@ -119,8 +119,19 @@ def doc_text(path: str, scope: str, content: str, language: str | None) -> str |
 # --- tree-sitter configuration ----------------------------------------------------------------
 
 # Nodes of any grammar that hold no definition: the walk for definitions never enters them.
-_NO_DEFS_INSIDE = frozenset({"string", "comment", "template_string", "string_literal", "raw_string_literal",
-                             "heredoc_body", "line_comment", "block_comment", "concatenated_string"})
+_NO_DEFS_INSIDE = frozenset(
+    {
+        "string",
+        "comment",
+        "template_string",
+        "string_literal",
+        "raw_string_literal",
+        "heredoc_body",
+        "line_comment",
+        "block_comment",
+        "concatenated_string",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -140,102 +151,243 @@ class Grammar:
 
 
 _JS_DEFS = {
-    "function_declaration": "function", "generator_function_declaration": "function",
-    "class_declaration": "class", "method_definition": "method", "lexical_declaration": "const",
+    "function_declaration": "function",
+    "generator_function_declaration": "function",
+    "class_declaration": "class",
+    "method_definition": "method",
+    "lexical_declaration": "const",
     "variable_declaration": "var",
     # A function bound by assignment (Axios.prototype.request = function ..., module.exports =
     # function ...) or held in a class field (run = async (task) => { ... }).
-    "assignment_expression": "function", "field_definition": "method", "public_field_definition": "method",
+    "assignment_expression": "function",
+    "field_definition": "method",
+    "public_field_definition": "method",
 }
 _TS_DEFS = {
-    **_JS_DEFS, "abstract_class_declaration": "class", "interface_declaration": "interface",
-    "type_alias_declaration": "type", "enum_declaration": "enum", "internal_module": "namespace",
-    "module": "module", "method_signature": "method", "abstract_method_signature": "method",
+    **_JS_DEFS,
+    "abstract_class_declaration": "class",
+    "interface_declaration": "interface",
+    "type_alias_declaration": "type",
+    "enum_declaration": "enum",
+    "internal_module": "namespace",
+    "module": "module",
+    "method_signature": "method",
+    "abstract_method_signature": "method",
     "function_signature": "function",  # declarations (.d.ts) define names too
 }
-_C_DEFS = {"function_definition": "function", "struct_specifier": "struct", "enum_specifier": "enum",
-           "union_specifier": "union", "preproc_function_def": "macro"}
-
-GRAMMARS: dict[str, Grammar] = {
-    "python": Grammar("tree_sitter_python", "language",
-                       {"function_definition": "def", "class_definition": "class"},
-                       frozenset({"decorated_definition"}),
-                       # Python defines things in statements only, never inside an expression:
-                       # the walk for definitions skips the (big) literals, calls and signatures.
-                       frozenset({"expression_statement", "return_statement", "assert_statement",
-                                  "raise_statement", "import_statement", "import_from_statement",
-                                  "future_import_statement", "delete_statement", "print_statement",
-                                  "global_statement", "nonlocal_statement", "parameters", "decorator"})),
-    "javascript": Grammar("tree_sitter_javascript", "language", _JS_DEFS, frozenset({"export_statement"})),
-    "typescript": Grammar("tree_sitter_typescript", "language_typescript", _TS_DEFS,
-                           frozenset({"export_statement"})),
-    "tsx": Grammar("tree_sitter_typescript", "language_tsx", _TS_DEFS, frozenset({"export_statement"})),
-    "go": Grammar("tree_sitter_go", "language",
-                   {"function_declaration": "func", "method_declaration": "func", "type_declaration": "type"}),
-    "rust": Grammar("tree_sitter_rust", "language",
-                     {"function_item": "fn", "impl_item": "impl", "struct_item": "struct", "enum_item": "enum",
-                      "trait_item": "trait", "mod_item": "mod", "macro_definition": "macro"},
-                     attached=frozenset({"attribute_item"}), macro_items=frozenset({"macro_invocation"})),
-    "java": Grammar("tree_sitter_java", "language",
-                     {"class_declaration": "class", "interface_declaration": "interface",
-                      "enum_declaration": "enum", "record_declaration": "record",
-                      "method_declaration": "method", "constructor_declaration": "constructor",
-                      "annotation_type_declaration": "@interface"}),
-    "ruby": Grammar("tree_sitter_ruby", "language",
-                     {"method": "def", "singleton_method": "def", "class": "class", "module": "module"}),
-    "php": Grammar("tree_sitter_php", "language_php",
-                    {"function_definition": "function", "class_declaration": "class",
-                     "interface_declaration": "interface", "trait_declaration": "trait",
-                     "enum_declaration": "enum", "method_declaration": "function"}),
-    "c": Grammar("tree_sitter_c", "language", _C_DEFS),
-    "cpp": Grammar("tree_sitter_cpp", "language",
-                    {**_C_DEFS, "class_specifier": "class", "namespace_definition": "namespace"},
-                    frozenset({"template_declaration"})),
-    "csharp": Grammar("tree_sitter_c_sharp", "language",
-                       {"namespace_declaration": "namespace", "class_declaration": "class",
-                        "interface_declaration": "interface", "struct_declaration": "struct",
-                        "enum_declaration": "enum", "record_declaration": "record",
-                        "method_declaration": "method", "constructor_declaration": "constructor",
-                        "property_declaration": "property", "operator_declaration": "operator"}),
-    "kotlin": Grammar("tree_sitter_kotlin", "language",
-                       {"class_declaration": "class", "object_declaration": "object",
-                        "function_declaration": "fun", "secondary_constructor": "constructor"}),
-    "scala": Grammar("tree_sitter_scala", "language",
-                      {"class_definition": "class", "object_definition": "object", "trait_definition": "trait",
-                       "enum_definition": "enum", "function_definition": "def", "given_definition": "given"}),
-    # Swift's class_declaration also covers struct, enum, extension and actor (see keyword).
-    "swift": Grammar("tree_sitter_swift", "language",
-                      {"class_declaration": "class", "protocol_declaration": "protocol",
-                       "function_declaration": "func", "init_declaration": "init",
-                       "typealias_declaration": "typealias"}),
-    # Lua also defines functions by assignment (M.setup = function(config) ... end, local f =
-    # function ...), and in a module's table (M.task = { run = function(self) ... end }).
-    "lua": Grammar("tree_sitter_lua", "language",
-                    {"function_declaration": "function", "assignment_statement": "function", "field": "function"},
-                    frozenset({"variable_declaration"})),
-    "shell": Grammar("tree_sitter_bash", "language", {"function_definition": "function"}),
-    "haskell": Grammar("tree_sitter_haskell", "language",
-                        {"function": "function", "bind": "bind", "data_type": "data", "newtype": "newtype",
-                         "class": "class", "instance": "instance", "type_synomym": "type",
-                         "type_family": "type family"},
-                        attached=frozenset({"signature", "haddock"})),
-    # Elixir defines with macro calls (defmodule, def, ...): see _ELIXIR_DEFS.
-    "elixir": Grammar("tree_sitter_elixir", "language", {"call": ""},
-                       attached=frozenset({"unary_operator"})),  # @doc, @spec, @impl above a def
-    # Zig: functions, and containers bound to a name (const Foo = struct { ... }).
-    "zig": Grammar("tree_sitter_zig", "language",
-                    {"function_declaration": "fn", "variable_declaration": "const", "test_declaration": "test"}),
+_C_DEFS = {
+    "function_definition": "function",
+    "struct_specifier": "struct",
+    "enum_specifier": "enum",
+    "union_specifier": "union",
+    "preproc_function_def": "macro",
 }
 
-_ELIXIR_DEFS = frozenset({"defmodule", "def", "defp", "defmacro", "defmacrop", "defprotocol", "defimpl",
-                          "defstruct", "defexception", "defguard", "defdelegate"})
+GRAMMARS: dict[str, Grammar] = {
+    "python": Grammar(
+        "tree_sitter_python",
+        "language",
+        {"function_definition": "def", "class_definition": "class"},
+        frozenset({"decorated_definition"}),
+        # Python defines things in statements only, never inside an expression:
+        # the walk for definitions skips the (big) literals, calls and signatures.
+        frozenset(
+            {
+                "expression_statement",
+                "return_statement",
+                "assert_statement",
+                "raise_statement",
+                "import_statement",
+                "import_from_statement",
+                "future_import_statement",
+                "delete_statement",
+                "print_statement",
+                "global_statement",
+                "nonlocal_statement",
+                "parameters",
+                "decorator",
+            }
+        ),
+    ),
+    "javascript": Grammar("tree_sitter_javascript", "language", _JS_DEFS, frozenset({"export_statement"})),
+    "typescript": Grammar("tree_sitter_typescript", "language_typescript", _TS_DEFS, frozenset({"export_statement"})),
+    "tsx": Grammar("tree_sitter_typescript", "language_tsx", _TS_DEFS, frozenset({"export_statement"})),
+    "go": Grammar(
+        "tree_sitter_go",
+        "language",
+        {"function_declaration": "func", "method_declaration": "func", "type_declaration": "type"},
+    ),
+    "rust": Grammar(
+        "tree_sitter_rust",
+        "language",
+        {
+            "function_item": "fn",
+            "impl_item": "impl",
+            "struct_item": "struct",
+            "enum_item": "enum",
+            "trait_item": "trait",
+            "mod_item": "mod",
+            "macro_definition": "macro",
+        },
+        attached=frozenset({"attribute_item"}),
+        macro_items=frozenset({"macro_invocation"}),
+    ),
+    "java": Grammar(
+        "tree_sitter_java",
+        "language",
+        {
+            "class_declaration": "class",
+            "interface_declaration": "interface",
+            "enum_declaration": "enum",
+            "record_declaration": "record",
+            "method_declaration": "method",
+            "constructor_declaration": "constructor",
+            "annotation_type_declaration": "@interface",
+        },
+    ),
+    "ruby": Grammar(
+        "tree_sitter_ruby",
+        "language",
+        {"method": "def", "singleton_method": "def", "class": "class", "module": "module"},
+    ),
+    "php": Grammar(
+        "tree_sitter_php",
+        "language_php",
+        {
+            "function_definition": "function",
+            "class_declaration": "class",
+            "interface_declaration": "interface",
+            "trait_declaration": "trait",
+            "enum_declaration": "enum",
+            "method_declaration": "function",
+        },
+    ),
+    "c": Grammar("tree_sitter_c", "language", _C_DEFS),
+    "cpp": Grammar(
+        "tree_sitter_cpp",
+        "language",
+        {**_C_DEFS, "class_specifier": "class", "namespace_definition": "namespace"},
+        frozenset({"template_declaration"}),
+    ),
+    "csharp": Grammar(
+        "tree_sitter_c_sharp",
+        "language",
+        {
+            "namespace_declaration": "namespace",
+            "class_declaration": "class",
+            "interface_declaration": "interface",
+            "struct_declaration": "struct",
+            "enum_declaration": "enum",
+            "record_declaration": "record",
+            "method_declaration": "method",
+            "constructor_declaration": "constructor",
+            "property_declaration": "property",
+            "operator_declaration": "operator",
+        },
+    ),
+    "kotlin": Grammar(
+        "tree_sitter_kotlin",
+        "language",
+        {
+            "class_declaration": "class",
+            "object_declaration": "object",
+            "function_declaration": "fun",
+            "secondary_constructor": "constructor",
+        },
+    ),
+    "scala": Grammar(
+        "tree_sitter_scala",
+        "language",
+        {
+            "class_definition": "class",
+            "object_definition": "object",
+            "trait_definition": "trait",
+            "enum_definition": "enum",
+            "function_definition": "def",
+            "given_definition": "given",
+        },
+    ),
+    # Swift's class_declaration also covers struct, enum, extension and actor (see keyword).
+    "swift": Grammar(
+        "tree_sitter_swift",
+        "language",
+        {
+            "class_declaration": "class",
+            "protocol_declaration": "protocol",
+            "function_declaration": "func",
+            "init_declaration": "init",
+            "typealias_declaration": "typealias",
+        },
+    ),
+    # Lua also defines functions by assignment (M.setup = function(config) ... end, local f =
+    # function ...), and in a module's table (M.task = { run = function(self) ... end }).
+    "lua": Grammar(
+        "tree_sitter_lua",
+        "language",
+        {"function_declaration": "function", "assignment_statement": "function", "field": "function"},
+        frozenset({"variable_declaration"}),
+    ),
+    "shell": Grammar("tree_sitter_bash", "language", {"function_definition": "function"}),
+    "haskell": Grammar(
+        "tree_sitter_haskell",
+        "language",
+        {
+            "function": "function",
+            "bind": "bind",
+            "data_type": "data",
+            "newtype": "newtype",
+            "class": "class",
+            "instance": "instance",
+            "type_synomym": "type",
+            "type_family": "type family",
+        },
+        attached=frozenset({"signature", "haddock"}),
+    ),
+    # Elixir defines with macro calls (defmodule, def, ...): see _ELIXIR_DEFS.
+    "elixir": Grammar(
+        "tree_sitter_elixir", "language", {"call": ""}, attached=frozenset({"unary_operator"})
+    ),  # @doc, @spec, @impl above a def
+    # Zig: functions, and containers bound to a name (const Foo = struct { ... }).
+    "zig": Grammar(
+        "tree_sitter_zig",
+        "language",
+        {"function_declaration": "fn", "variable_declaration": "const", "test_declaration": "test"},
+    ),
+}
+
+_ELIXIR_DEFS = frozenset(
+    {
+        "defmodule",
+        "def",
+        "defp",
+        "defmacro",
+        "defmacrop",
+        "defprotocol",
+        "defimpl",
+        "defstruct",
+        "defexception",
+        "defguard",
+        "defdelegate",
+    }
+)
 _ZIG_CONTAINERS = frozenset({"struct_declaration", "enum_declaration", "union_declaration", "opaque_declaration"})
 _SWIFT_KINDS = frozenset({"class", "struct", "enum", "extension", "actor"})
 
 _FUNC_VALUES = frozenset({"arrow_function", "function_expression", "function", "class", "generator_function"})
-_NAME_TYPES = frozenset({"identifier", "field_identifier", "type_identifier", "qualified_identifier",
-                         "destructor_name", "operator_name", "property_identifier", "constant",
-                         "name", "scoped_identifier"})
+_NAME_TYPES = frozenset(
+    {
+        "identifier",
+        "field_identifier",
+        "type_identifier",
+        "qualified_identifier",
+        "destructor_name",
+        "operator_name",
+        "property_identifier",
+        "constant",
+        "name",
+        "scoped_identifier",
+    }
+)
 
 
 @cache
@@ -379,7 +531,8 @@ def is_definition(g: Grammar, node: Node) -> bool:
     if t in ("lexical_declaration", "variable_declaration"):
         # only `const f = () => ...` / `const C = class ...` count as definitions
         return any(
-            c.type == "variable_declarator" and c.child_by_field_name("value") is not None
+            c.type == "variable_declarator"
+            and c.child_by_field_name("value") is not None
             and c.child_by_field_name("value").type in _FUNC_VALUES
             for c in node.named_children
         )
@@ -392,9 +545,14 @@ def is_definition(g: Grammar, node: Node) -> bool:
         return _text(node.child_by_field_name("target")) in _ELIXIR_DEFS
     if t in ("assignment_statement", "field"):  # Lua: a function, or a table of them, bound to a name
         value = _lua_value(node)
-        return value is not None and (value.type == "function_definition" or (
-            value.type == "table_constructor" and t == "assignment_statement"
-            and any(is_definition(g, f) for f in value.named_children if f.type == "field")))
+        return value is not None and (
+            value.type == "function_definition"
+            or (
+                value.type == "table_constructor"
+                and t == "assignment_statement"
+                and any(is_definition(g, f) for f in value.named_children if f.type == "field")
+            )
+        )
     return True
 
 
@@ -404,8 +562,9 @@ MACRO_PARSES = 200  # macro bodies parsed again per file, at most
 class _TreeChunker:
     """Turns one parsed file into line-range segments ``(start, end, scope)``, 0-based."""
 
-    def __init__(self, grammar: Grammar, lines: list[str], prefix: list[int], budget_for: Budget,
-                 parser: Any = None) -> None:
+    def __init__(
+        self, grammar: Grammar, lines: list[str], prefix: list[int], budget_for: Budget, parser: Any = None
+    ) -> None:
         self.g = grammar
         self.lines = lines
         self.prefix = prefix  # prefix[i]: tokens in lines[:i]
@@ -459,8 +618,13 @@ class _TreeChunker:
         parent = node.parent
         body = next((c for c in node.named_children if c.type == "token_tree"), None)
         text = body.text if body is not None else None
-        if (body is None or not text or not text.startswith(b"{") or parent is None
-                or parent.type not in ("source_file", "declaration_list")):
+        if (
+            body is None
+            or not text
+            or not text.startswith(b"{")
+            or parent is None
+            or parent.type not in ("source_file", "declaration_list")
+        ):
             return []
         row, col = body.start_point
         tree = self.parser.parse(b"\n" * row + b" " * (col + 1) + text[1:-1])
@@ -473,8 +637,12 @@ class _TreeChunker:
             e -= 1
         # Attach the comment block (docs, annotations) right above a definition.
         sib = node.prev_named_sibling
-        while (sib is not None and ("comment" in sib.type or sib.type in self.g.attached)
-               and sib.end_point[0] >= s - 2 and sib.start_point[0] > prev_end):
+        while (
+            sib is not None
+            and ("comment" in sib.type or sib.type in self.g.attached)
+            and sib.end_point[0] >= s - 2
+            and sib.start_point[0] > prev_end
+        ):
             s = sib.start_point[0]
             sib = sib.prev_named_sibling
         return s, e
@@ -530,8 +698,9 @@ class _TreeChunker:
         return self.out
 
 
-def window_segments(lines: list[str], prefix: list[int], s: int, e: int, scope: str, budget: int,
-                    overlap_frac: float = 0.15) -> list[Segment]:
+def window_segments(
+    lines: list[str], prefix: list[int], s: int, e: int, scope: str, budget: int, overlap_frac: float = 0.15
+) -> list[Segment]:
     """Split lines ``s..e`` (0-based, inclusive) into windows of at most ``budget`` tokens, each
     overlapping the previous by about ``overlap_frac`` of its lines. A single line longer than the
     budget becomes its own segment and is cut by characters later (see ``_cut_long_line``)."""
@@ -590,8 +759,9 @@ def _fallback_blocks(lines: list[str], language: str) -> list[tuple[int, int, st
     return blocks
 
 
-def _merge_tiny(segs: list[Segment], prefix: list[int], budget_for: Budget, tiny: int,
-                lines: list[str]) -> list[Segment]:
+def _merge_tiny(
+    segs: list[Segment], prefix: list[int], budget_for: Budget, tiny: int, lines: list[str]
+) -> list[Segment]:
     """Merge adjacent small segments when the result still fits and nothing but blank lines
     separates them."""
     out: list[tuple[int, int, str]] = []
@@ -602,7 +772,9 @@ def _merge_tiny(segs: list[Segment], prefix: list[int], budget_for: Budget, tiny
             a, b = prefix[pe + 1] - prefix[ps], prefix[e + 1] - prefix[s]
             merged_scope = _merge_scope(pscope, scope)
             if (
-                s > pe and gap_blank and (a < tiny or b < tiny)
+                s > pe
+                and gap_blank
+                and (a < tiny or b < tiny)
                 and prefix[e + 1] - prefix[ps] <= budget_for(merged_scope)
             ):
                 out[-1] = (ps, e, merged_scope)
@@ -720,8 +892,10 @@ class Chunker:
         """Chunk ``(path, language, text)`` triples; tokenising happens in one batch. ``trees``:
         each file's parse (``parse``), where the caller made one."""
         counts = self.counter.line_counts_batch([t for _, _, t in files])
-        return [self.chunk(p, lang, t, c, tree=trees[k] if trees else None)
-                for k, ((p, lang, t), c) in enumerate(zip(files, counts, strict=False))]
+        return [
+            self.chunk(p, lang, t, c, tree=trees[k] if trees else None)
+            for k, ((p, lang, t), c) in enumerate(zip(files, counts, strict=False))
+        ]
 
     @staticmethod
     def parse(language: str, text: str) -> Any:
@@ -736,8 +910,15 @@ class Chunker:
             return None
         return GAVE_UP if tree is None else tree
 
-    def chunk(self, path: str, language: str, text: str, line_tokens: list[int] | None = None,
-              blocks: list[tuple[int, int, str]] | None = None, tree: Any = None) -> list[Chunk]:
+    def chunk(
+        self,
+        path: str,
+        language: str,
+        text: str,
+        line_tokens: list[int] | None = None,
+        blocks: list[tuple[int, int, str]] | None = None,
+        tree: Any = None,
+    ) -> list[Chunk]:
         """Chunk one file. ``line_tokens`` are per-line token counts if already known.
 
         ``blocks`` (0-based inclusive line ranges with their scope; ``core.extract``) are a

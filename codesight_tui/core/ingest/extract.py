@@ -252,8 +252,11 @@ def _pptx(data: bytes) -> Extracted:
         for n, slide in enumerate(prs.slides, start=1):
             lines = _shape_lines(slide.shapes)
             if slide.has_notes_slide:
-                notes = [line.strip() for line in _clean_lines(slide.notes_slide.notes_text_frame.text)
-                         if line.strip()] if slide.notes_slide.notes_text_frame is not None else []
+                notes = (
+                    [line.strip() for line in _clean_lines(slide.notes_slide.notes_text_frame.text) if line.strip()]
+                    if slide.notes_slide.notes_text_frame is not None
+                    else []
+                )
                 if notes:
                     lines += ["Notes:"] + notes
             if not lines:
@@ -291,6 +294,7 @@ def extract(abs_path: str, rel_path: str, *, max_bytes: int | None = None, expec
 
 
 # --- a child process that reads documents, each within a time limit ---------------------------
+
 
 def _limit_memory(mb: int) -> None:
     """Cap the child's address space: a parser that inflates a small file into gigabytes fails
@@ -343,8 +347,9 @@ class DocumentReader:
     ``ExtractError("timeout")`` / ``("corrupt")`` and the next one gets a fresh child. The child
     starts at the first document, so a tree without documents never pays for it."""
 
-    def __init__(self, timeout: float = 60.0, memory_mb: int = DOCUMENT_MEMORY_MB,
-                 max_bytes: int | None = None) -> None:
+    def __init__(
+        self, timeout: float = 60.0, memory_mb: int = DOCUMENT_MEMORY_MB, max_bytes: int | None = None
+    ) -> None:
         self.timeout = timeout
         self.memory_mb = memory_mb
         self.max_bytes = max_bytes
@@ -356,14 +361,19 @@ class DocumentReader:
 
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_serve, args=(child, quiet_for_children(), self.memory_mb, os.getpid()), daemon=True,
-                           name="codesight-documents")
+        proc = ctx.Process(
+            target=_serve,
+            args=(child, quiet_for_children(), self.memory_mb, os.getpid()),
+            daemon=True,
+            name="codesight-documents",
+        )
         proc.start()
         child.close()
         self._proc, self._conn = proc, parent
 
-    def read(self, abs_path: str, rel_path: str, cancel: threading.Event | None = None,
-             expect: Seen | None = None) -> Extracted:
+    def read(
+        self, abs_path: str, rel_path: str, cancel: threading.Event | None = None, expect: Seen | None = None
+    ) -> Extracted:
         if self._proc is None or self._conn is None or not self._proc.is_alive():
             self._start()
         proc, conn = self._proc, self._conn

@@ -34,13 +34,17 @@ _DOCS = re.compile(
 )
 # A project's notes by name (README, LICENSE-MIT, HISTORY.rst, Changes), but not code named alike:
 # changeset.ex, history.lua and license_check.go are source.
-_DOC_NAMES = re.compile(r"(^|/)(README|CHANGELOG|CHANGES|HISTORY|LICENSE|COPYING|NOTICE|AUTHORS)([-_.][^/]*)?$",
-                        re.IGNORECASE)
+_DOC_NAMES = re.compile(
+    r"(^|/)(README|CHANGELOG|CHANGES|HISTORY|LICENSE|COPYING|NOTICE|AUTHORS)([-_.][^/]*)?$", re.IGNORECASE
+)
 
 # Data rather than code: translation catalogs (gettext, XLIFF, Apple strings, .NET resources) and
 # tables. Thousands of near-identical entries would otherwise crowd out code in vector search.
-_DATA = re.compile(r"\.(po|pot|mo|xliff|xlf|strings|stringsdict|resx|csv|tsv|arb)$"
-                   r"|(^|/)(locales?|i18n|l10n|translations)/[^/]*\.(json|ya?ml|properties|toml|ini)$", re.IGNORECASE)
+_DATA = re.compile(
+    r"\.(po|pot|mo|xliff|xlf|strings|stringsdict|resx|csv|tsv|arb)$"
+    r"|(^|/)(locales?|i18n|l10n|translations)/[^/]*\.(json|ya?ml|properties|toml|ini)$",
+    re.IGNORECASE,
+)
 
 # Type declarations and stubs that restate an implementation's API (TypeScript .d.ts, Python .pyi),
 # and C headers (a .h file read as C, not C++): their prototypes, structs and macros declare what the

@@ -51,30 +51,95 @@ if TYPE_CHECKING:
     from tree_sitter import Node, Query
 
 # Leaves that name something, in any grammar that has them.
-NAME_LEAVES = ("identifier", "type_identifier", "field_identifier", "property_identifier", "simple_identifier",
-               "constant", "name", "package_identifier", "namespace_identifier", "shorthand_property_identifier",
-               "private_property_identifier", "statement_identifier", "constructor", "variable", "atom",
-               "shorthand_property_identifier_pattern")  # const {a, b} = obj: a and b are names
+NAME_LEAVES = (
+    "identifier",
+    "type_identifier",
+    "field_identifier",
+    "property_identifier",
+    "simple_identifier",
+    "constant",
+    "name",
+    "package_identifier",
+    "namespace_identifier",
+    "shorthand_property_identifier",
+    "private_property_identifier",
+    "statement_identifier",
+    "constructor",
+    "variable",
+    "atom",
+    "shorthand_property_identifier_pattern",
+)  # const {a, b} = obj: a and b are names
 TYPE_LEAVES = frozenset({"type_identifier", "constructor"})  # constructor: Haskell's type/data constructors
 # Nodes whose names are types (where the grammar has no type_identifier leaf there).
-TYPE_PARENTS = frozenset({"type", "user_type", "generic_type", "type_annotation", "nullable_type", "array_type",
-                          "predefined_type", "qualified_type", "scoped_type_identifier"})
-IMPORTS = frozenset({"import_statement", "import_from_statement", "future_import_statement", "import_declaration",
-                     "use_declaration", "import_header", "import", "using_directive", "namespace_use_declaration",
-                     "import_spec", "preproc_include"})
+TYPE_PARENTS = frozenset(
+    {
+        "type",
+        "user_type",
+        "generic_type",
+        "type_annotation",
+        "nullable_type",
+        "array_type",
+        "predefined_type",
+        "qualified_type",
+        "scoped_type_identifier",
+    }
+)
+IMPORTS = frozenset(
+    {
+        "import_statement",
+        "import_from_statement",
+        "future_import_statement",
+        "import_declaration",
+        "use_declaration",
+        "import_header",
+        "import",
+        "using_directive",
+        "namespace_use_declaration",
+        "import_spec",
+        "preproc_include",
+    }
+)
 # A call node, and the field that holds what is called (None: its first named child).
 CALLS: dict[str, str | None] = {
-    "call": None, "call_expression": "function", "new_expression": "constructor", "method_invocation": "name",
-    "object_creation_expression": "type", "invocation_expression": "function", "function_call": "name",
-    "function_call_expression": "function", "member_call_expression": "name", "scoped_call_expression": "name",
-    "nullsafe_member_call_expression": "name", "macro_invocation": "macro", "command": "name", "apply": "function",
-    "generic_function": "function", "instance_expression": None,
+    "call": None,
+    "call_expression": "function",
+    "new_expression": "constructor",
+    "method_invocation": "name",
+    "object_creation_expression": "type",
+    "invocation_expression": "function",
+    "function_call": "name",
+    "function_call_expression": "function",
+    "member_call_expression": "name",
+    "scoped_call_expression": "name",
+    "nullsafe_member_call_expression": "name",
+    "macro_invocation": "macro",
+    "command": "name",
+    "apply": "function",
+    "generic_function": "function",
+    "instance_expression": None,
 }
 # What a call's callee may be besides a name: the member part is what is called (obj.f -> f).
-MEMBERS = frozenset({"attribute", "member_expression", "selector_expression", "field_expression",
-                     "scoped_identifier", "navigation_expression", "navigation_suffix", "member_access_expression",
-                     "qualified_identifier", "field_access", "dot_index_expression", "method_index_expression",
-                     "scoped_call_expression", "generic_function", "dot", "selection_expression", "command_name"})
+MEMBERS = frozenset(
+    {
+        "attribute",
+        "member_expression",
+        "selector_expression",
+        "field_expression",
+        "scoped_identifier",
+        "navigation_expression",
+        "navigation_suffix",
+        "member_access_expression",
+        "qualified_identifier",
+        "field_access",
+        "dot_index_expression",
+        "method_index_expression",
+        "scoped_call_expression",
+        "generic_function",
+        "dot",
+        "selection_expression",
+        "command_name",
+    }
+)
 COMPOUND_NAMES = frozenset({"swift"})  # grammars whose name leaves may have named parts
 # Grammars whose names are none of NAME_LEAVES: their own patterns for names (@n) and calls (@call).
 # A shell script's names are its variables and the commands it runs (`helper "$x"` calls helper);
@@ -86,12 +151,18 @@ OWN_NAMES: dict[str, tuple[str, ...]] = {
 # names a reader looks up although no chunk is cut at them. A named function expression, a function
 # or an object bound to a name or a key, a method's signature in a type, a record's fields, a
 # companion object.
-_JS_EXTRA = {"function_expression": "function", "variable_declarator": "const", "pair": "property",
-             "assignment_expression": "var"}
+_JS_EXTRA = {
+    "function_expression": "function",
+    "variable_declarator": "const",
+    "pair": "property",
+    "assignment_expression": "var",
+}
 EXTRA_DEFS: dict[str, dict[str, str]] = {
-    "javascript": _JS_EXTRA, "typescript": {**_JS_EXTRA, "property_signature": "method"},
+    "javascript": _JS_EXTRA,
+    "typescript": {**_JS_EXTRA, "property_signature": "method"},
     "tsx": {**_JS_EXTRA, "property_signature": "method"},
-    "kotlin": {"companion_object": "object"}, "haskell": {"field": "field"},
+    "kotlin": {"companion_object": "object"},
+    "haskell": {"field": "field"},
     "lua": {"assignment_statement": "function", "field": "function"},  # f = cond and function ... end
 }
 # Of those, the kinds that hold code the way a function does: the innermost definition around a
@@ -212,9 +283,21 @@ def _queries(language: str) -> _Queries | None:
     patterns += [f"({parent} {alt}) @typed" for parent in sorted(TYPE_PARENTS) if has(parent) and leaves]
     patterns += [f"({t}) @import" for t in sorted(IMPORTS) if has(t)]
     # One query, so the tree is walked once (each walk of Django's 5.5 MB of Python is 0.2 s).
-    return _Queries(Query(lang, "\n".join([*(f"({t}) @d" for t in known), *([alt + " @n"] if leaves else []),
-                                           *_possible(lang, patterns, leaves), *own])), Query(lang, "(ERROR) @e"),
-                    frozenset(leaves))
+    return _Queries(
+        Query(
+            lang,
+            "\n".join(
+                [
+                    *(f"({t}) @d" for t in known),
+                    *([alt + " @n"] if leaves else []),
+                    *_possible(lang, patterns, leaves),
+                    *own,
+                ]
+            ),
+        ),
+        Query(lang, "(ERROR) @e"),
+        frozenset(leaves),
+    )
 
 
 def _possible(lang: Any, patterns: list[str], leaves: list[str]) -> list[str]:
@@ -240,8 +323,14 @@ _RECOMPILE = False  # set by ``write_possible``: no answer is taken from the fil
 
 
 def _possible_key(lang: Any, patterns: list[str], leaves: list[str]) -> str:
-    grammar = (lang.name, lang.abi_version, lang.semantic_version, lang.node_kind_count, lang.field_count,
-               lang.parse_state_count)
+    grammar = (
+        lang.name,
+        lang.abi_version,
+        lang.semantic_version,
+        lang.node_kind_count,
+        lang.field_count,
+        lang.parse_state_count,
+    )
     return hashlib.sha256(json.dumps([repr(grammar), patterns, leaves]).encode()).hexdigest()[:24]
 
 
@@ -393,14 +482,22 @@ def _extra(language: str, node: Node, kind: str) -> tuple[str, str] | None:
 def _lua_choice(node: Node, kind: str) -> tuple[str, str] | None:
     """A Lua assignment or table field that binds its name to one function or another
     (``M.f = cond and function ... end or g``); None for any other value."""
-    value = node.child_by_field_name("value") if node.type == "field" else next(
-        (c.named_children[0] for c in node.named_children if c.type == "expression_list" and c.named_children), None)
+    value = (
+        node.child_by_field_name("value")
+        if node.type == "field"
+        else next(
+            (c.named_children[0] for c in node.named_children if c.type == "expression_list" and c.named_children), None
+        )
+    )
     if value is None or value.type != "binary_expression":
         return None  # a function itself is the chunker's
     while value is not None and value.type == "binary_expression":
         right = value.child_by_field_name("right")
-        value = right if right is not None and right.type in ("function_definition", "binary_expression") else \
-            value.child_by_field_name("left")
+        value = (
+            right
+            if right is not None and right.type in ("function_definition", "binary_expression")
+            else value.child_by_field_name("left")
+        )
     return (_definition_name("lua", node), kind) if value is not None and value.type == "function_definition" else None
 
 
@@ -412,8 +509,11 @@ def extract(language: str, text: str | bytes, tree: Any = None) -> Symbols | Non
         return None
     defs, uses, _calls, _imported, _cut = found
     index = {d.line: k for k, d in enumerate(defs)}  # the innermost, where two names share a line
-    refs = [Reference(name, flat[k], REF_KINDS[flat[k + 1]], index[flat[k + 2]] if flat[k + 2] else -1)
-            for name, flat in uses.items() for k in range(0, len(flat), 3)]
+    refs = [
+        Reference(name, flat[k], REF_KINDS[flat[k + 1]], index[flat[k + 2]] if flat[k + 2] else -1)
+        for name, flat in uses.items()
+        for k in range(0, len(flat), 3)
+    ]
     refs.sort(key=attrgetter("line"))
     return Symbols(defs, refs)
 
@@ -433,9 +533,18 @@ def python_rows(language: str, text: str | bytes, tree: Any = None, *, walk: boo
     defs, uses, calls, imported, cut = found
     flats = uses.values()
     size = len(text.encode("utf-8", errors="surrogateescape")) if isinstance(text, str) else len(text)
-    return _bounded((_def_rows(defs), "\n".join(uses),
-                     array("i", accumulate(map(len, flats))).tobytes(), array("i", chain.from_iterable(flats)).tobytes(),
-                     array("i", calls).tobytes(), array("i", sorted(imported)).tobytes(), cut), size)
+    return _bounded(
+        (
+            _def_rows(defs),
+            "\n".join(uses),
+            array("i", accumulate(map(len, flats))).tobytes(),
+            array("i", chain.from_iterable(flats)).tobytes(),
+            array("i", calls).tobytes(),
+            array("i", sorted(imported)).tobytes(),
+            cut,
+        ),
+        size,
+    )
 
 
 def _row_bytes(rows: FileSymbols) -> int:
@@ -456,8 +565,11 @@ def _bounded(rows: FileSymbols, size: int) -> FileSymbols:
     for k, d in enumerate(defs):  # the definitions first, outermost and earliest first
         left -= len(d[0]) + len(d[1]) + len(d[2]) + 12
         if left < 0:
-            cut = "; ".join(x for x in (cut, f"symbols cut at {k:,} definitions (their rows reached {ROW_BYTES:g}x"
-                                                " the file's size)") if x)
+            cut = "; ".join(
+                x
+                for x in (cut, f"symbols cut at {k:,} definitions (their rows reached {ROW_BYTES:g}x the file's size)")
+                if x
+            )
             return defs[:k], "", b"", b"", b"", b"", cut
     names = text.split("\n")
     ends = array("i")
@@ -479,8 +591,15 @@ def _bounded(rows: FileSymbols, size: int) -> FileSymbols:
     imports.frombytes(imports_b)
     kept_calls = array("i", (v for k in range(0, len(calls), 3) if calls[k] < keep for v in calls[k : k + 3]))
     said = f"symbols cut at {keep:,} names (their rows reached {ROW_BYTES:g}x the file's size)"
-    return (defs, "\n".join(names[:keep]), ends[:keep].tobytes(), uses[:prev].tobytes(), kept_calls.tobytes(),
-            array("i", (k for k in imports if k < keep)).tobytes(), "; ".join(x for x in (cut, said) if x))
+    return (
+        defs,
+        "\n".join(names[:keep]),
+        ends[:keep].tobytes(),
+        uses[:prev].tobytes(),
+        kept_calls.tobytes(),
+        array("i", (k for k in imports if k < keep)).tobytes(),
+        "; ".join(x for x in (cut, said) if x),
+    )
 
 
 def _def_rows(defs: list[Definition]) -> list[DefRow]:
@@ -540,8 +659,7 @@ def _broken(errors: Query, tree: Any, lines: int) -> bool:
     from tree_sitter import QueryCursor
 
     root = tree.root_node
-    worst = max((n.end_point[0] - n.start_point[0] for n in QueryCursor(errors).captures(root).get("e", ())),
-                default=0)
+    worst = max((n.end_point[0] - n.start_point[0] for n in QueryCursor(errors).captures(root).get("e", ())), default=0)
     # Where recovery gives up, the rest of the file is in no node at all.
     unparsed = lines - 1 - max((c.end_point[0] for c in root.children), default=0)
     return max(worst, unparsed) >= max(RECOVER_LINES, lines // 5)
@@ -551,8 +669,9 @@ def _indent(line: bytes) -> int:
     return len(line) - len(line.lstrip())
 
 
-def _recover(language: str, queries: _Queries, lines: list[bytes], lo: int, hi: int, depth: int, whole_tree: Any,
-             deadline: float) -> Scan:
+def _recover(
+    language: str, queries: _Queries, lines: list[bytes], lo: int, hi: int, depth: int, whole_tree: Any, deadline: float
+) -> Scan:
     """Definitions and references of lines ``lo``-``hi`` where the parse of the whole was lost: each
     declaration parsed alone (a line at the outermost indentation that starts with a name or an
     annotation starts one), and where one still fails, its members the same way, under it. Each
@@ -566,8 +685,11 @@ def _recover(language: str, queries: _Queries, lines: list[bytes], lo: int, hi: 
     def scan(ranges: list[tuple[int, int]], tree: Any = None) -> tuple[Scan, bool]:
         # The lines kept at their places from the first one on, the others blank.
         first, last = ranges[0][0], ranges[-1][1]
-        data = b"\n".join(lines[i] if any(a <= i < b for a, b in ranges) else b"" for i in range(first, last)) \
-            if len(ranges) > 1 else b"\n".join(lines[first:last])
+        data = (
+            b"\n".join(lines[i] if any(a <= i < b for a, b in ranges) else b"" for i in range(first, last))
+            if len(ranges) > 1
+            else b"\n".join(lines[first:last])
+        )
         if tree is None:
             tree = parse_bounded(parser, data, max(0.0, deadline - time.monotonic()))
         if tree is None:
@@ -580,8 +702,11 @@ def _recover(language: str, queries: _Queries, lines: list[bytes], lo: int, hi: 
     if not failed or depth >= RECOVER_DEPTH:
         return whole
     outside = _indent(lines[lo]) if depth else -1  # what is inside a declaration is indented further
-    code = [(i, k) for i in range(lo + (depth > 0), hi)
-            if (k := _indent(lines[i])) > outside and _DECLARATION.match(lines[i], k)]
+    code = [
+        (i, k)
+        for i in range(lo + (depth > 0), hi)
+        if (k := _indent(lines[i])) > outside and _DECLARATION.match(lines[i], k)
+    ]
     level = min((k for _, k in code), default=0)
     starts = [i for i, k in code if k == level]
     if not starts:
@@ -593,8 +718,9 @@ def _recover(language: str, queries: _Queries, lines: list[bytes], lo: int, hi: 
             b -= 1  # the closing lines of what holds them
         parts.append((a, b))
     outer = [(a, b) for a, b in zip([lo] + [b for _, b in parts], [a for a, _ in parts] + [hi], strict=True) if a < b]
-    scans = ([scan(outer)[0]] if outer else []) + [_recover(language, queries, lines, a, b, depth + 1, None, deadline)
-                                                   for a, b in parts]
+    scans = ([scan(outer)[0]] if outer else []) + [
+        _recover(language, queries, lines, a, b, depth + 1, None, deadline) for a, b in parts
+    ]
     merged = _merge(scans)
     return merged if len(merged[0]) >= len(whole[0]) else whole  # the parse that lost less
 
@@ -619,20 +745,34 @@ def _shift(found: Scan, by: int) -> Scan:
 
 def _merge(scans: list[Scan]) -> Scan:
     """One file's scans of its parts as one: definitions in order, each inside the ones around it."""
-    defs = sorted({d for found, *_ in scans for d in found},
-                  key=lambda d: (d.start_line, -d.end_line, d.line, d.name, d.kind, d.scope))
+    defs = sorted(
+        {d for found, *_ in scans for d in found},
+        key=lambda d: (d.start_line, -d.end_line, d.line, d.name, d.kind, d.scope),
+    )
     out: list[Definition] = []
     around: list[Definition] = []  # the definitions around the current one, outermost first
     for d in defs:  # scopes from the definitions around each, as one parse would have them
         while around and around[-1].end_line < d.end_line:
             around.pop()
-        out.append(d if d.scope or not around else Definition(
-            d.name, d.kind, ".".join(o.name for o in around[-MAX_SCOPE:]), d.line, d.start_line, d.end_line))
+        out.append(
+            d
+            if d.scope or not around
+            else Definition(
+                d.name, d.kind, ".".join(o.name for o in around[-MAX_SCOPE:]), d.line, d.start_line, d.end_line
+            )
+        )
         around.append(d)
     # Each part's lines are the file's (``_shift`` put them at their places): the uses of all, in
     # the order of their lines.
-    refs = sorted(((flat[k], name, flat[k + 1], flat[k + 2]) for _, uses, *_ in scans for name, flat in uses.items()
-                   for k in range(0, len(flat), 3)), key=itemgetter(0))
+    refs = sorted(
+        (
+            (flat[k], name, flat[k + 1], flat[k + 2])
+            for _, uses, *_ in scans
+            for name, flat in uses.items()
+            for k in range(0, len(flat), 3)
+        ),
+        key=itemgetter(0),
+    )
     uses: dict[str, list[int]] = {}
     calls: list[int] = []
     imported: set[int] = set()
@@ -670,16 +810,19 @@ def _found(language: str, nodes: list[Node]) -> list[Found]:
     found: list[Found] = []
     for node in nodes:
         if is_definition(g, node):
-            named: tuple[str, str] | None = (_definition_name(language, node),
-                                             keyword(node) or g.defs.get(node.type, node.type))
+            named: tuple[str, str] | None = (
+                _definition_name(language, node),
+                keyword(node) or g.defs.get(node.type, node.type),
+            )
             chunked = True
         elif node.type in extra:
             named, chunked = _extra(language, node, extra[node.type]), False
         else:
             continue
         if named:
-            found.append((node.start_byte, node.end_byte, *named, chunked, node.start_point[0], node.end_point[0], -1,
-                          node))
+            found.append(
+                (node.start_byte, node.end_byte, *named, chunked, node.start_point[0], node.end_point[0], -1, node)
+            )
     return found
 
 
@@ -726,20 +869,35 @@ def _scan_tree(language: str, queries: _Queries, data: bytes, src: str | None, t
     # expression, which starts where its first name does.
     kinds = {n.start_byte: 2 for n in marks.get("type", ()) if not n.named_child_count}  # by start byte
     leaf_types = queries.leaves
-    kinds.update((c.start_byte, 2) for p in {n.id: n for n in marks.get("typed", ())}.values()
-                 if p.type in TYPE_PARENTS for c in p.named_children if c.type in leaf_types and not c.named_child_count)
+    kinds.update(
+        (c.start_byte, 2)
+        for p in {n.id: n for n in marks.get("typed", ())}.values()
+        if p.type in TYPE_PARENTS
+        for c in p.named_children
+        if c.type in leaf_types and not c.named_child_count
+    )
     kinds.update((n.start_byte, 1) for n in marks.get("call", ()) if not n.named_child_count)  # a call first
     spans = sorted((n.start_byte, n.end_byte) for n in marks.get("import", ()))
     parts = language in COMPOUND_NAMES
     # In the order of their places: the order of a query's captures can change from one run to the
     # next, and which of a definition's names on its line is its own must not.
-    leaves = [(n.start_byte, n.end_byte) for n in sorted(marks.get("n", []), key=_START)
-              if not (parts and n.named_child_count)]  # a name with parts (Swift's identifier): its parts count
+    leaves = [
+        (n.start_byte, n.end_byte)
+        for n in sorted(marks.get("n", []), key=_START)
+        if not (parts and n.named_child_count)
+    ]  # a name with parts (Swift's identifier): its parts count
     return _pack(data, src, leaves, kinds, spans, definitions, len(found) > MAX_DEFS)
 
 
-def _pack(data: bytes, src: str | None, leaves: list[tuple[int, int]], kinds: dict[int, int],
-          imports: list[tuple[int, int]], definitions: Definitions, defs_cut: bool) -> Scan:
+def _pack(
+    data: bytes,
+    src: str | None,
+    leaves: list[tuple[int, int]],
+    kinds: dict[int, int],
+    imports: list[tuple[int, int]],
+    definitions: Definitions,
+    defs_cut: bool,
+) -> Scan:
     """A file's uses from its name leaves (start and end bytes, in order), the kind of each by its
     start byte (``kinds``: 1 a call, 2 a type; else 3 inside one of ``imports``' sorted spans, else
     0), and its definitions. One pass, packing as it goes: this loop is most of the cost symbols add
@@ -832,8 +990,13 @@ def _walk_scan(language: str, data: bytes, src: str | None, tree: Any) -> Scan:
             if f & (F_NAME | F_MEMBER):
                 want = callee_field[parent[1]]
                 callee = int(cursor.field_id == want) if want else int(first)
-        if parent is not None and parent[0] & F_MEMBER and not callee and f & (F_NAME | F_MEMBER) and \
-                (parent[3] or (grand is not None and grand[0] & F_MEMBER and grand[3])):
+        if (
+            parent is not None
+            and parent[0] & F_MEMBER
+            and not callee
+            and f & (F_NAME | F_MEMBER)
+            and (parent[3] or (grand is not None and grand[0] & F_MEMBER and grand[3]))
+        ):
             last = int(node.next_named_sibling is None)
         if f & (F_DEF | F_IMPORT | F_NAME):
             start, end = node.start_byte, node.end_byte
@@ -850,8 +1013,12 @@ def _walk_scan(language: str, data: bytes, src: str | None, tree: Any) -> Scan:
                     leaves.append((start, end))
                 if named == 0:
                     code = 2 if f & F_TYPE_LEAF or (parent is not None and parent[0] & F_TYPE_PARENT) else 0
-                    if callee or (parent is not None and parent[0] & F_MEMBER and last == 1 and (
-                            parent[3] or (grand is not None and grand[0] & F_MEMBER and grand[3] and parent[4] == 1))):
+                    if callee or (
+                        parent is not None
+                        and parent[0] & F_MEMBER
+                        and last == 1
+                        and (parent[3] or (grand is not None and grand[0] & F_MEMBER and grand[3] and parent[4] == 1))
+                    ):
                         code = 1
                     if code and kinds.get(start) != 1:
                         kinds[start] = code
@@ -862,7 +1029,9 @@ def _walk_scan(language: str, data: bytes, src: str | None, tree: Any) -> Scan:
             if not cursor.goto_parent():
                 imports.sort()
                 found = _found(language, def_nodes)
-                return _pack(data, src, leaves, kinds, imports, _definitions(language, found, data), len(found) > MAX_DEFS)
+                return _pack(
+                    data, src, leaves, kinds, imports, _definitions(language, found, data), len(found) > MAX_DEFS
+                )
             stack.pop()
 
 
@@ -884,8 +1053,14 @@ def _kind_tables(language: str, names: Any, calls: bool = True) -> tuple[bytes, 
     flags = bytearray(lang.node_kind_count)
     callee = array("H", bytes(2 * lang.node_kind_count))
     known = [*GRAMMARS[language].defs, *EXTRA_DEFS.get(language, {})]
-    for types, bit in ((names, F_NAME), (TYPE_LEAVES, F_TYPE_LEAF), (TYPE_PARENTS, F_TYPE_PARENT),
-                       (IMPORTS, F_IMPORT), (known, F_DEF), (MEMBERS, F_MEMBER)):
+    for types, bit in (
+        (names, F_NAME),
+        (TYPE_LEAVES, F_TYPE_LEAF),
+        (TYPE_PARENTS, F_TYPE_PARENT),
+        (IMPORTS, F_IMPORT),
+        (known, F_DEF),
+        (MEMBERS, F_MEMBER),
+    ):
         for t in types:
             i = lang.id_for_node_kind(t, True)
             if i and i < len(flags):
@@ -911,8 +1086,12 @@ def _shell_commands(language: str) -> tuple[int, int, int] | None:
     parser = parser_for(language)
     assert parser is not None
     lang = parser.language
-    return (lang.id_for_node_kind("command_name", True), lang.id_for_node_kind("word", True),
-            lang.id_for_node_kind("command", True))
+    return (
+        lang.id_for_node_kind("command_name", True),
+        lang.id_for_node_kind("word", True),
+        lang.id_for_node_kind("command", True),
+    )
+
 
 # What a node type is to the C walk (``native/symscan.c``), a byte a symbol.
 F_NAME, F_TYPE_LEAF, F_TYPE_PARENT, F_IMPORT, F_DEF, F_CALL, F_MEMBER = 1, 2, 4, 8, 16, 32, 64
@@ -942,10 +1121,26 @@ class _Tables:
 
 # Definition types whose name, kind or line the chunker or ``_definition_name`` works out from more
 # than their "name" child (their node is asked, as in the Python walk).
-_NOT_PLAIN = frozenset({"variable_declaration", "lexical_declaration", "struct_specifier", "enum_specifier",
-                        "union_specifier", "class_specifier", "assignment_expression", "field_definition",
-                        "public_field_definition", "call", "assignment_statement", "field", "class_declaration",
-                        "test_declaration", "impl_item", "type_declaration"})
+_NOT_PLAIN = frozenset(
+    {
+        "variable_declaration",
+        "lexical_declaration",
+        "struct_specifier",
+        "enum_specifier",
+        "union_specifier",
+        "class_specifier",
+        "assignment_expression",
+        "field_definition",
+        "public_field_definition",
+        "call",
+        "assignment_statement",
+        "field",
+        "class_declaration",
+        "test_declaration",
+        "impl_item",
+        "type_declaration",
+    }
+)
 
 
 @cache
@@ -989,8 +1184,13 @@ def _found_fast(language: str, tables: _Tables, data: bytes, root: Node, spans: 
         if symbol in tables.plain and na >= 0:
             name = data[na:nb].decode("utf-8", errors="replace")
             # what ``_definition_name`` would make of it, and ``_name_line`` find as it is
-            if name and len(name) <= 200 and "." not in name and not _ODD_NAME.search(name) and \
-                    not (language == "cpp" and name.endswith(">")):
+            if (
+                name
+                and len(name) <= 200
+                and "." not in name
+                and not _ODD_NAME.search(name)
+                and not (language == "cpp" and name.endswith(">"))
+            ):
                 t = _kind_name(language, symbol)
                 found.append((a, b, name, kind_of.get(t, t), True, first, last, name_row, None))
                 continue
@@ -1046,8 +1246,15 @@ def _native_rows(language: str, text: str | bytes, tree: Any) -> FileSymbols | N
     names = walked[1]
     cut = _cut(len(names) // 12, len(found) > MAX_DEFS)
     try:
-        packed = symscan.pack(data, names[:12 * MAX_NAMES], array("i", starts), array("i", ends),
-                              array("i", parents), array("i", [d.line for d in defs]), names_at)
+        packed = symscan.pack(
+            data,
+            names[: 12 * MAX_NAMES],
+            array("i", starts),
+            array("i", ends),
+            array("i", parents),
+            array("i", [d.line for d in defs]),
+            names_at,
+        )
     except UnicodeDecodeError:  # a name that is not UTF-8: the Python walk decodes it as it always has
         return None
     return _bounded((_def_rows(defs), *packed, cut), len(data))

@@ -164,7 +164,9 @@ class WordPieces:
         self._word_no: dict[str, int] = {}
         self._starts, self._lengths, self._flat = array("q"), array("q"), array("q")
         self._ids_lock = threading.Lock()  # an array read through numpy must not grow meanwhile
-        self._special_starts = sorted({ord(c) for t in specials if t[0].isascii() for c in (t[0].lower(), t[0].upper())})
+        self._special_starts = sorted(
+            {ord(c) for t in specials if t[0].isascii() for c in (t[0].lower(), t[0].upper())}
+        )
 
     @classmethod
     def for_file(cls, tk: Any, tokenizer_file: Path) -> WordPieces | None:
@@ -173,14 +175,21 @@ class WordPieces:
         except (OSError, ValueError):
             return None
         norm, pre, model = (cfg.get(k) or {} for k in ("normalizer", "pre_tokenizer", "model"))
-        if (norm.get("type"), pre.get("type"), model.get("type")) != ("BertNormalizer", "BertPreTokenizer", "WordPiece"):
+        if (norm.get("type"), pre.get("type"), model.get("type")) != (
+            "BertNormalizer",
+            "BertPreTokenizer",
+            "WordPiece",
+        ):
             return None
         return cls(tk, bool(norm.get("lowercase", True)), [t.get("content", "") for t in cfg.get("added_tokens", [])])
 
     def handles(self, text: str) -> bool:
         # ``_other``'s test in two searches: a character class alone scans about three times faster
-        return (text.isascii() and _CONTROL_CHAR.search(text) is None
-                and (self._special is None or self._special.search(text) is None))
+        return (
+            text.isascii()
+            and _CONTROL_CHAR.search(text) is None
+            and (self._special is None or self._special.search(text) is None)
+        )
 
     def counts(self, texts: list[str]) -> list[int]:
         """Token counts of texts that ``handles`` accepted, in a few calls for the whole list: the
@@ -213,7 +222,11 @@ class WordPieces:
         if sum(map(len, texts)) >= IDS_SMALL:  # below that (a query) the tokenizer is the quicker
             for lo in range(0, len(texts), IDS_SLICE):
                 part = range(lo, min(lo + IDS_SLICE, len(texts)))
-                easy = list(part) if self.all_handled(texts[lo : part.stop]) else [k for k in part if self.handles(texts[k])]
+                easy = (
+                    list(part)
+                    if self.all_handled(texts[lo : part.stop])
+                    else [k for k in part if self.handles(texts[k])]
+                )
                 if len(easy) == len(texts):  # the whole list in one slice, all of it code
                     return self._word_ids(texts, limit)
                 if easy:
@@ -221,8 +234,9 @@ class WordPieces:
                     for k, ids in zip(easy, np.split(flat, np.cumsum(lengths)[:-1]), strict=True):
                         rows[k] = ids
         hard = [k for k, r in enumerate(rows) if r is None]
-        for k, enc in zip(hard, self._tk.encode_batch_fast([texts[k] for k in hard], add_special_tokens=False),
-                          strict=True):
+        for k, enc in zip(
+            hard, self._tk.encode_batch_fast([texts[k] for k in hard], add_special_tokens=False), strict=True
+        ):
             rows[k] = np.asarray(enc.ids[:limit], np.int64)
         done = [r for r in rows if r is not None]  # every one by now
         if not done:
@@ -246,8 +260,11 @@ class WordPieces:
         spaced = np.full(int(width.sum()), ord(" "), np.uint8)
         spaced[at + punct] = np.where(punct, data, word_of[data])
         starts = np.fromiter(itertools.accumulate(map(len, texts), initial=0), np.int64, len(texts) + 1)
-        split = pc.ascii_split_whitespace(pa.LargeStringArray.from_buffers(
-            len(texts), pa.py_buffer(np.append(at, len(spaced))[starts]), pa.py_buffer(spaced)))
+        split = pc.ascii_split_whitespace(
+            pa.LargeStringArray.from_buffers(
+                len(texts), pa.py_buffer(np.append(at, len(spaced))[starts]), pa.py_buffer(spaced)
+            )
+        )
         words = pc.dictionary_encode(split.values)
         distinct = words.dictionary.to_pylist()
         with self._ids_lock:
@@ -258,14 +275,17 @@ class WordPieces:
                     new = set(distinct)
                 self._learn_ids(list(new))
             codes = np.fromiter(map(self._word_no.__getitem__, distinct), np.int64, len(distinct))[
-                words.indices.to_numpy(zero_copy_only=False)]
+                words.indices.to_numpy(zero_copy_only=False)
+            ]
             lengths = np.frombuffer(self._lengths, np.int64)[codes]
             first_id = np.frombuffer(self._starts, np.int64)[codes]
             ends = np.cumsum(lengths)
             # Each word's ids, one after another: the flat array's, from each word's start on.
             at = np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - lengths - first_id, lengths)
             flat = np.frombuffer(self._flat, np.int64)[at]
-        row = np.repeat(np.repeat(np.arange(len(texts)), np.diff(split.offsets.to_numpy())), lengths)  # each token's text
+        row = np.repeat(
+            np.repeat(np.arange(len(texts)), np.diff(split.offsets.to_numpy())), lengths
+        )  # each token's text
         first = np.searchsorted(row, np.arange(len(texts)))  # where each text's tokens start
         kept = np.arange(len(flat)) - first[row] < limit
         return flat[kept], np.bincount(row[kept], minlength=len(texts))
@@ -273,8 +293,12 @@ class WordPieces:
     def all_handled(self, texts: list[str]) -> bool:
         """Whether ``handles`` takes every one of ``texts`` (one pass over them all)."""
         joined = "\0".join(texts)
-        return (joined.isascii() and joined.count("\0") == len(texts) - 1 and _CONTROL_BUT_NUL.search(joined) is None
-                and (self._special is None or self._special.search(joined) is None))
+        return (
+            joined.isascii()
+            and joined.count("\0") == len(texts) - 1
+            and _CONTROL_BUT_NUL.search(joined) is None
+            and (self._special is None or self._special.search(joined) is None)
+        )
 
     def _forget_ids(self) -> None:
         self._word_no.clear()
@@ -343,9 +367,11 @@ class WordPieces:
         # ASCII punctuation: one token per character.
         total = _segment_sums(kind & _PUNCT, offsets, np.int32)
         # Runs of letters and digits (lower-cased): the pieces of each distinct word.
-        words = pc.ascii_split_whitespace(pa.LargeStringArray.from_buffers(
-            n, pa.py_buffer(offsets), pa.py_buffer(word_of[data])))
+        words = pc.ascii_split_whitespace(
+            pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(word_of[data]))
+        )
         total += _segment_sums(self._piece_counts(words.values), words.offsets.to_numpy(), np.int64)
+
         # Lines the byte classes can't count: non-ASCII, control characters, special tokens.
         def line_of(pos: np.ndarray) -> np.ndarray:
             return np.searchsorted(offsets, pos, "right") - 1
@@ -548,7 +574,9 @@ class TokenCounter:
             blocks = ["\n".join(new[i : i + 256]) for i in range(0, len(new), 256)]
             # encode_batch releases the GIL (encode would not) and spreads blocks over the cores.
             encs = self._tk.encode_batch(blocks, add_special_tokens=False)
-            cache.update(zip(new, (n for b, e in zip(blocks, encs, strict=False) for n in _per_line(b, e.offsets)), strict=False))
+            cache.update(
+                zip(new, (n for b, e in zip(blocks, encs, strict=False) for n in _per_line(b, e.offsets)), strict=False)
+            )
         return [cache[k] for k in lines]
 
 

@@ -128,8 +128,15 @@ def _mtime(path: Path) -> int:
 def _excludes_file(root_str: str, env: tuple[str | None, ...], *config_mtimes: int) -> Path | None:
     root = Path(root_str)
     try:
-        out = subprocess.run(["git", "config", "--path", "--get", "core.excludesFile"], cwd=root,
-                             capture_output=True, text=True, timeout=5, stdin=subprocess.DEVNULL, check=False)
+        out = subprocess.run(
+            ["git", "config", "--path", "--get", "core.excludesFile"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
         value = out.stdout.strip() if out.returncode == 0 else ""
     except (OSError, subprocess.SubprocessError):  # no git: its default place still counts
         value = ""
@@ -146,8 +153,9 @@ class IgnoreRules:
     ``.git/info/exclude``, then the user's global ignore file (``core.excludesFile``); ``--exclude``
     patterns always win. Files named like secrets (``secret_files``) are never walked."""
 
-    def __init__(self, root: Path, exclude: list[str] | None = None,
-                 secret_files: tuple[str, ...] | list[str] = SECRET_FILES) -> None:
+    def __init__(
+        self, root: Path, exclude: list[str] | None = None, secret_files: tuple[str, ...] | list[str] = SECRET_FILES
+    ) -> None:
         self.root = root
         self.exclude = spec_from_lines(exclude) if exclude else None
         self.secret_files = tuple(secret_files)
@@ -189,8 +197,9 @@ class IgnoreMatcher:
     """``is_ignored`` for many paths of one tree: each directory's ignore files are read once.
     ``forget()`` drops what was read (an ignore file changed)."""
 
-    def __init__(self, root: Path, exclude: list[str] | None = None,
-                 secret_files: tuple[str, ...] | list[str] = SECRET_FILES) -> None:
+    def __init__(
+        self, root: Path, exclude: list[str] | None = None, secret_files: tuple[str, ...] | list[str] = SECRET_FILES
+    ) -> None:
         self.root = Path(root)
         self.exclude = exclude
         self.secret_files = tuple(secret_files)
@@ -225,14 +234,25 @@ class IgnoreMatcher:
         return False
 
 
-def is_ignored(root: Path, rel_path: str, exclude: list[str] | None = None,
-               secret_files: tuple[str, ...] | list[str] = SECRET_FILES) -> bool:
+def is_ignored(
+    root: Path,
+    rel_path: str,
+    exclude: list[str] | None = None,
+    secret_files: tuple[str, ...] | list[str] = SECRET_FILES,
+) -> bool:
     """Whether the walk would skip ``rel_path`` by the ignore rules (see ``IgnoreMatcher``)."""
     return IgnoreMatcher(root, exclude, secret_files)(rel_path)
 
 
-def entry_for(root: Path, rel_path: str, *, max_file_size: int = 1_000_000, stats: WalkStats | None = None,
-              ignored: IgnoreMatcher | None = None, max_document_size: int = MAX_DOCUMENT_SIZE) -> FileEntry | None:
+def entry_for(
+    root: Path,
+    rel_path: str,
+    *,
+    max_file_size: int = 1_000_000,
+    stats: WalkStats | None = None,
+    ignored: IgnoreMatcher | None = None,
+    max_document_size: int = MAX_DOCUMENT_SIZE,
+) -> FileEntry | None:
     """The ``FileEntry`` the walk would yield for ``rel_path``, or None where the walk would
     yield none (gone, ignored, reached through a symlink, special, binary by name, too large):
     the same rules as ``walk`` for one file, without walking the tree."""
@@ -265,9 +285,15 @@ def entry_for(root: Path, rel_path: str, *, max_file_size: int = 1_000_000, stat
     return FileEntry(rel_path, str(path), st.st_size, clamp_mtime(st.st_mtime_ns), st.st_ino)
 
 
-def walk(root: str | Path, *, max_file_size: int = 1_000_000, exclude: list[str] | None = None,  # noqa: C901 - one pass over the tree; each branch is one rule for one kind of entry
-         stats: WalkStats | None = None, max_document_size: int = MAX_DOCUMENT_SIZE,
-         secret_files: tuple[str, ...] | list[str] = SECRET_FILES) -> Iterator[FileEntry]:
+def walk(  # noqa: C901 - one pass over the tree; each branch is one rule for one kind of entry
+    root: str | Path,
+    *,
+    max_file_size: int = 1_000_000,
+    exclude: list[str] | None = None,
+    stats: WalkStats | None = None,
+    max_document_size: int = MAX_DOCUMENT_SIZE,
+    secret_files: tuple[str, ...] | list[str] = SECRET_FILES,
+) -> Iterator[FileEntry]:
     """Yield every indexable ``FileEntry`` under ``root``, sorted per directory, depth first.
 
     Skips ignored paths, VCS directories, files named like secrets (``secret_files``, counted as
@@ -398,8 +424,9 @@ def open_checked(abs_path: str, expect: Seen | None = None) -> tuple[int | None,
     return fd, None
 
 
-def read_bytes(abs_path: str, max_bytes: int | None = None,
-               expect: Seen | None = None) -> tuple[bytes | None, str | None]:
+def read_bytes(
+    abs_path: str, max_bytes: int | None = None, expect: Seen | None = None
+) -> tuple[bytes | None, str | None]:
     """A file's bytes, read through ``open_checked``, never more than ``max_bytes`` (a file that
     grows past it while it is read is ``too_large``, and costs no more than that much memory)."""
     fd, why = open_checked(abs_path, expect)
@@ -415,8 +442,7 @@ def read_bytes(abs_path: str, max_bytes: int | None = None,
     return data, None
 
 
-def read_text(abs_path: str, max_bytes: int | None = None,
-              expect: Seen | None = None) -> tuple[str | None, str | None]:
+def read_text(abs_path: str, max_bytes: int | None = None, expect: Seen | None = None) -> tuple[str | None, str | None]:
     """Read a file as text. Returns ``(text, None)`` or ``(None, reason)`` for binary/unreadable
     (and, through ``read_bytes``, a link or another file swapped in, or a file grown too large).
 

@@ -47,8 +47,15 @@ class Ending(NamedTuple):
 class IndexJob:
     """Index runs of one engine, one at a time, in a background thread (see the module)."""
 
-    def __init__(self, engine: CodeSight, *, embed: bool | None = None, on_progress: Callable[[Progress], None] | None = None,
-                 on_idle: Callable[[Ending], None] | None = None, name: str | None = None) -> None:
+    def __init__(
+        self,
+        engine: CodeSight,
+        *,
+        embed: bool | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+        on_idle: Callable[[Ending], None] | None = None,
+        name: str | None = None,
+    ) -> None:
         self.engine = engine
         self.embed = embed
         self.on_progress = on_progress
@@ -156,8 +163,9 @@ class IndexJob:
         self.error, self.busy, self.report = None, False, None
         try:
             # The static tier always (the fast answer); the full model's vectors where ``embed``.
-            self.report = self.engine.index(progress, embed=self.embed, force=force, cancel=self._cancel,
-                                            paths=paths, wait=wait, static=True)
+            self.report = self.engine.index(
+                progress, embed=self.embed, force=force, cancel=self._cancel, paths=paths, wait=wait, static=True
+            )
         except IndexBusyError:
             self.busy, self.error = True, BUSY_MESSAGE
         except CodeSightError as exc:

@@ -95,8 +95,15 @@ class Models:
     (any object with ``name``, ``dim``, ``encode`` and ``encode_query``); ``in_child`` runs the
     full model in a child process (the interactive apps); ``note`` hears what happened in one line."""
 
-    def __init__(self, settings: Settings, info: ModelInfo, embedder: Any = None, *, in_child: bool = False,
-                 note: Callable[[str], None] = lambda _: None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        info: ModelInfo,
+        embedder: Any = None,
+        *,
+        in_child: bool = False,
+        note: Callable[[str], None] = lambda _: None,
+    ) -> None:
         self.settings = settings
         self.info = info
         self.loaded: Any = embedder  # the full model, once loaded (or injected)
@@ -120,8 +127,9 @@ class Models:
                 if self.error:
                     raise CodeSightError(self.error)
                 try:
-                    self.loaded = shared_embedder(self.info, self.settings.device, self.settings.batch_size,
-                                                  self.in_child)
+                    self.loaded = shared_embedder(
+                        self.info, self.settings.device, self.settings.batch_size, self.in_child
+                    )
                 except CodeSightError as exc:
                     self.error = str(exc)
                     raise
@@ -150,8 +158,9 @@ class Models:
         is the only semantic tier (the static one is off). On a CPU the answer stays BM25 + the
         static tier, and the full pass is one setting away."""
         choice = self.settings.full_model
-        return choice == "on" or (choice == "auto" and (self.injected or self.gpu_likely()
-                                                        or self.static_path() is None))
+        return choice == "on" or (
+            choice == "auto" and (self.injected or self.gpu_likely() or self.static_path() is None)
+        )
 
     # --- what the full pass costs here ------------------------------------------------------------
     def full_rate(self) -> float:
@@ -215,9 +224,15 @@ class Models:
             return shipped or distilled_dir(self.settings.cache_dir, self.info.name, self.info.load_from)
         return Path(value).expanduser()
 
-    def static_model(self, *, create: bool = False, progress: ProgressFn | None = None,
-                     cancel: threading.Event | None = None, report: IndexReport | None = None,
-                     _repair: bool = True) -> StaticEmbedder | None:
+    def static_model(
+        self,
+        *,
+        create: bool = False,
+        progress: ProgressFn | None = None,
+        cancel: threading.Event | None = None,
+        report: IndexReport | None = None,
+        _repair: bool = True,
+    ) -> StaticEmbedder | None:
         """The static model, or None where the tier is off or its model is not there. With
         ``create`` an ``auto`` model is distilled first if it is missing (once per machine;
         minutes on a CPU). Raises ``CodeSightError`` if it can't be had."""
@@ -227,8 +242,7 @@ class Models:
         if path is None:
             return None
         # "auto" and "distilled" distil what is missing; the shipped model is never remade
-        auto = (str(self.settings.static_model).strip().lower() in ("auto", "distilled")
-                and path != static.PACKAGED_DIR)
+        auto = str(self.settings.static_model).strip().lower() in ("auto", "distilled") and path != static.PACKAGED_DIR
         if not static.is_model_dir(path):
             if not create:
                 return None
@@ -257,8 +271,9 @@ class Models:
         self.note(f"the static model at {path} was damaged; distilled it again")
         return self.static_model(create=True, progress=progress, cancel=cancel, report=report, _repair=False)
 
-    def index_static(self, store: Store, progress: ProgressFn | None, cancel: threading.Event | None,
-                     report: IndexReport) -> None:
+    def index_static(
+        self, store: Store, progress: ProgressFn | None, cancel: threading.Event | None, report: IndexReport
+    ) -> None:
         """Static vectors for every chunk without one; a tier that can't be had is a warning,
         told once per process (the lexical index and the full model go on without it)."""
         if self.static_error is not None:
@@ -293,14 +308,17 @@ class Models:
                     from codesight_tui.core.index.static import StaticIndex
 
                     ids, matrix = store.static_matrix(model.dim)
-                    cached = self._static_cache = (version, StaticIndex(model, ids, matrix,
-                                                                        *store.static_matrix(model.dim, docs=True)))
+                    cached = self._static_cache = (
+                        version,
+                        StaticIndex(model, ids, matrix, *store.static_matrix(model.dim, docs=True)),
+                    )
             index = cached[1]
             if not len(index):
                 return None
             # Chunks newer than the last static vector have none yet (a static pass goes by id).
-            newer = int(store.conn.execute("SELECT count(*) FROM chunks WHERE id > ?",
-                                           (int(index.ids[-1]),)).fetchone()[0])
+            newer = int(
+                store.conn.execute("SELECT count(*) FROM chunks WHERE id > ?", (int(index.ids[-1]),)).fetchone()[0]
+            )
             return index, len(index) / (len(index) + newer)
         except CodeSightError as exc:
             self.static_error = str(exc)
@@ -314,9 +332,12 @@ class Models:
         except sqlite3.Error:  # an index from before the static tier, opened read-only
             n = 0
         path = self.static_path()
-        return {"static_model": str(path) if path else None, "static_vectors": n,
-                "static_coverage": round(n / chunks, 4) if chunks else 1.0,
-                "static_error": self.static_error}
+        return {
+            "static_model": str(path) if path else None,
+            "static_vectors": n,
+            "static_coverage": round(n / chunks, 4) if chunks else 1.0,
+            "static_error": self.static_error,
+        }
 
 
 def static_model_path(settings: Settings, info: Any, say: Callable[[str], None] | None = None) -> Path:
@@ -346,5 +367,10 @@ def model_info(settings: Settings) -> Any:
     from codesight_tui.core.index.onnx_model import for_backend
     from codesight_tui.core.ingest.tokens import resolve_model
 
-    return for_backend(resolve_model(settings.embedding_model), settings.embedding_backend, settings.device,
-                       nvidia_gpu(), settings.cache_dir)
+    return for_backend(
+        resolve_model(settings.embedding_model),
+        settings.embedding_backend,
+        settings.device,
+        nvidia_gpu(),
+        settings.cache_dir,
+    )

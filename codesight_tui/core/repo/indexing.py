@@ -39,20 +39,38 @@ if TYPE_CHECKING:
     from codesight_tui.core.store.watch import Batch, Watcher
 
 
-def run(ctx: RepoContext, progress: ProgressFn | None = None, *, embed: bool = True, force: bool = False,
-        cancel: threading.Event | None = None, wait: bool = False, paths: list[str] | None = None,
-        static: bool | None = None) -> IndexReport:
+def run(
+    ctx: RepoContext,
+    progress: ProgressFn | None = None,
+    *,
+    embed: bool = True,
+    force: bool = False,
+    cancel: threading.Event | None = None,
+    wait: bool = False,
+    paths: list[str] | None = None,
+    static: bool | None = None,
+) -> IndexReport:
     """Bring the index up to date (``CodeSight.index`` says how); a full disk is one clear
     ``CodeSightError``."""
     try:
-        return _run(ctx, progress, embed=embed, force=force, cancel=cancel, wait=wait, paths=paths,
-                    static=embed if static is None else static)
+        return _run(
+            ctx,
+            progress,
+            embed=embed,
+            force=force,
+            cancel=cancel,
+            wait=wait,
+            paths=paths,
+            static=embed if static is None else static,
+        )
     except (sqlite3.OperationalError, OSError) as exc:
         full = isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "full" in str(exc).lower()
         if not full:
             raise
-        raise CodeSightError(f"no space left to write the index at {ctx.index_dir}: free some space and"
-                             " run it again (everything committed so far is kept and searchable)") from None
+        raise CodeSightError(
+            f"no space left to write the index at {ctx.index_dir}: free some space and"
+            " run it again (everything committed so far is kept and searchable)"
+        ) from None
 
 
 def _readable(path: Path) -> bool:
@@ -71,8 +89,9 @@ def _repair(ctx: RepoContext, store: Store, force: bool, paths: list[str] | None
     cache. Returns the store to write (a new one after a wipe) and whether the run rebuilds."""
     check_vectors = False
     if ctx.storage.damaged_marker.exists() and not force:
-        ctx.notices.note(f"index at {ctx.index_dir} was damaged (a search found a bad page);"
-                         " rebuilt it (cached vectors are reused)")
+        ctx.notices.note(
+            f"index at {ctx.index_dir} was damaged (a search found a bad page); rebuilt it (cached vectors are reused)"
+        )
         force = True
     elif not force and (found := store.probe()):
         ctx.notices.note(f"index at {ctx.index_dir} was damaged ({found}); rebuilt it (cached vectors are reused)")
@@ -85,8 +104,10 @@ def _repair(ctx: RepoContext, store: Store, force: bool, paths: list[str] | None
         check_vectors = _integrity_due(ctx, store)  # by the clock only: it imports LanceDB
         found = store.quick_check()
         if found:
-            ctx.notices.note(f"index at {ctx.index_dir} was damaged (integrity check: {found});"
-                             " rebuilt it (cached vectors are reused)")
+            ctx.notices.note(
+                f"index at {ctx.index_dir} was damaged (integrity check: {found});"
+                " rebuilt it (cached vectors are reused)"
+            )
             force = True
         else:
             store.set_meta(checked_at=time.time())
@@ -96,13 +117,12 @@ def _repair(ctx: RepoContext, store: Store, force: bool, paths: list[str] | None
         ctx.storage.damaged_marker.unlink(missing_ok=True)
         store.set_meta(checked_at=time.time())
     elif not ctx.storage.vector_files_present() or (
-            # a search met a failure, or the periodic check is due: vector damage no search
-            # has read yet (a garbled manifest) is found here too, by reading every id back
-            (ctx.storage.vectors_damaged_marker.exists() or check_vectors)
-            and not ctx.storage.vectors_read_back()):
+        # a search met a failure, or the periodic check is due: vector damage no search
+        # has read yet (a garbled manifest) is found here too, by reading every id back
+        (ctx.storage.vectors_damaged_marker.exists() or check_vectors) and not ctx.storage.vectors_read_back()
+    ):
         # Vectors that can't be read are rebuilt from the embedding cache: no model work.
-        ctx.notices.note(f"vector index at {ctx.index_dir} was damaged or missing; rebuilt it"
-                         " from the embedding cache")
+        ctx.notices.note(f"vector index at {ctx.index_dir} was damaged or missing; rebuilt it from the embedding cache")
         ctx.vectors.drop()
         store.reset_embedded()
     ctx.storage.vectors_damaged_marker.unlink(missing_ok=True)
@@ -123,8 +143,17 @@ def full_pass(ctx: RepoContext) -> bool:
     return counts["vectors"] > 0 and counts["pending"] == 0
 
 
-def _run(ctx: RepoContext, progress: ProgressFn | None, *, embed: bool, force: bool, cancel: threading.Event | None,
-         wait: bool, paths: list[str] | None, static: bool) -> IndexReport:
+def _run(
+    ctx: RepoContext,
+    progress: ProgressFn | None,
+    *,
+    embed: bool,
+    force: bool,
+    cancel: threading.Event | None,
+    wait: bool,
+    paths: list[str] | None,
+    static: bool,
+) -> IndexReport:
     from codesight_tui.core.ingest.chunker import Chunker
     from codesight_tui.core.ingest.tokens import TokenCounter
 
@@ -144,13 +173,22 @@ def _run(ctx: RepoContext, progress: ProgressFn | None, *, embed: bool, force: b
         if force or store.get_meta("last_indexed") is None:
             paths = None  # a first or rebuilt index walks the whole tree
         store.retry_documents()
-        index_lexical(ctx.root, store, chunker, max_file_size=ctx.settings.max_file_size,
-                      exclude=ctx.exclude(), progress=progress, cancel=cancel, report=report,
-                      processes=ctx.lexical_processes, paths=paths,
-                      max_document_size=ctx.settings.max_document_size,
-                      document_timeout=ctx.settings.document_timeout,
-                      secret_files=tuple(ctx.settings.secret_files),
-                      document_memory_mb=ctx.settings.document_memory_mb)
+        index_lexical(
+            ctx.root,
+            store,
+            chunker,
+            max_file_size=ctx.settings.max_file_size,
+            exclude=ctx.exclude(),
+            progress=progress,
+            cancel=cancel,
+            report=report,
+            processes=ctx.lexical_processes,
+            paths=paths,
+            max_document_size=ctx.settings.max_document_size,
+            document_timeout=ctx.settings.document_timeout,
+            secret_files=tuple(ctx.settings.secret_files),
+            document_memory_mb=ctx.settings.document_memory_mb,
+        )
         report.vectors_pending = store.counts()["pending"]
         if embed:  # asked for here (--full, full_model = on, a GPU): kept current from now on
             store.set_meta(**{FULL_ASKED: "1"})
@@ -182,8 +220,14 @@ def _run(ctx: RepoContext, progress: ProgressFn | None, *, embed: bool, force: b
             try:
                 embedder = ctx.models.embedder()
             except CodeSightError as exc:
-                report.warnings.append(f"{exc}; " + ("BM25 and the static tier only" if static and
-                                                     ctx.models.static_error is None else "lexical search only"))
+                report.warnings.append(
+                    f"{exc}; "
+                    + (
+                        "BM25 and the static tier only"
+                        if static and ctx.models.static_error is None
+                        else "lexical search only"
+                    )
+                )
             else:
                 if static_later and getattr(embedder, "device", "cpu") != "cuda":
                     static_later = False  # the guess was wrong: the model runs on the CPU
@@ -214,9 +258,16 @@ def _run(ctx: RepoContext, progress: ProgressFn | None, *, embed: bool, force: b
         ctx.storage.release_writer()
 
 
-def watch(ctx: RepoContext, on_batch: Callable[[Batch, IndexReport], None] | None = None, *, embed: bool = True,
-          quiet: float = 0.3, catch_up: bool = True, poll: bool | None = None,
-          static: bool | None = None) -> Watcher:
+def watch(
+    ctx: RepoContext,
+    on_batch: Callable[[Batch, IndexReport], None] | None = None,
+    *,
+    embed: bool = True,
+    quiet: float = 0.3,
+    catch_up: bool = True,
+    poll: bool | None = None,
+    static: bool | None = None,
+) -> Watcher:
     """Keep the index current as files change (``CodeSight.watch`` says how): one ``run`` per
     batch of changes, whose embedding a newer change interrupts."""
     from codesight_tui.core.store.watch import RetryLater
@@ -236,8 +287,9 @@ def watch(ctx: RepoContext, on_batch: Callable[[Batch, IndexReport], None] | Non
         embedding.clear()
         interrupt.clear()
         try:
-            report = run(ctx, progress, embed=embed, cancel=interrupt,
-                                paths=None if batch.full else batch.paths, static=static)
+            report = run(
+                ctx, progress, embed=embed, cancel=interrupt, paths=None if batch.full else batch.paths, static=static
+            )
         except IndexBusyError:
             raise RetryLater from None
         finally:
@@ -248,9 +300,16 @@ def watch(ctx: RepoContext, on_batch: Callable[[Batch, IndexReport], None] | Non
     return watcher(ctx, handle, quiet=quiet, poll=poll, on_event=on_event).start(full=catch_up)
 
 
-def watcher(ctx: RepoContext, handler: Callable[[Batch], None], *, quiet: float = 0.3, poll: bool | None = None,
-            scan: Callable[[], dict[str, list[str]]] | None = None, on_event: Callable[[], None] | None = None,
-            poll_every: float = 2.0) -> Watcher:
+def watcher(
+    ctx: RepoContext,
+    handler: Callable[[Batch], None],
+    *,
+    quiet: float = 0.3,
+    poll: bool | None = None,
+    scan: Callable[[], dict[str, list[str]]] | None = None,
+    on_event: Callable[[], None] | None = None,
+    poll_every: float = 2.0,
+) -> Watcher:
     """A ``core.watch.Watcher`` of this repository (not started) that hands its batches to
     ``handler(batch)``, with this index's ignore rules. It polls (``scan``, by default
     ``changed_files``) where the tree has symlinked directories, which inotify watchers follow
@@ -262,10 +321,17 @@ def watcher(ctx: RepoContext, handler: Callable[[Batch], None], *, quiet: float 
             poll = int(ctx.store.get_meta("symlink_dirs") or 0) > 0 if ctx.is_indexed() else False
         except Exception:  # noqa: BLE001 - an index that can't be read now: poll, which works on any tree
             poll = True
-    return Watcher(ctx.root, handler, exclude=ctx.exclude(), secret_files=tuple(ctx.settings.secret_files),
-                   quiet=quiet, poll=poll,
-                   scan=scan or cast(Callable[[], dict[str, list[str]]], functools.partial(changed_files, ctx)), on_event=on_event,
-                   poll_every=poll_every)
+    return Watcher(
+        ctx.root,
+        handler,
+        exclude=ctx.exclude(),
+        secret_files=tuple(ctx.settings.secret_files),
+        quiet=quiet,
+        poll=poll,
+        scan=scan or cast(Callable[[], dict[str, list[str]]], functools.partial(changed_files, ctx)),
+        on_event=on_event,
+        poll_every=poll_every,
+    )
 
 
 def tighten(ctx: RepoContext) -> None:
@@ -304,13 +370,13 @@ def _cached_dim(ctx: RepoContext, store: Store) -> int | None:
     if store.get_meta("model") == name and dim.isdigit():
         return int(dim)
     stem = cache_path(ctx.settings.cache_dir, name, 0).stem.rsplit("-", 1)[0]
-    dims = {p.stem.rsplit("-", 1)[1] for p in cache_files(ctx.settings.cache_dir)
-            if p.stem.rsplit("-", 1)[0] == stem}
+    dims = {p.stem.rsplit("-", 1)[1] for p in cache_files(ctx.settings.cache_dir) if p.stem.rsplit("-", 1)[0] == stem}
     return int(dims.pop()) if len(dims) == 1 and next(iter(dims)).isdigit() else None
 
 
-def _fill_from_cache(ctx: RepoContext, store: Store, progress: ProgressFn | None, cancel: threading.Event | None,
-                     report: IndexReport) -> None:
+def _fill_from_cache(
+    ctx: RepoContext, store: Store, progress: ProgressFn | None, cancel: threading.Event | None, report: IndexReport
+) -> None:
     """Before the model loads: every pending chunk whose vectors the shared cache holds gets
     them (``indexer.fill_from_cache``)."""
     from codesight_tui.core.index.cache import EmbeddingCache, cache_path
@@ -319,8 +385,9 @@ def _fill_from_cache(ctx: RepoContext, store: Store, progress: ProgressFn | None
     if dim is None or not cache_path(ctx.settings.cache_dir, ctx.model_info.vectors_name, dim).is_file():
         return
     cache = EmbeddingCache(ctx.settings.cache_dir.expanduser(), ctx.model_info.vectors_name, dim)
-    fill_from_cache(store, ctx.vectors, cache, ctx.model_info.vectors_name, dim, progress=progress, cancel=cancel,
-                    report=report)
+    fill_from_cache(
+        store, ctx.vectors, cache, ctx.model_info.vectors_name, dim, progress=progress, cancel=cancel, report=report
+    )
     report.warnings.extend(cache.notices)
 
 
@@ -359,9 +426,14 @@ def changed_files(ctx: RepoContext) -> ChangedFiles:
     if not ctx.has_index():
         return {"added": [], "modified": [], "deleted": []}
     known = ctx.store.file_states()
-    _entries, changed, deleted = scan_changes(ctx.root, ctx.store, ctx.settings.max_file_size,
-                                             ctx.exclude(), max_document_size=ctx.settings.max_document_size,
-                                             secret_files=tuple(ctx.settings.secret_files))
+    _entries, changed, deleted = scan_changes(
+        ctx.root,
+        ctx.store,
+        ctx.settings.max_file_size,
+        ctx.exclude(),
+        max_document_size=ctx.settings.max_document_size,
+        secret_files=tuple(ctx.settings.secret_files),
+    )
     # A file no index run can read (chmod 000) is not news: it was skipped as unreadable, and
     # counting it as added would say "changed" forever. Only the few changed ones are tried.
     changed = [e for e in changed if _readable(ctx.root / e.rel_path)]
@@ -377,7 +449,9 @@ def _bound_cache(ctx: RepoContext, cache: EmbeddingCache) -> None:
     try:
         if cache.stats()["bytes"] > cap:
             done = cache.prune(max_bytes=int(cap * 0.9))
-            ctx.notices.note(f"embedding cache over {ctx.settings.cache_max_mb} MB: dropped"
-                             f" {done['removed']:,} least recently used vectors")
+            ctx.notices.note(
+                f"embedding cache over {ctx.settings.cache_max_mb} MB: dropped"
+                f" {done['removed']:,} least recently used vectors"
+            )
     except Exception as exc:  # a cache that can't be pruned now is not worth failing an index run for  # noqa: BLE001
         ctx.notices.note(f"could not prune the embedding cache: {exc}")

@@ -45,20 +45,45 @@ def cache_status(ctx: RepoContext) -> dict[str, Any] | None:
 def status(ctx: RepoContext, check_disk: bool = True) -> IndexStatus:
     """Counts, model, freshness and size of the index (``core.status.IndexStatus``)."""
     info = ctx.model_info
-    base: dict[str, Any] = {"root": str(ctx.root), "index_dir": str(ctx.index_dir), "indexed": ctx.has_index(),
-                            "backend": info.backend, "indexing": indexing_now(ctx)}
+    base: dict[str, Any] = {
+        "root": str(ctx.root),
+        "index_dir": str(ctx.index_dir),
+        "indexed": ctx.has_index(),
+        "backend": info.backend,
+        "indexing": indexing_now(ctx),
+    }
     if not ctx.has_index():
-        return cast("IndexStatus", {**base, "files": 0, "chunks": 0, "vectors": 0, "pending": 0,
-                                    "model": info.vectors_name, "static_vectors": 0, "last_indexed": None,
-                                    "changed": None, "index_bytes": 0, "vector_coverage": 0.0, "notices": []})
+        return cast(
+            "IndexStatus",
+            {
+                **base,
+                "files": 0,
+                "chunks": 0,
+                "vectors": 0,
+                "pending": 0,
+                "model": info.vectors_name,
+                "static_vectors": 0,
+                "last_indexed": None,
+                "changed": None,
+                "index_bytes": 0,
+                "vector_coverage": 0.0,
+                "notices": [],
+            },
+        )
     store = ctx.store
     meta = store.meta()
     n = store.counts()
     chunks = n["chunks"]
     static = ctx.models.static_status(store, chunks)
     out: IndexStatus = {
-        "root": base["root"], "index_dir": base["index_dir"], "indexed": True, "backend": info.backend,
-        "files": n["files"], "chunks": chunks, "vectors": n["vectors"], "pending": n["pending"],
+        "root": base["root"],
+        "index_dir": base["index_dir"],
+        "indexed": True,
+        "backend": info.backend,
+        "files": n["files"],
+        "chunks": chunks,
+        "vectors": n["vectors"],
+        "pending": n["pending"],
         "model": meta.get("model") or info.vectors_name,
         "dim": int(meta["dim"]) if meta.get("dim") else None,
         "last_indexed": float(meta["last_indexed"]) if meta.get("last_indexed") else None,
@@ -79,8 +104,8 @@ def status(ctx: RepoContext, check_disk: bool = True) -> IndexStatus:
         "full_pass": full_pass(ctx),
         "full_estimate": ctx.models.full_estimate(n["pending"]),
         "indexing": base["indexing"],
-        "notices": ctx.notices.take("status") + (["index is read-only: searching without updating"]
-                                                 if store.readonly else []),
+        "notices": ctx.notices.take("status")
+        + (["index is read-only: searching without updating"] if store.readonly else []),
         "changed": None,
     }
     try:
@@ -97,8 +122,11 @@ def status(ctx: RepoContext, check_disk: bool = True) -> IndexStatus:
 def _secrets(store: Store) -> SecretsStatus:
     """Files never read because they are named like secrets, and secrets masked in the rest."""
     masked = store.masked()
-    return {"files_skipped": store.skipped().get("secret", 0), "masked": masked["secrets"],
-            "files_masked": masked["files"]}
+    return {
+        "files_skipped": store.skipped().get("secret", 0),
+        "masked": masked["secrets"],
+        "files_masked": masked["files"],
+    }
 
 
 def _vector_versions(ctx: RepoContext) -> int:

@@ -57,8 +57,9 @@ def check_glob(glob: str) -> None:
         elif ch == "]" and depth:
             depth = 0
     if depth:
-        raise CodeSightError(f"invalid path filter {glob!r}: a '[' with no ']' (escape it as \\[ to match it)",
-                             exit_code=2)
+        raise CodeSightError(
+            f"invalid path filter {glob!r}: a '[' with no ']' (escape it as \\[ to match it)", exit_code=2
+        )
 
 
 def _constant(value: Any, *_args: object) -> Any:
@@ -66,9 +67,17 @@ def _constant(value: Any, *_args: object) -> Any:
     return value
 
 
-def search(ctx: RepoContext, query: str, top_k: int = 10, mode: Mode | None = None, *, glob: str | None = None,
-           language: str | None = None, vectors: Vectors = Vectors.LOAD,
-           like: RelatedSource | None = None) -> SearchResponse:
+def search(
+    ctx: RepoContext,
+    query: str,
+    top_k: int = 10,
+    mode: Mode | None = None,
+    *,
+    glob: str | None = None,
+    language: str | None = None,
+    vectors: Vectors = Vectors.LOAD,
+    like: RelatedSource | None = None,
+) -> SearchResponse:
     """``CodeSight.search`` (which says what each argument does): the query checked, the vector
     lists chosen by ``vectors`` and what is loaded, the search run, and a damaged vector table or
     index turned into a notice, a BM25 answer, or one line."""
@@ -107,8 +116,11 @@ def search(ctx: RepoContext, query: str, top_k: int = 10, mode: Mode | None = No
             notes.append(f"{exc}; showing BM25 results only")
     # The static tier has weight 0 once the full model answers over every chunk: its vectors
     # are not even loaded then (a 341k-chunk index holds 350 MB of them).
-    static = (ctx.models.static_index(ctx.store)
-              if mode == "hybrid" and not (qfn and ctx.store.vector_coverage() >= 1.0) else None)
+    static = (
+        ctx.models.static_index(ctx.store)
+        if mode == "hybrid" and not (qfn and ctx.store.vector_coverage() >= 1.0)
+        else None
+    )
     used: list[str] = []
     extra: dict[str, Any] = {}
     if like is not None:
@@ -120,11 +132,26 @@ def search(ctx: RepoContext, query: str, top_k: int = 10, mode: Mode | None = No
         extra = {"vector_query": like.content, "static_query_vector": static_own}
         top_k += 4  # room for the source and what overlaps it, left out below
 
-    def run(query_vector_fn: Callable[[str], Any] | None, mode: str,
-            static: tuple[StaticIndex, float] | None, **more: Any) -> list[SearchResult]:
-        return search_index(ctx.store, ctx.vectors, query_vector_fn, query, top_k=top_k, mode=mode, glob=glob,
-                      language=language, depth=ctx.settings.retriever_depth, rrf_k=ctx.settings.rrf_k,
-                      ranking=ctx.settings.ranking, used=used, static=static, **extra, **more)
+    def run(
+        query_vector_fn: Callable[[str], Any] | None, mode: str, static: tuple[StaticIndex, float] | None, **more: Any
+    ) -> list[SearchResult]:
+        return search_index(
+            ctx.store,
+            ctx.vectors,
+            query_vector_fn,
+            query,
+            top_k=top_k,
+            mode=mode,
+            glob=glob,
+            language=language,
+            depth=ctx.settings.retriever_depth,
+            rrf_k=ctx.settings.rrf_k,
+            ranking=ctx.settings.ranking,
+            used=used,
+            static=static,
+            **extra,
+            **more,
+        )
 
     try:
         try:
@@ -132,8 +159,7 @@ def search(ctx: RepoContext, query: str, top_k: int = 10, mode: Mode | None = No
         except VectorStoreError as exc:
             mark(ctx.storage.vectors_damaged_marker)
             if mode == "vector":
-                raise CodeSightError(f"{exc}: run `codesight index` to rebuild it from the embedding"
-                                     " cache") from None
+                raise CodeSightError(f"{exc}: run `codesight index` to rebuild it from the embedding cache") from None
             notes.append(f"{exc}; showing BM25 results until `codesight index` rebuilds it")
             used.clear()
             hits = run(None, mode="hybrid", static=static or ctx.models.static_index(ctx.store))
@@ -146,8 +172,10 @@ def search(ctx: RepoContext, query: str, top_k: int = 10, mode: Mode | None = No
             raise CodeSightError(f"search failed: {str(exc).splitlines()[0][:200]}") from None
         mark(ctx.storage.damaged_marker)
         why = str(exc) if "decode" not in str(exc) else "a row's text is unreadable"
-        raise CodeSightError(f"the index of {ctx.root} is damaged ({why.splitlines()[0][:120]}): run"
-                             " `codesight index` to rebuild it (cached vectors are reused)") from None
+        raise CodeSightError(
+            f"the index of {ctx.root} is damaged ({why.splitlines()[0][:120]}): run"
+            " `codesight index` to rebuild it (cached vectors are reused)"
+        ) from None
     if like is not None:
         hits = [h for h in hits if not like.overlaps(str(ctx.root), h.path, h.start_line, h.end_line)]
         hits = hits[: top_k - 4]
@@ -208,8 +236,16 @@ def query_terms(query: str) -> list[str]:
     return sorted({t for t in names | set(q.words) if len(t) > 1}, key=lambda t: (-len(t), t))
 
 
-def related_many(engines: Sequence[RepoSearcher], target: str, top_k: int = 10, mode: Mode | None = None, *,
-                 fleet: Fleet | None = None, repo: str | None = None, **kwargs: Any) -> SearchResponse:
+def related_many(
+    engines: Sequence[RepoSearcher],
+    target: str,
+    top_k: int = 10,
+    mode: Mode | None = None,
+    *,
+    fleet: Fleet | None = None,
+    repo: str | None = None,
+    **kwargs: Any,
+) -> SearchResponse:
     """``related`` across several repositories, as one list: the target is looked up in each
     in turn (the first that has it is the source; then ``fleet``, where none has it), then
     each, and the fleet, is searched for code like it."""
@@ -230,8 +266,16 @@ def related_many(engines: Sequence[RepoSearcher], target: str, top_k: int = 10, 
     return search_many(engines, "", top_k=top_k, mode=mode, like=source, **more, **kwargs)
 
 
-def search_many(engines: Sequence[RepoSearcher], query: str, top_k: int = 10, mode: Mode | None = None, *,
-                fleet: Fleet | None = None, repo: str | None = None, **kwargs: Any) -> SearchResponse:
+def search_many(
+    engines: Sequence[RepoSearcher],
+    query: str,
+    top_k: int = 10,
+    mode: Mode | None = None,
+    *,
+    fleet: Fleet | None = None,
+    repo: str | None = None,
+    **kwargs: Any,
+) -> SearchResponse:
     """One ranked list across several repositories and a fleet (``CodeSight.search_many`` says
     how): each searched on its own, their lists fused by rank."""
     per_repo = [engine.search(query, top_k=top_k, mode=mode, **kwargs) for engine in engines]
@@ -239,16 +283,23 @@ def search_many(engines: Sequence[RepoSearcher], query: str, top_k: int = 10, mo
     if fleet is not None:
         local = {Path(label).name for label in labels}
         try:
-            found = fleet.search(query, top_k=top_k + 10, mode=str(mode or fleet.settings.default_mode),
-                                 repo=repo, glob=kwargs.get("glob"), language=kwargs.get("language"),
-                                 like=kwargs.get("like"))
+            found = fleet.search(
+                query,
+                top_k=top_k + 10,
+                mode=str(mode or fleet.settings.default_mode),
+                repo=repo,
+                glob=kwargs.get("glob"),
+                language=kwargs.get("language"),
+                like=kwargs.get("like"),
+            )
         except CodeSightError as exc:
             if not engines:  # the fleet alone was asked: its failure is the answer
                 raise
             # An unreachable or damaged store costs its own hits, never the local ones.
             found = SearchResponse([], [f"{exc} (local hits only)"])
-        per_repo.append(SearchResponse([h for h in found if h.repo not in local][:top_k], found.notices,
-                                       found.retrievers))
+        per_repo.append(
+            SearchResponse([h for h in found if h.repo not in local][:top_k], found.notices, found.retrievers)
+        )
         labels.append("")
     if len(per_repo) == 1:
         for hit in per_repo[0]:
@@ -266,9 +317,11 @@ def search_many(engines: Sequence[RepoSearcher], query: str, top_k: int = 10, mo
     for key, score, _ in order:  # the score shown is the one the list is in order of
         hits[key].score = round(score, 6)
     names = [Path(label).name if label else "fleet" for label in labels]
-    return SearchResponse([hits[key] for key, _, _ in order[:top_k]],
-                notices=[f"{name}: {n}" for name, found in zip(names, per_repo, strict=False) for n in found.notices],
-                retrievers=[r for r in ("bm25", "static", "vector") if any(r in f.retrievers for f in per_repo)])
+    return SearchResponse(
+        [hits[key] for key, _, _ in order[:top_k]],
+        notices=[f"{name}: {n}" for name, found in zip(names, per_repo, strict=False) for n in found.notices],
+        retrievers=[r for r in ("bm25", "static", "vector") if any(r in f.retrievers for f in per_repo)],
+    )
 
 
 class Several:

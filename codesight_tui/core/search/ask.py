@@ -76,14 +76,32 @@ class Answer:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "question": self.question, "answer": self.text, "model": self.model, "backend": self.backend,
-            "usage": self.usage, "citations": self.citations, "seconds": round(self.seconds, 3),
-            "search_seconds": round(self.search_seconds, 3), "cut": self.cut,
+            "question": self.question,
+            "answer": self.text,
+            "model": self.model,
+            "backend": self.backend,
+            "usage": self.usage,
+            "citations": self.citations,
+            "seconds": round(self.seconds, 3),
+            "search_seconds": round(self.search_seconds, 3),
+            "cut": self.cut,
             "first_token_seconds": None if self.first_token_seconds is None else round(self.first_token_seconds, 3),
-            "sources": [{"n": n, "label": source_label(h), "path": h.path, "start_line": h.start_line,
-                         "end_line": h.end_line, "line": h.line or h.start_line, "page": h.page, "slide": h.slide,
-                         "scope": h.scope, "repo": h.repo or None, "cited": n in self.citations}
-                        for n, h in enumerate(self.sources, start=1)],
+            "sources": [
+                {
+                    "n": n,
+                    "label": source_label(h),
+                    "path": h.path,
+                    "start_line": h.start_line,
+                    "end_line": h.end_line,
+                    "line": h.line or h.start_line,
+                    "page": h.page,
+                    "slide": h.slide,
+                    "scope": h.scope,
+                    "repo": h.repo or None,
+                    "cited": n in self.citations,
+                }
+                for n, h in enumerate(self.sources, start=1)
+            ],
         }
 
 
@@ -143,14 +161,20 @@ def llm_config(settings: Settings, environ: Mapping[str, str] | None = None) -> 
     if not backend:
         found = [v for v in (*KEY_VARIABLES.values(), "OLLAMA_HOST") if env.get(v)]
         hint = f" ({', '.join(found)} is set)" if found else ""
-        raise AskError("no LLM back end configured: set CODESIGHT_LLM_BACKEND to anthropic, openai, azure or"
-                       f" ollama{hint}", exit_code=2)
+        raise AskError(
+            f"no LLM back end configured: set CODESIGHT_LLM_BACKEND to anthropic, openai, azure or ollama{hint}",
+            exit_code=2,
+        )
     if backend not in BACKENDS:
         raise AskError(f"unknown LLM back end {backend!r}: use anthropic, openai, azure or ollama", exit_code=2)
     explicit_key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
     model = settings.llm_model or DEFAULT_MODELS.get(backend)
-    cfg = LLMConfig(backend, model or "", timeout=settings.llm_timeout,
-                    max_seconds=max(settings.llm_timeout, settings.ask_max_seconds))
+    cfg = LLMConfig(
+        backend,
+        model or "",
+        timeout=settings.llm_timeout,
+        max_seconds=max(settings.llm_timeout, settings.ask_max_seconds),
+    )
     if backend == "anthropic":
         cfg.api_key = explicit_key or env.get("ANTHROPIC_API_KEY")
         cfg.base_url = settings.llm_base_url or env.get("ANTHROPIC_BASE_URL")
@@ -182,8 +206,9 @@ _SDK = {"anthropic": "anthropic", "openai": "openai", "azure": "openai", "ollama
 def prepare(backend: str) -> threading.Thread:
     """Import a back end's client library in a thread (0.3 to 0.9 s), so that it overlaps the
     search instead of following it."""
-    t = threading.Thread(target=importlib.import_module, args=(_SDK[backend],), daemon=True,
-                         name="codesight-ask-import")
+    t = threading.Thread(
+        target=importlib.import_module, args=(_SDK[backend],), daemon=True, name="codesight-ask-import"
+    )
     t.start()
     return t
 
@@ -197,18 +222,25 @@ def _client(cfg: LLMConfig) -> Any:
             if cfg.backend == "anthropic":
                 import anthropic
 
-                client = anthropic.Anthropic(api_key=cfg.api_key, base_url=cfg.base_url or None,
-                                             timeout=cfg.timeout, max_retries=1)
+                client = anthropic.Anthropic(
+                    api_key=cfg.api_key, base_url=cfg.base_url or None, timeout=cfg.timeout, max_retries=1
+                )
             elif cfg.backend == "azure":
                 import openai
 
-                client = openai.AzureOpenAI(api_key=cfg.api_key, azure_endpoint=cfg.base_url or "",
-                                            api_version=cfg.api_version, timeout=cfg.timeout, max_retries=1)
+                client = openai.AzureOpenAI(
+                    api_key=cfg.api_key,
+                    azure_endpoint=cfg.base_url or "",
+                    api_version=cfg.api_version,
+                    timeout=cfg.timeout,
+                    max_retries=1,
+                )
             elif cfg.backend == "openai":
                 import openai
 
-                client = openai.OpenAI(api_key=cfg.api_key, base_url=cfg.base_url or None, timeout=cfg.timeout,
-                                       max_retries=1)
+                client = openai.OpenAI(
+                    api_key=cfg.api_key, base_url=cfg.base_url or None, timeout=cfg.timeout, max_retries=1
+                )
             else:
                 import ollama
 
@@ -219,8 +251,12 @@ def _client(cfg: LLMConfig) -> Any:
 
 def _anthropic(cfg: LLMConfig, prompt: str) -> Generator[str | dict[str, int], None, None]:
     client = _client(cfg)
-    with client.messages.stream(model=cfg.model, max_tokens=MAX_ANSWER_TOKENS, system=SYSTEM_PROMPT,
-                                messages=[{"role": "user", "content": prompt}]) as stream:
+    with client.messages.stream(
+        model=cfg.model,
+        max_tokens=MAX_ANSWER_TOKENS,
+        system=SYSTEM_PROMPT,
+        messages=[{"role": "user", "content": prompt}],
+    ) as stream:
         yield from stream.text_stream
         usage = stream.get_final_message().usage
     yield {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
@@ -228,8 +264,12 @@ def _anthropic(cfg: LLMConfig, prompt: str) -> Generator[str | dict[str, int], N
 
 def _openai(cfg: LLMConfig, prompt: str) -> Generator[str | dict[str, int], None, None]:
     stream = _client(cfg).chat.completions.create(
-        model=cfg.model, stream=True, stream_options={"include_usage": True}, max_tokens=MAX_ANSWER_TOKENS,
-        messages=[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}])
+        model=cfg.model,
+        stream=True,
+        stream_options={"include_usage": True},
+        max_tokens=MAX_ANSWER_TOKENS,
+        messages=[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}],
+    )
     usage = None
     with stream:
         for chunk in stream:
@@ -242,9 +282,11 @@ def _openai(cfg: LLMConfig, prompt: str) -> Generator[str | dict[str, int], None
 
 def _ollama(cfg: LLMConfig, prompt: str) -> Generator[str | dict[str, int], None, None]:
     usage: dict[str, int] = {}
-    for part in _client(cfg).chat(model=cfg.model, stream=True,
-                            messages=[{"role": "system", "content": SYSTEM_PROMPT},
-                                      {"role": "user", "content": prompt}]):
+    for part in _client(cfg).chat(
+        model=cfg.model,
+        stream=True,
+        messages=[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}],
+    ):
         if part.message and part.message.content:
             yield part.message.content
         if part.done:
@@ -253,7 +295,11 @@ def _ollama(cfg: LLMConfig, prompt: str) -> Generator[str | dict[str, int], None
 
 
 _CALLS: dict[str, Callable[[LLMConfig, str], Generator[str | dict[str, int], None, None]]] = {
-    "anthropic": _anthropic, "openai": _openai, "azure": _openai, "ollama": _ollama}
+    "anthropic": _anthropic,
+    "openai": _openai,
+    "azure": _openai,
+    "ollama": _ollama,
+}
 
 
 def _status_of(exc: BaseException) -> int | None:
@@ -311,8 +357,14 @@ class AskStream:
     ``for delta in stream: print(delta, end="")`` then ``stream.answer``. Errors are ``AskError``
     with one line."""
 
-    def __init__(self, question: str, hits: Iterable[SearchResult], cfg: LLMConfig, search_seconds: float = 0.0,
-                 started: float | None = None) -> None:
+    def __init__(
+        self,
+        question: str,
+        hits: Iterable[SearchResult],
+        cfg: LLMConfig,
+        search_seconds: float = 0.0,
+        started: float | None = None,
+    ) -> None:
         self.cfg = cfg
         self.hits = list(hits)
         self.notices = list(getattr(hits, "notices", []))  # what the search lacked (BM25 only, damage)
@@ -354,8 +406,9 @@ class AskStream:
             self.answer.seconds = time.perf_counter() - self._started
 
 
-def ask_stream(searcher: Searcher, settings: Settings, question: str, top_k: int | None = None,
-               **search: Any) -> AskStream:
+def ask_stream(
+    searcher: Searcher, settings: Settings, question: str, top_k: int | None = None, **search: Any
+) -> AskStream:
     """``question`` answered from what ``searcher`` (a repository, a fleet, several) finds, as
     the LLM writes it: an ``AskStream``. The back end's configuration is checked before the
     search, and the search runs before any connection is opened; ``search`` holds the search's
@@ -365,8 +418,9 @@ def ask_stream(searcher: Searcher, settings: Settings, question: str, top_k: int
         raise AskError("the question is empty", exit_code=2)
     started = time.perf_counter()
     importing = prepare(cfg.backend)  # the client library loads while the search runs
-    hits = without_secrets(searcher.search(question, top_k or settings.ask_top_k, **search),
-                           tuple(settings.secret_files))
+    hits = without_secrets(
+        searcher.search(question, top_k or settings.ask_top_k, **search), tuple(settings.secret_files)
+    )
     if not hits:
         raise AskError("nothing in the index matches this question: there are no sources to answer from")
     importing.join()
@@ -383,6 +437,8 @@ def without_secrets(hits: SearchResponse, secret_files: tuple[str, ...]) -> Sear
     notices = list(hits.notices)
     if len(kept) < len(hits):
         n = len(hits) - len(kept)
-        notices.append(f"{n} source{'s' if n > 1 else ''} left out of the question: {'they hold' if n > 1 else 'it holds'}"
-                       " a secret (a key or a token)")
+        notices.append(
+            f"{n} source{'s' if n > 1 else ''} left out of the question: {'they hold' if n > 1 else 'it holds'}"
+            " a secret (a key or a token)"
+        )
     return SearchResponse(kept, notices=notices, retrievers=hits.retrievers)

@@ -19,36 +19,72 @@ from functools import lru_cache
 IMPLICIT_SELF = frozenset({"java", "kotlin", "csharp", "cpp", "scala", "swift", "ruby"})
 SELF_NAMES = frozenset({"self", "this", "cls", "Self", "super", "base", "me"})
 # Kinds of definitions whose functions are methods (called through a receiver or a type).
-CLASS_KINDS = frozenset({"class", "struct", "interface", "trait", "impl", "enum", "record", "object", "protocol",
-                         "extension", "type", "@interface", "union", "actor"})
+CLASS_KINDS = frozenset(
+    {
+        "class",
+        "struct",
+        "interface",
+        "trait",
+        "impl",
+        "enum",
+        "record",
+        "object",
+        "protocol",
+        "extension",
+        "type",
+        "@interface",
+        "union",
+        "actor",
+    }
+)
 
-_GO = ("append cap clear close complex copy delete imag len make max min new panic print println real recover "
-       "bool byte complex64 complex128 error float32 float64 int int8 int16 int32 int64 rune string uint uint8 "
-       "uint16 uint32 uint64 uintptr any")
-_PYTHON = ("abs aiter all anext any ascii bin bool breakpoint bytearray bytes callable chr classmethod compile "
-           "complex delattr dict dir divmod enumerate eval exec exit filter float format frozenset getattr globals "
-           "hasattr hash help hex id input int isinstance issubclass iter len list locals map max memoryview min "
-           "next object oct open ord pow print property quit range repr reversed round set setattr slice sorted "
-           "staticmethod str sum super tuple type vars zip __import__")
-_JS = ("parseInt parseFloat isNaN isFinite decodeURI decodeURIComponent encodeURI encodeURIComponent escape "
-       "unescape eval setTimeout setInterval setImmediate clearTimeout clearInterval clearImmediate "
-       "queueMicrotask structuredClone require fetch alert String Number Boolean Array Object Symbol BigInt "
-       "Promise Date RegExp Error TypeError RangeError SyntaxError Map Set WeakMap WeakSet Proxy")
+_GO = (
+    "append cap clear close complex copy delete imag len make max min new panic print println real recover "
+    "bool byte complex64 complex128 error float32 float64 int int8 int16 int32 int64 rune string uint uint8 "
+    "uint16 uint32 uint64 uintptr any"
+)
+_PYTHON = (
+    "abs aiter all anext any ascii bin bool breakpoint bytearray bytes callable chr classmethod compile "
+    "complex delattr dict dir divmod enumerate eval exec exit filter float format frozenset getattr globals "
+    "hasattr hash help hex id input int isinstance issubclass iter len list locals map max memoryview min "
+    "next object oct open ord pow print property quit range repr reversed round set setattr slice sorted "
+    "staticmethod str sum super tuple type vars zip __import__"
+)
+_JS = (
+    "parseInt parseFloat isNaN isFinite decodeURI decodeURIComponent encodeURI encodeURIComponent escape "
+    "unescape eval setTimeout setInterval setImmediate clearTimeout clearInterval clearImmediate "
+    "queueMicrotask structuredClone require fetch alert String Number Boolean Array Object Symbol BigInt "
+    "Promise Date RegExp Error TypeError RangeError SyntaxError Map Set WeakMap WeakSet Proxy"
+)
 _RUST = "Some Ok Err Box Vec String drop panic Option Result Default"
-_KOTLIN = ("println print listOf mutableListOf mapOf mutableMapOf setOf mutableSetOf arrayOf emptyList emptyMap "
-           "emptySet require requireNotNull check checkNotNull error TODO lazy repeat run let also apply with "
-           "takeIf buildString buildList sequenceOf")
-_RUBY = ("puts print p pp require require_relative raise loop lambda proc attr_accessor attr_reader "
-         "attr_writer include extend format sprintf rand sleep catch throw fail Integer Float String Array Hash")
-_LUA = ("print pairs ipairs tostring tonumber type error assert require pcall xpcall select setmetatable "
-        "getmetatable next rawget rawset rawequal rawlen unpack load loadfile dofile collectgarbage")
-_PHP = ("count strlen array_map array_filter array_keys array_values array_merge in_array isset empty "
-        "is_array is_string is_int implode explode sprintf printf trim json_encode json_decode")
+_KOTLIN = (
+    "println print listOf mutableListOf mapOf mutableMapOf setOf mutableSetOf arrayOf emptyList emptyMap "
+    "emptySet require requireNotNull check checkNotNull error TODO lazy repeat run let also apply with "
+    "takeIf buildString buildList sequenceOf"
+)
+_RUBY = (
+    "puts print p pp require require_relative raise loop lambda proc attr_accessor attr_reader "
+    "attr_writer include extend format sprintf rand sleep catch throw fail Integer Float String Array Hash"
+)
+_LUA = (
+    "print pairs ipairs tostring tonumber type error assert require pcall xpcall select setmetatable "
+    "getmetatable next rawget rawset rawequal rawlen unpack load loadfile dofile collectgarbage"
+)
+_PHP = (
+    "count strlen array_map array_filter array_keys array_values array_merge in_array isset empty "
+    "is_array is_string is_int implode explode sprintf printf trim json_encode json_decode"
+)
 BUILTINS: dict[str, frozenset[str]] = {
-    "go": frozenset(_GO.split()), "python": frozenset(_PYTHON.split()),
-    "javascript": frozenset(_JS.split()), "typescript": frozenset(_JS.split()), "tsx": frozenset(_JS.split()),
-    "rust": frozenset(_RUST.split()), "kotlin": frozenset(_KOTLIN.split()), "ruby": frozenset(_RUBY.split()),
-    "lua": frozenset(_LUA.split()), "php": frozenset(_PHP.split()),
+    "go": frozenset(_GO.split()),
+    "python": frozenset(_PYTHON.split()),
+    "javascript": frozenset(_JS.split()),
+    "typescript": frozenset(_JS.split()),
+    "tsx": frozenset(_JS.split()),
+    "rust": frozenset(_RUST.split()),
+    "kotlin": frozenset(_KOTLIN.split()),
+    "ruby": frozenset(_RUBY.split()),
+    "lua": frozenset(_LUA.split()),
+    "php": frozenset(_PHP.split()),
 }
 
 _MEMBER = re.compile(r"(?:\?\.|!\.|\.|->|::)\s*$")  # what puts a name after a receiver
@@ -85,7 +121,7 @@ def call_form(text: str, name: str, own_receiver: str = "") -> CallForm:
         before = text[: m.start()]
         if _DECLARES.search(before):
             continue  # the definition's own name on its line
-        rest = text[m.end():].lstrip()
+        rest = text[m.end() :].lstrip()
         if rest[:1] == "=" and rest[:2] != "==":
             continue  # assigned, not called
         if not _MEMBER.search(before):
@@ -116,8 +152,13 @@ _BASES_EXTENDS = re.compile(r"\bextends\s+([\w$.,\s<>]+?)(?:\{|$)")
 _BASES_COLON = re.compile(r"\bclass\s+[\w$]+[^:{]*:\s*([\w$.,\s<>()]+?)(?:\{|$)")
 
 
-_BASE_PATTERNS = {"python": (_BASES_PY,), "kotlin": (_BASES_COLON,), "swift": (_BASES_COLON,),
-                  "csharp": (_BASES_COLON,), "cpp": (_BASES_COLON,)}
+_BASE_PATTERNS = {
+    "python": (_BASES_PY,),
+    "kotlin": (_BASES_COLON,),
+    "swift": (_BASES_COLON,),
+    "csharp": (_BASES_COLON,),
+    "cpp": (_BASES_COLON,),
+}
 
 
 def bases_in(text: str, name: str, language: str | None = None) -> list[str]:
@@ -163,9 +204,11 @@ def typed_in(text: str, receiver: str) -> str:
     return best
 
 
-_RETURNS = (re.compile(r"->\s*['\"]?(?:[\w$]+\.)*([A-Z][\w$]*)"),  # Python: -> Reader
-            re.compile(r"\)\s*\(?\s*\*?(?:[\w$]+\.)?([A-Z][\w$]*)[\s,{]"),  # Go: ) *Reader {, ) (*Reader, error)
-            re.compile(r"\)\s*:\s*(?:[\w$]+\.)*([A-Z][\w$]*)"))  # TypeScript, Kotlin: ): Reader
+_RETURNS = (
+    re.compile(r"->\s*['\"]?(?:[\w$]+\.)*([A-Z][\w$]*)"),  # Python: -> Reader
+    re.compile(r"\)\s*\(?\s*\*?(?:[\w$]+\.)?([A-Z][\w$]*)[\s,{]"),  # Go: ) *Reader {, ) (*Reader, error)
+    re.compile(r"\)\s*:\s*(?:[\w$]+\.)*([A-Z][\w$]*)"),
+)  # TypeScript, Kotlin: ): Reader
 
 
 def returned_by(def_text: str) -> str:
@@ -189,10 +232,12 @@ def field_type(class_text: str, field: str) -> str:
     ``history *History``, Python's ``self.history = History(...)`` or ``history: History``."""
     f = re.escape(field)
     said: set[str] = set()
-    for pattern in (rf"(?m)^\s*{f}\s+\*?(?:\[\])?(?:[\w$]+\.)?([A-Z][\w$]*)\b",
-                    rf"\bself\.{f}\s*(?::\s*[\w$.\[\]]+)?\s*=\s*(?:[\w$]+\.)*([A-Z][\w$]*)\s*\(",
-                    rf"(?m)^\s*(?:self\.)?{f}\s*:\s*(?:[\w$]+\.)*([A-Z][\w$]*)\b",
-                    rf"\bthis\.{f}\s*=\s*new\s+([A-Z][\w$]*)"):
+    for pattern in (
+        rf"(?m)^\s*{f}\s+\*?(?:\[\])?(?:[\w$]+\.)?([A-Z][\w$]*)\b",
+        rf"\bself\.{f}\s*(?::\s*[\w$.\[\]]+)?\s*=\s*(?:[\w$]+\.)*([A-Z][\w$]*)\s*\(",
+        rf"(?m)^\s*(?:self\.)?{f}\s*:\s*(?:[\w$]+\.)*([A-Z][\w$]*)\b",
+        rf"\bthis\.{f}\s*=\s*new\s+([A-Z][\w$]*)",
+    ):
         said.update(m.group(1) for m in re.finditer(pattern, class_text))
     return said.pop() if len(said) == 1 else ""  # two classes (one a branch, one another): not known
 

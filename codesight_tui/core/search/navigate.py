@@ -124,10 +124,16 @@ class Navigation:
         return len(self.sites) if self.action != "definitions" else len(self.candidates)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"action": self.action, "target": self.target, "name": self.name, "resolution": self.resolution,
-                "symbol": self.symbol.to_dict() if self.symbol else None,
-                "candidates": [c.to_dict() for c in self.candidates],
-                "sites": [s.to_dict() for s in self.sites], "truncated": self.truncated}
+        return {
+            "action": self.action,
+            "target": self.target,
+            "name": self.name,
+            "resolution": self.resolution,
+            "symbol": self.symbol.to_dict() if self.symbol else None,
+            "candidates": [c.to_dict() for c in self.candidates],
+            "sites": [s.to_dict() for s in self.sites],
+            "truncated": self.truncated,
+        }
 
 
 class Resolver:
@@ -136,8 +142,14 @@ class Resolver:
     whose form is known (``calls.call_form``), narrowed by it (``Navigator`` tells each file's
     language and which definitions are methods)."""
 
-    def __init__(self, conn: sqlite3.Connection, name: str, defs: list[DefRecord] | None,
-                 imports_of: Callable[[str], set[str]], nav: Navigator | None = None) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        name: str,
+        defs: list[DefRecord] | None,
+        imports_of: Callable[[str], set[str]],
+        nav: Navigator | None = None,
+    ) -> None:
         self.name = name
         self.defs = defs if defs is not None else tables.definitions(conn, name)
         self.imports_of = imports_of
@@ -166,28 +178,34 @@ class Resolver:
             return 2
         return 3
 
-    def verdict(self, here: str, form: CallForm = UNKNOWN, caller: DefRecord | None = None,
-                line: int = 0) -> tuple[DefRecord | None, str]:
+    def verdict(
+        self, here: str, form: CallForm = UNKNOWN, caller: DefRecord | None = None, line: int = 0
+    ) -> tuple[DefRecord | None, str]:
         """The definition a use in ``here`` (at ``line``, in ``caller``) most likely means, and
         how sure that is."""
         best, how, _ = self.judge(here, form, caller, line)
         return best, how
 
-    def judge(self, here: str, form: CallForm = UNKNOWN, caller: DefRecord | None = None,
-              line: int = 0) -> tuple[DefRecord | None, str, list[DefRecord]]:
+    def judge(
+        self, here: str, form: CallForm = UNKNOWN, caller: DefRecord | None = None, line: int = 0
+    ) -> tuple[DefRecord | None, str, list[DefRecord]]:
         """``verdict``, with every definition the use may mean (empty for a built-in)."""
         best, how, found = self._judge(here, form, caller, line)
         if best is not None and classify(best.path, "") == DECLARATIONS:
             # a stub (.pyi, .d.ts, a header) names what its implementation defines: that is the answer
-            made = [d for d in self.defs if d.name == best.name and d.scope == best.scope
-                    and classify(d.path, "") != DECLARATIONS]
+            made = [
+                d
+                for d in self.defs
+                if d.name == best.name and d.scope == best.scope and classify(d.path, "") != DECLARATIONS
+            ]
             if len(made) == 1:
                 best = made[0]
                 found = found + [best] if best not in found else found
         return best, how, found
 
-    def _judge(self, here: str, form: CallForm, caller: DefRecord | None,
-               line: int) -> tuple[DefRecord | None, str, list[DefRecord]]:
+    def _judge(
+        self, here: str, form: CallForm, caller: DefRecord | None, line: int
+    ) -> tuple[DefRecord | None, str, list[DefRecord]]:
         nav = self.nav
         if not self.defs:
             if nav is not None and form.kind == "bare" and self.name in BUILTINS.get(nav.language_of(here) or "", ()):
@@ -215,8 +233,11 @@ class Resolver:
             if language in IMPLICIT_SELF and mine:  # Java's helper() in class Box: Box.helper
                 best, how = self._ranked(mine, here, language)
                 return best, how, mine
-            if self.name in BUILTINS.get(language or "", ()) and not any(d.path == here for d in plain) \
-                    and self.name not in self.imports_of(here):
+            if (
+                self.name in BUILTINS.get(language or "", ())
+                and not any(d.path == here for d in plain)
+                and self.name not in self.imports_of(here)
+            ):
                 return None, "built-in", []
             # In Python, JavaScript, Go, Rust, ... a method is called through a receiver, never bare.
             found = plain + (methods if language in IMPLICIT_SELF else [])
@@ -232,23 +253,37 @@ class Resolver:
             return best, f"one of {len(found)} candidates (a method of its class or a base)", found
         return self._member(nav, form, caller, line, here, language, defs, methods, plain, own_class)
 
-    def _member(self, nav: Navigator, form: CallForm, caller: DefRecord | None, line: int, here: str,
-                language: str | None, defs: list[DefRecord], methods: list[DefRecord], plain: list[DefRecord],
-                own_class: str) -> tuple[DefRecord | None, str, list[DefRecord]]:
+    def _member(
+        self,
+        nav: Navigator,
+        form: CallForm,
+        caller: DefRecord | None,
+        line: int,
+        here: str,
+        language: str | None,
+        defs: list[DefRecord],
+        methods: list[DefRecord],
+        plain: list[DefRecord],
+        own_class: str,
+    ) -> tuple[DefRecord | None, str, list[DefRecord]]:
         """A call through a receiver that is neither ``self`` nor ``super()``: through a module or
         a type, or a value whose class the caller's own lines say (``typed_in``, ``chain_type``)."""
         receiver = form.receiver
         typed_as = ""
         if caller is not None and (receiver or form.chain):
-            typed_as = nav.type_of(receiver, caller, line) if receiver else nav.chain_type(form.chain, caller, line, own_class)
+            typed_as = (
+                nav.type_of(receiver, caller, line) if receiver else nav.chain_type(form.chain, caller, line, own_class)
+            )
         if typed_as:  # schema = UserSchema(); schema.load(...): UserSchema's load, or a base's
             own = nav.methods_of(typed_as, methods, here)
             if len(own) == 1:
                 return own[0], "resolved", own
         # cells.cell_len(): the module a file imports; util.Width() in Go: the package (a folder) named
         # so, where the caller binds no value of that name (Go's imports are paths, not names)
-        if receiver and (self._imports(here, receiver) or (
-                language == "go" and caller is not None and not nav.assigned_in(caller, receiver, line))):
+        if receiver and (
+            self._imports(here, receiver)
+            or (language == "go" and caller is not None and not nav.assigned_in(caller, receiver, line))
+        ):
             named = [d for d in plain if receiver in (_place(d.path)[1], posixpath.basename(_place(d.path)[0]))]
             if len(named) == 1:
                 return named[0], "resolved", named
@@ -260,8 +295,9 @@ class Resolver:
         best, _ = self._ranked(found, here, None)
         return best, f"one of {len(found)} candidates (the receiver's type is not known)", found
 
-    def _super(self, nav: Navigator, own_class: str, methods: list[DefRecord],
-               here: str) -> tuple[DefRecord | None, str, list[DefRecord]]:
+    def _super(
+        self, nav: Navigator, own_class: str, methods: list[DefRecord], here: str
+    ) -> tuple[DefRecord | None, str, list[DefRecord]]:
         """``super().f()``: f of the nearest base of the caller's class that has one."""
         above = next((found for b in nav.bases_of(own_class, here) if (found := nav.methods_of(b, methods, here))), [])
         if len(above) == 1:
@@ -277,8 +313,12 @@ class Resolver:
         lone candidate from elsewhere is not resolved."""
         if len(found) == 1:
             r = self.rank(found[0], here)
-            if language not in SCOPED or r in (0, 2) or (r == 1 and language == "go") or \
-                    self._imports(here, _place(found[0].path)[1]):
+            if (
+                language not in SCOPED
+                or r in (0, 2)
+                or (r == 1 and language == "go")
+                or self._imports(here, _place(found[0].path)[1])
+            ):
                 return found[0], "resolved"
             return found[0], f"one of 1 candidates ({RANKS[r]})"
         ranks = [self.rank(d, here) for d in found]
@@ -347,8 +387,10 @@ def _with_text(store: Store, sites: list[Site]) -> list[Site]:
     for s in sites:
         wanted.setdefault(s.path, set()).add(s.line)
     text = _lines(store, wanted)
-    return [Site(s.path, s.line, s.name, s.kind, text.get((s.path, s.line), ""), s.within, s.target, s.resolution)
-            for s in sites]
+    return [
+        Site(s.path, s.line, s.name, s.kind, text.get((s.path, s.line), ""), s.within, s.target, s.resolution)
+        for s in sites
+    ]
 
 
 class Navigator:
@@ -398,8 +440,11 @@ class Navigator:
         if self.language_of(d.path) == "go":
             return True
         owner = d.scope.rsplit(".", 1)[-1]
-        return any(e.name == owner and e.kind in CLASS_KINDS and e.start_line <= d.start_line <= e.end_line
-                   for e in self._defs_of(d.path) if e != d)
+        return any(
+            e.name == owner and e.kind in CLASS_KINDS and e.start_line <= d.start_line <= e.end_line
+            for e in self._defs_of(d.path)
+            if e != d
+        )
 
     def is_local(self, d: DefRecord) -> bool:
         """Whether ``d`` is defined inside a function (a closure, a test's own class), so that only
@@ -407,8 +452,11 @@ class Navigator:
         if not d.scope or self.language_of(d.path) == "go":
             return False
         owner = d.scope.rsplit(".", 1)[-1]
-        return any(e.name == owner and e.kind not in CLASS_KINDS and e.start_line < d.start_line <= e.end_line
-                   for e in self._defs_of(d.path) if e != d)
+        return any(
+            e.name == owner and e.kind not in CLASS_KINDS and e.start_line < d.start_line <= e.end_line
+            for e in self._defs_of(d.path)
+            if e != d
+        )
 
     def visible(self, d: DefRecord, here: str, line: int) -> bool:
         """Whether code at ``here``:``line`` can name ``d`` bare: anything not local to a
@@ -418,8 +466,11 @@ class Navigator:
         if d.path != here or not line:
             return False
         owner = d.scope.rsplit(".", 1)[-1]
-        return any(e.name == owner and e.start_line < d.start_line <= e.end_line and e.start_line <= line <= e.end_line
-                   for e in self._defs_of(d.path) if e != d)
+        return any(
+            e.name == owner and e.start_line < d.start_line <= e.end_line and e.start_line <= line <= e.end_line
+            for e in self._defs_of(d.path)
+            if e != d
+        )
 
     def assigned_in(self, caller: DefRecord, name: str, line: int) -> bool:
         """Whether the caller binds ``name`` itself before ``line`` (``C = make_class(...)``, a
@@ -439,8 +490,13 @@ class Navigator:
         imports where several are, else the only one."""
         found = [d for d in tables.definitions(self.conn, name) if d.kind in CLASS_KINDS]
         if len(found) > 1:
-            near = [d for d in found if d.path == here or _place(d.path)[1] in self.imports_of(here)
-                    or posixpath.basename(_place(d.path)[0]) in self.imports_of(here)]
+            near = [
+                d
+                for d in found
+                if d.path == here
+                or _place(d.path)[1] in self.imports_of(here)
+                or posixpath.basename(_place(d.path)[0]) in self.imports_of(here)
+            ]
             found = near if len(near) == 1 else found
         return found[0] if len(found) == 1 else None
 
@@ -450,8 +506,10 @@ class Navigator:
         d = self.class_def(name, here)
         if d is None:
             return []
-        text = " ".join(_lines(self.store, {d.path: set(range(d.line, d.line + 3))}).get((d.path, k), "")
-                        for k in range(d.line, d.line + 3))
+        text = " ".join(
+            _lines(self.store, {d.path: set(range(d.line, d.line + 3))}).get((d.path, k), "")
+            for k in range(d.line, d.line + 3)
+        )
         return bases_in(text, name, self.language_of(d.path))
 
     def methods_of(self, class_name: str, methods: list[DefRecord], here: str, depth: int = 0) -> list[DefRecord]:
@@ -522,8 +580,14 @@ class Navigator:
             return caller.scope.rsplit(".", 1)[-1]
         parts = caller.scope.split(".")
         if len(parts) >= 2:
-            method = next((e for e in self._defs_of(caller.path)
-                           if e.name == parts[-1] and e.start_line <= caller.start_line <= e.end_line), None)
+            method = next(
+                (
+                    e
+                    for e in self._defs_of(caller.path)
+                    if e.name == parts[-1] and e.start_line <= caller.start_line <= e.end_line
+                ),
+                None,
+            )
             if method is not None and self.is_method(method):
                 return parts[-2]
         return ""
@@ -576,8 +640,10 @@ class Navigator:
             if not defs and not (self.root / path).is_file():
                 raise NotHereError(f"{path}: no such file in {self.root}")
             if not defs:
-                raise CodeSightError(f"{path}: no definitions indexed there (a file of a language without a grammar,"
-                                     " or not indexed)", exit_code=1)
+                raise CodeSightError(
+                    f"{path}: no definitions indexed there (a file of a language without a grammar, or not indexed)",
+                    exit_code=1,
+                )
             found = self._enclosing(path, line or defs[0].line, defs)
             if found is None:
                 raise CodeSightError(f"{path}:{line}: no definition there", exit_code=1)
@@ -585,8 +651,9 @@ class Navigator:
         defs = tables.definitions(self.conn, text)
         if not defs and "." in text.strip(".") and " " not in text:  # Scope.name
             scope, name = text.rsplit(".", 1)
-            inner = [d for d in tables.definitions(self.conn, name)
-                     if d.scope == scope or d.scope.endswith("." + scope)]
+            inner = [
+                d for d in tables.definitions(self.conn, name) if d.scope == scope or d.scope.endswith("." + scope)
+            ]
             if inner:
                 return name, tables.definitions(self.conn, name), inner[0] if len(inner) == 1 else None
             return name, [], None
@@ -597,16 +664,29 @@ class Navigator:
         ordered = sorted(defs, key=lambda d: (VALUE_ORDER[classify(d.path, "")], d.path, d.line))
         if chosen is not None:
             ordered = [chosen] + [d for d in ordered if d != chosen]
-        return Navigation("definitions", target, name, _symbol(chosen) if chosen else None,
-                          [_symbol(d) for d in ordered if self._keep(d.path)], pinned=chosen is not None)
+        return Navigation(
+            "definitions",
+            target,
+            name,
+            _symbol(chosen) if chosen else None,
+            [_symbol(d) for d in ordered if self._keep(d.path)],
+            pinned=chosen is not None,
+        )
 
-    def references(self, target: str, limit: int = MAX_SITES, kind: str | None = None,
-                   action: str = "references") -> Navigation:
+    def references(
+        self, target: str, limit: int = MAX_SITES, kind: str | None = None, action: str = "references"
+    ) -> Navigation:
         """Every use of the name; where the target names one definition (PATH:LINE, or a name with
         one), uses that resolve to another one are left out."""
         name, defs, chosen = self.target(target)
-        nav = Navigation(action, target, name, _symbol(chosen) if chosen else None, [_symbol(d) for d in defs],
-                         pinned=chosen is not None and (len(defs) == 1 or target.strip() != name))
+        nav = Navigation(
+            action,
+            target,
+            name,
+            _symbol(chosen) if chosen else None,
+            [_symbol(d) for d in defs],
+            pinned=chosen is not None and (len(defs) == 1 or target.strip() != name),
+        )
         resolver = Resolver(self.conn, name, defs, self.imports_of, self)
         # A declaration (a .pyi stub, a .d.ts, a header) stands for its implementations: their uses are its
         declares = chosen is not None and classify(chosen.path, "") == DECLARATIONS
@@ -614,15 +694,23 @@ class Navigator:
         found = tables.references_within(self.conn, name, kind)
         forms = self.forms([(r, around) for r, around in found if r.kind == "call"])
         # the chosen definition, and what stands for it (the last of its overloads in its file)
-        same = {chosen} | {d for d in _distinct(defs) if d.path == chosen.path and d.scope == chosen.scope} \
-            if chosen is not None else set()
+        same = (
+            {chosen} | {d for d in _distinct(defs) if d.path == chosen.path and d.scope == chosen.scope}
+            if chosen is not None
+            else set()
+        )
         for r, around in found:
             form = forms.get((r.path, r.line, r.name), UNKNOWN) if r.kind == "call" else UNKNOWN
             best, how, may_mean = resolver.judge(r.path, form, around, r.line)
             if form.kind != "unknown" and not declares and chosen is not None and not same & set(may_mean):
                 continue  # a built-in, a method called bare, another class's method through self
-            if chosen is not None and best is not None and best not in same and how == "resolved" and not (
-                    declares and classify(best.path, "") != DECLARATIONS):
+            if (
+                chosen is not None
+                and best is not None
+                and best not in same
+                and how == "resolved"
+                and not (declares and classify(best.path, "") != DECLARATIONS)
+            ):
                 continue  # it means another definition of the name
             if form.kind == "unknown":  # as the name alone says it
                 if chosen is not None and how != "resolved" and best == chosen:
@@ -648,12 +736,21 @@ class Navigator:
         name, defs, chosen = self.target(target)
         if chosen is None and defs:
             chosen = sorted(defs, key=lambda d: (VALUE_ORDER[classify(d.path, "")], d.path, d.line))[0]
-        nav = Navigation("callees", target, name, _symbol(chosen) if chosen else None, [_symbol(d) for d in defs],
-                         pinned=chosen is not None and (len(defs) == 1 or target.strip() != name))
+        nav = Navigation(
+            "callees",
+            target,
+            name,
+            _symbol(chosen) if chosen else None,
+            [_symbol(d) for d in defs],
+            pinned=chosen is not None and (len(defs) == 1 or target.strip() != name),
+        )
         if chosen is None:
             return nav
-        inside = [d for d in tables.file_definitions(self.conn, chosen.path)
-                  if chosen.start_line <= d.start_line and d.end_line <= chosen.end_line]
+        inside = [
+            d
+            for d in tables.file_definitions(self.conn, chosen.path)
+            if chosen.start_line <= d.start_line and d.end_line <= chosen.end_line
+        ]
         lines = [d.line for d in inside] or [chosen.line]
         calls = tables.file_references(self.conn, chosen.path, within=lines, kind="call")
         by_line = {d.line: d for d in inside}
@@ -667,13 +764,18 @@ class Navigator:
                 firsts.append(r)
         forms = self.forms([(r, by_line.get(r.within)) for r in firsts])
         for r in firsts:
-            resolver = resolvers.get(r.name) or resolvers.setdefault(r.name, Resolver(self.conn, r.name, None,
-                                                                                     self.imports_of, self))
-            best, how = resolver.verdict(chosen.path, forms.get((r.path, r.line, r.name), UNKNOWN), by_line.get(r.within),
-                                         r.line)
+            resolver = resolvers.get(r.name) or resolvers.setdefault(
+                r.name, Resolver(self.conn, r.name, None, self.imports_of, self)
+            )
+            best, how = resolver.verdict(
+                chosen.path, forms.get((r.path, r.line, r.name), UNKNOWN), by_line.get(r.within), r.line
+            )
             w = by_line.get(r.within)
-            sites.append(Site(r.path, r.line, r.name, "call", "", _symbol(w) if w else None,
-                              _symbol(best) if best else None, how))
+            sites.append(
+                Site(
+                    r.path, r.line, r.name, "call", "", _symbol(w) if w else None, _symbol(best) if best else None, how
+                )
+            )
         sites = [s for s in sites if self._keep(s.target.path if s.target else s.path)]
         nav.truncated = len(sites) > limit
         nav.sites = _with_text(self.store, sites[:limit])

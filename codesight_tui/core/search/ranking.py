@@ -82,6 +82,7 @@ class Retriever(Chunks, Protocol):
 
     def vectors(self, ids: list[int]) -> dict[int, np.ndarray]: ...
 
+
 # Weighted RRF per query kind: (bm25, vector).
 WEIGHTS = {"symbol": (1.0, 0.5), "mixed": (1.0, 1.0), "natural": (0.7, 1.0)}
 DEFINITION_BONUS = 1.0  # in units of the best fused score: a definition goes to the top
@@ -98,16 +99,57 @@ DEFINITION_BONUS = 1.0  # in units of the best fused score: a definition goes to
 # C headers count as declarations (``paths.classify``, ``_kind``): fast mode, fold B 0.8770 ->
 # 0.8785 (curl, redis), fold A 0.8824 -> 0.8824 (libuv: one query up, one down), devset unchanged;
 # bm25 fold A 0.8643 -> 0.8644, fold B 0.8741 -> 0.8758.
-CLASS_FACTOR = {SOURCE: 1.0, TEST: 0.4, DOCS: 0.4, VENDOR: 0.3, DECLARATIONS: 0.6, DATA: 0.2, DOCUMENT: 1.0,
-                CONFIG: 0.5}
-ASKS_FOR = {TEST: {"test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock", "pytest"},
-            DOCS: {"doc", "docs", "documentation", "example", "examples", "readme", "tutorial", "guide"},
-            VENDOR: {"vendor", "vendored", "generated", "minified", "third", "party"},
-            DECLARATIONS: {"typings", "stub", "stubs", "pyi", "header", "headers", "prototype", "prototypes"},
-            CONFIG: {"json", "yaml", "yml", "toml", "ini", "xml", "config", "configuration", "configure", "settings",
-                     "manifest", "schema", "workflow", "workflows", "ci", "build", "template", "templates", "html"},
-            DATA: {"translation", "translations", "translated", "locale", "locales", "i18n", "l10n", "catalog",
-                   "catalogs", "gettext", "csv", "tsv"}}
+CLASS_FACTOR = {
+    SOURCE: 1.0,
+    TEST: 0.4,
+    DOCS: 0.4,
+    VENDOR: 0.3,
+    DECLARATIONS: 0.6,
+    DATA: 0.2,
+    DOCUMENT: 1.0,
+    CONFIG: 0.5,
+}
+ASKS_FOR = {
+    TEST: {"test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock", "pytest"},
+    DOCS: {"doc", "docs", "documentation", "example", "examples", "readme", "tutorial", "guide"},
+    VENDOR: {"vendor", "vendored", "generated", "minified", "third", "party"},
+    DECLARATIONS: {"typings", "stub", "stubs", "pyi", "header", "headers", "prototype", "prototypes"},
+    CONFIG: {
+        "json",
+        "yaml",
+        "yml",
+        "toml",
+        "ini",
+        "xml",
+        "config",
+        "configuration",
+        "configure",
+        "settings",
+        "manifest",
+        "schema",
+        "workflow",
+        "workflows",
+        "ci",
+        "build",
+        "template",
+        "templates",
+        "html",
+    },
+    DATA: {
+        "translation",
+        "translations",
+        "translated",
+        "locale",
+        "locales",
+        "i18n",
+        "l10n",
+        "catalog",
+        "catalogs",
+        "gettext",
+        "csv",
+        "tsv",
+    },
+}
 PATH_BONUS = 0.25  # per query word naming a path component (at most two count)
 FEEDBACK_WEIGHT = 1.0  # of the top hit's vector, added to the query vector (step 6)
 
@@ -358,10 +400,21 @@ def _names_file(path: str, qwords: set[str]) -> bool:
     return bool(named) and all(alts & qwords for alts in named)
 
 
-def rerank(store: Chunks, rankings: dict[str, list[int]], query: str, *, rrf_k: int = 60, glob: str | None = None,
-           language: str | None = None, query_vector: np.ndarray | None = None, coverage: float = 1.0,
-           vectors_for: VectorsFn | None = None, static_weight: float = 0.0, static_vector: np.ndarray | None = None,
-           static_vectors_for: VectorsFn | None = None) -> list[tuple[int, float, dict[str, int], bool]]:
+def rerank(
+    store: Chunks,
+    rankings: dict[str, list[int]],
+    query: str,
+    *,
+    rrf_k: int = 60,
+    glob: str | None = None,
+    language: str | None = None,
+    query_vector: np.ndarray | None = None,
+    coverage: float = 1.0,
+    vectors_for: VectorsFn | None = None,
+    static_weight: float = 0.0,
+    static_vector: np.ndarray | None = None,
+    static_vectors_for: VectorsFn | None = None,
+) -> list[tuple[int, float, dict[str, int], bool]]:
     """``(chunk id, score, {retriever: rank}, is_definition)``, best first.
 
     ``coverage`` is the share of chunks that have a vector (it weights the vector list).
@@ -377,8 +430,11 @@ def rerank(store: Chunks, rankings: dict[str, list[int]], query: str, *, rrf_k: 
     wb, wv = WEIGHTS[q.kind]
     # Part-way through embedding, the vector list ranks only the chunks that have a vector: its
     # "best" hits are the best of a sample. It counts less the smaller the share it can see.
-    weight = {"bm25": wb, "vector": wv * max(0.0, min(1.0, coverage)) ** COVERAGE_EXPONENT,
-              "static": wv * STATIC_WEIGHT * max(0.0, min(1.0, static_weight)) ** COVERAGE_EXPONENT}
+    weight = {
+        "bm25": wb,
+        "vector": wv * max(0.0, min(1.0, coverage)) ** COVERAGE_EXPONENT,
+        "static": wv * STATIC_WEIGHT * max(0.0, min(1.0, static_weight)) ** COVERAGE_EXPONENT,
+    }
     defs: set[int] = set()
     for ident in q.identifiers[:4]:
         defs.update(definitions(store, ident))
@@ -393,8 +449,9 @@ def rerank(store: Chunks, rankings: dict[str, list[int]], query: str, *, rrf_k: 
     factor: dict[int, float] = {}  # everything but fusion: class penalty and path bonus
     for cid, row in rows.items():
         # a definition neither retriever found must pass the filters too
-        if cid not in candidates and ((language and row.language != language)
-                                      or (glob and not path_matches(row.path, glob))):
+        if cid not in candidates and (
+            (language and row.language != language) or (glob and not path_matches(row.path, glob))
+        ):
             continue
         f = 1.0
         cls = _kind(row)
@@ -413,8 +470,10 @@ def rerank(store: Chunks, rankings: dict[str, list[int]], query: str, *, rrf_k: 
         if FILE_EVIDENCE and "bm25" in rankings and "vector" not in rankings:
             fused = _file_evidence(fused, rows, ranks if len(rankings) > 1 else None)
         best = max(fused.values(), default=1.0 / (rrf_k + 1))
-        scored = [((fused.get(cid, 0.0) + (DEFINITION_BONUS * best if cid in defs else 0.0)) * f, cid)
-                  for cid, f in factor.items()]
+        scored = [
+            ((fused.get(cid, 0.0) + (DEFINITION_BONUS * best if cid in defs else 0.0)) * f, cid)
+            for cid, f in factor.items()
+        ]
         scored.sort(key=lambda t: (-t[0], t[1]))
         if saturate:
             scored = _saturate(scored, rows)
@@ -424,8 +483,7 @@ def rerank(store: Chunks, rankings: dict[str, list[int]], query: str, *, rrf_k: 
     if out and FEEDBACK_WEIGHT:
         pool = [cid for cid, *_ in out]
         redone = {}
-        for name, qv, lookup in (("vector", query_vector, vectors_for),
-                                 ("static", static_vector, static_vectors_for)):
+        for name, qv, lookup in (("vector", query_vector, vectors_for), ("static", static_vector, static_vectors_for)):
             if qv is not None and lookup is not None and rankings.get(name):
                 again = feedback_ranking(qv, pool[0], pool, lookup([rows[cid] for cid in pool]), len(rankings[name]))
                 if again:
@@ -447,8 +505,9 @@ def _kind(row: ChunkRow) -> int:
     return cls
 
 
-def _file_evidence(fused: dict[int, float], rows: dict[int, ChunkRow],
-                   ranks: dict[int, dict[str, int]] | None = None) -> dict[int, float]:
+def _file_evidence(
+    fused: dict[int, float], rows: dict[int, ChunkRow], ranks: dict[int, dict[str, int]] | None = None
+) -> dict[int, float]:
     """Step 3b: each file's best chunk gains ``FILE_EVIDENCE`` times the fused scores of the file's
     next ``FILE_EVIDENCE_CHUNKS`` best chunks. Only the best: the file rises as one hit, and its
     other chunks do not crowd out other files' answers. Given the lists' ``ranks``, a chunk counts
@@ -464,8 +523,11 @@ def _file_evidence(fused: dict[int, float], rows: dict[int, ChunkRow],
         if len(chunks) > 1:
             chunks.sort(key=lambda t: (-t[0], t[1]))
             best_score, best = chunks[0]
-            evidence = [sc for sc, cid in chunks[1:]
-                        if ranks is None or ranks.get(cid, {}).get("bm25", FILE_EVIDENCE_TOP + 1) <= FILE_EVIDENCE_TOP]
+            evidence = [
+                sc
+                for sc, cid in chunks[1:]
+                if ranks is None or ranks.get(cid, {}).get("bm25", FILE_EVIDENCE_TOP + 1) <= FILE_EVIDENCE_TOP
+            ]
             out[best] = best_score + FILE_EVIDENCE * sum(evidence[:FILE_EVIDENCE_CHUNKS])
     return out
 
@@ -485,13 +547,14 @@ def _saturate(scored: list[tuple[float, int]], rows: dict[int, ChunkRow]) -> lis
             n = count.get(row.path, 0)
             count[row.path] = n + 1
         spans.append((row.start_line, row.end_line, n))
-        out.append((sc * FILE_SATURATION ** n, cid))
+        out.append((sc * FILE_SATURATION**n, cid))
     out.sort(key=lambda t: (-t[0], t[1]))
     return out
 
 
-def feedback_ranking(query_vector: np.ndarray, top: int, pool: list[int], vecs: dict[int, np.ndarray],
-                     depth: int) -> list[int]:
+def feedback_ranking(
+    query_vector: np.ndarray, top: int, pool: list[int], vecs: dict[int, np.ndarray], depth: int
+) -> list[int]:
     """Pseudo-relevance feedback (Rocchio) from the top hit: the candidates in ``pool`` that have a
     vector in ``vecs``, ranked by cosine to the query vector moved toward the top hit's vector.
     Empty if the top hit has no vector (yet)."""

@@ -1,4 +1,4 @@
-""""More like this": the chunk a target names (``path:line``, a path, or a symbol), and what a
+""" "More like this": the chunk a target names (``path:line``, a path, or a symbol), and what a
 search for code like it is made of.
 
 The search itself is the ordinary one (``core.searcher.search`` under the same ranking stack):
@@ -27,7 +27,86 @@ _TARGET = re.compile(r"^(?P<path>.+?):(?P<line>\d+)(?::\d+)?$")  # path:line, or
 _NAME = re.compile(r"[A-Za-z_$][\w$]*")
 # Words of nearly every language's syntax: in a chunk's names they only crowd out its own words.
 KEYWORDS = frozenset(
-    ["def", "fn", "func", "function", "return", "import", "from", "class", "struct", "enum", "impl", "interface", "trait", "public", "private", "protected", "static", "const", "let", "var", "val", "mut", "self", "this", "super", "new", "none", "null", "nil", "true", "false", "void", "int", "str", "string", "bool", "boolean", "char", "float", "double", "long", "async", "await", "yield", "pub", "use", "mod", "package", "module", "export", "default", "extends", "implements", "throws", "throw", "try", "catch", "except", "finally", "raise", "else", "elif", "end", "begin", "lambda", "match", "case", "switch", "break", "continue", "goto", "typedef", "sizeof", "unsigned", "signed", "auto", "type"])
+    [
+        "def",
+        "fn",
+        "func",
+        "function",
+        "return",
+        "import",
+        "from",
+        "class",
+        "struct",
+        "enum",
+        "impl",
+        "interface",
+        "trait",
+        "public",
+        "private",
+        "protected",
+        "static",
+        "const",
+        "let",
+        "var",
+        "val",
+        "mut",
+        "self",
+        "this",
+        "super",
+        "new",
+        "none",
+        "null",
+        "nil",
+        "true",
+        "false",
+        "void",
+        "int",
+        "str",
+        "string",
+        "bool",
+        "boolean",
+        "char",
+        "float",
+        "double",
+        "long",
+        "async",
+        "await",
+        "yield",
+        "pub",
+        "use",
+        "mod",
+        "package",
+        "module",
+        "export",
+        "default",
+        "extends",
+        "implements",
+        "throws",
+        "throw",
+        "try",
+        "catch",
+        "except",
+        "finally",
+        "raise",
+        "else",
+        "elif",
+        "end",
+        "begin",
+        "lambda",
+        "match",
+        "case",
+        "switch",
+        "break",
+        "continue",
+        "goto",
+        "typedef",
+        "sizeof",
+        "unsigned",
+        "signed",
+        "auto",
+        "type",
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -76,7 +155,7 @@ def from_cwd(target: str, cwd: str | Path) -> str:
     path that is no file there is left as it is: relative to the repository root, or a symbol."""
     text = target.strip()
     m = _TARGET.match(text)
-    path, rest = (m.group("path"), text[len(m.group("path")):]) if m else (text, "")
+    path, rest = (m.group("path"), text[len(m.group("path")) :]) if m else (text, "")
     p = Path(path).expanduser()
     if p.is_absolute():
         return text
@@ -131,8 +210,9 @@ def _file_source(store: Store, root: Path, path: str) -> RelatedSource | None:
     largest one's vectors the vector query, and the whole file is left out of the answer. Its
     first chunk alone is usually its imports, and matched other files' import blocks. None for a
     file with no definition (its first chunk then stands for it)."""
-    rows = store.conn.execute("SELECT id, scope, start_line, end_line FROM chunks WHERE path = ? ORDER BY start_line",
-                              (path,)).fetchall()
+    rows = store.conn.execute(
+        "SELECT id, scope, start_line, end_line FROM chunks WHERE path = ? ORDER BY start_line", (path,)
+    ).fetchall()
     defs = [r for r in rows if r[1]]
     if not defs:
         return None
@@ -141,12 +221,12 @@ def _file_source(store: Store, root: Path, path: str) -> RelatedSource | None:
     names = " ".join(r[1] for r in defs)
     text = names + "\n" + "\n".join(chunks[r[0]].content for r in defs if r[0] in chunks)
     best = chunks[largest[0]]
-    return RelatedSource(str(root), path, 1, max(r[3] for r in rows), best.id, best.content,
-                         terms_of(text) or names[:200])
+    return RelatedSource(
+        str(root), path, 1, max(r[3] for r in rows), best.id, best.content, terms_of(text) or names[:200]
+    )
 
 
-def find_source(store: Store, root: Path, target: str,
-                definitions: Callable[[Store, str], list[int]]) -> RelatedSource:
+def find_source(store: Store, root: Path, target: str, definitions: Callable[[Store, str], list[int]]) -> RelatedSource:
     """The chunk ``target`` names in this index: the smallest chunk holding ``path:line`` (a path
     alone: its first chunk), or the definition of a symbol (``definitions(store, name)``)."""
     where = parse_target(target, root)
@@ -157,10 +237,13 @@ def find_source(store: Store, root: Path, target: str,
         path, line = where
         found = store.conn.execute(
             "SELECT id FROM chunks WHERE path = ? AND start_line <= ? AND end_line >= ?"
-            " ORDER BY end_line - start_line, start_line LIMIT 1", (path, line or 1, line or 1)).fetchone()
+            " ORDER BY end_line - start_line, start_line LIMIT 1",
+            (path, line or 1, line or 1),
+        ).fetchone()
         if found is None and line is None:
-            found = store.conn.execute("SELECT id FROM chunks WHERE path = ? ORDER BY start_line LIMIT 1",
-                                       (path,)).fetchone()
+            found = store.conn.execute(
+                "SELECT id FROM chunks WHERE path = ? ORDER BY start_line LIMIT 1", (path,)
+            ).fetchone()
         if found is None:
             known = store.conn.execute("SELECT 1 FROM files WHERE path = ?", (path,)).fetchone()
             if known is None:
@@ -178,5 +261,12 @@ def find_source(store: Store, root: Path, target: str,
         if not ids:
             raise NotHereError(f"no file or definition named {name!r} here: give PATH:LINE")
         row = store.get_chunks(ids[:1])[ids[0]]
-    return RelatedSource(str(root), row.path, row.start_line, row.end_line, row.id, row.content,
-                         terms_of(row.content) or row.content[:200])
+    return RelatedSource(
+        str(root),
+        row.path,
+        row.start_line,
+        row.end_line,
+        row.id,
+        row.content,
+        terms_of(row.content) or row.content[:200],
+    )

@@ -106,8 +106,9 @@ class SearchResponse(list[SearchResult]):
     lacks, such as BM25 only or no model, and what happened to the index since the last call)
     and the retrievers whose lists were fused (``bm25``, ``static``, ``vector``)."""
 
-    def __init__(self, hits: Iterable[SearchResult] = (), notices: list[str] | None = None,
-                 retrievers: list[str] | None = None) -> None:
+    def __init__(
+        self, hits: Iterable[SearchResult] = (), notices: list[str] | None = None, retrievers: list[str] | None = None
+    ) -> None:
         super().__init__(hits)
         self.notices: list[str] = list(notices or [])
         self.retrievers: list[str] = list(retrievers or [])  # the lists fused: bm25, static, vector
@@ -178,16 +179,34 @@ def _filtered(store: Store, ids: list[int], glob: str | None, language: str | No
     from codesight_tui.core.store.store import path_matches
 
     rows = store.get_chunks(ids)
-    return [i for i in ids if i in rows and (not glob or path_matches(rows[i].path, glob))
-            and (not language or rows[i].language == language)]
+    return [
+        i
+        for i in ids
+        if i in rows
+        and (not glob or path_matches(rows[i].path, glob))
+        and (not language or rows[i].language == language)
+    ]
 
 
-def search(store: Store, vectors: VectorStore, query_vector_fn: Callable[[str], np.ndarray] | None, query: str, *,
-           top_k: int = 10, mode: str = "hybrid", glob: str | None = None, language: str | None = None,
-           depth: int = 20, rrf_k: int = 60, ranking: str = "stack",
-           vectors_for: Callable[[list[ChunkRow]], dict[int, np.ndarray]] | None = None,
-           static: tuple[StaticIndex, float] | None = None, used: list[str] | None = None,
-           vector_query: str | None = None, static_query_vector: np.ndarray | None = None) -> list[SearchResult]:
+def search(
+    store: Store,
+    vectors: VectorStore,
+    query_vector_fn: Callable[[str], np.ndarray] | None,
+    query: str,
+    *,
+    top_k: int = 10,
+    mode: str = "hybrid",
+    glob: str | None = None,
+    language: str | None = None,
+    depth: int = 20,
+    rrf_k: int = 60,
+    ranking: str = "stack",
+    vectors_for: Callable[[list[ChunkRow]], dict[int, np.ndarray]] | None = None,
+    static: tuple[StaticIndex, float] | None = None,
+    used: list[str] | None = None,
+    vector_query: str | None = None,
+    static_query_vector: np.ndarray | None = None,
+) -> list[SearchResult]:
     """Run one query. ``query_vector_fn(query)`` embeds the query; it is only called in the
     ``hybrid`` and ``vector`` modes, and only if the index holds vectors. ``vectors_for(rows)``
     gives the stored vectors of ``ChunkRow``s by id (default: looked up in ``vectors``).
@@ -233,8 +252,11 @@ def search(store: Store, vectors: VectorStore, query_vector_fn: Callable[[str], 
 
         # The static list too is found beside BM25 (a matrix product that releases the GIL).
         def static_fn(index: StaticIndex = static_index) -> tuple[np.ndarray, list[tuple[int, float]]]:
-            sv = (static_query_vector if static_query_vector is not None
-                  else index.model.encode_query(vector_query or query))
+            sv = (
+                static_query_vector
+                if static_query_vector is not None
+                else index.model.encode_query(vector_query or query)
+            )
             return sv, index.nearest(sv, depth * 10 if glob or language else depth)
 
         static_found = _pool().submit(static_fn)
@@ -267,23 +289,48 @@ def search(store: Store, vectors: VectorStore, query_vector_fn: Callable[[str], 
             return []
     if used is not None:
         used.extend(name for name in ("bm25", "static", "vector") if name in rankings)
-    return fuse_and_rank(retriever, rankings, query, top_k=top_k, stack=stack,
-                         merge=stack or (mode == "vector" and ranking == "stack"), rrf_k=rrf_k, glob=glob,
-                         language=language, coverage=coverage, query_vector=query_vector,
-                         vectors_for=vectors_for or (lambda rows: retriever.vectors([r.id for r in rows])),
-                         static_weight=static_weight, static_vector=static_vector,
-                         static_vectors_for=(lambda rows: static_index.vectors([r.id for r in rows]))
-                         if static_vector is not None and static_index is not None else None,
-                         locate=store.locate)
+    return fuse_and_rank(
+        retriever,
+        rankings,
+        query,
+        top_k=top_k,
+        stack=stack,
+        merge=stack or (mode == "vector" and ranking == "stack"),
+        rrf_k=rrf_k,
+        glob=glob,
+        language=language,
+        coverage=coverage,
+        query_vector=query_vector,
+        vectors_for=vectors_for or (lambda rows: retriever.vectors([r.id for r in rows])),
+        static_weight=static_weight,
+        static_vector=static_vector,
+        static_vectors_for=(lambda rows: static_index.vectors([r.id for r in rows]))
+        if static_vector is not None and static_index is not None
+        else None,
+        locate=store.locate,
+    )
 
 
-def fuse_and_rank(retriever: Retriever, rankings: dict[str, list[int]], query: str, *, top_k: int, stack: bool = True,
-                  merge: bool = True, rrf_k: int = 60, glob: str | None = None, language: str | None = None,
-                  coverage: float = 1.0, query_vector: np.ndarray | None = None, vectors_for: VectorsFn | None = None,
-                  static_weight: float = 0.0, static_vector: np.ndarray | None = None,
-                  static_vectors_for: VectorsFn | None = None,
-                  origin: Callable[[int], tuple[str, str]] | None = None,
-                  locate: Callable[[str, int], tuple[str, int] | None] | None = None) -> list[SearchResult]:
+def fuse_and_rank(
+    retriever: Retriever,
+    rankings: dict[str, list[int]],
+    query: str,
+    *,
+    top_k: int,
+    stack: bool = True,
+    merge: bool = True,
+    rrf_k: int = 60,
+    glob: str | None = None,
+    language: str | None = None,
+    coverage: float = 1.0,
+    query_vector: np.ndarray | None = None,
+    vectors_for: VectorsFn | None = None,
+    static_weight: float = 0.0,
+    static_vector: np.ndarray | None = None,
+    static_vectors_for: VectorsFn | None = None,
+    origin: Callable[[int], tuple[str, str]] | None = None,
+    locate: Callable[[str, int], tuple[str, int] | None] | None = None,
+) -> list[SearchResult]:
     """The one fusion and ranking behind every search, a local index's and a fleet store's: the
     retrievers' ``rankings`` (``bm25``, ``static``, ``vector``: chunk ids, best first) fused by RRF
     under the ranking stack (``core.ranking.rerank``; with ``stack=False`` plain RRF), the windows
@@ -293,9 +340,20 @@ def fuse_and_rank(retriever: Retriever, rankings: dict[str, list[int]], query: s
     if stack:
         from codesight_tui.core.search.ranking import rerank
 
-        fused = rerank(retriever, rankings, query, rrf_k=rrf_k, glob=glob, language=language, coverage=coverage,
-                       query_vector=query_vector, vectors_for=vectors_for, static_weight=static_weight,
-                       static_vector=static_vector, static_vectors_for=static_vectors_for)
+        fused = rerank(
+            retriever,
+            rankings,
+            query,
+            rrf_k=rrf_k,
+            glob=glob,
+            language=language,
+            coverage=coverage,
+            query_vector=query_vector,
+            vectors_for=vectors_for,
+            static_weight=static_weight,
+            static_vector=static_vector,
+            static_vectors_for=static_vectors_for,
+        )
     else:
         fused = [(cid, s, r, False) for cid, s, r in rrf_fuse(rankings, k=rrf_k)]
     rows = retriever.get_chunks([cid for cid, *_ in fused[: top_k * (4 if merge else 2)]])
@@ -309,9 +367,20 @@ def fuse_and_rank(retriever: Retriever, rankings: dict[str, list[int]], query: s
         if merge and _merge_within(results, row, repo):
             continue
         hit = SearchResult(
-            row.path, row.start_line, row.end_line, row.scope or "", row.language or "", round(score, 6),
-            ranks.get("bm25"), ranks.get("vector"), row.content, cid, is_def, repo=repo,
-            static_rank=ranks.get("static"), commit=commit,
+            row.path,
+            row.start_line,
+            row.end_line,
+            row.scope or "",
+            row.language or "",
+            round(score, 6),
+            ranks.get("bm25"),
+            ranks.get("vector"),
+            row.content,
+            cid,
+            is_def,
+            repo=repo,
+            static_rank=ranks.get("static"),
+            commit=commit,
         )
         if pages.fold(results, hit):
             continue
@@ -424,8 +493,12 @@ def _top_scope(scope: str | None) -> str:
 
 
 def _touches(a: SearchResult | ChunkRow, b: SearchResult | ChunkRow) -> bool:
-    return (a.path == b.path and _top_scope(a.scope) == _top_scope(b.scope)
-            and a.start_line <= b.end_line + 1 and b.start_line <= a.end_line + 1)
+    return (
+        a.path == b.path
+        and _top_scope(a.scope) == _top_scope(b.scope)
+        and a.start_line <= b.end_line + 1
+        and b.start_line <= a.end_line + 1
+    )
 
 
 def _absorb(r: SearchResult, row: SearchResult | ChunkRow) -> None:
@@ -433,7 +506,7 @@ def _absorb(r: SearchResult, row: SearchResult | ChunkRow) -> None:
     old = r.content.split("\n")
     new = row.content.split("\n")
     if row.end_line > r.end_line:
-        old += new[len(new) - (row.end_line - r.end_line):]
+        old += new[len(new) - (row.end_line - r.end_line) :]
     if row.start_line < r.start_line:
         old = new[: r.start_line - row.start_line] + old
     r.content = "\n".join(old)
@@ -442,8 +515,12 @@ def _absorb(r: SearchResult, row: SearchResult | ChunkRow) -> None:
 
 def _same_definition(r: SearchResult, row: SearchResult | ChunkRow) -> bool:
     """Windows of one long definition: same file, same innermost scope naming one definition."""
-    return (r.path == row.path and bool(r.scope) and r.scope == (row.scope or "")
-            and ", " not in r.scope.rsplit(" > ", 1)[-1])
+    return (
+        r.path == row.path
+        and bool(r.scope)
+        and r.scope == (row.scope or "")
+        and ", " not in r.scope.rsplit(" > ", 1)[-1]
+    )
 
 
 def merge_into(results: list[SearchResult], row: ChunkRow) -> bool:

@@ -47,9 +47,16 @@ class RepoUsage:
         return 1.0 - self.tokens / self.file_tokens if self.file_tokens else 0.0
 
     def to_dict(self) -> dict[str, object]:
-        return {"repo": self.repo, "searches": self.searches, "results": self.results, "tokens": self.tokens,
-                "file_tokens": self.file_tokens, "saved": round(self.saved, 4), "first": self.first,
-                "last": self.last}
+        return {
+            "repo": self.repo,
+            "searches": self.searches,
+            "results": self.results,
+            "tokens": self.tokens,
+            "file_tokens": self.file_tokens,
+            "saved": round(self.saved, 4),
+            "first": self.first,
+            "last": self.last,
+        }
 
 
 def _path(data_dir: Path) -> Path:
@@ -68,8 +75,9 @@ def record(data_dir: Path, repo: str, kind: str, results: int, tokens: int, file
     """Add one served answer. Never raises: a full disk or a locked file costs the count, not the answer."""
     try:
         with _connect(data_dir) as conn:
-            conn.execute("INSERT INTO served VALUES (?,?,?,?,?,?)",
-                         (time.time(), repo, kind, results, tokens, file_tokens))
+            conn.execute(
+                "INSERT INTO served VALUES (?,?,?,?,?,?)", (time.time(), repo, kind, results, tokens, file_tokens)
+            )
         conn.close()
     except (sqlite3.Error, OSError):
         pass
@@ -81,8 +89,10 @@ def usage(data_dir: Path) -> list[RepoUsage]:
         return []
     conn = _connect(data_dir)
     try:
-        rows = conn.execute("SELECT repo, count(*), sum(results), sum(tokens), sum(file_tokens), min(time), max(time)"
-                            " FROM served GROUP BY repo ORDER BY count(*) DESC, repo").fetchall()
+        rows = conn.execute(
+            "SELECT repo, count(*), sum(results), sum(tokens), sum(file_tokens), min(time), max(time)"
+            " FROM served GROUP BY repo ORDER BY count(*) DESC, repo"
+        ).fetchall()
     finally:
         conn.close()
     return [RepoUsage(*r) for r in rows]

@@ -114,8 +114,15 @@ class ResidentBM25:
     """An in-memory copy of one index's FTS5 postings (see the module). ``search`` answers as
     ``ORDER BY bm25(chunks_fts, *weights) LIMIT n`` would, or returns None."""
 
-    def __init__(self, db_path: Path, table: str, columns: Sequence[str], weights: Sequence[float],
-                 tokenize: str, max_rows: int = MAX_ROWS) -> None:
+    def __init__(
+        self,
+        db_path: Path,
+        table: str,
+        columns: Sequence[str],
+        weights: Sequence[float],
+        tokenize: str,
+        max_rows: int = MAX_ROWS,
+    ) -> None:
         self.db_path = db_path
         self.table = table
         self.columns = list(columns)
@@ -183,8 +190,9 @@ class ResidentBM25:
         with self._lock:
             if self._building is not None and self._building.is_alive():
                 return
-            self._building = threading.Thread(target=self._build_quietly, args=(seen,), name="codesight-bm25",
-                                              daemon=True)
+            self._building = threading.Thread(
+                target=self._build_quietly, args=(seen,), name="codesight-bm25", daemon=True
+            )
             self._building.start()
 
     def wait(self, timeout: float | None = None) -> None:
@@ -228,8 +236,9 @@ class ResidentBM25:
             # per token: the rows that hold it and its occurrences, in the instance table's order
             vocab = conn.execute("SELECT term, doc, cnt FROM temp.cs_vocab_row ORDER BY term").fetchall()
             column = " ".join(f"WHEN {_quote(c)} THEN {i}" for i, c in enumerate(self.columns))
-            cur = conn.execute(f"SELECT doc, CASE col {column} ELSE {len(self.columns)} END, offset"
-                               " FROM temp.cs_vocab")  # in (term, doc, col, offset) order: checked below
+            cur = conn.execute(
+                f"SELECT doc, CASE col {column} ELSE {len(self.columns)} END, offset FROM temp.cs_vocab"
+            )  # in (term, doc, col, offset) order: checked below
             total = sum(n for _, _, n in vocab)
             docs = np.empty(total, np.int64)
             cols = np.empty(total, np.int64)
@@ -240,7 +249,7 @@ class ResidentBM25:
                 if at + n > total:
                     raise ValueError("the FTS5 vocabulary changed while it was read")
                 block = np.array(batch, dtype=np.int64)
-                docs[at:at + n], cols[at:at + n], offsets[at:at + n] = block[:, 0], block[:, 1], block[:, 2]
+                docs[at : at + n], cols[at : at + n], offsets[at : at + n] = block[:, 0], block[:, 1], block[:, 2]
                 at += n
             if at != total or (total and (offsets.max() >= 1 << 28 or cols.max() >= len(self.columns))):
                 raise ValueError("the FTS5 vocabulary does not add up")
@@ -271,8 +280,9 @@ class ResidentBM25:
                 r0, p0 = r0 + n_docs, p1
             if r0 != len(starts):
                 raise ValueError("the FTS5 vocabulary's row counts do not add up")
-            self.postings = _Postings(key, n_rows, ids, norm, spans, rows[starts].astype(np.int32), freqs, places,
-                                      weights)
+            self.postings = _Postings(
+                key, n_rows, ids, norm, spans, rows[starts].astype(np.int32), freqs, places, weights
+            )
             self.failed_key = None
             self.builds += 1
         finally:

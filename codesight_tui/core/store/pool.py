@@ -87,8 +87,14 @@ def _died(process: Any) -> str:
     return f"its worker exited (status {code})"
 
 
-def run_tasks(fn: Callable[[T], R], tasks: Iterable[T], workers: int,
-              done: Callable[[T, R | None, str | None], None], *, preload: str | None = None) -> int:
+def run_tasks(
+    fn: Callable[[T], R],
+    tasks: Iterable[T],
+    workers: int,
+    done: Callable[[T, R | None, str | None], None],
+    *,
+    preload: str | None = None,
+) -> int:
     """Run ``fn(task)`` for each task on up to ``workers`` processes, calling ``done(task, result,
     None)`` or ``done(task, None, why)`` in this process as each ends. ``fn`` must be a module-level
     function; ``preload`` names the module that the fork server imports once for every worker. A

@@ -53,7 +53,8 @@ BM25_WEIGHTS = (2.0, 2.0, 1.0, 1.0)
 FTS_COLUMNS = ("path", "scope", "content", "terms")
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
@@ -72,7 +73,9 @@ CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_pending ON chunks(priority, id) WHERE embedded = 0;
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     path, scope, content, terms,
-    content='chunks', content_rowid='id', tokenize='""" + FTS_TOKENIZE + """'
+    content='chunks', content_rowid='id', tokenize='"""
+    + FTS_TOKENIZE
+    + """'
 );
 -- New rows reach the FTS table in one INSERT ... SELECT per batch (write_files), not through a
 -- per-row trigger: 2.3 s instead of 5.3 s per 100,000 chunks. Indexes made before drop it.
@@ -101,7 +104,9 @@ CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF path, scope, content, ter
     INSERT INTO chunks_fts(rowid, path, scope, content, terms)
     VALUES (new.id, new.path, new.scope, new.content, new.terms);
 END;
-""" + symbols.SCHEMA
+"""
+    + symbols.SCHEMA
+)
 
 
 # SQL: the file is a document (PDF, DOCX, PPTX).
@@ -146,8 +151,18 @@ def chunk_fields(path: str, chunks: list[Chunk]) -> list[ChunkFields]:
     """Each chunk as the row ``write_files`` stores, derived columns included. The indexer's workers
     compute these off the writer's thread, and plain tuples cross the process boundary about four
     times cheaper than ``Chunk`` objects (pickled both ways)."""
-    return [(c.start_line, c.end_line, c.scope, c.content, embed_key(path, c.scope, c.content),
-             expansion_terms(c.content + " " + c.scope), c.hash) for c in chunks]
+    return [
+        (
+            c.start_line,
+            c.end_line,
+            c.scope,
+            c.content,
+            embed_key(path, c.scope, c.content),
+            expansion_terms(c.content + " " + c.scope),
+            c.hash,
+        )
+        for c in chunks
+    ]
 
 
 class Store:
@@ -182,8 +197,9 @@ class Store:
                 # WAL needs its -shm file, which a read-only directory cannot hold: nothing can
                 # write there anyway, so read the file as immutable (no locks, no WAL).
                 c.close()
-                c = sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False, timeout=30,
-                                    isolation_level=None)
+                c = sqlite3.connect(
+                    f"{uri}?immutable=1", uri=True, check_same_thread=False, timeout=30, isolation_level=None
+                )
         else:
             c = sqlite3.connect(self.db_path, check_same_thread=False, timeout=30, isolation_level=None)
             c.execute("PRAGMA journal_mode=WAL")
@@ -247,8 +263,11 @@ class Store:
         """``{path: (mtime_ns, size)}`` for every indexed file."""
         return {p: (m, s) for p, m, s in self.conn.execute("SELECT path, mtime_ns, size FROM files")}
 
-    def write_files(self, files: list[tuple[str, int, int, str, list[ChunkFields], int, int]],
-                    symbols_of: list[FileSymbols | None] | None = None) -> tuple[int, int]:
+    def write_files(
+        self,
+        files: list[tuple[str, int, int, str, list[ChunkFields], int, int]],
+        symbols_of: list[FileSymbols | None] | None = None,
+    ) -> tuple[int, int]:
         """Replace the chunks of ``(path, mtime_ns, size, language, rows, priority, secrets masked)`` files,
         keeping rows (and so their vectors) whose text is unchanged, and their symbols with
         ``symbols_of`` (one per file, in order; None or left out: the file has none).
@@ -264,7 +283,9 @@ class Store:
             part = paths[k : k + 500]
             for path, cid, key, s, e in c.execute(
                 "SELECT path, id, embed_key, start_line, end_line FROM chunks"
-                f" WHERE path IN ({','.join('?' * len(part))})", part):
+                f" WHERE path IN ({','.join('?' * len(part))})",
+                part,
+            ):
                 old.setdefault(path, {}).setdefault(key, []).append((cid, s, e))
         inserts = []
         stale: list[int] = []
@@ -292,11 +313,18 @@ class Store:
                 " embed_key, priority) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 inserts,
             )
-            c.execute("INSERT INTO chunks_fts(rowid, path, scope, content, terms)"
-                      " SELECT id, path, scope, content, terms FROM chunks WHERE id > ?", (last,))
-        c.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,NULL,?)",
-                      [(path, mtime_ns, size, language, len(rows), now, masked)
-                       for path, mtime_ns, size, language, rows, _, masked in files])
+            c.execute(
+                "INSERT INTO chunks_fts(rowid, path, scope, content, terms)"
+                " SELECT id, path, scope, content, terms FROM chunks WHERE id > ?",
+                (last,),
+            )
+        c.executemany(
+            "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,NULL,?)",
+            [
+                (path, mtime_ns, size, language, len(rows), now, masked)
+                for path, mtime_ns, size, language, rows, _, masked in files
+            ],
+        )
         symbols.write(c, [(f[0], symbols_of[k] if symbols_of else None) for k, f in enumerate(files)])
         return len(inserts), len(stale)
 
@@ -304,8 +332,9 @@ class Store:
         """Remember a file whose content can't be indexed (binary), so it isn't re-read until it
         changes; drops any chunks it had. Must run inside ``transaction()``."""
         n = self.conn.execute("DELETE FROM chunks WHERE path=?", (path,)).rowcount
-        self.conn.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,NULL,0,?,?,0)",
-                          (path, mtime_ns, size, time.time(), reason))
+        self.conn.execute(
+            "INSERT OR REPLACE INTO files VALUES (?,?,?,NULL,0,?,?,0)", (path, mtime_ns, size, time.time(), reason)
+        )
         self.conn.execute("DELETE FROM documents WHERE path=?", (path,))
         symbols.delete(self.conn, [path])
         return n
@@ -321,9 +350,10 @@ class Store:
     # --- documents ---------------------------------------------------------------------------
     def put_document(self, path: str, text: str, locators: list[tuple[int, str, int]]) -> None:
         """Keep a document's extracted text and locator map (inside ``transaction()``)."""
-        self.conn.execute("INSERT OR REPLACE INTO documents VALUES (?,?,?)",
-                          (path, zlib.compress(text.encode("utf-8", "surrogatepass"), 6),
-                           json.dumps([list(x) for x in locators])))
+        self.conn.execute(
+            "INSERT OR REPLACE INTO documents VALUES (?,?,?)",
+            (path, zlib.compress(text.encode("utf-8", "surrogatepass"), 6), json.dumps([list(x) for x in locators])),
+        )
 
     def document(self, path: str) -> tuple[str, list[tuple[int, str, int]]] | None:
         """A document's extracted text and its ``(first line, kind, number)`` locators, or None."""
@@ -357,9 +387,12 @@ class Store:
             indexed = self.conn.execute("SELECT count(*) FROM documents").fetchone()[0]
         except sqlite3.OperationalError:
             indexed = 0
-        skipped = dict(self.conn.execute(
-            f"SELECT path, skipped FROM files WHERE skipped IS NOT NULL AND ({_DOCUMENT_PATHS}) ORDER BY path"
-            " LIMIT 1000"))
+        skipped = dict(
+            self.conn.execute(
+                f"SELECT path, skipped FROM files WHERE skipped IS NOT NULL AND ({_DOCUMENT_PATHS}) ORDER BY path"
+                " LIMIT 1000"
+            )
+        )
         return {"indexed": indexed, "skipped": skipped}
 
     def retry_documents(self) -> None:
@@ -390,7 +423,9 @@ class Store:
         last id it saw, whatever it did with the rows)."""
         rows = self.conn.execute(
             "SELECT id, path, start_line, end_line, language, scope, content, embed_key FROM chunks"
-            " WHERE embedded = 0 AND id > ? ORDER BY id LIMIT ?", (after, limit)).fetchall()
+            " WHERE embedded = 0 AND id > ? ORDER BY id LIMIT ?",
+            (after, limit),
+        ).fetchall()
         return [ChunkRow(*r) for r in rows]
 
     def mark_embedded(self, ids: list[int]) -> None:
@@ -428,11 +463,17 @@ class Store:
         rows = self.conn.execute(
             "SELECT id, path, start_line, end_line, language, scope, content, embed_key FROM chunks c WHERE id > ?"
             f" AND {'' if have else 'NOT '}EXISTS (SELECT 1 FROM static_vectors s WHERE s.id = c.id) ORDER BY id LIMIT ?",
-            (after, limit)).fetchall()
+            (after, limit),
+        ).fetchall()
         return [ChunkRow(*r) for r in rows]
 
-    def put_static(self, ids: list[int], vectors: np.ndarray | None, doc_ids: list[int] | None = None,
-                   doc_vectors: np.ndarray | None = None) -> None:
+    def put_static(
+        self,
+        ids: list[int],
+        vectors: np.ndarray | None,
+        doc_ids: list[int] | None = None,
+        doc_vectors: np.ndarray | None = None,
+    ) -> None:
         """Store static vectors (float16) of chunk ids, and of the doc views of ``doc_ids``, in
         one transaction; a chunk deleted in the meantime gets none."""
         import numpy as np
@@ -443,7 +484,8 @@ class Store:
                     blobs = np.asarray(vecs, dtype=np.float16)
                     self.conn.executemany(
                         f"INSERT OR REPLACE INTO {table} SELECT id, ? FROM chunks WHERE id = ?",
-                        [(blobs[k].tobytes(), cid) for k, cid in enumerate(keys)])
+                        [(blobs[k].tobytes(), cid) for k, cid in enumerate(keys)],
+                    )
             self._bump_static()
 
     def clear_static(self) -> None:
@@ -489,8 +531,9 @@ class Store:
             c.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'codesight' LIMIT 1").fetchall()
             c.execute("SELECT count(*) FROM chunks_fts_config").fetchone()
             for table in ("chunks", "static_vectors"):
-                c.execute(f"SELECT * FROM {table} WHERE id IN ((SELECT min(id) FROM {table}),"
-                          f" (SELECT max(id) FROM {table}))").fetchall()
+                c.execute(
+                    f"SELECT * FROM {table} WHERE id IN ((SELECT min(id) FROM {table}), (SELECT max(id) FROM {table}))"
+                ).fetchall()
             c.execute("SELECT * FROM files ORDER BY path LIMIT 1").fetchall()
             c.execute("SELECT * FROM meta").fetchall()
             symbols.probe(c)
@@ -525,16 +568,18 @@ class Store:
         out: dict[str, int] = {}
         with contextlib.suppress(ValueError):
             out.update(json.loads(self.get_meta("skipped") or "{}"))
-        for reason, n in self.conn.execute("SELECT skipped, count(*) FROM files WHERE skipped IS NOT NULL"
-                                           " GROUP BY skipped"):
+        for reason, n in self.conn.execute(
+            "SELECT skipped, count(*) FROM files WHERE skipped IS NOT NULL GROUP BY skipped"
+        ):
             out[reason] = out.get(reason, 0) + n
         return dict(sorted(out.items()))
 
     def masked(self) -> dict[str, int]:
         """Secrets masked in indexed text: ``{"files": n, "secrets": m}``."""
         try:
-            files, secrets = self.conn.execute("SELECT count(*), coalesce(sum(masked), 0) FROM files"
-                                               " WHERE masked > 0").fetchone()
+            files, secrets = self.conn.execute(
+                "SELECT count(*), coalesce(sum(masked), 0) FROM files WHERE masked > 0"
+            ).fetchone()
         except sqlite3.OperationalError:  # an index from before masking, opened read-only
             return {"files": 0, "secrets": 0}
         return {"files": files, "secrets": secrets}
@@ -558,7 +603,9 @@ class Store:
         try:
             return self.conn.execute(
                 "SELECT c.id, c.path, c.start_line, c.scope FROM chunks_fts f JOIN chunks c ON c.id = f.rowid"
-                " WHERE chunks_fts MATCH ? LIMIT ?", (f"scope : {phrase}", limit)).fetchall()
+                " WHERE chunks_fts MATCH ? LIMIT ?",
+                (f"scope : {phrase}", limit),
+            ).fetchall()
         except sqlite3.OperationalError:
             return []
 

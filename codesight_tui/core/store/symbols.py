@@ -88,11 +88,13 @@ def delete(conn: sqlite3.Connection, paths: list[str]) -> None:
     """Drop the symbols of ``paths`` (inside the caller's transaction)."""
     for k in range(0, len(paths), 500):
         part = paths[k : k + 500]
-        for file_id, names in conn.execute(f"SELECT id, names FROM sym_files WHERE path IN ({_in(part)})",
-                                           part).fetchall():
+        for file_id, names in conn.execute(
+            f"SELECT id, names FROM sym_files WHERE path IN ({_in(part)})", part
+        ).fetchall():
             # A contentless table forgets a document by being told its tokens again.
-            conn.execute("INSERT INTO sym_names(sym_names, rowid, names) VALUES ('delete', ?, ?)",
-                         (file_id, _tokens(names)))
+            conn.execute(
+                "INSERT INTO sym_names(sym_names, rowid, names) VALUES ('delete', ?, ?)", (file_id, _tokens(names))
+            )
             conn.execute("DELETE FROM defs WHERE file_id=?", (file_id,))
             conn.execute("DELETE FROM sym_files WHERE id=?", (file_id,))
 
@@ -109,8 +111,10 @@ def write(conn: sqlite3.Connection, files: list[tuple[str, FileSymbols | None]])
         used = set(names.split("\n")) if names else set()
         only_defined = sorted({d[0] for d in defs} - used)
         held = "\n".join([names, *only_defined]) if names else "\n".join(only_defined)
-        cur = conn.execute("INSERT INTO sym_files(path, names, ends, uses, calls, imports) VALUES (?, ?, ?, ?, ?, ?)",
-                           (path, held, ends, uses, calls, imports))
+        cur = conn.execute(
+            "INSERT INTO sym_files(path, names, ends, uses, calls, imports) VALUES (?, ?, ?, ?, ?, ?)",
+            (path, held, ends, uses, calls, imports),
+        )
         file_id = cur.lastrowid
         assert file_id is not None
         conn.execute("INSERT INTO sym_names(rowid, names) VALUES (?, ?)", (file_id, _tokens(held)))
@@ -145,15 +149,19 @@ def _uses_of(name: str, names: str, ends: bytes, uses: bytes) -> list[tuple[int,
 
 def probe(conn: sqlite3.Connection) -> None:
     """Read the first and last rows of each table (``Store.probe``): raises sqlite3.DatabaseError."""
-    conn.execute("SELECT * FROM sym_files WHERE id IN ((SELECT min(id) FROM sym_files), (SELECT max(id) FROM sym_files))").fetchall()
+    conn.execute(
+        "SELECT * FROM sym_files WHERE id IN ((SELECT min(id) FROM sym_files), (SELECT max(id) FROM sym_files))"
+    ).fetchall()
     conn.execute("SELECT * FROM defs ORDER BY name LIMIT 1").fetchall()
     conn.execute("SELECT * FROM defs ORDER BY name DESC LIMIT 1").fetchall()
     conn.execute("SELECT rowid FROM sym_names WHERE sym_names MATCH 'self' LIMIT 1").fetchall()
     conn.execute("SELECT count(*) FROM sym_names_config").fetchone()
 
 
-_DEF = ("SELECT d.name, f.path, d.line, d.start_line, d.end_line, d.kind, d.scope FROM defs d"
-        " JOIN sym_files f ON f.id = d.file_id")
+_DEF = (
+    "SELECT d.name, f.path, d.line, d.start_line, d.end_line, d.kind, d.scope FROM defs d"
+    " JOIN sym_files f ON f.id = d.file_id"
+)
 
 
 def _file_id(conn: sqlite3.Connection, path: str) -> int | None:
@@ -171,7 +179,9 @@ def file_definitions(conn: sqlite3.Connection, path: str) -> list[DefRecord]:
     fid = _file_id(conn, path)
     if fid is None:
         return []
-    return [DefRecord(*r) for r in conn.execute(_DEF + " WHERE d.file_id=? ORDER BY d.start_line, d.end_line DESC", (fid,))]
+    return [
+        DefRecord(*r) for r in conn.execute(_DEF + " WHERE d.file_id=? ORDER BY d.start_line, d.end_line DESC", (fid,))
+    ]
 
 
 def references(conn: sqlite3.Connection, name: str, kind: str | None = None) -> list[RefRecord]:
@@ -179,21 +189,26 @@ def references(conn: sqlite3.Connection, name: str, kind: str | None = None) -> 
     return [r for r, _ in _references(conn, name, kind, False)]
 
 
-def references_within(conn: sqlite3.Connection, name: str,
-                      kind: str | None = None) -> list[tuple[RefRecord, DefRecord | None]]:
+def references_within(
+    conn: sqlite3.Connection, name: str, kind: str | None = None
+) -> list[tuple[RefRecord, DefRecord | None]]:
     """``references``, each with the innermost definition around it (None: at a file's top level)."""
     return _references(conn, name, kind, True)
 
 
-def _references(conn: sqlite3.Connection, name: str, kind: str | None,
-                around: bool) -> list[tuple[RefRecord, DefRecord | None]]:
+def _references(
+    conn: sqlite3.Connection, name: str, kind: str | None, around: bool
+) -> list[tuple[RefRecord, DefRecord | None]]:
     code = REF_KINDS.index(kind) if kind is not None else None
     found: list[tuple[int, str, int, int, int]] = []  # (file id, path, line, kind, within)
     for fid, path, names, ends, uses in conn.execute(
-            "SELECT f.id, f.path, f.names, f.ends, f.uses FROM sym_names s JOIN sym_files f ON f.id = s.rowid"
-            " WHERE sym_names MATCH ?", (f'"{_token(name)}"',)):
-        found.extend((fid, path, line, k, w) for line, k, w in _uses_of(name, names, ends, uses)
-                     if code is None or k == code)
+        "SELECT f.id, f.path, f.names, f.ends, f.uses FROM sym_names s JOIN sym_files f ON f.id = s.rowid"
+        " WHERE sym_names MATCH ?",
+        (f'"{_token(name)}"',),
+    ):
+        found.extend(
+            (fid, path, line, k, w) for line, k, w in _uses_of(name, names, ends, uses) if code is None or k == code
+        )
     found.sort(key=lambda r: (r[1], r[2], r[3]))
     defs: dict[tuple[int, int], DefRecord] = {}
     if around:
@@ -201,16 +216,21 @@ def _references(conn: sqlite3.Connection, name: str, kind: str | None,
         for k in range(0, len(files), 500):
             part = files[k : k + 500]
             for fid, *row in conn.execute(
-                    "SELECT d.file_id, d.name, f.path, d.line, d.start_line, d.end_line, d.kind, d.scope FROM defs d"
-                    " JOIN sym_files f ON f.id = d.file_id"
-                    f" WHERE d.file_id IN ({_in(part)}) ORDER BY d.start_line DESC", part):
+                "SELECT d.file_id, d.name, f.path, d.line, d.start_line, d.end_line, d.kind, d.scope FROM defs d"
+                " JOIN sym_files f ON f.id = d.file_id"
+                f" WHERE d.file_id IN ({_in(part)}) ORDER BY d.start_line DESC",
+                part,
+            ):
                 defs.setdefault((fid, row[2]), DefRecord(*row))  # two on one line: the innermost (latest start)
-    return [(RefRecord(name, path, line, REF_KINDS[k], w), defs.get((fid, w)) if w else None)
-            for fid, path, line, k, w in found]
+    return [
+        (RefRecord(name, path, line, REF_KINDS[k], w), defs.get((fid, w)) if w else None)
+        for fid, path, line, k, w in found
+    ]
 
 
-def file_references(conn: sqlite3.Connection, path: str, within: list[int] | None = None,
-                    kind: str | None = None) -> list[RefRecord]:
+def file_references(
+    conn: sqlite3.Connection, path: str, within: list[int] | None = None, kind: str | None = None
+) -> list[RefRecord]:
     """The references in one file (inside the definitions at the lines ``within`` only, and of
     ``kind`` only, where given), in line order: all from the file's one row."""
     row = conn.execute("SELECT names, ends, uses, calls FROM sym_files WHERE path=?", (path,)).fetchone()
@@ -220,15 +240,24 @@ def file_references(conn: sqlite3.Connection, path: str, within: list[int] | Non
     names = text.split("\n")
     inside = set(within) if within is not None else None
     if kind == "call":
-        return sorted((RefRecord(names[k], path, line, "call", w) for k, line, w in _triples(_ints(calls))
-                       if inside is None or w in inside), key=lambda r: (r.line, r.name))
+        return sorted(
+            (
+                RefRecord(names[k], path, line, "call", w)
+                for k, line, w in _triples(_ints(calls))
+                if inside is None or w in inside
+            ),
+            key=lambda r: (r.line, r.name),
+        )
     code = REF_KINDS.index(kind) if kind is not None else None
     flat = _ints(uses)
     out: list[RefRecord] = []
     lo = 0
     for name, hi in zip(names, _ints(ends), strict=False):
-        out.extend(RefRecord(name, path, line, REF_KINDS[c], w) for line, c, w in _triples(flat, lo, hi)
-                   if (code is None or c == code) and (inside is None or w in inside))
+        out.extend(
+            RefRecord(name, path, line, REF_KINDS[c], w)
+            for line, c, w in _triples(flat, lo, hi)
+            if (code is None or c == code) and (inside is None or w in inside)
+        )
         lo = hi
     out.sort(key=lambda r: (r.line, r.name))
     return out
@@ -247,7 +276,9 @@ def imported_names(conn: sqlite3.Connection, path: str) -> set[str]:
 
 def counts(conn: sqlite3.Connection) -> dict[str, int]:
     try:
-        return {"definitions": conn.execute("SELECT count(*) FROM defs").fetchone()[0],
-                "references": conn.execute("SELECT coalesce(sum(length(uses)), 0) / 12 FROM sym_files").fetchone()[0]}
+        return {
+            "definitions": conn.execute("SELECT count(*) FROM defs").fetchone()[0],
+            "references": conn.execute("SELECT coalesce(sum(length(uses)), 0) / 12 FROM sym_files").fetchone()[0],
+        }
     except sqlite3.OperationalError:  # an index from before symbols, opened read-only
         return {"definitions": 0, "references": 0}

@@ -46,6 +46,7 @@ _R = TypeVar("_R")
 def _read(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     """A read of the table: any failure there (a file missing, truncated or garbled) is a
     ``VectorStoreError``, which search answers from BM25 and the next index run repairs."""
+
     @functools.wraps(fn)
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
@@ -54,6 +55,7 @@ def _read(fn: Callable[_P, _R]) -> Callable[_P, _R]:
             raise
         except Exception as exc:
             raise VectorStoreError(f"the vector index is damaged ({str(exc).splitlines()[0][:160]})") from exc
+
     return wrapper
 
 
@@ -107,11 +109,13 @@ class VectorStore:
             return t
         import pyarrow as pa
 
-        schema = pa.schema([
-            pa.field("id", pa.int64()),
-            pa.field("language", pa.string()),
-            pa.field("vector", pa.list_(pa.float32(), dim)),
-        ])
+        schema = pa.schema(
+            [
+                pa.field("id", pa.int64()),
+                pa.field("language", pa.string()),
+                pa.field("vector", pa.list_(pa.float32(), dim)),
+            ]
+        )
         self._table = self._connect().create_table(TABLE, schema=schema, exist_ok=True)
         return self._table
 
@@ -122,11 +126,15 @@ class VectorStore:
         t = self.ensure(dim)
         flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel())
         self.dirty = True
-        t.add(pa.table({
-            "id": pa.array(ids, pa.int64()),
-            "language": pa.array(languages, pa.string()),
-            "vector": pa.FixedSizeListArray.from_arrays(flat, dim),
-        }))
+        t.add(
+            pa.table(
+                {
+                    "id": pa.array(ids, pa.int64()),
+                    "language": pa.array(languages, pa.string()),
+                    "vector": pa.FixedSizeListArray.from_arrays(flat, dim),
+                }
+            )
+        )
 
     @_read
     def ids(self) -> list[int]:
@@ -185,8 +193,13 @@ class VectorStore:
             return out
         for k in range(0, len(wanted), 500):
             part = wanted[k : k + 500]
-            res = (t.search().where("id IN (" + ",".join(map(str, part)) + ")")
-                   .select(["id", "vector"]).limit(len(part)).to_arrow())
+            res = (
+                t.search()
+                .where("id IN (" + ",".join(map(str, part)) + ")")
+                .select(["id", "vector"])
+                .limit(len(part))
+                .to_arrow()
+            )
             if res.num_rows:
                 vecs = res.column("vector").combine_chunks()
                 flat = vecs.values.to_numpy(zero_copy_only=False).reshape(len(vecs), -1)
@@ -211,8 +224,10 @@ class VectorStore:
         if compact is None:
             try:
                 last = int(mark.read_text()) if mark.exists() else 0
-                compact = (t.stats()["fragment_stats"]["num_fragments"] >= COMPACT_FRAGMENTS
-                           or t.version - last >= COMPACT_VERSIONS)
+                compact = (
+                    t.stats()["fragment_stats"]["num_fragments"] >= COMPACT_FRAGMENTS
+                    or t.version - last >= COMPACT_VERSIONS
+                )
             except Exception:  # an older lancedb without stats: compact every time  # noqa: BLE001
                 compact = True
         if not compact:
@@ -233,7 +248,8 @@ class VectorStore:
             t = self.table()
             try:
                 self._has_ann = t is not None and any(
-                    getattr(ix, "index_type", "").upper().startswith("IVF") for ix in t.list_indices())
+                    getattr(ix, "index_type", "").upper().startswith("IVF") for ix in t.list_indices()
+                )
             except Exception:  # noqa: BLE001 - an older lancedb without list_indices: no ANN index assumed
                 self._has_ann = False
         return self._has_ann
@@ -253,8 +269,13 @@ class VectorStore:
         sub = next((d for d in (48, 32, 24, 16, 8, 4, 2, 1) if dim % d == 0 and dim // d >= 4), 1)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            t.create_index(metric="cosine", index_type="IVF_PQ", num_partitions=max(16, int(n ** 0.5)),
-                           num_sub_vectors=sub, replace=True)
+            t.create_index(
+                metric="cosine",
+                index_type="IVF_PQ",
+                num_partitions=max(16, int(n**0.5)),
+                num_sub_vectors=sub,
+                replace=True,
+            )
         self._has_ann = True
         return True
 

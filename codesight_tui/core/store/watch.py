@@ -84,10 +84,20 @@ class Watcher:
     poll mode) returns ``{"added": [...], "modified": [...], "deleted": [...]}`` against the index.
     """
 
-    def __init__(self, root: str | Path, handler: Callable[[Batch], None], *, exclude: list[str] | None = None,
-                 secret_files: tuple[str, ...] | None = None, quiet: float = 0.3, max_delay: float = 10.0, poll: bool = False, poll_every: float = 2.0,
-                 scan: Callable[[], dict[str, list[str]]] | None = None,
-                 on_event: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        root: str | Path,
+        handler: Callable[[Batch], None],
+        *,
+        exclude: list[str] | None = None,
+        secret_files: tuple[str, ...] | None = None,
+        quiet: float = 0.3,
+        max_delay: float = 10.0,
+        poll: bool = False,
+        poll_every: float = 2.0,
+        scan: Callable[[], dict[str, list[str]]] | None = None,
+        on_event: Callable[[], None] | None = None,
+    ) -> None:
         self.root = Path(root).resolve()
         self.handler = handler
         self.quiet = max(MIN_QUIET, quiet)
@@ -96,8 +106,11 @@ class Watcher:
         self.poll_every = poll_every
         self.scan = scan
         self.on_event = on_event
-        self.ignored = (IgnoreMatcher(self.root, exclude) if secret_files is None
-                        else IgnoreMatcher(self.root, exclude, secret_files))
+        self.ignored = (
+            IgnoreMatcher(self.root, exclude)
+            if secret_files is None
+            else IgnoreMatcher(self.root, exclude, secret_files)
+        )
         self.batches = 0  # batches handled
         self.events = 0  # raw events kept (after the ignore rules)
         self.errors: list[str] = []
@@ -197,8 +210,16 @@ class Watcher:
                 from watchfiles import watch
 
                 # step: what watchfiles itself groups (50 ms); the batch window is ours (quiet).
-                for raw in watch(self.root, stop_event=self._stop, debounce=200, step=50, raise_interrupt=False,
-                                 ignore_permission_denied=True, rust_timeout=500, yield_on_timeout=False):
+                for raw in watch(
+                    self.root,
+                    stop_event=self._stop,
+                    debounce=200,
+                    step=50,
+                    raise_interrupt=False,
+                    ignore_permission_denied=True,
+                    rust_timeout=500,
+                    yield_on_timeout=False,
+                ):
                     self.push(self._relative(raw))
                 return
             except Exception as exc:  # no inotify (limits, odd file systems): poll instead  # noqa: BLE001

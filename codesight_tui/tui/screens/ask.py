@@ -28,12 +28,16 @@ if TYPE_CHECKING:
     from codesight_tui.core.search.searcher import SearchResult
     from codesight_tui.tui.app import CodeSightApp
 
-INTRO = ("Ask about this repository: its code and documents. The question and the best search hits go to"
-         " the LLM back end you configured, and the answer cites them as [n].")
-HELP = (INTRO + "\n\n"
-        "No back end yet? Set `CODESIGHT_LLM_BACKEND` to `anthropic`, `openai`, `azure` or `ollama` (with"
-        " `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `AZURE_OPENAI_API_KEY` or a running Ollama). Until then"
-        " nothing leaves this machine.")
+INTRO = (
+    "Ask about this repository: its code and documents. The question and the best search hits go to"
+    " the LLM back end you configured, and the answer cites them as [n]."
+)
+HELP = (
+    INTRO + "\n\n"
+    "No back end yet? Set `CODESIGHT_LLM_BACKEND` to `anthropic`, `openai`, `azure` or `ollama` (with"
+    " `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `AZURE_OPENAI_API_KEY` or a running Ollama). Until then"
+    " nothing leaves this machine."
+)
 
 
 def intro(settings: Settings) -> str:
@@ -121,8 +125,9 @@ class AskScreen(Screen[Any]):
                     last = now
                     app.call_from_thread(self._set_answer, text)
         except Exception as exc:  # noqa: BLE001 - a back end failing mid-answer is shown; the app goes on
-            app.call_from_thread(self._failed, str(exc) if isinstance(exc, CodeSightError) else f"ask failed: {exc}",
-                                 text)
+            app.call_from_thread(
+                self._failed, str(exc) if isinstance(exc, CodeSightError) else f"ask failed: {exc}", text
+            )
             return
         if not worker.is_cancelled:
             app.call_from_thread(self._finished, stream.answer)
@@ -134,8 +139,11 @@ class AskScreen(Screen[Any]):
 
     def _failed(self, message: str, partial: str = "") -> None:
         self.app.notify(message, severity="error", timeout=10)
-        self._set_answer((partial + "\n\n" if partial else "") + f"**Ask failed:** {message}\n\n" +
-                         ("" if partial else HELP if "back end" in message else ""))
+        self._set_answer(
+            (partial + "\n\n" if partial else "")
+            + f"**Ask failed:** {message}\n\n"
+            + ("" if partial else HELP if "back end" in message else "")
+        )
 
     def _show_sources(self, hits: list[SearchResult], cited: set[int]) -> None:
         self.sources = list(hits)
@@ -144,8 +152,10 @@ class AskScreen(Screen[Any]):
         for n, hit in enumerate(hits, start=1):
             row = Text(no_wrap=True, overflow="ellipsis")
             row.append(f"[{n}] ", style="bold yellow" if n in cited else "dim")
-            row.append(printable(hit.location if hit.page or hit.slide else f"{hit.path}:{hit.start_line}-{hit.end_line}"),
-                       style="bold" if n in cited or not cited else "")
+            row.append(
+                printable(hit.location if hit.page or hit.slide else f"{hit.path}:{hit.start_line}-{hit.end_line}"),
+                style="bold" if n in cited or not cited else "",
+            )
             if hit.name and not hit.page:
                 row.append(f"  {printable(hit.name)}", style="italic")
             options.add_option(Option(row))
@@ -155,14 +165,16 @@ class AskScreen(Screen[Any]):
 
     def _finished(self, answer: Answer) -> None:
         self.answer = answer
-        self._set_answer((answer.text or "*The back end sent an empty answer.*")
-                         + (f"\n\n*({answer.cut})*" if answer.cut else ""))
+        self._set_answer(
+            (answer.text or "*The back end sent an empty answer.*") + (f"\n\n*({answer.cut})*" if answer.cut else "")
+        )
         self._show_sources(answer.sources, set(answer.citations))
         usage = answer.usage or {}
         tokens = f" · {usage.get('input_tokens')}→{usage.get('output_tokens')} tok" if usage else ""
         first = f" · 1st token {answer.first_token_seconds * 1000:.0f} ms" if answer.first_token_seconds else ""
         self.query_one("#ask-status", Static).update(
-            f"⏎ on a source shows it · {answer.backend} {answer.model} · {answer.seconds:.1f} s{first}{tokens}")
+            f"⏎ on a source shows it · {answer.backend} {answer.model} · {answer.seconds:.1f} s{first}{tokens}"
+        )
 
     @on(OptionList.OptionSelected, "#ask-sources")
     def _source(self, event: OptionList.OptionSelected) -> None:

@@ -11,8 +11,17 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-_NAMES = {"escape": "Esc", "enter": "Enter", "tab": "Tab", "pageup": "PgUp", "pagedown": "PgDn",
-          "question_mark": "?", "up": "Up", "down": "Down", "backspace": "Backspace"}
+_NAMES = {
+    "escape": "Esc",
+    "enter": "Enter",
+    "tab": "Tab",
+    "pageup": "PgUp",
+    "pagedown": "PgDn",
+    "question_mark": "?",
+    "up": "Up",
+    "down": "Down",
+    "backspace": "Backspace",
+}
 
 
 def key_label(key: str) -> str:
@@ -20,8 +29,9 @@ def key_label(key: str) -> str:
     out = []
     for k in key.split(","):
         *mods, base = k.strip().split("+")
-        base = _NAMES.get(base, base.upper() if len(base) == 1 or base[0] == "f" and base[1:].isdigit()
-                          else base.capitalize())
+        base = _NAMES.get(
+            base, base.upper() if len(base) == 1 or base[0] == "f" and base[1:].isdigit() else base.capitalize()
+        )
         out.append("+".join([m.capitalize() for m in mods] + [base]))
     return ", ".join(out)
 
@@ -61,9 +71,11 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Static("[b]codesight keys[/b]  (Esc closes)\n"
-                         "Letters always go to the query; every action is on Enter, Tab, Esc, Ctrl, Alt,"
-                         " Shift+arrows or an F-key.\n")
+            yield Static(
+                "[b]codesight keys[/b]  (Esc closes)\n"
+                "Letters always go to the query; every action is on Enter, Tab, Esc, Ctrl, Alt,"
+                " Shift+arrows or an F-key.\n"
+            )
             yield Static(bindings_table(self.groups, ids=self.app.size.width >= ID_MIN_WIDTH), id="help-table")
             yield Static(
                 "\nIn the query box, type words, a question or an identifier. Results update as you type."

@@ -29,7 +29,17 @@ CENTRE_CONTEXT = 40  # lines read above the target line, so that a tall preview 
 CONTEXT_AFTER = 20
 MAX_LINES = 400
 
-LEXERS = {"pdf": "text", "docx": "text", "pptx": "text", "tsx": "tsx", "shell": "bash", "make": "make", "docker": "docker", "text": "text", "ini": "ini"}
+LEXERS = {
+    "pdf": "text",
+    "docx": "text",
+    "pptx": "text",
+    "tsx": "tsx",
+    "shell": "bash",
+    "make": "make",
+    "docker": "docker",
+    "text": "text",
+    "ini": "ini",
+}
 
 
 LEX_FROM_TOP = 4000  # a window starting within this many lines of the top is lexed from line 1
@@ -50,8 +60,9 @@ def read_lines(path: Path, first: int, last: int) -> list[str] | None:
     return out
 
 
-def read_window(path: Path, start: int, end: int, target: int = 0,
-                text: str | None = None) -> tuple[int, list[str]] | None:
+def read_window(
+    path: Path, start: int, end: int, target: int = 0, text: str | None = None
+) -> tuple[int, list[str]] | None:
     """Lines ``start - CONTEXT_BEFORE .. end + CONTEXT_AFTER`` (at most ``MAX_LINES``, always
     around ``target``) of a file, streamed so a huge file is never held whole; None if unreadable.
     ``text`` (a document's extracted text) is read instead of the file."""
@@ -67,9 +78,15 @@ def read_window(path: Path, start: int, end: int, target: int = 0,
 TERM_STYLE = "bold reverse"
 
 
-def render_hit(root: Path, hit: SearchResult, stale: bool = False, theme: str = "ansi_dark",
-               terms: Sequence[str] = (), document: str | None = None,
-               anchors: Sequence[int] = ()) -> tuple[Text, list[Strip], int]:
+def render_hit(
+    root: Path,
+    hit: SearchResult,
+    stale: bool = False,
+    theme: str = "ansi_dark",
+    terms: Sequence[str] = (),
+    document: str | None = None,
+    anchors: Sequence[int] = (),
+) -> tuple[Text, list[Strip], int]:
     """(title, lines, target row) for a hit, all the expensive work done: Pygments runs once, and
     every line becomes a ``Strip`` with a line-number gutter, the hit's lines marked, the line
     Enter opens pointed at and ``terms`` highlighted. Meant for a worker thread; the widget then
@@ -108,7 +125,7 @@ def render_hit(root: Path, hit: SearchResult, stale: bool = False, theme: str = 
     except Exception:  # an unknown lexer name: plain text is better than nothing  # noqa: BLE001
         highlighted = Text(code)
     if above:
-        highlighted = Text("\n", end="").join(highlighted.split("\n", allow_blank=True)[len(above):])
+        highlighted = Text("\n", end="").join(highlighted.split("\n", allow_blank=True)[len(above) :])
     console = Console(width=10_000, color_system="truecolor", force_terminal=True, legacy_windows=False)
     width = len(str(first + len(lines) - 1))
     strips = []
@@ -116,7 +133,9 @@ def render_hit(root: Path, hit: SearchResult, stale: bool = False, theme: str = 
         n = first + i
         hit_line = hit.start_line <= n <= hit.end_line
         row = Text(no_wrap=True, end="")
-        row.append(f"{n:>{width}} ", style="bold reverse yellow" if n == target else "bold yellow" if hit_line else "dim")
+        row.append(
+            f"{n:>{width}} ", style="bold reverse yellow" if n == target else "bold yellow" if hit_line else "dim"
+        )
         row.append("▶ " if n == target else "▌ " if hit_line else "  ", style="yellow")
         if terms:
             line.highlight_words(terms, TERM_STYLE, case_sensitive=False)

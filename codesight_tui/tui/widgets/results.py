@@ -24,8 +24,13 @@ if TYPE_CHECKING:
     from codesight_tui.core.search.searcher import SearchResult
     from codesight_tui.tui.app import CodeSightApp
 
-BADGES = {"both": ("BV", "bold green"), "bm25": ("B ", "cyan"), "vector": (" V", "magenta"),
-          "static": (" v", "magenta"), "symbol": ("S ", "bold yellow")}  # v: the static tier's vectors
+BADGES = {
+    "both": ("BV", "bold green"),
+    "bm25": ("B ", "cyan"),
+    "vector": (" V", "magenta"),
+    "static": (" v", "magenta"),
+    "symbol": ("S ", "bold yellow"),
+}  # v: the static tier's vectors
 
 
 NAME_ROOM = 16  # cells a hit's name keeps beside a path that must shrink
@@ -69,8 +74,12 @@ def result_row(rank: int, hit: SearchResult, stale: bool = False, width: int = 0
     shown = name or code
     # The path has the room it needs first; the name gets what is left, and at least NAME_ROOM
     # cells where the path must shrink (as fzf and Telescope abbreviate only what does not fit).
-    tail = (" stale" if stale else "") + (f" +{hit.translations}" if getattr(hit, "translations", 0) else "") \
-        + (f"  {shown[:NAME_ROOM]}" if shown else "") + (f"  {hit.score:.4f}" if scores else "")
+    tail = (
+        (" stale" if stale else "")
+        + (f" +{hit.translations}" if getattr(hit, "translations", 0) else "")
+        + (f"  {shown[:NAME_ROOM]}" if shown else "")
+        + (f"  {hit.score:.4f}" if scores else "")
+    )
     path = printable(hit.path)
     repo = f"{printable(Path(hit.repo).name)}:" if getattr(hit, "repo", "") else ""  # several repositories: whose hit
     if getattr(hit, "commit", ""):  # a fleet hit: its repository there, at its commit
@@ -119,8 +128,11 @@ class ResultsList(OptionList):
         it is still in the list, and says so when the list changed under it; a new query starts
         at the top."""
         sig = [(h.chunk_id, h.path, h.score, h.start_line, h.end_line, h.path in stale) for h in hits]
-        if sig == getattr(self, "_shown", None) and self.option_count == len(hits) and self.filters == getattr(
-                self, "_shown_filters", None):
+        if (
+            sig == getattr(self, "_shown", None)
+            and self.option_count == len(hits)
+            and self.filters == getattr(self, "_shown_filters", None)
+        ):
             self.hits = hits  # one more key, the same hits: nothing to repaint
             return False
         keep, before = (self.current, self.highlighted) if refresh else (None, None)

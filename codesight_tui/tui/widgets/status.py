@@ -98,8 +98,13 @@ class IndexState:
             pct = int(100 * self.phase_done / self.phase_total) if self.phase_total else 100
             return f"lexical ready · static vectors {pct}%"
         if self.phase == "embed":  # of every chunk, as `codesight status` counts them, not of this run's
-            pct = (int(100 * self.vectors / self.chunks) if self.chunks else
-                   int(100 * self.phase_done / self.phase_total) if self.phase_total else 100)
+            pct = (
+                int(100 * self.vectors / self.chunks)
+                if self.chunks
+                else int(100 * self.phase_done / self.phase_total)
+                if self.phase_total
+                else 100
+            )
             return f"lexical ready · vectors {pct}% (ETA {eta(self.phase_eta(now))})"
         if self.phase == "failed":
             return "[b red]index failed[/]"
@@ -130,12 +135,21 @@ class StatusBar(Static):
         # Which tiers answered, where it was not the usual pair: "hybrid: bm25" while the static
         # model distils (every hit BM25's), "hybrid: bm25+static" while the full model loads or
         # embeds, "bm25+static+vector" part-way through it.
-        tiers = (f": {'+'.join(st.retrievers)}" if st.mode == "hybrid" and st.retrievers
-                 and ("static" in st.retrievers or "vector" not in st.retrievers) else "")
+        tiers = (
+            f": {'+'.join(st.retrievers)}"
+            if st.mode == "hybrid" and st.retrievers and ("static" in st.retrievers or "vector" not in st.retrievers)
+            else ""
+        )
         parts.append((0, f"[b]{st.mode}[/b]{tiers}" + (f" {st.filters}" if st.filters else "")))
         if st.model_state == "failed":
-            parts.append((1, "[b yellow]" + ("full model unavailable" if "static" in st.retrievers
-                                             else "lexical only: model unavailable") + "[/]"))
+            parts.append(
+                (
+                    1,
+                    "[b yellow]"
+                    + ("full model unavailable" if "static" in st.retrievers else "lexical only: model unavailable")
+                    + "[/]",
+                )
+            )
         elif st.model_state == "off":  # no full pass on this machine (full_model): nothing is loading
             parts.append((4, "static tier"))
         else:
