@@ -630,3 +630,25 @@ def test_an_annotation_is_read_from_code_not_from_a_docstring():
     )
     assert typed_in(text, "error_store") == "ErrorStore"
     assert typed_in("def f(r: Reader, w):", "r") == "Reader" and typed_in("    x: Foo = make()", "x") == "Foo"
+
+
+def test_the_c_walks_stub_takes_what_the_c_code_parses():
+    """Issue 67 item 4: ``symscan.pyi`` declared ``walk`` with 4 parameters where the C code reads
+    5. Each entry point's ``PyArg_ParseTuple`` format and the stub's parameters are counted here,
+    and mypy checks ``symbols.Native`` (what the package calls) against the stub."""
+    import ast
+    import re
+    from pathlib import Path
+
+    from codesight_tui.core.ingest import symbols
+
+    here = Path(symbols.__file__).parent
+    c = (here / "native" / "symscan.c").read_text()
+    stub = ast.parse((here / "symscan.pyi").read_text())
+    declared = {f.name: len(f.args.posonlyargs) for f in stub.body if isinstance(f, ast.FunctionDef)}
+    for name in ("walk", "pack"):
+        body = c[c.index(f"static PyObject *{name}(") :]
+        fmt = re.search(r'PyArg_ParseTuple\(args, "([^"]+)"', body)
+        assert fmt is not None
+        parsed = len(re.findall(r"[A-Za-z]!?", fmt.group(1).replace("*", "")))
+        assert declared[name] == parsed, name

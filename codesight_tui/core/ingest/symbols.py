@@ -28,7 +28,7 @@ from functools import cache
 from itertools import accumulate, chain
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from codesight_tui.core.ingest.chunker import (
     GRAMMARS,
@@ -41,9 +41,35 @@ from codesight_tui.core.ingest.chunker import (
     parser_for,
 )
 
-symscan: Any
+
+class Native(Protocol):
+    """The C walk's module (``native/symscan.c``, typed in ``symscan.pyi``), which mypy checks
+    against this: a walk of a tree, and the per-name loop that packs a file's uses."""
+
+    TREE_SITTER: str
+
+    def walk(
+        self, tree: object, flags: bytes, callee: bytes, compound: bool, name_field: int, /
+    ) -> tuple[bytes, bytes] | None: ...
+
+    def pack(
+        self,
+        data: bytes,
+        names: bytes,
+        starts: array[int],
+        ends: array[int],
+        parents: array[int],
+        def_lines: array[int],
+        names_at: set[tuple[str, int]],
+        /,
+    ) -> tuple[str, bytes, bytes, bytes, bytes]: ...
+
+
+symscan: Native | None
 try:  # the walk and the per-name loop in C (native/symscan.c); optional, as a build without a compiler has none
-    from codesight_tui.core.ingest import symscan
+    from codesight_tui.core.ingest import symscan as _built
+
+    symscan = _built
 except ImportError:  # pragma: no cover - the Python walk gives the same rows
     symscan = None
 
@@ -1216,7 +1242,8 @@ def _native_rows(language: str, text: str | bytes, tree: Any) -> FileSymbols | N
     """``extract_rows`` from the C walk, or None where the Python walk answers (no C walk for the
     language, a parse ``_recover`` redoes, a name that is not UTF-8)."""
     tables = _native_tables(language) if language in GRAMMARS else None
-    if tables is None:
+    native = symscan
+    if tables is None or native is None:
         return None
     queries = _queries(language)
     assert queries is not None
@@ -1234,7 +1261,7 @@ def _native_rows(language: str, text: str | bytes, tree: Any) -> FileSymbols | N
     # ERROR query is as slow there as the rest): the walk below is linear in any tree.
     if root.has_error and not deeper_than(tree, DEEP) and _broken(queries.errors, tree, data.count(b"\n") + 1):
         return None
-    walked = symscan.walk(tree, tables.flags, tables.callee, language in COMPOUND_NAMES, tables.name_field)
+    walked = native.walk(tree, tables.flags, tables.callee, language in COMPOUND_NAMES, tables.name_field)
     if walked is None:
         return None
     if len(walked[0]) > 8 * 4 * 2000 and deeper_than(tree, DEEP):
@@ -1246,7 +1273,7 @@ def _native_rows(language: str, text: str | bytes, tree: Any) -> FileSymbols | N
     names = walked[1]
     cut = _cut(len(names) // 12, len(found) > MAX_DEFS)
     try:
-        packed = symscan.pack(
+        packed = native.pack(
             data,
             names[: 12 * MAX_NAMES],
             array("i", starts),
