@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.errors import CodeSightError, UsageError
 
 SERVER = "codesight"
 BEGIN, END = "<!-- codesight:begin -->", "<!-- codesight:end -->"
@@ -794,7 +794,7 @@ def select(names: list[str], home: Path, env: dict[str, Any], project: Path | No
         for n in names:
             agent = BY_NAME.get(n.lower())
             if agent is None:
-                raise CodeSightError(f"unknown agent {n!r}: one of {', '.join(a.name for a in AGENTS)}", exit_code=2)
+                raise UsageError(f"unknown agent {n!r}: one of {', '.join(a.name for a in AGENTS)}")
             if agent not in [a for a, _ in out]:
                 out.append((agent, True))
         return out

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from codesight_tui.core.errors import CodeSightError, UsageError
 from codesight_tui.core.modes import ANSWERS, MODES, Vectors
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ COMMANDS = (
     "fleet",
 )
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130  # bad input is a UsageError (2), a busy index an IndexBusyError (3)
 # codesight def/refs/callers/callees: (command, core.search.navigate action, help)
 FOLLOW = (
     ("def", "definitions", "where a symbol is defined"),
@@ -129,14 +130,13 @@ def resolve_root(path: str | Path, *, yes: bool = False, indexing: bool = True, 
     Outside a repository, a tree of more than ``LARGE_TREE_FILES`` files (or the home directory)
     that has no index yet is indexed only after the user says yes: asked on a terminal, else
     ``--yes``."""
-    from codesight_tui.core.errors import CodeSightError
     from codesight_tui.core.ingest.paths import find_repo_root
 
     start = Path(cwd or ".", Path(path).expanduser())
     if not start.exists():
-        raise CodeSightError(f"no such directory: {path}", exit_code=EXIT_USAGE)
+        raise UsageError(f"no such directory: {path}")
     if not start.is_dir():
-        raise CodeSightError(f"not a directory: {path}", exit_code=EXIT_USAGE)
+        raise UsageError(f"not a directory: {path}")
     root = find_repo_root(start)
     if yes or not indexing or (root / ".git").exists():
         return root
@@ -161,13 +161,10 @@ def resolve_root(path: str | Path, *, yes: bool = False, indexing: bool = True, 
             answer = ""
         if answer in ("y", "yes"):
             return root
-        raise CodeSightError(
-            "nothing indexed: run codesight in a repository, or name a smaller directory", exit_code=EXIT_USAGE
-        )
-    raise CodeSightError(
+        raise UsageError("nothing indexed: run codesight in a repository, or name a smaller directory")
+    raise UsageError(
         f"{root} is not a git repository and holds {what}: run codesight in a repository,"
-        " name a smaller directory, or pass --yes to index it anyway",
-        exit_code=EXIT_USAGE,
+        " name a smaller directory, or pass --yes to index it anyway"
     )
 
 
@@ -740,8 +737,9 @@ def cmd_index(args: argparse.Namespace) -> int:
     # Our main module is guarded, so an index run's worker processes can spawn (lexical_processes).
     cs = CodeSight(resolve_root(args.path, yes=args.yes), exclude=args.exclude or None, lexical_processes=True)
     if args.full and (args.no_embed or args.static_only):
-        _err("--full computes the full model's vectors, --no-embed and --static-only leave them out: give one")
-        return EXIT_USAGE
+        raise UsageError(
+            "--full computes the full model's vectors, --no-embed and --static-only leave them out: give one"
+        )
     wanted = not (args.no_embed or args.static_only)
     embed = args.full or (wanted and cs.full_pass())
     report = _run_index(cs, embed=embed, force=args.force, wait=args.wait, static=args.static_only or not args.no_embed)
@@ -799,16 +797,12 @@ def _ready(cs: CodeSight, mode: str, full: bool) -> None:
 
 def _search_roots(args: argparse.Namespace) -> list[Path]:
     from codesight_tui.core.config import load_settings
-    from codesight_tui.core.errors import CodeSightError
 
     paths = list(args.path or [])
     if args.all:
         saved = load_settings().repos
         if not saved:
-            raise CodeSightError(
-                'no saved repositories: list them as repos = ["~/src/a", "~/src/b"] in the config file',
-                exit_code=EXIT_USAGE,
-            )
+            raise UsageError('no saved repositories: list them as repos = ["~/src/a", "~/src/b"] in the config file')
         paths += saved
     from codesight_tui.core.ingest.paths import outermost
 
@@ -820,8 +814,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if isinstance(args.query, list):  # unquoted words, as an editor's :grep passes them
         args.query = " ".join(args.query)
     if not args.query.strip():
-        _err('the query is empty: say what to look for, e.g. codesight search "parse config file"')
-        return EXIT_USAGE
+        raise UsageError('the query is empty: say what to look for, e.g. codesight search "parse config file"')
     _trailing_path(args)
     return _find(args, args.query)
 
@@ -868,8 +861,7 @@ def _trailing_path(args: argparse.Namespace) -> None:
 
 def cmd_related(args: argparse.Namespace) -> int:
     if not args.target.strip():
-        _err("say where: codesight related PATH:LINE, a file, or a symbol")
-        return EXIT_USAGE
+        raise UsageError("say where: codesight related PATH:LINE, a file, or a symbol")
     from codesight_tui.core.search.related import from_cwd
 
     target = from_cwd(args.target, args.cwd or os.getcwd())  # a path as the user sees it, from where they are
@@ -882,14 +874,11 @@ def cmd_follow(args: argparse.Namespace) -> int:  # noqa: C901 - four formats of
     from codesight_tui.core.search.related import from_cwd
 
     if not args.target.strip():
-        _err(f"say what to follow: codesight {args.command} NAME, or PATH:LINE")
-        return EXIT_USAGE
+        raise UsageError(f"say what to follow: codesight {args.command} NAME, or PATH:LINE")
     if not 1 <= args.limit <= MAX_LIMIT * 10:
-        _err(f"--limit takes 1 to {MAX_LIMIT * 10:,} places")
-        return EXIT_USAGE
+        raise UsageError(f"--limit takes 1 to {MAX_LIMIT * 10:,} places")
     if args.json and args.vimgrep:
-        _err("--json and --vimgrep are two formats: give one")
-        return EXIT_USAGE
+        raise UsageError("--json and --vimgrep are two formats: give one")
     cwd = args.cwd or os.getcwd()
     root = resolve_root(args.path, yes=args.yes, cwd=args.cwd)
     workspace = _workspace()
@@ -1017,11 +1006,9 @@ def _find(args: argparse.Namespace, query: str, like: bool = False) -> int:  # n
     from codesight_tui.core.modes import Vectors
 
     if not 1 <= args.limit <= MAX_LIMIT:
-        _err(f"--limit takes 1 to {MAX_LIMIT:,} results")
-        return EXIT_USAGE
+        raise UsageError(f"--limit takes 1 to {MAX_LIMIT:,} results")
     if args.json and args.vimgrep:
-        _err("--json and --vimgrep are two formats: give one")
-        return EXIT_USAGE
+        raise UsageError("--json and --vimgrep are two formats: give one")
     workspace = _workspace()
     fleet = _fleet(args, workspace)
     if fleet is not None and not args.path and not args.all and not _in_repository(args):
@@ -1041,8 +1028,7 @@ def _find(args: argparse.Namespace, query: str, like: bool = False) -> int:  # n
         _ready(cs, mode, args.full)
     several = len(engines) > 1 or fleet is not None
     if args.repo and fleet is None:
-        _err("--repo narrows a fleet store's repositories: give --store too (or set fleet_store)")
-        return EXIT_USAGE
+        raise UsageError("--repo narrows a fleet store's repositories: give --store too (or set fleet_store)")
     # A fresh process answers from BM25 and the static tier (no torch: well under a second) where
     # every repository has static vectors; --full (or no static tier) loads the full model, unless
     # no repository has a vector of it to search (loading it then took 21 s to answer the same).
@@ -1163,20 +1149,14 @@ def _fleet(args: argparse.Namespace, workspace: Workspace | None = None) -> Flee
 
 
 def cmd_fleet(args: argparse.Namespace) -> int:
-    from codesight_tui.core.errors import CodeSightError
-
     if not getattr(args, "fleet_command", None):
-        _parser().parse_args(["fleet", "--help"])
-        return EXIT_USAGE
+        raise UsageError("say what to do: codesight fleet index, status or remove (codesight fleet --help)")
     fleet = _fleet(args)
     if fleet is None:
-        raise CodeSightError(
-            "say which store: --store PATH or s3://bucket/prefix (or fleet_store in the config)", exit_code=EXIT_USAGE
-        )
+        raise UsageError("say which store: --store PATH or s3://bucket/prefix (or fleet_store in the config)")
     if args.fleet_command == "index":
         if args.workers < 0 or args.gpus < 0:
-            _err("--workers and --gpus must be 0 or more")
-            return EXIT_USAGE
+            raise UsageError("--workers and --gpus must be 0 or more")
         report = fleet.index(
             args.sources,
             model=args.model,
@@ -1264,8 +1244,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from codesight_tui.core.search.ask import llm_config
 
     if args.top_k is not None and not 1 <= args.top_k <= 50:
-        _err("--top-k must be between 1 and 50")
-        return EXIT_USAGE
+        raise UsageError("--top-k must be between 1 and 50")
     cs = CodeSight(resolve_root(args.path, yes=args.yes), lexical_processes=True)
     llm_config(cs.settings)  # a missing back end is said before any indexing
     _ready(cs, "hybrid", args.full)
@@ -1458,11 +1437,9 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _parse_size(text: str) -> int:
 
-    from codesight_tui.core.errors import CodeSightError
-
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE)
     if not m:
-        raise CodeSightError(f"bad size {text!r}: use e.g. 500MB or 2GB", exit_code=EXIT_USAGE)
+        raise UsageError(f"bad size {text!r}: use e.g. 500MB or 2GB")
     return int(float(m.group(1)) * 1024 ** " KMGT".index((m.group(2) or " ").upper()))
 
 
@@ -1470,7 +1447,6 @@ def cmd_cache(args: argparse.Namespace) -> int:
     import sqlite3
 
     from codesight_tui.core.config import load_settings
-    from codesight_tui.core.errors import CodeSightError
     from codesight_tui.core.index.cache import EmbeddingCache, cache_files
     from codesight_tui.core.ingest.paths import tree_bytes
 
@@ -1483,7 +1459,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
         elif args.max_size is not None:
             max_bytes = _parse_size(args.max_size)
         if args.older_than is not None and args.older_than < 0:
-            raise CodeSightError("--older-than must be at least 0 days", exit_code=EXIT_USAGE)
+            raise UsageError("--older-than must be at least 0 days")
         older = args.older_than * 86400 if args.older_than is not None else None
         try:
             out = [EmbeddingCache.open_file(f).prune(max_bytes=max_bytes, older_than_s=older) for f in files]
@@ -1542,30 +1518,24 @@ def cmd_cache(args: argparse.Namespace) -> int:
 def _eval_suites(args: argparse.Namespace) -> tuple[list[Suite] | list[tuple[Path, Path]], dict[str, Any]]:
     """The suites ``codesight eval`` was given: query files with --path, or one collection directory."""
     from codesight_tui.core.apps.evaluation import is_collection, load_collection
-    from codesight_tui.core.errors import CodeSightError
 
     if len(args.queries) == 1 and args.queries[0].is_dir():
         if not is_collection(args.queries[0]):
-            raise CodeSightError(
-                f"{args.queries[0]} is a directory without repos.json and annotations/", exit_code=EXIT_USAGE
-            )
+            raise UsageError(f"{args.queries[0]} is a directory without repos.json and annotations/")
         if args.path:
-            raise CodeSightError(
-                "--path goes with query files; a directory names its own repositories", exit_code=EXIT_USAGE
-            )
+            raise UsageError("--path goes with query files; a directory names its own repositories")
         return load_collection(args.queries[0], args.repo, args.language, args.fold)
     if args.repo or args.language or args.fold:
-        raise CodeSightError("--repo, --language and --fold select repositories of a directory", exit_code=EXIT_USAGE)
+        raise UsageError("--repo, --language and --fold select repositories of a directory")
     paths = args.path or ["."]
     if len(paths) == 1:
         paths = paths * len(args.queries)
     if len(paths) != len(args.queries):
-        raise CodeSightError(f"give --path once, or once per query file ({len(args.queries)})", exit_code=EXIT_USAGE)
+        raise UsageError(f"give --path once, or once per query file ({len(args.queries)})")
     return list(zip(args.queries, map(Path, paths), strict=False)), {}
 
 
 def _coverage(text: str | None) -> list[float] | None:
-    from codesight_tui.core.errors import CodeSightError
 
     if text is None:
         return None
@@ -1574,14 +1544,13 @@ def _coverage(text: str | None) -> list[float] | None:
     except ValueError:
         pcts = []
     if not pcts or any(not 0 <= x <= 100 for x in pcts):
-        raise CodeSightError("--coverage takes percentages from 0 to 100, e.g. 0,10,50,100", exit_code=EXIT_USAGE)
+        raise UsageError("--coverage takes percentages from 0 to 100, e.g. 0,10,50,100")
     return [x / 100 for x in pcts]
 
 
 def cmd_install(args: argparse.Namespace) -> int:
     from codesight_tui import agents
     from codesight_tui.core.config import Settings
-    from codesight_tui.core.errors import CodeSightError
     from codesight_tui.core.ingest.paths import find_repo_root
 
     remove = args.command == "uninstall"
@@ -1598,8 +1567,7 @@ def cmd_install(args: argparse.Namespace) -> int:
             where = "."
         start = Path(where).expanduser()
         if not start.is_dir():
-            _err(f"no such directory: {where}")
-            return EXIT_USAGE
+            raise UsageError(f"no such directory: {where}")
         project = find_repo_root(start.resolve())
     chosen = agents.select(names, home, env, project)
     if not chosen:
@@ -1721,8 +1689,7 @@ def cmd_service(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.action == "start":
         if not client.enabled():
-            _err('the service is off in the config (service = "off" or CODESIGHT_SERVICE=off)')
-            return EXIT_USAGE
+            raise UsageError('the service is off in the config (service = "off" or CODESIGHT_SERVICE=off)')
         if call("ping")[0] is None:
             client.start_service(wait=30.0)
     st, why = call("ping")
@@ -1772,10 +1739,9 @@ def _short(text: str, width: int) -> str:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from codesight_tui.core.apps.evaluation import evaluate
-    from codesight_tui.core.errors import CodeSightError
 
     if args.limit < 1:
-        raise CodeSightError("--limit must be at least 1", exit_code=EXIT_USAGE)
+        raise UsageError("--limit must be at least 1")
     suites, published = _eval_suites(args)
     coverage = _coverage(args.coverage)
     modes = list(ANSWERS) if args.mode == "all" else [args.mode]
@@ -1837,17 +1803,14 @@ def print_eval_report(report: dict[str, Any]) -> None:
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
-    from codesight_tui.core.errors import CodeSightError
-
     paths = args.path or ["."]
     _not_a_typo(paths[0], args.cwd)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         for p in paths:
             resolve_root(p, indexing=False)  # a bad path is still named first
-        raise CodeSightError(
+        raise UsageError(
             "the terminal UI needs a terminal; to search from a script or a pipe use"
-            ' `codesight search "QUERY"` (add --json for machine-readable output)',
-            exit_code=EXIT_USAGE,
+            ' `codesight search "QUERY"` (add --json for machine-readable output)'
         )
     from codesight_tui.core.ingest.paths import outermost
 
@@ -1864,15 +1827,11 @@ def _not_a_typo(word: str, cwd: str | None) -> None:
     be a mistyped command, with the nearest one, as git does (exit 2)."""
     import difflib
 
-    from codesight_tui.core.errors import CodeSightError
-
     if os.sep in word or Path(cwd or os.getcwd(), word).expanduser().exists():
         return
     near = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
     if near:
-        raise CodeSightError(
-            f"'{word}' is not a command or a directory; the most similar command is `{near[0]}`", exit_code=EXIT_USAGE
-        )
+        raise UsageError(f"'{word}' is not a command or a directory; the most similar command is `{near[0]}`")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1914,8 +1873,6 @@ def run(argv: list[str], *, cwd: str | None = None, signals: bool = False) -> in
     if handler is None:
         _parser().print_help()
         return EXIT_OK
-    from codesight_tui.core.errors import CodeSightError
-
     args.cwd = cwd
     if signals and handler is not cmd_tui and handler is not cmd_mcp:  # those two handle the signals themselves
         import signal

@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from codesight_tui.core.apps.workspace import EngineOptions, SearchRequest, Workspace
 from codesight_tui.core.engine import CodeSight
-from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.errors import CodeSightError, UsageError
 from codesight_tui.core.ingest.paths import find_repo_root, outermost
 from codesight_tui.core.modes import Vectors
 from codesight_tui.core.process.jobs import IndexJob
@@ -728,7 +728,7 @@ def default_roots(given: list[str] | None) -> list[Path]:
         for g in given:
             p = Path(g).expanduser()
             if not p.is_dir():
-                raise CodeSightError(f"--root {g}: no such directory", exit_code=2)
+                raise UsageError(f"--root {g}: no such directory")
             out.append(p.resolve())
         return out
     from codesight_tui.core.config import load_settings

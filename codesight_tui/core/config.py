@@ -208,7 +208,7 @@ def load_settings(**overrides: object) -> Settings:
     """Build the settings, turning a malformed config into a readable ``CodeSightError``."""
     from pydantic import ValidationError
 
-    from codesight_tui.core.errors import CodeSightError
+    from codesight_tui.core.errors import UsageError
 
     given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}  # pydantic checks each
     try:
@@ -216,6 +216,6 @@ def load_settings(**overrides: object) -> Settings:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "config"
-        raise CodeSightError(f"invalid setting {where}: {first.get('msg')}", exit_code=2) from None
+        raise UsageError(f"invalid setting {where}: {first.get('msg')}") from None
     except (OSError, ValueError) as exc:  # unreadable or malformed TOML file
-        raise CodeSightError(f"cannot read config {default_config_file()}: {exc}", exit_code=2) from None
+        raise UsageError(f"cannot read config {default_config_file()}: {exc}") from None

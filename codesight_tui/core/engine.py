@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.errors import UsageError
 from codesight_tui.core.index.storage import IndexStorage
 from codesight_tui.core.ingest.paths import index_dir_for
 from codesight_tui.core.ingest.tokens import ModelInfo, resolve_model
@@ -84,9 +84,9 @@ class CodeSight:
     ) -> None:
         root = Path(path).expanduser()
         if not root.exists():
-            raise CodeSightError(f"no such directory: {path}", exit_code=2)
+            raise UsageError(f"no such directory: {path}")
         if not root.is_dir():
-            raise CodeSightError(f"not a directory: {path}", exit_code=2)
+            raise UsageError(f"not a directory: {path}")
         self.root = root.resolve()
         self.settings = _settings(settings, overrides)
         self.index_dir = index_dir_for(self.root, self.settings.data_dir)

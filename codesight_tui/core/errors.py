@@ -12,6 +12,14 @@ class CodeSightError(Exception):
         self.exit_code = exit_code
 
 
+class UsageError(CodeSightError):
+    """What was asked cannot be done as asked (a bad argument, mode, path or pattern): exit 2, in
+    every layer, from the engine up to the CLI."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, exit_code=2)
+
+
 class IndexBusyError(CodeSightError):
     """Another process holds the index's writer lock."""
 
@@ -24,9 +32,6 @@ class VectorStoreError(CodeSightError):
     next index run rebuilds the vectors from the embedding cache."""
 
 
-class NotHereError(CodeSightError):
+class NotHereError(UsageError):
     """What was asked names nothing in this repository (a path outside it, a file it does not
     index): where several repositories are asked, another one's more specific answer wins."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, exit_code=2)

@@ -307,13 +307,13 @@ ALIASES: dict[str, str] = {
 def normalize_language(name: str) -> str:
     """The language codesight calls ``name`` (``Python``, ``py`` and ``python`` are one), or
     ``CodeSightError`` (exit code 2) naming the known ones."""
-    from codesight_tui.core.errors import CodeSightError
+    from codesight_tui.core.errors import UsageError
 
     key = name.strip().lower().lstrip(".")
     key = ALIASES.get(key, key)
     known = known_languages()
     if key not in known:
-        raise CodeSightError(f"unknown language {name!r}; known: {', '.join(sorted(known))}", exit_code=2)
+        raise UsageError(f"unknown language {name!r}; known: {', '.join(sorted(known))}")
     return key
 
 

@@ -4,10 +4,19 @@ the TUI's Tab cycle, the settings' default_mode, the engine's check, ``codesight
 from __future__ import annotations
 
 from enum import Enum
-from typing import Literal, get_args
+from typing import Literal, cast, get_args
+
+from codesight_tui.core.errors import UsageError
 
 Mode = Literal["hybrid", "bm25", "vector"]
 MODES: tuple[str, ...] = get_args(Mode)  # in the TUI's Tab order
+
+
+def checked_mode(mode: str) -> Mode:
+    """``mode`` as a ``Mode``, or a ``UsageError`` naming the modes: the one check of every layer."""
+    if mode not in MODES:
+        raise UsageError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+    return cast("Mode", mode)
 
 
 class Vectors(str, Enum):

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
@@ -188,3 +190,22 @@ def test_vector_mode_lists_one_definition_once(repo, settings, hash_embedder):
     for mode in ("vector", "hybrid"):
         hits = [h for h in c.search("resize window height pane rows", mode=mode, top_k=10) if h.path == "src/layout.py"]
         assert len(hits) == 1, (mode, [(h.start_line, h.end_line) for h in hits])
+
+
+def test_a_bad_mode_is_one_usage_error_in_every_layer(tmp_path: Path) -> None:
+    """Issue 67 item 4: a bad mode was a ``ValueError`` in the searcher and a ``CodeSightError``
+    in the layer above. It is one ``UsageError`` (exit 2) from the searcher up to the CLI."""
+    from codesight_tui.core.errors import UsageError
+    from codesight_tui.core.modes import checked_mode
+    from codesight_tui.core.search import searcher
+    from codesight_tui.core.store.store import Store
+    from codesight_tui.core.store.vectors import VectorStore
+
+    assert checked_mode("bm25") == "bm25"
+    store, vectors = Store(tmp_path / "index.db"), VectorStore(tmp_path / "vectors")
+    try:
+        with pytest.raises(UsageError, match="unknown mode 'fuzzy': use one of hybrid, bm25, vector") as raised:
+            searcher.search(store, vectors, None, "parse config", mode="fuzzy")
+        assert raised.value.exit_code == 2
+    finally:
+        store.close()

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.errors import UsageError
 from codesight_tui.core.modes import FAST, answer
 
 if TYPE_CHECKING:
@@ -73,9 +73,8 @@ def _target(raw: object, where: str) -> Target:
             return Target(raw["path"].lstrip("./"))
         if isinstance(s, int) and isinstance(e, int) and 1 <= s <= e:
             return Target(raw["path"].lstrip("./"), s, e)
-    raise CodeSightError(
-        f"{where}: a target must be a path, {{path, start_line, end_line}}, {{path, page}} or {{path, slide}}",
-        exit_code=2,
+    raise UsageError(
+        f"{where}: a target must be a path, {{path, start_line, end_line}}, {{path, page}} or {{path, slide}}"
     )
 
 
@@ -87,18 +86,18 @@ def load_queries(path: Path, prefix: str = "") -> list[Query]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise CodeSightError(f"no such query file: {path}", exit_code=2) from None
+        raise UsageError(f"no such query file: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise CodeSightError(f"cannot read {path}: {exc}", exit_code=2) from None
+        raise UsageError(f"cannot read {path}: {exc}") from None
     except json.JSONDecodeError as exc:
-        raise CodeSightError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno})", exit_code=2) from None
+        raise UsageError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
     if not isinstance(data, list) or not data:
-        raise CodeSightError(f"{path}: expected a non-empty JSON list of queries", exit_code=2)
+        raise UsageError(f"{path}: expected a non-empty JSON list of queries")
     out = []
     for i, item in enumerate(data, start=1):
         where = f"{path}, query {i}"
         if not isinstance(item, dict) or not isinstance(item.get("query"), str) or not item["query"].strip():
-            raise CodeSightError(f'{where}: each entry needs a non-empty "query" string', exit_code=2)
+            raise UsageError(f'{where}: each entry needs a non-empty "query" string')
         targets = [_target(t, where) for key in ("relevant", "secondary") for t in item.get(key) or []]
         if prefix:
             cut = prefix.strip("/") + "/"
@@ -107,7 +106,7 @@ def load_queries(path: Path, prefix: str = "") -> list[Query]:
                 for t in targets
             ]
         if not targets:
-            raise CodeSightError(f'{where}: no targets in "relevant" or "secondary"', exit_code=2)
+            raise UsageError(f'{where}: no targets in "relevant" or "secondary"')
         out.append(Query(item["query"], str(item.get("category") or "uncategorized"), targets))
     return out
 
@@ -156,9 +155,9 @@ def _read_json(path: Path, what: str) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise CodeSightError(f"no {what} at {path}", exit_code=2) from None
+        raise UsageError(f"no {what} at {path}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CodeSightError(f"cannot read {what} {path}: {exc}", exit_code=2) from None
+        raise UsageError(f"cannot read {what} {path}: {exc}") from None
 
 
 def is_collection(path: Path) -> bool:
@@ -172,12 +171,10 @@ def load_fold(path: Path, fold: str) -> list[str]:
     tune on one fold, confirm on the other."""
     folds = _read_json(path / "folds.json", "fold list") if (path / "folds.json").is_file() else None
     if not isinstance(folds, dict):
-        raise CodeSightError(f"{path} has no folds.json to take fold {fold!r} from", exit_code=2)
+        raise UsageError(f"{path} has no folds.json to take fold {fold!r} from")
     named = {k.lower(): v for k, v in folds.items() if not k.startswith("_") and isinstance(v, list)}
     if fold.lower() not in named:
-        raise CodeSightError(
-            f"no fold {fold!r} in {path / 'folds.json'} (there are: {', '.join(sorted(named))})", exit_code=2
-        )
+        raise UsageError(f"no fold {fold!r} in {path / 'folds.json'} (there are: {', '.join(sorted(named))})")
     return [str(n) for n in named[fold.lower()]]
 
 
@@ -195,16 +192,16 @@ def load_collection(
     path = Path(path)
     repos = _read_json(path / "repos.json", "repository list")
     if not isinstance(repos, list):
-        raise CodeSightError(f"{path / 'repos.json'}: expected a JSON list of repositories", exit_code=2)
+        raise UsageError(f"{path / 'repos.json'}: expected a JSON list of repositories")
     known = {r.get("name") for r in repos if isinstance(r, dict)}
     for n in names or []:
         if n not in known:
-            raise CodeSightError(f"no repository named {n!r} in {path / 'repos.json'}", exit_code=2)
+            raise UsageError(f"no repository named {n!r} in {path / 'repos.json'}")
     in_fold = set(load_fold(path, fold)) if fold else set()
     suites = []
     for r in repos:
         if not isinstance(r, dict) or not isinstance(r.get("name"), str):
-            raise CodeSightError(f'{path / "repos.json"}: each entry needs a "name"', exit_code=2)
+            raise UsageError(f'{path / "repos.json"}: each entry needs a "name"')
         name, lang = r["name"], str(r.get("language") or "")
         if (names and name not in names) or (languages and lang not in languages) or (in_fold and name not in in_fold):
             continue
@@ -212,10 +209,10 @@ def load_collection(
         if r.get("benchmark_root"):
             root = root / r["benchmark_root"]
         if not root.is_dir():
-            raise CodeSightError(f"sources of {name} missing: {root} (unpack the set first)", exit_code=2)
+            raise UsageError(f"sources of {name} missing: {root} (unpack the set first)")
         suites.append(Suite(path / "annotations" / f"{name}.json", root, name, lang, r.get("benchmark_root") or ""))
     if not suites:
-        raise CodeSightError(f"no repositories selected in {path}", exit_code=2)
+        raise UsageError(f"no repositories selected in {path}")
     published = {}
     if (path / "published.json").is_file():
         methods = (_read_json(path / "published.json", "published scores") or {}).get("methods") or {}

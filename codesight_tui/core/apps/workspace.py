@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.errors import CodeSightError, UsageError
 from codesight_tui.core.modes import Vectors
 from codesight_tui.core.process.jobs import IndexJob
 from codesight_tui.core.search.navigate import MAX_SITES
@@ -259,7 +259,7 @@ class Workspace:
         elif request.fleet is not None:
             settings = request.fleet.settings
         else:
-            raise CodeSightError("nothing to search: no repository and no fleet store", exit_code=2)
+            raise UsageError("nothing to search: no repository and no fleet store")
         mode = request.mode or settings.default_mode
         vectors = self.vectors_for(request, engines, mode)
         kw: dict[str, Any] = {

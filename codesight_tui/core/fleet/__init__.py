@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.errors import CodeSightError, UsageError
 from codesight_tui.core.fleet.store import FleetStore, RepoRecord, StoreSpec, explain
 
 if TYPE_CHECKING:
@@ -112,10 +112,9 @@ class Fleet:
 
         info = model_info(self.settings)
         if meta.get("model") != info.name:
-            raise CodeSightError(
+            raise UsageError(
                 f"{self.spec.uri} was built with {meta.get('model')}, and this codesight has"
-                f" {info.name}: set embedding_model to match",
-                exit_code=2,
+                f" {info.name}: set embedding_model to match"
             )
         key = (kind, info.name)
         encoder = _ENCODERS.get(key)
@@ -130,9 +129,7 @@ class Fleet:
                 encoder = in_process(info, self.settings.device, self.settings.batch_size)
             _ENCODERS[key] = encoder
         if int(encoder.dim) != dim:
-            raise CodeSightError(
-                f"{self.spec.uri} holds {dim}-dimensional vectors, and this model makes {encoder.dim}", exit_code=2
-            )
+            raise UsageError(f"{self.spec.uri} holds {dim}-dimensional vectors, and this model makes {encoder.dim}")
         return FleetModel(kind, info.name, dim, encoder)
 
     def search(

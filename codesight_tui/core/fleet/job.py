@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.errors import CodeSightError, UsageError
 from codesight_tui.core.fleet.store import KINDS, FleetStore, RepoRecord, StoreSpec, chunk_id, chunks_schema
 from codesight_tui.core.process.models import model_info, static_model_path
 from codesight_tui.core.redact import scrub_credentials
@@ -79,7 +79,7 @@ def _git(
             check=False,
         )
     except FileNotFoundError:
-        raise CodeSightError("git is not installed: the fleet reads repositories through git", exit_code=2) from None
+        raise UsageError("git is not installed: the fleet reads repositories through git") from None
     except subprocess.TimeoutExpired:
         raise CodeSightError(f"git {args[0]} took more than {timeout:.0f} s") from None
     if done.returncode != 0:
@@ -417,7 +417,7 @@ def _ray(address: str) -> Any:
     try:
         import ray
     except ImportError:
-        raise CodeSightError("--ray-address needs Ray: pip install 'codesight-tui[fleet]'", exit_code=2) from None
+        raise UsageError("--ray-address needs Ray: pip install 'codesight-tui[fleet]'") from None
     if ray.is_initialized():
         return ray
     try:
@@ -460,11 +460,10 @@ def run(
     ``local`` in this process, one at a time. ``gpus``: the GPUs (or share of one) each Ray task
     asks for, so that full-model tasks land on a cluster's GPU nodes."""
     if kind not in KINDS:
-        raise CodeSightError(f"unknown model kind {kind!r}: use static or full", exit_code=2)
+        raise UsageError(f"unknown model kind {kind!r}: use static or full")
     if gpus and not address:
-        raise CodeSightError(
-            "--gpus asks a Ray cluster for GPUs: give --ray-address too (a run here uses the device setting)",
-            exit_code=2,
+        raise UsageError(
+            "--gpus asks a Ray cluster for GPUs: give --ray-address too (a run here uses the device setting)"
         )
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
@@ -473,7 +472,7 @@ def run(
     report.failed += bad
     report.repos = len(sources) + len(bad)
     if not sources:
-        raise CodeSightError("no repository to index: give git URLs, clones, or a directory of clones", exit_code=2)
+        raise UsageError("no repository to index: give git URLs, clones, or a directory of clones")
     ray = None
     # Ray prints what its workers report (a worker that died, say) on standard output, which is
     # the caller's (JSON): it goes to standard error instead.

@@ -31,7 +31,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.errors import CodeSightError, UsageError
 from codesight_tui.core.ingest.paths import tree_bytes
 from codesight_tui.core.redact import scrub_credentials
 from codesight_tui.core.search.related import RelatedSource
@@ -209,7 +209,7 @@ def _reach(spec: StoreSpec) -> None:
         url = urlsplit(spec.endpoint)
         port = url.port or (443 if url.scheme == "https" else 80)
     except ValueError:
-        raise CodeSightError(f"{spec.endpoint} is not an endpoint URL (http://HOST:PORT)", exit_code=2) from None
+        raise UsageError(f"{spec.endpoint} is not an endpoint URL (http://HOST:PORT)") from None
     try:
         socket.create_connection((url.hostname or "localhost", port), timeout=REACH_TIMEOUT_S).close()
     except OSError as exc:
@@ -228,10 +228,9 @@ def _connect(spec: StoreSpec) -> Any:
             _reach(spec)
             if not spec.remote and not Path(spec.location()).is_dir():
                 # A reader creates nothing (LanceDB's connect would make the directories).
-                raise CodeSightError(
+                raise UsageError(
                     f"no fleet store at {spec.location()}: build it with"
-                    f" `codesight fleet index SOURCES --store {spec.uri}`",
-                    exit_code=2,
+                    f" `codesight fleet index SOURCES --store {spec.uri}`"
                 )
             try:
                 # A long-lived reader (the warm service, MCP, the TUI) sees what a fleet job wrote
@@ -264,16 +263,13 @@ def _claim(spec: StoreSpec) -> None:
             raise CodeSightError(f"cannot create the fleet store {path}: {exc.strerror or exc}", exit_code=1) from None
         return
     if not path.is_dir():
-        raise CodeSightError(
-            f"{path} is not a directory: name a new or empty directory for the fleet store", exit_code=2
-        )
+        raise UsageError(f"{path} is not a directory: name a new or empty directory for the fleet store")
     others = sorted(e.name for e in path.iterdir() if e.name not in _TABLE_DIRS)
     if others:
-        raise CodeSightError(
+        raise UsageError(
             f"{path} is not a fleet store and not empty (it holds {others[0]}"
             f"{f' and {len(others) - 1} more' if len(others) > 1 else ''}): name a new or empty"
-            " directory",
-            exit_code=2,
+            " directory"
         )
 
 
@@ -349,10 +345,9 @@ class FleetStore:
                 if failure.exit_code == 1 and not failure.args[0].endswith(_one_line(exc)):
                     raise failure from None  # unreachable or refused: asking again would say the same
                 if name not in self._names():
-                    raise CodeSightError(
+                    raise UsageError(
                         f"{self.spec.uri} is not a fleet store (no {name} table): build it with"
-                        " `codesight fleet index SOURCES --store URI`",
-                        exit_code=2,
+                        " `codesight fleet index SOURCES --store URI`"
                     ) from None
                 raise explain(exc, self.spec, "read") from None
             with _TABLES_LOCK:
@@ -370,10 +365,9 @@ class FleetStore:
             meta = {str(r["key"]): str(r["value"]) for r in rows}
             schema = meta.get("schema", SCHEMA_VERSION)
             if not schema.isdigit() or int(schema) > int(SCHEMA_VERSION):
-                raise CodeSightError(
+                raise UsageError(
                     f"{self.spec.uri} was written by a newer codesight (store format {schema}; this"
-                    f" one reads {SCHEMA_VERSION}): upgrade codesight to use it",
-                    exit_code=2,
+                    f" one reads {SCHEMA_VERSION}): upgrade codesight to use it"
                 )
             self._meta = meta
         return self._meta
@@ -389,10 +383,9 @@ class FleetStore:
         if META in names:
             meta = self.meta()
             if (meta.get("model"), meta.get("kind"), meta.get("dim")) != (model, kind, str(dim)):
-                raise CodeSightError(
+                raise UsageError(
                     f"{self.spec.uri} holds vectors of {meta.get('kind')} {meta.get('model')} ({meta.get('dim')}"
-                    f" dimensions), not {kind} {model}: index with --model {meta.get('kind')}, or use another store",
-                    exit_code=2,
+                    f" dimensions), not {kind} {model}: index with --model {meta.get('kind')}, or use another store"
                 )
         try:
             if CHUNKS not in names:
@@ -542,14 +535,14 @@ class FleetStore:
             rows = q.fetch(f"({q.where}) AND {cond}" if q.where else cond, 400)
             if not rows:
                 shown = f"{path}:{line if line != MAX_LINE else 'that far'}" if line else path
-                raise CodeSightError(f"{shown} is in no repository of {self.spec.uri}", exit_code=2)
+                raise UsageError(f"{shown} is in no repository of {self.spec.uri}")
             best = min(rows, key=lambda r: (r["repo"], int(r["end_line"]) - int(r["start_line"]), int(r["start_line"])))
             ids = [int(best["id"])]
         else:
             name = target.strip()
             ids = definitions(q, name) if name else []
             if not ids:
-                raise CodeSightError(f"no file or definition named {name!r} in {self.spec.uri}", exit_code=2)
+                raise UsageError(f"no file or definition named {name!r} in {self.spec.uri}")
         row, repo_name, _commit = q.rows[ids[0]]
         return RelatedSource(
             repo_name,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
-from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.errors import CodeSightError, UsageError
 from codesight_tui.core.ingest.tokens import ModelInfo
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def pick_device(requested: str = "auto") -> str:
 
     if requested != "auto":
         if requested == "cuda" and not torch.cuda.is_available():
-            raise CodeSightError("CODESIGHT_DEVICE=cuda but no CUDA device is available", exit_code=2)
+            raise UsageError("CODESIGHT_DEVICE=cuda but no CUDA device is available")
         return requested
     if torch.cuda.is_available():
         return "cuda"

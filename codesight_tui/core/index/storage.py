@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codesight_tui.core.errors import CodeSightError, IndexBusyError
+from codesight_tui.core.errors import CodeSightError, IndexBusyError, UsageError
 from codesight_tui.core.store.store import SCHEMA_VERSION, Store
 from codesight_tui.core.store.vectors import TABLE, VectorStore
 
@@ -108,10 +108,9 @@ class IndexStorage:
                 private_file(self.db_path)
         except OSError as exc:
             if not self.db_path.exists():
-                raise CodeSightError(
+                raise UsageError(
                     f"cannot write index to {self.index_dir}: {exc.strerror.lower() if exc.strerror else exc}"
-                    " (set CODESIGHT_DATA_DIR to a writable directory)",
-                    exit_code=2,
+                    " (set CODESIGHT_DATA_DIR to a writable directory)"
                 ) from None
         try:
             store = Store(self.db_path)
@@ -120,11 +119,10 @@ class IndexStorage:
                 store.close()
                 if newer_schema(version):
                     # Never wipe what a newer codesight wrote: this one can't read it, the other still can.
-                    raise CodeSightError(
+                    raise UsageError(
                         f"the index at {self.index_dir} was written by a newer codesight (format v{version};"
                         f" this one reads v{SCHEMA_VERSION}): upgrade codesight, or set CODESIGHT_DATA_DIR to"
-                        " another directory",
-                        exit_code=2,
+                        " another directory"
                     )
                 return self.wipe_and_open(
                     f"index format changed (v{version} -> v{SCHEMA_VERSION}); rebuilt it (cached vectors are reused)"
@@ -139,9 +137,7 @@ class IndexStorage:
                         return Store(self.db_path, readonly=True)
                     except sqlite3.Error:
                         pass
-                raise CodeSightError(
-                    f"cannot write index to {self.index_dir}: permission denied", exit_code=2
-                ) from None
+                raise UsageError(f"cannot write index to {self.index_dir}: permission denied") from None
             if "locked" in msg:
                 raise IndexBusyError(f"index at {self.index_dir} is locked by another process") from None
             return self.rebuild(exc)
@@ -220,9 +216,7 @@ class IndexStorage:
             ) from None
         except OSError as exc:
             if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
-                raise CodeSightError(
-                    f"cannot write index to {self.index_dir}: permission denied", exit_code=2
-                ) from None
+                raise UsageError(f"cannot write index to {self.index_dir}: permission denied") from None
             raise
 
     def release_writer(self) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.errors import CodeSightError, UsageError
 from codesight_tui.core.index.indexer import IndexReport, Progress, ProgressFn, index_static
 from codesight_tui.core.ingest.tokens import ModelInfo
 
@@ -247,7 +247,7 @@ class Models:
             if not create:
                 return None
             if not auto:
-                raise CodeSightError(f"no model2vec model at {path} (static_model)", exit_code=2)
+                raise UsageError(f"no model2vec model at {path} (static_model)")
             if progress:
                 progress(Progress("distill", 0, 1, "distilling the static model (once per machine)"))
             seconds = static.distill(Path(self.info.load_from), path, cancel=cancel)
@@ -352,7 +352,7 @@ def static_model_path(settings: Settings, info: Any, say: Callable[[str], None] 
     if value.lower() not in ("auto", "off", "distilled"):
         path = Path(value).expanduser()
         if not is_model_dir(path):
-            raise CodeSightError(f"no model2vec model at {path} (static_model)", exit_code=2)
+            raise UsageError(f"no model2vec model at {path} (static_model)")
         return path
     path = distilled_dir(settings.cache_dir, info.name, info.load_from)
     if not is_model_dir(path):

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from codesight_tui.core.errors import CodeSightError, IndexBusyError
+from codesight_tui.core.errors import CodeSightError, IndexBusyError, UsageError
 from codesight_tui.core.index.indexer import (
     IndexReport,
     Progress,
@@ -160,7 +160,7 @@ def _run(
     t0 = time.perf_counter()
     store = ctx.store
     if store.readonly:
-        raise CodeSightError(f"index at {ctx.index_dir} is read-only: cannot update it", exit_code=2)
+        raise UsageError(f"index at {ctx.index_dir} is read-only: cannot update it")
     ctx.storage.acquire_writer(wait)
     ctx.indexing.set()
     try:

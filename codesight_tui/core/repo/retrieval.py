@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codesight_tui.core.errors import CodeSightError, NotHereError, VectorStoreError
+from codesight_tui.core.errors import CodeSightError, NotHereError, UsageError, VectorStoreError
 from codesight_tui.core.fusion import rrf_fuse
 from codesight_tui.core.index.storage import mark
-from codesight_tui.core.modes import MODES, Mode, Vectors
+from codesight_tui.core.modes import Mode, Vectors, checked_mode
 from codesight_tui.core.search.related import RelatedSource
 from codesight_tui.core.search.searcher import SearchResponse, SearchResult
 from codesight_tui.core.search.searcher import search as search_index
@@ -46,7 +46,7 @@ def check_glob(glob: str) -> None:
     try:
         path_matches("probe", glob)
     except Exception as exc:  # noqa: BLE001 - pathspec's errors on a bad pattern vary by version: a usage error
-        raise CodeSightError(f"invalid path filter {glob!r}: {exc}", exit_code=2) from None
+        raise UsageError(f"invalid path filter {glob!r}: {exc}") from None
     # pathspec reads an unclosed "[" as a literal, so "[[[" matched nothing and looked like an
     # empty answer: a bracket is a character class, and one with no "]" is a mistake.
     plain = re.sub(r"\\.", "", glob)
@@ -57,9 +57,7 @@ def check_glob(glob: str) -> None:
         elif ch == "]" and depth:
             depth = 0
     if depth:
-        raise CodeSightError(
-            f"invalid path filter {glob!r}: a '[' with no ']' (escape it as \\[ to match it)", exit_code=2
-        )
+        raise UsageError(f"invalid path filter {glob!r}: a '[' with no ']' (escape it as \\[ to match it)")
 
 
 def _constant(value: Any, *_args: object) -> Any:
@@ -83,9 +81,7 @@ def search(
     index turned into a notice, a BM25 answer, or one line."""
     if like is not None:
         query = like.terms
-    mode = mode or ctx.settings.default_mode
-    if mode not in MODES:
-        raise CodeSightError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}", exit_code=2)
+    mode = checked_mode(mode or ctx.settings.default_mode)
     # Arguments that were not valid UTF-8 arrive with lone surrogates, which neither the
     # tokenizer nor SQLite accepts: read those bytes as the replacement character.
     query = (clean(query) or "")[:MAX_QUERY_CHARS]
@@ -190,7 +186,7 @@ def related_source(ctx: RepoContext, target: str) -> RelatedSource:
     from codesight_tui.core.search.related import find_source
 
     if not ctx.has_index():
-        raise CodeSightError(f"{ctx.root} is not indexed yet: run `codesight index`", exit_code=2)
+        raise UsageError(f"{ctx.root} is not indexed yet: run `codesight index`")
     return find_source(ctx.store, ctx.root, clean(target) or "", definitions)
 
 

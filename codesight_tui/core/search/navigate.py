@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codesight_tui.core.errors import CodeSightError, NotHereError
+from codesight_tui.core.errors import CodeSightError, NotHereError, UsageError
 from codesight_tui.core.ingest.paths import DECLARATIONS, VALUE_ORDER, classify
 from codesight_tui.core.search.calls import (
     BUILTINS,
@@ -632,7 +632,7 @@ class Navigator:
         ``PATH:LINE`` (the definition at or around that line)."""
         text = target.strip()
         if not text:
-            raise CodeSightError("say what to follow: a name, or PATH:LINE", exit_code=2)
+            raise UsageError("say what to follow: a name, or PATH:LINE")
         where = parse_target(text, self.root) if ("/" in text or ":" in text or "." in text) else None
         if where is not None:
             path, line = where
@@ -783,7 +783,7 @@ class Navigator:
 
     def follow(self, action: str, target: str, limit: int = MAX_SITES) -> Navigation:
         if action not in ACTIONS:
-            raise CodeSightError(f"{action}: not one of {', '.join(ACTIONS)}", exit_code=2)
+            raise UsageError(f"{action}: not one of {', '.join(ACTIONS)}")
         if action == "definitions":
             return self.definitions(target)
         if action == "callees":

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codesight_tui.core.errors import CodeSightError, NotHereError
+from codesight_tui.core.errors import NotHereError, UsageError
 from codesight_tui.core.text import STOPWORDS, split_identifier
 
 if TYPE_CHECKING:
@@ -251,12 +251,12 @@ def find_source(store: Store, root: Path, target: str, definitions: Callable[[St
                     raise NotHereError(f"{path}: no such file in {root}")
                 raise NotHereError(f"{path} is not indexed (ignored, skipped, or new: run `codesight index`)")
             shown = line if line != MAX_LINE else "that far"
-            raise CodeSightError(f"{path} has no line {shown}", exit_code=2)
+            raise UsageError(f"{path} has no line {shown}")
         row = store.get_chunks([found[0]])[found[0]]
     else:
         name = target.strip()
         if not name or not _NAME.fullmatch(name.split(".")[-1] or "-"):
-            raise CodeSightError(f"{target!r} is neither PATH:LINE, a file, nor a symbol", exit_code=2)
+            raise UsageError(f"{target!r} is neither PATH:LINE, a file, nor a symbol")
         ids = definitions(store, name)
         if not ids:
             raise NotHereError(f"no file or definition named {name!r} here: give PATH:LINE")

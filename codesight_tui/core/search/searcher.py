@@ -18,7 +18,7 @@ from codesight_tui.core.fusion import (
     rrf_fuse,
 )
 from codesight_tui.core.languages import DOCUMENT_LANGUAGES
-from codesight_tui.core.modes import MODES
+from codesight_tui.core.modes import checked_mode
 from codesight_tui.core.text import fts_query, query_terms
 from codesight_tui.core.translations import PROSE, language_segment, preference, preferred_language
 
@@ -221,8 +221,7 @@ def search(
     ``core.ranking`` runs on top, and with ``"plain"`` the list is returned as it is. A query that
     matches nothing lexically and whose nearest vector is under ``RELEVANCE_FLOOR`` gets no
     results."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}")
+    checked_mode(mode)
     if not query or not any(ch.isalnum() for ch in query):
         return []  # blank or punctuation only: nothing to look for, not arbitrary neighbours
     depth = max(depth, top_k)
