@@ -76,7 +76,7 @@ FOLLOW = (
 )
 
 # The service (``codesight_tui.service``) sets this to hand ``search`` and ``related`` its warm
-# engines: its ``core.workspace.Workspace``. None: a workspace (and new engines) per call.
+# engines: its ``core.apps.workspace.Workspace``. None: a workspace (and new engines) per call.
 WORKSPACE: Workspace | None = None
 
 

@@ -6,9 +6,9 @@
     for hit in cs.search("where do we retry failed uploads"):
         print(hit.path, hit.start_line, hit.scope)
 
-A facade: the work is done by the modules under it, over one ``core.context.RepoContext`` --
-index runs by ``core.indexing``, searches by ``core.retrieval``, reports by ``core.report``,
-answers by ``core.ask``, and what answers cost by ``core.stats``.
+A facade: the work is done by the modules under it, over one ``core.repo.context.RepoContext`` --
+index runs by ``core.repo.indexing``, searches by ``core.repo.retrieval``, reports by ``core.repo.report``,
+answers by ``core.search.ask``, and what answers cost by ``core.search.stats``.
 """
 
 from __future__ import annotations
@@ -61,14 +61,14 @@ def _settings(settings: Settings | None, overrides: dict[str, Any]) -> Settings:
 class CodeSight:
     """A repository's index: build it, search it, report on it.
 
-    ``embedder`` may be injected (any ``core.embedder.Embedder``: ``name``, ``dim``, ``encode``
+    ``embedder`` may be injected (any ``core.index.embedder.Embedder``: ``name``, ``dim``, ``encode``
     and ``encode_query``); otherwise the configured model loads on first need. The options are
     fixed for the engine's life: ``model_process`` runs the full model in a child process (the
     interactive apps); ``lexical_processes`` chunks big change sets in worker processes
     (multiprocessing "spawn", which re-imports the caller's main module: a script without a
     ``__main__`` guard can't survive it, so it is off by default); ``resident_bm25`` answers
     BM25 from memory once a copy of the FTS index is read (a process that answers many queries).
-    ``core.workspace.EngineOptions`` is what the surfaces set them from.
+    ``core.apps.workspace.EngineOptions`` is what the surfaces set them from.
     """
 
     def __init__(
@@ -131,7 +131,7 @@ class CodeSight:
         """Whether a lexical pass has completed at least once (a rebuilt index has not)."""
         return self.context.is_indexed()
 
-    # --- models (core.models) ---------------------------------------------------------------
+    # --- models (core.process.models) ---------------------------------------------------------------
     def embedder(self) -> Embedder:
         """The full model, loaded on first need and shared by every ``CodeSight`` of this process
         that uses the same model (thread-safe). Raises ``CodeSightError`` if it can't load."""
@@ -185,7 +185,7 @@ class CodeSight:
         """End a model running in a child process (at once, even mid-batch, or still loading)."""
         self.models.release()
 
-    # --- indexing (core.indexing) -----------------------------------------------------------
+    # --- indexing (core.repo.indexing) -----------------------------------------------------------
     def index(
         self,
         progress: ProgressFn | None = None,
@@ -208,7 +208,7 @@ class CodeSight:
         ``paths`` (relative, from a file watcher) limits the lexical phase to those files where
         that is enough to tell what changed; the tree is walked otherwise. ``static`` (default: on,
         unless ``embed=False``) gives every chunk a static-tier vector right after the lexical
-        phase, before the full model starts (``core.static``; the first run on a machine distils
+        phase, before the full model starts (``core.index.static``; the first run on a machine distils
         its model).
         """
         full = self.full_pass() if embed is None else embed
@@ -233,7 +233,7 @@ class CodeSight:
         poll: bool | None = None,
         static: bool | None = None,
     ) -> Watcher:
-        """Keep the index current as files change: returns a started ``core.watch.Watcher``.
+        """Keep the index current as files change: returns a started ``core.store.watch.Watcher``.
 
         Each batch of changes is one ``index(paths=...)`` run: only the named files are looked
         at, re-chunked and (their new text only) embedded, and the vector store gets one version
@@ -267,7 +267,7 @@ class CodeSight:
         on_event: Callable[[], None] | None = None,
         poll_every: float = 2.0,
     ) -> Watcher:
-        """A ``core.watch.Watcher`` of this repository (not started) that hands its batches to
+        """A ``core.store.watch.Watcher`` of this repository (not started) that hands its batches to
         ``handler(batch)``, with this index's ignore rules. It polls (``scan``, by default
         ``changed_files``) where the tree has symlinked directories, which inotify watchers follow
         into loops or out of the repository, or where ``poll`` says so."""
@@ -286,7 +286,7 @@ class CodeSight:
         """Files that differ on disk from the index: ``{"added", "modified", "deleted"}``."""
         return indexing.changed_files(self.context)
 
-    # --- search (core.retrieval) ------------------------------------------------------------
+    # --- search (core.repo.retrieval) ------------------------------------------------------------
     def search(
         self,
         query: str,
@@ -368,7 +368,7 @@ class CodeSight:
         **kwargs: Any,
     ) -> SearchResponse:
         """``related`` across several repositories and a fleet, as one list
-        (``core.retrieval.related_many``)."""
+        (``core.repo.retrieval.related_many``)."""
         return retrieval.related_many(engines, target, top_k, mode, fleet=fleet, repo=repo, **kwargs)
 
     @staticmethod
@@ -413,7 +413,7 @@ class CodeSight:
         found = self.store.document(path)
         return found[0] if found else None
 
-    # --- ask (core.ask) ---------------------------------------------------------------------
+    # --- ask (core.search.ask) ---------------------------------------------------------------------
     def ask_stream(
         self,
         question: str,
@@ -442,7 +442,7 @@ class CodeSight:
             pass
         return stream.answer
 
-    # --- what an answer costs an agent (core.stats) -----------------------------------------
+    # --- what an answer costs an agent (core.search.stats) -----------------------------------------
     def token_count(self, text: str) -> int:
         """Tokens in ``text`` by the tokenizer this installation ships (the embedding model's)."""
         if self._token_counter is None:
@@ -469,15 +469,15 @@ class CodeSight:
     @staticmethod
     def usage_stats(settings: Settings | None = None) -> list[Any]:
         """Per repository: searches served to agents, tokens returned, tokens of the files behind
-        them (``core.stats.RepoUsage``)."""
+        them (``core.search.stats.RepoUsage``)."""
         from codesight_tui.core.search import stats
 
         return stats.usage(_settings(settings, {}).data_dir)
 
-    # --- status (core.report) ---------------------------------------------------------------
+    # --- status (core.repo.report) ---------------------------------------------------------------
     def take_notices(self, reader: str = "answers") -> list[str]:
         """What happened to the index (rebuilt after damage, format change, read-only) that this
-        reader ("answers" or "status") has not told yet (``core.status.Notices``)."""
+        reader ("answers" or "status") has not told yet (``core.search.status.Notices``)."""
         return self.context.notices.take(reader)
 
     def counts(self) -> dict[str, int]:
@@ -494,7 +494,7 @@ class CodeSight:
         return report.indexing_now(self.context)
 
     def status(self, check_disk: bool = True) -> IndexStatus:
-        """Counts, model, freshness and size of the index (``core.status.IndexStatus``); never
+        """Counts, model, freshness and size of the index (``core.search.status.IndexStatus``); never
         loads the model. ``check_disk`` also compares the files on disk with the index."""
         return report.status(self.context, check_disk)
 

@@ -182,7 +182,7 @@ BINARY_EXTENSIONS = frozenset(
     ]
 )
 
-# Office documents: read by ``core.extract`` (text and a page/slide map), never as raw text. They
+# Office documents: read by ``core.ingest.extract`` (text and a page/slide map), never as raw text. They
 # have a size cap of their own (``max_document_size``).
 DOCUMENT_EXTENSIONS: dict[str, str] = {".pdf": "pdf", ".docx": "docx", ".pptx": "pptx"}
 DOCUMENT_LANGUAGES = frozenset(DOCUMENT_EXTENSIONS.values())

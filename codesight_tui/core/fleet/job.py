@@ -2,7 +2,7 @@
 
 The driver (this process) resolves the sources (git URLs, local clones, directories of clones)
 to a commit each, asks the store which repositories are already at that commit, and hands each of
-the others to a task: on worker processes of this machine (``core.pool``, no network listener),
+the others to a task: on worker processes of this machine (``core.store.pool``, no network listener),
 on a Ray cluster (``--ray-address``), or in this process (``--local``). A task reads the commit
 (``git archive``, so nothing is written into the repository, and a clone's uncommitted edits are
 not indexed), walks it with the same walker (.gitignore, secret files, size caps), chunks only the
@@ -411,7 +411,7 @@ class FleetReport:
 
 def _ray(address: str) -> Any:
     """Ray, joined at ``address`` (a cluster's; usage reports off). A run on this machine alone
-    uses ``core.pool`` instead: Ray 2.60's servers listen on every interface."""
+    uses ``core.store.pool`` instead: Ray 2.60's servers listen on every interface."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing leaves the machine unasked
     os.environ.setdefault("RAY_DISABLE_DOCKER_CPU_WARNING", "1")
     try:
@@ -456,7 +456,7 @@ def run(
 ) -> FleetReport:
     """Index ``items`` (git URLs, clones, directories of clones) into the store at ``spec``.
     ``workers``: tasks at once (0: the cores here, or the cluster's). ``address``: a Ray cluster to
-    run the tasks on; without it they run on worker processes here (``core.pool``), and with
+    run the tasks on; without it they run on worker processes here (``core.store.pool``), and with
     ``local`` in this process, one at a time. ``gpus``: the GPUs (or share of one) each Ray task
     asks for, so that full-model tasks land on a cluster's GPU nodes."""
     if kind not in KINDS:

@@ -15,7 +15,7 @@ A repository's rows are replaced file by file (rows of changed and removed files
 inserted by chunk id, which is a hash of their content and place), and its ``repos`` row is
 written last: a job killed anywhere leaves rows that agree with some commit's files, and the next
 run, seeing the old commit, completes it. Search runs the same ranking stack as a local index
-(``core.ranking.rerank``) over the store's BM25 and vector lists.
+(``core.search.ranking.rerank``) over the store's BM25 and vector lists.
 """
 
 from __future__ import annotations
@@ -658,7 +658,7 @@ class FleetStore:
 
 class FleetQuery:
     """One search of a fleet store: its repository and language filter, and the rows it has read
-    (a ``core.ranking.Retriever``: BM25, nearest vectors, chunks by id). Made per search, never
+    (a ``core.search.ranking.Retriever``: BM25, nearest vectors, chunks by id). Made per search, never
     kept on the shared ``FleetStore``."""
 
     def __init__(self, store: FleetStore, where: str | None) -> None:

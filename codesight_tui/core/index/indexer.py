@@ -2,7 +2,7 @@
 
 1. Lexical: walk, compare mtime and size, chunk what changed, write SQLite + FTS5. BM25 search
    works as soon as this commits, in seconds even for large trees.
-2. Static vectors (``core.static``): every chunk without one gets a static-model vector, about
+2. Static vectors (``core.index.static``): every chunk without one gets a static-model vector, about
    10,000 chunks a second on a CPU, so semantic search follows the lexical phase within seconds.
 3. Vectors: embed chunks that have no vector yet, most valuable first (source before tests and
    docs, recent before old), through the shared content-addressed cache. Each batch commits on its
@@ -592,7 +592,7 @@ def index_static(
     report: IndexReport | None = None,
     batch: int = 4096,
 ) -> IndexReport:
-    """Give every chunk without one a static vector (``model``: a ``core.static.StaticEmbedder``),
+    """Give every chunk without one a static vector (``model``: a ``core.index.static.StaticEmbedder``),
     and its doc view one too where it has a doc view (as the full model's vectors do), batch by
     batch, each committed on its own. Vectors of another static model are dropped first."""
     report = report or IndexReport()

@@ -921,7 +921,7 @@ class Chunker:
     ) -> list[Chunk]:
         """Chunk one file. ``line_tokens`` are per-line token counts if already known.
 
-        ``blocks`` (0-based inclusive line ranges with their scope; ``core.extract``) are a
+        ``blocks`` (0-based inclusive line ranges with their scope; ``core.ingest.extract``) are a
         document's own structure: paragraphs, sections, slides. Adjacent blocks of one scope are
         packed up to the budget, and a block over it is windowed; no block is ever split otherwise."""
         if not text.strip():

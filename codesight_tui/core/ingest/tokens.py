@@ -37,7 +37,7 @@ class ModelInfo:
     load_from: str  # what SentenceTransformer() is given: a directory or a hub name
     tokenizer_file: Path | None
     max_seq_length: int
-    backend: str = "torch"  # "torch" (sentence-transformers), "onnx" or "onnx-int8" (core.onnx_model)
+    backend: str = "torch"  # "torch" (sentence-transformers), "onnx" or "onnx-int8" (core.index.onnx_model)
     export_dir: str = ""  # with an ONNX backend: the folder of the export
 
     @property

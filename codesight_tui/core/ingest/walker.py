@@ -194,7 +194,8 @@ class IgnoreRules:
 
 
 class IgnoreMatcher:
-    """``is_ignored`` for many paths of one tree: each directory's ignore files are read once.
+    """Whether the walk would skip a path by the ignore rules, for many paths of one tree: each
+    directory's ignore files are read once.
     ``forget()`` drops what was read (an ignore file changed)."""
 
     def __init__(
@@ -232,16 +233,6 @@ class IgnoreMatcher:
                 return True
             rel_dir = rel
         return False
-
-
-def is_ignored(
-    root: Path,
-    rel_path: str,
-    exclude: list[str] | None = None,
-    secret_files: tuple[str, ...] | list[str] = SECRET_FILES,
-) -> bool:
-    """Whether the walk would skip ``rel_path`` by the ignore rules (see ``IgnoreMatcher``)."""
-    return IgnoreMatcher(root, exclude, secret_files)(rel_path)
 
 
 def entry_for(

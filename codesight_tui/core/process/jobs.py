@@ -1,5 +1,5 @@
 """Background index runs of one repository: the one loop every surface uses, one per root in the
-``core.workspace.Workspace``.
+``core.apps.workspace.Workspace``.
 
 An ``IndexJob`` runs ``CodeSight.index`` in a thread of its own and keeps what a caller needs to
 say about it: the phase and its progress, the error in one line, whether the lexical phase has

@@ -5,7 +5,7 @@ once per process and shared by every engine that uses the same model, device and
 MCP server and the service serve many repositories with one model. Loading holds only that
 model's own lock, so an engine asking whether it is loaded (``borrow``) never waits for it.
 
-The static tier (``core.static``) is a model2vec model distilled from the full model once per
+The static tier (``core.index.static``) is a model2vec model distilled from the full model once per
 machine, or a configured folder; ``Models`` distils it when asked to, sets aside one that no longer
 loads, and keeps each index's static vectors in memory for search until they change.
 """

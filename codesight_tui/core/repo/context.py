@@ -1,5 +1,5 @@
 """What one repository's index is made of: the parts ``CodeSight`` composes, and that its index
-runs (``core.indexing``), its searches (``core.retrieval``) and its reports (``core.report``)
+runs (``core.repo.indexing``), its searches (``core.repo.retrieval``) and its reports (``core.repo.report``)
 share. Made once per engine; nothing here does work of its own but find its files."""
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ class RepoContext:
     model_info: ModelInfo
     notices: Notices
     lexical_processes: bool = False  # chunk big change sets in worker processes
-    resident_bm25: bool = False  # BM25 answered from memory (core.lexical)
+    resident_bm25: bool = False  # BM25 answered from memory (core.store.lexical)
     indexing: threading.Event = field(default_factory=threading.Event)  # this process's writer runs
-    # The embedding cache opened for a search's lookups (tried once; core.retrieval.vectors_for).
+    # The embedding cache opened for a search's lookups (tried once; core.repo.retrieval.vectors_for).
     search_cache: EmbeddingCache | None = None
     search_cache_tried: bool = False
 

@@ -1,6 +1,6 @@
 """One repository's index run, from the checks and repairs before it to the vectors after it:
 what ``CodeSight.index``, ``watch`` and ``limit_vectors`` do. The phases themselves (walk, chunk,
-embed) are ``core.indexer``'s; this decides which run, in what order, and what a failure costs."""
+embed) are ``core.index.indexer``'s; this decides which run, in what order, and what a failure costs."""
 
 from __future__ import annotations
 
@@ -310,7 +310,7 @@ def watcher(
     on_event: Callable[[], None] | None = None,
     poll_every: float = 2.0,
 ) -> Watcher:
-    """A ``core.watch.Watcher`` of this repository (not started) that hands its batches to
+    """A ``core.store.watch.Watcher`` of this repository (not started) that hands its batches to
     ``handler(batch)``, with this index's ignore rules. It polls (``scan``, by default
     ``changed_files``) where the tree has symlinked directories, which inotify watchers follow
     into loops or out of the repository, or where ``poll`` says so."""

@@ -43,7 +43,7 @@ def cache_status(ctx: RepoContext) -> dict[str, Any] | None:
 
 
 def status(ctx: RepoContext, check_disk: bool = True) -> IndexStatus:
-    """Counts, model, freshness and size of the index (``core.status.IndexStatus``)."""
+    """Counts, model, freshness and size of the index (``core.search.status.IndexStatus``)."""
     info = ctx.model_info
     base: dict[str, Any] = {
         "root": str(ctx.root),

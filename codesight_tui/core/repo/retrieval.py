@@ -1,7 +1,7 @@
-"""A repository's search, and several searched as one (``Several``): the query checked, the
+"""A repository's search, and several searched as one (``search_many``): the query checked, the
 vector lists chosen (the full model, the static tier, or neither), the chunk a "more like this"
 starts from, and what a damaged index or vector table costs an answer. The retrieval and ranking
-themselves are ``core.searcher``'s and ``core.ranking``'s."""
+themselves are ``core.search.searcher``'s and ``core.search.ranking``'s."""
 
 from __future__ import annotations
 
@@ -318,17 +318,3 @@ def search_many(
         notices=[f"{name}: {n}" for name, found in zip(names, per_repo, strict=False) for n in found.notices],
         retrievers=[r for r in ("bm25", "static", "vector") if any(r in f.retrievers for f in per_repo)],
     )
-
-
-class Several:
-    """Several repositories' indexes (``CodeSight``) and a fleet store searched as one
-    ``Searcher``: each on its own, their lists fused by rank."""
-
-    def __init__(self, engines: Sequence[RepoSearcher], fleet: Fleet | None = None, repo: str | None = None) -> None:
-        self.engines, self.fleet, self.repo = list(engines), fleet, repo
-
-    def search(self, query: str, top_k: int = 10, mode: Mode | None = None, **kwargs: Any) -> SearchResponse:
-        return search_many(self.engines, query, top_k, mode, fleet=self.fleet, repo=self.repo, **kwargs)
-
-    def related(self, target: str, top_k: int = 10, mode: Mode | None = None, **kwargs: Any) -> SearchResponse:
-        return related_many(self.engines, target, top_k, mode, fleet=self.fleet, repo=self.repo, **kwargs)

@@ -72,9 +72,9 @@ class Chunks(Protocol):
 
 class Retriever(Chunks, Protocol):
     """What a search pipeline retrieves from: BM25, nearest neighbours, chunks and their stored
-    vectors by id, and scope matches. A local index (``core.searcher.LocalRetriever``: SQLite and
+    vectors by id, and scope matches. A local index (``core.search.searcher.LocalRetriever``: SQLite and
     LanceDB) and a fleet store (``core.fleet.store.FleetStore``: LanceDB on object storage) both
-    are one; what they find goes through the same ``core.searcher.fuse_and_rank``."""
+    are one; what they find goes through the same ``core.search.searcher.fuse_and_rank``."""
 
     def bm25(self, query: str, depth: int, *, language: str | None = None, glob: str | None = None) -> list[int]: ...
 
@@ -169,7 +169,7 @@ NAMED_LANGUAGES = CODE_LANGUAGES | DOCUMENT_LANGUAGES
 FILE_SATURATION = 0.5
 TOPIC_MAX_WORDS = 7
 COVERAGE_EXPONENT = 0.5  # the vector list's weight scales with coverage ** this (see rerank)
-# The static tier's list (core.static), relative to the full model's weight for the query kind:
+# The static tier's list (core.index.static), relative to the full model's weight for the query kind:
 # 0.7 measured better than 0.35, 0.5, 1.0, 1.5 and 2.0 on the polyglot set (bm25 + static) without
 # losing on the devset; feedback from the top hit helps it as it helps the full model's list.
 STATIC_WEIGHT = 0.7

@@ -1,7 +1,7 @@
 """ "More like this": the chunk a target names (``path:line``, a path, or a symbol), and what a
 search for code like it is made of.
 
-The search itself is the ordinary one (``core.searcher.search`` under the same ranking stack):
+The search itself is the ordinary one (``core.search.searcher.search`` under the same ranking stack):
 BM25 takes the chunk's own names as its words, and the vector lists take the chunk's code (its
 stored vectors where it has them). The source and what overlaps it are left out of the answer.
 """

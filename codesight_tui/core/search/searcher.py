@@ -51,7 +51,7 @@ class SearchResult:
     definition: bool = False  # the query names what this chunk defines
     line: int = 0  # where to open it: the definition's own line, else the first line with a query word
     repo: str = ""  # the repository's root, set when several repositories are searched at once
-    static_rank: int | None = None  # rank in the static tier's list (core.static)
+    static_rank: int | None = None  # rank in the static tier's list (core.index.static)
     page: int | None = None  # a PDF hit's page (its first line's)
     slide: int | None = None  # a PPTX hit's slide
     commit: str = ""  # a fleet hit's commit (core.fleet); repo is then the repository's name there
@@ -121,7 +121,7 @@ class SearchResponse(list[SearchResult]):
 
 class Searcher(Protocol):
     """What answers a search: one repository's index (``CodeSight``), a fleet store (``Fleet``),
-    or several together (``core.retrieval.Several``). ``query``, ``top_k`` and ``mode`` first;
+    or several together (``core.repo.retrieval.search_many``). ``query``, ``top_k`` and ``mode`` first;
     the keywords each takes (``glob``, ``language``, ``like`` ...) are its own."""
 
     def search(self, query: str, *args: Any, **kwargs: Any) -> SearchResponse: ...
@@ -151,7 +151,7 @@ def _pool() -> ThreadPoolExecutor:
 
 
 class LocalRetriever:
-    """A local index as a ``core.ranking.Retriever``: BM25 and chunks from SQLite (``Store``), the
+    """A local index as a ``core.search.ranking.Retriever``: BM25 and chunks from SQLite (``Store``), the
     full model's nearest neighbours and stored vectors from LanceDB (``VectorStore``)."""
 
     def __init__(self, store: Store, vectors: VectorStore) -> None:
@@ -210,7 +210,7 @@ def search(
     """Run one query. ``query_vector_fn(query)`` embeds the query; it is only called in the
     ``hybrid`` and ``vector`` modes, and only if the index holds vectors. ``vectors_for(rows)``
     gives the stored vectors of ``ChunkRow``s by id (default: looked up in ``vectors``).
-    ``static`` is ``(core.static.StaticIndex, coverage)``: in ``hybrid`` the static tier is a third
+    ``static`` is ``(core.index.static.StaticIndex, coverage)``: in ``hybrid`` the static tier is a third
     list, weighted by its coverage and by the share of chunks the full model has not embedded.
     ``used`` collects the names of the lists that were fused. ``vector_query`` is the text the
     vector lists embed instead of ``query`` (a chunk's code, for "more like this", while BM25 takes
@@ -218,7 +218,7 @@ def search(
 
     ``vector`` returns the vector ranking as it is. ``hybrid`` fuses both retrievers by RRF and
     ``bm25`` takes BM25 alone; in both, with ``ranking="stack"`` (the default) the ranking stack of
-    ``core.ranking`` runs on top, and with ``"plain"`` the list is returned as it is. A query that
+    ``core.search.ranking`` runs on top, and with ``"plain"`` the list is returned as it is. A query that
     matches nothing lexically and whose nearest vector is under ``RELEVANCE_FLOOR`` gets no
     results."""
     checked_mode(mode)
@@ -332,7 +332,7 @@ def fuse_and_rank(
 ) -> list[SearchResult]:
     """The one fusion and ranking behind every search, a local index's and a fleet store's: the
     retrievers' ``rankings`` (``bm25``, ``static``, ``vector``: chunk ids, best first) fused by RRF
-    under the ranking stack (``core.ranking.rerank``; with ``stack=False`` plain RRF), the windows
+    under the ranking stack (``core.search.ranking.rerank``; with ``stack=False`` plain RRF), the windows
     of one definition merged into one hit (``merge``), and each hit's target line set. ``origin``
     gives a chunk's ``(repo, commit)`` where the chunks come from several repositories (a fleet):
     windows merge only within one repository. ``locate`` gives a document line's page or slide."""

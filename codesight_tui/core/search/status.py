@@ -44,7 +44,7 @@ class IndexStatus(TypedDict):
     full_estimate: NotRequired[str]
     vector_coverage: float
     model: str
-    backend: str  # how the full model runs here: torch, onnx or onnx-int8 (core.onnx_model)
+    backend: str  # how the full model runs here: torch, onnx or onnx-int8 (core.index.onnx_model)
     static_vectors: int
     last_indexed: float | None  # seconds since the epoch
     index_bytes: int

@@ -84,10 +84,10 @@ CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
     INSERT INTO chunks_fts(chunks_fts, rowid, path, scope, content, terms)
     VALUES ('delete', old.id, old.path, old.scope, old.content, old.terms);
 END;
--- Documents (PDF, DOCX, PPTX; core.extract): the extracted text the preview shows, zlib-compressed,
+-- Documents (PDF, DOCX, PPTX; core.ingest.extract): the extracted text the preview shows, zlib-compressed,
 -- and where each page or slide starts in it (JSON [[line, kind, number], ...]).
 CREATE TABLE IF NOT EXISTS documents (path TEXT PRIMARY KEY, text BLOB NOT NULL, locators TEXT NOT NULL);
--- Static-tier vectors (core.static), one float16 row per chunk; they go with their chunk.
+-- Static-tier vectors (core.index.static), one float16 row per chunk; they go with their chunk.
 CREATE TABLE IF NOT EXISTS static_vectors (id INTEGER PRIMARY KEY, vector BLOB NOT NULL);
 CREATE TRIGGER IF NOT EXISTS chunks_ad_static AFTER DELETE ON chunks BEGIN
     DELETE FROM static_vectors WHERE id = old.id;
@@ -610,7 +610,7 @@ class Store:
             return []
 
     def keep_resident(self) -> None:
-        """Answer unfiltered BM25 queries from memory from now on (``core.lexical``): for a process
+        """Answer unfiltered BM25 queries from memory from now on (``core.store.lexical``): for a process
         that answers many. The copy is read in the background, and FTS5 answers until it is ready."""
         if self.resident is None:
             from codesight_tui.core.store.lexical import ResidentBM25

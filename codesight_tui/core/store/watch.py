@@ -159,15 +159,6 @@ class Watcher:
         with self._cond:
             return not self._pending and not self._busy.is_set()
 
-    def wait_idle(self, timeout: float = 30.0) -> bool:
-        """Block until ``idle()`` (for tests and benchmarks); False on timeout."""
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if self.idle():
-                return True
-            time.sleep(0.02)
-        return False
-
     # --- events ---------------------------------------------------------------------------
     def _keep(self, rel: str) -> bool:
         parts = rel.split("/")

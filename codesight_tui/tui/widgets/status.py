@@ -53,8 +53,6 @@ class IndexState:
     phase: str = "starting"  # starting, scan, lexical, embed, idle, failed
     phase_done: int = 0
     phase_total: int = 0
-    phase_started: float = 0.0
-    phase_started_done: int = 0
     last_indexed: float | None = None
     stale: set[str] = field(default_factory=set)
     model: str = ""
@@ -65,7 +63,7 @@ class IndexState:
     samples: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=512))  # (time, done) of this phase
 
     def start_phase(self, phase: str, now: float, done: int) -> None:
-        self.phase, self.phase_started, self.phase_started_done = phase, now, done
+        self.phase = phase
         self.samples.clear()
         self.samples.append((now, done))
 
