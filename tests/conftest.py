@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from codesight_tui.core.config import Settings
 
@@ -23,6 +24,12 @@ from codesight_tui.core.config import Settings
 for _sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
     if signal.getsignal(_sig) is signal.SIG_IGN:
         signal.signal(_sig, signal.default_int_handler if _sig is signal.SIGINT else signal.SIG_DFL)
+
+# Property tests run in full under CI, and a short run of each in the inner loop (tests/properties.py
+# says how many); `--hypothesis-profile=ci` runs them in full anywhere.
+hypothesis_settings.register_profile("ci", deadline=None, print_blob=True)
+hypothesis_settings.register_profile("dev", deadline=None)
+hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
 @pytest.fixture(autouse=True)

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
+from properties import examples
 
 from codesight_tui import CodeSight
 from codesight_tui.core.errors import CodeSightError
@@ -74,7 +75,7 @@ _QUERY = st.text(st.characters(blacklist_categories=()), max_size=200) | st.samp
 )
 
 
-@hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hsettings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=_QUERY, mode=st.sampled_from(["hybrid", "bm25", "vector"]))
 def test_any_query_string_is_safe(cs, query, mode):
     hits = cs.search(query, mode=mode, top_k=5)

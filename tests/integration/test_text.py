@@ -2,6 +2,7 @@ import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from codesight_tui.core.text import expansion_terms, fts_query, query_terms, split_identifier
 
@@ -29,7 +30,7 @@ def _expansions_by_every_identifier(text: str) -> set[str]:
 
 
 @given(st.text(alphabet=st.sampled_from("aAbBzZ09_ .(é\n"), max_size=120))
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 def test_expansion_terms_equal_splitting_every_identifier(text):
     terms = expansion_terms(text).split()
     assert len(terms) == len(set(terms))
@@ -57,7 +58,7 @@ def test_query_terms_drop_stopwords_unless_nothing_left():
 
 
 @given(st.text(max_size=200))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_fts_query_always_quotes_every_term(q):
     m = fts_query(q)
     if m is not None:

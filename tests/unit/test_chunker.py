@@ -1,6 +1,7 @@
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from codesight_tui.core.config import DEFAULT_MODEL
 from codesight_tui.core.ingest.chunker import Chunker, doc_text, doc_view, embed_text, has_grammar, scope_text
@@ -302,7 +303,7 @@ _PIECES = [
 ]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=30).map("".join), min_size=1, max_size=6))
 def test_batched_line_counts_equal_the_tokenizer_on_any_text(texts):
     """The vectorised counter (byte classes, distinct lines, space-separated words for
@@ -354,7 +355,7 @@ def _tokenizer_ids(texts, limit):
     return [e.ids[:limit] for e in COUNTER._tk.encode_batch(texts, add_special_tokens=False)]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     st.lists(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join), min_size=1, max_size=6),
     st.sampled_from([3, 17, 512]),

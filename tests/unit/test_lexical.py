@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
+from properties import examples
 
 import codesight_tui
 from codesight_tui import CodeSight
@@ -178,7 +179,7 @@ def _shared(cs: CodeSight) -> ResidentBM25:
     return _RESIDENT[id(cs)]
 
 
-@hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hsettings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(words=st.lists(st.sampled_from(WORDS), min_size=1, max_size=7))
 def test_any_mix_of_words_ranks_as_fts5(engine, words):
     assert_same_ranking(engine, _shared(engine), " ".join(words))

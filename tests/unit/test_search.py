@@ -4,6 +4,7 @@ import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
+from properties import examples
 
 from codesight_tui import CodeSight
 from codesight_tui.core.errors import CodeSightError
@@ -92,7 +93,7 @@ def test_odd_queries_never_raise(cs, query, mode):
 
 
 @given(st.text(max_size=80))
-@hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hsettings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_any_query_string_is_safe(cs, q):
     assert isinstance(cs.search(q, mode="hybrid"), list)
 

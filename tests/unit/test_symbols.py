@@ -6,6 +6,7 @@ lines must never hold a reference, and every line below is checked exactly."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -470,6 +471,24 @@ def test_the_walk_deep_trees_take_gives_the_rows_of_the_query(language, source):
     assert _by_name(walked) == _by_name(query)
 
 
+def _c_walk_installed_elsewhere(package_dir: Path) -> Path | None:
+    """The installed distribution's C walk, where the package imported is another copy of it:
+    ``python -m pytest`` in a source tree puts that tree first on ``sys.path``, ahead of a regular
+    install, and a source tree has no ``.so`` unless it was built in place (``pip install -e``)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        dist = distribution("codesight-tui")
+    except PackageNotFoundError:
+        return None
+    for file in dist.files or []:
+        if file.name.startswith("symscan.") and file.suffix in (".so", ".pyd"):
+            built = Path(str(dist.locate_file(file))).resolve()
+            if built.exists() and built.parent != package_dir.resolve():
+                return built
+    return None
+
+
 def test_the_c_walk_is_built_and_used_for_the_languages_it_can_stand_in_for():
     import shutil
 
@@ -477,6 +496,13 @@ def test_the_c_walk_is_built_and_used_for_the_languages_it_can_stand_in_for():
 
     if symbols.symscan is None and shutil.which("cc") is None and shutil.which("gcc") is None:
         pytest.skip("no C compiler here: the Python walk gives the rows")
+    imported = Path(symbols.__file__).parent
+    elsewhere = _c_walk_installed_elsewhere(imported) if symbols.symscan is None else None
+    if elsewhere is not None:
+        pytest.skip(
+            f"the package imported ({imported}) is not the installed one, whose C walk is {elsewhere}:"
+            " `python -m pytest` puts the working directory first; build in place (pip install -e .) or run `pytest`"
+        )
     assert symbols.native_version() is not None, "the C walk (codesight_tui/core/ingest/native) is not built"
     walked = {lang for lang in GRAMMARS if symbols._native_tables(lang) is not None}
     # Lua's names include a supertype ("variable"), and shell's are its own patterns: the query's
