@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -190,6 +190,28 @@ class Settings(BaseSettings):
         gt=0,
         description="Longest time one answer may stream; it is cut there (and at 32,000 characters) with a note.",
     )
+    keymap: dict[str, str] = Field(
+        default_factory=dict,
+        description="The terminal UI's keys: a [keymap] table of binding ids (F1 lists them) and the keys"
+        ' each takes instead, e.g. "app.ask" = "ctrl+k" or app.filter = "f7,ctrl+f" (dotted keys are'
+        " read as the ids they spell).",
+    )
+
+    @field_validator("keymap", mode="before")
+    @classmethod
+    def _flat_keymap(cls, value: object) -> object:
+        """TOML reads ``app.ask = "f3"`` as the table ``{"app": {"ask": "f3"}}``: both are the id ``app.ask``."""
+        if not isinstance(value, dict):
+            return value
+        flat: dict[str, object] = {}
+        for key, keys in value.items():
+            if isinstance(keys, dict):
+                nested = cls._flat_keymap(keys)
+                assert isinstance(nested, dict)
+                flat.update({f"{key}.{inner}": v for inner, v in nested.items()})
+            else:
+                flat[str(key)] = keys
+        return flat
 
     @classmethod
     def settings_customise_sources(

@@ -34,6 +34,7 @@ from codesight_tui.core.modes import MODES, Vectors
 from codesight_tui.core.process.jobs import LEXICAL_COMMITTED, Ending, IndexJob
 from codesight_tui.core.text import printable
 from codesight_tui.tui.editor import editor_argv, knows_line, viewer_argv
+from codesight_tui.tui.keys import bindings_of, in_force, keymap_problems
 from codesight_tui.tui.messages import (
     FilesChanged,
     IndexFailed,
@@ -284,6 +285,7 @@ class CodeSightApp(App[int]):
 
     def on_mount(self) -> None:
         self._handle_signals()
+        self._apply_keymap(self.engine.settings.keymap)
         self.state.mode = self.mode = self.engine.settings.default_mode
         self.state.model = self.engine.model_info.name
         self._load_counts()
@@ -296,6 +298,17 @@ class CodeSightApp(App[int]):
         elif self.watch_files:
             self.watch_worker()
         self.query_one("#query").focus()
+
+    def _apply_keymap(self, keymap: dict[str, str]) -> None:
+        """The config's ``[keymap]`` in force, and a warning for each remap that cannot be."""
+        if not keymap:
+            return
+        from codesight_tui.tui.screens.ask import AskScreen  # deferred as where Ask opens
+
+        self.set_keymap(keymap)
+        every = bindings_of(CodeSightApp, QueryInput, HelpScreen, FilterScreen, AskScreen)
+        for problem in keymap_problems(keymap, every):
+            self.notify(problem, severity="warning", timeout=15)
 
     def on_unmount(self) -> None:
         # However the app ends, background threads must stop: the watcher waits on this event, the
@@ -948,11 +961,12 @@ class CodeSightApp(App[int]):
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             return
+        keymap = self.engine.settings.keymap
         groups = [
-            ("Everywhere", [b for b in self.BINDINGS if isinstance(b, Binding)]),
+            ("Everywhere", in_force(bindings_of(CodeSightApp), keymap)),
             (
                 "Moving through the results",
-                [b for b in QueryInput.BINDINGS if isinstance(b, Binding)]
+                in_force(bindings_of(QueryInput), keymap)
                 + [Binding("ctrl+p", "", "Command palette: every action by name", id="app.command_palette")],
             ),
         ]

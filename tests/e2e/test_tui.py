@@ -965,3 +965,48 @@ def test_the_breadcrumb_always_says_the_way_back():
         assert line.endswith(BACK_HINT) and len(line) <= max(width, 8 + len(BACK_HINT))
         assert "callers of handler_number_7" in line
     assert trail_text(steps[:2], 160).plain == '"how does routing work" › callers of handler_number_0' + BACK_HINT
+
+
+async def test_the_config_keymap_remaps_keys_and_help_shows_the_keys_in_force(repo, settings, monkeypatch, tmp_path):
+    """Issue 67 item 6: a ``[keymap]`` table in config.toml remaps any binding by its id (as
+    posting's does); F1 lists the keys in force; a remap that names no binding, or takes a key
+    another binding has, is said in one line, and nothing else changes."""
+    from textual.widgets import Static
+
+    from codesight_tui.core.config import load_settings
+    from codesight_tui.tui.screens.filter import FilterScreen
+    from codesight_tui.tui.screens.help import HelpScreen
+
+    config = tmp_path / "config.toml"
+    config.write_text('[keymap]\napp.filter = "f7"\n"app.help" = "f9"\napp.hlep = "f8"\napp.zoom_preview = "ctrl+r"\n')
+    monkeypatch.setenv("CODESIGHT_CONFIG", str(config))
+    mapped = load_settings(data_dir=settings.data_dir, cache_dir=settings.cache_dir)
+    assert mapped.keymap == {"app.filter": "f7", "app.help": "f9", "app.hlep": "f8", "app.zoom_preview": "ctrl+r"}
+    app = make_app(repo, mapped)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        told = [n.message for n in app._notifications]
+        assert "keymap: no key binding is called 'app.hlep' (F1 lists the ids)" in told
+        assert "keymap: ctrl+r is app.reindex's key too; app.zoom_preview takes it" in told
+        await pilot.press("ctrl+f")  # the old key does nothing now
+        await pilot.pause(0.1)
+        assert not isinstance(app.screen, FilterScreen)
+        await pilot.press("f7")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, FilterScreen)
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        await pilot.press("f1")
+        await pilot.pause(0.1)
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("f9")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, HelpScreen)
+        from rich.console import Console
+
+        with open(os.devnull, "w") as devnull:
+            console = Console(width=200, record=True, file=devnull)
+            console.print(app.screen.query_one("#help-table", Static).content)
+        rows = {line.split()[-1]: line for line in console.export_text().splitlines() if line.strip()}
+        assert rows["app.filter"].split()[0] == "F7" and rows["app.help"].split()[0] == "F9"
+        assert rows["app.ask"].split()[0] == "F3"  # not remapped: as it was

@@ -1,4 +1,5 @@
-"""F1 / ?: every key binding of the app and its widgets, with its id for remapping."""
+"""F1: every key binding of the app and its widgets, with the key in force and its id for remapping
+(a ``[keymap]`` table in the config, ``tui/keys.py``)."""
 
 from __future__ import annotations
 
