@@ -4,6 +4,17 @@
 ``--help`` and lexical search never load torch, lancedb or textual.
 """
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the names as type checkers see them; at run time each is imported on first use
+    from codesight_tui.core.engine import CodeSight
+    from codesight_tui.core.errors import CodeSightError
+    from codesight_tui.core.fleet import Fleet
+    from codesight_tui.core.process.jobs import IndexJob
+    from codesight_tui.core.search.navigate import Navigation
+    from codesight_tui.core.search.searcher import SearchResponse, SearchResult
+    from codesight_tui.core.search.status import IndexStatus
+
 __version__ = "0.1.0"
 __all__ = [
     "CodeSight",

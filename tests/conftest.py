@@ -9,13 +9,18 @@ import re
 import signal
 import socket
 import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 import pytest
 from hypothesis import settings as hypothesis_settings
 
 from codesight_tui.core.config import Settings
+
+if TYPE_CHECKING:
+    from codesight_tui.core.index.embedder import SentenceTransformerEmbedder
 
 # A suite started from a script in the background (`nohup ... &`) runs with SIGINT and SIGHUP
 # ignored, and every process it starts inherits that (issue 48 item 31: a SIGINT test then saw
@@ -33,7 +38,7 @@ hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
 @pytest.fixture(autouse=True)
-def _isolated_home(tmp_path_factory, monkeypatch):
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Nothing a test does may touch ~/.codesight or read the developer's config."""
     base = tmp_path_factory.mktemp("codesight-home")
     monkeypatch.setenv("CODESIGHT_DATA_DIR", str(base / "data"))
@@ -59,15 +64,15 @@ class UnitTierBreach(AssertionError):
 
 
 @pytest.fixture(autouse=True)
-def _unit_tier(request, monkeypatch):
+def _unit_tier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """tests/unit is the inner loop: no process of ours started (no CLI, server, worker or model
     process; the engine's own `git` queries are allowed) and no model loaded, or the test belongs in
     tests/integration. Checked, not trusted: doing either there fails."""
     if "unit" not in request.node.path.relative_to(Path(__file__).parent).parts[:1]:
         return
 
-    def refuse(what: str):
-        def refused(*_a, **_k):
+    def refuse(what: str) -> Callable[..., NoReturn]:
+        def refused(*_a: object, **_k: object) -> NoReturn:
             raise UnitTierBreach(f"a unit test {what}: move it to tests/integration")
 
         return refused
@@ -76,7 +81,7 @@ def _unit_tier(request, monkeypatch):
 
     popen = subprocess.Popen.__init__
 
-    def only_git(self, args, *a, **k):
+    def only_git(self: subprocess.Popen[bytes], args: Any, *a: Any, **k: Any) -> None:
         program = args[0] if isinstance(args, (list, tuple)) else str(args).split()[0]
         if os.path.basename(str(program)) != "git":
             refuse(f"started a process ({program})")()
@@ -98,26 +103,26 @@ class NetworkAttempt(OSError):
 
 
 @pytest.fixture(autouse=True)
-def _no_network(request, monkeypatch):
+def _no_network(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No test may open a network connection: search, index, status and watch never do, and `ask`
     only to its own stub server on 127.0.0.1 (tests marked ``loopback``). An attempt fails as an
     unreachable network would, and fails the test even where the code swallowed the error."""
     loopback = request.node.get_closest_marker("loopback") is not None
-    attempts: list = []
+    attempts: list[Any] = []
     real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
 
-    def allowed(sock, address) -> bool:
+    def allowed(sock: socket.socket, address: Any) -> bool:
         if sock.family not in (socket.AF_INET, socket.AF_INET6):
             return True  # Unix sockets and pipes: multiprocessing, not the network
         return loopback and address[0] in ("127.0.0.1", "::1", "localhost")
 
-    def connect(sock, address):
+    def connect(sock: socket.socket, address: Any) -> None:
         if not allowed(sock, address):
             attempts.append(address)
             raise NetworkAttempt(f"test blocked a network connection to {address}")
         return real_connect(sock, address)
 
-    def connect_ex(sock, address):
+    def connect_ex(sock: socket.socket, address: Any) -> int:
         if not allowed(sock, address):
             attempts.append(address)
             return 111  # ECONNREFUSED
@@ -130,7 +135,7 @@ def _no_network(request, monkeypatch):
 
 
 @pytest.fixture
-def settings(_isolated_home) -> Settings:
+def settings(_isolated_home: Path) -> Settings:
     return Settings(data_dir=_isolated_home / "data", cache_dir=_isolated_home / "cache")
 
 
@@ -166,7 +171,7 @@ class HashEmbedder:
 
 
 @pytest.fixture(scope="session")
-def static_model_dir(tmp_path_factory) -> Path:
+def static_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A static model distilled for real from the bundled MiniLM (``core.static.distill``, in its
     child process), once for the whole session."""
     from codesight_tui.core.index.static import distill
@@ -177,7 +182,7 @@ def static_model_dir(tmp_path_factory) -> Path:
     return dest
 
 
-def wait_for(predicate, timeout: float = 30.0, every: float = 0.05) -> bool:
+def wait_for(predicate: Callable[[], object], timeout: float = 30.0, every: float = 0.05) -> bool:
     """Poll ``predicate`` until it is true (True) or ``timeout`` seconds pass (False)."""
     import time
 
@@ -195,7 +200,7 @@ def hash_embedder() -> HashEmbedder:
 
 
 @pytest.fixture(scope="session")
-def real_embedder():
+def real_embedder() -> SentenceTransformerEmbedder:
     """The real bundled all-MiniLM-L6-v2 on CPU, loaded once for the whole session."""
     from codesight_tui.core.config import DEFAULT_MODEL
     from codesight_tui.core.index.embedder import SentenceTransformerEmbedder
@@ -315,7 +320,7 @@ def build_repo(root: Path) -> Path:
 
 
 @pytest.fixture
-def repo(tmp_path) -> Path:
+def repo(tmp_path: Path) -> Path:
     return build_repo(tmp_path / "repo")
 
 
@@ -333,7 +338,7 @@ def snapshot_tree(root: Path) -> dict[str, bytes]:
     return out
 
 
-def stop(proc, sig: int = signal.SIGINT, timeout: float = 20) -> tuple[str, str]:
+def stop(proc: subprocess.Popen[str], sig: int = signal.SIGINT, timeout: float = 20) -> tuple[str, str]:
     """End a child a test started: ``sig`` first (the way a user stops it), then SIGKILL if it
     has not gone within ``timeout``, so that no failure leaves it running. Its output."""
     proc.send_signal(sig)
@@ -403,5 +408,5 @@ def build_nav_repo(root: Path) -> Path:
 
 
 @pytest.fixture
-def nav_repo(tmp_path) -> Path:
+def nav_repo(tmp_path: Path) -> Path:
     return build_nav_repo(tmp_path / "navrepo")

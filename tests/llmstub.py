@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 ANSWER = [
     "The uploader ",
@@ -23,7 +25,7 @@ ANSWER = [
 ENDLESS_CAP = 200_000
 
 
-def _pieces(model: str):
+def _pieces(model: str) -> Iterator[str]:
     if model != "endless":
         yield from ANSWER
         return
@@ -34,10 +36,10 @@ def _pieces(model: str):
 class _Handler(BaseHTTPRequestHandler):
     server: StubServer
 
-    def log_message(self, *args) -> None:  # quiet
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
-    def _json(self, status: int, body: dict) -> None:
+    def _json(self, status: int, body: dict[str, Any]) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -48,7 +50,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _stream(self, content_type: str, chunks) -> None:
+    def _stream(self, content_type: str, chunks: Iterable[str]) -> None:
         self.send_response(200)
         self.send_header("Content-Type", content_type)
         self.send_header("Cache-Control", "no-cache")
@@ -109,8 +111,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._stream("text/event-stream", self._openai(model))
         return self._stream("application/x-ndjson", self._ollama(model))
 
-    def _anthropic(self, model: str):
-        def event(name: str, data: dict) -> str:
+    def _anthropic(self, model: str) -> Iterator[str]:
+        def event(name: str, data: dict[str, Any]) -> str:
             return f"event: {name}\ndata: {json.dumps(data)}\n\n"
 
         yield event(
@@ -149,9 +151,9 @@ class _Handler(BaseHTTPRequestHandler):
         )
         yield event("message_stop", {"type": "message_stop"})
 
-    def _openai(self, model: str):
-        def chunk(delta: dict, finish=None, usage=None) -> str:
-            body = {
+    def _openai(self, model: str) -> Iterator[str]:
+        def chunk(delta: dict[str, Any] | None, finish: str | None = None, usage: dict[str, int] | None = None) -> str:
+            body: dict[str, Any] = {
                 "id": "chatcmpl-stub",
                 "object": "chat.completion.chunk",
                 "created": 1,
@@ -169,7 +171,7 @@ class _Handler(BaseHTTPRequestHandler):
         yield chunk(None, usage={"prompt_tokens": 321, "completion_tokens": 27, "total_tokens": 348})
         yield "data: [DONE]\n\n"
 
-    def _ollama(self, model: str):
+    def _ollama(self, model: str) -> Iterator[str]:
         for text in _pieces(model):
             yield (
                 json.dumps(
@@ -206,10 +208,10 @@ class StubServer(ThreadingHTTPServer):
     def __init__(self, delay: float = 0.002) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.delay = delay
-        self.requests: list[dict] = []
+        self.requests: list[dict[str, Any]] = []
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
-    def handle_error(self, request, client_address) -> None:  # a client that hung up: not news
+    def handle_error(self, request: Any, client_address: Any) -> None:  # a client that hung up: not news
         pass
 
     @property
@@ -220,6 +222,6 @@ class StubServer(ThreadingHTTPServer):
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.shutdown()
         self.server_close()

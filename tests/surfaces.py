@@ -7,26 +7,32 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
+import pytest
 from conftest import HashEmbedder
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from textual.pilot import Pilot
+from textual.widgets import Input
 
 from codesight_tui import CodeSight
+from codesight_tui.core.config import Settings
 from codesight_tui.tui.app import CodeSightApp
 
 KEY = "sk-test-0123456789abcdef-secret"
 
 
-def make_app(repo, settings, embedder=None, **kw):
+def make_app(repo: Path, settings: Settings, embedder: Any = None, **kw: Any) -> CodeSightApp:
     engine = CodeSight(repo, settings=settings, embedder=embedder or HashEmbedder())
     kw.setdefault("watch", False)
     return CodeSightApp(repo, engine=engine, **kw)
 
 
-async def settle(app, pilot, timeout: float = 20.0):
+async def settle(app: CodeSightApp, pilot: Pilot[int], timeout: float = 20.0) -> None:
     """Wait until no index run or search is pending."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -39,8 +45,8 @@ async def settle(app, pilot, timeout: float = 20.0):
     raise AssertionError("app did not settle")
 
 
-async def search(app, pilot, text: str):
-    app.query_one("#query").value = ""
+async def search(app: CodeSightApp, pilot: Pilot[int], text: str) -> None:
+    app.query_one("#query", Input).value = ""
     await pilot.click("#query")
     await pilot.press(*text)
     await settle(app, pilot)
@@ -49,20 +55,20 @@ async def search(app, pilot, text: str):
 class BrokenModelEngine(CodeSight):
     """A CodeSight whose model cannot load, as when the weights are missing."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.models.error = "cannot load embedding model 'missing-model': not found"
 
 
 @asynccontextmanager
-async def server(*roots: Path, extra: tuple[str, ...] = ()):
+async def server(*roots: Path, extra: tuple[str, ...] = ()) -> AsyncIterator[Client]:
     args = ["-m", "codesight_tui", "mcp", *[a for r in roots for a in ("--root", str(r))], *extra]
     params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ), cwd=str(roots[0]))
     async with Client(params, read_timeout_seconds=120) as client:
         yield client
 
 
-def llm_env(monkeypatch, backend: str, url: str, model: str = "stub-model", key: str = KEY) -> None:
+def llm_env(monkeypatch: pytest.MonkeyPatch, backend: str, url: str, model: str = "stub-model", key: str = KEY) -> None:
     for var in (
         "ANTHROPIC_API_KEY",
         "OPENAI_API_KEY",

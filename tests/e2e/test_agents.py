@@ -37,7 +37,7 @@ def run(home: Path, *args: str, cwd: Path | None = None) -> subprocess.Completed
 
 
 @pytest.fixture
-def home(tmp_path) -> Path:
+def home(tmp_path: Path) -> Path:
     """A home where Claude Code, Cursor, Codex, Gemini CLI and OpenCode are installed (their
     directories), with a user's own entries in two of them; VS Code is not."""
     h = tmp_path / "home"
@@ -53,7 +53,7 @@ def snapshot(home: Path) -> dict[str, bytes]:
     return {str(p.relative_to(home)): p.read_bytes() for p in sorted(home.rglob("*")) if p.is_file()}
 
 
-def test_install_writes_each_agents_own_format_and_keeps_the_users_entries(home):
+def test_install_writes_each_agents_own_format_and_keeps_the_users_entries(home: Path) -> None:
     r = run(home, "install")
     assert r.returncode == 0, r.stderr
     command = agents.server_command()
@@ -86,7 +86,7 @@ def test_install_writes_each_agents_own_format_and_keeps_the_users_entries(home)
         assert name + ":" in r.stdout
 
 
-def test_a_second_run_changes_nothing_and_says_so(home):
+def test_a_second_run_changes_nothing_and_says_so(home: Path) -> None:
     assert run(home, "install").returncode == 0
     before = snapshot(home)
     r = run(home, "install")
@@ -94,7 +94,7 @@ def test_a_second_run_changes_nothing_and_says_so(home):
     assert snapshot(home) == before
 
 
-def test_dry_run_shows_the_diff_and_changes_nothing(home):
+def test_dry_run_shows_the_diff_and_changes_nothing(home: Path) -> None:
     before = snapshot(home)
     r = run(home, "install", "codex", "--dry-run")
     assert r.returncode == 0
@@ -102,7 +102,7 @@ def test_dry_run_shows_the_diff_and_changes_nothing(home):
     assert snapshot(home) == before
 
 
-def test_uninstall_gives_back_the_files_as_they_were(home):
+def test_uninstall_gives_back_the_files_as_they_were(home: Path) -> None:
     before = snapshot(home)
     assert run(home, "install").returncode == 0
     r = run(home, "uninstall")
@@ -116,7 +116,7 @@ def test_uninstall_gives_back_the_files_as_they_were(home):
     assert run(home, "uninstall").stdout.count("not set up") == 5
 
 
-def test_a_file_that_does_not_parse_is_refused_and_left_alone(home):
+def test_a_file_that_does_not_parse_is_refused_and_left_alone(home: Path) -> None:
     bad = '{\n  // my servers\n  "mcpServers": {}\n}\n'  # comments: fine for Cursor, not for Claude Code
     (home / ".claude.json").write_text(bad)
     r = run(home, "install", "claude-code")
@@ -135,7 +135,7 @@ def test_a_file_that_does_not_parse_is_refused_and_left_alone(home):
     assert run(home, "install", "klingon").returncode == 2
 
 
-def test_project_level_and_a_named_agent_that_is_absent(home, tmp_path):
+def test_project_level_and_a_named_agent_that_is_absent(home: Path, tmp_path: Path) -> None:
     project = tmp_path / "proj"
     (project / ".git").mkdir(parents=True)
     (project / "src").mkdir()
@@ -159,7 +159,7 @@ def test_project_level_and_a_named_agent_that_is_absent(home, tmp_path):
     assert json.loads((home / ".claude.json").read_text())["mcpServers"].keys() == {"other"}  # user files untouched
 
 
-def test_a_symlinked_dotfile_keeps_its_link(home, tmp_path):
+def test_a_symlinked_dotfile_keeps_its_link(home: Path, tmp_path: Path) -> None:
     dotfiles = tmp_path / "dotfiles"
     dotfiles.mkdir()
     real = dotfiles / "claude.json"
@@ -171,14 +171,14 @@ def test_a_symlinked_dotfile_keeps_its_link(home, tmp_path):
     assert "codesight" in json.loads(real.read_text())["mcpServers"]
 
 
-def test_no_agent_here_says_so(tmp_path):
+def test_no_agent_here_says_so(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     r = run(empty, "install")
     assert r.returncode == 1 and "no coding agent found" in r.stderr and not list(empty.iterdir())
 
 
-def test_links_planted_in_a_project_are_never_followed_out_of_it(home, tmp_path):
+def test_links_planted_in_a_project_are_never_followed_out_of_it(home: Path, tmp_path: Path) -> None:
     """Issue 48 item 1: a cloned repository's ``CLAUDE.md -> ~/.bashrc`` or a rule file linked to
     a file of the user's must not be appended to, replaced or deleted."""
     project = tmp_path / "p"
@@ -210,7 +210,7 @@ def test_links_planted_in_a_project_are_never_followed_out_of_it(home, tmp_path)
 # --- issue 48: items 5, 6, 7, 14, 19, 21 and the dry run's last line ------------------------------
 
 
-def test_codex_toml_with_dotted_keys_or_an_inline_table_keeps_every_entry(home):
+def test_codex_toml_with_dotted_keys_or_an_inline_table_keeps_every_entry(home: Path) -> None:
     """Item 5: dotted keys and inline tables are the user's; install adds a table of its own and
     uninstall gives the file back byte for byte (an empty [mcp_servers] with a comment included)."""
     config = home / ".codex" / "config.toml"
@@ -232,7 +232,7 @@ def test_codex_toml_with_dotted_keys_or_an_inline_table_keeps_every_entry(home):
         assert config.read_text() == text
 
 
-def test_a_hand_made_entry_is_kept_and_backups_are_the_first_ones(home):
+def test_a_hand_made_entry_is_kept_and_backups_are_the_first_ones(home: Path) -> None:
     """Item 6: a "codesight" entry install did not write stays (unless --force), and uninstall
     after --force gives it back."""
     mine = {"command": "/opt/cs/bin/codesight", "args": ["mcp", "--root", "/src/a"], "env": {"X": "1"}}
@@ -250,7 +250,7 @@ def test_a_hand_made_entry_is_kept_and_backups_are_the_first_ones(home):
     assert (home / ".claude.json").read_text() == text  # the user's own entry is back
 
 
-def test_uninstall_undoes_a_project_install_byte_for_byte(home, tmp_path):
+def test_uninstall_undoes_a_project_install_byte_for_byte(home: Path, tmp_path: Path) -> None:
     """Item 7: six agents into a project, then out: every file as it was (CRLF, missing final
     newline and all), no skeletons, no backups in the repository, exit 0; Codex and OpenCode
     share AGENTS.md, and removing one keeps the other's block."""
@@ -279,7 +279,7 @@ def test_uninstall_undoes_a_project_install_byte_for_byte(home, tmp_path):
     assert not [p for p in project.rglob("*") if p.is_dir() and p.name != ".git"]
 
 
-def test_jsonc_settings_are_edited_and_one_bad_file_does_not_block_the_others(home):
+def test_jsonc_settings_are_edited_and_one_bad_file_does_not_block_the_others(home: Path) -> None:
     """Item 14: VS Code's mcp.json with comments and a trailing comma is edited in place; a file
     that does not parse skips its agent in one line and the others are set up."""
     code = home / ".xdg-code" / "Code" / "User"
@@ -302,7 +302,7 @@ def test_jsonc_settings_are_edited_and_one_bad_file_does_not_block_the_others(ho
     assert "// my servers" in edited and "/* keep */" in edited and '"codesight"' in edited
 
 
-def test_a_read_only_file_is_left_alone(home):
+def test_a_read_only_file_is_left_alone(home: Path) -> None:
     """Item 19: a 0444 settings file is not replaced behind the user's back."""
     settings = home / ".gemini" / "settings.json"
     settings.write_text('{"theme": "dark"}\n')
@@ -312,7 +312,7 @@ def test_a_read_only_file_is_left_alone(home):
     assert settings.read_text() == '{"theme": "dark"}\n' and settings.stat().st_mode & 0o777 == 0o444
 
 
-def test_project_detection_and_agent_names_after_project(home, tmp_path):
+def test_project_detection_and_agent_names_after_project(home: Path, tmp_path: Path) -> None:
     """Item 21: a project's own files say which agents it uses; `--project NAME ...` takes the
     names as agents."""
     project = tmp_path / "p2"
@@ -329,7 +329,7 @@ def test_project_detection_and_agent_names_after_project(home, tmp_path):
     assert (project / ".cursor" / "mcp.json").exists() and (project / ".gemini" / "settings.json").exists()
 
 
-def test_dry_run_marks_a_missing_final_newline(home):
+def test_dry_run_marks_a_missing_final_newline(home: Path) -> None:
     """Item 30: a file with no final newline does not run into the next file's header."""
     (home / ".claude" / "CLAUDE.md").write_text("# Mine")
     r = run(home, "install", "claude-code", "--dry-run")
@@ -338,7 +338,7 @@ def test_dry_run_marks_a_missing_final_newline(home):
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o002])
-def test_project_files_get_the_umasks_mode_and_a_users_own_stay_private(home, tmp_path, umask):
+def test_project_files_get_the_umasks_mode_and_a_users_own_stay_private(home: Path, tmp_path: Path, umask) -> None:
     """Issue 66 item 5: ``install --project`` created ``.mcp.json``, ``AGENTS.md`` and ``GEMINI.md``
     0600, files a team commits. They get the umask's mode now; a user's own configuration that
     install creates stays 0600."""
@@ -367,7 +367,7 @@ def test_project_files_get_the_umasks_mode_and_a_users_own_stay_private(home, tm
         os.umask(old)
 
 
-def test_a_config_that_is_not_a_regular_file_is_skipped_in_one_line(home):
+def test_a_config_that_is_not_a_regular_file_is_skipped_in_one_line(home: Path) -> None:
     """Issue 66 item 22: ``mkfifo ~/.gemini/settings.json; codesight install gemini`` hung forever."""
     os.mkfifo(home / ".gemini" / "settings.json")
     r = run(home, "install", "gemini", "claude-code")

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import snapshot_tree
@@ -24,7 +25,7 @@ def run(*args, cwd=None, env=None):
     )
 
 
-def test_help_and_version():
+def test_help_and_version() -> None:
     r = run("--help")
     assert r.returncode == 0 and "index" in r.stdout and "search" in r.stdout
     assert "ask" in r.stdout.split("\n\n")[0]  # issue 35: the usage line named every command but ask
@@ -33,7 +34,7 @@ def test_help_and_version():
     assert run("--version").stdout.startswith("codesight ")
 
 
-def test_index_search_status_json(repo):
+def test_index_search_status_json(repo: Path) -> None:
     r = run("index", repo, "--no-embed", "--json")
     assert r.returncode == 0, r.stderr
     rep = json.loads(r.stdout)
@@ -54,7 +55,7 @@ def test_index_search_status_json(repo):
 
 
 @pytest.mark.model
-def test_a_cpu_leaves_the_full_pass_out_until_asked(repo):
+def test_a_cpu_leaves_the_full_pass_out_until_asked(repo: Path) -> None:
     """Issue 49: on a CPU (full_model = auto) `index` computes BM25 and the static tier and says in
     one line how to get the full model's vectors; `index --full` computes them, and from then on
     a plain `index` keeps them current."""
@@ -84,7 +85,7 @@ def test_a_cpu_leaves_the_full_pass_out_until_asked(repo):
     assert both.returncode == 2 and len(both.stderr.strip().splitlines()) == 1
 
 
-def test_vectors_from_the_shared_cache_start_no_full_model_on_a_cpu(repo, tmp_path):
+def test_vectors_from_the_shared_cache_start_no_full_model_on_a_cpu(repo: Path, tmp_path: Path) -> None:
     """Issue 66 items 15 and 16: a copy of a repository whose vectors the shared cache partly held
     got them, and then every index run and the TUI embedded the rest with the full model (two
     processes at 90% CPU, "ETA 18m"), since an index with vectors counted as one the full model
@@ -128,7 +129,7 @@ def test_vectors_from_the_shared_cache_start_no_full_model_on_a_cpu(repo, tmp_pa
     assert json.loads(run("status", repo, "--json", env=env).stdout)["full_pass"] is True
 
 
-def test_human_output(repo):
+def test_human_output(repo: Path) -> None:
     run("index", repo, "--no-embed")
     r = run("search", "verify password", "--path", repo, "--mode", "bm25", "-n", "2")
     first = r.stdout.splitlines()[0]
@@ -137,7 +138,7 @@ def test_human_output(repo):
     assert "chunks" in r.stdout and "pending" in r.stdout and "changed" in r.stdout
 
 
-def test_vimgrep_lines_and_related(repo):
+def test_vimgrep_lines_and_related(repo: Path) -> None:
     """--vimgrep prints path:line:col:text as rg does, with paths the editor can open from the
     current directory; `related` finds code like a place and leaves the place out."""
     (repo / "src" / "distance.py").write_text(
@@ -171,7 +172,7 @@ def test_vimgrep_lines_and_related(repo):
         assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, (bad, r.stderr)
 
 
-def test_language_names_take_any_case_and_the_usual_aliases(repo):
+def test_language_names_take_any_case_and_the_usual_aliases(repo: Path) -> None:
     run("index", repo, "--no-embed")
     for spelled in ("python", "Python", "py", ".py"):
         r = run("search", "haversine", "--path", repo, "--mode", "bm25", "--lang", spelled, "--json")
@@ -180,13 +181,13 @@ def test_language_names_take_any_case_and_the_usual_aliases(repo):
     assert r.returncode == 2 and "unknown language 'klingon'" in r.stderr and "python" in r.stderr
 
 
-def test_search_indexes_first_when_needed(repo):
+def test_search_indexes_first_when_needed(repo: Path) -> None:
     r = run("search", "parse config file", "--path", repo, "--mode", "bm25", "--json")
     assert r.returncode == 0 and "indexing first" in r.stderr
     assert {h["path"] for h in json.loads(r.stdout)} >= {"src/config_loader.py", "web/client.js"}
 
 
-def test_a_path_outside_the_repository_here_is_searched_as_rg_would(repo, tmp_path):
+def test_a_path_outside_the_repository_here_is_searched_as_rg_would(repo: Path, tmp_path: Path) -> None:
     """Issue 66 item 24: `codesight search retry /path/to/other/repo` from another repository
     searched (and first indexed) the current one; rg searches the path given."""
     (repo / ".git").mkdir(exist_ok=True)
@@ -204,7 +205,7 @@ def test_a_path_outside_the_repository_here_is_searched_as_rg_would(repo, tmp_pa
     assert r.returncode == 0 and {h["path"] for h in json.loads(r.stdout)} == {"local.py"}  # --path said where
 
 
-def test_no_results_exit_code(repo):
+def test_no_results_exit_code(repo: Path) -> None:
     run("index", repo, "--no-embed")
     r = run("search", "zzzqqq", "--path", repo, "--mode", "bm25")
     assert r.returncode == 1 and "no results" in r.stderr
@@ -218,27 +219,27 @@ def test_no_results_exit_code(repo):
         (("status", "/definitely/not/here"), "no such directory"),
     ],
 )
-def test_missing_path_is_one_clear_line(args, needle):
+def test_missing_path_is_one_clear_line(args, needle) -> None:
     r = run(*args)
     assert r.returncode == 2 and needle in r.stderr
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
-def test_file_instead_of_directory(repo):
+def test_file_instead_of_directory(repo: Path) -> None:
     r = run("index", repo / "src" / "geo.py")
     assert r.returncode == 2 and "not a directory" in r.stderr and "Traceback" not in r.stderr
     r = run(repo / "src" / "geo.py")  # the TUI entry point checks too, before starting
     assert r.returncode == 2 and "not a directory" in r.stderr
 
 
-def test_unwritable_data_dir(repo, tmp_path):
+def test_unwritable_data_dir(repo: Path, tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     r = run("index", repo, env={"CODESIGHT_DATA_DIR": str(blocker / "data")})
     assert r.returncode == 2 and "cannot write index" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_corrupt_index_is_rebuilt_and_said_so(repo):
+def test_corrupt_index_is_rebuilt_and_said_so(repo: Path) -> None:
     run("index", repo, "--no-embed")
     st = json.loads(run("status", repo, "--json").stdout)
     from pathlib import Path
@@ -251,7 +252,7 @@ def test_corrupt_index_is_rebuilt_and_said_so(repo):
     assert r.returncode == 0 and "rebuilt" in r.stderr and "src/geo.py" in r.stdout
 
 
-def test_bad_settings_and_arguments(repo):
+def test_bad_settings_and_arguments(repo: Path) -> None:
     r = run("index", repo, env={"CODESIGHT_MAX_FILE_SIZE": "lots"})
     assert r.returncode == 2 and "max_file_size" in r.stderr and "Traceback" not in r.stderr
     r = run("search", "x", "--path", repo, "--limit", "0")
@@ -260,7 +261,7 @@ def test_bad_settings_and_arguments(repo):
     assert r.returncode == 2
 
 
-def test_config_file_is_read(repo, tmp_path):
+def test_config_file_is_read(repo: Path, tmp_path: Path) -> None:
     cfg = tmp_path / "config.toml"
     cfg.write_text('exclude = ["server/"]\nmax_file_size = 3000000\n')
     r = run("index", repo, "--no-embed", "--json", env={"CODESIGHT_CONFIG": str(cfg)})
@@ -271,7 +272,7 @@ def test_config_file_is_read(repo, tmp_path):
 
 
 @pytest.mark.model
-def test_repository_is_byte_for_byte_unchanged(repo):
+def test_repository_is_byte_for_byte_unchanged(repo: Path) -> None:
     before = snapshot_tree(repo)
     assert run("index", repo).returncode == 0
     assert run("search", "great circle distance", "--path", repo).returncode == 0
@@ -294,14 +295,14 @@ finally:
 @pytest.mark.parametrize(
     "argv", [["--help"], ["status", "{repo}"], ["search", "haversine", "--path", "{repo}", "--mode", "bm25"]]
 )
-def test_light_commands_never_import_torch(repo, argv):
+def test_light_commands_never_import_torch(repo: Path, argv) -> None:
     run("index", repo, "--no-embed")
     argv = [a.format(repo=repo) for a in argv]
     r = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv)], capture_output=True, text=True)
     assert "HEAVY=\n" in r.stderr or r.stderr.rstrip().endswith("HEAVY="), r.stderr
 
 
-def test_search_during_another_process_first_index_searches_what_is_there(repo, tmp_path):
+def test_search_during_another_process_first_index_searches_what_is_there(repo: Path, tmp_path: Path) -> None:
     # Issue 22, fault 5: a search while another process builds the first index used to exit 3 ("busy").
     import os
     import subprocess
@@ -327,7 +328,7 @@ def test_search_during_another_process_first_index_searches_what_is_there(repo, 
     assert "src/geo.py" in r.stdout and "searching what it has indexed so far" in r.stderr
 
 
-def test_usage_errors_say_what_is_wrong(repo, tmp_path):
+def test_usage_errors_say_what_is_wrong(repo: Path, tmp_path: Path) -> None:
     import os
     import subprocess
     import sys
@@ -368,7 +369,7 @@ def test_usage_errors_say_what_is_wrong(repo, tmp_path):
     assert "a\\nb" in r.stderr
 
 
-def test_help_shows_the_terminal_ui_form_first():
+def test_help_shows_the_terminal_ui_form_first() -> None:
     import subprocess
     import sys
 
@@ -376,7 +377,7 @@ def test_help_shows_the_terminal_ui_form_first():
     assert r.returncode == 0 and r.stdout.startswith("usage: codesight [PATH ...]\n")
 
 
-def test_every_surface_uses_the_repository_root(repo, tmp_path):
+def test_every_surface_uses_the_repository_root(repo: Path, tmp_path: Path) -> None:
     # Issue 20, item 11: `codesight search` in a sub-directory built a separate index of it.
     (repo / ".git").mkdir()
     sub = repo / "src"
@@ -390,7 +391,9 @@ def test_every_surface_uses_the_repository_root(repo, tmp_path):
     assert json.loads(r.stdout)["root"] == str(repo)
 
 
-def test_a_large_tree_outside_a_repository_asks_first(tmp_path, monkeypatch, capsys):
+def test_a_large_tree_outside_a_repository_asks_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from codesight_tui import cli
 
     tree = tmp_path / "big"
@@ -424,7 +427,9 @@ def test_a_large_tree_outside_a_repository_asks_first(tmp_path, monkeypatch, cap
     assert cli.main(["index", str(other), "--no-embed"]) == 0
 
 
-def test_search_across_repositories_is_one_labelled_list(repo, tmp_path, monkeypatch, capsys):
+def test_search_across_repositories_is_one_labelled_list(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     # Issue 19: `codesight search Q --path A --path B`, and `--all` over the config's saved set.
     import json
 
@@ -451,7 +456,7 @@ def test_search_across_repositories_is_one_labelled_list(repo, tmp_path, monkeyp
     assert "no saved repositories" in capsys.readouterr().err
 
 
-def test_a_repository_json_py_does_not_shadow_the_standard_library(tmp_path):
+def test_a_repository_json_py_does_not_shadow_the_standard_library(tmp_path: Path) -> None:
     # Found by the torture harness: `python -m codesight_tui mcp` run inside rich's source (which
     # has a json.py) died on its first import.
     import subprocess
@@ -469,7 +474,7 @@ def test_a_repository_json_py_does_not_shadow_the_standard_library(tmp_path):
     assert r.returncode == 0 and "shadowed" not in r.stderr, r.stderr
 
 
-def test_related_takes_paths_from_the_current_directory_and_any_line_number(repo):
+def test_related_takes_paths_from_the_current_directory_and_any_line_number(repo: Path) -> None:
     """Issue 48 items 12 and 15: `related mod.py:10` in repo/src means repo/src/mod.py, as the
     vimgrep output there says; a line number too large for any file (or for int()) is one line."""
     run("index", repo, "--no-embed")
@@ -490,7 +495,7 @@ def test_related_takes_paths_from_the_current_directory_and_any_line_number(repo
         assert "has no line" in r.stderr
 
 
-def test_a_path_after_the_query_is_where_to_look(repo):
+def test_a_path_after_the_query_is_where_to_look(repo: Path) -> None:
     """Issue 48 item 16: `codesight search verify src/` searches src/ for "verify", as rg does."""
     run("index", repo, "--no-embed")
     (repo / "docs").mkdir(exist_ok=True)
@@ -507,7 +512,7 @@ def test_a_path_after_the_query_is_where_to_look(repo):
     assert r.returncode in (0, 1) and "Traceback" not in r.stderr
 
 
-def test_related_to_a_whole_file_goes_by_its_definitions_not_its_imports(repo):
+def test_related_to_a_whole_file_goes_by_its_definitions_not_its_imports(repo: Path) -> None:
     """Issue 48 item 26: `related FILE` matched other files' import blocks (its first chunk);
     a whole file is represented by its definitions, and none of it comes back."""
     names = [f"Name{i}Type" for i in range(60)]
@@ -534,7 +539,7 @@ def test_related_to_a_whole_file_goes_by_its_definitions_not_its_imports(repo):
     assert not any(h["path"] == "src/wrap.py" for h in hits)
 
 
-def test_the_plain_output_names_the_lists_that_found_each_hit():
+def test_the_plain_output_names_the_lists_that_found_each_hit() -> None:
     """Issue 48 item 24: a static-tier hit was tagged bm25+vec while --json said vector_rank null."""
     from codesight_tui.cli import retriever_tag
     from codesight_tui.core.search.searcher import SearchResult
@@ -562,7 +567,7 @@ def test_the_plain_output_names_the_lists_that_found_each_hit():
     assert retriever_tag(hit(definition=True)) == "definition"
 
 
-def test_def_refs_callers_callees(nav_repo):
+def test_def_refs_callers_callees(nav_repo: Path) -> None:
     """Issue 51: the four commands, their formats and exit codes, from a subdirectory."""
     r = run("callers", "evict", cwd=nav_repo / "store")
     assert r.returncode == 0, r.stderr
@@ -594,7 +599,9 @@ def test_def_refs_callers_callees(nav_repo):
     assert r.returncode == 2
 
 
-def test_a_long_index_run_off_a_terminal_says_how_far_it_is_every_minute(capsys, monkeypatch):
+def test_a_long_index_run_off_a_terminal_says_how_far_it_is_every_minute(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 66 item 16: `index --full` with its output in a file printed nothing for 17 minutes."""
     from codesight_tui import cli
     from codesight_tui.core.index.indexer import Progress
@@ -614,7 +621,7 @@ def test_a_long_index_run_off_a_terminal_says_how_far_it_is_every_minute(capsys,
     assert capsys.readouterr().err == ""
 
 
-def test_the_status_bar_counts_vectors_as_status_does_and_says_how_to_get_the_rest():
+def test_the_status_bar_counts_vectors_as_status_does_and_says_how_to_get_the_rest() -> None:
     """Issue 66 item 16: the TUI's "vectors 2% (ETA 18m)" was of the run's pending chunks where
     `status` said 3,968 done and 5,860 pending; with the full model off, it says how to get them."""
     from codesight_tui.tui.widgets.status import IndexState

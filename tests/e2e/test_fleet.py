@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from conftest import snapshot_tree, wait_for
 
+from codesight_tui.core.config import Settings
+
 pytestmark = pytest.mark.loopback  # moto's S3 server and the Ray cluster's test listen on 127.0.0.1
 
 GIT_ENV = {
@@ -122,7 +124,7 @@ def s3():
 
 
 @pytest.fixture
-def env(monkeypatch, static_model_dir) -> dict[str, str]:
+def env(monkeypatch: pytest.MonkeyPatch, static_model_dir: Path) -> dict[str, str]:
     """The environment of a `codesight` subprocess: the session's distilled static model, test
     credentials for the S3 server."""
     for k, v in {
@@ -183,7 +185,7 @@ def assert_consistent(store: str, repos: dict[str, Path], endpoint: str | None =
     return commits
 
 
-def test_index_search_and_reindex_on_s3(tmp_path, env, s3):
+def test_index_search_and_reindex_on_s3(tmp_path: Path, env: dict[str, str], s3: str) -> None:
     clones = tmp_path / "clones"
     payments = make_repo(clones / "payments", PAYMENTS)
     frontend = make_repo(clones / "frontend", FRONTEND)
@@ -323,7 +325,7 @@ def refund_partial_capture(charge, amount):
     assert third["indexed"] == [] and len(third["unchanged"]) == 3
 
 
-def test_fleet_is_fused_with_the_local_index(tmp_path, env):
+def test_fleet_is_fused_with_the_local_index(tmp_path: Path, env: dict[str, str]) -> None:
     clones = tmp_path / "clones"
     payments = make_repo(clones / "payments", PAYMENTS)
     make_repo(clones / "frontend", FRONTEND)
@@ -359,7 +361,7 @@ export function throttleKeystrokes(fn, wait) {
 }
 
 
-def test_related_works_over_a_fleet(tmp_path, env):
+def test_related_works_over_a_fleet(tmp_path: Path, env: dict[str, str]) -> None:
     """ "More like this" over a fleet store: from a symbol or a path:line the store holds (no local
     repository at all), and from a local chunk into the fleet; the source itself is never a hit."""
     clones = tmp_path / "clones"
@@ -431,7 +433,7 @@ def _big_repos(root: Path, n: int, copies: int = 1) -> dict[str, Path]:
     }
 
 
-def test_a_worker_killed_mid_job_is_retried_and_the_table_stays_consistent(tmp_path, env):
+def test_a_worker_killed_mid_job_is_retried_and_the_table_stays_consistent(tmp_path: Path, env: dict[str, str]) -> None:
     repos = _big_repos(tmp_path / "clones", 4, copies=2)
     store = str(tmp_path / "store")
     job = subprocess.Popen(
@@ -477,7 +479,9 @@ def test_a_worker_killed_mid_job_is_retried_and_the_table_stays_consistent(tmp_p
     assert again["indexed"] == [] and sorted(again["unchanged"]) == sorted(repos)
 
 
-def test_the_job_killed_outright_leaves_whole_repositories_and_the_next_run_completes(tmp_path, env):
+def test_the_job_killed_outright_leaves_whole_repositories_and_the_next_run_completes(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
     # Tasks of about a second each (48 files), eight of them: the kill lands mid-job, with a worker
     # alive, even on a loaded machine where the driver's first write lags the worker by seconds
     # (with four, the worker had finished them all by the first "files changed" line in 2 runs of
@@ -537,7 +541,7 @@ def test_the_job_killed_outright_leaves_whole_repositories_and_the_next_run_comp
     assert set(assert_consistent(store, repos)) == set(repos)
 
 
-def test_a_failing_repository_is_reported_and_skipped(tmp_path, env):
+def test_a_failing_repository_is_reported_and_skipped(tmp_path: Path, env: dict[str, str]) -> None:
     clones = tmp_path / "clones"
     make_repo(clones / "frontend", FRONTEND)
     (clones / "empty").mkdir()
@@ -571,7 +575,7 @@ def test_a_failing_repository_is_reported_and_skipped(tmp_path, env):
     assert "empty" in status.stdout and "failed:" in status.stdout
 
 
-def test_a_namesake_from_another_place_never_replaces_a_stored_repository(tmp_path, env):
+def test_a_namesake_from_another_place_never_replaces_a_stored_repository(tmp_path: Path, env: dict[str, str]) -> None:
     """Issue 66, 1: ``a/pay`` then ``b/pay`` (and a URL ending in ``pay.git``) into one store: the
     second is refused in one line that says why and how, and the first keeps every row."""
     first = make_repo(tmp_path / "a" / "pay", FRONTEND)
@@ -600,7 +604,7 @@ def test_a_namesake_from_another_place_never_replaces_a_stored_repository(tmp_pa
     assert_consistent(store, {"pay": first, "pay-b": second})
 
 
-def test_bad_stores_are_one_line(tmp_path, env):
+def test_bad_stores_are_one_line(tmp_path: Path, env: dict[str, str]) -> None:
     empty = tmp_path / "not-a-store"
     empty.mkdir()
     out = codesight("search", "anything", "--store", str(empty), env=env, cwd=tmp_path)
@@ -640,7 +644,9 @@ def _local_fleet(tmp_path: Path, static_model_dir: Path):
     return fleet
 
 
-async def test_the_tui_searches_the_fleet_beside_the_repository(repo, settings, tmp_path, static_model_dir):
+async def test_the_tui_searches_the_fleet_beside_the_repository(
+    repo: Path, settings: Settings, tmp_path: Path, static_model_dir: Path
+) -> None:
     from conftest import HashEmbedder
     from surfaces import search, settle
 
@@ -672,7 +678,9 @@ async def test_the_tui_searches_the_fleet_beside_the_repository(repo, settings, 
         assert app.hits[0].path == "src/geo.py" and not app.hits[0].commit
 
 
-async def test_mcp_search_takes_the_fleet_too(repo, tmp_path, static_model_dir, monkeypatch):
+async def test_mcp_search_takes_the_fleet_too(
+    repo: Path, tmp_path: Path, static_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from surfaces import server
 
     fleet = _local_fleet(tmp_path, static_model_dir)
@@ -751,7 +759,7 @@ def _sockets(pids: set[int]) -> dict[str, list[str]]:
     return found
 
 
-def test_a_run_here_listens_on_no_port_and_leaves_nothing_behind(tmp_path, env):
+def test_a_run_here_listens_on_no_port_and_leaves_nothing_behind(tmp_path: Path, env: dict[str, str]) -> None:
     """Item 2: a local Ray listened on every interface (GCS, raylet: 7 ports beyond loopback),
     made its directories 0777 and wrote ~/.ray/auth_token 0644. The workers here listen on no
     port; the fork server's socket is in a 0700 directory of ours; nothing is left in TMPDIR or
@@ -804,7 +812,7 @@ def test_a_run_here_listens_on_no_port_and_leaves_nothing_behind(tmp_path, env):
 
 
 @pytest.fixture(scope="module")
-def ray_cluster(tmp_path_factory):
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
     """A real Ray cluster's head on 127.0.0.1 (``ray start``), with a token of its own, for
     ``--ray-address``."""
     pytest.importorskip("ray")
@@ -844,7 +852,7 @@ def ray_cluster(tmp_path_factory):
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-def test_a_ray_cluster_runs_the_tasks_when_asked(tmp_path, env, ray_cluster):
+def test_a_ray_cluster_runs_the_tasks_when_asked(tmp_path: Path, env: dict[str, str], ray_cluster: str) -> None:
     """``--ray-address`` hands the tasks to a Ray cluster (here one on 127.0.0.1); the store
     gets the same rows as from the workers here."""
     address, ray_env = ray_cluster
@@ -871,7 +879,9 @@ def test_a_ray_cluster_runs_the_tasks_when_asked(tmp_path, env, ray_cluster):
     assert out.returncode == 2 and "--ray-address" in out.stderr and "Traceback" not in out.stderr
 
 
-def test_a_store_path_is_created_only_by_a_writer_and_only_where_it_is_a_store(tmp_path, env):
+def test_a_store_path_is_created_only_by_a_writer_and_only_where_it_is_a_store(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
     """Item 3: a search creates nothing; an index run refuses a directory that holds other files
     (a repository) and leaves the mode of a directory it was given as it was."""
     env = env | {"CODESIGHT_SERVICE": "off"}
@@ -902,7 +912,7 @@ def test_a_store_path_is_created_only_by_a_writer_and_only_where_it_is_a_store(t
     assert _mode(tmp_path / "new") == 0o700 and _mode(made) == 0o700
 
 
-def test_credentials_in_a_source_url_are_never_stored_or_printed(tmp_path, env):
+def test_credentials_in_a_source_url_are_never_stored_or_printed(tmp_path: Path, env: dict[str, str]) -> None:
     """Item 4: a token in a git URL stays out of the store (readable by whoever reads the bucket),
     the report, the status and the error."""
     store = tmp_path / "store"
@@ -920,7 +930,7 @@ def test_credentials_in_a_source_url_are_never_stored_or_printed(tmp_path, env):
             assert b"SECRET-TOKEN" not in f.read_bytes(), f
 
 
-def test_an_unreachable_or_broken_store_costs_only_its_own_hits(tmp_path, env):
+def test_an_unreachable_or_broken_store_costs_only_its_own_hits(tmp_path: Path, env: dict[str, str]) -> None:
     """Item 9: a fleet store that cannot be reached, or is no store, is one line on stderr; the
     local hits still come, exit 0."""
     payments = make_repo(tmp_path / "payments", PAYMENTS)
@@ -938,7 +948,7 @@ def test_an_unreachable_or_broken_store_costs_only_its_own_hits(tmp_path, env):
         assert "local hits only" in out.stderr and "Traceback" not in out.stderr
 
 
-def test_a_store_from_a_newer_codesight_is_refused(tmp_path, env):
+def test_a_store_from_a_newer_codesight_is_refused(tmp_path: Path, env: dict[str, str]) -> None:
     """Item 11: a store whose format is newer than this codesight's is neither searched nor
     written to, in one line."""
     import lancedb
@@ -956,7 +966,7 @@ def test_a_store_from_a_newer_codesight_is_refused(tmp_path, env):
     assert snapshot_tree(store) == before
 
 
-def test_a_large_blob_is_never_unpacked(tmp_path):
+def test_a_large_blob_is_never_unpacked(tmp_path: Path) -> None:
     """Item 10: the checkout skips files over max_file_size before writing them (a 3 MB blob in a
     small repository costs no temporary space)."""
     from codesight_tui.core.fleet.job import RepoTask, Source, _checkout
@@ -971,7 +981,7 @@ def test_a_large_blob_is_never_unpacked(tmp_path):
     assert sum(f.stat().st_size for f in tree.rglob("*") if f.is_file()) < 10_000
 
 
-def test_fleet_hits_carry_the_repositorys_current_commit(tmp_path, env):
+def test_fleet_hits_carry_the_repositorys_current_commit(tmp_path: Path, env: dict[str, str]) -> None:
     """Item 18: a file unchanged by the last commit is labelled with that commit, as `fleet
     status` says, not with the commit its rows were first written at."""
     clones = tmp_path / "clones"

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import HashEmbedder
 
 from codesight_tui import CodeSight
 from codesight_tui.core.errors import CodeSightError
@@ -58,7 +59,7 @@ def _secret_repo(root: Path) -> Path:
 # --- 1. secrets ------------------------------------------------------------------------------
 
 
-def test_secret_files_are_never_indexed_and_counted(tmp_path, hash_embedder):
+def test_secret_files_are_never_indexed_and_counted(tmp_path: Path, hash_embedder: HashEmbedder) -> None:
     root = _secret_repo(tmp_path / "repo")
     cs = CodeSight(root, embedder=hash_embedder)
     report = cs.index()
@@ -72,7 +73,7 @@ def test_secret_files_are_never_indexed_and_counted(tmp_path, hash_embedder):
     assert st["skipped"]["secret"] == 4
 
 
-def test_keys_and_tokens_inside_files_are_masked_line_for_line(tmp_path, hash_embedder):
+def test_keys_and_tokens_inside_files_are_masked_line_for_line(tmp_path: Path, hash_embedder: HashEmbedder) -> None:
     root = _secret_repo(tmp_path / "repo")
     cs = CodeSight(root, embedder=hash_embedder)
     report = cs.index()
@@ -92,7 +93,7 @@ def test_keys_and_tokens_inside_files_are_masked_line_for_line(tmp_path, hash_em
     assert st["secrets"] == {"files_skipped": 4, "masked": 2, "files_masked": 2}
 
 
-def test_the_secret_file_list_is_a_setting(tmp_path, hash_embedder):
+def test_the_secret_file_list_is_a_setting(tmp_path: Path, hash_embedder: HashEmbedder) -> None:
     root = _secret_repo(tmp_path / "repo")
     cs = CodeSight(root, embedder=hash_embedder, secret_files=["*.pem"])
     cs.index()
@@ -102,7 +103,7 @@ def test_the_secret_file_list_is_a_setting(tmp_path, hash_embedder):
     assert "OPENSSH" not in "".join(c for (c,) in cs.store.conn.execute("SELECT content FROM chunks"))
 
 
-def test_redact_knows_the_common_formats_and_leaves_code_alone():
+def test_redact_knows_the_common_formats_and_leaves_code_alone() -> None:
     samples = {
         "AKIAIOSFODNN7EXAMPLE": "aws-access-key",
         GITHUB_TOKEN: "github-token",
@@ -129,7 +130,7 @@ def test_redact_knows_the_common_formats_and_leaves_code_alone():
     assert flagged(PRIVATE_KEY) and not flagged("BEGIN PUBLIC KEY")
 
 
-def test_secret_names():
+def test_secret_names() -> None:
     for rel in (
         ".env",
         "app/.env.production",
@@ -159,7 +160,7 @@ def test_secret_names():
     assert not secret_name("ui/shadow", is_dir=True)  # a folder so named is code (issue 48 item 8)
 
 
-def test_credentials_are_scrubbed_from_urls():
+def test_credentials_are_scrubbed_from_urls() -> None:
     from codesight_tui.core.redact import scrub_credentials
 
     assert scrub_credentials("https://user:SECRET@host/org/pay.git") == "https://host/org/pay.git"
@@ -173,7 +174,9 @@ def test_credentials_are_scrubbed_from_urls():
 
 
 @pytest.mark.loopback
-def test_ask_never_sends_a_flagged_chunk_even_from_an_old_index(tmp_path, hash_embedder, monkeypatch):
+def test_ask_never_sends_a_flagged_chunk_even_from_an_old_index(
+    tmp_path: Path, hash_embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from llmstub import StubServer
     from surfaces import llm_env
 
@@ -193,7 +196,7 @@ def test_ask_never_sends_a_flagged_chunk_even_from_an_old_index(tmp_path, hash_e
 
 
 @pytest.mark.loopback
-def test_an_endless_answer_is_cut(repo, hash_embedder, monkeypatch):
+def test_an_endless_answer_is_cut(repo: Path, hash_embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
     from llmstub import StubServer
     from surfaces import llm_env
 
@@ -209,7 +212,9 @@ def test_an_endless_answer_is_cut(repo, hash_embedder, monkeypatch):
 
 
 @pytest.mark.loopback
-def test_a_slow_endless_answer_is_cut_by_time(repo, hash_embedder, monkeypatch):
+def test_a_slow_endless_answer_is_cut_by_time(
+    repo: Path, hash_embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from llmstub import StubServer
     from surfaces import llm_env
 
@@ -235,7 +240,9 @@ def _modes(root: Path) -> list[tuple[str, int]]:
     return out
 
 
-def test_everything_written_is_owner_only_whatever_the_umask(repo, hash_embedder, _isolated_home):
+def test_everything_written_is_owner_only_whatever_the_umask(
+    repo: Path, hash_embedder: HashEmbedder, _isolated_home: Path
+) -> None:
     old = os.umask(0o022)
     try:
         cs = CodeSight(repo, embedder=hash_embedder)
@@ -252,7 +259,9 @@ def test_everything_written_is_owner_only_whatever_the_umask(repo, hash_embedder
     assert any(".lance" in p for p, _ in _modes(data))
 
 
-def test_an_older_wider_index_is_tightened_on_the_next_run(repo, hash_embedder, _isolated_home):
+def test_an_older_wider_index_is_tightened_on_the_next_run(
+    repo: Path, hash_embedder: HashEmbedder, _isolated_home: Path
+) -> None:
     cs = CodeSight(repo, embedder=hash_embedder)
     cs.index()
     cs.close()
@@ -279,7 +288,7 @@ def _garble_table(db: Path, table: str) -> None:
     db.write_bytes(bytes(raw))
 
 
-def test_a_damaged_fts_table_is_found_and_rebuilt_by_a_plain_index_run(repo, hash_embedder):
+def test_a_damaged_fts_table_is_found_and_rebuilt_by_a_plain_index_run(repo: Path, hash_embedder: HashEmbedder) -> None:
     cs = CodeSight(repo, embedder=hash_embedder)
     cs.index()
     cs.close()
@@ -295,7 +304,9 @@ def test_a_damaged_fts_table_is_found_and_rebuilt_by_a_plain_index_run(repo, has
 # --- 5. git's global ignore file --------------------------------------------------------------
 
 
-def test_the_global_git_ignore_file_is_honoured(repo, hash_embedder, _isolated_home, monkeypatch):
+def test_the_global_git_ignore_file_is_honoured(
+    repo: Path, hash_embedder: HashEmbedder, _isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (repo / "notes.local").write_text("launch codes 0000\n")
     (repo / "scratch.tmp").write_text("scratch pad about launch codes\n")
     xdg_ignore = _isolated_home / "xdg" / "git" / "ignore"
@@ -316,7 +327,7 @@ def test_the_global_git_ignore_file_is_honoured(repo, hash_embedder, _isolated_h
 # --- 6. the MCP server's implicit root -----------------------------------------------------------
 
 
-def test_mcp_never_takes_root_or_home_as_its_implicit_root(tmp_path, monkeypatch):
+def test_mcp_never_takes_root_or_home_as_its_implicit_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from codesight_tui.mcp_server import Repos, default_roots
 
     for where in (Path("/"), Path.home()):
@@ -334,7 +345,7 @@ def test_mcp_never_takes_root_or_home_as_its_implicit_root(tmp_path, monkeypatch
 # --- 7. escape sequences never reach the terminal -----------------------------------------------
 
 
-def test_tui_rows_previews_and_answers_show_escapes_as_text(tmp_path, hash_embedder):
+def test_tui_rows_previews_and_answers_show_escapes_as_text(tmp_path: Path, hash_embedder: HashEmbedder) -> None:
     from rich.console import Console
 
     from codesight_tui.tui.widgets.preview import render_hit
@@ -363,7 +374,7 @@ def test_tui_rows_previews_and_answers_show_escapes_as_text(tmp_path, hash_embed
 # --- 8, 9. a file swapped or grown between walk and read ------------------------------------------
 
 
-def test_a_file_swapped_for_a_symlink_after_the_walk_is_not_read(tmp_path):
+def test_a_file_swapped_for_a_symlink_after_the_walk_is_not_read(tmp_path: Path) -> None:
     from codesight_tui.core.ingest.extract import ExtractError, extract
 
     root = tmp_path / "repo"
@@ -386,7 +397,9 @@ def test_a_file_swapped_for_a_symlink_after_the_walk_is_not_read(tmp_path):
     assert err.value.reason == "changed"
 
 
-def test_a_swap_during_an_index_run_indexes_nothing_of_the_target(tmp_path, hash_embedder, monkeypatch):
+def test_a_swap_during_an_index_run_indexes_nothing_of_the_target(
+    tmp_path: Path, hash_embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from codesight_tui.core.index import indexer
 
     root = tmp_path / "repo"
@@ -413,7 +426,9 @@ def test_a_swap_during_an_index_run_indexes_nothing_of_the_target(tmp_path, hash
     assert not cs.search("SECRET MATERIAL", mode="bm25")
 
 
-def test_a_file_that_grows_after_the_walk_is_never_read_past_the_cap(tmp_path, hash_embedder, monkeypatch):
+def test_a_file_that_grows_after_the_walk_is_never_read_past_the_cap(
+    tmp_path: Path, hash_embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from codesight_tui.core.index import indexer
     from codesight_tui.core.ingest.walker import read_bytes
 
@@ -445,7 +460,7 @@ def test_a_file_that_grows_after_the_walk_is_never_read_past_the_cap(tmp_path, h
 # --- 10. document bombs --------------------------------------------------------------------------
 
 
-def test_a_zip_bomb_docx_is_skipped_before_it_is_parsed(tmp_path, hash_embedder):
+def test_a_zip_bomb_docx_is_skipped_before_it_is_parsed(tmp_path: Path, hash_embedder: HashEmbedder) -> None:
     root = tmp_path / "repo"
     (root / ".git").mkdir(parents=True)
     from docmaker import make_docx_bomb
@@ -461,7 +476,7 @@ def test_a_zip_bomb_docx_is_skipped_before_it_is_parsed(tmp_path, hash_embedder)
     assert cs.status()["documents"]["skipped"] == {"bomb.docx": "too_large_unpacked"}
 
 
-def test_the_document_reader_is_memory_capped(tmp_path):
+def test_the_document_reader_is_memory_capped(tmp_path: Path) -> None:
     from docmaker import make_pdf_bomb
 
     from codesight_tui.core.ingest.extract import DocumentReader, ExtractError
@@ -476,7 +491,7 @@ def test_the_document_reader_is_memory_capped(tmp_path):
 # --- 11, 12. deep trees and dates past 2262 ------------------------------------------------------
 
 
-def test_a_tree_a_thousand_levels_deep_is_walked(tmp_path, hash_embedder):
+def test_a_tree_a_thousand_levels_deep_is_walked(tmp_path: Path, hash_embedder: HashEmbedder) -> None:
     root = tmp_path / "repo"
     (root / ".git").mkdir(parents=True)
     deep = root
@@ -496,7 +511,7 @@ def test_a_tree_a_thousand_levels_deep_is_walked(tmp_path, hash_embedder):
             deep = deep.parent
 
 
-def test_a_modification_time_after_2262_is_indexed(repo, hash_embedder):
+def test_a_modification_time_after_2262_is_indexed(repo: Path, hash_embedder: HashEmbedder) -> None:
     far = repo / "src" / "future.py"
     far.write_text("def from_the_future():\n    pass\n")
     os.utime(far, (time.time(), 10**10))  # the year 2286: past what 64 bits of nanoseconds hold
@@ -509,7 +524,7 @@ def test_a_modification_time_after_2262_is_indexed(repo, hash_embedder):
 # --- 13, 14. the watcher ---------------------------------------------------------------------
 
 
-def test_a_batch_that_failed_is_kept_and_retried(tmp_path):
+def test_a_batch_that_failed_is_kept_and_retried(tmp_path: Path) -> None:
     from codesight_tui.core.store.watch import Watcher
 
     root = tmp_path / "repo"
@@ -535,7 +550,9 @@ def test_a_batch_that_failed_is_kept_and_retried(tmp_path):
     assert w.failures == 1 and "No space left" in w.errors[0]
 
 
-def test_codesights_own_directories_inside_the_root_are_never_indexed_or_watched(tmp_path, hash_embedder):
+def test_codesights_own_directories_inside_the_root_are_never_indexed_or_watched(
+    tmp_path: Path, hash_embedder: HashEmbedder
+) -> None:
     home = tmp_path / "home"
     (home / "project").mkdir(parents=True)
     (home / "project" / "app.py").write_text("def main():\n    pass\n")
@@ -559,7 +576,7 @@ def test_codesights_own_directories_inside_the_root_are_never_indexed_or_watched
 # --- 15. an index written by a newer codesight ---------------------------------------------------
 
 
-def test_an_index_from_a_newer_codesight_is_refused_not_wiped(repo, hash_embedder):
+def test_an_index_from_a_newer_codesight_is_refused_not_wiped(repo: Path, hash_embedder: HashEmbedder) -> None:
     cs = CodeSight(repo, embedder=hash_embedder)
     cs.index()
     chunks = cs.counts()["chunks"]
@@ -577,7 +594,7 @@ def test_an_index_from_a_newer_codesight_is_refused_not_wiped(repo, hash_embedde
     assert out.returncode == 2 and "newer codesight" in out.stderr and "Traceback" not in out.stderr
 
 
-def test_an_older_index_is_rebuilt_only_under_the_writer_lock(repo, hash_embedder):
+def test_an_older_index_is_rebuilt_only_under_the_writer_lock(repo: Path, hash_embedder: HashEmbedder) -> None:
     from filelock import FileLock
 
     cs = CodeSight(repo, embedder=hash_embedder)
@@ -603,7 +620,7 @@ def test_an_older_index_is_rebuilt_only_under_the_writer_lock(repo, hash_embedde
 # --- 17. MCP frames the SDK's transport would leave unanswered -----------------------------------
 
 
-def test_mcp_answers_frames_with_lone_surrogates_and_deep_nesting(repo):
+def test_mcp_answers_frames_with_lone_surrogates_and_deep_nesting(repo: Path) -> None:
     import select
 
     proc = subprocess.Popen(
@@ -711,7 +728,7 @@ def _consistent(db: Path) -> None:
 
 
 @pytest.mark.parametrize("signame, code", [("SIGTERM", 143), ("SIGHUP", 129), ("SIGINT", 130)])
-def test_a_signal_mid_index_exits_promptly_and_cleanly(tmp_path, signame, code, _isolated_home):
+def test_a_signal_mid_index_exits_promptly_and_cleanly(tmp_path: Path, signame, code, _isolated_home: Path) -> None:
     import signal
 
     root = _bulk_repo(tmp_path / "repo")
@@ -743,7 +760,7 @@ def test_a_signal_mid_index_exits_promptly_and_cleanly(tmp_path, signame, code, 
     _consistent(cs.storage.db_path)
 
 
-def test_sigterm_ends_watch_and_mcp_with_its_code(repo, tmp_path):
+def test_sigterm_ends_watch_and_mcp_with_its_code(repo: Path, tmp_path: Path) -> None:
     import signal
 
     watch = subprocess.Popen(
@@ -768,7 +785,7 @@ def test_sigterm_ends_watch_and_mcp_with_its_code(repo, tmp_path):
     assert "Traceback" not in watch.stderr.read()
 
 
-def test_sigterm_restores_the_terminal_from_the_tui(repo):
+def test_sigterm_restores_the_terminal_from_the_tui(repo: Path) -> None:
     import pty
     import select
     import signal
@@ -804,7 +821,9 @@ def test_sigterm_restores_the_terminal_from_the_tui(repo):
 
 
 @pytest.mark.model
-def test_static_vectors_come_before_the_cache_fill_on_a_cpu(tmp_path, static_model_dir, _isolated_home):
+def test_static_vectors_come_before_the_cache_fill_on_a_cpu(
+    tmp_path: Path, static_model_dir: Path, _isolated_home: Path
+) -> None:
     """MCP's first search waits for the "embed" phase to begin: with a cache file on the machine,
     the cache fill used to begin it before the static tier existed, and the answer was BM25 alone."""
     from conftest import build_repo
@@ -841,7 +860,9 @@ BLOB_SERVICE = {
 
 
 @pytest.mark.model
-def test_a_question_with_no_word_of_the_code_finds_it_in_the_first_answer(tmp_path, static_model_dir):
+def test_a_question_with_no_word_of_the_code_finds_it_in_the_first_answer(
+    tmp_path: Path, static_model_dir: Path
+) -> None:
     """Item 4: the LRU cache says none of "evict the least recently used entry when full"; BM25
     cannot see it, the static tier must, and it is there before the first answer."""
     for rel, text in BLOB_SERVICE.items():
@@ -858,7 +879,9 @@ def test_a_question_with_no_word_of_the_code_finds_it_in_the_first_answer(tmp_pa
 # --- 17. minor: a damaged static model, overlapping roots ---------------------------------------
 
 
-def test_a_damaged_distilled_static_model_is_made_again(tmp_path, static_model_dir, monkeypatch, _isolated_home):
+def test_a_damaged_distilled_static_model_is_made_again(
+    tmp_path: Path, static_model_dir: Path, monkeypatch: pytest.MonkeyPatch, _isolated_home: Path
+) -> None:
     import shutil
 
     from codesight_tui.core.index import static
@@ -884,7 +907,7 @@ def test_a_damaged_distilled_static_model_is_made_again(tmp_path, static_model_d
     assert len(model.encode(["parse the config file"])[0]) == model.dim
 
 
-def test_overlapping_roots_are_one_index(tmp_path):
+def test_overlapping_roots_are_one_index(tmp_path: Path) -> None:
     from codesight_tui.core.ingest.paths import outermost
 
     top = tmp_path / "top"
@@ -918,7 +941,9 @@ def test_overlapping_roots_are_one_index(tmp_path):
     assert len([d for d in data.iterdir() if d.is_dir()]) == 1
 
 
-def test_a_moment_of_locked_at_open_is_waited_out(repo, hash_embedder, monkeypatch):
+def test_a_moment_of_locked_at_open_is_waited_out(
+    repo: Path, hash_embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """SQLite says "locked" at once, without its busy timeout, while a writer recovers its WAL:
     an MCP search that opened the index at that instant failed (seen in CI under load)."""
     from codesight_tui.core.errors import IndexBusyError

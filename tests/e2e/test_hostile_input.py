@@ -4,25 +4,28 @@ are not UTF-8, bad path filters, and any query string at all (issue 22, faults 1
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from conftest import HashEmbedder
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from properties import examples
 
 from codesight_tui import CodeSight
+from codesight_tui.core.config import Settings
 from codesight_tui.core.errors import CodeSightError
 
 
 @pytest.fixture
-def cs(repo, settings, hash_embedder):
+def cs(repo: Path, settings: Settings, hash_embedder: HashEmbedder):
     c = CodeSight(repo, settings=settings, embedder=hash_embedder)
     c.index()
     return c
 
 
-def test_a_file_name_that_is_not_utf8_is_skipped_and_counted(tmp_path, settings):
+def test_a_file_name_that_is_not_utf8_is_skipped_and_counted(tmp_path: Path, settings: Settings) -> None:
     root = tmp_path / "r"
     root.mkdir()
     (root / "ok.py").write_text("def router():\n    return 1\n")
@@ -34,7 +37,7 @@ def test_a_file_name_that_is_not_utf8_is_skipped_and_counted(tmp_path, settings)
     assert c.search("router", mode="bm25")[0].path == "ok.py"
 
 
-def test_arguments_with_bytes_that_are_not_utf8(cs):
+def test_arguments_with_bytes_that_are_not_utf8(cs: CodeSight) -> None:
     bad = os.fsdecode(b"haversine\xff")  # what Python makes of such an argv entry
     for mode in ("hybrid", "bm25", "vector"):
         cs.search(bad, mode=mode)
@@ -46,14 +49,14 @@ def test_arguments_with_bytes_that_are_not_utf8(cs):
 
 
 @pytest.mark.parametrize("glob", ["!", "\\"])
-def test_a_bad_path_filter_is_a_usage_error_in_every_mode(cs, glob):
+def test_a_bad_path_filter_is_a_usage_error_in_every_mode(cs: CodeSight, glob) -> None:
     for mode in ("hybrid", "bm25", "vector"):
         with pytest.raises(CodeSightError) as exc:
             cs.search("haversine", mode=mode, glob=glob)
         assert exc.value.exit_code == 2 and "invalid path filter" in str(exc.value)
 
 
-def test_the_cli_says_so_in_one_line(repo, tmp_path):
+def test_the_cli_says_so_in_one_line(repo: Path, tmp_path: Path) -> None:
     env = dict(os.environ, CODESIGHT_DATA_DIR=str(tmp_path / "data"))
     subprocess.run(
         [sys.executable, "-m", "codesight_tui", "index", "--no-embed", str(repo)],
@@ -77,12 +80,12 @@ _QUERY = st.text(st.characters(blacklist_categories=()), max_size=200) | st.samp
 
 @hsettings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=_QUERY, mode=st.sampled_from(["hybrid", "bm25", "vector"]))
-def test_any_query_string_is_safe(cs, query, mode):
+def test_any_query_string_is_safe(cs: CodeSight, query, mode) -> None:
     hits = cs.search(query, mode=mode, top_k=5)
     assert len(hits) <= 5 and all(h.start_line <= h.end_line for h in hits)
 
 
-def test_a_huge_query_is_cut_not_ground_through(cs):
+def test_a_huge_query_is_cut_not_ground_through(cs: CodeSight) -> None:
     # 130,000 characters of one "identifier" took 159 s of splitting before; now it is cut at
     # MAX_QUERY_CHARS and answered like any other query.
     from codesight_tui.core.engine import MAX_QUERY_CHARS
@@ -91,7 +94,7 @@ def test_a_huge_query_is_cut_not_ground_through(cs):
     assert cs.search("haversine " + "x" * (MAX_QUERY_CHARS * 3), mode="bm25")[0].path == "src/geo.py"
 
 
-def test_fifos_are_counted_never_opened_and_utf16_is_text(tmp_path, settings):
+def test_fifos_are_counted_never_opened_and_utf16_is_text(tmp_path: Path, settings: Settings) -> None:
     root = tmp_path / "r"
     root.mkdir()
     os.mkfifo(root / "pipe.py")  # opening it for reading would block the walk forever
@@ -103,7 +106,9 @@ def test_fifos_are_counted_never_opened_and_utf16_is_text(tmp_path, settings):
     assert hit.path == "win.py" and hit.start_line == 1 and "return 'hi'" in hit.content
 
 
-def test_vectors_of_removed_chunks_go_without_the_model(repo, settings, hash_embedder):
+def test_vectors_of_removed_chunks_go_without_the_model(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     c = CodeSight(repo, settings=settings, embedder=hash_embedder)
     c.index()
     (repo / "src" / "geo.py").unlink()
@@ -113,7 +118,7 @@ def test_vectors_of_removed_chunks_go_without_the_model(repo, settings, hash_emb
     assert ids == c.store.embedded_ids()  # no vector is left for a chunk that is gone
 
 
-def test_plain_output_never_passes_escape_sequences_through(tmp_path):
+def test_plain_output_never_passes_escape_sequences_through(tmp_path: Path) -> None:
     root = tmp_path / "r"
     root.mkdir()
     (root / "evil.py").write_text("def paint():\n    return '\x1b]0;pwned\x07\x1b[31mred'\n")
@@ -128,7 +133,9 @@ def test_plain_output_never_passes_escape_sequences_through(tmp_path):
     assert "\x1b" not in r.stdout and "\x07" not in r.stdout and "\x1b" not in r.stderr
 
 
-async def test_notices_show_paths_as_text_not_markup(repo, settings, hash_embedder):
+async def test_notices_show_paths_as_text_not_markup(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     from codesight_tui.tui.app import CodeSightApp
 
     app = CodeSightApp(
@@ -141,7 +148,9 @@ async def test_notices_show_paths_as_text_not_markup(repo, settings, hash_embedd
         assert note.markup is False
 
 
-def test_a_bad_page_inside_the_index_is_reported_then_repaired(repo, settings, hash_embedder):
+def test_a_bad_page_inside_the_index_is_reported_then_repaired(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     # Issue 22, fault 8: damage in the middle of index.db made every search fail until --force.
     for i in range(60):
         (repo / f"gen_{i}.py").write_text(
@@ -170,7 +179,9 @@ def test_a_bad_page_inside_the_index_is_reported_then_repaired(repo, settings, h
 
 
 @pytest.mark.parametrize("damage", ["data files deleted", "versions deleted"])
-def test_a_damaged_vector_store_falls_back_to_bm25_then_is_rebuilt(repo, settings, hash_embedder, damage):
+def test_a_damaged_vector_store_falls_back_to_bm25_then_is_rebuilt(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder, damage
+) -> None:
     # Issue 22, fault 9: deleted data files gave RuntimeError tracebacks, lost manifests an empty
     # vector search, and `index` repaired neither.
     import shutil
@@ -197,7 +208,9 @@ def test_a_damaged_vector_store_falls_back_to_bm25_then_is_rebuilt(repo, setting
     assert c.storage.vectors.count() >= c.store.counts()["vectors"]
 
 
-def test_a_garbled_vector_manifest_no_search_reads_is_found_by_the_periodic_check(repo, settings, hash_embedder):
+def test_a_garbled_vector_manifest_no_search_reads_is_found_by_the_periodic_check(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     # Found by benchmarks/torture.py: a garbage manifest newer than the table's own was read by no
     # search (hybrid search answered from the static tier and BM25), so no run rebuilt it and vector
     # search failed for good. The periodic check reads every id back.
@@ -220,7 +233,7 @@ def test_a_garbled_vector_manifest_no_search_reads_is_found_by_the_periodic_chec
     assert not any("rebuilt" in n for n in report.warnings)  # once, not in a loop
 
 
-def test_a_full_disk_is_one_clear_error_and_nothing_is_lost(repo, settings):
+def test_a_full_disk_is_one_clear_error_and_nothing_is_lost(repo: Path, settings: Settings) -> None:
     # Issue 22, fault 6: a full disk gave "cannot rollback - no transaction is active". SQLite's
     # page cap gives the same SQLITE_FULL a full file system does.
     c = CodeSight(repo, settings=settings)
@@ -239,7 +252,9 @@ def test_a_full_disk_is_one_clear_error_and_nothing_is_lost(repo, settings):
     assert c.search("g39_49", mode="bm25")[0].path == "more_39.py"
 
 
-def test_a_search_failure_that_was_transient_does_not_cost_a_rebuild(repo, settings, hash_embedder):
+def test_a_search_failure_that_was_transient_does_not_cost_a_rebuild(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     # A reader left on a version that compaction removed fails once; the table itself is fine,
     # so the next index run checks by reading it back and keeps it.
     c = CodeSight(repo, settings=settings, embedder=hash_embedder)
@@ -267,7 +282,7 @@ def _read_only(path):
     return lambda: subprocess.run(["umount", p], check=True)
 
 
-def test_a_read_only_index_can_still_be_searched(repo, tmp_path):
+def test_a_read_only_index_can_still_be_searched(repo: Path, tmp_path: Path) -> None:
     # Fault 4: with the data directory on a read-only mount, status and search failed with
     # "unable to open database file" (WAL needs a -shm file there) and a vector read tried to
     # create the vector directory.
@@ -318,7 +333,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs Linux /proc")
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="worker processes need 2 cores")
-def test_kill_9_during_chunking_leaves_no_worker_behind(tmp_path):
+def test_kill_9_during_chunking_leaves_no_worker_behind(tmp_path: Path) -> None:
     # Fault 13: a kill -9 during chunking left two worker processes and the resource tracker
     # alive, still there after 120 s.
     import signal
@@ -357,7 +372,7 @@ def test_kill_9_during_chunking_leaves_no_worker_behind(tmp_path):
     assert not [k for k in kids if _alive(k)], "orphans left behind"
 
 
-def test_status_lists_skips_and_says_when_it_rebuilt(tmp_path):
+def test_status_lists_skips_and_says_when_it_rebuilt(tmp_path: Path) -> None:
     # Fault 14: `status --json` listed no skips; `status` rebuilt a corrupt index silently.
     import json
 
@@ -393,7 +408,9 @@ def test_status_lists_skips_and_says_when_it_rebuilt(tmp_path):
     assert r.returncode == 0 and "rebuilt" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_damage_no_query_touches_is_found_by_the_periodic_check(tmp_path, settings, hash_embedder):
+def test_damage_no_query_touches_is_found_by_the_periodic_check(
+    tmp_path: Path, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     # Found by benchmarks/torture.py: garbage in the middle of index.db that no search reads went
     # unnoticed; searches and index runs all succeeded on a damaged file. Every run over the whole
     # tree checks the file (issue 34); a watcher's batches once every integrity_check_hours.

@@ -63,7 +63,7 @@ def add_bulk(repo: Path, files: int = 30, per_file: int = 25) -> None:
         )
 
 
-async def test_tools_declare_their_contract(repo):
+async def test_tools_declare_their_contract(repo: Path) -> None:
     async with server(repo) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert set(tools) == TOOLS
@@ -89,7 +89,9 @@ async def test_tools_declare_their_contract(repo):
 
 
 @pytest.mark.model
-async def test_a_cold_search_answers_from_bm25_while_vectors_are_still_coming(repo, monkeypatch):
+async def test_a_cold_search_answers_from_bm25_while_vectors_are_still_coming(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("CODESIGHT_FULL_MODEL", "on")  # the full pass, which a CPU leaves out by default
     add_bulk(repo)
     async with server(repo) as client:
@@ -132,7 +134,7 @@ async def test_a_cold_search_answers_from_bm25_while_vectors_are_still_coming(re
             pytest.fail("vectors never arrived")
 
 
-async def test_find_related_and_the_tokens_each_answer_costs(repo, _isolated_home):
+async def test_find_related_and_the_tokens_each_answer_costs(repo: Path, _isolated_home: Path) -> None:
     """find_related from path:line and from a symbol leaves the place itself out; every answer
     says its size in tokens, and `codesight stats` adds them up per repository."""
     (repo / "src" / "distance.py").write_text(
@@ -164,7 +166,7 @@ async def test_find_related_and_the_tokens_each_answer_costs(repo, _isolated_hom
     assert oct((_isolated_home / "data" / "stats.db").stat().st_mode & 0o777) == "0o600"
 
 
-async def test_bad_arguments_are_one_line_like_the_cli(repo):
+async def test_bad_arguments_are_one_line_like_the_cli(repo: Path) -> None:
     """Issue 35, item 7: top_k=-1 silently gave one hit, pydantic's report reached the agent, and
     an unknown language gave "no results"; language names take any case and the usual aliases."""
     async with server(repo) as client:
@@ -182,7 +184,7 @@ async def test_bad_arguments_are_one_line_like_the_cli(repo):
             assert not r.is_error and r.structured_content["results"][0]["path"] == "src/geo.py", spelled
 
 
-async def test_paths_outside_the_allowed_roots_are_refused(repo, tmp_path):
+async def test_paths_outside_the_allowed_roots_are_refused(repo: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.py").write_text("def secret_key():\n    return 42\n")
@@ -201,7 +203,7 @@ async def test_paths_outside_the_allowed_roots_are_refused(repo, tmp_path):
     assert not (outside / ".codesight").exists() and sorted(p.name for p in outside.iterdir()) == ["secret.py"]
 
 
-async def test_several_repositories_are_one_ranked_list(repo, tmp_path):
+async def test_several_repositories_are_one_ranked_list(repo: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     (other / ".git").mkdir(parents=True)
     (other / "distance.py").write_text('def haversine_km(a, b):\n    """Great-circle distance."""\n    return 0\n')
@@ -219,7 +221,7 @@ async def test_several_repositories_are_one_ranked_list(repo, tmp_path):
         assert [h["path"] for h in r.structured_content["results"]] == ["distance.py"]
 
 
-async def test_watch_keeps_the_index_current_and_unwatch_stops(repo):
+async def test_watch_keeps_the_index_current_and_unwatch_stops(repo: Path) -> None:
     (repo / "src" / "loop").unlink()  # inotify, not the poll a symlinked directory asks for
     async with server(repo) as client:
         r = await client.call_tool("watch", {})
@@ -269,7 +271,9 @@ def _consistency(data: Path, root: Path) -> list[str]:
 
 
 @pytest.mark.model
-async def test_an_indexer_a_watcher_and_parallel_mcp_searches_at_once(repo, monkeypatch):
+async def test_an_indexer_a_watcher_and_parallel_mcp_searches_at_once(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """One writer at a time, by a file lock; everyone else searches what is there. No errors, and
     a consistent index at the end: one row per file, chunks = FTS rows, one vector per embedded
     chunk."""
@@ -337,7 +341,9 @@ async def test_an_indexer_a_watcher_and_parallel_mcp_searches_at_once(repo, monk
     assert status["changed"] == 0 and status["vectors"] == status["chunks"] and not status["indexing"]
 
 
-async def test_find_related_looks_in_every_root_and_a_bad_glob_is_an_error(repo, tmp_path, _isolated_home):
+async def test_find_related_looks_in_every_root_and_a_bad_glob_is_an_error(
+    repo: Path, tmp_path: Path, _isolated_home: Path
+) -> None:
     """Issue 48 item 29: with two roots, find_related finds path:line in the second without
     repo_path; a path filter with an unclosed '[' is an error, not an empty answer."""
     other = tmp_path / "other"
@@ -357,7 +363,7 @@ async def test_find_related_looks_in_every_root_and_a_bad_glob_is_an_error(repo,
         assert r.is_error and "'['" in r.content[0].text
 
 
-async def test_follow_the_code_through_a_real_client(nav_repo, _isolated_home):
+async def test_follow_the_code_through_a_real_client(nav_repo: Path, _isolated_home: Path) -> None:
     """Issue 51: find_definition, find_references, find_callers and find_callees: read-only,
     structured, each answer's size in tokens."""
     async with server(nav_repo) as client:

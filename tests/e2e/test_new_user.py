@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import build_repo
@@ -13,7 +14,9 @@ from codesight_tui.core.modes import Vectors
 
 
 @pytest.mark.model
-def test_nonsense_gets_no_results_from_the_static_tier_alone(tmp_path, static_model_dir, _isolated_home):
+def test_nonsense_gets_no_results_from_the_static_tier_alone(
+    tmp_path: Path, static_model_dir: Path, _isolated_home: Path
+) -> None:
     """Item 5: `codesight search zzqqxxnonexistentword` returned ten files from the static tier with
     exit 0 (bm25 mode rightly exited 1). A static vector made of word pieces lands near everything."""
     repo = build_repo(tmp_path / "repo")
@@ -37,7 +40,7 @@ def test_nonsense_gets_no_results_from_the_static_tier_alone(tmp_path, static_mo
     assert r.returncode == 1 and "no results" in r.stderr and not r.stdout, (r.returncode, r.stdout, r.stderr)
 
 
-def test_a_worker_whose_parent_died_while_it_started_exits(tmp_path):
+def test_a_worker_whose_parent_died_while_it_started_exits(tmp_path: Path) -> None:
     """Item 6: kill -9 during chunking left the resource tracker and two spawn workers alive for
     46 minutes. A spawned worker imports for a second or more; a parent killed meanwhile has handed
     it to init already, and the worker took init for its parent and waited for it to die."""
@@ -49,7 +52,7 @@ def test_a_worker_whose_parent_died_while_it_started_exits(tmp_path):
     assert r.returncode == 0 and "still alive" not in r.stdout
 
 
-def test_quit_is_prompt_while_the_model_is_still_loading(repo, tmp_path):
+def test_quit_is_prompt_while_the_model_is_still_loading(repo: Path, tmp_path: Path) -> None:
     """Item 2: Ctrl+C took 28-38 s on a blank screen while the model loaded: the app's event loop
     ended with asyncio.run(), which joins every thread worker, and one was waiting for the model.
     Here the model never finishes loading (its weights are a FIFO nobody writes)."""
@@ -108,7 +111,7 @@ def test_quit_is_prompt_while_the_model_is_still_loading(repo, tmp_path):
     assert not left, "the loading model process was left behind"
 
 
-def test_several_repositories_come_in_the_order_of_the_scores_shown():
+def test_several_repositories_come_in_the_order_of_the_scores_shown() -> None:
     """Item 7: results of several repositories came out of score order (each kept its own
     repository's score while the list was in the order of the fusion across them)."""
 
@@ -131,7 +134,7 @@ def test_several_repositories_come_in_the_order_of_the_scores_shown():
     assert scores == sorted(scores, reverse=True), scores
 
 
-def test_the_readme_installs_users_as_a_regular_package():
+def test_the_readme_installs_users_as_a_regular_package() -> None:
     """Issue 48 item 20: the run command is a regular install (an editable one adds setuptools'
     finder to every start-up: 13.6 ms of a 42 ms served search); the test command may stay -e."""
     from pathlib import Path
@@ -142,7 +145,9 @@ def test_the_readme_installs_users_as_a_regular_package():
 
 
 @pytest.mark.model
-def test_a_static_model_states_its_own_relevance_floor(tmp_path, static_model_dir, _isolated_home):
+def test_a_static_model_states_its_own_relevance_floor(
+    tmp_path: Path, static_model_dir: Path, _isolated_home: Path
+) -> None:
     """Issue 49: a static table trained for retrieval scores a question's best hit near 0.15, not
     0.5, so the distilled table's floor (0.3) dropped every answer with no word of the code; the
     model folder's config.json says its own floor (the trainer sets it), and the search uses it."""

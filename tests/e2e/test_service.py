@@ -32,7 +32,7 @@ FILES = {
 
 
 @pytest.fixture()
-def served(tmp_path, monkeypatch):
+def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A repository indexed for BM25, and a runtime directory of its own (short: a socket path
     has a 108-byte limit) with the service switched on; every service is stopped at the end."""
     run_dir = tempfile.mkdtemp(prefix="csr-", dir="/tmp")
@@ -93,7 +93,7 @@ def started() -> bool:
         return False
 
 
-def test_a_first_search_answers_in_process_and_starts_the_service_for_the_next(served):
+def test_a_first_search_answers_in_process_and_starts_the_service_for_the_next(served: Path) -> None:
     first = cs("search", "retry", "failed", "upload", "--mode", "bm25", cwd=served)
     assert first.returncode == 0 and "uploads/retry.py" in first.stdout
     assert wait_for(started), "the first search did not start a service"
@@ -121,7 +121,7 @@ def test_a_first_search_answers_in_process_and_starts_the_service_for_the_next(s
         ("callers", "no_such_function"),
     ],
 )
-def test_served_output_is_the_in_process_output(served, args):
+def test_served_output_is_the_in_process_output(served: Path, args) -> None:
     """Every format, a miss, usage errors: the same stdout, stderr and exit code either way, from a
     subdirectory (relative paths and vimgrep's paths are the client's, not the service's)."""
     here = served / "uploads"
@@ -138,7 +138,7 @@ def test_served_output_is_the_in_process_output(served, args):
         assert got.returncode == 0 and "range  line 3" in got.stdout and "send  line 4" in got.stdout
 
 
-def test_the_installed_command_imports_almost_nothing_when_served(served):
+def test_the_installed_command_imports_almost_nothing_when_served(served: Path) -> None:
     """The `codesight` command as installed: a served search loads neither `re` (pip's entry-point
     wrapper imported it: 12 ms of a 55 ms call on 2 cores), nor json, argparse, SQLite or numpy."""
     script = Path(sys.executable).parent / "codesight"
@@ -161,7 +161,7 @@ def test_the_installed_command_imports_almost_nothing_when_served(served):
     assert status()["served"] == 1
 
 
-def test_the_socket_is_the_owners_alone(served):
+def test_the_socket_is_the_owners_alone(served: Path) -> None:
     client.start_service(wait=30)
     sock = Path(client.socket_path())
     assert stat.S_IMODE(sock.stat().st_mode) == 0o600
@@ -170,7 +170,7 @@ def test_the_socket_is_the_owners_alone(served):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
-def test_another_user_is_refused_even_where_the_modes_let_them_in(served):
+def test_another_user_is_refused_even_where_the_modes_let_them_in(served: Path) -> None:
     """Another user cannot reach the socket; and where its directory and socket were opened up by
     mistake, the service still refuses them by their peer credentials."""
     client.start_service(wait=30)
@@ -213,7 +213,7 @@ def test_another_user_is_refused_even_where_the_modes_let_them_in(served):
     assert status()["refused"] == 1
 
 
-def test_a_killed_service_leaves_a_stale_socket_that_the_next_call_replaces(served):
+def test_a_killed_service_leaves_a_stale_socket_that_the_next_call_replaces(served: Path) -> None:
     client.start_service(wait=30)
     old = service_pid()
     os.kill(old, signal.SIGKILL)
@@ -230,7 +230,7 @@ def test_a_killed_service_leaves_a_stale_socket_that_the_next_call_replaces(serv
     assert (again.returncode, again.stdout) == (0, got.stdout)
 
 
-def test_a_client_with_other_settings_is_answered_in_its_own_process(served, tmp_path):
+def test_a_client_with_other_settings_is_answered_in_its_own_process(served: Path, tmp_path: Path) -> None:
     client.start_service(wait=30)
     other = {"CODESIGHT_DATA_DIR": str(tmp_path / "elsewhere")}
     got = cs("search", "UploadQueue", "--mode", "bm25", "--verbose", cwd=served, env=other)
@@ -246,7 +246,7 @@ def test_a_client_with_other_settings_is_answered_in_its_own_process(served, tmp
     )
 
 
-def test_the_service_keeps_a_served_repository_fresh(served):
+def test_the_service_keeps_a_served_repository_fresh(served: Path) -> None:
     client.start_service(wait=30)
     assert cs("search", "UploadQueue", "--mode", "bm25", cwd=served).returncode == 0
     assert wait_for(lambda: status()["repositories"][0]["watching"])
@@ -260,7 +260,7 @@ def test_the_service_keeps_a_served_repository_fresh(served):
     assert status()["served"] >= 2
 
 
-def test_an_idle_service_exits_and_takes_its_socket(served, monkeypatch):
+def test_an_idle_service_exits_and_takes_its_socket(served: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     client.start_service(wait=30)
     pid = service_pid()
     assert cs("service", "stop").stdout.strip() == "codesight service: stopped"
@@ -275,7 +275,7 @@ def test_an_idle_service_exits_and_takes_its_socket(served, monkeypatch):
     assert cs("service", "status").stdout.startswith("codesight service: not running")
 
 
-def test_switched_off_means_no_service(served):
+def test_switched_off_means_no_service(served: Path) -> None:
     got = cs("search", "UploadQueue", "--mode", "bm25", cwd=served, service="off")
     assert got.returncode == 0
     time.sleep(1.0)
@@ -283,7 +283,7 @@ def test_switched_off_means_no_service(served):
     assert cs("service", "start", env={"CODESIGHT_SERVICE": "off"}).returncode == 2
 
 
-def test_many_concurrent_calls_are_all_answered(served):
+def test_many_concurrent_calls_are_all_answered(served: Path) -> None:
     """200 clients at once (the torture harness makes 1,000): every answer whole and right."""
     client.start_service(wait=30)
     expected = cs("search", "retry", "upload", "--mode", "bm25", "--json", cwd=served, service="off").stdout
@@ -317,7 +317,7 @@ def test_many_concurrent_calls_are_all_answered(served):
     assert status()["served"] == 200
 
 
-def test_the_service_keeps_numpys_blas_on_one_thread():
+def test_the_service_keeps_numpys_blas_on_one_thread() -> None:
     """A search's matrix products are small: BLAS threads beside SQLite's BM25 on a 2-core machine
     cost more than they save, so the service runs numpy's BLAS on one thread (children unaffected)."""
     code = (
@@ -331,7 +331,7 @@ def test_the_service_keeps_numpys_blas_on_one_thread():
     assert out.stdout.strip() == "[1]"
 
 
-def test_tricklers_and_a_client_that_never_reads_do_not_stall_the_service(served):
+def test_tricklers_and_a_client_that_never_reads_do_not_stall_the_service(served: Path) -> None:
     """Issue 48 item 13: eight connections trickling a byte a second held all eight workers (a
     normal search then waited, gave up and ran in its own process); a request must now arrive
     whole within REQUEST_S. -n is bounded."""
@@ -370,7 +370,7 @@ def test_tricklers_and_a_client_that_never_reads_do_not_stall_the_service(served
     assert big.returncode == 2 and "--limit takes 1 to 1,000" in big.stderr
 
 
-def test_a_question_is_asked_on_the_clients_terminal_when_served(served, tmp_path):
+def test_a_question_is_asked_on_the_clients_terminal_when_served(served: Path, tmp_path: Path) -> None:
     """Issue 48 item 17: through the service, the [y/N] question for the home directory was never
     asked (the service has no terminal, so it said "pass --yes"); it is handed back and asked."""
     home = tmp_path / "home"
@@ -440,7 +440,7 @@ def _serve_once(path: str, uid: int | None, got: Path) -> int:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
 @pytest.mark.parametrize("planted", ["link", "socket"])
-def test_a_socket_of_another_user_is_never_trusted(served, tmp_path, planted):
+def test_a_socket_of_another_user_is_never_trusted(served: Path, tmp_path: Path, planted) -> None:
     """Issue 66 item 2: ``service-TAG.sock`` planted as a link to another user's socket (or as that
     socket itself, owned by us but listened on by uid 12345) got the request, environment and all,
     and its reply was printed as the answer with exit 0. Now the client refuses it, says so, and
@@ -467,7 +467,7 @@ def test_a_socket_of_another_user_is_never_trusted(served, tmp_path, planted):
     shutil.rmtree(other, ignore_errors=True)
 
 
-def test_the_request_carries_a_digest_of_the_settings_never_their_values(served, tmp_path):
+def test_the_request_carries_a_digest_of_the_settings_never_their_values(served: Path, tmp_path: Path) -> None:
     """Issue 66 item 2: the environment (a fleet store's AWS_SECRET_ACCESS_KEY among it) never
     crosses the socket; the service compares a digest."""
     got = tmp_path / "got"
@@ -491,7 +491,7 @@ def _connections(n: int) -> list[socket.socket]:
     return out
 
 
-def test_bad_requests_are_answered_and_stop_nothing(served):
+def test_bad_requests_are_answered_and_stop_nothing(served: Path) -> None:
     """Issue 66 item 3: ``{"v":2}`` stopped the service (an install it did not know asked it to
     make way). Each bad request now gets a refusal frame, and the service keeps serving."""
     client.start_service(wait=30)
@@ -515,7 +515,7 @@ def test_bad_requests_are_answered_and_stop_nothing(served):
     assert status()["refused"] >= 7
 
 
-def test_idle_and_trickling_connections_hold_no_worker(served):
+def test_idle_and_trickling_connections_hold_no_worker(served: Path) -> None:
     """Issue 66 item 3: 200 idle connections made the next search wait 6.4 s and then answer in
     its own process; 16 tricklers, 3.5 s. Only whole requests reach a worker now."""
     assert cs("search", "retry", "--mode", "bm25", cwd=served).returncode == 0
@@ -543,7 +543,7 @@ def test_idle_and_trickling_connections_hold_no_worker(served):
             s.close()
 
 
-def test_a_second_install_has_a_service_of_its_own_and_never_stops_the_first(served, tmp_path):
+def test_a_second_install_has_a_service_of_its_own_and_never_stops_the_first(served: Path, tmp_path: Path) -> None:
     """Issue 66 item 17: every install of one user shared one socket, and a call from another
     install stopped the running service (ten restarts with two venvs side by side). Each install
     now has its own socket, lock and service."""
@@ -581,7 +581,7 @@ def test_a_second_install_has_a_service_of_its_own_and_never_stops_the_first(ser
     os.kill(second, signal.SIGKILL)
 
 
-def test_a_runtime_directory_that_is_a_link_elsewhere_is_one_line(served, tmp_path):
+def test_a_runtime_directory_that_is_a_link_elsewhere_is_one_line(served: Path, tmp_path: Path) -> None:
     """Issue 66 item 22: ``service start`` printed a PermissionError traceback when
     ``$XDG_RUNTIME_DIR/codesight`` was a link to another user's directory."""
     theirs = tmp_path / "theirs"

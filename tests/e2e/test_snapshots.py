@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 from conftest import HashEmbedder
 from textual.widgets import Input
 
 from codesight_tui import CodeSight
+from codesight_tui.core.config import Settings
 from codesight_tui.tui.app import CodeSightApp
 from codesight_tui.tui.messages import IndexProgress, ModelFailed
 
@@ -29,13 +33,13 @@ async def _settle(pilot):
             return
 
 
-def test_empty_repository(snap_compare, tmp_path, settings):
+def test_empty_repository(snap_compare: Callable[..., bool], tmp_path: Path, settings: Settings) -> None:
     root = tmp_path / "empty"
     root.mkdir()
     assert snap_compare(app_for(root, settings), terminal_size=SIZE, run_before=_settle)
 
 
-def test_results(snap_compare, repo, settings):
+def test_results(snap_compare: Callable[..., bool], repo: Path, settings: Settings) -> None:
     async def run_before(pilot):
         await _settle(pilot)
         await pilot.press(*"verify password")
@@ -44,7 +48,7 @@ def test_results(snap_compare, repo, settings):
     assert snap_compare(app_for(repo, settings), terminal_size=SIZE, run_before=run_before)
 
 
-def test_help(snap_compare, repo, settings):
+def test_help(snap_compare: Callable[..., bool], repo: Path, settings: Settings) -> None:
     async def run_before(pilot):
         await _settle(pilot)
         await pilot.press("f1")
@@ -53,7 +57,7 @@ def test_help(snap_compare, repo, settings):
     assert snap_compare(app_for(repo, settings), terminal_size=SIZE, run_before=run_before)
 
 
-def test_indexing_in_progress(snap_compare, repo, settings):
+def test_indexing_in_progress(snap_compare: Callable[..., bool], repo: Path, settings: Settings) -> None:
     async def run_before(pilot):
         app = pilot.app
         app.state.files, app.state.chunks = 1204, 8311
@@ -63,7 +67,7 @@ def test_indexing_in_progress(snap_compare, repo, settings):
     assert snap_compare(app_for(repo, settings, auto_index=False), terminal_size=SIZE, run_before=run_before)
 
 
-def test_model_failed(snap_compare, repo, settings):
+def test_model_failed(snap_compare: Callable[..., bool], repo: Path, settings: Settings) -> None:
     async def run_before(pilot):
         await _settle(pilot)
         pilot.app.post_message(ModelFailed("cannot load embedding model 'missing-model': not found"))
@@ -73,7 +77,7 @@ def test_model_failed(snap_compare, repo, settings):
     assert snap_compare(app_for(repo, settings), terminal_size=SIZE, run_before=run_before)
 
 
-def test_callers_at_80x24(snap_compare, nav_repo, settings):
+def test_callers_at_80x24(snap_compare: Callable[..., bool], nav_repo: Path, settings: Settings) -> None:
     """Issue 51: the callers of a hit (F5) in the results list, with the breadcrumb, at 80x24."""
 
     async def run_before(pilot):

@@ -14,7 +14,7 @@ from pathlib import Path
 HARNESS = Path(__file__).resolve().parents[2] / "benchmarks" / "torture.py"
 
 
-def test_torture_fast_subset(tmp_path, static_model_dir):
+def test_torture_fast_subset(tmp_path: Path, static_model_dir: Path) -> None:
     env = {**os.environ, "CODESIGHT_STATIC_MODEL": str(static_model_dir)}  # the session's, not a new one
     r = subprocess.run(
         [

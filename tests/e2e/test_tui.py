@@ -8,12 +8,14 @@ import os
 import stat
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from conftest import HashEmbedder
 from surfaces import BrokenModelEngine, make_app, search, settle
 
 from codesight_tui import CodeSight
+from codesight_tui.core.config import Settings
 from codesight_tui.tui.app import CodeSightApp
 from codesight_tui.tui.messages import IndexFinished, ModelFailed, SearchFinished
 from codesight_tui.tui.widgets.preview import Preview
@@ -22,7 +24,7 @@ from codesight_tui.tui.widgets.results import ResultsList
 SIZE = (120, 36)
 
 
-async def test_typing_shows_results_and_preview(repo, settings):
+async def test_typing_shows_results_and_preview(repo: Path, settings: Settings) -> None:
     messages = []
     app = make_app(repo, settings)
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
@@ -51,7 +53,7 @@ async def test_typing_shows_results_and_preview(repo, settings):
         assert results.highlighted == len(app.hits) - 1 or results.highlighted > 1
 
 
-async def test_late_result_of_an_old_query_is_dropped(repo, settings):
+async def test_late_result_of_an_old_query_is_dropped(repo: Path, settings: Settings) -> None:
     app = make_app(repo, settings)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -62,7 +64,7 @@ async def test_late_result_of_an_old_query_is_dropped(repo, settings):
         assert app.hits == shown
 
 
-async def test_mode_toggle_and_filters(repo, settings):
+async def test_mode_toggle_and_filters(repo: Path, settings: Settings) -> None:
     app = make_app(repo, settings)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -104,7 +106,9 @@ def _fake_editor(tmp_path, name="vim"):
     return script, log
 
 
-async def test_open_in_editor_runs_the_editor_with_the_line(repo, settings, tmp_path, monkeypatch):
+async def test_open_in_editor_runs_the_editor_with_the_line(
+    repo: Path, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     script, log = _fake_editor(tmp_path, "nvim")
     monkeypatch.setenv("VISUAL", str(script))
     app = make_app(repo, settings)
@@ -126,7 +130,9 @@ async def test_open_in_editor_runs_the_editor_with_the_line(repo, settings, tmp_
         assert log.read_text().startswith(f"+{defline}\n")
 
 
-async def test_an_editor_without_a_line_syntax_is_told_once(repo, settings, tmp_path, monkeypatch):
+async def test_an_editor_without_a_line_syntax_is_told_once(
+    repo: Path, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 35, item 7: an unknown $EDITOR opened the file at its top, silently. Issue 66, item 19:
     it got only the path; it gets ``+LINE PATH`` now, as vi, emacs, nano, micro, helix and kak do,
     and the popup that explains CODESIGHT_EDITOR stays."""
@@ -146,7 +152,9 @@ async def test_an_editor_without_a_line_syntax_is_told_once(repo, settings, tmp_
         assert len(told) == 1 and "myeditor" in told[0]
 
 
-async def test_open_in_editor_when_suspend_is_not_supported(repo, settings, tmp_path, monkeypatch):
+async def test_open_in_editor_when_suspend_is_not_supported(
+    repo: Path, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     script, log = _fake_editor(tmp_path)
     monkeypatch.setenv("VISUAL", str(script))
     app = make_app(repo, settings)
@@ -163,7 +171,7 @@ def _line_of(path, prefix: str) -> int:
     return next(n for n, line in enumerate(path.read_text().split("\n"), 1) if line.startswith(prefix))
 
 
-async def test_copy_location_and_snippet(repo, settings):
+async def test_copy_location_and_snippet(repo: Path, settings: Settings) -> None:
     app = make_app(repo, settings)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -176,7 +184,7 @@ async def test_copy_location_and_snippet(repo, settings):
         assert app.clipboard == hit.content
 
 
-async def test_reindex_picks_up_changes(repo, settings):
+async def test_reindex_picks_up_changes(repo: Path, settings: Settings) -> None:
     app = make_app(repo, settings)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -189,7 +197,7 @@ async def test_reindex_picks_up_changes(repo, settings):
         assert app.hits and app.hits[0].path == "src/fresh.py"
 
 
-async def test_watcher_marks_stale_then_reindexes(repo, settings):
+async def test_watcher_marks_stale_then_reindexes(repo: Path, settings: Settings) -> None:
     app = make_app(repo, settings, watch=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -222,7 +230,7 @@ class SlowEmbedder(HashEmbedder):
         return super().encode(texts)
 
 
-async def test_quit_during_indexing_is_immediate_and_cancels(repo, settings):
+async def test_quit_during_indexing_is_immediate_and_cancels(repo: Path, settings: Settings) -> None:
     for i in range(120):  # about 1,000 chunks: 8 batches of 128, so a Ctrl+C after the first leaves work
         (repo / f"bulk_{i}.py").write_text("".join(f"def f_{i}_{j}(x):\n    return x + {j}\n\n\n" for j in range(60)))
     app = make_app(repo, settings, embedder=SlowEmbedder())
@@ -243,7 +251,7 @@ async def test_quit_during_indexing_is_immediate_and_cancels(repo, settings):
     assert 0 < st["vectors"] < st["chunks"]  # partial progress kept, resumable
 
 
-async def test_edits_during_the_first_embedding_are_found_at_once(repo, settings):
+async def test_edits_during_the_first_embedding_are_found_at_once(repo: Path, settings: Settings) -> None:
     """Issue 35, item 1: a function added while the status bar showed "vectors 15%" was not found
     for about 12 minutes, and Ctrl+R did nothing: the watcher started after the last vector, and a
     re-index waited behind the embedding. Now the watcher starts with the first lexical phase, and
@@ -280,7 +288,7 @@ async def test_edits_during_the_first_embedding_are_found_at_once(repo, settings
         await pilot.press("ctrl+c")
 
 
-async def test_another_writers_progress_shows_and_is_searched(repo, settings):
+async def test_another_writers_progress_shows_and_is_searched(repo: Path, settings: Settings) -> None:
     """Issue 35, item 4: a TUI whose index run found another writer showed "vectors 0%" while
     `status` said 896 of 2,507 were done, stayed at "0% · bm25+static" for 25 minutes after every
     vector existed, and said "No results" in vector mode until restarted."""
@@ -315,7 +323,7 @@ async def _until(pilot, condition, timeout: float) -> None:
         await pilot.pause(0.1)
 
 
-async def test_model_failure_falls_back_to_lexical(repo, settings):
+async def test_model_failure_falls_back_to_lexical(repo: Path, settings: Settings) -> None:
     engine = BrokenModelEngine(repo, settings=settings)
     app = CodeSightApp(repo, engine=engine, watch=False)
     messages = []
@@ -329,7 +337,7 @@ async def test_model_failure_falls_back_to_lexical(repo, settings):
 
 
 @pytest.mark.model
-async def test_on_a_cpu_the_tui_answers_from_the_static_tier_and_loads_no_model(repo, settings):
+async def test_on_a_cpu_the_tui_answers_from_the_static_tier_and_loads_no_model(repo: Path, settings: Settings) -> None:
     """Issue 49: hybrid did not beat BM25 + the static tier by 0.01 everywhere it was measured, so
     on a CPU (full_model = auto) the TUI's index run stops after the static tier, no model loads,
     and the status bar says "static tier", never a "vectors 0%" that would never move."""
@@ -352,7 +360,7 @@ async def test_on_a_cpu_the_tui_answers_from_the_static_tier_and_loads_no_model(
         assert st["vectors"] == 0 and st["static_vectors"] == st["chunks"]
 
 
-async def test_help_screen_lists_every_binding(repo, settings):
+async def test_help_screen_lists_every_binding(repo: Path, settings: Settings) -> None:
     from codesight_tui.tui.screens.help import HelpScreen
 
     app = make_app(repo, settings)
@@ -368,7 +376,7 @@ async def test_help_screen_lists_every_binding(repo, settings):
         assert not isinstance(app.screen, HelpScreen)
 
 
-async def test_at_60x20_the_footer_keeps_help_and_ask_and_f1_hides_ids(repo, settings):
+async def test_at_60x20_the_footer_keeps_help_and_ask_and_f1_hides_ids(repo: Path, settings: Settings) -> None:
     """Issue 35, item 7: at 60x20 F1 showed internal ids and the footer dropped F1 and F3."""
     import re
 
@@ -390,7 +398,7 @@ async def test_at_60x20_the_footer_keeps_help_and_ask_and_f1_hides_ids(repo, set
         assert "app.help" not in text and "query.open" not in text and "Esc" in text
 
 
-async def test_command_palette_has_every_action(repo, settings):
+async def test_command_palette_has_every_action(repo: Path, settings: Settings) -> None:
     app = make_app(repo, settings)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -406,7 +414,7 @@ async def test_command_palette_has_every_action(repo, settings):
         } <= titles
 
 
-async def test_f4_shows_code_like_the_selected_hit(repo, settings):
+async def test_f4_shows_code_like_the_selected_hit(repo: Path, settings: Settings) -> None:
     (repo / "src" / "distance.py").write_text(
         "import math\n\n\ndef great_circle(lat_a, lon_a, lat_b, lon_b):\n    radius = 6371.0\n"
         "    dlat = math.radians(lat_b - lat_a)\n    dlon = math.radians(lon_b - lon_a)\n"
@@ -430,7 +438,7 @@ async def test_f4_shows_code_like_the_selected_hit(repo, settings):
         assert app.hits == []
 
 
-def test_editor_argv_syntaxes():
+def test_editor_argv_syntaxes() -> None:
     from codesight_tui.tui.editor import editor_argv
 
     env = lambda ed: {"EDITOR": ed}  # noqa: E731
@@ -455,7 +463,7 @@ def test_editor_argv_syntaxes():
     assert editor_argv("/r/$(rm -rf x);.py", 1, environ=env("vim"))[-1] == "/r/$(rm -rf x);.py"
 
 
-async def test_same_hits_are_not_repainted_but_new_stale_marks_are(repo, settings):
+async def test_same_hits_are_not_repainted_but_new_stale_marks_are(repo: Path, settings: Settings) -> None:
     app = make_app(repo, settings)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -468,7 +476,7 @@ async def test_same_hits_are_not_repainted_but_new_stale_marks_are(repo, setting
         assert "stale" in str(results.get_option_at_index(0).prompt)
 
 
-def test_editor_template_through_a_shell_quotes_the_path(tmp_path):
+def test_editor_template_through_a_shell_quotes_the_path(tmp_path: Path) -> None:
     # Issue 22, fault 14: `sh -c "ed {path}"` ran `$(…)` from a file name.
     import subprocess
 
@@ -485,7 +493,9 @@ def test_editor_template_through_a_shell_quotes_the_path(tmp_path):
 # --- issue 20: the terminal experience -------------------------------------------------------
 
 
-async def test_letters_typed_in_the_results_go_to_the_query(repo, settings, tmp_path, monkeypatch):
+async def test_letters_typed_in_the_results_go_to_the_query(
+    repo: Path, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Item 6: `app.config["SECRET_KEY"]` typed into the list opened the editor (the `o`) and a `q`
     # would have quit. Letters reach the query, wherever the focus is.
     script, log = _fake_editor(tmp_path)
@@ -508,7 +518,7 @@ async def test_letters_typed_in_the_results_go_to_the_query(repo, settings, tmp_
         assert box.value == "config loader.oq?jkyY"[:-1] and app.focused is box
 
 
-async def test_selection_is_kept_across_refreshes(repo, settings):
+async def test_selection_is_kept_across_refreshes(repo: Path, settings: Settings) -> None:
     # Item 3: vectors arriving re-searched and reset the highlight to #1; a user selected #2,
     # pressed Enter and got #1. The hit stays selected by identity, and a re-order is signalled.
     app = make_app(repo, settings)
@@ -532,7 +542,7 @@ async def test_selection_is_kept_across_refreshes(repo, settings):
         assert results.highlighted == 0
 
 
-async def test_preview_is_centred_on_the_line_and_marks_the_query(tmp_path, settings):
+async def test_preview_is_centred_on_the_line_and_marks_the_query(tmp_path: Path, settings: Settings) -> None:
     # Item 2: at 80x24 the preview showed 6 lines above the hit and only its first line.
     root = tmp_path / "r"
     root.mkdir()
@@ -568,7 +578,7 @@ async def test_preview_is_centred_on_the_line_and_marks_the_query(tmp_path, sett
         assert app.query_one("#preview").size.height > app.query_one("#results-pane").size.height
 
 
-async def test_rows_show_location_and_name_and_scores_only_on_request(repo, settings):
+async def test_rows_show_location_and_name_and_scores_only_on_request(repo: Path, settings: Settings) -> None:
     # Item 5: path:line, the definition's name in full, badges; no raw fusion score by default.
     app = make_app(repo, settings)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -583,7 +593,7 @@ async def test_rows_show_location_and_name_and_scores_only_on_request(repo, sett
         assert f"{hit.score:.4f}" in str(results.get_option_at_index(0).prompt)
 
 
-def test_long_paths_shrink_before_the_name_does():
+def test_long_paths_shrink_before_the_name_does() -> None:
     from types import SimpleNamespace
 
     from codesight_tui.tui.widgets.results import result_row
@@ -609,7 +619,9 @@ def test_long_paths_shrink_before_the_name_does():
     assert " BV " in result_row(1, SimpleNamespace(**{**vars(hit), "vector_rank": 2, "static_rank": 3})).plain
 
 
-async def test_copy_says_where_the_text_went(repo, settings, monkeypatch, tmp_path):
+async def test_copy_says_where_the_text_went(
+    repo: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     # Item 7: under tmux's default `set-clipboard external`, "Copied" showed while nothing arrived.
     import pyperclip
 
@@ -638,7 +650,7 @@ async def test_copy_says_where_the_text_went(repo, settings, monkeypatch, tmp_pa
         assert saved.stat().st_mode & 0o777 == 0o600  # issue 48 item 30: the owner's alone, as the index is
 
 
-async def test_help_and_palette(repo, settings):
+async def test_help_and_palette(repo: Path, settings: Settings) -> None:
     # Item 8: help explains every badge (S included) and spells keys one way; "Keys" once in the palette.
     from codesight_tui.tui.screens.help import HelpScreen
 
@@ -664,7 +676,7 @@ async def test_help_and_palette(repo, settings):
             assert wrong not in text
 
 
-async def test_status_bar_keeps_mode_filter_and_freshness_at_80_columns(repo, settings):
+async def test_status_bar_keeps_mode_filter_and_freshness_at_80_columns(repo: Path, settings: Settings) -> None:
     # Items 9 and 10.
     from rich.text import Text
 
@@ -707,7 +719,7 @@ async def test_status_bar_keeps_mode_filter_and_freshness_at_80_columns(repo, se
     assert "hybrid:" not in plain(bar.render_state(first, now=1.0, width=200))
 
 
-def test_eta_follows_the_recent_rate():
+def test_eta_follows_the_recent_rate() -> None:
     # Item 10: the ETA rose from 4 to 8 minutes while 2.5 remained: it used the whole phase's rate.
     from codesight_tui.tui.widgets.status import IndexState
 
@@ -721,7 +733,7 @@ def test_eta_follows_the_recent_rate():
     assert st.phase_eta(410.0) == pytest.approx(left / 20, rel=0.05)
 
 
-async def test_footer_fits_80_columns(repo, settings):
+async def test_footer_fits_80_columns(repo: Path, settings: Settings) -> None:
     from textual.widgets import Footer
 
     app = make_app(repo, settings)
@@ -732,7 +744,7 @@ async def test_footer_fits_80_columns(repo, settings):
         assert width <= 80, width
 
 
-async def test_punctuation_query_shows_no_results(repo, settings):
+async def test_punctuation_query_shows_no_results(repo: Path, settings: Settings) -> None:
     # Item 13.
     app = make_app(repo, settings)
     async with app.run_test(size=SIZE) as pilot:
@@ -741,7 +753,9 @@ async def test_punctuation_query_shows_no_results(repo, settings):
         assert app.hits == [] and app.query_one(ResultsList).option_count == 0
 
 
-async def test_several_repositories_are_searched_as_one_list(repo, settings, tmp_path, monkeypatch):
+async def test_several_repositories_are_searched_as_one_list(
+    repo: Path, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`codesight A B`: one ranked list, each row labelled with its repository; the preview,
     the editor and copy use the hit's own repository; each is indexed and watched."""
     other = tmp_path / "other"
@@ -777,7 +791,7 @@ async def test_several_repositories_are_searched_as_one_list(repo, settings, tmp
             pytest.fail("a change in the second repository was not indexed")
 
 
-async def test_alt_keys_as_tmux_sends_them_act_and_type_nothing(repo, settings):
+async def test_alt_keys_as_tmux_sends_them_act_and_type_nothing(repo: Path, settings: Settings) -> None:
     """Issue 35, item 7: under tmux, Alt+S and Alt+Y arrive as ESC and the letter, which Textual
     parses as a printable ``alt+s`` whose character is ``s``: the focused query box typed it."""
     from textual._xterm_parser import XTermParser
@@ -808,7 +822,7 @@ async def test_alt_keys_as_tmux_sends_them_act_and_type_nothing(repo, settings):
         assert query.value == "verify password" and app.clipboard == hit.content
 
 
-async def test_a_late_search_answer_after_the_screen_is_gone_is_no_crash(repo, settings):
+async def test_a_late_search_answer_after_the_screen_is_gone_is_no_crash(repo: Path, settings: Settings) -> None:
     """Issue 48 item 31: an answer that lands once the app's widgets are gone (it was closing)
     found no #query and raised NoMatches out of the handler."""
     engine = CodeSight(repo, settings=settings, embedder=HashEmbedder())
@@ -820,7 +834,7 @@ async def test_a_late_search_answer_after_the_screen_is_gone_is_no_crash(repo, s
     assert not app._search_running
 
 
-def test_the_preview_lexes_from_above_a_window_that_starts_in_a_string(tmp_path):
+def test_the_preview_lexes_from_above_a_window_that_starts_in_a_string(tmp_path: Path) -> None:
     """Issue 48 item 22: a window opening inside a docstring was lexed as one long string, hit
     included (148 of 1,083 definitions in rich/)."""
     from codesight_tui.core.search.searcher import SearchResult
@@ -841,7 +855,7 @@ def test_the_preview_lexes_from_above_a_window_that_starts_in_a_string(tmp_path)
     assert def_seg.style != doc_seg.style  # a keyword, not more of the string
 
 
-def test_a_window_far_down_is_lexed_from_the_definition_above_it(tmp_path):
+def test_a_window_far_down_is_lexed_from_the_definition_above_it(tmp_path: Path) -> None:
     """Issue 66 item 23: past line 4,000 (``LEX_FROM_TOP``) the window was lexed from its own first
     line, so one that opened inside a docstring drew the hit in one colour (rich's render_lines
     at line 5,084). It is lexed from the nearest definition's first line above it now."""
@@ -872,7 +886,7 @@ def test_a_window_far_down_is_lexed_from_the_definition_above_it(tmp_path):
     assert not any(seg.text.strip() == "def" for seg in strips[row])
 
 
-async def test_f5_f6_follow_the_code_and_back_returns(nav_repo, settings):
+async def test_f5_f6_follow_the_code_and_back_returns(nav_repo: Path, settings: Settings) -> None:
     """Issue 51: F6 lists a hit's callees, F5 a hit's callers, the breadcrumb says the way here, and
     Alt+Left goes back to the list before with its row selected; Enter opens the editor at the line."""
     app = make_app(nav_repo, settings)
@@ -908,7 +922,7 @@ async def test_f5_f6_follow_the_code_and_back_returns(nav_repo, settings):
         assert {"Callers", "Callees", "Back"} <= {b.description for b in app.BINDINGS}
 
 
-def test_a_callee_the_repository_does_not_define_keeps_its_name():
+def test_a_callee_the_repository_does_not_define_keeps_its_name() -> None:
     """Issue 66 item 14: F6 on awkTokenizer showed `src/tokenizer.go:162 (not defined here)` with no
     name (the list read "len" as a keyword and dropped it); the CLI said `len line 162`."""
     from codesight_tui.core.search.navigate import Navigation, Site
@@ -927,7 +941,7 @@ def test_a_callee_the_repository_does_not_define_keeps_its_name():
     assert [h.name for h in navigation_hits(nav)] == ["len() (built-in)", "helper() (not defined here)"]
 
 
-def test_paths_shrink_only_where_they_do_not_fit_and_a_hit_without_a_name_shows_its_code():
+def test_paths_shrink_only_where_they_do_not_fit_and_a_hit_without_a_name_shows_its_code() -> None:
     """Issue 66 item 20: at 100 columns every folder was cut to its first letter
     (`d/d/d/t/dependencies/index.md`) where the whole path fitted, and a hit with no definition
     name showed nothing after `utils.py:48`."""
@@ -955,7 +969,7 @@ def test_paths_shrink_only_where_they_do_not_fit_and_a_hit_without_a_name_shows_
     assert result_row(2, bare, width=80).plain.endswith("utils.py:48  return cache.get(key)")
 
 
-def test_the_breadcrumb_always_says_the_way_back():
+def test_the_breadcrumb_always_says_the_way_back() -> None:
     """Issue 66 item 20: at 160 columns a long trail cut "back" off `Alt+←`."""
     from codesight_tui.tui.app import BACK_HINT, trail_text
 
@@ -967,7 +981,9 @@ def test_the_breadcrumb_always_says_the_way_back():
     assert trail_text(steps[:2], 160).plain == '"how does routing work" › callers of handler_number_0' + BACK_HINT
 
 
-async def test_the_config_keymap_remaps_keys_and_help_shows_the_keys_in_force(repo, settings, monkeypatch, tmp_path):
+async def test_the_config_keymap_remaps_keys_and_help_shows_the_keys_in_force(
+    repo: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Issue 67 item 6: a ``[keymap]`` table in config.toml remaps any binding by its id (as
     posting's does); F1 lists the keys in force; a remap that names no binding, or takes a key
     another binding has, is said in one line, and nothing else changes."""

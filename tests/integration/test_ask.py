@@ -5,12 +5,15 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from conftest import HashEmbedder
 from llmstub import ANSWER, StubServer
 from surfaces import KEY, llm_env
 
 from codesight_tui import CodeSight
+from codesight_tui.core.config import Settings
 from codesight_tui.core.search.ask import AskError, build_prompt, cited
 
 BACKENDS = ("anthropic", "openai", "azure", "ollama")
@@ -23,14 +26,16 @@ def stub():
 
 
 @pytest.fixture
-def indexed(repo, hash_embedder):
+def indexed(repo: Path, hash_embedder: HashEmbedder):
     cs = CodeSight(repo, embedder=hash_embedder)
     cs.index()
     yield cs
     cs.close()
 
 
-def test_no_back_end_configured_is_one_line_and_no_connection(indexed, monkeypatch):
+def test_no_back_end_configured_is_one_line_and_no_connection(
+    indexed: CodeSight, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("CODESIGHT_LLM_BACKEND", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     cs = CodeSight(indexed.root)
@@ -50,7 +55,9 @@ def test_no_back_end_configured_is_one_line_and_no_connection(indexed, monkeypat
 
 @pytest.mark.loopback
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_answer_streams_and_cites_its_sources(backend, indexed, stub, monkeypatch):
+def test_answer_streams_and_cites_its_sources(
+    backend, indexed: CodeSight, stub: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     llm_env(monkeypatch, backend, stub.url)
     cs = CodeSight(indexed.root, embedder=indexed.models.loaded)
     stream = cs.ask_stream("how are passwords hashed and verified?", top_k=4)
@@ -110,7 +117,9 @@ FAILURES = [
         if not (backend == "ollama" and failure[1] == "bad-key")
     ],
 )  # Ollama takes no key
-def test_back_end_errors_are_one_line_and_search_goes_on(backend, model, key, expected, indexed, stub, monkeypatch):
+def test_back_end_errors_are_one_line_and_search_goes_on(
+    backend, model, key, expected, indexed: CodeSight, stub: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     llm_env(monkeypatch, backend, stub.url, model=model, key=key)
     cs = CodeSight(indexed.root, embedder=indexed.models.loaded)
     with pytest.raises(AskError) as err:
@@ -124,7 +133,7 @@ def test_back_end_errors_are_one_line_and_search_goes_on(backend, model, key, ex
 
 
 @pytest.mark.loopback
-def test_ollama_not_running_says_so(indexed, monkeypatch):
+def test_ollama_not_running_says_so(indexed: CodeSight, monkeypatch: pytest.MonkeyPatch) -> None:
     with StubServer() as gone:
         url = gone.url
     llm_env(monkeypatch, "ollama", url)  # the port is closed now
@@ -133,12 +142,12 @@ def test_ollama_not_running_says_so(indexed, monkeypatch):
     assert str(err.value) == f"Ollama is not running at {url}: start it with `ollama serve` (or set OLLAMA_HOST)"
 
 
-def test_citations_map_back_to_sources():
+def test_citations_map_back_to_sources() -> None:
     assert cited("A [2], B [1, 3] and [2] again; [0] [7] [x]", 3) == [2, 1, 3]
     assert cited("no marks", 3) == []
 
 
-def test_prompt_names_document_pages(indexed):
+def test_prompt_names_document_pages(indexed: CodeSight) -> None:
     from codesight_tui.core.search.searcher import SearchResult
 
     hits = [
@@ -151,7 +160,7 @@ def test_prompt_names_document_pages(indexed):
 
 
 @pytest.mark.loopback
-def test_cli_ask_streams_then_lists_sources(repo, stub, settings):
+def test_cli_ask_streams_then_lists_sources(repo: Path, stub: StubServer, settings: Settings) -> None:
     env = {
         **os.environ,
         "CODESIGHT_LLM_BACKEND": "openai",
@@ -193,7 +202,9 @@ def test_cli_ask_streams_then_lists_sources(repo, stub, settings):
 
 
 @pytest.mark.loopback
-def test_keys_are_never_written_to_the_index_or_logs(repo, stub, monkeypatch, settings, hash_embedder):
+def test_keys_are_never_written_to_the_index_or_logs(
+    repo: Path, stub: StubServer, monkeypatch: pytest.MonkeyPatch, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     llm_env(monkeypatch, "anthropic", stub.url)
     cs = CodeSight(repo, embedder=hash_embedder)
     cs.index()
@@ -219,7 +230,9 @@ async def _wait_for(pilot, condition, timeout: float = 30.0):
 
 
 @pytest.mark.loopback
-async def test_tui_ask_view_streams_the_answer_and_jumps_to_a_source(repo, settings, stub, monkeypatch):
+async def test_tui_ask_view_streams_the_answer_and_jumps_to_a_source(
+    repo: Path, settings: Settings, stub: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from surfaces import make_app, settle
     from textual.widgets import Markdown, OptionList
 
@@ -252,7 +265,9 @@ async def test_tui_ask_view_streams_the_answer_and_jumps_to_a_source(repo, setti
 
 
 @pytest.mark.loopback
-async def test_tui_ask_view_shows_each_piece_as_it_comes(repo, settings, monkeypatch):
+async def test_tui_ask_view_shows_each_piece_as_it_comes(
+    repo: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 35, item 3: pieces sent 0.8 s apart appeared all at once at the end (the view read
     the Answer's text, which is whole only when the stream ends); and with Ollama configured the
     view still said "No back end yet?"."""
@@ -279,7 +294,9 @@ async def test_tui_ask_view_shows_each_piece_as_it_comes(repo, settings, monkeyp
             assert "".join(ANSWER) in screen.query_one(Markdown).source
 
 
-async def test_tui_ask_without_a_back_end_says_how_to_set_one(repo, settings, monkeypatch):
+async def test_tui_ask_without_a_back_end_says_how_to_set_one(
+    repo: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from surfaces import make_app, settle
     from textual.widgets import Markdown
 

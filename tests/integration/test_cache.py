@@ -10,8 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import HashEmbedder
 
 from codesight_tui import CodeSight
+from codesight_tui.core.config import Settings
 from codesight_tui.core.index import cache as cache_mod
 from codesight_tui.core.index.cache import EmbeddingCache, cache_files
 from codesight_tui.core.ingest.chunker import doc_text
@@ -23,7 +25,7 @@ def fill(c: EmbeddingCache, n: int, used: int, prefix: str = "k") -> None:
     c.conn.execute("UPDATE vec SET used = ? WHERE key LIKE ?", (used, f"{prefix}%"))
 
 
-def test_prune_by_age_then_by_size_keeps_the_recently_used(tmp_path):
+def test_prune_by_age_then_by_size_keeps_the_recently_used(tmp_path: Path) -> None:
     c = EmbeddingCache(tmp_path, "m", 64)
     now = int(time.time())
     fill(c, 300, now - 100 * 86400, "old")
@@ -41,7 +43,9 @@ def test_prune_by_age_then_by_size_keeps_the_recently_used(tmp_path):
     assert "mid1" in left and all(k.startswith("new") or k == "mid1" for k in left)
 
 
-def test_index_run_bounds_the_cache(repo, settings, hash_embedder, monkeypatch):
+def test_index_run_bounds_the_cache(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cs = CodeSight(repo, settings=settings.model_copy(update={"cache_max_mb": 1}), embedder=hash_embedder)
     c = EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim)
     fill(c, 6000, 1, "junk")  # ~1.3 MB of vectors nobody has used for decades
@@ -54,7 +58,7 @@ def test_index_run_bounds_the_cache(repo, settings, hash_embedder, monkeypatch):
     assert c.get_many([r.embed_key for r in cs.store.get_chunks(list(range(1, 5))).values()])  # kept
 
 
-def test_cache_command(repo, settings, hash_embedder):
+def test_cache_command(repo: Path, settings: Settings, hash_embedder: HashEmbedder) -> None:
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
     cs.index()
 
@@ -87,7 +91,7 @@ def test_cache_command(repo, settings, hash_embedder):
     assert "static/:" in run().stdout and "in all" in run().stdout
 
 
-def test_damaged_cache_is_one_clear_line(settings):
+def test_damaged_cache_is_one_clear_line(settings: Settings) -> None:
     settings.cache_dir.mkdir(parents=True, exist_ok=True)
     (settings.cache_dir / "some-model-384.sqlite").write_bytes(b"not a database" * 100)
     for args in (["cache"], ["cache", "prune", "--max-size", "1KB"]):
@@ -95,7 +99,7 @@ def test_damaged_cache_is_one_clear_line(settings):
         assert r.returncode == 1 and "embedding cache" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
-def test_index_survives_a_damaged_cache(repo, settings, hash_embedder):
+def test_index_survives_a_damaged_cache(repo: Path, settings: Settings, hash_embedder: HashEmbedder) -> None:
     c = EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim)
     c.path.write_bytes(b"garbage" * 1000)
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
@@ -105,7 +109,9 @@ def test_index_survives_a_damaged_cache(repo, settings, hash_embedder):
     assert EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim).stats()["entries"] > 0
 
 
-def test_a_full_disk_or_lock_never_sets_a_healthy_cache_aside(settings, hash_embedder, monkeypatch):
+def test_a_full_disk_or_lock_never_sets_a_healthy_cache_aside(
+    settings: Settings, hash_embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Issue 22, fault 7: any SQLite error used to move a healthy cache aside and start an empty one.
     from codesight_tui.core.errors import CodeSightError
     from codesight_tui.core.index import cache as cache_mod
@@ -125,7 +131,7 @@ def test_a_full_disk_or_lock_never_sets_a_healthy_cache_aside(settings, hash_emb
     assert "k" in EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim).get_many(["k"])
 
 
-def test_damaged_copies_do_not_pile_up(settings, hash_embedder):
+def test_damaged_copies_do_not_pile_up(settings: Settings, hash_embedder: HashEmbedder) -> None:
     for _n in range(3):
         c = EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim)
         c.path.write_bytes(b"garbage" * 1000)
@@ -136,7 +142,9 @@ def test_damaged_copies_do_not_pile_up(settings, hash_embedder):
     assert len([p for p in settings.cache_dir.glob("*.damaged-*") if not p.name.endswith(("-wal", "-shm"))]) == 1
 
 
-def test_damage_in_the_middle_of_the_cache_never_blocks_embedding(repo, settings, hash_embedder):
+def test_damage_in_the_middle_of_the_cache_never_blocks_embedding(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     # Issue 22, fault 10: garbage inside the file (its header intact, so it opens) gave a
     # "malformed" traceback on every index run, for every repository.
     c = EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim)

@@ -5,12 +5,14 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from conftest import snapshot_tree
+from conftest import HashEmbedder, snapshot_tree
 from docmaker import big_pdf, make_docx, make_encrypted_pdf, make_pdf, make_pptx
 
 from codesight_tui import CodeSight
+from codesight_tui.core.config import Settings
 from codesight_tui.core.ingest.extract import DocumentReader, ExtractError, extract
 from codesight_tui.core.search.searcher import SearchResult
 from codesight_tui.tui.editor import viewer_argv
@@ -55,7 +57,7 @@ def doc_repo(root):
     return root
 
 
-def test_pdf_text_pages_and_paragraphs(tmp_path):
+def test_pdf_text_pages_and_paragraphs(tmp_path: Path) -> None:
     pdf = make_pdf(tmp_path / "a.pdf", [["Intro", "First page text."], [], ["Retry policy", RETRY, "Closing words."]])
     ex = extract(str(pdf), "a.pdf")
     lines = ex.text.split("\n")
@@ -71,7 +73,7 @@ def test_pdf_text_pages_and_paragraphs(tmp_path):
     assert len(page3) >= 2 and lines[page3[-1][0]] == "Closing words."
 
 
-def test_docx_sections_follow_headings_and_pptx_slides_keep_notes(tmp_path):
+def test_docx_sections_follow_headings_and_pptx_slides_keep_notes(tmp_path: Path) -> None:
     docx = make_docx(
         tmp_path / "r.docx",
         [
@@ -98,7 +100,7 @@ def test_docx_sections_follow_headings_and_pptx_slides_keep_notes(tmp_path):
     assert "Notes:\nSay it slowly." in ex.text
 
 
-def test_unreadable_documents_say_why(tmp_path):
+def test_unreadable_documents_say_why(tmp_path: Path) -> None:
     good = make_pdf(tmp_path / "good.pdf", [["Some text."]])
     cases = {
         "enc.pdf": make_encrypted_pdf(tmp_path / "enc.pdf", good).read_bytes(),
@@ -123,7 +125,7 @@ def test_unreadable_documents_say_why(tmp_path):
         assert err.value.reason == want[name], name
 
 
-def test_reader_kills_a_document_over_its_time_limit(tmp_path):
+def test_reader_kills_a_document_over_its_time_limit(tmp_path: Path) -> None:
     big = big_pdf(tmp_path / "big.pdf", 60)
     small = make_pptx(tmp_path / "s.pptx", [("Title", ["point"], "")])
     with DocumentReader(timeout=0.001) as reader:
@@ -134,7 +136,9 @@ def test_reader_kills_a_document_over_its_time_limit(tmp_path):
         assert "point" in reader.read(str(small), "s.pptx").text  # a fresh child takes the next file
 
 
-def test_documents_are_indexed_searched_and_located(tmp_path, settings, hash_embedder, capsys):
+def test_documents_are_indexed_searched_and_located(
+    tmp_path: Path, settings: Settings, hash_embedder: HashEmbedder, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = doc_repo(tmp_path / "repo")
     before = snapshot_tree(root)
     cs = CodeSight(root, settings=settings, embedder=hash_embedder)
@@ -175,7 +179,7 @@ def test_documents_are_indexed_searched_and_located(tmp_path, settings, hash_emb
     cs.close()
 
 
-def test_bad_documents_are_skipped_with_reasons_in_status(tmp_path, settings):
+def test_bad_documents_are_skipped_with_reasons_in_status(tmp_path: Path, settings: Settings) -> None:
     root = doc_repo(tmp_path / "repo")
     (root / "docs" / "broken.pdf").write_bytes(b"%PDF-1.4 nothing")
     make_encrypted_pdf(root / "docs" / "secret.pdf", root / "docs" / "design.pdf")
@@ -194,7 +198,7 @@ def test_bad_documents_are_skipped_with_reasons_in_status(tmp_path, settings):
     cs.close()
 
 
-def test_document_size_cap_and_time_limit(tmp_path, settings):
+def test_document_size_cap_and_time_limit(tmp_path: Path, settings: Settings) -> None:
     root = doc_repo(tmp_path / "repo")
     big_pdf(root / "docs" / "report.pdf", 40)
     cs = CodeSight(root, settings=settings.model_copy(update={"max_document_size": 50_000}))
@@ -208,7 +212,7 @@ def test_document_size_cap_and_time_limit(tmp_path, settings):
     cs.close()
 
 
-def test_an_older_index_reads_documents_it_remembered_as_binary(tmp_path, settings):
+def test_an_older_index_reads_documents_it_remembered_as_binary(tmp_path: Path, settings: Settings) -> None:
     root = doc_repo(tmp_path / "repo")
     cs = CodeSight(root, settings=settings)
     cs.index(embed=False)
@@ -223,7 +227,7 @@ def test_an_older_index_reads_documents_it_remembered_as_binary(tmp_path, settin
     cs.close()
 
 
-def test_cli_json_and_text_carry_pages(tmp_path, settings):
+def test_cli_json_and_text_carry_pages(tmp_path: Path, settings: Settings) -> None:
     root = doc_repo(tmp_path / "repo")
     env = {**os.environ, "CODESIGHT_DATA_DIR": str(settings.data_dir), "CODESIGHT_CACHE_DIR": str(settings.cache_dir)}
 
@@ -242,7 +246,7 @@ def test_cli_json_and_text_carry_pages(tmp_path, settings):
     assert "docs     3 indexed" in status.stdout
 
 
-def test_preview_shows_the_extracted_page_around_the_hit(tmp_path):
+def test_preview_shows_the_extracted_page_around_the_hit(tmp_path: Path) -> None:
     text = "\n".join(f"line {i}" for i in range(1, 200))
     hit = SearchResult("docs/a.pdf", 100, 104, "page 9", "pdf", 1.0, 1, None, "line 100", 1, line=102, page=9)
     title, strips, row = render_hit(tmp_path, hit, document=text)
@@ -253,7 +257,7 @@ def test_preview_shows_the_extracted_page_around_the_hit(tmp_path):
     assert "line 100" in "".join(seg.text for seg in strips[0])
 
 
-def test_viewer_gets_argv_and_the_page_never_a_shell(tmp_path):
+def test_viewer_gets_argv_and_the_page_never_a_shell(tmp_path: Path) -> None:
     nasty = str(tmp_path / "$(touch pwned).pdf")
     assert viewer_argv(nasty, 12, platform="linux") == ["xdg-open", nasty]
     assert viewer_argv(nasty, 12, platform="darwin") == ["open", nasty]
@@ -264,7 +268,9 @@ def test_viewer_gets_argv_and_the_page_never_a_shell(tmp_path):
     assert not (tmp_path / "pwned").exists()
 
 
-async def test_tui_lists_document_hits_by_page_and_previews_the_extracted_text(tmp_path, settings, monkeypatch):
+async def test_tui_lists_document_hits_by_page_and_previews_the_extracted_text(
+    tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from surfaces import make_app, search, settle
 
     from codesight_tui.tui.widgets.preview import Preview
@@ -289,7 +295,7 @@ async def test_tui_lists_document_hits_by_page_and_previews_the_extracted_text(t
         assert opened == [["xdg-open", str(root / "docs" / "design.pdf")]]
 
 
-def test_a_document_hit_marks_the_line_that_answers_not_the_first_mention(tmp_path, settings):
+def test_a_document_hit_marks_the_line_that_answers_not_the_first_mention(tmp_path: Path, settings: Settings) -> None:
     """Issue 35, item 7: a PDF preview marked the first line holding any word of the query, often
     a passing mention above the passage that answers; now the line holding the most of them (a
     plural also counts where the text has the singular)."""

@@ -5,11 +5,14 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace as R
 
 import pytest
+from conftest import HashEmbedder
 
 from codesight_tui.core.apps.evaluation import Target, load_queries, score
+from codesight_tui.core.config import Settings
 from codesight_tui.core.errors import CodeSightError
 
 
@@ -17,7 +20,7 @@ def hit(path, start, end):
     return R(path=path, start_line=start, end_line=end)
 
 
-def test_metric_exactly_as_specified():
+def test_metric_exactly_as_specified() -> None:
     targets = [Target("a.py", 10, 20), Target("a.py", 15, 18), Target("b.py")]
     results = [hit("c.py", 1, 5), hit("a.py", 12, 16), hit("b.py", 1, 3)]
     s = score(results, targets)
@@ -30,7 +33,7 @@ def test_metric_exactly_as_specified():
     assert s["mrr@10"] == pytest.approx(0.5) and s["recall@10"] == 1.0
 
 
-def test_metric_edges():
+def test_metric_edges() -> None:
     t = [Target("a.py", 10, 20)]
     assert score([hit("a.py", 21, 30), hit("a.py", 1, 9)], t)["ndcg@10"] == 0  # touching is not overlapping
     assert score([hit("a.py", 20, 30)], t)["ndcg@10"] == 1.0
@@ -55,7 +58,7 @@ def test_metric_edges():
         ('[{"query": "x", "relevant": [{"path": "a.py", "start_line": 5, "end_line": 2}]}]', "a target must be"),
     ],
 )
-def test_bad_query_files_are_one_clear_error(tmp_path, content, needle):
+def test_bad_query_files_are_one_clear_error(tmp_path: Path, content, needle) -> None:
     f = tmp_path / "q.json"
     f.write_text(content)
     with pytest.raises(CodeSightError, match=needle) as exc:
@@ -66,7 +69,7 @@ def test_bad_query_files_are_one_clear_error(tmp_path, content, needle):
 
 
 @pytest.mark.model
-def test_eval_command_end_to_end(repo, tmp_path):
+def test_eval_command_end_to_end(repo: Path, tmp_path: Path) -> None:
     queries = [
         {
             "query": "haversine",
@@ -140,7 +143,7 @@ def _collection(tmp_path):
     return d
 
 
-def test_eval_over_a_multi_repository_directory(tmp_path):
+def test_eval_over_a_multi_repository_directory(tmp_path: Path) -> None:
     d = _collection(tmp_path)
     cmd = [sys.executable, "-m", "codesight_tui", "eval", str(d), "--mode", "bm25"]
     r = subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=600)
@@ -175,7 +178,9 @@ def test_eval_over_a_multi_repository_directory(tmp_path):
 
 
 @pytest.mark.model
-def test_coverage_levels_rebuild_vectors_most_valuable_first(tmp_path, settings, hash_embedder):
+def test_coverage_levels_rebuild_vectors_most_valuable_first(
+    tmp_path: Path, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     from codesight_tui import CodeSight
     from codesight_tui.core.apps.evaluation import evaluate, load_collection
 

@@ -35,7 +35,7 @@ def _repo(root: Path, name: str, files: int = 40) -> Path:
     return root
 
 
-def test_threads_searching_one_store_never_see_another_repositorys_hits(tmp_path, static_model_dir):
+def test_threads_searching_one_store_never_see_another_repositorys_hits(tmp_path: Path, static_model_dir: Path) -> None:
     from codesight_tui import Fleet
     from codesight_tui.core.config import Settings
 
@@ -67,7 +67,7 @@ def test_threads_searching_one_store_never_see_another_repositorys_hits(tmp_path
     assert answered[0] == 1000 and leaks == [], leaks[:5]
 
 
-def test_the_module_level_caches_are_safe_under_threads():
+def test_the_module_level_caches_are_safe_under_threads() -> None:
     """Issue 67 item 1's audit: searcher._POOL was made without a lock (two threads could each make
     a pool), and fleet/store._TABLES was iterated to drop a store's tables while other threads
     added theirs ("dictionary changed size during iteration"). static._LOADED, models._MODELS and

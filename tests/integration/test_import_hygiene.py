@@ -10,7 +10,7 @@ import codesight_tui
 CORE = Path(codesight_tui.__file__).parent / "core"
 
 
-def test_core_has_no_textual_import_statement():
+def test_core_has_no_textual_import_statement() -> None:
     for py in CORE.rglob("*.py"):
         for node in ast.walk(ast.parse(py.read_text())):
             names = []
@@ -21,7 +21,7 @@ def test_core_has_no_textual_import_statement():
             assert not any(n == "textual" or n.startswith("textual.") for n in names), py
 
 
-def test_importing_the_whole_core_loads_no_textual():
+def test_importing_the_whole_core_loads_no_textual() -> None:
     dotted = (p.relative_to(CORE).with_suffix("").as_posix().replace("/", ".") for p in CORE.rglob("*.py"))
     mods = [f"codesight_tui.core.{d}".removesuffix(".__init__") for d in dotted]
     code = "import sys\n" + "".join(f"import {m}\n" for m in mods) + "print('textual' in sys.modules)"
@@ -29,7 +29,7 @@ def test_importing_the_whole_core_loads_no_textual():
     assert out.strip() == "False"
 
 
-def test_no_private_name_is_imported_across_modules():
+def test_no_private_name_is_imported_across_modules() -> None:
     """Issue 50: what one module keeps private (a leading underscore) no other module imports;
     what another module needs is public."""
     package = CORE.parent
@@ -45,7 +45,7 @@ def test_no_private_name_is_imported_across_modules():
     assert found == []
 
 
-def test_the_layer_contracts_hold():
+def test_the_layer_contracts_hold() -> None:
     """The import-linter contracts of pyproject.toml (the engine's layers, no cycle, no surface in
     the engine), as CI checks them."""
     done = subprocess.run(

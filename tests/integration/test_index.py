@@ -3,12 +3,14 @@
 import os
 import sqlite3
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import HashEmbedder
 
 from codesight_tui import CodeSight
+from codesight_tui.core.config import Settings
 from codesight_tui.core.errors import IndexBusyError
 from codesight_tui.core.ingest.chunker import doc_text
 
@@ -22,7 +24,7 @@ def sqlite_ids(cs, embedded=None):
     return sorted(i for (i,) in cs.store.conn.execute(sql))
 
 
-def test_full_index_then_noop_embeds_nothing(repo, settings, hash_embedder):
+def test_full_index_then_noop_embeds_nothing(repo: Path, settings: Settings, hash_embedder: HashEmbedder) -> None:
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
     r1 = cs.index()
     assert r1.files >= 8 and r1.chunks >= 8
@@ -34,7 +36,9 @@ def test_full_index_then_noop_embeds_nothing(repo, settings, hash_embedder):
     assert r2.files_changed == 0 and r2.embedded == 0 and hash_embedder.calls == []
 
 
-def test_one_file_changed_reembeds_only_its_new_chunks(repo, settings, hash_embedder):
+def test_one_file_changed_reembeds_only_its_new_chunks(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
     cs.index()
     before = sqlite_ids(cs)
@@ -50,7 +54,7 @@ def test_one_file_changed_reembeds_only_its_new_chunks(repo, settings, hash_embe
     assert lance_ids(cs) == after
 
 
-def test_moved_code_is_not_reembedded(repo, settings, hash_embedder):
+def test_moved_code_is_not_reembedded(repo: Path, settings: Settings, hash_embedder: HashEmbedder) -> None:
     body = "".join(
         f"def handler_{i}(request):\n"
         + "".join(f"    value_{j} = request.get('k{j}') or {i * j}\n" for j in range(14))
@@ -72,7 +76,9 @@ def test_moved_code_is_not_reembedded(repo, settings, hash_embedder):
     assert cs.search("handler_7", mode="bm25")[0].start_line == line_before + 18  # lines follow the move
 
 
-def test_fts_rows_follow_every_change_and_old_insert_trigger_is_dropped(repo, settings, hash_embedder):
+def test_fts_rows_follow_every_change_and_old_insert_trigger_is_dropped(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
     cs.index()
     c = cs.store.conn
@@ -95,7 +101,7 @@ def test_fts_rows_follow_every_change_and_old_insert_trigger_is_dropped(repo, se
     assert n == 1 and cs.search("zebra_crossing_latitude", mode="bm25")[0].path == "src/geo.py"
 
 
-def test_touch_without_change_rewrites_nothing(repo, settings, hash_embedder):
+def test_touch_without_change_rewrites_nothing(repo: Path, settings: Settings, hash_embedder: HashEmbedder) -> None:
     import os
 
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
@@ -107,7 +113,9 @@ def test_touch_without_change_rewrites_nothing(repo, settings, hash_embedder):
     assert sqlite_ids(cs) == ids
 
 
-def test_deleted_and_newly_ignored_files_leave_both_stores(repo, settings, hash_embedder):
+def test_deleted_and_newly_ignored_files_leave_both_stores(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
     cs.index()
     (repo / "src" / "geo.py").unlink()
@@ -120,7 +128,7 @@ def test_deleted_and_newly_ignored_files_leave_both_stores(repo, settings, hash_
     assert cs.search("haversine", mode="bm25") == []
 
 
-def test_model_change_rebuilds_vectors_only(repo, settings, hash_embedder):
+def test_model_change_rebuilds_vectors_only(repo: Path, settings: Settings, hash_embedder: HashEmbedder) -> None:
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
     cs.index()
     ids = sqlite_ids(cs)
@@ -132,7 +140,7 @@ def test_model_change_rebuilds_vectors_only(repo, settings, hash_embedder):
     assert cs2.store.get_meta("model") == "test/other-model" and cs2.store.get_meta("dim") == "32"
 
 
-def test_interrupted_embedding_resumes_without_duplicates(repo, settings):
+def test_interrupted_embedding_resumes_without_duplicates(repo: Path, settings: Settings) -> None:
     class Boom(HashEmbedder):
         def __init__(self):
             super().__init__()
@@ -161,7 +169,7 @@ def test_interrupted_embedding_resumes_without_duplicates(repo, settings):
     assert len(ids) == len(set(ids)) == len(sqlite_ids(cs2))  # no duplicate rows
 
 
-def test_cancel_event_stops_between_batches(repo, settings, hash_embedder):
+def test_cancel_event_stops_between_batches(repo: Path, settings: Settings, hash_embedder: HashEmbedder) -> None:
     cancel = threading.Event()
     cancel.set()
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
@@ -169,7 +177,7 @@ def test_cancel_event_stops_between_batches(repo, settings, hash_embedder):
     assert r.cancelled and hash_embedder.calls == []
 
 
-def test_overlapped_embedding_writes_each_chunk_once_and_resumes(repo, settings):
+def test_overlapped_embedding_writes_each_chunk_once_and_resumes(repo: Path, settings: Settings) -> None:
     """The GPU path: batch n+1 is embedded in a second thread while batch n is written. Rows in a
     batch still being embedded must not be read again as pending, nothing may be embedded twice,
     and a cancel keeps every written batch."""
@@ -212,7 +220,7 @@ def test_overlapped_embedding_writes_each_chunk_once_and_resumes(repo, settings)
     assert r2.embedded + r2.cache_hits == total - len(written)
 
 
-def test_shared_cache_spares_second_worktree(tmp_path, settings):
+def test_shared_cache_spares_second_worktree(tmp_path: Path, settings: Settings) -> None:
     from conftest import build_repo
 
     a = build_repo(tmp_path / "a")
@@ -224,7 +232,7 @@ def test_shared_cache_spares_second_worktree(tmp_path, settings):
     assert r.chunks > 0 and e2.calls == [] and r.cache_hits == r.chunks
 
 
-def test_second_writer_gets_busy_error(repo, settings, hash_embedder):
+def test_second_writer_gets_busy_error(repo: Path, settings: Settings, hash_embedder: HashEmbedder) -> None:
     from filelock import FileLock
 
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
@@ -248,14 +256,16 @@ def corrupted_index(repo, settings, embedder) -> CodeSight:
     return CodeSight(repo, settings=settings, embedder=embedder)
 
 
-def test_corrupt_index_is_detected_and_rebuilt(repo, settings, hash_embedder):
+def test_corrupt_index_is_detected_and_rebuilt(repo: Path, settings: Settings, hash_embedder: HashEmbedder) -> None:
     cs2 = corrupted_index(repo, settings, hash_embedder)
     r = cs2.index()
     assert any("rebuilt" in n for n in r.warnings)
     assert r.chunks > 0 and cs2.search("haversine", mode="bm25")
 
 
-def test_a_kill_while_the_schema_is_created_leaves_no_half_schema(tmp_path, monkeypatch):
+def test_a_kill_while_the_schema_is_created_leaves_no_half_schema(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The schema goes in as one transaction: a process stopped part-way (here a statement that
     fails after the others have run) leaves a database with no tables, which the next open fills,
     never one with some tables and not others (what a reader would fail on)."""
@@ -276,14 +286,14 @@ def test_a_kill_while_the_schema_is_created_leaves_no_half_schema(tmp_path, monk
     s.close()
 
 
-def test_index_dir_lives_outside_the_repo(repo, settings, hash_embedder):
+def test_index_dir_lives_outside_the_repo(repo: Path, settings: Settings, hash_embedder: HashEmbedder) -> None:
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
     assert repo not in cs.index_dir.parents
     assert cs.index_dir.parent == settings.data_dir
     assert len(cs.index_dir.name) == 16
 
 
-def test_large_vector_tables_get_an_ann_index(tmp_path):
+def test_large_vector_tables_get_an_ann_index(tmp_path: Path) -> None:
     """Above the threshold the table gets an IVF_PQ index; search still finds each vector's
     own row first, and rows added later are found too (LanceDB scans unindexed rows)."""
     import numpy as np
@@ -307,8 +317,8 @@ def test_large_vector_tables_get_an_ann_index(tmp_path):
 
 
 def test_lexical_phase_in_worker_processes_matches_the_thread_path(
-    repo, tmp_path, settings, hash_embedder, monkeypatch
-):
+    repo: Path, tmp_path: Path, settings: Settings, hash_embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Big change sets are chunked in spawned worker processes (the CLI turns this on); the
     rows they produce are exactly those of the in-process path."""
     from codesight_tui.core.index import indexer
@@ -339,7 +349,9 @@ def test_lexical_phase_in_worker_processes_matches_the_thread_path(
     assert rows[True] == rows[False]
 
 
-def test_doc_views_are_a_second_row_that_search_folds_into_its_chunk(tmp_path, settings, hash_embedder):
+def test_doc_views_are_a_second_row_that_search_folds_into_its_chunk(
+    tmp_path: Path, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     repo = tmp_path / "r"
     (repo / "pkg").mkdir(parents=True)
     (repo / "pkg" / "text.py").write_text(
@@ -373,7 +385,9 @@ def test_doc_views_are_a_second_row_that_search_folds_into_its_chunk(tmp_path, s
     assert cs.storage.vectors.count() == 1 and lance_ids(cs) == sqlite_ids(cs)  # both rows of the removed chunk went
 
 
-def test_a_doc_view_two_chunks_share_is_embedded_once_and_counted_once(tmp_path, settings, hash_embedder):
+def test_a_doc_view_two_chunks_share_is_embedded_once_and_counted_once(
+    tmp_path: Path, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     """A redefinition with the same signature and docstring (same file, same scope) has the same doc
     view as the first: one text to embed, while both chunks' own texts are embedded."""
     body = "\n".join(f"    total = total + value_{i} * weight_{i} - offset_{i}" for i in range(5))
@@ -387,7 +401,7 @@ def test_a_doc_view_two_chunks_share_is_embedded_once_and_counted_once(tmp_path,
     assert len(hash_embedder.calls) == 3
 
 
-def test_worker_processes_start_when_stderr_has_no_file_descriptor(tmp_path):
+def test_worker_processes_start_when_stderr_has_no_file_descriptor(tmp_path: Path) -> None:
     """Under Textual, sys.stderr is a capture object without a file descriptor, which made
     multiprocessing's resource tracker (started with our stderr's fd) fail to start; the TUI
     now chunks big first indexes in worker processes too. A fresh interpreter, since the tracker
@@ -429,7 +443,9 @@ def test_worker_processes_start_when_stderr_has_no_file_descriptor(tmp_path):
         assert started.strip() == "[2]"
 
 
-def test_embed_phase_is_announced_before_the_model_loads(repo, settings, hash_embedder, monkeypatch):
+def test_embed_phase_is_announced_before_the_model_loads(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The first "embed" event comes as soon as the lexical phase has committed, before the
     model is loaded (seconds, in a fresh process), so the TUI says BM25 is ready at once."""
     cs = CodeSight(repo, settings=settings)
@@ -440,7 +456,9 @@ def test_embed_phase_is_announced_before_the_model_loads(repo, settings, hash_em
     assert events[first] == ("embed", 0, report.chunks) and events.index("model loaded") > first
 
 
-def test_small_edits_do_not_pile_up_vector_versions(repo, settings, hash_embedder, monkeypatch):
+def test_small_edits_do_not_pile_up_vector_versions(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Issue 22, fault 12: 200 one-line edits, each followed by an index run, took the vector table
     # from 15 to 753 versions and 5.3 MB to 330 MB: old versions went only in runs that embedded,
     # and only after 5 minutes. Every run that changes the table (deletions included) now compacts
@@ -476,7 +494,9 @@ def test_small_edits_do_not_pile_up_vector_versions(repo, settings, hash_embedde
     assert hits and hits[0].path == "src/geo.py"
 
 
-def test_sqlite_file_shrinks_after_most_of_it_is_deleted(tmp_path, settings, hash_embedder):
+def test_sqlite_file_shrinks_after_most_of_it_is_deleted(
+    tmp_path: Path, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     # Issue 22, item 8: the SQLite file is vacuumed when it is mostly free pages.
     root = tmp_path / "r"
     (root / "gen").mkdir(parents=True)
@@ -497,7 +517,9 @@ def test_sqlite_file_shrinks_after_most_of_it_is_deleted(tmp_path, settings, has
     assert cs.search("keep", mode="bm25")[0].path == "keep.py"
 
 
-def test_an_indexer_that_held_an_old_table_version_writes_no_duplicate_vectors(repo, settings, hash_embedder):
+def test_an_indexer_that_held_an_old_table_version_writes_no_duplicate_vectors(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     # Found by benchmarks/torture.py (concurrency): two long-lived indexers took turns; the second
     # read the vector table at the version it had opened earlier, took the other's new vectors for
     # missing, and embedded those chunks again: 266 chunks ended up with two vectors.
@@ -518,7 +540,9 @@ def test_an_indexer_that_held_an_old_table_version_writes_no_duplicate_vectors(r
     assert set(i for i in ids if i > 0) == b.store.embedded_ids()
 
 
-def test_a_row_whose_text_is_no_longer_utf8_is_damage_and_the_next_index_rebuilds(repo, settings, hash_embedder):
+def test_a_row_whose_text_is_no_longer_utf8_is_damage_and_the_next_index_rebuilds(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     """A garbage page can leave a row whose text SQLite returns as invalid UTF-8 (found by the
     torture harness): search says in one line that the index is damaged, and `index` rebuilds."""
     from codesight_tui.core.errors import CodeSightError
@@ -538,7 +562,9 @@ def test_a_row_whose_text_is_no_longer_utf8_is_damage_and_the_next_index_rebuild
     cs.close()
 
 
-def test_a_status_call_never_takes_the_notice_a_search_should_show(repo, settings, hash_embedder):
+def test_a_status_call_never_takes_the_notice_a_search_should_show(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     """Notices are told once per reader: MCP runs status and search in parallel, and whichever came
     first used to empty the one shared list."""
     cs2 = corrupted_index(repo, settings, hash_embedder)
@@ -550,7 +576,9 @@ def test_a_status_call_never_takes_the_notice_a_search_should_show(repo, setting
     assert said[0] not in cs2.status()["notices"]
 
 
-def test_an_unreadable_file_is_not_changed_forever(repo, settings, hash_embedder, monkeypatch):
+def test_an_unreadable_file_is_not_changed_forever(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 48 item 27: a file no run can read (chmod 000 for a user; here open() refused) is
     skipped as unreadable, and status does not report it as added after every run."""
     import codesight_tui.core.ingest.walker as walker
@@ -573,7 +601,9 @@ def test_an_unreadable_file_is_not_changed_forever(repo, settings, hash_embedder
     assert cs.status()["changed"] == 0
 
 
-def test_a_static_only_rebuild_keeps_the_full_vectors_the_cache_holds(repo, settings, hash_embedder):
+def test_a_static_only_rebuild_keeps_the_full_vectors_the_cache_holds(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     """Issue 48 item 28: `index --force --static-only` rebuilds without the full model, and the
     full model's vectors come back from the shared cache (no model work), not 0 of N."""
     probe = CodeSight(repo, settings=settings)

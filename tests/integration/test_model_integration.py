@@ -1,8 +1,12 @@
 """Integration tests with the real bundled all-MiniLM-L6-v2 (no network)."""
 
+from pathlib import Path
+
 import pytest
 
 from codesight_tui import CodeSight
+from codesight_tui.core.config import Settings
+from codesight_tui.core.index.embedder import SentenceTransformerEmbedder
 from codesight_tui.core.text import query_terms
 
 pytestmark = pytest.mark.model
@@ -10,7 +14,7 @@ pytestmark = pytest.mark.model
 PARAPHRASE = "great circle distance between two places on the globe"
 
 
-def test_bundled_model_loads_offline(real_embedder):
+def test_bundled_model_loads_offline(real_embedder: SentenceTransformerEmbedder) -> None:
     assert real_embedder.name == "sentence-transformers/all-MiniLM-L6-v2"
     assert real_embedder.dim == 384 and real_embedder.device == "cpu"
     v = real_embedder.encode(["def add(a, b): return a + b"])
@@ -18,7 +22,9 @@ def test_bundled_model_loads_offline(real_embedder):
     assert abs(float((v[0] ** 2).sum()) - 1.0) < 1e-4  # normalised
 
 
-def test_paraphrase_found_by_vectors_not_bm25(repo, settings, real_embedder):
+def test_paraphrase_found_by_vectors_not_bm25(
+    repo: Path, settings: Settings, real_embedder: SentenceTransformerEmbedder
+) -> None:
     cs = CodeSight(repo, settings=settings, embedder=real_embedder)
     cs.index()
     target = (repo / "src" / "geo.py").read_text().lower()
@@ -32,7 +38,9 @@ def test_paraphrase_found_by_vectors_not_bm25(repo, settings, real_embedder):
     assert hybrid[0].path == "src/geo.py" and hybrid[0].vector_rank == 1
 
 
-def test_semantic_queries_rank_the_right_function_first(repo, settings, real_embedder):
+def test_semantic_queries_rank_the_right_function_first(
+    repo: Path, settings: Settings, real_embedder: SentenceTransformerEmbedder
+) -> None:
     cs = CodeSight(repo, settings=settings, embedder=real_embedder)
     cs.index()
     hits = cs.search("check whether a login credential matches the stored one", top_k=3)
@@ -40,7 +48,7 @@ def test_semantic_queries_rank_the_right_function_first(repo, settings, real_emb
     assert cs.search("try sending the file again after waiting", top_k=3)[0].path == "web/client.js"
 
 
-def test_codesight_default_loads_bundled_model(repo, settings):
+def test_codesight_default_loads_bundled_model(repo: Path, settings: Settings) -> None:
     cs = CodeSight(repo, settings=settings)  # no injected embedder: the configured default
     report = cs.index()
     assert report.vectors_pending == 0 and report.embedded == report.chunks
@@ -49,7 +57,9 @@ def test_codesight_default_loads_bundled_model(repo, settings):
 
 
 @pytest.mark.model
-def test_model_in_a_child_process(real_embedder, tmp_path, monkeypatch):
+def test_model_in_a_child_process(
+    real_embedder: SentenceTransformerEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The TUI's embedder: same vectors as in-process, never imports torch here, ends at once,
     and is not fooled by a `codesight_tui/` folder in the current directory."""
     import numpy as np
@@ -82,7 +92,9 @@ def test_model_in_a_child_process(real_embedder, tmp_path, monkeypatch):
         ProcessEmbedder(resolve_model(str(tmp_path / "no-such-model")))
 
 
-def test_gpu_path_gives_the_same_vectors_as_sentence_transformers(real_embedder, monkeypatch):
+def test_gpu_path_gives_the_same_vectors_as_sentence_transformers(
+    real_embedder: SentenceTransformerEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The overlapped path (threads tokenise ahead of the model; taken on CUDA) computes exactly
     what ``SentenceTransformer.encode`` does, here on the CPU: same tokens, same pooling, same
     normalisation, results back in input order, odd texts included."""
@@ -101,7 +113,9 @@ def test_gpu_path_gives_the_same_vectors_as_sentence_transformers(real_embedder,
     assert float((few * ref[:3]).sum(1).min()) > 0.99999
 
 
-def test_gpu_path_only_where_it_matches_encode(real_embedder, monkeypatch):
+def test_gpu_path_only_where_it_matches_encode(
+    real_embedder: SentenceTransformerEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A default prompt (which encode would prepend) or a tokenizer file that can't be read keeps
     sentence-transformers' own encode; MiniLM qualifies."""
     assert real_embedder._overlap_safe()
@@ -113,7 +127,9 @@ def test_gpu_path_only_where_it_matches_encode(real_embedder, monkeypatch):
     assert not real_embedder._overlap_safe()
 
 
-def test_doc_view_brings_a_described_function_closer(repo, settings, real_embedder):
+def test_doc_view_brings_a_described_function_closer(
+    repo: Path, settings: Settings, real_embedder: SentenceTransformerEmbedder
+) -> None:
     """The real model, on a function whose docstring says what its code hides: its doc view is
     nearer to a question about it than its full text is, and search ranks it by the doc view."""
     import numpy as np
@@ -140,7 +156,9 @@ def test_doc_view_brings_a_described_function_closer(repo, settings, real_embedd
 
 
 @pytest.mark.parametrize("query", ["!!! ???", "()[]{}", "zzkq vvbx plorf", "purple elephant banana"])
-def test_nonsense_gets_no_results_not_nearest_neighbours(repo, settings, real_embedder, query):
+def test_nonsense_gets_no_results_not_nearest_neighbours(
+    repo: Path, settings: Settings, real_embedder: SentenceTransformerEmbedder, query
+) -> None:
     cs = CodeSight(repo, settings=settings, embedder=real_embedder)
     cs.index()
     assert cs.search(query, mode="hybrid") == []
@@ -148,7 +166,9 @@ def test_nonsense_gets_no_results_not_nearest_neighbours(repo, settings, real_em
     assert cs.search(PARAPHRASE, mode="hybrid", top_k=1)[0].path == "src/geo.py"
 
 
-def test_a_reclone_gets_its_vectors_from_the_cache_without_loading_the_model(repo, settings, tmp_path):
+def test_a_reclone_gets_its_vectors_from_the_cache_without_loading_the_model(
+    repo: Path, settings: Settings, tmp_path: Path
+) -> None:
     """The shared cache holds the first clone's text: the second clone's index run writes every
     vector from it, and neither torch nor the model is loaded (a fresh process, the real model)."""
     import json

@@ -3,14 +3,17 @@ replaced and dropped with them, resolved honestly, and never from a comment or a
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import HashEmbedder
 
 from codesight_tui import CodeSight, CodeSightError
+from codesight_tui.core.config import Settings
 
 
 @pytest.fixture
-def cs(nav_repo, settings):
+def cs(nav_repo: Path, settings: Settings):
     engine = CodeSight(nav_repo, settings=settings, embedder=HashEmbedder())
     engine.index(embed=False)
     yield engine
@@ -21,7 +24,7 @@ def places(nav):
     return [(s.path, s.line, s.kind) for s in nav.sites]
 
 
-def test_definitions_references_callers_callees(cs):
+def test_definitions_references_callers_callees(cs: CodeSight) -> None:
     d = cs.definitions("LRUCache")
     assert d.resolution == "resolved" and [(c.path, c.line, c.kind) for c in d.candidates] == [
         ("store/cache.py", 5, "class")
@@ -46,7 +49,7 @@ def test_definitions_references_callers_callees(cs):
     assert cs.references("evict", glob="app/").sites == [] and cs.references("evict", language="python").sites
 
 
-def test_ambiguity_is_said_and_ranked(cs, nav_repo):
+def test_ambiguity_is_said_and_ranked(cs: CodeSight, nav_repo: Path) -> None:
     (nav_repo / "app" / "other.py").write_text(
         "def make_cache():\n    return {}\n\n\ndef use():\n    return make_cache()\n"
     )
@@ -60,7 +63,7 @@ def test_ambiguity_is_said_and_ranked(cs, nav_repo):
     assert [(s.path, s.line) for s in pinned.sites] == [("app/service.py", 9)] and pinned.resolution == "resolved"
 
 
-def test_symbols_follow_their_files(cs, nav_repo):
+def test_symbols_follow_their_files(cs: CodeSight, nav_repo: Path) -> None:
     (nav_repo / "app" / "service.py").write_text("def lookup(key):\n    return key\n")
     cs.index(embed=False)
     assert cs.callers("make_cache").sites == [] and not cs.definitions("make_cache").candidates
@@ -71,14 +74,14 @@ def test_symbols_follow_their_files(cs, nav_repo):
     assert cs.store.probe() is None
 
 
-def test_documents_and_configuration_get_no_symbols(cs, nav_repo):
+def test_documents_and_configuration_get_no_symbols(cs: CodeSight, nav_repo: Path) -> None:
     (nav_repo / "README.md").write_text("# evict\n\nCall `evict()` to make room.\n")
     (nav_repo / "conf.yaml").write_text("evict: true\n")
     cs.index(embed=False)
     assert {s.path for s in cs.references("evict").sites} == {"store/cache.py"}
 
 
-def test_a_target_that_names_nothing_is_one_line(cs):
+def test_a_target_that_names_nothing_is_one_line(cs: CodeSight) -> None:
     with pytest.raises(CodeSightError, match="no such file"):
         cs.callers("README.md:1")
     with pytest.raises(CodeSightError):
@@ -86,7 +89,7 @@ def test_a_target_that_names_nothing_is_one_line(cs):
     assert cs.callers("no_such_name").resolution == "not defined here"
 
 
-def test_a_path_outside_is_refused_alike_whether_it_exists_or_not(cs, tmp_path):
+def test_a_path_outside_is_refused_alike_whether_it_exists_or_not(cs: CodeSight, tmp_path: Path) -> None:
     """Issue 66 item 4: ``def /etc/passwd`` said "not inside ROOT" (exit 2) and ``/etc/nonexistent``
     "not defined" (exit 1): an oracle for which paths exist outside the repository."""
     there = tmp_path / "outside.py"
@@ -108,7 +111,7 @@ def test_a_path_outside_is_refused_alike_whether_it_exists_or_not(cs, tmp_path):
         assert said == {(2, f"PATH is not inside {cs.root}")}
 
 
-def test_a_file_that_does_not_exist_is_said_so(cs):
+def test_a_file_that_does_not_exist_is_said_so(cs: CodeSight) -> None:
     """Issue 66 item 20: ``callers nope.py:10`` said "no definitions indexed there"."""
     with pytest.raises(CodeSightError, match=r"^store/nope\.py: no such file in "):
         cs.callers("store/nope.py:10")
@@ -118,7 +121,7 @@ def test_a_file_that_does_not_exist_is_said_so(cs):
         cs.callers("README.md:1")
 
 
-def test_a_damaged_symbol_table_is_found_and_rebuilt(cs):
+def test_a_damaged_symbol_table_is_found_and_rebuilt(cs: CodeSight) -> None:
     """The symbol tables are read by the probe every index run makes, so damage there rebuilds the
     index like damage anywhere else."""
     cs.store.conn.execute("DROP TABLE sym_names")
@@ -129,7 +132,7 @@ def test_a_damaged_symbol_table_is_found_and_rebuilt(cs):
     assert any("damaged" in w for w in report.warnings + cs.take_notices()), report.warnings
 
 
-def test_a_stubs_callers_are_its_implementations(cs, nav_repo):
+def test_a_stubs_callers_are_its_implementations(cs: CodeSight, nav_repo: Path) -> None:
     """A .pyi stands for the module it declares: the calls of the implementation are its callers too
     (as a language server counts them), while the implementation's own callers stay its own."""
     (nav_repo / "store" / "cache.pyi").write_text("class LRUCache:\n    def evict(self) -> None: ...\n")
@@ -138,7 +141,7 @@ def test_a_stubs_callers_are_its_implementations(cs, nav_repo):
     assert [s.line for s in cs.callers("store/cache.py:18").sites] == [16]
 
 
-def test_vendored_and_minified_code_gets_no_symbols(cs, nav_repo):
+def test_vendored_and_minified_code_gets_no_symbols(cs: CodeSight, nav_repo: Path) -> None:
     (nav_repo / "vendor").mkdir()
     (nav_repo / "vendor" / "lib.py").write_text("def evict():\n    return 1\n")
     (nav_repo / "web" / "bundle.min.js").write_text("function evict(){return 1}evict();\n")
@@ -146,7 +149,7 @@ def test_vendored_and_minified_code_gets_no_symbols(cs, nav_repo):
     assert {c.path for c in cs.definitions("evict").candidates} == {"store/cache.py"}
 
 
-def test_a_name_is_found_whatever_its_characters_and_only_in_its_own_case(cs, nav_repo):
+def test_a_name_is_found_whatever_its_characters_and_only_in_its_own_case(cs: CodeSight, nav_repo: Path) -> None:
     """Which files use a name is kept as tokens (a name of other characters in hex): a name such as
     Ruby's ``valid?`` is found, a name in another case is not the same name, and what a changed or
     deleted file used is forgotten."""
@@ -166,7 +169,7 @@ def test_a_name_is_found_whatever_its_characters_and_only_in_its_own_case(cs, na
     ).fetchall()
 
 
-def test_hostile_shapes_are_indexed_whole_or_said_cut(nav_repo, settings):
+def test_hostile_shapes_are_indexed_whole_or_said_cut(nav_repo: Path, settings: Settings) -> None:
     """Issue 66 items 6-9 through the indexer: `refs v0` lists the Lua chain as well as the Python
     one (the Python walk lost v0-v4468 of it), and a file past the names bound says so in the run's
     warnings, with its path."""
@@ -195,7 +198,7 @@ def test_hostile_shapes_are_indexed_whole_or_said_cut(nav_repo, settings):
         engine.close()
 
 
-def test_a_name_with_a_newline_is_one_name_that_is_not_defined(cs):
+def test_a_name_with_a_newline_is_one_name_that_is_not_defined(cs: CodeSight) -> None:
     """Issue 66 item 22: ``refs $'a\\nb'`` raised "fts5: phrase queries are not supported"."""
     for follow in (cs.references, cs.callers, cs.definitions):
         nav = follow("evict\nput")
@@ -285,7 +288,7 @@ class Console:
 
 
 @pytest.fixture
-def nav66(tmp_path, settings):
+def nav66(tmp_path: Path, settings: Settings):
     root = tmp_path / "nav66"
     (root / ".git").mkdir(parents=True)
     for rel, text in NAV66.items():
@@ -301,7 +304,7 @@ def sites(nav):
     return [(s.path, s.line, s.resolution) for s in nav.sites]
 
 
-def test_a_built_in_is_not_the_repositorys_namesake(nav66):
+def test_a_built_in_is_not_the_repositorys_namesake(nav66: CodeSight) -> None:
     """Issue 66 item 10: in fzf, `callers append` listed 287 calls of Go's built-in append as
     "resolved" calls of History.append; `callees Tokenize` listed append as History.append. A bare
     built-in is the built-in; the method is reached only through a receiver, here a field whose type
@@ -314,7 +317,7 @@ def test_a_built_in_is_not_the_repositorys_namesake(nav66):
     assert [(s.name, s.resolution) for s in nav66.callees("History.append").sites] == [("append", "built-in")]
 
 
-def test_python_calls_resolve_through_imports_and_never_bare_to_a_method(nav66):
+def test_python_calls_resolve_through_imports_and_never_bare_to_a_method(nav66: CodeSight) -> None:
     """Issue 66 item 11: rich's bare `cell_len(...)` calls in text.py were left out of the callers of
     cells.cell_len, and said to be "resolved" calls of the property Text.cell_len (itself included)."""
     to_function = nav66.callers("rich/cells.py:1")
@@ -326,7 +329,7 @@ def test_python_calls_resolve_through_imports_and_never_bare_to_a_method(nav66):
     ]
 
 
-def test_go_methods_are_named_by_their_receiver_type(nav66):
+def test_go_methods_are_named_by_their_receiver_type(nav66: CodeSight) -> None:
     """Issue 66 item 12: `def Matcher.scan` said "scan: not defined here" (the method's scope was
     empty); a call through the method's own receiver resolves within its type."""
     found = nav66.definitions("Matcher.scan")
@@ -338,7 +341,7 @@ def test_go_methods_are_named_by_their_receiver_type(nav66):
     ]
 
 
-def test_a_call_on_a_value_is_never_resolved_to_a_repository_method(nav66):
+def test_a_call_on_a_value_is_never_resolved_to_a_repository_method(nav66: CodeSight) -> None:
     """Issue 66 item 13: `self._environ.get(...)`, a mapping lookup, was "resolved" to Capture.get."""
     callees = nav66.callees("Console._detect_color_system")
     got = {s.name: (s.target.qualified if s.target else None, s.resolution) for s in callees.sites}

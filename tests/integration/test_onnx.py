@@ -18,7 +18,7 @@ import pytest
 from codesight_tui import CodeSight
 from codesight_tui.core.config import DEFAULT_MODEL, Settings
 from codesight_tui.core.errors import CodeSightError
-from codesight_tui.core.index.embedder import ProcessEmbedder
+from codesight_tui.core.index.embedder import ProcessEmbedder, SentenceTransformerEmbedder
 from codesight_tui.core.index.onnx_model import OnnxEmbedder, export, export_dir, exportable, for_backend, is_exported
 from codesight_tui.core.ingest.tokens import resolve_model
 
@@ -33,7 +33,7 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def onnx_cache(tmp_path_factory) -> Path:
+def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One cache directory holding both exports, made for real once for this module."""
     cache = tmp_path_factory.mktemp("onnx-cache")
     info = resolve_model(DEFAULT_MODEL)
@@ -46,7 +46,9 @@ def _info(cache: Path, backend: str):
     return for_backend(resolve_model(DEFAULT_MODEL), backend, "auto", False, cache)
 
 
-def test_float32_export_makes_torchs_vectors_under_torchs_name(onnx_cache, real_embedder):
+def test_float32_export_makes_torchs_vectors_under_torchs_name(
+    onnx_cache: Path, real_embedder: SentenceTransformerEmbedder
+) -> None:
     onnx = OnnxEmbedder(_info(onnx_cache, "onnx"))
     assert onnx.name == real_embedder.name == "sentence-transformers/all-MiniLM-L6-v2"
     assert onnx.dim == 384 and onnx.device == "cpu"
@@ -58,7 +60,7 @@ def test_float32_export_makes_torchs_vectors_under_torchs_name(onnx_cache, real_
     assert onnx.encode([]).shape == (0, 384)
 
 
-def test_int8_export_is_close_but_named_apart(onnx_cache, real_embedder):
+def test_int8_export_is_close_but_named_apart(onnx_cache: Path, real_embedder: SentenceTransformerEmbedder) -> None:
     int8 = OnnxEmbedder(_info(onnx_cache, "onnx-int8"))
     assert int8.name == "sentence-transformers/all-MiniLM-L6-v2+onnx-int8"
     cos = (int8.encode(TEXTS) * real_embedder.encode(TEXTS)).sum(1)
@@ -70,7 +72,7 @@ def test_int8_export_is_close_but_named_apart(onnx_cache, real_embedder):
     assert sizes["onnx-int8"] < 0.7 * sizes["onnx"]
 
 
-def test_exports_are_private_and_made_once(onnx_cache):
+def test_exports_are_private_and_made_once(onnx_cache: Path) -> None:
     info = resolve_model(DEFAULT_MODEL)
     for backend in ("onnx", "onnx-int8"):
         folder = export_dir(onnx_cache, info, backend)
@@ -82,7 +84,7 @@ def test_exports_are_private_and_made_once(onnx_cache):
     assert not list((onnx_cache / "onnx").glob("*.tmp-*"))
 
 
-def test_auto_is_onnx_on_a_cpu_and_torch_on_a_gpu(tmp_path):
+def test_auto_is_onnx_on_a_cpu_and_torch_on_a_gpu(tmp_path: Path) -> None:
     info = resolve_model(DEFAULT_MODEL)
     assert exportable(info)
     assert for_backend(info, "auto", "auto", False, tmp_path).backend == "onnx"
@@ -92,7 +94,7 @@ def test_auto_is_onnx_on_a_cpu_and_torch_on_a_gpu(tmp_path):
     assert for_backend(info, "torch", "cpu", False, tmp_path) is info
 
 
-def test_a_model_the_export_cannot_compute_stays_on_torch(tmp_path):
+def test_a_model_the_export_cannot_compute_stays_on_torch(tmp_path: Path) -> None:
     """CLS pooling (or any other stack) would give other vectors: auto keeps torch, and asking for
     onnx is one clear error, with nothing left behind."""
     base = Path(resolve_model(DEFAULT_MODEL).load_from)
@@ -114,7 +116,13 @@ def test_a_model_the_export_cannot_compute_stays_on_torch(tmp_path):
     assert not list(Path(forced.export_dir).parent.glob("*.tmp-*"))
 
 
-def test_index_and_search_on_the_default_backend(repo, onnx_cache, tmp_path, monkeypatch, real_embedder):
+def test_index_and_search_on_the_default_backend(
+    repo: Path,
+    onnx_cache: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    real_embedder: SentenceTransformerEmbedder,
+) -> None:
     """No backend configured, on a CPU: the ONNX export runs the index and the search, in a
     child process (as the apps run it), and the vectors land under torch's name, so a torch
     engine on the same index finds them current and embeds nothing."""
@@ -136,7 +144,7 @@ def test_index_and_search_on_the_default_backend(repo, onnx_cache, tmp_path, mon
     assert again.index().embedded == 0
 
 
-def test_the_process_that_embeds_never_imports_torch(onnx_cache):
+def test_the_process_that_embeds_never_imports_torch(onnx_cache: Path) -> None:
     code = (
         "import sys\n"
         "from pathlib import Path\n"

@@ -36,7 +36,7 @@ def run(tasks, workers=2):
     return got, n
 
 
-def test_results_and_errors_come_back_once_each(tmp_path):
+def test_results_and_errors_come_back_once_each(tmp_path: Path) -> None:
     tasks = [("pid", str(i)) for i in range(6)] + [("raise", "bad input"), ("refuse", "no such commit")]
     got, n = run(tasks)
     assert n == 2 and set(got) == set(tasks) and all(len(v) == 1 for v in got.values())
@@ -46,7 +46,7 @@ def test_results_and_errors_come_back_once_each(tmp_path):
     assert len(pids) <= 2 and os.getpid() not in pids  # two workers, kept between tasks, never this process
 
 
-def test_a_task_whose_worker_dies_runs_again_then_is_reported(tmp_path):
+def test_a_task_whose_worker_dies_runs_again_then_is_reported(tmp_path: Path) -> None:
     tasks = [("die-once", str(tmp_path / "m")), ("die", ""), ("pid", "a"), ("pid", "b")]
     got, _ = run(tasks)
     assert got[("die-once", str(tmp_path / "m"))] == [("second try", None)]
@@ -54,7 +54,7 @@ def test_a_task_whose_worker_dies_runs_again_then_is_reported(tmp_path):
     assert isinstance(got[("pid", "a")][0][0], int) and isinstance(got[("pid", "b")][0][0], int)
 
 
-def test_no_task_starts_no_worker_and_none_is_left():
+def test_no_task_starts_no_worker_and_none_is_left() -> None:
     assert run([]) == ({}, 0)
     run([("pid", "x")], workers=4)
     import multiprocessing

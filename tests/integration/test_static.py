@@ -13,7 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import HashEmbedder
 
+from codesight_tui.core.config import Settings
 from codesight_tui.core.engine import CodeSight
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.index.static import StaticEmbedder, distill, distilled_dir, is_model_dir
@@ -34,7 +36,7 @@ def _consistent(cs: CodeSight) -> bool:
     return chunks == static and docs == viewed
 
 
-def test_distilled_model_is_a_real_static_model(static_model_dir):
+def test_distilled_model_is_a_real_static_model(static_model_dir: Path) -> None:
     assert is_model_dir(static_model_dir)
     assert not list(static_model_dir.parent.glob("*.tmp-*"))  # nothing half-written left beside it
     model = StaticEmbedder(static_model_dir)
@@ -61,7 +63,7 @@ def test_distilled_model_is_a_real_static_model(static_model_dir):
     assert np.allclose(model.encode_query("parse a date"), ref.encode(["parse a date"])[0], atol=2e-3)
 
 
-def test_shipped_model_encodes_as_its_tokenizer_does():
+def test_shipped_model_encodes_as_its_tokenizer_does() -> None:
     """The shipped table's vectors come from token ids that skip the tokenizer for ASCII code
     (``WordPieces``): the same vectors as from the tokenizer's ids, text for text, including text
     the fast path leaves to the tokenizer (accents, CJK, control characters, special tokens)."""
@@ -90,7 +92,7 @@ def test_shipped_model_encodes_as_its_tokenizer_does():
     )
 
 
-def test_distill_cancelled_leaves_nothing(tmp_path):
+def test_distill_cancelled_leaves_nothing(tmp_path: Path) -> None:
     from codesight_tui.core.ingest.tokens import resolve_model
 
     cancel = threading.Event()
@@ -101,14 +103,16 @@ def test_distill_cancelled_leaves_nothing(tmp_path):
     assert not dest.exists() and not list(dest.parent.glob("*.tmp-*"))
 
 
-def test_distill_bad_base_model_is_one_clear_error(tmp_path):
+def test_distill_bad_base_model_is_one_clear_error(tmp_path: Path) -> None:
     (tmp_path / "notamodel").mkdir()
     with pytest.raises(CodeSightError, match="could not distil"):
         distill(tmp_path / "notamodel", tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
 
-def test_static_vectors_follow_the_lexical_phase(repo, settings, hash_embedder, static_model_dir):
+def test_static_vectors_follow_the_lexical_phase(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder, static_model_dir: Path
+) -> None:
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder, static_model=str(static_model_dir))
     report = cs.index(embed=False, static=True)
     n = cs.counts()["chunks"]
@@ -132,7 +136,9 @@ def test_static_vectors_follow_the_lexical_phase(repo, settings, hash_embedder, 
     assert not any(h.path == "server/main.go" for h in cs.search("listening port server start", vectors=Vectors.STATIC))
 
 
-def test_a_docstring_is_searched_beside_its_code(tmp_path, settings, hash_embedder, static_model_dir):
+def test_a_docstring_is_searched_beside_its_code(
+    tmp_path: Path, settings: Settings, hash_embedder: HashEmbedder, static_model_dir: Path
+) -> None:
     """A chunk's doc view (its comments and docstrings under its first line) has a static vector
     of its own, and a chunk is as near as the nearer of its two: a question about behaviour meets
     the docstring's words, where the whole chunk's vector is mostly its code's."""
@@ -169,8 +175,8 @@ def test_a_docstring_is_searched_beside_its_code(tmp_path, settings, hash_embedd
 
 
 def test_an_index_from_before_doc_views_keeps_its_static_tier_and_gets_them(
-    repo, settings, hash_embedder, static_model_dir
-):
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder, static_model_dir: Path
+) -> None:
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder, static_model=str(static_model_dir))
     cs.index(embed=False, static=True)
     with cs.store.transaction():  # as an index written before doc views had static vectors
@@ -189,7 +195,9 @@ def test_an_index_from_before_doc_views_keeps_its_static_tier_and_gets_them(
     assert cs.search(GEO_QUERY, vectors=Vectors.STATIC).retrievers == ["bm25", "static"]
 
 
-def test_a_read_only_index_from_before_doc_views_keeps_its_static_tier(repo, settings, hash_embedder, static_model_dir):
+def test_a_read_only_index_from_before_doc_views_keeps_its_static_tier(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder, static_model_dir: Path
+) -> None:
     from codesight_tui.core.store.store import Store
 
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder, static_model=str(static_model_dir))
@@ -211,7 +219,9 @@ def test_a_read_only_index_from_before_doc_views_keeps_its_static_tier(repo, set
         ro.close()
 
 
-def test_full_vectors_take_over_from_the_static_tier(repo, settings, hash_embedder, static_model_dir):
+def test_full_vectors_take_over_from_the_static_tier(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder, static_model_dir: Path
+) -> None:
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder, static_model=str(static_model_dir))
     cs.index()  # static first, then the full model
     assert cs.counts()["pending"] == 0 and _consistent(cs)
@@ -224,7 +234,9 @@ def test_full_vectors_take_over_from_the_static_tier(repo, settings, hash_embedd
     assert all(h.path.startswith("web/") for h in cs.search(GEO_QUERY, vectors=Vectors.STATIC, glob="web/**"))
 
 
-def test_another_static_model_replaces_the_vectors(repo, settings, hash_embedder, static_model_dir, tmp_path):
+def test_another_static_model_replaces_the_vectors(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder, static_model_dir: Path, tmp_path: Path
+) -> None:
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder, static_model=str(static_model_dir))
     cs.index(embed=False, static=True)
     other = tmp_path / "other-static"
@@ -237,7 +249,9 @@ def test_another_static_model_replaces_the_vectors(repo, settings, hash_embedder
     assert cs2.search(GEO_QUERY, vectors=Vectors.STATIC).retrievers == ["bm25", "static"]
 
 
-def test_missing_static_model_is_a_warning_not_a_failure(repo, settings, hash_embedder, tmp_path):
+def test_missing_static_model_is_a_warning_not_a_failure(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder, tmp_path: Path
+) -> None:
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder, static_model=str(tmp_path / "nothing"))
     report = cs.index(embed=False, static=True)
     assert report.files > 0 and any("no model2vec model" in w for w in report.warnings)
@@ -255,7 +269,9 @@ def _auto_home(settings, static_model_dir) -> Path:
     return dest
 
 
-def test_cli_search_answers_without_torch(repo, settings, static_model_dir, monkeypatch):
+def test_cli_search_answers_without_torch(
+    repo: Path, settings: Settings, static_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A fresh `codesight search` on a fresh repository indexes the lexical phase and the static
     tier only, and answers from BM25 + static without importing torch."""
     _auto_home(settings, static_model_dir)
@@ -292,7 +308,9 @@ def test_cli_search_answers_without_torch(repo, settings, static_model_dir, monk
     assert "`codesight index --full` computes them (about " in full.stderr
 
 
-def test_a_search_after_a_bm25_only_index_gets_the_static_tier_first(repo, settings, static_model_dir, monkeypatch):
+def test_a_search_after_a_bm25_only_index_gets_the_static_tier_first(
+    repo: Path, settings: Settings, static_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A first search in bm25 mode indexes the lexical phase alone. The next hybrid search used to
     find an index, skip the static tier, load the full model and answer from BM25, every time: it
     now computes the static vectors first (seconds) and answers from BM25 + static, without torch."""
@@ -327,7 +345,7 @@ def test_a_search_after_a_bm25_only_index_gets_the_static_tier_first(repo, setti
 
 
 @pytest.mark.model
-def test_auto_tier_with_the_real_model(repo, settings, static_model_dir):
+def test_auto_tier_with_the_real_model(repo: Path, settings: Settings, static_model_dir: Path) -> None:
     """``static_model = "distilled"`` finds the distilled model; part-way through the full model,
     hybrid search fuses all three lists."""
     _auto_home(settings, static_model_dir)
@@ -342,7 +360,9 @@ def test_auto_tier_with_the_real_model(repo, settings, static_model_dir):
     cs.close()
 
 
-async def test_tui_answers_from_the_static_tier_while_the_full_model_is_missing(repo, settings, static_model_dir):
+async def test_tui_answers_from_the_static_tier_while_the_full_model_is_missing(
+    repo: Path, settings: Settings, static_model_dir: Path
+) -> None:
     """The TUI's index run gives every chunk a static vector without the full model; hybrid
     results then come from BM25 + the static tier (badge ``v``), and the status bar says so."""
     from rich.text import Text
@@ -369,7 +389,9 @@ async def test_tui_answers_from_the_static_tier_while_the_full_model_is_missing(
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
-def test_static_goes_first_on_a_cpu_and_after_the_full_model_on_a_gpu(repo, settings, static_model_dir, device):
+def test_static_goes_first_on_a_cpu_and_after_the_full_model_on_a_gpu(
+    repo: Path, settings: Settings, static_model_dir: Path, device
+) -> None:
     """On a CPU the static tier comes right after the lexical phase (semantic search in seconds);
     where the full model runs on a GPU it is done about as soon, so it goes first at full speed."""
     from conftest import HashEmbedder
@@ -385,7 +407,7 @@ def test_static_goes_first_on_a_cpu_and_after_the_full_model_on_a_gpu(repo, sett
 
 
 @pytest.mark.model
-def test_the_shipped_static_model_is_the_default_and_answers_a_plain_question(repo, settings):
+def test_the_shipped_static_model_is_the_default_and_answers_a_plain_question(repo: Path, settings: Settings) -> None:
     """Issue 49: with the bundled full model, ``static_model = "auto"`` is the static model shipped in
     the package (trained on code; no distillation on a first run), with its own relevance floor;
     the issue's fixture question finds the LRU cache in the top 3 from BM25 + static."""

@@ -7,14 +7,14 @@ from properties import examples
 from codesight_tui.core.text import expansion_terms, fts_query, query_terms, split_identifier
 
 
-def test_split_identifier_styles():
+def test_split_identifier_styles() -> None:
     assert split_identifier("parseConfigFile") == ["parse", "config", "file"]
     assert split_identifier("parse_config_file") == ["parse", "config", "file"]
     assert split_identifier("HTTPServer2") == ["http", "server", "2"]
     assert split_identifier("XMLHttpRequest") == ["xml", "http", "request"]
 
 
-def test_expansion_terms_add_parts_and_joined_form():
+def test_expansion_terms_add_parts_and_joined_form() -> None:
     terms = expansion_terms("def parse_config_file(): return loadJSONData()").split()
     assert {"parse", "config", "file", "parseconfigfile", "load", "json", "data", "loadjsondata"} <= set(terms)
 
@@ -31,13 +31,13 @@ def _expansions_by_every_identifier(text: str) -> set[str]:
 
 @given(st.text(alphabet=st.sampled_from("aAbBzZ09_ .(é\n"), max_size=120))
 @settings(max_examples=examples(500), deadline=None)
-def test_expansion_terms_equal_splitting_every_identifier(text):
+def test_expansion_terms_equal_splitting_every_identifier(text) -> None:
     terms = expansion_terms(text).split()
     assert len(terms) == len(set(terms))
     assert set(terms) == _expansions_by_every_identifier(text)
 
 
-def test_expansion_terms_edge_identifiers_and_long_words():
+def test_expansion_terms_edge_identifiers_and_long_words() -> None:
     assert set(expansion_terms("2fooBar __init__ x9 ABC HTTPServer foo_").split()) == {
         "foo",
         "bar",
@@ -52,21 +52,21 @@ def test_expansion_terms_edge_identifiers_and_long_words():
     assert expansion_terms("a" * 200_000 + " b" * 1000) == ""  # linear, not quadratic
 
 
-def test_query_terms_drop_stopwords_unless_nothing_left():
+def test_query_terms_drop_stopwords_unless_nothing_left() -> None:
     assert query_terms("where do we retry failed uploads") == ["retry", "failed", "uploads"]
     assert query_terms("the of and") == ["the", "of", "and"]
 
 
 @given(st.text(max_size=200))
 @settings(max_examples=examples(300), deadline=None)
-def test_fts_query_always_quotes_every_term(q):
+def test_fts_query_always_quotes_every_term(q) -> None:
     m = fts_query(q)
     if m is not None:
         for part in m.split(" OR "):
             assert part.startswith('"') and part.endswith('"')
 
 
-def test_expansion_terms_do_not_depend_on_the_hash_seed():
+def test_expansion_terms_do_not_depend_on_the_hash_seed() -> None:
     """The terms' order decides which phrases match ("basic_json" is the phrase "basic json"): it
     came from a set, so each process (each hash seed) indexed a repository a little differently,
     and BM25 answered differently after every rebuild."""

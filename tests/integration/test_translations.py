@@ -4,10 +4,13 @@ whose docs are translated into a dozen languages gave the same page in four lang
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import HashEmbedder
 
 from codesight_tui import CodeSight
+from codesight_tui.core.config import Settings
 from codesight_tui.core.translations import language_segment, later, preferred_language
 
 PAGE = """# Dependency injection
@@ -28,7 +31,7 @@ INTROS = {
 
 
 @pytest.fixture
-def site(tmp_path, settings):
+def site(tmp_path: Path, settings: Settings):
     root = tmp_path / "framework"
     (root / ".git").mkdir(parents=True)
     for code, intro in INTROS.items():
@@ -49,7 +52,7 @@ def site(tmp_path, settings):
     engine.close()
 
 
-def test_translations_are_one_result_in_the_readers_language(site, monkeypatch):
+def test_translations_are_one_result_in_the_readers_language(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LANG", "C.UTF-8")
     hits = site.search("dependency injection", mode="bm25", top_k=10)
     pages = [h for h in hits if h.path.endswith("dependencies.md")]
@@ -64,7 +67,7 @@ def test_translations_are_one_result_in_the_readers_language(site, monkeypatch):
     assert german[0].translations == len(INTROS) - 1
 
 
-def test_language_folders_and_the_readers_language():
+def test_language_folders_and_the_readers_language() -> None:
     assert language_segment("docs/zh-hant/docs/a.md") == ("docs/docs/a.md", "zh-hant")
     assert language_segment("docs/pt_BR/a.md") == ("docs/a.md", "pt-br")
     assert language_segment("docs/a.md") is None and language_segment("de/readme.md") == ("readme.md", "de")

@@ -10,11 +10,13 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
-from conftest import stop
+from conftest import HashEmbedder, stop
 
 from codesight_tui import CodeSight
+from codesight_tui.core.config import Settings
 from codesight_tui.core.store.watch import ADDED, DELETED, MODIFIED, Batch, Watcher
 
 
@@ -32,7 +34,7 @@ def found(cs, query: str, path: str) -> bool:
     return any(h.path == path for h in cs.search(query, mode="bm25", top_k=20))
 
 
-def test_a_batch_keeps_one_change_per_path_deleted_over_added_over_modified():
+def test_a_batch_keeps_one_change_per_path_deleted_over_added_over_modified() -> None:
     b = Batch()
     b.add("a.py", MODIFIED, 1.0)
     b.add("a.py", ADDED, 1.1)
@@ -46,7 +48,7 @@ def test_a_batch_keeps_one_change_per_path_deleted_over_added_over_modified():
     assert newer.changes == {"a.py": ADDED} and newer.events == 5 and newer.first_event == 1.0
 
 
-def test_ignored_paths_and_vcs_directories_never_make_a_batch(tmp_path):
+def test_ignored_paths_and_vcs_directories_never_make_a_batch(tmp_path: Path) -> None:
     (tmp_path / ".gitignore").write_text("build/\n*.log\n")
     batches = []
     w = Watcher(tmp_path, batches.append, exclude=["vendor/"], quiet=0.1)
@@ -56,7 +58,7 @@ def test_ignored_paths_and_vcs_directories_never_make_a_batch(tmp_path):
     assert w._pending.changes == {"src/a.py": ADDED}
 
 
-def test_changes_are_coalesced_until_the_tree_is_quiet(tmp_path):
+def test_changes_are_coalesced_until_the_tree_is_quiet(tmp_path: Path) -> None:
     batches = []
     w = Watcher(tmp_path, batches.append, quiet=0.3, max_delay=10, poll=True)  # no events but ours
     w.start()
@@ -71,7 +73,7 @@ def test_changes_are_coalesced_until_the_tree_is_quiet(tmp_path):
         w.stop()
 
 
-def test_a_busy_index_keeps_the_batch_for_later(tmp_path):
+def test_a_busy_index_keeps_the_batch_for_later(tmp_path: Path) -> None:
     from codesight_tui.core.store.watch import RetryLater
 
     calls = []
@@ -91,7 +93,7 @@ def test_a_busy_index_keeps_the_batch_for_later(tmp_path):
 
 
 @pytest.fixture
-def watched(repo, settings, hash_embedder):
+def watched(repo: Path, settings: Settings, hash_embedder: HashEmbedder):
     (repo / "src" / "loop").unlink()  # a symlinked directory makes the watcher poll (see Watcher)
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
     cs.index()
@@ -104,7 +106,9 @@ def watched(repo, settings, hash_embedder):
     cs.close()
 
 
-def test_created_edited_deleted_and_renamed_files_are_searchable_as_they_are(watched, repo):
+def test_created_edited_deleted_and_renamed_files_are_searchable_as_they_are(
+    watched: tuple[CodeSight, Watcher, list[list[str]]], repo: Path
+) -> None:
     cs, watcher, log = watched
     (repo / "src" / "fresh.py").write_text("def zanzibar_gateway(x):\n    return x\n")
     until(lambda: found(cs, "zanzibar_gateway", "src/fresh.py"))
@@ -124,7 +128,9 @@ def test_created_edited_deleted_and_renamed_files_are_searchable_as_they_are(wat
     assert cs.counts()["vectors"] == cs.counts()["chunks"]
 
 
-def test_a_directory_moved_in_or_deleted_and_an_ignore_file_change(watched, repo):
+def test_a_directory_moved_in_or_deleted_and_an_ignore_file_change(
+    watched: tuple[CodeSight, Watcher, list[list[str]]], repo: Path
+) -> None:
     cs, watcher, log = watched
     outside = repo.parent / "elsewhere"
     (outside / "pkg").mkdir(parents=True)
@@ -144,7 +150,7 @@ def test_a_directory_moved_in_or_deleted_and_an_ignore_file_change(watched, repo
     assert log[-1][1].full_scan  # new ignore rules: the tree is walked again
 
 
-def test_a_burst_of_2000_files_is_one_batch(watched, repo):
+def test_a_burst_of_2000_files_is_one_batch(watched: tuple[CodeSight, Watcher, list[list[str]]], repo: Path) -> None:
     cs, watcher, log = watched
     before = len(log)
     versions = cs.storage.vectors.version_count()
@@ -164,7 +170,7 @@ def test_a_burst_of_2000_files_is_one_batch(watched, repo):
     assert cs.storage.vectors.version_count() - versions < 2000 / 128 + 4 * len(batches)
 
 
-def test_an_edit_interrupts_a_long_embedding_and_is_searchable_first(repo, settings):
+def test_an_edit_interrupts_a_long_embedding_and_is_searchable_first(repo: Path, settings: Settings) -> None:
     """A save during a long embedding phase is found by BM25 within seconds; the embedding
     resumes afterwards (nothing embedded twice)."""
     gate = threading.Event()
@@ -202,7 +208,7 @@ def test_an_edit_interrupts_a_long_embedding_and_is_searchable_first(repo, setti
         cs.close()
 
 
-def test_codesight_watch_prints_one_line_per_batch(repo, tmp_path):
+def test_codesight_watch_prints_one_line_per_batch(repo: Path, tmp_path: Path) -> None:
     env = dict(os.environ, CODESIGHT_PROGRESS="0")
     proc = subprocess.Popen(
         [sys.executable, "-m", "codesight_tui", "watch", str(repo), "--no-embed", "--json"],
@@ -244,7 +250,9 @@ def test_codesight_watch_prints_one_line_per_batch(repo, tmp_path):
     assert proc.returncode == 0 and "Traceback" not in err and "stopped watching" in err
 
 
-def test_a_tree_with_a_symlinked_directory_is_polled(repo, settings, hash_embedder):
+def test_a_tree_with_a_symlinked_directory_is_polled(
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
     cs.index()
     watcher = cs.watcher(lambda batch: None, poll_every=0.2)

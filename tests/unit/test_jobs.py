@@ -5,27 +5,31 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
+import numpy as np
 from conftest import HashEmbedder, wait_for
 
 from codesight_tui import CodeSight
+from codesight_tui.core.config import Settings
+from codesight_tui.core.index.indexer import Progress
 from codesight_tui.core.process.jobs import BUSY_MESSAGE, IndexJob
 
 
 class SlowEmbedder(HashEmbedder):
     """A batch takes a while, so that a run is still embedding when the test acts."""
 
-    def encode(self, texts):
+    def encode(self, texts: list[str]) -> np.ndarray:
         time.sleep(0.2)
         return super().encode(texts)
 
 
-def bulk(repo, n: int = 60) -> None:
+def bulk(repo: Path, n: int = 60) -> None:
     for i in range(n):  # about 1,000 chunks: several embedding batches
         (repo / f"bulk_{i}.py").write_text("".join(f"def f_{i}_{j}(x):\n    return x + {j}\n\n\n" for j in range(16)))
 
 
-def test_a_run_reports_its_phases_and_a_second_start_reuses_it(repo, settings):
+def test_a_run_reports_its_phases_and_a_second_start_reuses_it(repo: Path, settings: Settings) -> None:
     cs = CodeSight(repo, settings=settings, embedder=SlowEmbedder())
     bulk(repo)
     phases: list[str] = []
@@ -43,13 +47,13 @@ def test_a_run_reports_its_phases_and_a_second_start_reuses_it(repo, settings):
     cs.close()
 
 
-def test_requests_during_the_lexical_phase_are_merged_into_one_next_run(repo, settings):
+def test_requests_during_the_lexical_phase_are_merged_into_one_next_run(repo: Path, settings: Settings) -> None:
     cs = CodeSight(repo, settings=settings, embedder=HashEmbedder())
     cs.index()
     gate = threading.Event()
     seen: list[str] = []
 
-    def progress(ev) -> None:
+    def progress(ev: Progress) -> None:
         if ev.phase == "lexical":
             gate.wait(10)  # hold the first run in its lexical phase while two more requests come
         seen.append(ev.phase)
@@ -70,7 +74,7 @@ def test_requests_during_the_lexical_phase_are_merged_into_one_next_run(repo, se
     cs.close()
 
 
-def test_a_request_during_the_embedding_replaces_the_run_at_once(repo, settings):
+def test_a_request_during_the_embedding_replaces_the_run_at_once(repo: Path, settings: Settings) -> None:
     cs = CodeSight(repo, settings=settings, embedder=SlowEmbedder())
     bulk(repo, 120)
     job = IndexJob(cs)
@@ -88,7 +92,7 @@ def test_a_request_during_the_embedding_replaces_the_run_at_once(repo, settings)
     cs.close()
 
 
-def test_another_writer_is_busy_not_a_failure(repo, settings):
+def test_another_writer_is_busy_not_a_failure(repo: Path, settings: Settings) -> None:
     from filelock import FileLock
 
     cs = CodeSight(repo, settings=settings, embedder=HashEmbedder())

@@ -89,7 +89,7 @@ WORDS = [
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory) -> CodeSight:
+def engine(tmp_path_factory: pytest.TempPathFactory) -> CodeSight:
     """An index of real code: this package's own source, a few hundred chunks."""
     root = tmp_path_factory.mktemp("lexical") / "repo"
     shutil.copytree(Path(codesight_tui.__file__).parent, root, ignore=shutil.ignore_patterns("__pycache__"))
@@ -152,17 +152,17 @@ def _differ_only_in_ties(found: list[int], expected: list[int], scores: dict[int
     )
 
 
-def test_varints_read_sqlite_big_endian_groups():
+def test_varints_read_sqlite_big_endian_groups() -> None:
     assert _varints(bytes([0x05, 0x81, 0x00, 0xFF, 0x7F])) == [5, 128, 0x3FFF]
     assert _varints(bytes([0x81] * 8 + [0x01])) == [(sum(1 << (7 * k) for k in range(1, 9)) << 1) | 1]
 
 
 @pytest.mark.parametrize("query", QUERIES)
-def test_memory_ranks_every_row_as_fts5_does(engine, query):
+def test_memory_ranks_every_row_as_fts5_does(engine: CodeSight, query: str) -> None:
     assert_same_ranking(engine, resident(engine), query)
 
 
-def test_memory_answers_the_first_rows_as_fts5s_limit(engine):
+def test_memory_answers_the_first_rows_as_fts5s_limit(engine: CodeSight) -> None:
     r = resident(engine)
     for query in QUERIES:
         found = r.search(engine.store.conn, query_terms(query)[:64], 10)
@@ -181,7 +181,7 @@ def _shared(cs: CodeSight) -> ResidentBM25:
 
 @hsettings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(words=st.lists(st.sampled_from(WORDS), min_size=1, max_size=7))
-def test_any_mix_of_words_ranks_as_fts5(engine, words):
+def test_any_mix_of_words_ranks_as_fts5(engine: CodeSight, words: list[str]) -> None:
     assert_same_ranking(engine, _shared(engine), " ".join(words))
 
 
@@ -197,13 +197,13 @@ def test_any_mix_of_words_ranks_as_fts5(engine, words):
         "resident_bm25 True",
     ],
 )
-def test_a_phrase_ranks_as_fts5s(engine, query):
+def test_a_phrase_ranks_as_fts5s(engine: CodeSight, query: str) -> None:
     # get_or_create: FTS5 reads the quoted term as the phrase "get or create", matched by positions
     assert any(len(t) > 1 for t in _shared(engine).tokens(query_terms(query)[:64]))
     assert_same_ranking(engine, _shared(engine), query)
 
 
-def test_a_copy_older_than_the_index_is_not_used_and_is_read_again(tmp_path):
+def test_a_copy_older_than_the_index_is_not_used_and_is_read_again(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     root.mkdir()
     (root / "a.py").write_text("def alpha():\n    return 'first'\n")
@@ -221,6 +221,7 @@ def test_a_copy_older_than_the_index_is_not_used_and_is_read_again(tmp_path):
     assert [h.path for h in cs.search("zebracorn", mode="bm25")] == ["b.py"]
     r.wait(30)
     assert r.builds == 1  # ... and the copy is read again only once the index has been quiet a while
+    assert r._stale is not None
     r._stale = (r._stale[0], r._stale[1] - lexical.QUIET)
     assert r.search(cs.store.conn, ["zebracorn"], 10) is None
     r.wait(30)
@@ -231,12 +232,14 @@ def test_a_copy_older_than_the_index_is_not_used_and_is_read_again(tmp_path):
     cs.close()
 
 
-def test_the_engine_answers_the_same_with_bm25_from_memory(engine, tmp_path):
+def test_the_engine_answers_the_same_with_bm25_from_memory(engine: CodeSight, tmp_path: Path) -> None:
     before = {q: [(h.path, h.start_line) for h in engine.search(q, mode="bm25")] for q in QUERIES}
     twin = CodeSight(engine.root, settings=engine.settings, resident_bm25=True)
     twin.search("warm up", mode="bm25")
-    twin.store.resident.wait(30)
-    assert twin.store.resident.postings is not None
+    resident = twin.store.resident
+    assert resident is not None
+    resident.wait(30)
+    assert resident.postings is not None
     for q, hits in before.items():
         assert [(h.path, h.start_line) for h in twin.search(q, mode="bm25")] == hits, q
     # filters stay with FTS5, and agree
@@ -246,7 +249,7 @@ def test_the_engine_answers_the_same_with_bm25_from_memory(engine, tmp_path):
     twin.close()
 
 
-def test_an_index_over_the_limit_stays_with_fts5(engine):
+def test_an_index_over_the_limit_stays_with_fts5(engine: CodeSight) -> None:
     r = ResidentBM25(
         engine.store.db_path,
         "chunks_fts",
@@ -261,7 +264,7 @@ def test_an_index_over_the_limit_stays_with_fts5(engine):
     assert not (r._building and r._building.is_alive())
 
 
-def test_a_copy_that_cannot_be_read_is_not_tried_at_every_query(tmp_path):
+def test_a_copy_that_cannot_be_read_is_not_tried_at_every_query(tmp_path: Path) -> None:
     r = ResidentBM25(
         tmp_path / "missing" / "index.db",
         "chunks_fts",

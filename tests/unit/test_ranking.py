@@ -1,10 +1,16 @@
 """The hybrid ranking stack: query routing, symbol definitions first, penalties for tests and docs,
 one result per definition; and the plain-RRF switch that reproduces the starting point."""
 
+from pathlib import Path
+
+import numpy as np
 import pytest
+from conftest import HashEmbedder
 
 from codesight_tui import CodeSight
+from codesight_tui.core.config import Settings
 from codesight_tui.core.search.ranking import analyze, definitions, is_code_like
+from codesight_tui.core.store.store import ChunkRow
 
 RETRY = '''"""Retry policies for uploads."""
 
@@ -61,7 +67,7 @@ JS = (
 
 
 @pytest.fixture
-def repo2(tmp_path):
+def repo2(tmp_path: Path) -> Path:
     root = tmp_path / "r"
     for rel, text in {
         "uploads/retry.py": RETRY,
@@ -77,13 +83,13 @@ def repo2(tmp_path):
 
 
 @pytest.fixture
-def cs(repo2, settings, hash_embedder):
+def cs(repo2: Path, settings: Settings, hash_embedder: HashEmbedder) -> CodeSight:
     c = CodeSight(repo2, settings=settings, embedder=hash_embedder)
     c.index()
     return c
 
 
-def test_query_kinds():
+def test_query_kinds() -> None:
     assert analyze("RetryPolicy").kind == "symbol" and analyze("RetryPolicy").identifiers == ["RetryPolicy"]
     assert analyze("slugify").kind == "symbol"
     assert analyze("Client.send").identifiers == ["Client.send"]
@@ -94,7 +100,7 @@ def test_query_kinds():
     assert is_code_like("parseConfigFile") and is_code_like("MAX_SIZE") and not is_code_like("How")
 
 
-def test_definitions_in_every_spelling(cs):
+def test_definitions_in_every_spelling(cs: CodeSight) -> None:
     rows = cs.store.get_chunks(definitions(cs.store, "RetryPolicy"))
     (r,) = rows.values()
     assert r.path == "uploads/retry.py" and r.start_line <= 4 <= r.end_line  # `class RetryPolicy:` is line 4
@@ -105,19 +111,19 @@ def test_definitions_in_every_spelling(cs):
 
 
 @pytest.mark.parametrize("query", ["RetryPolicy", "retry_policy_from_env", "RetryPolicy delays"])
-def test_the_definition_comes_first(cs, query):
+def test_the_definition_comes_first(cs: CodeSight, query: str) -> None:
     top = cs.search(query, top_k=5)[0]
     assert top.path == "uploads/retry.py" and top.definition
 
 
-def test_tests_and_docs_rank_below_source_unless_asked_for(cs):
+def test_tests_and_docs_rank_below_source_unless_asked_for(cs: CodeSight) -> None:
     paths = [h.path for h in cs.search("retry policy", top_k=10)]
     assert paths.index("uploads/retry.py") < paths.index("tests/test_retry.py")
     assert paths.index("uploads/retry.py") < paths.index("docs/retrying.md")
     assert cs.search("tests for the retry policy", top_k=3)[0].path == "tests/test_retry.py"
 
 
-def test_one_long_definition_is_one_result(cs):
+def test_one_long_definition_is_one_result(cs: CodeSight) -> None:
     assert cs.store.conn.execute("SELECT count(*) FROM chunks WHERE path='uploads/report.py'").fetchone()[0] >= 3
     hits = [h for h in cs.search("quarterly ledger report total column", top_k=10) if h.path == "uploads/report.py"]
     assert len(hits) == 1
@@ -127,7 +133,7 @@ def test_one_long_definition_is_one_result(cs):
     assert h.content.split("\n") == lines[h.start_line - 1 : h.end_line]
 
 
-def test_plain_rrf_is_the_formula(repo2, settings, hash_embedder):
+def test_plain_rrf_is_the_formula(repo2: Path, settings: Settings, hash_embedder: HashEmbedder) -> None:
     c = CodeSight(repo2, settings=settings.model_copy(update={"ranking": "plain"}), embedder=hash_embedder)
     c.index()
     for h in c.search("retry policy delays", top_k=5):
@@ -158,7 +164,9 @@ export interface RetryOptions {
 """
 
 
-def test_declarations_rank_below_their_implementation_unless_named(tmp_path, settings, hash_embedder):
+def test_declarations_rank_below_their_implementation_unless_named(
+    tmp_path: Path, settings: Settings, hash_embedder: HashEmbedder
+) -> None:
     from codesight_tui.core.ingest.paths import DECLARATIONS, SOURCE, classify
 
     assert classify("typings/index.d.ts") == DECLARATIONS == classify("pkg/mod.pyi") and classify("lib/a.ts") == SOURCE
@@ -181,16 +189,14 @@ def test_declarations_rank_below_their_implementation_unless_named(tmp_path, set
 # --- step 6: feedback from the top hit --------------------------------------------------------
 
 
-def _unit(*xs):
-    import numpy as np
-
+def _unit(*xs: tuple[int, float]) -> np.ndarray:
     v = np.zeros(8, dtype=np.float32)
     for i, w in xs:
         v[i] = w
     return v / np.linalg.norm(v)
 
 
-def test_feedback_ranking_moves_the_query_toward_the_top_hit():
+def test_feedback_ranking_moves_the_query_toward_the_top_hit() -> None:
     from codesight_tui.core.search.ranking import feedback_ranking
 
     q = _unit((0, 1))
@@ -201,7 +207,7 @@ def test_feedback_ranking_moves_the_query_toward_the_top_hit():
     assert feedback_ranking(q, 5, [5, 1, 2], vecs, depth=10) == []  # the top hit has no vector yet
 
 
-def test_feedback_lifts_a_lexical_hit_like_the_top_hit(cs):
+def test_feedback_lifts_a_lexical_hit_like_the_top_hit(cs: CodeSight) -> None:
     from codesight_tui.core.search.ranking import rerank
 
     ids = [
@@ -215,7 +221,7 @@ def test_feedback_lifts_a_lexical_hit_like_the_top_hit(cs):
     vecs = {a: _unit((1, 1)), b: _unit((2, 1)), c: _unit((1, 1), (3, 0.1)), d: _unit((0, 1)), e: _unit((4, 1))}
     asked: list[list[int]] = []
 
-    def vectors_for(rows):
+    def vectors_for(rows: list[ChunkRow]) -> dict[int, np.ndarray]:
         asked.append(sorted(r.id for r in rows))
         return {r.id: vecs[r.id] for r in rows}
 
@@ -229,7 +235,7 @@ def test_feedback_lifts_a_lexical_hit_like_the_top_hit(cs):
     assert {cid: r for cid, _, r, _ in out}[c] == {"bm25": 3}  # ranks shown are the retrievers' own
 
 
-def test_search_reads_feedback_vectors_from_the_cache(cs, monkeypatch):
+def test_search_reads_feedback_vectors_from_the_cache(cs: CodeSight, monkeypatch: pytest.MonkeyPatch) -> None:
     from codesight_tui.core.store.vectors import VectorStore
 
     expect = [h.chunk_id for h in cs.search("retry a failed upload", top_k=5)]
@@ -245,7 +251,7 @@ def test_search_reads_feedback_vectors_from_the_cache(cs, monkeypatch):
 # --- the lexical stack, saturation, coverage, data files --------------------------------------
 
 
-def _lexical(tmp_path, settings, files: dict[str, str]) -> CodeSight:
+def _lexical(tmp_path: Path, settings: Settings, files: dict[str, str]) -> CodeSight:
     """A repository of ``files`` with its lexical index (no vectors)."""
     root = tmp_path / "r"
     for rel, text in files.items():
@@ -256,7 +262,7 @@ def _lexical(tmp_path, settings, files: dict[str, str]) -> CodeSight:
     return c
 
 
-def test_bm25_mode_gets_the_lexical_stack(repo2, settings):
+def test_bm25_mode_gets_the_lexical_stack(repo2: Path, settings: Settings) -> None:
     # No vectors at all: bm25 mode still puts the definition first, above tests that repeat the name.
     c = CodeSight(repo2, settings=settings)
     c.index(embed=False)
@@ -266,12 +272,12 @@ def test_bm25_mode_gets_the_lexical_stack(repo2, settings):
     assert paths.index("uploads/retry.py") < paths.index("tests/test_retry.py")
 
 
-def test_qualified_names_in_other_spellings():
+def test_qualified_names_in_other_spellings() -> None:
     assert analyze("Rack::Builder").identifiers == ["Rack.Builder"] and analyze("Rack::Builder").kind == "symbol"
     assert analyze("Illuminate\\Http\\Request").identifiers == ["Illuminate.Http.Request"]
 
 
-def test_the_file_named_after_a_symbol_comes_first(tmp_path, settings):
+def test_the_file_named_after_a_symbol_comes_first(tmp_path: Path, settings: Settings) -> None:
     c = _lexical(
         tmp_path,
         settings,
@@ -285,7 +291,7 @@ def test_the_file_named_after_a_symbol_comes_first(tmp_path, settings):
     assert hits[0].path == "src/client/Request.php" and hits[0].definition
 
 
-def test_the_file_named_after_a_symbol_beats_its_partial_classes(tmp_path, settings):
+def test_the_file_named_after_a_symbol_beats_its_partial_classes(tmp_path: Path, settings: Settings) -> None:
     # C# spreads one class over SqlMapper.cs, SqlMapper.Async.cs, ...: the file named SqlMapper is it.
     part = "namespace Dapper\n{{\n    public static partial class SqlMapper\n    {{\n        // SqlMapper {0}\n    }}\n}}\n"
     c = _lexical(
@@ -300,7 +306,7 @@ def test_the_file_named_after_a_symbol_beats_its_partial_classes(tmp_path, setti
     assert c.search("SqlMapper", top_k=5, mode="bm25")[0].path == "Dapper/SqlMapper.cs"
 
 
-def test_the_named_file_survives_many_extensions(tmp_path, settings):
+def test_the_named_file_survives_many_extensions(tmp_path: Path, settings: Settings) -> None:
     # Swift extends a type in files of its own, each defining "Request" on its first lines; the type
     # itself sits lower in Request.swift. It must not be cut from the few definitions kept.
     files = {
@@ -313,7 +319,9 @@ def test_the_named_file_survives_many_extensions(tmp_path, settings):
     assert c.search("Request", top_k=5, mode="bm25")[0].path == "Sources/Request.swift"
 
 
-def test_a_short_query_naming_a_file_lifts_it(tmp_path, settings, monkeypatch):
+def test_a_short_query_naming_a_file_lifts_it(
+    tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from codesight_tui.core.search import ranking
 
     # Dispatcher.php says "event" and "listener" less often than the helpers around it, but a short
@@ -332,15 +340,15 @@ def test_a_short_query_naming_a_file_lifts_it(tmp_path, settings, monkeypatch):
     short = "event dispatching and listener registration"
     long = "where does the code register an event listener for each event and keep the dispatching order stable"
 
-    def scores(query):
+    def scores(query: str) -> dict[str, float]:
         return {h.path: h.score for h in c.search(query, top_k=5, mode="bm25")}
 
     monkeypatch.setattr(ranking, "FILE_EVIDENCE", 0.0)  # Dispatcher.php's several chunks would lift it too
     with_bonus = {q: scores(q) for q in (short, long)}
     monkeypatch.setattr(ranking, "FILE_NAME_BONUS", 0.0)
     without = {q: scores(q) for q in (short, long)}
-    assert max(with_bonus[short], key=with_bonus[short].get) == "src/Events/Dispatcher.php"
-    assert max(without[short], key=without[short].get) != "src/Events/Dispatcher.php"
+    assert max(with_bonus[short], key=with_bonus[short].__getitem__) == "src/Events/Dispatcher.php"
+    assert max(without[short], key=without[short].__getitem__) != "src/Events/Dispatcher.php"
     # A long query describes one piece of code: a file sharing one of its many words gets nothing.
     assert with_bonus[long] == without[long]
     assert {"php", "python", "pdf"} <= ranking.NAMED_LANGUAGES and "json" not in ranking.NAMED_LANGUAGES
@@ -357,12 +365,11 @@ def test_a_short_query_naming_a_file_lifts_it(tmp_path, settings, monkeypatch):
     )
 
 
-def test_saturation_lets_the_next_file_up_for_short_queries():
+def test_saturation_lets_the_next_file_up_for_short_queries() -> None:
     from codesight_tui.core.search import ranking
 
-    class Row:
-        def __init__(self, path, scope, start, end):
-            self.path, self.scope, self.start_line, self.end_line = path, scope, start, end
+    def Row(path: str, scope: str, start: int, end: int) -> ChunkRow:  # noqa: N802 - reads as the row it makes
+        return ChunkRow(0, path, start, end, "python", scope, "")
 
     # 1, 2 and 5 are three definitions in a.py; 3 continues 1 (the next window of the same definition)
     rows = {
@@ -385,7 +392,7 @@ def test_saturation_lets_the_next_file_up_for_short_queries():
     )
 
 
-def test_partial_vectors_count_by_coverage(cs):
+def test_partial_vectors_count_by_coverage(cs: CodeSight) -> None:
     from codesight_tui.core.search.ranking import rerank
 
     ids = [r[0] for r in cs.store.conn.execute("SELECT id FROM chunks WHERE path LIKE 'uploads/%' ORDER BY id")]
@@ -397,7 +404,7 @@ def test_partial_vectors_count_by_coverage(cs):
     assert partial[0][0] == a  # but 5% of the vectors can't outvote BM25
 
 
-def test_translation_catalogs_are_data():
+def test_translation_catalogs_are_data() -> None:
     from codesight_tui.core.index.indexer import _priority
     from codesight_tui.core.ingest.paths import DATA, SOURCE, classify
 
@@ -417,7 +424,7 @@ def test_translation_catalogs_are_data():
     )
 
 
-def test_configuration_and_data_formats_are_not_code():
+def test_configuration_and_data_formats_are_not_code() -> None:
     from codesight_tui.core.index.indexer import _priority
     from codesight_tui.core.ingest.paths import CONFIG, SOURCE, classify
 
@@ -436,7 +443,7 @@ def test_configuration_and_data_formats_are_not_code():
     assert _priority("config/app.yml", 0, "yaml") > _priority("docs/index.md", 0, "markdown")
 
 
-def test_configuration_ranks_below_the_code_it_describes_unless_asked_for(tmp_path, settings):
+def test_configuration_ranks_below_the_code_it_describes_unless_asked_for(tmp_path: Path, settings: Settings) -> None:
     c = _lexical(
         tmp_path,
         settings,
@@ -454,7 +461,7 @@ def test_configuration_ranks_below_the_code_it_describes_unless_asked_for(tmp_pa
     assert c.search(query + " json", top_k=2, mode="bm25")[0].path == "src/commands/setrange.json"
 
 
-def test_catalog_hits_rank_below_code_unless_asked_for(tmp_path, settings):
+def test_catalog_hits_rank_below_code_unless_asked_for(tmp_path: Path, settings: Settings) -> None:
     c = _lexical(
         tmp_path,
         settings,
@@ -493,7 +500,9 @@ def test_catalog_hits_rank_below_code_unless_asked_for(tmp_path, settings):
         ),
     ],
 )
-def test_qualified_names_find_their_definition(tmp_path, settings, files, ident, where):
+def test_qualified_names_find_their_definition(
+    tmp_path: Path, settings: Settings, files: dict[str, str], ident: str, where: str
+) -> None:
     c = _lexical(tmp_path, settings, files)
     (row,) = c.store.get_chunks(definitions(c.store, ident)).values()
     assert row.path == where
@@ -501,7 +510,7 @@ def test_qualified_names_find_their_definition(tmp_path, settings, files, ident,
     assert definitions(c.store, "nope." + ident.split(".")[-1]) == []
 
 
-def test_a_file_that_matches_in_several_places_outranks_one_lucky_chunk(tmp_path, settings):
+def test_a_file_that_matches_in_several_places_outranks_one_lucky_chunk(tmp_path: Path, settings: Settings) -> None:
     """File-level evidence (BM25 alone): a question about how something works is answered by the
     file whose several chunks match, not by the one chunk elsewhere that matches a little better."""
     from codesight_tui.core.search import ranking
@@ -532,16 +541,15 @@ def test_a_file_that_matches_in_several_places_outranks_one_lucky_chunk(tmp_path
     assert without[0] == "beta.py" and with_evidence[0] == "alpha.py", (without, with_evidence)
 
 
-def test_file_evidence_with_several_lists_counts_only_chunks_bm25_ranked_high():
+def test_file_evidence_with_several_lists_counts_only_chunks_bm25_ranked_high() -> None:
     """With BM25 and the static tier fused, the deep end of both lists holds many chunks of a big
     file, and the static list ranks every chunk however unlike the question: neither is evidence
     that the file answers it. Chunks BM25 put in its first FILE_EVIDENCE_TOP are."""
     from codesight_tui.core.fusion import rrf_scores
     from codesight_tui.core.search import ranking
 
-    class Row:
-        def __init__(self, path):
-            self.path = path
+    def Row(path: str) -> ChunkRow:  # noqa: N802 - reads as the row it makes
+        return ChunkRow(0, path, 1, 1, "python", "", "")
 
     deep = ranking.FILE_EVIDENCE_TOP + 5
     filler = list(range(100, 100 + deep))  # other files' chunks, ahead of big.py's deep ones
@@ -558,7 +566,7 @@ def test_file_evidence_with_several_lists_counts_only_chunks_bm25_ranked_high():
     assert gated[2] == fused[2] and gated[5] == fused[5]  # only a file's best chunk gains
 
 
-def test_a_symbol_opens_at_its_declaration_below_a_long_doc_comment(tmp_path, settings):
+def test_a_symbol_opens_at_its_declaration_below_a_long_doc_comment(tmp_path: Path, settings: Settings) -> None:
     # A Javadoc of 60 lines, with a code sample naming the class, fills the class's first windows:
     # the symbol's hit is the window that declares it, and Enter opens at that line.
     doc = "".join(f" * The mapper reads and writes values, note {i} of many.\n" for i in range(50))
@@ -578,7 +586,7 @@ def test_a_symbol_opens_at_its_declaration_below_a_long_doc_comment(tmp_path, se
     assert hit.line == declared
 
 
-def test_code_named_like_a_projects_notes_is_source(tmp_path, settings):
+def test_code_named_like_a_projects_notes_is_source(tmp_path: Path, settings: Settings) -> None:
     # "CHANGES" and "HISTORY" name notes, but changeset.ex and history.lua are code: the notes'
     # penalty buried Ecto's Changeset module under a file that merely uses it.
     from codesight_tui.core.ingest.paths import DOCS, SOURCE, classify
@@ -617,7 +625,7 @@ def test_code_named_like_a_projects_notes_is_source(tmp_path, settings):
     assert c.search("Changeset", top_k=3, mode="bm25")[0].path == "lib/ecto/changeset.ex"
 
 
-def test_a_cpp_header_is_parsed_as_cpp(tmp_path, settings):
+def test_a_cpp_header_is_parsed_as_cpp(tmp_path: Path, settings: Settings) -> None:
     # .h is C by its name; fmt's and abseil's headers are C++, and the C grammar read fmt's
     # `template <typename Context> class basic_format_args { ... }` as no definition at all.
     from codesight_tui.core.languages import detect_language
@@ -675,7 +683,7 @@ C_SOURCE = """robj *lookupKey(keyspace *ks, robj *key) {
 """
 
 
-def test_a_c_header_ranks_as_declarations_below_its_implementation(tmp_path, settings):
+def test_a_c_header_ranks_as_declarations_below_its_implementation(tmp_path: Path, settings: Settings) -> None:
     c = _lexical(tmp_path, settings, {"src/db.h": C_HEADER, "src/db.c": C_SOURCE, "src/dict.h": C_INLINE})
     query = "how a key is looked up in the keyspace"
     assert c.search(query, top_k=2, mode="bm25")[0].path == "src/db.c"

@@ -1,24 +1,27 @@
 from pathlib import Path
 
 import pytest
+from conftest import HashEmbedder
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from properties import examples
 
 from codesight_tui import CodeSight
+from codesight_tui.core.config import Settings
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.fusion import rrf_fuse
+from codesight_tui.core.modes import Mode
 
 
 @pytest.fixture
-def cs(repo, settings, hash_embedder):
+def cs(repo: Path, settings: Settings, hash_embedder: HashEmbedder) -> CodeSight:
     c = CodeSight(repo, settings=settings, embedder=hash_embedder)
     c.index()
     return c
 
 
-def test_rrf_matches_the_formula_and_keeps_provenance():
+def test_rrf_matches_the_formula_and_keeps_provenance() -> None:
     fused = rrf_fuse({"bm25": [1, 2, 3], "vector": [3, 4]}, k=60)
     scores = {cid: s for cid, s, _ in fused}
     assert scores[3] == pytest.approx(1 / 63 + 1 / 61)
@@ -28,13 +31,13 @@ def test_rrf_matches_the_formula_and_keeps_provenance():
 
 
 @pytest.mark.parametrize("query", ["parseConfigFile", "parse_config_file", "parse config file"])
-def test_identifier_styles_find_each_other(cs, query):
+def test_identifier_styles_find_each_other(cs: CodeSight, query: str) -> None:
     hits = cs.search(query, mode="bm25", top_k=5)
     paths = {h.path for h in hits}
     assert {"src/config_loader.py", "web/client.js"} <= paths
 
 
-def test_results_carry_location_scope_and_provenance(cs):
+def test_results_carry_location_scope_and_provenance(cs: CodeSight) -> None:
     hits = cs.search("verify password digest", top_k=5)
     top = hits[0]
     assert top.path == "src/auth.py" and top.start_line >= 1 and top.end_line >= top.start_line
@@ -43,14 +46,14 @@ def test_results_carry_location_scope_and_provenance(cs):
     assert top.score > 0
 
 
-def test_modes_use_only_their_retriever(cs):
+def test_modes_use_only_their_retriever(cs: CodeSight) -> None:
     assert all(h.vector_rank is None for h in cs.search("server port", mode="bm25"))
     assert all(h.bm25_rank is None for h in cs.search("server port", mode="vector"))
     with pytest.raises(CodeSightError):
-        cs.search("x", mode="fuzzy")
+        cs.search("x", mode="fuzzy")  # type: ignore[arg-type]  # what a user may type
 
 
-def test_filters_by_glob_and_language(cs):
+def test_filters_by_glob_and_language(cs: CodeSight) -> None:
     assert {h.path for h in cs.search("config", glob="web/", top_k=20)} == {"web/client.js"}
     assert all(h.path.endswith(".py") for h in cs.search("config", glob="*.py", top_k=20))
     assert all(h.language == "go" for h in cs.search("start server", language="go", top_k=20))
@@ -88,24 +91,24 @@ ODD = [
 
 @pytest.mark.parametrize("query", ODD)
 @pytest.mark.parametrize("mode", ["hybrid", "bm25", "vector"])
-def test_odd_queries_never_raise(cs, query, mode):
+def test_odd_queries_never_raise(cs: CodeSight, query: str, mode: Mode) -> None:
     assert isinstance(cs.search(query, mode=mode), list)
 
 
 @given(st.text(max_size=80))
 @hsettings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_any_query_string_is_safe(cs, q):
+def test_any_query_string_is_safe(cs: CodeSight, q: str) -> None:
     assert isinstance(cs.search(q, mode="hybrid"), list)
 
 
-def test_empty_query_and_no_index(repo, settings, hash_embedder):
+def test_empty_query_and_no_index(repo: Path, settings: Settings, hash_embedder: HashEmbedder) -> None:
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
     assert cs.search("anything") == []  # nothing indexed yet: empty, not an error
     cs.index()
     assert cs.search("") == [] and cs.search("   ") == []
 
 
-def test_search_works_before_vectors_exist(repo, settings, hash_embedder):
+def test_search_works_before_vectors_exist(repo: Path, settings: Settings, hash_embedder: HashEmbedder) -> None:
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
     cs.index(embed=False)
     assert cs.store.counts()["vectors"] == 0
@@ -113,7 +116,7 @@ def test_search_works_before_vectors_exist(repo, settings, hash_embedder):
     assert hits and hits[0].path == "src/geo.py" and hits[0].vector_rank is None
 
 
-def test_each_hit_says_which_line_to_open(tmp_path, settings):
+def test_each_hit_says_which_line_to_open(tmp_path: Path, settings: Settings) -> None:
     # Issue 20, item 1: a definition opens at its own line, under decorators and comments; any
     # other hit at its first line holding a query word.
     from codesight_tui import CodeSight
@@ -136,18 +139,19 @@ def test_each_hit_says_which_line_to_open(tmp_path, settings):
     assert hit.to_dict()["line"] == hit.line
 
 
-def test_one_long_definition_is_one_result():
+def test_one_long_definition_is_one_result() -> None:
     # Issue 20, item 4: flask's Flask.url_for came back three times in a top 5, as windows 966-988,
     # 1018-1064 and 1084-1090 that do not touch. A definition is listed once, at its best window.
-    from types import SimpleNamespace as Row
-
     from codesight_tui.core.search.searcher import SearchResult, merge_into
+    from codesight_tui.core.store.store import ChunkRow
 
-    def hit(start, end, scope="class Flask > def url_for", path="src/flask/app.py"):
+    def hit(
+        start: int, end: int, scope: str = "class Flask > def url_for", path: str = "src/flask/app.py"
+    ) -> SearchResult:
         return SearchResult(path, start, end, scope, "python", 1.0, 1, 1, "x\n" * (end - start) + "x", 1)
 
-    def row(start, end, scope="class Flask > def url_for", path="src/flask/app.py"):
-        return Row(path=path, start_line=start, end_line=end, scope=scope, content="y\n" * (end - start) + "y")
+    def row(start: int, end: int, scope: str = "class Flask > def url_for", path: str = "src/flask/app.py") -> ChunkRow:
+        return ChunkRow(0, path, start, end, "python", scope, "y\n" * (end - start) + "y")
 
     results = [hit(966, 988)]
     assert merge_into(results, row(1018, 1064)) and merge_into(results, row(1084, 1090))
@@ -161,13 +165,13 @@ def test_one_long_definition_is_one_result():
 
 
 @pytest.mark.parametrize("query", ["!!!", "...", "()", "-> =>", "{}[]", "¿?"])
-def test_punctuation_only_queries_have_no_results(cs, query):
+def test_punctuation_only_queries_have_no_results(cs: CodeSight, query: str) -> None:
     # Issue 20, item 13: not arbitrary vector neighbours
     for mode in ("hybrid", "bm25", "vector"):
         assert cs.search(query, mode=mode) == []
 
 
-def test_result_names_drop_the_keywords():
+def test_result_names_drop_the_keywords() -> None:
     from codesight_tui.core.search.searcher import short_scope
 
     assert short_scope("class Flask > def url_for") == "Flask.url_for"
@@ -179,7 +183,7 @@ def test_result_names_drop_the_keywords():
     assert short_scope("") == ""
 
 
-def test_vector_mode_lists_one_definition_once(repo, settings, hash_embedder):
+def test_vector_mode_lists_one_definition_once(repo: Path, settings: Settings, hash_embedder: HashEmbedder) -> None:
     """Issue 48 item 25: a long function cut into several windows is one result in vector mode,
     as in hybrid mode (it was six rows of resizeWindows on fzf)."""
     body = "".join(f"    window_height_{i} = resize_window(pane, rows={i}, cols={i * 2})\n" for i in range(160))

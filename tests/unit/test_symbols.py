@@ -6,14 +6,18 @@ lines must never hold a reference, and every line below is checked exactly."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
-from codesight_tui.core.ingest.chunker import GRAMMARS
-from codesight_tui.core.ingest.symbols import extract
+from codesight_tui.core.ingest.chunker import GRAMMARS, parser_for
+from codesight_tui.core.ingest.symbols import FileSymbols, extract
 
-FIXTURES = {
+T = TypeVar("T")
+
+FIXTURES: dict[str, tuple[str, dict[str, int | list[int]], list[int], tuple[int, ...]]] = {
     "python": (
         """import os
 from util import helper as imported
@@ -186,7 +190,7 @@ int caller(shapes::Box& box) {
 
 
 @pytest.mark.parametrize("language", sorted(FIXTURES))
-def test_definitions_and_references_are_on_the_right_lines(language):
+def test_definitions_and_references_are_on_the_right_lines(language: str) -> None:
     source, defs, call_lines, prose = FIXTURES[language]
     found = extract(language, source)
     assert found is not None
@@ -202,12 +206,12 @@ def test_definitions_and_references_are_on_the_right_lines(language):
     # call of the same name shares shows as something else if it is not told as a call
     assert sorted({r.line for r in calls}) == sorted(set(call_lines))
     assert not [r for r in helper_refs if r.line in call_lines and r.kind != "call"]
-    assert all(found.enclosing(r) is not None and found.enclosing(r).name == "caller" for r in calls)
+    assert all(getattr(found.enclosing(r), "name", None) == "caller" for r in calls)
     # a definition's own name is not a reference to it
     assert not [r for r in helper_refs if any(d.name.lower() == "helper" and d.line == r.line for d in found.defs)]
 
 
-def test_scopes_nest_and_kinds_are_told_apart():
+def test_scopes_nest_and_kinds_are_told_apart() -> None:
     found = extract("python", FIXTURES["python"][0])
     assert found is not None
     method = next(d for d in found.defs if d.name == "helper" and d.scope == "Box")
@@ -220,7 +224,7 @@ def test_scopes_nest_and_kinds_are_told_apart():
     assert {r.kind for r in typed.refs if r.name == "Box"} == {"type"}
 
 
-def test_no_grammar_no_symbols():
+def test_no_grammar_no_symbols() -> None:
     assert extract("markdown", "# helper\n") is None
     assert extract("python", "") is not None
 
@@ -304,7 +308,7 @@ local config = { size = 1, name = "x" }
 
 
 @pytest.mark.parametrize(("language", "source", "want"), NAMED, ids=[n[0] for n in NAMED])
-def test_names_a_reader_looks_up_are_definitions(language, source, want):
+def test_names_a_reader_looks_up_are_definitions(language: str, source: str, want: dict[str, tuple[int, str]]) -> None:
     found = extract(language, source)
     assert found is not None
     got = {d.name: (d.line, d.scope) for d in found.defs}
@@ -313,15 +317,15 @@ def test_names_a_reader_looks_up_are_definitions(language, source, want):
     assert not {"count", "ATTRIBUTE_LIFETIME_BOUND", "size", "name"} & set(got)  # a field, a macro, values
 
 
-def test_an_object_is_no_callers_scope():
+def test_an_object_is_no_callers_scope() -> None:
     """A call in an object literal is its function's, not the object's: callers are functions."""
     found = extract("javascript", "function outer() {\n  const opts = { a: inner() };\n}\n")
     assert found is not None
     call = next(r for r in found.refs if r.name == "inner")
-    assert found.enclosing(call) is not None and found.enclosing(call).name == "outer"
+    assert getattr(found.enclosing(call), "name", None) == "outer"
 
 
-def test_a_file_the_grammar_loses_is_parsed_by_declaration():
+def test_a_file_the_grammar_loses_is_parsed_by_declaration() -> None:
     """Kotlin 2's `is T if cond ->` guard is newer than the grammar, whose parse of the whole file
     is then one ERROR node: each declaration, and each member of one that still fails, is parsed on
     its own, on its own lines."""
@@ -350,7 +354,7 @@ def test_a_file_the_grammar_loses_is_parsed_by_declaration():
     assert got["Guarded"] == (3, "") and got["helper"] == (9, "Guarded")
     assert got["Plain11"] == (56, "") and got["size11"] == (57, "Plain11")
     calls = [r for r in found.refs if r.name == "helper" and r.kind == "call"]
-    assert len(calls) == 12 and all(found.enclosing(r).name.startswith("size") for r in calls)
+    assert len(calls) == 12 and all(getattr(found.enclosing(r), "name", "").startswith("size") for r in calls)
 
 
 CALLS = {
@@ -370,7 +374,7 @@ CALLS = {
 
 
 @pytest.mark.parametrize("language", sorted(CALLS))
-def test_a_call_and_a_method_call_are_calls_and_the_receiver_is_not(language):
+def test_a_call_and_a_method_call_are_calls_and_the_receiver_is_not(language: str) -> None:
     found = extract(language, CALLS[language])
     assert found is not None
     kinds = [r.kind for r in found.refs if r.name == "helper"]
@@ -378,7 +382,7 @@ def test_a_call_and_a_method_call_are_calls_and_the_receiver_is_not(language):
     assert {r.kind for r in found.refs if r.name in ("x", "X")} <= {"other", "type"}
 
 
-def test_the_shipped_pattern_answers_are_the_installed_grammars_own(tmp_path):
+def test_the_shipped_pattern_answers_are_the_installed_grammars_own(tmp_path: Path) -> None:
     """Which query patterns each grammar can match ships with the package, since finding out
     compiles a query per pattern (2.3 s for Swift, in every indexing worker): what ships is what
     compiling every grammar's patterns afresh gives. After a grammar or a pattern changes,
@@ -394,15 +398,16 @@ def test_the_shipped_pattern_answers_are_the_installed_grammars_own(tmp_path):
     assert not symbols._ASKED, "a grammar's patterns were compiled: the shipped answers are out of date"
 
 
-def _by_name(rows):
+def _by_name(rows: FileSymbols | None) -> tuple[Any, dict[str, list[int]], list[tuple[str, int, int]], list[str]]:
     """A file's rows as the index reads them: each name's uses, its calls and its imports, by name
     (the order of two names that start at one place is the walk's, and says nothing)."""
     from array import array
 
+    assert rows is not None
     defs, names, ends, uses, calls, imports, _cut = rows
     listed = names.split("\n") if names else []
     flat, at, prev = array("i", uses), array("i", ends), 0
-    by_name = {}
+    by_name: dict[str, list[int]] = {}
     for name, end in zip(listed, at, strict=True):
         by_name[name] = list(flat[prev:end])
         prev = end
@@ -434,7 +439,7 @@ PARITY = (
 
 
 @pytest.mark.parametrize(("language", "source"), PARITY, ids=[f"{lang}-{k}" for k, (lang, _) in enumerate(PARITY)])
-def test_the_c_walk_gives_the_rows_of_the_python_walk(language, source):
+def test_the_c_walk_gives_the_rows_of_the_python_walk(language: str, source: str) -> None:
     """The index's rows come from the C walk (native/symscan.c) where it is built; every fixture
     above checks the Python walk's lines, kinds and scopes, and the C walk must give the same."""
     from codesight_tui.core.ingest import symbols
@@ -452,7 +457,7 @@ def test_the_c_walk_gives_the_rows_of_the_python_walk(language, source):
 
 
 @pytest.mark.parametrize(("language", "source"), PARITY, ids=[f"{lang}-{k}" for k, (lang, _) in enumerate(PARITY)])
-def test_the_walk_deep_trees_take_gives_the_rows_of_the_query(language, source):
+def test_the_walk_deep_trees_take_gives_the_rows_of_the_query(language: str, source: str) -> None:
     """Issue 66 items 6 and 9: a tree deeper than ``DEEP`` levels is read by a walk linear in its
     nodes (the query engine slows with the depth squared, and dropped names). Where both can read
     a tree, they give the same rows."""
@@ -465,8 +470,7 @@ def test_the_walk_deep_trees_take_gives_the_rows_of_the_query(language, source):
         return  # the query's rows are the declarations parsed one by one; the walk reads the tree as it is
     if language == "lua":  # the query's supertype "variable" also names a member expression, "M.flatten"
         defs, names, calls, imports = _by_name(query)
-        query = (defs, {n: u for n, u in names.items() if "." not in n}, calls, imports)
-        assert _by_name(walked) == query
+        assert _by_name(walked) == (defs, {n: u for n, u in names.items() if "." not in n}, calls, imports)
         return
     assert _by_name(walked) == _by_name(query)
 
@@ -489,7 +493,7 @@ def _c_walk_installed_elsewhere(package_dir: Path) -> Path | None:
     return None
 
 
-def test_the_c_walk_is_built_and_used_for_the_languages_it_can_stand_in_for():
+def test_the_c_walk_is_built_and_used_for_the_languages_it_can_stand_in_for() -> None:
     import shutil
 
     from codesight_tui.core.ingest import symbols
@@ -509,12 +513,17 @@ def test_the_c_walk_is_built_and_used_for_the_languages_it_can_stand_in_for():
     assert walked == set(GRAMMARS) - {"lua", "shell"}
 
 
-def _within(seconds: float, fn, *args):
+def _some(rows: FileSymbols | None) -> FileSymbols:
+    assert rows is not None
+    return rows
+
+
+def _within(seconds: float, fn: Callable[..., T], *args: Any) -> T:
     """``fn(*args)``, or a failure after ``seconds``: a guard against the minutes these shapes took,
     not a timing (each takes well under a second here)."""
     import signal
 
-    def stop(*_):
+    def stop(*_: object) -> None:
         raise TimeoutError(f"took over {seconds} s")
 
     old = signal.signal(signal.SIGALRM, stop)
@@ -534,7 +543,7 @@ DEEP_SHAPES = [
 
 
 @pytest.mark.parametrize(("language", "source"), DEEP_SHAPES, ids=[lang for lang, _ in DEEP_SHAPES])
-def test_deep_nesting_is_read_in_time_linear_in_the_file(language, source):
+def test_deep_nesting_is_read_in_time_linear_in_the_file(language: str, source: str) -> None:
     """Issue 66 item 6: 50,000 nested calls (150 KB) took the Python walk 152 s in Lua and 162 s in
     Python with one syntax error (the query engine slows with the depth squared)."""
     from codesight_tui.core.ingest import symbols
@@ -547,7 +556,7 @@ def test_deep_nesting_is_read_in_time_linear_in_the_file(language, source):
         assert by_name["f"][:3] == [1, 1, 0] and ("f", 1, 0) in calls and "x" in by_name
 
 
-def test_nested_definitions_keep_their_scopes_short():
+def test_nested_definitions_keep_their_scopes_short() -> None:
     """Issue 66 item 7: 20,000 classes nested one a line (329 KB) made a 1.2 GB index, each scope
     naming every class around it. A scope keeps the innermost ``MAX_SCOPE`` names, and a file's
     rows at most ``ROW_BYTES`` times its size: the outermost definitions, and the cut said."""
@@ -556,6 +565,7 @@ def test_nested_definitions_keep_their_scopes_short():
     n = 20_500
     source = "".join(f"class C{i} {{\n" for i in range(n)) + "}\n" * n
     for rows in (_within(20, symbols.extract_rows, "java", source), _within(20, symbols.python_rows, "java", source)):
+        assert rows is not None
         defs = rows[0]
         assert 1_000 < len(defs) < symbols.MAX_DEFS and f"symbols cut at {len(defs):,} definitions" in rows[6]
         assert defs[0][:3] == ("C0", "class", "") and defs[9][2] == ".".join(f"C{i}" for i in range(1, 9))
@@ -563,7 +573,7 @@ def test_nested_definitions_keep_their_scopes_short():
         assert symbols._row_bytes(rows) <= symbols.ROW_BYTES * len(source)
 
 
-def test_a_broken_file_is_recovered_in_time_linear_in_its_declarations():
+def test_a_broken_file_is_recovered_in_time_linear_in_its_declarations() -> None:
     """Issue 66 item 8: ``int f( { #define X(`` repeated took 0.9 s at 25 KB and 42.4 s at 205 KB:
     each declaration was parsed with every line of the file before it."""
     from codesight_tui.core.ingest import symbols
@@ -575,7 +585,7 @@ def test_a_broken_file_is_recovered_in_time_linear_in_its_declarations():
 
 
 @pytest.mark.parametrize("language", ["python", "lua", "javascript", "go"])
-def test_a_long_chain_keeps_its_first_names_whichever_walk_reads_it(language):
+def test_a_long_chain_keeps_its_first_names_whichever_walk_reads_it(language: str) -> None:
     """Issue 66 item 9: ``x = v0+v1+...+v69999`` (480 KB): the Python walk kept 65,533 names and lost
     v0-v4468 (the query engine drops what it cannot hold), silently; the C walk kept all 70,001.
     Both keep the same names now, the first used, within ``ROW_BYTES`` times the file's size, and
@@ -588,17 +598,17 @@ def test_a_long_chain_keeps_its_first_names_whichever_walk_reads_it(language):
             language, f"x = {chain}\n"
         )
 
-    got = [_within(20, fn, language, source(70_000)) for fn in (symbols.python_rows, symbols.extract_rows)]
+    got = [_some(_within(20, fn, language, source(70_000))) for fn in (symbols.python_rows, symbols.extract_rows)]
     assert got[0][1:] == got[1][1:]
     names = got[0][1].split("\n")
     assert names.index("v1") == names.index("v0") + 1 < 4
     assert f"symbols cut at {len(names):,} names" in got[0][6] and 20_000 < len(names) < 70_000
     assert symbols._row_bytes(got[0]) <= symbols.ROW_BYTES * len(source(70_000))
-    short = symbols.python_rows(language, source(2_000))
+    short = _some(symbols.python_rows(language, source(2_000)))
     assert {f"v{i}" for i in range(2_000)} <= set(short[1].split("\n")) and short[6] == ""
 
 
-def test_what_the_bounds_cut_is_said(monkeypatch):
+def test_what_the_bounds_cut_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 66: a file past ``MAX_NAMES`` keeps its first names and says it was cut."""
     from codesight_tui.core.ingest import symbols
 
@@ -609,11 +619,11 @@ def test_what_the_bounds_cut_is_said(monkeypatch):
         symbols.extract_rows("python", source),
         symbols.python_rows("python", source, walk=True),
     ):
-        assert rows[6] == "symbols cut at 1,000 names"
+        assert rows is not None and rows[6] == "symbols cut at 1,000 names"
         assert len(rows[1].split("\n")) == 1_000 and "v0" in rows[1] and "v2999" not in rows[1]
 
 
-def test_the_c_entry_points_check_their_arguments():
+def test_the_c_entry_points_check_their_arguments() -> None:
     """Issue 66 item 22: ``symscan.walk(object(), ...)`` and ``pack`` with name offsets past the end
     of the data segfaulted (exit 139). Each is a TypeError or ValueError now."""
     from array import array
@@ -623,7 +633,7 @@ def test_the_c_entry_points_check_their_arguments():
     if symbols.symscan is None:
         pytest.skip("the C walk is not built here")
     walk, pack = symbols.symscan.walk, symbols.symscan.pack
-    tree = symbols.parser_for("python").parse(b"def f():\n    g()\n")
+    tree = parser_for("python").parse(b"def f():\n    g()\n")
     with pytest.raises(TypeError):
         walk(object(), b"\x01" * 4, b"\x00" * 8, False, 0)
     with pytest.raises(ValueError):
@@ -645,7 +655,7 @@ def test_the_c_entry_points_check_their_arguments():
         pack(b"abc", b"", array("i", [0]), empty, empty, empty, set())
 
 
-def test_an_annotation_is_read_from_code_not_from_a_docstring():
+def test_an_annotation_is_read_from_code_not_from_a_docstring() -> None:
     """A docstring's ``:param ErrorStore error_store: Structure to store errors.`` typed the
     receiver as "Structure" (the parameter's own annotation, ``error_store: ErrorStore,``, came first)."""
     from codesight_tui.core.search.calls import typed_in
@@ -658,7 +668,7 @@ def test_an_annotation_is_read_from_code_not_from_a_docstring():
     assert typed_in("def f(r: Reader, w):", "r") == "Reader" and typed_in("    x: Foo = make()", "x") == "Foo"
 
 
-def test_the_c_walks_stub_takes_what_the_c_code_parses():
+def test_the_c_walks_stub_takes_what_the_c_code_parses() -> None:
     """Issue 67 item 4: ``symscan.pyi`` declared ``walk`` with 4 parameters where the C code reads
     5. Each entry point's ``PyArg_ParseTuple`` format and the stub's parameters are counted here,
     and mypy checks ``symbols.Native`` (what the package calls) against the stub."""

@@ -1,14 +1,18 @@
 import os
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 from codesight_tui.core.ingest.walker import WalkStats, read_text, walk
 
 
-def paths(root, **kw):
+def paths(root: Path, **kw: Any) -> tuple[set[str], WalkStats]:
     stats = WalkStats()
     return {e.rel_path for e in walk(root, stats=stats, **kw)}, stats
 
 
-def test_walk_honours_gitignore_at_every_level(repo):
+def test_walk_honours_gitignore_at_every_level(repo: Path) -> None:
     found, _ = paths(repo)
     assert "src/geo.py" in found and "web/client.js" in found and "server/main.go" in found
     assert "debug.log" not in found and "build/out.py" not in found and "secret.txt" not in found
@@ -17,7 +21,7 @@ def test_walk_honours_gitignore_at_every_level(repo):
     assert not any(p.startswith(".git/") for p in found)
 
 
-def test_walk_skips_big_files_and_survives_symlink_loop(repo):
+def test_walk_skips_big_files_and_survives_symlink_loop(repo: Path) -> None:
     found, stats = paths(repo, max_file_size=1_000_000)
     assert "big.txt" not in found
     assert stats.skipped["too_large"] == 1
@@ -25,7 +29,7 @@ def test_walk_skips_big_files_and_survives_symlink_loop(repo):
     assert not any("/loop/" in p for p in found)
 
 
-def test_info_exclude_codesightignore_and_exclude_globs(repo):
+def test_info_exclude_codesightignore_and_exclude_globs(repo: Path) -> None:
     (repo / ".git" / "info").mkdir(parents=True)
     (repo / ".git" / "info" / "exclude").write_text("notes/\n")
     (repo / ".codesightignore").write_text("server/\n")
@@ -36,7 +40,7 @@ def test_info_exclude_codesightignore_and_exclude_globs(repo):
     assert "src/geo.py" in found
 
 
-def test_symlink_out_of_root_is_not_followed(tmp_path, repo):
+def test_symlink_out_of_root_is_not_followed(tmp_path: Path, repo: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "leak.py").write_text("LEAK = 1\n")
@@ -47,7 +51,7 @@ def test_symlink_out_of_root_is_not_followed(tmp_path, repo):
     assert stats.skipped["symlink_outside_root"] == 2
 
 
-def test_each_file_once_under_its_real_path(tmp_path):
+def test_each_file_once_under_its_real_path(tmp_path: Path) -> None:
     # As git and ripgrep do: a link to something inside the root is not followed, so a file is
     # indexed once, under the path people (and annotations) use, even where the link sorts first.
     root = tmp_path / "r"
@@ -60,10 +64,10 @@ def test_each_file_once_under_its_real_path(tmp_path):
     assert found == {"pkg_core/src/engine.py"}
 
 
-def test_unreadable_files_are_counted_not_fatal(repo, monkeypatch):
+def test_unreadable_files_are_counted_not_fatal(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real_open = os.open
 
-    def guarded(path, *a, **kw):
+    def guarded(path: Any, *a: Any, **kw: Any) -> int:
         if str(path).endswith("auth.py"):
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, *a, **kw)
@@ -74,10 +78,10 @@ def test_unreadable_files_are_counted_not_fatal(repo, monkeypatch):
     assert read_text(str(repo / "src" / "geo.py"))[0] is not None
 
 
-def test_unreadable_directory_is_counted(repo, monkeypatch):
+def test_unreadable_directory_is_counted(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real_scandir = os.scandir
 
-    def flaky(path):
+    def flaky(path: Any) -> Any:
         if str(path).endswith("server"):
             raise PermissionError(13, "Permission denied")
         return real_scandir(path)
@@ -88,15 +92,15 @@ def test_unreadable_directory_is_counted(repo, monkeypatch):
     assert "src/geo.py" in found
 
 
-def test_read_text_binary_invalid_utf8_and_crlf(repo):
+def test_read_text_binary_invalid_utf8_and_crlf(repo: Path) -> None:
     assert read_text(str(repo / "assets" / "blob.dat2")) == (None, "binary")
     text, why = read_text(str(repo / "latin1.py"))
-    assert why is None and "caf\ufffd" in text
+    assert why is None and text is not None and "caf\ufffd" in text
     text, _ = read_text(str(repo / "notes" / "crlf.txt"))
     assert text == "first line\nsecond line\nthird line\n"
 
 
-def test_invalid_gitignore_patterns_are_skipped_not_fatal(tmp_path):
+def test_invalid_gitignore_patterns_are_skipped_not_fatal(tmp_path: Path) -> None:
     # Found by benchmarks/torture.py: a .gitignore holding `!` stopped the whole walk with a
     # GitIgnorePatternError traceback. Git ignores such lines; so do we, and the rest still apply.
     (tmp_path / ".gitignore").write_text("!\n[\n\\\n*.log\n[z-a]\nx" + "*?" * 150 + "y\n")
@@ -108,7 +112,7 @@ def test_invalid_gitignore_patterns_are_skipped_not_fatal(tmp_path):
     assert "a.py" not in found
 
 
-def test_pathological_gitignore_patterns_match_in_linear_time(tmp_path):
+def test_pathological_gitignore_patterns_match_in_linear_time(tmp_path: Path) -> None:
     # Found by benchmarks/torture.py: `x*?*?…y` (150 wildcards) against a 255-byte name that
     # starts with x backtracked for minutes, and the walk hung.
     import time
@@ -124,7 +128,7 @@ def test_pathological_gitignore_patterns_match_in_linear_time(tmp_path):
     assert "x" * 251 + ".js" in found and "x" * 200 + "zy" not in found and "a/b.log" not in found
 
 
-def test_binary_without_a_nul_in_its_first_8_kb_is_skipped(tmp_path):
+def test_binary_without_a_nul_in_its_first_8_kb_is_skipped(tmp_path: Path) -> None:
     # Issue 22, fault 14: a binary file with no NUL byte in its first 8 KB got indexed.
     from codesight_tui.core.ingest.walker import read_text
 
@@ -137,4 +141,4 @@ def test_binary_without_a_nul_in_its_first_8_kb_is_skipped(tmp_path):
     assert read_text(str(late)) == (None, "binary")
     assert read_text(str(noisy)) == (None, "binary")
     text, why = read_text(str(latin))
-    assert why is None and text.startswith("caf")  # a few bad bytes are still text
+    assert why is None and text is not None and text.startswith("caf")  # a few bad bytes are still text

@@ -9,12 +9,13 @@ import pytest
 from conftest import HashEmbedder, build_repo, wait_for
 
 from codesight_tui.core.apps.workspace import EngineOptions, SearchRequest, Workspace
+from codesight_tui.core.config import Settings
 from codesight_tui.core.engine import CodeSight
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.modes import Vectors
 
 
-def test_one_engine_per_root_made_with_the_options(repo):
+def test_one_engine_per_root_made_with_the_options(repo: Path) -> None:
     ws = Workspace(EngineOptions(lexical_processes=True, resident_bm25=True))
     cs = ws.engine(repo)
     assert ws.engine(repo) is cs and ws.engines() == [cs] and ws.roots() == [repo]
@@ -37,7 +38,9 @@ def test_one_engine_per_root_made_with_the_options(repo):
         ("off", "cpu", True, "off", False),
     ],
 )
-def test_the_full_pass_runs_where_full_model_says(repo, settings, choice, device, injected, static, full):
+def test_the_full_pass_runs_where_full_model_says(
+    repo: Path, settings: Settings, choice: str, device: str, injected: bool, static: str, full: bool
+) -> None:
     """Issue 49: the full model's pass is on by default only where it runs on a GPU, was handed in,
     or is the only semantic tier (the static one off); the Workspace's index jobs (the TUI's,
     MCP's) follow it."""
@@ -51,7 +54,7 @@ def test_the_full_pass_runs_where_full_model_says(repo, settings, choice, device
     ws.close()
 
 
-def test_a_changed_stamp_makes_the_engines_afresh(repo):
+def test_a_changed_stamp_makes_the_engines_afresh(repo: Path) -> None:
     stamp = [1]
     ws = Workspace(reload_on=lambda: stamp[0])
     first = ws.engine(repo)
@@ -60,7 +63,7 @@ def test_a_changed_stamp_makes_the_engines_afresh(repo):
     assert ws.engine(repo) is not first
 
 
-def test_one_job_per_root_and_a_search_of_what_it_indexed(repo, settings):
+def test_one_job_per_root_and_a_search_of_what_it_indexed(repo: Path, settings: Settings) -> None:
     ws = Workspace()
     ws.adopt(CodeSight(repo, settings=settings, embedder=HashEmbedder()))
     job, started = ws.start_index(repo)
@@ -81,7 +84,9 @@ def test_one_job_per_root_and_a_search_of_what_it_indexed(repo, settings):
         ws.search(SearchRequest("x"))
 
 
-def test_the_static_answer_falls_back_to_the_full_model_where_it_cannot_be_given(repo, settings):
+def test_the_static_answer_falls_back_to_the_full_model_where_it_cannot_be_given(
+    repo: Path, settings: Settings
+) -> None:
     ws = Workspace()
     cs = ws.adopt(CodeSight(repo, settings=settings, embedder=HashEmbedder(), static_model="off"))
     cs.index()
@@ -93,7 +98,7 @@ def test_the_static_answer_falls_back_to_the_full_model_where_it_cannot_be_given
     assert "vector" in ws.search(wanted).retrievers
 
 
-def test_one_watcher_per_root(repo, settings):
+def test_one_watcher_per_root(repo: Path, settings: Settings) -> None:
     ws = Workspace()
     ws.adopt(CodeSight(repo, settings=settings, embedder=HashEmbedder()))
     watcher = ws.watch(repo, lambda cs: cs.watch(embed=False))
@@ -110,7 +115,7 @@ def test_one_watcher_per_root(repo, settings):
     ws.close()
 
 
-def test_the_request_is_a_value(tmp_path):
+def test_the_request_is_a_value(tmp_path: Path) -> None:
     request = SearchRequest("q", (Path("/x"),))
     assert request.vectors is Vectors.LOAD and request.top_k == 10 and not request.like
     with pytest.raises(AttributeError):
