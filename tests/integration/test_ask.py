@@ -5,12 +5,15 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from conftest import HashEmbedder
 from llmstub import ANSWER, StubServer
 from surfaces import KEY, llm_env
+from textual.pilot import Pilot
+from textual.widgets import Input
 
 from codesight_tui import CodeSight
 from codesight_tui.core.config import Settings
@@ -20,13 +23,13 @@ BACKENDS = ("anthropic", "openai", "azure", "ollama")
 
 
 @pytest.fixture
-def stub():
+def stub() -> Iterator[StubServer]:
     with StubServer() as server:
         yield server
 
 
 @pytest.fixture
-def indexed(repo: Path, hash_embedder: HashEmbedder):
+def indexed(repo: Path, hash_embedder: HashEmbedder) -> Iterator[CodeSight]:
     cs = CodeSight(repo, embedder=hash_embedder)
     cs.index()
     yield cs
@@ -56,7 +59,7 @@ def test_no_back_end_configured_is_one_line_and_no_connection(
 @pytest.mark.loopback
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_answer_streams_and_cites_its_sources(
-    backend, indexed: CodeSight, stub: StubServer, monkeypatch: pytest.MonkeyPatch
+    backend: str, indexed: CodeSight, stub: StubServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     llm_env(monkeypatch, backend, stub.url)
     cs = CodeSight(indexed.root, embedder=indexed.models.loaded)
@@ -118,7 +121,13 @@ FAILURES = [
     ],
 )  # Ollama takes no key
 def test_back_end_errors_are_one_line_and_search_goes_on(
-    backend, model, key, expected, indexed: CodeSight, stub: StubServer, monkeypatch: pytest.MonkeyPatch
+    backend: str,
+    model: str,
+    key: str,
+    expected: str,
+    indexed: CodeSight,
+    stub: StubServer,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     llm_env(monkeypatch, backend, stub.url, model=model, key=key)
     cs = CodeSight(indexed.root, embedder=indexed.models.loaded)
@@ -218,7 +227,7 @@ def test_keys_are_never_written_to_the_index_or_logs(
                     assert KEY.encode() not in fh.read(), name
 
 
-async def _wait_for(pilot, condition, timeout: float = 30.0):
+async def _wait_for(pilot: Pilot[int], condition: Callable[[], object], timeout: float = 30.0) -> None:
     import time
 
     deadline = time.monotonic() + timeout
@@ -244,22 +253,23 @@ async def test_tui_ask_view_streams_the_answer_and_jumps_to_a_source(
     app = make_app(repo, settings.model_copy(update={"llm_backend": "ollama", "llm_model": "stub-model"}))
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
-        app.query_one("#query").value = "how are passwords hashed"
+        app.query_one("#query", Input).value = "how are passwords hashed"
         await pilot.press("f3")
         await _wait_for(pilot, lambda: isinstance(app.screen, AskScreen))
         screen = app.screen
-        assert screen.query_one("#ask-question").value == "how are passwords hashed"
+        assert isinstance(screen, AskScreen)
+        assert screen.query_one("#ask-question", Input).value == "how are passwords hashed"
         await pilot.press("enter")
         await _wait_for(pilot, lambda: screen.answer is not None)
         assert "".join(ANSWER) in screen.query_one(Markdown).source
         sources = screen.query_one("#ask-sources", OptionList)
-        assert sources.option_count == len(screen.answer.sources) >= 1
+        assert screen.answer is not None and sources.option_count == len(screen.answer.sources) >= 1
         assert "ollama stub-model" in str(screen.query_one("#ask-status").render())
         await pilot.press("tab")
         await pilot.press("enter")  # the first source: back to the search view, shown in the preview
         await _wait_for(pilot, lambda: not isinstance(app.screen, AskScreen))
         await settle(app, pilot)
-        assert app.hits[0].path == screen.answer.sources[0].path
+        assert screen.answer is not None and app.hits[0].path == screen.answer.sources[0].path
         assert app.query_one(ResultsList).highlighted == 0
         await _wait_for(pilot, lambda: app.query_one(Preview).current is app.hits[0])
 
@@ -281,10 +291,11 @@ async def test_tui_ask_view_shows_each_piece_as_it_comes(
         app = make_app(repo, settings.model_copy(update={"llm_backend": "ollama", "llm_model": "stub-model"}))
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(app, pilot)
-            app.query_one("#query").value = "how are passwords hashed"
+            app.query_one("#query", Input).value = "how are passwords hashed"
             await pilot.press("f3")
             await _wait_for(pilot, lambda: isinstance(app.screen, AskScreen))
             screen = app.screen
+            assert isinstance(screen, AskScreen)
             shown = screen.query_one(Markdown).source
             assert "No back end yet" not in shown and "ollama" in shown and "stub-model" in shown
             await pilot.press("enter")

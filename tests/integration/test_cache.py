@@ -54,7 +54,7 @@ def test_index_run_bounds_the_cache(
     assert c.stats()["bytes"] <= 1024 * 1024
     assert any("least recently used" in n for n in report.warnings)
     st = cs.status()
-    assert st["cache"]["entries"] > 0 and st["vectors"] == st["chunks"]
+    assert st["cache"] is not None and st["cache"]["entries"] > 0 and st["vectors"] == st["chunks"]
     assert c.get_many([r.embed_key for r in cs.store.get_chunks(list(range(1, 5))).values()])  # kept
 
 
@@ -62,7 +62,7 @@ def test_cache_command(repo: Path, settings: Settings, hash_embedder: HashEmbedd
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
     cs.index()
 
-    def run(*a):
+    def run(*a: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "codesight_tui", "cache", *a], capture_output=True, text=True, timeout=120
         )
@@ -114,19 +114,18 @@ def test_a_full_disk_or_lock_never_sets_a_healthy_cache_aside(
 ) -> None:
     # Issue 22, fault 7: any SQLite error used to move a healthy cache aside and start an empty one.
     from codesight_tui.core.errors import CodeSightError
-    from codesight_tui.core.index import cache as cache_mod
 
     c = EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim)
     c.put_many([("k", np.ones(hash_embedder.dim, dtype=np.float32))])
     real_connect = sqlite3.connect
 
-    def full(*a, **kw):
+    def full(*a: object, **kw: object) -> sqlite3.Connection:
         raise sqlite3.OperationalError("database or disk is full")
 
-    monkeypatch.setattr(cache_mod.sqlite3, "connect", full)
+    monkeypatch.setattr(sqlite3, "connect", full)
     with pytest.raises(CodeSightError, match="disk is full"):
         EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim).get_many(["k"])
-    monkeypatch.setattr(cache_mod.sqlite3, "connect", real_connect)
+    monkeypatch.setattr(sqlite3, "connect", real_connect)
     assert not list(settings.cache_dir.glob("*.damaged-*"))
     assert "k" in EmbeddingCache(settings.cache_dir, hash_embedder.name, hash_embedder.dim).get_many(["k"])
 

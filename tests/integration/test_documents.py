@@ -25,7 +25,7 @@ RETRY = (
 QUOTA = "Each region has a nightly quota that the scheduler enforces before it accepts a batch job."
 
 
-def doc_repo(root):
+def doc_repo(root: Path) -> Path:
     root.mkdir()
     (root / "app.py").write_text("def upload(path, retries=3):\n    '''Send a file.'''\n    return path\n")
     docs = root / "docs"
@@ -66,6 +66,7 @@ def test_pdf_text_pages_and_paragraphs(tmp_path: Path) -> None:
     assert [(kind, n) for _, kind, n in ex.locators] == [("page", 1), ("page", 3)]
     first3 = ex.locators[1][0]
     assert lines[first3 - 1] == "Retry policy"
+    assert ex.blocks is not None
     scopes = {scope for *_, scope in ex.blocks}
     assert scopes == {"page 1", "page 3"}
     # paragraphs: the retry paragraph ends a block, and the closing words start another
@@ -83,7 +84,8 @@ def test_docx_sections_follow_headings_and_pptx_slides_keep_notes(tmp_path: Path
         ],
     )
     ex = extract(str(docx), "r.docx")
-    by_scope = {}
+    by_scope: dict[str, list[str]] = {}
+    assert ex.blocks is not None
     for s, e, scope in ex.blocks:
         by_scope.setdefault(scope, []).extend(ex.text.split("\n")[s : e + 1])
     assert by_scope["Runbook > Rotating credentials"] == ["Rotating credentials", "Rotate keys."]
@@ -96,7 +98,7 @@ def test_docx_sections_follow_headings_and_pptx_slides_keep_notes(tmp_path: Path
     )
     ex = extract(str(deck), "d.pptx")
     assert [(kind, n) for _, kind, n in ex.locators] == [("slide", 1), ("slide", 2), ("slide", 3)]
-    assert [scope for *_, scope in ex.blocks] == ["slide 1: Roadmap", "slide 2: Blank", "slide 3: Risks"]
+    assert [scope for *_, scope in ex.blocks or []] == ["slide 1: Roadmap", "slide 2: Blank", "slide 3: Risks"]
     assert "Notes:\nSay it slowly." in ex.text
 
 
@@ -166,7 +168,8 @@ def test_documents_are_indexed_searched_and_located(
     assert any(h.path == "app.py" and h.page is None and h.location.startswith("app.py:") for h in code)
 
     text = cs.document_text("docs/design.pdf")
-    assert "Retry policy" in text and "Rotate the signing keys" in cs.document_text("docs/runbook.docx")
+    assert text is not None and "Retry policy" in text
+    assert "Rotate the signing keys" in (cs.document_text("docs/runbook.docx") or "")
     assert cs.document_text("app.py") is None
     assert snapshot_tree(root) == before  # nothing extracted into the repository
 

@@ -6,7 +6,6 @@ import math
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace as R
 
 import pytest
 from conftest import HashEmbedder
@@ -14,10 +13,11 @@ from conftest import HashEmbedder
 from codesight_tui.core.apps.evaluation import Target, load_queries, score
 from codesight_tui.core.config import Settings
 from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.search.searcher import SearchResult
 
 
-def hit(path, start, end):
-    return R(path=path, start_line=start, end_line=end)
+def hit(path: str, start: int, end: int) -> SearchResult:
+    return SearchResult(path, start, end, "", "python", 1.0, 1, None, "", 0)
 
 
 def test_metric_exactly_as_specified() -> None:
@@ -58,7 +58,7 @@ def test_metric_edges() -> None:
         ('[{"query": "x", "relevant": [{"path": "a.py", "start_line": 5, "end_line": 2}]}]', "a target must be"),
     ],
 )
-def test_bad_query_files_are_one_clear_error(tmp_path: Path, content, needle) -> None:
+def test_bad_query_files_are_one_clear_error(tmp_path: Path, content: str, needle: str) -> None:
     f = tmp_path / "q.json"
     f.write_text(content)
     with pytest.raises(CodeSightError, match=needle) as exc:
@@ -102,7 +102,7 @@ def test_eval_command_end_to_end(repo: Path, tmp_path: Path) -> None:
     assert r.returncode == 2 and "once per query file" in r.stderr and "Traceback" not in r.stderr
 
 
-def _collection(tmp_path):
+def _collection(tmp_path: Path) -> Path:
     """A two-repository eval directory in the polyglot layout: one target written from the
     checkout (src/pkg/...), one from the benchmark root."""
     d = tmp_path / "set"

@@ -4,6 +4,7 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,11 +16,11 @@ from codesight_tui.core.errors import IndexBusyError
 from codesight_tui.core.ingest.chunker import doc_text
 
 
-def lance_ids(cs):
+def lance_ids(cs: CodeSight) -> list[int]:
     return sorted(cs.storage.vectors.ids())
 
 
-def sqlite_ids(cs, embedded=None):
+def sqlite_ids(cs: CodeSight, embedded: bool | None = None) -> list[int]:
     sql = "SELECT id FROM chunks" + ("" if embedded is None else f" WHERE embedded={int(embedded)}")
     return sorted(i for (i,) in cs.store.conn.execute(sql))
 
@@ -142,11 +143,11 @@ def test_model_change_rebuilds_vectors_only(repo: Path, settings: Settings, hash
 
 def test_interrupted_embedding_resumes_without_duplicates(repo: Path, settings: Settings) -> None:
     class Boom(HashEmbedder):
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             self.batches = 0
 
-        def encode(self, texts):
+        def encode(self, texts: list[str]) -> np.ndarray:
             self.batches += 1
             if self.batches == 2:
                 raise KeyboardInterrupt
@@ -185,15 +186,16 @@ def test_overlapped_embedding_writes_each_chunk_once_and_resumes(repo: Path, set
     from codesight_tui.core.index.indexer import index_vectors
 
     class Threaded(HashEmbedder):
-        def __init__(self, cancel_after=None, cancel=None):
+        def __init__(self, cancel_after: int | None = None, cancel: threading.Event | None = None) -> None:
             super().__init__()
-            self.threads, self.batches = set(), 0
+            self.threads: set[str] = set()
+            self.batches = 0
             self.cancel_after, self.cancel = cancel_after, cancel
 
-        def encode(self, texts):
+        def encode(self, texts: list[str]) -> np.ndarray:
             self.threads.add(threading.current_thread().name)
             self.batches += 1
-            if self.cancel_after and self.batches == self.cancel_after:
+            if self.cancel is not None and self.batches == self.cancel_after:
                 self.cancel.set()
             return super().encode(texts)
 
@@ -245,7 +247,7 @@ def test_second_writer_gets_busy_error(repo: Path, settings: Settings, hash_embe
         assert CodeSight(repo, settings=settings, embedder=hash_embedder).search("haversine", mode="bm25")
 
 
-def corrupted_index(repo, settings, embedder) -> CodeSight:
+def corrupted_index(repo: Path, settings: Settings, embedder: HashEmbedder) -> CodeSight:
     """A fresh engine on an index whose database file was overwritten with garbage."""
     cs = CodeSight(repo, settings=settings, embedder=embedder)
     cs.index()
@@ -331,9 +333,12 @@ def test_lexical_phase_in_worker_processes_matches_the_thread_path(
     assert indexer._worker_count(6, True) >= (2 if multi else 0)
     events: list[str] = []
     start = indexer._Workers.start_processes
-    monkeypatch.setattr(
-        indexer._Workers, "start_processes", lambda self, n: (events.append(f"workers {n}"), start(self, n))
-    )
+
+    def started(self: indexer._Workers, n: int) -> None:
+        events.append(f"workers {n}")
+        start(self, n)
+
+    monkeypatch.setattr(indexer._Workers, "start_processes", started)
     rows = {}
     for processes in (True, False):
         s = settings.model_copy(update={"data_dir": tmp_path / f"data-{processes}"})
@@ -378,7 +383,7 @@ def test_doc_views_are_a_second_row_that_search_folds_into_its_chunk(
     assert doc_d < text_d
     hits = cs.storage.vectors.search(q, 5)
     assert [i for i, _ in hits].count(documented[0]) == 1 and all(i > 0 for i, _ in hits)
-    assert hits[0] == (documented[0], pytest.approx(doc_d, abs=1e-5))
+    assert hits[0][0] == documented[0] and hits[0][1] == pytest.approx(doc_d, abs=1e-5)
     assert cs.search("spaces nesting level", mode="vector", top_k=1)[0].scope == "def detect_indentation"
     (repo / "pkg" / "text.py").unlink()
     cs.index()
@@ -449,10 +454,15 @@ def test_embed_phase_is_announced_before_the_model_loads(
     """The first "embed" event comes as soon as the lexical phase has committed, before the
     model is loaded (seconds, in a fresh process), so the TUI says BM25 is ready at once."""
     cs = CodeSight(repo, settings=settings)
-    events = []
-    monkeypatch.setattr(cs.models, "embedder", lambda: (events.append("model loaded"), hash_embedder)[1])
+    events: list[object] = []
+
+    def loaded() -> HashEmbedder:
+        events.append("model loaded")
+        return hash_embedder
+
+    monkeypatch.setattr(cs.models, "embedder", loaded)
     report = cs.index(progress=lambda p: events.append((p.phase, p.done, cs.store.counts()["chunks"])))
-    first = next(i for i, e in enumerate(events) if e[0] == "embed")
+    first = next(i for i, e in enumerate(events) if isinstance(e, tuple) and e[0] == "embed")
     assert events[first] == ("embed", 0, report.chunks) and events.index("model loaded") > first
 
 
@@ -581,17 +591,16 @@ def test_an_unreadable_file_is_not_changed_forever(
 ) -> None:
     """Issue 48 item 27: a file no run can read (chmod 000 for a user; here open() refused) is
     skipped as unreadable, and status does not report it as added after every run."""
-    import codesight_tui.core.ingest.walker as walker
 
     locked = str(repo / "src" / "geo.py")
     real_open = os.open
 
-    def refusing(path, flags, *args):
+    def refusing(path: Any, flags: int, *args: Any) -> int:
         if str(path) == locked:
             raise PermissionError(13, "Permission denied", path)
         return real_open(path, flags, *args)
 
-    monkeypatch.setattr(walker.os, "open", refusing)
+    monkeypatch.setattr(os, "open", refusing)
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
     report = cs.index()
     assert report.skipped.get("unreadable") == 1

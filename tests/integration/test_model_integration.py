@@ -152,12 +152,13 @@ def test_doc_view_brings_a_described_function_closer(
     q = real_embedder.encode_query(query)
     doc_d, text_d = (1 - float(np.dot(q, vec[i])) for i in (-hit.chunk_id, hit.chunk_id))
     assert doc_d < text_d
-    assert cs.storage.vectors.search(q, 1)[0] == (hit.chunk_id, pytest.approx(doc_d, abs=1e-4))
+    nearest = cs.storage.vectors.search(q, 1)[0]
+    assert nearest[0] == hit.chunk_id and nearest[1] == pytest.approx(doc_d, abs=1e-4)
 
 
 @pytest.mark.parametrize("query", ["!!! ???", "()[]{}", "zzkq vvbx plorf", "purple elephant banana"])
 def test_nonsense_gets_no_results_not_nearest_neighbours(
-    repo: Path, settings: Settings, real_embedder: SentenceTransformerEmbedder, query
+    repo: Path, settings: Settings, real_embedder: SentenceTransformerEmbedder, query: str
 ) -> None:
     cs = CodeSight(repo, settings=settings, embedder=real_embedder)
     cs.index()

@@ -3,6 +3,7 @@ replaced and dropped with them, resolved honestly, and never from a comment or a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,17 +11,18 @@ from conftest import HashEmbedder
 
 from codesight_tui import CodeSight, CodeSightError
 from codesight_tui.core.config import Settings
+from codesight_tui.core.search.navigate import Navigation
 
 
 @pytest.fixture
-def cs(nav_repo: Path, settings: Settings):
+def cs(nav_repo: Path, settings: Settings) -> Iterator[CodeSight]:
     engine = CodeSight(nav_repo, settings=settings, embedder=HashEmbedder())
     engine.index(embed=False)
     yield engine
     engine.close()
 
 
-def places(nav):
+def places(nav: Navigation) -> list[tuple[str, int, str]]:
     return [(s.path, s.line, s.kind) for s in nav.sites]
 
 
@@ -33,19 +35,21 @@ def test_definitions_references_callers_callees(cs: CodeSight) -> None:
     # the call and the definition; the comment (line 11) and the string there are not references
     assert places(refs) == [("store/cache.py", 16, "call"), ("store/cache.py", 18, "definition")]
     callers = cs.callers("evict")
-    assert [(s.path, s.line, s.within.qualified) for s in callers.sites] == [("store/cache.py", 16, "LRUCache.put")]
+    assert [(s.path, s.line, getattr(s.within, "qualified", None)) for s in callers.sites] == [
+        ("store/cache.py", 16, "LRUCache.put")
+    ]
     callees = cs.callees("lookup")
-    assert [(s.name, s.line, s.target.location, s.resolution) for s in callees.sites] == [
+    assert [(s.name, s.line, getattr(s.target, "location", None), s.resolution) for s in callees.sites] == [
         ("make_cache", 9, "app/service.py:4", "resolved"),
         ("put", 10, "store/cache.py:14", "resolved"),
         ("get", 11, "store/cache.py:10", "resolved"),
     ]
     ts = cs.callers("request")
-    assert [(s.path, s.line, s.within.name) for s in ts.sites] == [("web/client.ts", 3, "fetchUser")]
-    assert [(s.name, s.target.line) for s in cs.callees("fetchUser").sites] == [("request", 6)]
+    assert [(s.path, s.line, getattr(s.within, "name", None)) for s in ts.sites] == [("web/client.ts", 3, "fetchUser")]
+    assert [(s.name, getattr(s.target, "line", None)) for s in cs.callees("fetchUser").sites] == [("request", 6)]
     # PATH:LINE names the definition around the line; Scope.name the method
-    assert cs.callers("store/cache.py:19").symbol.qualified == "LRUCache.evict"
-    assert cs.definitions("LRUCache.get").symbol.location == "store/cache.py:10"
+    assert getattr(cs.callers("store/cache.py:19").symbol, "qualified", None) == "LRUCache.evict"
+    assert getattr(cs.definitions("LRUCache.get").symbol, "location", None) == "store/cache.py:10"
     assert cs.references("evict", glob="app/").sites == [] and cs.references("evict", language="python").sites
 
 
@@ -288,7 +292,7 @@ class Console:
 
 
 @pytest.fixture
-def nav66(tmp_path: Path, settings: Settings):
+def nav66(tmp_path: Path, settings: Settings) -> Iterator[CodeSight]:
     root = tmp_path / "nav66"
     (root / ".git").mkdir(parents=True)
     for rel, text in NAV66.items():
@@ -300,7 +304,7 @@ def nav66(tmp_path: Path, settings: Settings):
     engine.close()
 
 
-def sites(nav):
+def sites(nav: Navigation) -> list[tuple[str, int, str]]:
     return [(s.path, s.line, s.resolution) for s in nav.sites]
 
 
@@ -333,7 +337,8 @@ def test_go_methods_are_named_by_their_receiver_type(nav66: CodeSight) -> None:
     """Issue 66 item 12: `def Matcher.scan` said "scan: not defined here" (the method's scope was
     empty); a call through the method's own receiver resolves within its type."""
     found = nav66.definitions("Matcher.scan")
-    assert found.resolution == "resolved" and found.symbol.scope == "Matcher" and found.symbol.path == "src/history.go"
+    assert found.resolution == "resolved" and found.symbol is not None
+    assert found.symbol.scope == "Matcher" and found.symbol.path == "src/history.go"
     callees = nav66.callees("Matcher.scan")
     assert [(s.name, s.target.qualified if s.target else None, s.resolution) for s in callees.sites] == [
         ("count", "Matcher.count", "resolved"),

@@ -20,7 +20,7 @@ from codesight_tui.core.config import DEFAULT_MODEL, Settings
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.index.embedder import ProcessEmbedder, SentenceTransformerEmbedder
 from codesight_tui.core.index.onnx_model import OnnxEmbedder, export, export_dir, exportable, for_backend, is_exported
-from codesight_tui.core.ingest.tokens import resolve_model
+from codesight_tui.core.ingest.tokens import ModelInfo, resolve_model
 
 pytestmark = pytest.mark.model
 
@@ -42,7 +42,7 @@ def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return cache
 
 
-def _info(cache: Path, backend: str):
+def _info(cache: Path, backend: str) -> ModelInfo:
     return for_backend(resolve_model(DEFAULT_MODEL), backend, "auto", False, cache)
 
 

@@ -30,8 +30,10 @@ def work(task: tuple[str, str]) -> object:
     return None
 
 
-def run(tasks, workers=2):
-    got: dict = {}
+def run(
+    tasks: list[tuple[str, str]], workers: int = 2
+) -> tuple[dict[tuple[str, str], list[tuple[object, object]]], int]:
+    got: dict[tuple[str, str], list[tuple[object, object]]] = {}
     n = run_tasks(work, tasks, workers, lambda t, out, err: got.setdefault(t, []).append((out, err)), preload=__name__)
     return got, n
 

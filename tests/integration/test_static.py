@@ -161,7 +161,9 @@ def test_a_docstring_is_searched_beside_its_code(
     docs = cs.store.conn.execute("SELECT count(*) FROM static_docs").fetchone()[0]
     assert docs == 1  # only the chunk with a docstring has a doc view
 
-    index, coverage = cs.models.static_index(cs.store)
+    tier = cs.models.static_index(cs.store)
+    assert tier is not None
+    index, coverage = tier
     assert coverage == 1.0 and len(index.doc_rows) == 1
     model = index.model
     query = model.encode_query("how wide is one level of indentation in a piece of text")
@@ -171,7 +173,7 @@ def test_a_docstring_is_searched_beside_its_code(
     assert view > whole  # the docstring is nearer the question than the whole chunk
     near = dict(index.nearest(query, 10))
     assert near[cid] == pytest.approx(view, abs=1e-5)  # the nearer of the two counts
-    assert max(near, key=near.get) == cid
+    assert max(near, key=near.__getitem__) == cid
 
 
 def test_an_index_from_before_doc_views_keeps_its_static_tier_and_gets_them(
@@ -258,7 +260,7 @@ def test_missing_static_model_is_a_warning_not_a_failure(
     assert cs.search("haversine", vectors=Vectors.STATIC)[0].path == "src/geo.py"
 
 
-def _auto_home(settings, static_model_dir) -> Path:
+def _auto_home(settings: Settings, static_model_dir: Path) -> Path:
     """Put the session's distilled model where ``static_model = "distilled"`` looks for it."""
     from codesight_tui.core.ingest.tokens import resolve_model
 
@@ -375,7 +377,7 @@ async def test_tui_answers_from_the_static_tier_while_the_full_model_is_missing(
 
     engine = BrokenModelEngine(repo, settings=settings, static_model=str(static_model_dir))
     app = CodeSightApp(repo, engine=engine, watch=False)
-    messages = []
+    messages: list[object] = []
     async with app.run_test(size=(80, 24), message_hook=messages.append) as pilot:
         await settle(app, pilot)
         assert any(isinstance(m, ModelFailed) for m in messages)
@@ -390,7 +392,7 @@ async def test_tui_answers_from_the_static_tier_while_the_full_model_is_missing(
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
 def test_static_goes_first_on_a_cpu_and_after_the_full_model_on_a_gpu(
-    repo: Path, settings: Settings, static_model_dir: Path, device
+    repo: Path, settings: Settings, static_model_dir: Path, device: str
 ) -> None:
     """On a CPU the static tier comes right after the lexical phase (semantic search in seconds);
     where the full model runs on a GPU it is done about as soon, so it goes first at full speed."""

@@ -31,7 +31,7 @@ def _expansions_by_every_identifier(text: str) -> set[str]:
 
 @given(st.text(alphabet=st.sampled_from("aAbBzZ09_ .(é\n"), max_size=120))
 @settings(max_examples=examples(500), deadline=None)
-def test_expansion_terms_equal_splitting_every_identifier(text) -> None:
+def test_expansion_terms_equal_splitting_every_identifier(text: str) -> None:
     terms = expansion_terms(text).split()
     assert len(terms) == len(set(terms))
     assert set(terms) == _expansions_by_every_identifier(text)
@@ -59,7 +59,7 @@ def test_query_terms_drop_stopwords_unless_nothing_left() -> None:
 
 @given(st.text(max_size=200))
 @settings(max_examples=examples(300), deadline=None)
-def test_fts_query_always_quotes_every_term(q) -> None:
+def test_fts_query_always_quotes_every_term(q: str) -> None:
     m = fts_query(q)
     if m is not None:
         for part in m.split(" OR "):

@@ -4,6 +4,7 @@ whose docs are translated into a dozen languages gave the same page in four lang
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ INTROS = {
 
 
 @pytest.fixture
-def site(tmp_path: Path, settings: Settings):
+def site(tmp_path: Path, settings: Settings) -> Iterator[CodeSight]:
     root = tmp_path / "framework"
     (root / ".git").mkdir(parents=True)
     for code, intro in INTROS.items():
@@ -52,7 +53,7 @@ def site(tmp_path: Path, settings: Settings):
     engine.close()
 
 
-def test_translations_are_one_result_in_the_readers_language(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_translations_are_one_result_in_the_readers_language(site: CodeSight, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LANG", "C.UTF-8")
     hits = site.search("dependency injection", mode="bm25", top_k=10)
     pages = [h for h in hits if h.path.endswith("dependencies.md")]

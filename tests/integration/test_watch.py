@@ -10,17 +10,26 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
+import numpy as np
 import pytest
 from conftest import HashEmbedder, stop
 
 from codesight_tui import CodeSight
 from codesight_tui.core.config import Settings
+from codesight_tui.core.index.indexer import IndexReport
 from codesight_tui.core.store.watch import ADDED, DELETED, MODIFIED, Batch, Watcher
 
+T = TypeVar("T")
+Watched = tuple[
+    CodeSight, Watcher, list[tuple[Batch, IndexReport]]
+]  # the engine, its watcher, and (batch, report) of each run
 
-def until(predicate, timeout: float = 20.0, every: float = 0.05):
+
+def until(predicate: Callable[[], T | None], timeout: float = 20.0, every: float = 0.05) -> T:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         value = predicate()
@@ -30,7 +39,7 @@ def until(predicate, timeout: float = 20.0, every: float = 0.05):
     raise AssertionError(f"not true within {timeout}s")
 
 
-def found(cs, query: str, path: str) -> bool:
+def found(cs: CodeSight, query: str, path: str) -> bool:
     return any(h.path == path for h in cs.search(query, mode="bm25", top_k=20))
 
 
@@ -50,7 +59,7 @@ def test_a_batch_keeps_one_change_per_path_deleted_over_added_over_modified() ->
 
 def test_ignored_paths_and_vcs_directories_never_make_a_batch(tmp_path: Path) -> None:
     (tmp_path / ".gitignore").write_text("build/\n*.log\n")
-    batches = []
+    batches: list[Batch] = []
     w = Watcher(tmp_path, batches.append, exclude=["vendor/"], quiet=0.1)
     w.push([("build/out.py", ADDED), ("x.log", MODIFIED), (".git/index", MODIFIED), ("vendor/lib.py", ADDED)])
     assert w.idle() and w.events == 0
@@ -59,7 +68,7 @@ def test_ignored_paths_and_vcs_directories_never_make_a_batch(tmp_path: Path) ->
 
 
 def test_changes_are_coalesced_until_the_tree_is_quiet(tmp_path: Path) -> None:
-    batches = []
+    batches: list[Batch] = []
     w = Watcher(tmp_path, batches.append, quiet=0.3, max_delay=10, poll=True)  # no events but ours
     w.start()
     try:
@@ -76,9 +85,9 @@ def test_changes_are_coalesced_until_the_tree_is_quiet(tmp_path: Path) -> None:
 def test_a_busy_index_keeps_the_batch_for_later(tmp_path: Path) -> None:
     from codesight_tui.core.store.watch import RetryLater
 
-    calls = []
+    calls: list[list[str]] = []
 
-    def handler(batch):
+    def handler(batch: Batch) -> None:
         calls.append(batch.paths)
         if len(calls) == 1:
             raise RetryLater
@@ -93,11 +102,11 @@ def test_a_busy_index_keeps_the_batch_for_later(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def watched(repo: Path, settings: Settings, hash_embedder: HashEmbedder):
+def watched(repo: Path, settings: Settings, hash_embedder: HashEmbedder) -> Iterator[Watched]:
     (repo / "src" / "loop").unlink()  # a symlinked directory makes the watcher poll (see Watcher)
     cs = CodeSight(repo, settings=settings, embedder=hash_embedder)
     cs.index()
-    log = []
+    log: list[tuple[Batch, IndexReport]] = []
     watcher = cs.watch(lambda batch, report: log.append((batch, report)), catch_up=False, quiet=0.2)
     assert watcher.mode == "events"
     time.sleep(0.3)  # inotify watches are in place
@@ -106,9 +115,7 @@ def watched(repo: Path, settings: Settings, hash_embedder: HashEmbedder):
     cs.close()
 
 
-def test_created_edited_deleted_and_renamed_files_are_searchable_as_they_are(
-    watched: tuple[CodeSight, Watcher, list[list[str]]], repo: Path
-) -> None:
+def test_created_edited_deleted_and_renamed_files_are_searchable_as_they_are(watched: Watched, repo: Path) -> None:
     cs, watcher, log = watched
     (repo / "src" / "fresh.py").write_text("def zanzibar_gateway(x):\n    return x\n")
     until(lambda: found(cs, "zanzibar_gateway", "src/fresh.py"))
@@ -128,9 +135,7 @@ def test_created_edited_deleted_and_renamed_files_are_searchable_as_they_are(
     assert cs.counts()["vectors"] == cs.counts()["chunks"]
 
 
-def test_a_directory_moved_in_or_deleted_and_an_ignore_file_change(
-    watched: tuple[CodeSight, Watcher, list[list[str]]], repo: Path
-) -> None:
+def test_a_directory_moved_in_or_deleted_and_an_ignore_file_change(watched: Watched, repo: Path) -> None:
     cs, watcher, log = watched
     outside = repo.parent / "elsewhere"
     (outside / "pkg").mkdir(parents=True)
@@ -150,7 +155,7 @@ def test_a_directory_moved_in_or_deleted_and_an_ignore_file_change(
     assert log[-1][1].full_scan  # new ignore rules: the tree is walked again
 
 
-def test_a_burst_of_2000_files_is_one_batch(watched: tuple[CodeSight, Watcher, list[list[str]]], repo: Path) -> None:
+def test_a_burst_of_2000_files_is_one_batch(watched: Watched, repo: Path) -> None:
     cs, watcher, log = watched
     before = len(log)
     versions = cs.storage.vectors.version_count()
@@ -178,20 +183,18 @@ def test_an_edit_interrupts_a_long_embedding_and_is_searchable_first(repo: Path,
     class SlowEmbedder:
         name, dim, device, max_seq_length = "test/slow", 8, "cpu", 256
 
-        def encode(self, texts):
-            import numpy as np
-
+        def encode(self, texts: list[str]) -> np.ndarray:
             gate.wait(2.0)  # a slow model: each batch takes 2 s until the gate opens
             return np.ones((len(texts), 8), dtype="float32") / 8**0.5
 
-        def encode_query(self, text):
-            return self.encode([text])[0]
+        def encode_query(self, text: str) -> np.ndarray:
+            return np.asarray(self.encode([text])[0])
 
     (repo / "src" / "loop").unlink()
     for i in range(30):
         (repo / f"bulk_{i}.py").write_text("".join(f"def g{i}_{j}(x):\n    return x + {j}\n\n" for j in range(40)))
     cs = CodeSight(repo, settings=settings, embedder=SlowEmbedder())
-    log = []
+    log: list[tuple[Batch, IndexReport]] = []
     watcher = cs.watch(lambda b, r: log.append((b, r)), quiet=0.1)  # catches up: a long embedding
     try:
         until(lambda: cs.is_indexed() and cs.indexing_now())
@@ -220,6 +223,7 @@ def test_codesight_watch_prints_one_line_per_batch(repo: Path, tmp_path: Path) -
     try:
         import json
 
+        assert proc.stdout is not None
         first = json.loads(proc.stdout.readline())
         assert first["full"] and first["files_changed"] > 0
         time.sleep(0.3)
