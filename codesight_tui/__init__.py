@@ -4,9 +4,11 @@
 ``--help`` and lexical search never load torch, lancedb or textual.
 """
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the names as type checkers see them; at run time each is imported on first use
+# No import at run time, not even typing: `python -m codesight_tui` imports this package before
+# __main__ takes a repository's own typing.py or json.py off sys.path. Type checkers read this
+# name as true, and see the names below; at run time each is imported on first use.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
     from codesight_tui.core.engine import CodeSight
     from codesight_tui.core.errors import CodeSightError
     from codesight_tui.core.fleet import Fleet

@@ -16,6 +16,7 @@ import pytest
 from conftest import HashEmbedder
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.types import CallToolResult, TextContent, Tool
 from textual.pilot import Pilot
 from textual.widgets import Input
 
@@ -66,6 +67,24 @@ async def server(*roots: Path, extra: tuple[str, ...] = ()) -> AsyncIterator[Cli
     params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ), cwd=str(roots[0]))
     async with Client(params, read_timeout_seconds=120) as client:
         yield client
+
+
+def text_of(result: CallToolResult) -> str:
+    """An MCP tool result's first text, which every tool of ours gives."""
+    first = result.content[0]
+    assert isinstance(first, TextContent), first
+    return first.text
+
+
+def read_only(tool: Tool) -> bool:
+    """Whether an MCP tool says it changes nothing."""
+    return bool(tool.annotations and tool.annotations.read_only_hint)
+
+
+def schema_of(tool: Tool) -> dict[str, Any]:
+    """An MCP tool's output schema, which every tool of ours has."""
+    assert tool.output_schema is not None, tool.name
+    return tool.output_schema
 
 
 def llm_env(monkeypatch: pytest.MonkeyPatch, backend: str, url: str, model: str = "stub-model", key: str = KEY) -> None:

@@ -23,7 +23,7 @@ CLAUDE_JSON = '{\n    "numStartups": 3,\n    "mcpServers": {\n        "other": {
 CODEX_TOML = '# my settings\nmodel = "o3"\n\n[mcp_servers.other]\ncommand = "y"  # keep me\n'
 
 
-def run(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def run(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("XDG_CONFIG_HOME",)}
     env.update(HOME=str(home), PATH=str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin")
     return subprocess.run(
@@ -338,7 +338,7 @@ def test_dry_run_marks_a_missing_final_newline(home: Path) -> None:
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o002])
-def test_project_files_get_the_umasks_mode_and_a_users_own_stay_private(home: Path, tmp_path: Path, umask) -> None:
+def test_project_files_get_the_umasks_mode_and_a_users_own_stay_private(home: Path, tmp_path: Path, umask: int) -> None:
     """Issue 66 item 5: ``install --project`` created ``.mcp.json``, ``AGENTS.md`` and ``GEMINI.md``
     0600, files a team commits. They get the umask's mode now; a user's own configuration that
     install creates stays 0600."""

@@ -4,13 +4,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from conftest import snapshot_tree
 
 
-def run(*args, cwd=None, env=None):
+def run(*args: object, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     import os
 
     e = dict(os.environ)
@@ -219,7 +220,7 @@ def test_no_results_exit_code(repo: Path) -> None:
         (("status", "/definitely/not/here"), "no such directory"),
     ],
 )
-def test_missing_path_is_one_clear_line(args, needle) -> None:
+def test_missing_path_is_one_clear_line(args: tuple[str, ...], needle: str) -> None:
     r = run(*args)
     assert r.returncode == 2 and needle in r.stderr
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
@@ -295,7 +296,7 @@ finally:
 @pytest.mark.parametrize(
     "argv", [["--help"], ["status", "{repo}"], ["search", "haversine", "--path", "{repo}", "--mode", "bm25"]]
 )
-def test_light_commands_never_import_torch(repo: Path, argv) -> None:
+def test_light_commands_never_import_torch(repo: Path, argv: list[str]) -> None:
     run("index", repo, "--no-embed")
     argv = [a.format(repo=repo) for a in argv]
     r = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv)], capture_output=True, text=True)
@@ -335,7 +336,7 @@ def test_usage_errors_say_what_is_wrong(repo: Path, tmp_path: Path) -> None:
 
     env = dict(os.environ, CODESIGHT_DATA_DIR=str(tmp_path / "data"))
 
-    def run(*a):
+    def run(*a: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "codesight_tui", *a],
             env=env,
@@ -416,13 +417,14 @@ def test_a_large_tree_outside_a_repository_asks_first(
     import io
 
     class Tty(io.StringIO):
-        def isatty(self):
+        def isatty(self) -> bool:
             return True
 
     monkeypatch.setattr(sys, "stdin", Tty("n\n"))
-    monkeypatch.setattr(sys, "stderr", Tty())
+    told = Tty()
+    monkeypatch.setattr(sys, "stderr", told)
     assert cli.main(["index", str(other), "--no-embed"]) == 2
-    assert "Index all of it? [y/N]" in sys.stderr.getvalue()
+    assert "Index all of it? [y/N]" in told.getvalue()
     monkeypatch.setattr(sys, "stdin", Tty("y\n"))
     assert cli.main(["index", str(other), "--no-embed"]) == 0
 
@@ -544,7 +546,7 @@ def test_the_plain_output_names_the_lists_that_found_each_hit() -> None:
     from codesight_tui.cli import retriever_tag
     from codesight_tui.core.search.searcher import SearchResult
 
-    def hit(**ranks):
+    def hit(**ranks: int) -> SearchResult:
         return SearchResult(
             "a.py",
             1,
@@ -557,7 +559,7 @@ def test_the_plain_output_names_the_lists_that_found_each_hit() -> None:
             "x",
             1,
             static_rank=ranks.get("static"),
-            definition=ranks.get("definition", False),
+            definition=bool(ranks.get("definition")),
         )
 
     assert retriever_tag(hit(bm25=2, static=1)) == "bm25+static"
@@ -607,7 +609,7 @@ def test_a_long_index_run_off_a_terminal_says_how_far_it_is_every_minute(
     from codesight_tui.core.index.indexer import Progress
 
     now = [1000.0]
-    monkeypatch.setattr(cli.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
     view = cli._ProgressView(False, plain=True)
     view(Progress("embed", 0, 9_828))
     for done in (500, 1_000, 1_500):

@@ -15,12 +15,15 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import snapshot_tree, wait_for
 
 from codesight_tui.core.config import Settings
+from codesight_tui.core.fleet import Fleet
 
 pytestmark = pytest.mark.loopback  # moto's S3 server and the Ray cluster's test listen on 127.0.0.1
 
@@ -106,7 +109,7 @@ def make_repo(root: Path, files: dict[str, str]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def s3():
+def s3() -> Iterator[str]:
     """moto's S3 server on a free loopback port, with a bucket."""
     from moto.server import ThreadedMotoServer
 
@@ -154,7 +157,7 @@ def codesight(
     )
 
 
-def rows(store: str, endpoint: str | None = None) -> list[dict]:
+def rows(store: str, endpoint: str | None = None) -> list[dict[str, Any]]:
     """Every row of the store's chunks table (no vectors)."""
     from codesight_tui.core.fleet import store as fleet_store
     from codesight_tui.core.fleet.store import CHUNKS, FleetStore, StoreSpec
@@ -162,7 +165,8 @@ def rows(store: str, endpoint: str | None = None) -> list[dict]:
     fleet_store._TABLES.clear()  # another process wrote since: open the newest version
     table = FleetStore(StoreSpec(store, endpoint))._table(CHUNKS)
     cols = ["id", "repo", "commit", "path", "blob", "start_line", "content"]
-    return table.search().select(cols).limit(None).to_arrow().to_pylist()
+    found: list[dict[str, Any]] = table.search().select(cols).limit(None).to_arrow().to_pylist()
+    return found
 
 
 def assert_consistent(store: str, repos: dict[str, Path], endpoint: str | None = None) -> dict[str, str]:
@@ -510,7 +514,8 @@ def test_the_job_killed_outright_leaves_whole_repositories_and_the_next_run_comp
     )
     assert job.stderr is not None
     seen: list[str] = []
-    reader = threading.Thread(target=lambda: seen.extend(job.stderr), daemon=True)  # one line per repository written
+    stderr = job.stderr
+    reader = threading.Thread(target=lambda: seen.extend(stderr), daemon=True)  # one line per repository written
     reader.start()
     ran, alive = False, []
     deadline = time.monotonic() + 300
@@ -630,7 +635,7 @@ def test_bad_stores_are_one_line(tmp_path: Path, env: dict[str, str]) -> None:
     assert out.returncode == 2 and "no repository to index" in out.stderr
 
 
-def _local_fleet(tmp_path: Path, static_model_dir: Path):
+def _local_fleet(tmp_path: Path, static_model_dir: Path) -> Fleet:
     """A fleet store of two repositories, built in this process without Ray (``--local``)."""
     from codesight_tui import Fleet
     from codesight_tui.core.config import Settings
@@ -681,7 +686,7 @@ async def test_the_tui_searches_the_fleet_beside_the_repository(
 async def test_mcp_search_takes_the_fleet_too(
     repo: Path, tmp_path: Path, static_model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from surfaces import server
+    from surfaces import server, text_of
 
     fleet = _local_fleet(tmp_path, static_model_dir)
     monkeypatch.setenv("CODESIGHT_STATIC_MODEL", str(static_model_dir))
@@ -702,7 +707,7 @@ async def test_mcp_search_takes_the_fleet_too(
         assert found and ("infra", "deploy/rollout.go") not in found
     async with server(repo) as client:
         r = await client.call_tool("search", {"query": "x", "fleet_repo": "a*"})
-        assert r.is_error and "no" in r.content[0].text and "fleet" in r.content[0].text
+        assert r.is_error and "no" in text_of(r) and "fleet" in text_of(r)
 
 
 # --- issue 48: the fleet's security items ---------------------------------------------------------
@@ -812,7 +817,7 @@ def test_a_run_here_listens_on_no_port_and_leaves_nothing_behind(tmp_path: Path,
 
 
 @pytest.fixture(scope="module")
-def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
     """A real Ray cluster's head on 127.0.0.1 (``ray start``), with a token of its own, for
     ``--ray-address``."""
     pytest.importorskip("ray")
@@ -852,7 +857,9 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-def test_a_ray_cluster_runs_the_tasks_when_asked(tmp_path: Path, env: dict[str, str], ray_cluster: str) -> None:
+def test_a_ray_cluster_runs_the_tasks_when_asked(
+    tmp_path: Path, env: dict[str, str], ray_cluster: tuple[str, dict[str, str]]
+) -> None:
     """``--ray-address`` hands the tasks to a Ray cluster (here one on 127.0.0.1); the store
     gets the same rows as from the workers here."""
     address, ray_env = ray_cluster

@@ -11,16 +11,20 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import HashEmbedder
 
 from codesight_tui import CodeSight
 from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.ingest.chunker import Chunker
 from codesight_tui.core.ingest.walker import walk
 from codesight_tui.core.modes import Vectors
 from codesight_tui.core.redact import flagged, redact, secret_name
+from codesight_tui.core.store.watch import Batch
 from codesight_tui.core.text import printable
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -207,7 +211,7 @@ def test_an_endless_answer_is_cut(repo: Path, hash_embedder: HashEmbedder, monke
         llm_env(monkeypatch, "openai", stub.url, model="endless")
         t0 = time.perf_counter()
         answer = CodeSight(repo, embedder=hash_embedder).ask("how are passwords hashed?")
-    assert len(answer.text) == MAX_ANSWER_CHARS and "cut at" in answer.cut
+    assert len(answer.text) == MAX_ANSWER_CHARS and "cut at" in (answer.cut or "")
     assert time.perf_counter() - t0 < 30
 
 
@@ -409,7 +413,7 @@ def test_a_swap_during_an_index_run_indexes_nothing_of_the_target(
     outside.write_text("TOP SECRET KEY MATERIAL\n")
     real_prepare = indexer.prepare_batch
 
-    def swapped(chunker, batch, max_bytes=None):
+    def swapped(chunker: Chunker, batch: Any, max_bytes: int | None = None) -> Any:
         (root / "notes.txt").unlink()
         (root / "notes.txt").symlink_to(outside)
         return real_prepare(chunker, batch, max_bytes)
@@ -439,10 +443,10 @@ def test_a_file_that_grows_after_the_walk_is_never_read_past_the_cap(
     real_prepare = indexer.prepare_batch
     caps: list[int] = []
 
-    def growing(chunker, batch, max_bytes=None):
+    def growing(chunker: Chunker, batch: Any, max_bytes: int | None = None) -> Any:
         with open(log, "a") as fh:
             fh.write("x" * 2_000_000 + "\n")
-        caps.append(max_bytes)
+        caps.append(max_bytes or 0)
         return real_prepare(chunker, batch, max_bytes)
 
     monkeypatch.setattr(indexer, "prepare_batch", growing)
@@ -532,7 +536,7 @@ def test_a_batch_that_failed_is_kept_and_retried(tmp_path: Path) -> None:
     handled: list[list[str]] = []
     failures = [OSError(28, "No space left on device")]
 
-    def handler(batch):
+    def handler(batch: Batch) -> None:
         if failures:
             raise failures.pop()
         handled.append(batch.paths)
@@ -582,7 +586,12 @@ def test_an_index_from_a_newer_codesight_is_refused_not_wiped(repo: Path, hash_e
     chunks = cs.counts()["chunks"]
     cs.store.set_meta(schema_version="99")
     cs.close()
-    for call in (lambda c: c.status(), lambda c: c.search("config"), lambda c: c.index()):
+    calls: list[Callable[[CodeSight], object]] = [
+        lambda c: c.status(),
+        lambda c: c.search("config"),
+        lambda c: c.index(),
+    ]
+    for call in calls:
         with pytest.raises(CodeSightError, match="newer codesight") as err:
             call(CodeSight(repo, embedder=hash_embedder))
         assert err.value.exit_code == 2
@@ -631,22 +640,25 @@ def test_mcp_answers_frames_with_lone_surrogates_and_deep_nesting(repo: Path) ->
         cwd=str(repo),
     )
 
-    def send(obj_or_line) -> None:
-        line = obj_or_line if isinstance(obj_or_line, str) else json.dumps(obj_or_line)
-        proc.stdin.write(line.encode() + b"\n")
-        proc.stdin.flush()
+    assert proc.stdin is not None and proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
 
-    def reply(want_id, timeout: float = 90) -> dict:
+    def send(obj_or_line: str | dict[str, Any]) -> None:
+        line = obj_or_line if isinstance(obj_or_line, str) else json.dumps(obj_or_line)
+        stdin.write(line.encode() + b"\n")
+        stdin.flush()
+
+    def reply(want_id: int, timeout: float = 90) -> dict[str, Any]:
         end = time.monotonic() + timeout
         buf = b""
         while time.monotonic() < end:
-            ready, _, _ = select.select([proc.stdout], [], [], 0.5)
+            ready, _, _ = select.select([stdout], [], [], 0.5)
             if not ready:
                 continue
-            buf += os.read(proc.stdout.fileno(), 1 << 16)
+            buf += os.read(stdout.fileno(), 1 << 16)
             while b"\n" in buf:
                 line, buf = buf.split(b"\n", 1)
-                msg = json.loads(line)
+                msg: dict[str, Any] = json.loads(line)
                 if msg.get("id") == want_id:
                     return msg
         raise AssertionError(f"no reply to {want_id}")
@@ -681,7 +693,7 @@ def test_mcp_answers_frames_with_lone_surrogates_and_deep_nesting(repo: Path) ->
         send({"jsonrpc": "2.0", "id": 4, "method": "tools/list"})  # and the server still serves
         assert reply(4)["result"]["tools"]
     finally:
-        proc.stdin.close()
+        stdin.close()
         proc.wait(30)
 
 
@@ -728,7 +740,9 @@ def _consistent(db: Path) -> None:
 
 
 @pytest.mark.parametrize("signame, code", [("SIGTERM", 143), ("SIGHUP", 129), ("SIGINT", 130)])
-def test_a_signal_mid_index_exits_promptly_and_cleanly(tmp_path: Path, signame, code, _isolated_home: Path) -> None:
+def test_a_signal_mid_index_exits_promptly_and_cleanly(
+    tmp_path: Path, signame: str, code: int, _isolated_home: Path
+) -> None:
     import signal
 
     root = _bulk_repo(tmp_path / "repo")
@@ -781,6 +795,7 @@ def test_sigterm_ends_watch_and_mcp_with_its_code(repo: Path, tmp_path: Path) ->
         proc.send_signal(sig)
     assert watch.wait(15) == 143
     assert mcp.wait(15) == 129
+    assert mcp.stderr is not None and watch.stderr is not None
     assert b"Traceback" not in mcp.stderr.read()
     assert "Traceback" not in watch.stderr.read()
 
@@ -888,12 +903,15 @@ def test_a_damaged_distilled_static_model_is_made_again(
 
     cs = CodeSight(tmp_path, static_model="distilled", device="cpu")  # never "auto": that may be the shipped model
     path = cs.static_path()
+    assert path is not None
     shutil.copytree(static_model_dir, path)
     (path / "model.safetensors").write_bytes(b"\x00garbage")
     static._LOADED.clear()
     distilled: list[Path] = []
 
-    def fake_distill(base, dest, **kw):  # the real one takes half a minute: the repair is what is tested
+    def fake_distill(
+        base: Any, dest: Path, **kw: Any
+    ) -> float:  # the real one takes half a minute: the repair is what is tested
         distilled.append(dest)
         shutil.copytree(static_model_dir, dest)
         return 0.1
@@ -953,7 +971,7 @@ def test_a_moment_of_locked_at_open_is_waited_out(
     cs = CodeSight(repo, embedder=hash_embedder)
     real, calls = cs.storage.open_store, []
 
-    def flaky():
+    def flaky() -> Any:
         calls.append(1)
         if len(calls) < 3:
             raise IndexBusyError("index is locked by another process")

@@ -4,6 +4,7 @@ are not UTF-8, bad path filters, and any query string at all (issue 22, faults 1
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,10 +17,11 @@ from properties import examples
 from codesight_tui import CodeSight
 from codesight_tui.core.config import Settings
 from codesight_tui.core.errors import CodeSightError
+from codesight_tui.core.modes import Mode
 
 
 @pytest.fixture
-def cs(repo: Path, settings: Settings, hash_embedder: HashEmbedder):
+def cs(repo: Path, settings: Settings, hash_embedder: HashEmbedder) -> CodeSight:
     c = CodeSight(repo, settings=settings, embedder=hash_embedder)
     c.index()
     return c
@@ -49,7 +51,7 @@ def test_arguments_with_bytes_that_are_not_utf8(cs: CodeSight) -> None:
 
 
 @pytest.mark.parametrize("glob", ["!", "\\"])
-def test_a_bad_path_filter_is_a_usage_error_in_every_mode(cs: CodeSight, glob) -> None:
+def test_a_bad_path_filter_is_a_usage_error_in_every_mode(cs: CodeSight, glob: str) -> None:
     for mode in ("hybrid", "bm25", "vector"):
         with pytest.raises(CodeSightError) as exc:
             cs.search("haversine", mode=mode, glob=glob)
@@ -80,7 +82,7 @@ _QUERY = st.text(st.characters(blacklist_categories=()), max_size=200) | st.samp
 
 @hsettings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=_QUERY, mode=st.sampled_from(["hybrid", "bm25", "vector"]))
-def test_any_query_string_is_safe(cs: CodeSight, query, mode) -> None:
+def test_any_query_string_is_safe(cs: CodeSight, query: str, mode: Mode) -> None:
     hits = cs.search(query, mode=mode, top_k=5)
     assert len(hits) <= 5 and all(h.start_line <= h.end_line for h in hits)
 
@@ -180,7 +182,7 @@ def test_a_bad_page_inside_the_index_is_reported_then_repaired(
 
 @pytest.mark.parametrize("damage", ["data files deleted", "versions deleted"])
 def test_a_damaged_vector_store_falls_back_to_bm25_then_is_rebuilt(
-    repo: Path, settings: Settings, hash_embedder: HashEmbedder, damage
+    repo: Path, settings: Settings, hash_embedder: HashEmbedder, damage: str
 ) -> None:
     # Issue 22, fault 9: deleted data files gave RuntimeError tracebacks, lost manifests an empty
     # vector search, and `index` repaired neither.
@@ -264,7 +266,7 @@ def test_a_search_failure_that_was_transient_does_not_cost_a_rebuild(
     assert not any("rebuilt" in n for n in report.warnings) and not c.storage.vectors_damaged_marker.exists()
 
 
-def _read_only(path):
+def _read_only(path: Path) -> Callable[[], object]:
     """Make ``path`` read-only for real: a read-only bind mount as root (root ignores permission
     bits), else the permission bits. Returns the undo function, or skips where neither works."""
     if os.geteuid() != 0:
@@ -272,7 +274,12 @@ def _read_only(path):
             os.chmod(d, 0o555)
             for f in files:
                 os.chmod(os.path.join(d, f), 0o444)
-        return lambda: [os.chmod(d, 0o755) for d, _, _ in os.walk(path)]
+
+        def undo() -> None:
+            for d, _, _ in os.walk(path):
+                os.chmod(d, 0o755)
+
+        return undo
     p = str(path)
     if subprocess.run(["mount", "--bind", p, p], capture_output=True).returncode != 0:
         pytest.skip("cannot mount here (root without CAP_SYS_ADMIN)")
@@ -288,7 +295,7 @@ def test_a_read_only_index_can_still_be_searched(repo: Path, tmp_path: Path) -> 
     # create the vector directory.
     env = dict(os.environ, CODESIGHT_DATA_DIR=str(tmp_path / "data"), CODESIGHT_CACHE_DIR=str(tmp_path / "cache"))
 
-    def run(*args):
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "codesight_tui", *args], capture_output=True, text=True, env=env, timeout=300
         )
@@ -386,7 +393,7 @@ def test_status_lists_skips_and_says_when_it_rebuilt(tmp_path: Path) -> None:
         fh.write(b"x = 1\n")
     env = dict(os.environ, CODESIGHT_DATA_DIR=str(tmp_path / "data"), CODESIGHT_CACHE_DIR=str(tmp_path / "cache"))
 
-    def run(*args):
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "codesight_tui", *args], capture_output=True, text=True, env=env, timeout=300
         )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import stop
-from surfaces import server
+from surfaces import read_only, schema_of, server, text_of
 
 TOOLS = {
     "search",
@@ -74,18 +74,18 @@ async def test_tools_declare_their_contract(repo: Path) -> None:
     assert related["required"] == ["location"] and set(search["properties"]) - {"query", "fleet_repo"} <= set(
         related["properties"]
     )
-    assert tools["find_related"].annotations.read_only_hint
-    assert "tokens" in tools["search"].output_schema["properties"]
+    assert read_only(tools["find_related"])
+    assert "tokens" in schema_of(tools["search"])["properties"]
     assert set(tools["index"].input_schema["properties"]) == {"repo_path", "force_rebuild"}
     for name in ("status", "watch", "unwatch"):
         assert set(tools[name].input_schema["properties"]) == {"repo_path"}
     for t in tools.values():  # structured output everywhere
         assert t.output_schema and t.output_schema["type"] == "object", t.name
         assert t.description
-    hit = tools["search"].output_schema["$defs"]["Hit"]["properties"]
+    hit = schema_of(tools["search"])["$defs"]["Hit"]["properties"]
     assert set(hit) >= HIT_FIELDS
-    assert tools["search"].annotations.read_only_hint and tools["status"].annotations.read_only_hint
-    assert not tools["index"].annotations.read_only_hint and not tools["watch"].annotations.read_only_hint
+    assert read_only(tools["search"]) and read_only(tools["status"])
+    assert not read_only(tools["index"]) and not read_only(tools["watch"])
 
 
 @pytest.mark.model
@@ -95,17 +95,17 @@ async def test_a_cold_search_answers_from_bm25_while_vectors_are_still_coming(
     monkeypatch.setenv("CODESIGHT_FULL_MODEL", "on")  # the full pass, which a CPU leaves out by default
     add_bulk(repo)
     async with server(repo) as client:
-        progress = []
+        reported: list[tuple[float, float | None, str | None]] = []
 
-        async def on_progress(done, total, message):
-            progress.append((done, total, message))
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            reported.append((progress, total, message))
 
         t0 = time.monotonic()
         r = await client.call_tool("search", {"query": "haversine distance", "top_k": 5}, progress_callback=on_progress)
         first_answer = time.monotonic() - t0
         assert not r.is_error, r.content
         out = r.structured_content
-        assert json.loads(r.content[0].text) == out  # the same JSON as text, for older clients
+        assert json.loads(text_of(r)) == out  # the same JSON as text, for older clients
         assert first_answer < 10 and out["results"] and out["results"][0]["path"] == "src/geo.py"
         hit = out["results"][0]
         assert set(hit) == HIT_FIELDS and hit["repo"] == str(repo) and "bm25" in hit["found_by"]
@@ -155,7 +155,7 @@ async def test_find_related_and_the_tokens_each_answer_costs(repo: Path, _isolat
             assert not any(h["path"] == "src/geo.py" and h["start_line"] <= 6 <= h["end_line"] for h in out["results"])
             assert out["tokens"] > 0
         r = await client.call_tool("find_related", {"location": "src/nope.py:3"})
-        assert r.is_error and "src/nope.py: no such file" in r.content[0].text
+        assert r.is_error and "src/nope.py: no such file" in text_of(r)
     st = subprocess.run(
         [sys.executable, "-m", "codesight_tui", "stats", "--json"], capture_output=True, text=True, timeout=120
     )
@@ -176,7 +176,7 @@ async def test_bad_arguments_are_one_line_like_the_cli(repo: Path) -> None:
             ({"language": "klingon"}, "unknown language 'klingon'"),
         ):
             r = await client.call_tool("search", {"query": "haversine", "mode": "bm25", **args})
-            text = r.content[0].text
+            text = text_of(r)
             assert r.is_error and said in text, (args, text)
             assert "\n" not in text and "pydantic" not in text and "Traceback" not in text, text
         for spelled in ("Python", "py", "PY"):
@@ -192,14 +192,14 @@ async def test_paths_outside_the_allowed_roots_are_refused(repo: Path, tmp_path:
     async with server(repo) as client:
         for path in ("/etc", str(outside), str(repo / ".." / "outside"), str(repo / "escape"), "../outside"):
             r = await client.call_tool("search", {"query": "secret_key", "repo_path": path, "mode": "bm25"})
-            assert r.is_error and "outside the allowed roots" in r.content[0].text, (path, r.content)
+            assert r.is_error and "outside the allowed roots" in text_of(r), (path, r.content)
             r = await client.call_tool("status", {"repo_path": path})
-            assert r.is_error and "outside the allowed roots" in r.content[0].text
+            assert r.is_error and "outside the allowed roots" in text_of(r)
         r = await client.call_tool("search", {"query": "secret_key", "repo_path": str(repo / "src"), "mode": "bm25"})
         assert not r.is_error and all(h["repo"] == str(repo) for h in r.structured_content["results"])
         assert not any("secret" in h["path"] for h in r.structured_content["results"])
         r = await client.call_tool("search", {"query": "  "})
-        assert r.is_error and "empty" in r.content[0].text
+        assert r.is_error and "empty" in text_of(r)
     assert not (outside / ".codesight").exists() and sorted(p.name for p in outside.iterdir()) == ["secret.py"]
 
 
@@ -265,9 +265,11 @@ def _consistency(data: Path, root: Path) -> list[str]:
     spec = importlib.util.spec_from_file_location(
         "torture", Path(__file__).resolve().parents[2] / "benchmarks" / "torture.py"
     )
+    assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.consistency(data, root)
+    found: list[str] = mod.consistency(data, root)
+    return found
 
 
 @pytest.mark.model
@@ -312,7 +314,7 @@ async def test_an_indexer_a_watcher_and_parallel_mcp_searches_at_once(
                     ]
                 )
                 searches += len(results)
-                errors += [r.content[0].text for r in results if r.is_error]
+                errors += [text_of(r) for r in results if r.is_error]
                 await asyncio.sleep(0.2)
             deadline = time.monotonic() + 60  # the last edits reach the index before the watcher stops
             while time.monotonic() < deadline:
@@ -356,11 +358,11 @@ async def test_find_related_looks_in_every_root_and_a_bad_glob_is_an_error(
         assert not r.is_error, r.content
         # issue 66 item 23: past the file's end, the root that has the file answers, not the other
         r = await client.call_tool("find_related", {"location": "algo.py:30", "mode": "bm25"})
-        assert r.is_error and r.content[0].text.endswith("algo.py has no line 30"), r.content
+        assert r.is_error and text_of(r).endswith("algo.py has no line 30"), r.content
         r = await client.call_tool("find_related", {"location": "nowhere.py:3", "mode": "bm25"})
-        assert r.is_error and "nowhere.py: no such file" in r.content[0].text, r.content
+        assert r.is_error and "nowhere.py: no such file" in text_of(r), r.content
         r = await client.call_tool("search", {"query": "haversine", "mode": "bm25", "file_glob": "[[["})
-        assert r.is_error and "'['" in r.content[0].text
+        assert r.is_error and "'['" in text_of(r)
 
 
 async def test_follow_the_code_through_a_real_client(nav_repo: Path, _isolated_home: Path) -> None:
@@ -369,15 +371,15 @@ async def test_follow_the_code_through_a_real_client(nav_repo: Path, _isolated_h
     async with server(nav_repo) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         for name in ("find_definition", "find_references", "find_callers", "find_callees"):
-            assert tools[name].annotations.read_only_hint and tools[name].input_schema["required"] == ["symbol"]
-            assert {"sites", "candidates", "resolution", "tokens"} <= set(tools[name].output_schema["properties"])
+            assert read_only(tools[name]) and tools[name].input_schema["required"] == ["symbol"]
+            assert {"sites", "candidates", "resolution", "tokens"} <= set(schema_of(tools[name])["properties"])
         r = await client.call_tool("find_definition", {"symbol": "LRUCache"})
         assert not r.is_error, r.content
         out = r.structured_content
         assert (
             out["resolution"] == "resolved" and out["symbol"]["path"] == "store/cache.py" and out["symbol"]["line"] == 5
         )
-        assert out["tokens"] > 0 and json.loads(r.content[0].text) == out
+        assert out["tokens"] > 0 and json.loads(text_of(r)) == out
         r = await client.call_tool("find_references", {"symbol": "evict"})
         assert [(s["line"], s["kind"]) for s in r.structured_content["sites"]] == [(16, "call"), (18, "definition")]
         r = await client.call_tool("find_callers", {"symbol": "make_cache"})
@@ -388,11 +390,11 @@ async def test_follow_the_code_through_a_real_client(nav_repo: Path, _isolated_h
         out = r.structured_content
         assert [(s["name"], s["target"]["line"]) for s in out["sites"]] == [("make_cache", 4), ("put", 14), ("get", 10)]
         r = await client.call_tool("find_callers", {"symbol": "  "})
-        assert r.is_error and "say what to follow" in r.content[0].text
+        assert r.is_error and "say what to follow" in text_of(r)
         # issue 66 item 4: a path outside is refused alike whether it exists or not
         said = set()
         for path in ("/etc/passwd", "/etc/no-such-file-here", "/etc/passwd:1", "/etc/no-such-file-here:1"):
             r = await client.call_tool("find_definition", {"symbol": path})
             assert r.is_error, (path, r.content)
-            said.add(r.content[0].text.replace(path.split(":")[0], "PATH"))
+            said.add(text_of(r).replace(path.split(":")[0], "PATH"))
         assert len(said) == 1 and "is not inside" in said.pop()

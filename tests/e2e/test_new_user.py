@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import cast
 
 import pytest
 from conftest import build_repo
@@ -121,14 +122,14 @@ def test_several_repositories_come_in_the_order_of_the_scores_shown() -> None:
         return SearchResult(path, 1, 2, "", "python", score, 1, None, "x", 1, False)
 
     class Repo:
-        def __init__(self, root: str, hits: list) -> None:
+        def __init__(self, root: str, hits: list[SearchResult]) -> None:
             self.root, self._hits = root, hits
 
-        def search(self, query, **kwargs):
+        def search(self, query: str, **kwargs: object) -> SearchResponse:
             return SearchResponse(list(self._hits))
 
     engines = [Repo("/a", [hit("a1.py", 0.9), hit("a2.py", 0.85)]), Repo("/b", [hit("b1.py", 0.3)])]
-    found = CodeSight.search_many(engines, "q")
+    found = CodeSight.search_many(cast("list[CodeSight]", engines), "q")  # anything with root and search
     assert [h.path for h in found] == ["a1.py", "b1.py", "a2.py"]  # one from each repository first
     scores = [h.score for h in found]
     assert scores == sorted(scores, reverse=True), scores

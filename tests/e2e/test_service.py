@@ -15,7 +15,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import wait_for
@@ -32,7 +34,7 @@ FILES = {
 
 
 @pytest.fixture()
-def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A repository indexed for BM25, and a runtime directory of its own (short: a socket path
     has a 108-byte limit) with the service switched on; every service is stopped at the end."""
     run_dir = tempfile.mkdtemp(prefix="csr-", dir="/tmp")
@@ -56,8 +58,12 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def cs(
-    *args: str, cwd: Path | None = None, service: str | None = None, env: dict | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess:
+    *args: str,
+    cwd: Path | None = None,
+    service: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
     full = dict(os.environ, **(env or {}))
     if service is not None:
         full["CODESIGHT_SERVICE"] = service
@@ -79,10 +85,11 @@ def service_pid() -> int | None:
     return int(text) if text else None
 
 
-def status() -> dict:
+def status() -> dict[str, Any]:
     out = cs("service", "status", "--json")
     assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+    found: dict[str, Any] = json.loads(out.stdout)
+    return found
 
 
 def started() -> bool:
@@ -121,7 +128,7 @@ def test_a_first_search_answers_in_process_and_starts_the_service_for_the_next(s
         ("callers", "no_such_function"),
     ],
 )
-def test_served_output_is_the_in_process_output(served: Path, args) -> None:
+def test_served_output_is_the_in_process_output(served: Path, args: tuple[str, ...]) -> None:
     """Every format, a miss, usage errors: the same stdout, stderr and exit code either way, from a
     subdirectory (relative paths and vimgrep's paths are the client's, not the service's)."""
     here = served / "uploads"
@@ -216,6 +223,7 @@ def test_another_user_is_refused_even_where_the_modes_let_them_in(served: Path) 
 def test_a_killed_service_leaves_a_stale_socket_that_the_next_call_replaces(served: Path) -> None:
     client.start_service(wait=30)
     old = service_pid()
+    assert old is not None
     os.kill(old, signal.SIGKILL)
     assert wait_for(
         lambda: not Path(f"/proc/{old}").exists() or "Z" in Path(f"/proc/{old}/stat").read_text().split()[2]
@@ -287,7 +295,7 @@ def test_many_concurrent_calls_are_all_answered(served: Path) -> None:
     """200 clients at once (the torture harness makes 1,000): every answer whole and right."""
     client.start_service(wait=30)
     expected = cs("search", "retry", "upload", "--mode", "bm25", "--json", cwd=served, service="off").stdout
-    results: list = []
+    results: list[tuple[int | None, str]] = []
 
     def one() -> None:
         out: list[str] = []
@@ -440,7 +448,7 @@ def _serve_once(path: str, uid: int | None, got: Path) -> int:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
 @pytest.mark.parametrize("planted", ["link", "socket"])
-def test_a_socket_of_another_user_is_never_trusted(served: Path, tmp_path: Path, planted) -> None:
+def test_a_socket_of_another_user_is_never_trusted(served: Path, tmp_path: Path, planted: str) -> None:
     """Issue 66 item 2: ``service-TAG.sock`` planted as a link to another user's socket (or as that
     socket itself, owned by us but listened on by uid 12345) got the request, environment and all,
     and its reply was printed as the answer with exit 0. Now the client refuses it, says so, and

@@ -8,11 +8,20 @@ import os
 import stat
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import HashEmbedder
+from rich.style import Style
 from surfaces import BrokenModelEngine, make_app, search, settle
+from textual.binding import Binding
+from textual.events import Key
+from textual.message import Message
+from textual.pilot import Pilot
+from textual.strip import Strip
+from textual.widgets import Input, Static
 
 from codesight_tui import CodeSight
 from codesight_tui.core.config import Settings
@@ -20,12 +29,13 @@ from codesight_tui.tui.app import CodeSightApp
 from codesight_tui.tui.messages import IndexFinished, ModelFailed, SearchFinished
 from codesight_tui.tui.widgets.preview import Preview
 from codesight_tui.tui.widgets.results import ResultsList
+from codesight_tui.tui.widgets.status import StatusBar
 
 SIZE = (120, 36)
 
 
 async def test_typing_shows_results_and_preview(repo: Path, settings: Settings) -> None:
-    messages = []
+    messages: list[Message] = []
     app = make_app(repo, settings)
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await settle(app, pilot)
@@ -44,7 +54,7 @@ async def test_typing_shows_results_and_preview(repo: Path, settings: Settings) 
         assert all(len(a) < len(b) for a, b in zip(finished, finished[1:], strict=False))
         # fzf: the query keeps the focus; Down/Up move the selection; the preview follows it
         await search(app, pilot, "password")
-        query = app.query_one("#query")
+        query = app.query_one("#query", Input)
         await pilot.press("down")
         assert app.focused is query and results.highlighted == 1 and preview.current is app.hits[1]
         await pilot.press("up")
@@ -84,20 +94,20 @@ async def test_mode_toggle_and_filters(repo: Path, settings: Settings) -> None:
         await pilot.press("enter")
         await settle(app, pilot)
         assert app.glob == "web/" and app.hits and {h.path for h in app.hits} == {"web/client.js"}
-        assert "glob:web/" in app.query_one("#status").render_state(app.state)
+        assert "glob:web/" in str(app.query_one("#status", StatusBar).render_state(app.state))
         # issue 48 item 23: the list says its filter too (the status bar can lose it at 80 columns)
         assert str(app.query_one(ResultsList).border_title).endswith("· glob:web/")
         await pilot.press("ctrl+f")
         await pilot.pause(0.1)
-        app.screen.query_one("#filter-glob").value = ""
-        app.screen.query_one("#filter-lang").value = "go"
+        app.screen.query_one("#filter-glob", Input).value = ""
+        app.screen.query_one("#filter-lang", Input).value = "go"
         await pilot.click("#filter-lang")
         await pilot.press("enter")
         await settle(app, pilot)
         assert app.language == "go" and all(h.language == "go" for h in app.hits)
 
 
-def _fake_editor(tmp_path, name="vim"):
+def _fake_editor(tmp_path: Path, name: str = "vim") -> tuple[Path, Path]:
     log = tmp_path / "argv.log"
     script = tmp_path / "bin" / name
     script.parent.mkdir(exist_ok=True)
@@ -167,7 +177,7 @@ async def test_open_in_editor_when_suspend_is_not_supported(
         assert any("can't be suspended" in n.message for n in app._notifications)
 
 
-def _line_of(path, prefix: str) -> int:
+def _line_of(path: Path, prefix: str) -> int:
     return next(n for n, line in enumerate(path.read_text().split("\n"), 1) if line.startswith(prefix))
 
 
@@ -225,7 +235,7 @@ async def test_watcher_marks_stale_then_reindexes(repo: Path, settings: Settings
 
 
 class SlowEmbedder(HashEmbedder):
-    def encode(self, texts):
+    def encode(self, texts: list[str]) -> np.ndarray:
         time.sleep(0.3)
         return super().encode(texts)
 
@@ -316,7 +326,7 @@ async def test_another_writers_progress_shows_and_is_searched(repo: Path, settin
         assert app.hits  # vector mode answers without a restart
 
 
-async def _until(pilot, condition, timeout: float) -> None:
+async def _until(pilot: Pilot[int], condition: Callable[[], object], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "timed out"
@@ -326,7 +336,7 @@ async def _until(pilot, condition, timeout: float) -> None:
 async def test_model_failure_falls_back_to_lexical(repo: Path, settings: Settings) -> None:
     engine = BrokenModelEngine(repo, settings=settings)
     app = CodeSightApp(repo, engine=engine, watch=False)
-    messages = []
+    messages: list[Message] = []
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await settle(app, pilot)
         assert any(isinstance(m, ModelFailed) for m in messages)
@@ -346,7 +356,7 @@ async def test_on_a_cpu_the_tui_answers_from_the_static_tier_and_loads_no_model(
 
     engine = CodeSight(repo, settings=settings.model_copy(update={"device": "cpu", "static_model": "auto"}))
     app = CodeSightApp(repo, engine=engine, watch=False)
-    messages = []
+    messages: list[Message] = []
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await settle(app, pilot, timeout=120)
         await search(app, pilot, "great circle distance between two points")
@@ -371,7 +381,7 @@ async def test_help_screen_lists_every_binding(repo: Path, settings: Settings) -
         assert isinstance(app.screen, HelpScreen)
         ids = {b.id for _, group in app.screen.groups for b in group if b.id}
         for b in list(app.BINDINGS) + list(ResultsList.BINDINGS):
-            assert b.id and b.description and b.id in ids
+            assert isinstance(b, Binding) and b.id and b.description and b.id in ids
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
 
@@ -428,7 +438,7 @@ async def test_f4_shows_code_like_the_selected_hit(repo: Path, settings: Setting
         assert source.path == "src/geo.py"
         await pilot.press("f4")
         await settle(app, pilot)
-        assert app.query_one("#query").value == f"like: src/geo.py:{source.line}"
+        assert app.query_one("#query", Input).value == f"like: src/geo.py:{source.line}"
         assert app.hits and app.hits[0].path == "src/distance.py", [h.path for h in app.hits]
         assert not any(h.path == source.path and h.start_line <= source.line <= h.end_line for h in app.hits)
         row = str(app.query_one(ResultsList).get_option_at_index(0).prompt)  # issue 48 item 30: as search rows,
@@ -441,7 +451,9 @@ async def test_f4_shows_code_like_the_selected_hit(repo: Path, settings: Setting
 def test_editor_argv_syntaxes() -> None:
     from codesight_tui.tui.editor import editor_argv
 
-    env = lambda ed: {"EDITOR": ed}  # noqa: E731
+    def env(ed: str) -> dict[str, str]:
+        return {"EDITOR": ed}
+
     assert editor_argv("/r/a.py", 7, environ=env("vim")) == ["vim", "+7", "/r/a.py"]
     assert editor_argv("/r/a.py", 7, environ=env("nvim")) == ["nvim", "+7", "/r/a.py"]
     assert editor_argv("/r/a.py", 7, environ=env("emacsclient -nw")) == ["emacsclient", "-nw", "+7", "/r/a.py"]
@@ -510,12 +522,12 @@ async def test_letters_typed_in_the_results_go_to_the_query(
         assert app.focused is app.query_one(ResultsList)
         await pilot.press(*" loader.oq?jkyY")
         await settle(app, pilot)
-        box = app.query_one("#query")
-        assert box.value == "config loader.oq?jkyY" and app.focused is box
+        box = app.query_one("#query", Input)
+        assert box.value == "config loader.oq?jkyY" and app.screen.focused is box
         assert not log.exists() and app.is_running  # nothing opened, nothing quit
         app.action_focus_results()
         await pilot.press("backspace")
-        assert box.value == "config loader.oq?jkyY"[:-1] and app.focused is box
+        assert box.value == "config loader.oq?jkyY"[:-1] and app.screen.focused is box
 
 
 async def test_selection_is_kept_across_refreshes(repo: Path, settings: Settings) -> None:
@@ -531,6 +543,7 @@ async def test_selection_is_kept_across_refreshes(repo: Path, settings: Settings
         chosen = results.current
         app.run_search()  # the same query again, as when vectors arrive or the editor returns
         await settle(app, pilot)
+        assert results.current is not None and chosen is not None
         assert results.current.path == chosen.path and results.current.scope == chosen.scope
         # the same query, re-ranked under the cursor: it follows the hit and says so
         reordered = [app.hits[2], app.hits[0], app.hits[1], *app.hits[3:]]
@@ -594,18 +607,14 @@ async def test_rows_show_location_and_name_and_scores_only_on_request(repo: Path
 
 
 def test_long_paths_shrink_before_the_name_does() -> None:
-    from types import SimpleNamespace
+    from dataclasses import replace
 
+    from codesight_tui.core.search.searcher import SearchResult
     from codesight_tui.tui.widgets.results import result_row
 
-    hit = SimpleNamespace(
-        found_by="both",
-        path="src/flask/sansio/scaffold/deeply/nested/app.py",
-        line=966,
-        start_line=960,
-        name="SecureCookieSessionInterface.open_session",
-        score=0.02,
-    )
+    path = "src/flask/sansio/scaffold/deeply/nested/app.py"
+    scope = "class SecureCookieSessionInterface > def open_session"
+    hit = SearchResult(path, 960, 990, scope, "python", 0.02, 1, 1, "", 1, line=966)  # found by both
     row = result_row(1, hit, width=76)
     # issue 66 item 20: the path keeps what fits beside the name's first NAME_ROOM cells (the rest
     # of the name is cut at the edge, as fzf cuts a line); only its leading folders shrink
@@ -615,8 +624,8 @@ def test_long_paths_shrink_before_the_name_does() -> None:
     assert len(head) + len(":966  ") + NAME_ROOM <= 76 and head.endswith("deeply/nested/app.py")
     assert row.plain.endswith("SecureCookieSessionInterface.open_session")
     # issue 35: BM25 with the static tier's vectors is "Bv"; "BV" is BM25 with the full model's
-    assert " Bv " in result_row(1, SimpleNamespace(**{**vars(hit), "vector_rank": None, "static_rank": 3})).plain
-    assert " BV " in result_row(1, SimpleNamespace(**{**vars(hit), "vector_rank": 2, "static_rank": 3})).plain
+    assert " Bv " in result_row(1, replace(hit, vector_rank=None, static_rank=3)).plain
+    assert " BV " in result_row(1, replace(hit, vector_rank=2, static_rank=3)).plain
 
 
 async def test_copy_says_where_the_text_went(
@@ -627,7 +636,7 @@ async def test_copy_says_where_the_text_went(
 
     from codesight_tui.tui import app as app_module
 
-    def no_clipboard(text):
+    def no_clipboard(text: str) -> None:
         raise pyperclip.PyperclipException("no copy mechanism")
 
     monkeypatch.setattr(pyperclip, "copy", no_clipboard)
@@ -666,7 +675,7 @@ async def test_help_and_palette(repo: Path, settings: Settings) -> None:
 
         with open(os.devnull, "w") as devnull:
             console = Console(width=200, record=True, file=devnull)
-            for w in app.screen.query("Static"):
+            for w in app.screen.query(Static):
                 console.print(w.content)
         text = " ".join(console.export_text().split())  # however the console wrapped it
         assert "S" in text and "definition of the name" in text
@@ -695,7 +704,10 @@ async def test_status_bar_keeps_mode_filter_and_freshness_at_80_columns(repo: Pa
         filters="glob:tests/ lang:python",
         stale={"a", "b", "c"},
     )
-    plain = lambda markup: Text.from_markup(markup).plain  # noqa: E731
+
+    def plain(markup: str) -> str:
+        return Text.from_markup(markup).plain
+
     text = plain(bar.render_state(st, now=112.0, width=78))
     assert "hybrid glob:tests/ lang:python" in text and "indexed 12s ago" in text and "3 stale" in text
     assert "MiniLM" not in text and len(text) <= 78
@@ -796,17 +808,20 @@ async def test_alt_keys_as_tmux_sends_them_act_and_type_nothing(repo: Path, sett
     parses as a printable ``alt+s`` whose character is ``s``: the focused query box typed it."""
     from textual._xterm_parser import XTermParser
 
-    def keys_from_terminal(data: str):
+    def keys_from_terminal(data: str) -> list[Key]:
         parser = XTermParser()
         events = list(parser.feed(data))
         time.sleep(0.2)  # past the escape delay, as the driver's parser would wait
-        return events + list(parser.tick())
+        found = events + list(parser.tick())
+        keys = [e for e in found if isinstance(e, Key)]
+        assert len(keys) == len(found), found  # a terminal's keys, nothing else
+        return keys
 
     app = make_app(repo, settings)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
         await search(app, pilot, "verify password")
-        query = app.query_one("#query")
+        query = app.query_one("#query", Input)
         assert app.focused is query
         results = app.query_one(ResultsList)
         hit = app.hits[0]
@@ -874,7 +889,7 @@ def test_a_window_far_down_is_lexed_from_the_definition_above_it(tmp_path: Path)
     hit = SearchResult("mod.py", target, target + 1, "def render_lines", "python", 1.0, 1, None, "", 1, line=target)
     anchors = [lines.index("class Console:") + 1, lines.index("    def first(self):") + 1, target]
 
-    def styles(strips, row):
+    def styles(strips: list[Strip], row: int) -> tuple[Style | None, Style | None]:
         def_seg = next(seg for seg in strips[row] if seg.text.strip() == "def")
         doc_seg = next(seg for seg in strips[row - 6] if "docstring" in seg.text)
         return def_seg.style, doc_seg.style
@@ -897,7 +912,7 @@ async def test_f5_f6_follow_the_code_and_back_returns(nav_repo: Path, settings: 
         app.query_one(ResultsList).highlighted = start
         await pilot.press("f6")
         await settle(app, pilot)
-        assert app.query_one("#query").value.startswith("callees: app/service.py:")
+        assert app.query_one("#query", Input).value.startswith("callees: app/service.py:")
         assert [(h.path, h.line, h.name) for h in app.hits] == [
             ("app/service.py", 4, "make_cache"),
             ("store/cache.py", 14, "LRUCache.put"),
@@ -917,7 +932,7 @@ async def test_f5_f6_follow_the_code_and_back_returns(nav_repo: Path, settings: 
         await settle(app, pilot)
         await pilot.press("alt+left")
         await settle(app, pilot)
-        assert app.query_one("#query").value == "lookup" and app.query_one(ResultsList).highlighted == start
+        assert app.query_one("#query", Input).value == "lookup" and app.query_one(ResultsList).highlighted == start
         assert not trail.display
         assert {"Callers", "Callees", "Back"} <= {b.description for b in app.BINDINGS}
 
