@@ -51,39 +51,20 @@ HEARTBEAT_S = 1.0
 REQUEST_S = 2.0  # a request line must arrive whole within this: a client trickling bytes holds no worker
 SEND_S = 5.0  # a client that reads nothing for this long is gone
 
-_local = threading.local()
 
+class _ToClient:
+    """A served call's stdout or stderr (``key``: "o" or "e"): what the command writes goes to
+    its client, through the connection's ``_Reply``."""
 
-class _Streams:
-    """``sys.stdout`` / ``sys.stderr`` of the service: a thread serving a request writes to its
-    client (``_local.sink``), every other thread to the service's log."""
-
-    def __init__(self, real: Any, key: str) -> None:
-        self.real, self.key = real, key
+    def __init__(self, reply: _Reply, key: str) -> None:
+        self.reply, self.key = reply, key
 
     def write(self, text: str) -> int:
-        sink = getattr(_local, "sink", None)
-        if sink is None:
-            return int(self.real.write(text) or 0)
-        sink(self.key, text)
+        self.reply.write(self.key, text)
         return len(text)
 
     def flush(self) -> None:
-        if getattr(_local, "sink", None) is None:
-            self.real.flush()
-
-    def isatty(self) -> bool:
-        # A served request's stdout is the client's terminal where it said so (colours); its stderr
-        # never is (no progress bars over the socket).
-        served = getattr(_local, "sink", None) is not None
-        return served and self.key == "o" and bool(getattr(_local, "tty", False))
-
-    @property
-    def encoding(self) -> str:
-        return "utf-8"
-
-    def fileno(self) -> int:
-        return int(self.real.fileno())
+        pass
 
 
 class _Reply:
@@ -314,10 +295,18 @@ class Service:
         question to ask on the client's terminal: the client then runs it itself)."""
         from codesight_tui import cli
 
-        _local.sink, _local.tty = reply.write, tty
-        cli.SERVED.can_ask = can_ask
+        # The client's streams: its stdout is a terminal where it said so (colours), its stderr
+        # never is (no progress bars over the socket).
+        context = cli.Context(
+            out=_ToClient(reply, "o"),
+            err=_ToClient(reply, "e"),
+            workspace=self.workspace,
+            can_ask=can_ask,
+            out_tty=tty,
+            err_tty=False,
+        )
         try:
-            rc = cli.run(argv, cwd=cwd)
+            rc = cli.run(argv, cwd=cwd, context=context)
         except cli.AskInClient:
             reply.send({"refused": "a question to ask on the terminal"})
             return None
@@ -326,11 +315,8 @@ class Service:
         except Exception as exc:  # noqa: BLE001 - one bad request never takes the service down: counted and answered
             with self.lock:
                 self.failed += 1
-            print(f"codesight: {type(exc).__name__}: {exc}", file=sys.stderr)
+            context.err.write(f"codesight: {type(exc).__name__}: {exc}\n")
             rc = 1
-        finally:
-            _local.sink = None
-            cli.SERVED.can_ask = False
         with self.lock:
             self.served += 1
             roots = [r for r in self.workspace.roots() if self.workspace.watcher(r) is None]
@@ -382,7 +368,7 @@ def serve(idle_s: float | None = None, lock_fd: int | None = None) -> int:
     os.ftruncate(lock_fd, 0)
     os.write(lock_fd, f"{os.getpid()}\n".encode())
     os.chdir("/")
-    from codesight_tui import cli
+    from codesight_tui import cli  # noqa: F401  (warm: every call runs it)
     from codesight_tui.core.config import load_settings
     from codesight_tui.core.engine import CodeSight  # noqa: F401  (warm: the first answer needs it)
 
@@ -405,8 +391,6 @@ def serve(idle_s: float | None = None, lock_fd: int | None = None) -> int:
     inode = os.stat(path).st_ino
     listener.listen(1024)
     service = Service(idle_s, env)
-    cli.WORKSPACE = service.workspace
-    sys.stdout, sys.stderr = _Streams(sys.stdout, "o"), _Streams(sys.stderr, "e")
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: service.stopping.set())
     threading.Thread(target=service.heartbeat, name="codesight-heartbeat", daemon=True).start()

@@ -396,13 +396,14 @@ def test_a_large_tree_outside_a_repository_asks_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from codesight_tui import cli
+    from codesight_tui.cli import roots
 
     tree = tmp_path / "big"
     for d in range(3):
         (tree / f"d{d}").mkdir(parents=True)
         for f in range(4):
             (tree / f"d{d}" / f"f{f}.py").write_text(f"x = {f}\n")
-    monkeypatch.setattr(cli, "LARGE_TREE_FILES", 10)
+    monkeypatch.setattr(roots, "LARGE_TREE_FILES", 10)
     assert cli.main(["index", str(tree), "--no-embed"]) == 2  # no terminal to ask on: say how
     err = capsys.readouterr().err
     assert "not a git repository" in err and "over 10 files" in err and "--yes" in err
@@ -543,7 +544,7 @@ def test_related_to_a_whole_file_goes_by_its_definitions_not_its_imports(repo: P
 
 def test_the_plain_output_names_the_lists_that_found_each_hit() -> None:
     """Issue 48 item 24: a static-tier hit was tagged bm25+vec while --json said vector_rank null."""
-    from codesight_tui.cli import retriever_tag
+    from codesight_tui.cli.printer import retriever_tag
     from codesight_tui.core.search.searcher import SearchResult
 
     def hit(**ranks: int) -> SearchResult:
@@ -605,19 +606,19 @@ def test_a_long_index_run_off_a_terminal_says_how_far_it_is_every_minute(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 66 item 16: `index --full` with its output in a file printed nothing for 17 minutes."""
-    from codesight_tui import cli
+    from codesight_tui.cli.progress import ProgressView
     from codesight_tui.core.index.indexer import Progress
 
     now = [1000.0]
     monkeypatch.setattr(time, "monotonic", lambda: now[0])
-    view = cli._ProgressView(False, plain=True)
+    view = ProgressView(False, plain=True)
     view(Progress("embed", 0, 9_828))
     for done in (500, 1_000, 1_500):
         now[0] += 30
         view(Progress("embed", done, 9_828))
     lines = capsys.readouterr().err.splitlines()
     assert lines == ["codesight: full model's vectors: 1,000/9,828 (10%), about 9 min left"], lines
-    quiet = cli._ProgressView(False, plain=False)  # a caller that wants no progress gets none
+    quiet = ProgressView(False, plain=False)  # a caller that wants no progress gets none
     now[0] += 600
     quiet(Progress("embed", 2_000, 9_828))
     assert capsys.readouterr().err == ""
@@ -635,3 +636,46 @@ def test_the_status_bar_counts_vectors_as_status_does_and_says_how_to_get_the_re
     assert "vectors 40%" in st.freshness(10.0)
     st.phase, st.model_state = "idle", "off"
     assert st.freshness(20.0).endswith("vectors 40% (index --full)")
+
+
+def test_each_call_writes_to_its_own_context_never_to_the_process_streams(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 67 item 3: the service set ``cli.WORKSPACE`` and swapped ``sys.stdout`` for the whole
+    process. A call runs in the ``Context`` it is given: two at once in two threads each get their
+    own answer, help and usage errors included, and nothing reaches the process's streams."""
+    import io
+    import threading
+
+    from codesight_tui import cli
+
+    assert cli.run(["index", str(repo), "--no-embed"], context=cli.Context(out=io.StringIO(), err=io.StringIO())) == 0
+    calls = {
+        "haversine": ["search", "haversine", "--path", str(repo), "--mode", "bm25", "--vimgrep"],
+        "password": ["search", "verify password", "--path", str(repo), "--mode", "bm25", "--vimgrep"],
+        "help": ["search", "--help"],
+        "usage": ["search", "x", "--limit", "0"],
+    }
+    contexts = {k: cli.Context(out=io.StringIO(), err=io.StringIO()) for k in calls}
+    codes: dict[str, int] = {}
+
+    def one(key: str) -> None:
+        for _ in range(5):
+            try:
+                codes[key] = cli.run(calls[key], context=contexts[key])
+            except SystemExit as exc:  # --help
+                codes[key] = int(exc.code or 0)
+
+    threads = [threading.Thread(target=one, args=(k,)) for k in calls]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    out = {k: c.out.getvalue() for k, c in contexts.items() if isinstance(c.out, io.StringIO)}
+    err = {k: c.err.getvalue() for k, c in contexts.items() if isinstance(c.err, io.StringIO)}
+    assert codes == {"haversine": 0, "password": 0, "help": 0, "usage": 2}
+    assert "src/geo.py" in out["haversine"] and "auth" not in out["haversine"]
+    assert "src/auth.py" in out["password"] and "geo.py" not in out["password"]
+    assert out["help"].startswith("usage: codesight search") and not err["help"]
+    assert err["usage"] == "codesight: --limit takes 1 to 1,000 results\n" * 5 and not out["usage"]
+    assert capsys.readouterr() == ("", "")

@@ -40,11 +40,13 @@ class EngineOptions:
     ``lexical_processes``: big change sets chunked in spawned worker processes, which re-import
     the main module: only for guarded entry points (``codesight``, ``python -m ...``).
     ``resident_bm25``: BM25 answered from memory once the FTS index is read, for a process
-    that answers many queries."""
+    that answers many queries. ``exclude``: extra gitignore-style patterns every engine skips (``codesight
+    index --exclude``)."""
 
     model_process: bool = False
     lexical_processes: bool = False
     resident_bm25: bool = False
+    exclude: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,7 @@ class Workspace:
                 opts = self.options
                 cs = self._engines[root] = CodeSight(
                     root,
+                    exclude=list(opts.exclude) or None,
                     model_process=opts.model_process,
                     lexical_processes=opts.lexical_processes,
                     resident_bm25=opts.resident_bm25,
