@@ -183,7 +183,7 @@ def test_overlapped_embedding_writes_each_chunk_once_and_resumes(repo: Path, set
     batch still being embedded must not be read again as pending, nothing may be embedded twice,
     and a cancel keeps every written batch."""
     from codesight_tui.core.index.cache import EmbeddingCache
-    from codesight_tui.core.index.indexer import index_vectors
+    from codesight_tui.core.index.embedding import index_vectors
 
     class Threaded(HashEmbedder):
         def __init__(self, cancel_after: int | None = None, cancel: threading.Event | None = None) -> None:

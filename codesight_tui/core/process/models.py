@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError, UsageError
-from codesight_tui.core.index.indexer import IndexReport, Progress, ProgressFn, index_static
+from codesight_tui.core.index.embedding import index_static
+from codesight_tui.core.index.indexer import IndexReport, Progress, ProgressFn
 from codesight_tui.core.ingest.tokens import ModelInfo
 
 if TYPE_CHECKING:

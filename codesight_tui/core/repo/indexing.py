@@ -15,16 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from codesight_tui.core.errors import CodeSightError, IndexBusyError, UsageError
-from codesight_tui.core.index.indexer import (
-    IndexReport,
-    Progress,
-    ProgressFn,
-    drop_orphan_vectors,
-    fill_from_cache,
-    index_lexical,
-    index_vectors,
-    scan_changes,
-)
+from codesight_tui.core.index.embedding import drop_orphan_vectors, fill_from_cache, index_vectors
+from codesight_tui.core.index.indexer import IndexReport, Progress, ProgressFn, index_lexical, scan_changes
 
 # The index's meta key that says whether the full model's vectors were asked for on it ("1": by
 # `index --full`, full_model = on or a GPU, and kept current from then on; "0": not asked, so the
@@ -378,7 +370,7 @@ def _fill_from_cache(
     ctx: RepoContext, store: Store, progress: ProgressFn | None, cancel: threading.Event | None, report: IndexReport
 ) -> None:
     """Before the model loads: every pending chunk whose vectors the shared cache holds gets
-    them (``indexer.fill_from_cache``)."""
+    them (``embedding.fill_from_cache``)."""
     from codesight_tui.core.index.cache import EmbeddingCache, cache_path
 
     dim = _cached_dim(ctx, store)
