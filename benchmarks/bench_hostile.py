@@ -193,7 +193,7 @@ def main() -> int:
     ap.add_argument("--index", action="store_true", help="also index each file alone, with each walk")
     args = ap.parse_args()
     from codesight_tui.core.ingest import symbols
-    from codesight_tui.core.ingest.chunker import GRAMMARS
+    from codesight_tui.core.ingest.grammars import GRAMMARS
 
     native = symbols.native_version() is not None
     languages = [x for x in args.languages.split(",") if x] or sorted(GRAMMARS)

@@ -46,7 +46,8 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=0, help="walked files to take, seeded (0: all)")
     args = ap.parse_args()
     from codesight_tui.core.ingest import symbols
-    from codesight_tui.core.ingest.chunker import GRAMMARS, parser_for
+    from codesight_tui.core.ingest.chunker import parser_for
+    from codesight_tui.core.ingest.grammars import GRAMMARS
     from codesight_tui.core.ingest.walker import walk
     from codesight_tui.core.languages import detect_language
 

@@ -45,7 +45,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from codesight_tui.core.ingest.chunker import GRAMMARS, parser_for  # noqa: E402
+from codesight_tui.core.ingest.chunker import parser_for  # noqa: E402
+from codesight_tui.core.ingest.grammars import GRAMMARS  # noqa: E402
 from codesight_tui.core.ingest.paths import VENDOR, classify  # noqa: E402
 from codesight_tui.core.ingest.symbols import extract  # noqa: E402
 from codesight_tui.core.languages import detect_language  # noqa: E402

@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from codesight_tui.core.ingest.chunker import GRAMMARS, parser_for
+from codesight_tui.core.ingest.chunker import parser_for
+from codesight_tui.core.ingest.grammars import GRAMMARS
 from codesight_tui.core.ingest.symbols import FileSymbols, extract
 
 T = TypeVar("T")

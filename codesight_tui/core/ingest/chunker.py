@@ -16,6 +16,15 @@ from functools import cache, lru_cache
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
+from codesight_tui.core.ingest.grammars import (
+    ELIXIR_DEFS,
+    FUNC_VALUES,
+    GRAMMARS,
+    NAME_TYPES,
+    SWIFT_KINDS,
+    ZIG_CONTAINERS,
+    Grammar,
+)
 from codesight_tui.core.languages import CODE_LANGUAGES
 from codesight_tui.core.text import content_hash, spell_out_names
 
@@ -116,280 +125,6 @@ def doc_text(path: str, scope: str, content: str, language: str | None) -> str |
     return None if view is None or view == content else embed_text(path, scope, view)
 
 
-# --- tree-sitter configuration ----------------------------------------------------------------
-
-# Nodes of any grammar that hold no definition: the walk for definitions never enters them.
-_NO_DEFS_INSIDE = frozenset(
-    {
-        "string",
-        "comment",
-        "template_string",
-        "string_literal",
-        "raw_string_literal",
-        "heredoc_body",
-        "line_comment",
-        "block_comment",
-        "concatenated_string",
-    }
-)
-
-
-@dataclass(frozen=True)
-class Grammar:
-    module: str
-    func: str
-    defs: dict[str, str]  # node type -> label keyword
-    wrappers: frozenset[str] = frozenset()  # nodes that wrap a definition (decorators, export)
-    opaque: frozenset[str] = frozenset()  # nodes that never hold a definition (expressions)
-    attached: frozenset[str] = frozenset()  # nodes right above a definition that belong to it, as comments do
-    # Macro calls whose braces hold items, at item level (Rust's cfg_rt! { pub fn spawn ... }): the
-    # grammar sees a token tree there, so the braces' text is parsed again for its definitions.
-    macro_items: frozenset[str] = frozenset()
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "opaque", _NO_DEFS_INSIDE | self.opaque)
-
-
-_JS_DEFS = {
-    "function_declaration": "function",
-    "generator_function_declaration": "function",
-    "class_declaration": "class",
-    "method_definition": "method",
-    "lexical_declaration": "const",
-    "variable_declaration": "var",
-    # A function bound by assignment (Axios.prototype.request = function ..., module.exports =
-    # function ...) or held in a class field (run = async (task) => { ... }).
-    "assignment_expression": "function",
-    "field_definition": "method",
-    "public_field_definition": "method",
-}
-_TS_DEFS = {
-    **_JS_DEFS,
-    "abstract_class_declaration": "class",
-    "interface_declaration": "interface",
-    "type_alias_declaration": "type",
-    "enum_declaration": "enum",
-    "internal_module": "namespace",
-    "module": "module",
-    "method_signature": "method",
-    "abstract_method_signature": "method",
-    "function_signature": "function",  # declarations (.d.ts) define names too
-}
-_C_DEFS = {
-    "function_definition": "function",
-    "struct_specifier": "struct",
-    "enum_specifier": "enum",
-    "union_specifier": "union",
-    "preproc_function_def": "macro",
-}
-
-GRAMMARS: dict[str, Grammar] = {
-    "python": Grammar(
-        "tree_sitter_python",
-        "language",
-        {"function_definition": "def", "class_definition": "class"},
-        frozenset({"decorated_definition"}),
-        # Python defines things in statements only, never inside an expression:
-        # the walk for definitions skips the (big) literals, calls and signatures.
-        frozenset(
-            {
-                "expression_statement",
-                "return_statement",
-                "assert_statement",
-                "raise_statement",
-                "import_statement",
-                "import_from_statement",
-                "future_import_statement",
-                "delete_statement",
-                "print_statement",
-                "global_statement",
-                "nonlocal_statement",
-                "parameters",
-                "decorator",
-            }
-        ),
-    ),
-    "javascript": Grammar("tree_sitter_javascript", "language", _JS_DEFS, frozenset({"export_statement"})),
-    "typescript": Grammar("tree_sitter_typescript", "language_typescript", _TS_DEFS, frozenset({"export_statement"})),
-    "tsx": Grammar("tree_sitter_typescript", "language_tsx", _TS_DEFS, frozenset({"export_statement"})),
-    "go": Grammar(
-        "tree_sitter_go",
-        "language",
-        {"function_declaration": "func", "method_declaration": "func", "type_declaration": "type"},
-    ),
-    "rust": Grammar(
-        "tree_sitter_rust",
-        "language",
-        {
-            "function_item": "fn",
-            "impl_item": "impl",
-            "struct_item": "struct",
-            "enum_item": "enum",
-            "trait_item": "trait",
-            "mod_item": "mod",
-            "macro_definition": "macro",
-        },
-        attached=frozenset({"attribute_item"}),
-        macro_items=frozenset({"macro_invocation"}),
-    ),
-    "java": Grammar(
-        "tree_sitter_java",
-        "language",
-        {
-            "class_declaration": "class",
-            "interface_declaration": "interface",
-            "enum_declaration": "enum",
-            "record_declaration": "record",
-            "method_declaration": "method",
-            "constructor_declaration": "constructor",
-            "annotation_type_declaration": "@interface",
-        },
-    ),
-    "ruby": Grammar(
-        "tree_sitter_ruby",
-        "language",
-        {"method": "def", "singleton_method": "def", "class": "class", "module": "module"},
-    ),
-    "php": Grammar(
-        "tree_sitter_php",
-        "language_php",
-        {
-            "function_definition": "function",
-            "class_declaration": "class",
-            "interface_declaration": "interface",
-            "trait_declaration": "trait",
-            "enum_declaration": "enum",
-            "method_declaration": "function",
-        },
-    ),
-    "c": Grammar("tree_sitter_c", "language", _C_DEFS),
-    "cpp": Grammar(
-        "tree_sitter_cpp",
-        "language",
-        {**_C_DEFS, "class_specifier": "class", "namespace_definition": "namespace"},
-        frozenset({"template_declaration"}),
-    ),
-    "csharp": Grammar(
-        "tree_sitter_c_sharp",
-        "language",
-        {
-            "namespace_declaration": "namespace",
-            "class_declaration": "class",
-            "interface_declaration": "interface",
-            "struct_declaration": "struct",
-            "enum_declaration": "enum",
-            "record_declaration": "record",
-            "method_declaration": "method",
-            "constructor_declaration": "constructor",
-            "property_declaration": "property",
-            "operator_declaration": "operator",
-        },
-    ),
-    "kotlin": Grammar(
-        "tree_sitter_kotlin",
-        "language",
-        {
-            "class_declaration": "class",
-            "object_declaration": "object",
-            "function_declaration": "fun",
-            "secondary_constructor": "constructor",
-        },
-    ),
-    "scala": Grammar(
-        "tree_sitter_scala",
-        "language",
-        {
-            "class_definition": "class",
-            "object_definition": "object",
-            "trait_definition": "trait",
-            "enum_definition": "enum",
-            "function_definition": "def",
-            "given_definition": "given",
-        },
-    ),
-    # Swift's class_declaration also covers struct, enum, extension and actor (see keyword).
-    "swift": Grammar(
-        "tree_sitter_swift",
-        "language",
-        {
-            "class_declaration": "class",
-            "protocol_declaration": "protocol",
-            "function_declaration": "func",
-            "init_declaration": "init",
-            "typealias_declaration": "typealias",
-        },
-    ),
-    # Lua also defines functions by assignment (M.setup = function(config) ... end, local f =
-    # function ...), and in a module's table (M.task = { run = function(self) ... end }).
-    "lua": Grammar(
-        "tree_sitter_lua",
-        "language",
-        {"function_declaration": "function", "assignment_statement": "function", "field": "function"},
-        frozenset({"variable_declaration"}),
-    ),
-    "shell": Grammar("tree_sitter_bash", "language", {"function_definition": "function"}),
-    "haskell": Grammar(
-        "tree_sitter_haskell",
-        "language",
-        {
-            "function": "function",
-            "bind": "bind",
-            "data_type": "data",
-            "newtype": "newtype",
-            "class": "class",
-            "instance": "instance",
-            "type_synomym": "type",
-            "type_family": "type family",
-        },
-        attached=frozenset({"signature", "haddock"}),
-    ),
-    # Elixir defines with macro calls (defmodule, def, ...): see _ELIXIR_DEFS.
-    "elixir": Grammar(
-        "tree_sitter_elixir", "language", {"call": ""}, attached=frozenset({"unary_operator"})
-    ),  # @doc, @spec, @impl above a def
-    # Zig: functions, and containers bound to a name (const Foo = struct { ... }).
-    "zig": Grammar(
-        "tree_sitter_zig",
-        "language",
-        {"function_declaration": "fn", "variable_declaration": "const", "test_declaration": "test"},
-    ),
-}
-
-_ELIXIR_DEFS = frozenset(
-    {
-        "defmodule",
-        "def",
-        "defp",
-        "defmacro",
-        "defmacrop",
-        "defprotocol",
-        "defimpl",
-        "defstruct",
-        "defexception",
-        "defguard",
-        "defdelegate",
-    }
-)
-_ZIG_CONTAINERS = frozenset({"struct_declaration", "enum_declaration", "union_declaration", "opaque_declaration"})
-_SWIFT_KINDS = frozenset({"class", "struct", "enum", "extension", "actor"})
-
-_FUNC_VALUES = frozenset({"arrow_function", "function_expression", "function", "class", "generator_function"})
-_NAME_TYPES = frozenset(
-    {
-        "identifier",
-        "field_identifier",
-        "type_identifier",
-        "qualified_identifier",
-        "destructor_name",
-        "operator_name",
-        "property_identifier",
-        "constant",
-        "name",
-        "scoped_identifier",
-    }
-)
-
-
 @cache
 def parser_for(language: str) -> Any:
     """A tree-sitter parser for ``language``, or None if its grammar wheel is not installed."""
@@ -452,9 +187,9 @@ def _declarator_name(node: Node) -> str:
         if nxt is None:
             break
         d = nxt
-        if d.type in _NAME_TYPES:
+        if d.type in NAME_TYPES:
             return _text(d)
-    return _text(d) if d is not node and d.type in _NAME_TYPES else ""
+    return _text(d) if d is not node and d.type in NAME_TYPES else ""
 
 
 def _lua_value(node: Node) -> Node | None:
@@ -474,7 +209,7 @@ def keyword(node: Node) -> str:
         return "table" if value is not None and value.type == "table_constructor" else ""
     if node.type == "class_declaration":  # Swift: struct Foo, extension Foo, ...
         for c in node.children:
-            if not c.is_named and c.type in _SWIFT_KINDS:
+            if not c.is_named and c.type in SWIFT_KINDS:
                 return str(c.type)
     return ""
 
@@ -527,22 +262,22 @@ def is_definition(g: Grammar, node: Node) -> bool:
     if t not in g.defs:
         return False
     if t == "variable_declaration" and g.module == "tree_sitter_zig":
-        return any(c.type in _ZIG_CONTAINERS for c in node.named_children)
+        return any(c.type in ZIG_CONTAINERS for c in node.named_children)
     if t in ("lexical_declaration", "variable_declaration"):
         # only `const f = () => ...` / `const C = class ...` count as definitions
         return any(
             c.type == "variable_declarator"
             and c.child_by_field_name("value") is not None
-            and c.child_by_field_name("value").type in _FUNC_VALUES
+            and c.child_by_field_name("value").type in FUNC_VALUES
             for c in node.named_children
         )
     if t in ("struct_specifier", "enum_specifier", "union_specifier", "class_specifier"):
         return node.child_by_field_name("body") is not None
     if t in ("assignment_expression", "field_definition", "public_field_definition"):
         value = node.child_by_field_name("right" if t == "assignment_expression" else "value")
-        return value is not None and value.type in _FUNC_VALUES
+        return value is not None and value.type in FUNC_VALUES
     if t == "call":  # Elixir
-        return _text(node.child_by_field_name("target")) in _ELIXIR_DEFS
+        return _text(node.child_by_field_name("target")) in ELIXIR_DEFS
     if t in ("assignment_statement", "field"):  # Lua: a function, or a table of them, bound to a name
         value = _lua_value(node)
         return value is not None and (

@@ -1,7 +1,7 @@
 """Definitions and references of one file, from its tree-sitter parse: what `def`, `refs`,
 `callers` and `callees` answer from (issue 51).
 
-A definition is a function, method, class, type or module the grammar names (``chunker.GRAMMARS``,
+A definition is a function, method, class, type or module the grammar names (``grammars.GRAMMARS``,
 the same ones the chunks are scoped by), with its kind, its enclosing definitions and the line of
 its name. A reference is every other identifier in the code, with its line, the innermost
 definition it sits in, and a kind: ``call`` (the name called: ``f(x)``, ``obj.f(x)``, ``new F``),
@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from codesight_tui.core.ingest.chunker import (
-    GRAMMARS,
     PARSE_PER_BYTE,
     PARSE_SECONDS,
     is_definition,
@@ -40,6 +39,7 @@ from codesight_tui.core.ingest.chunker import (
     parse_bounded,
     parser_for,
 )
+from codesight_tui.core.ingest.grammars import GRAMMARS
 
 
 class Native(Protocol):
