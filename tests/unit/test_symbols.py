@@ -388,15 +388,15 @@ def test_the_shipped_pattern_answers_are_the_installed_grammars_own(tmp_path: Pa
     compiles a query per pattern (2.3 s for Swift, in every indexing worker): what ships is what
     compiling every grammar's patterns afresh gives. After a grammar or a pattern changes,
     ``python -m codesight_tui.core.ingest.symbols`` writes it again."""
-    from codesight_tui.core.ingest import symbols
+    from codesight_tui.core.ingest import symbol_tables
 
     fresh = tmp_path / "possible.json"
-    symbols.write_possible(fresh)
-    assert json.loads(fresh.read_text()) == json.loads(symbols.POSSIBLE_FILE.read_text())
-    symbols._ASKED.clear()
+    symbol_tables.write_possible(fresh)
+    assert json.loads(fresh.read_text()) == json.loads(symbol_tables.POSSIBLE_FILE.read_text())
+    symbol_tables._ASKED.clear()
     for language in sorted(GRAMMARS):
-        symbols._queries(language)
-    assert not symbols._ASKED, "a grammar's patterns were compiled: the shipped answers are out of date"
+        symbol_tables._queries(language)
+    assert not symbol_tables._ASKED, "a grammar's patterns were compiled: the shipped answers are out of date"
 
 
 def _by_name(rows: FileSymbols | None) -> tuple[Any, dict[str, list[int]], list[tuple[str, int, int]], list[str]]:
@@ -443,10 +443,10 @@ PARITY = (
 def test_the_c_walk_gives_the_rows_of_the_python_walk(language: str, source: str) -> None:
     """The index's rows come from the C walk (native/symscan.c) where it is built; every fixture
     above checks the Python walk's lines, kinds and scopes, and the C walk must give the same."""
-    from codesight_tui.core.ingest import symbols
+    from codesight_tui.core.ingest import symbol_tables, symbols
 
     fast = symbols._native_rows(language, source, None)
-    if symbols._native_tables(language) is None:
+    if symbol_tables._native_tables(language) is None:
         assert fast is None
         return
     slow = symbols.python_rows(language, source)
@@ -497,19 +497,19 @@ def _c_walk_installed_elsewhere(package_dir: Path) -> Path | None:
 def test_the_c_walk_is_built_and_used_for_the_languages_it_can_stand_in_for() -> None:
     import shutil
 
-    from codesight_tui.core.ingest import symbols
+    from codesight_tui.core.ingest import symbol_tables, symbols
 
-    if symbols.symscan is None and shutil.which("cc") is None and shutil.which("gcc") is None:
+    if symbol_tables.symscan is None and shutil.which("cc") is None and shutil.which("gcc") is None:
         pytest.skip("no C compiler here: the Python walk gives the rows")
     imported = Path(symbols.__file__).parent
-    elsewhere = _c_walk_installed_elsewhere(imported) if symbols.symscan is None else None
+    elsewhere = _c_walk_installed_elsewhere(imported) if symbol_tables.symscan is None else None
     if elsewhere is not None:
         pytest.skip(
             f"the package imported ({imported}) is not the installed one, whose C walk is {elsewhere}:"
             " `python -m pytest` puts the working directory first; build in place (pip install -e .) or run `pytest`"
         )
-    assert symbols.native_version() is not None, "the C walk (codesight_tui/core/ingest/native) is not built"
-    walked = {lang for lang in GRAMMARS if symbols._native_tables(lang) is not None}
+    assert symbol_tables.native_version() is not None, "the C walk (codesight_tui/core/ingest/native) is not built"
+    walked = {lang for lang in GRAMMARS if symbol_tables._native_tables(lang) is not None}
     # Lua's names include a supertype ("variable"), and shell's are its own patterns: the query's
     assert walked == set(GRAMMARS) - {"lua", "shell"}
 
@@ -629,11 +629,11 @@ def test_the_c_entry_points_check_their_arguments() -> None:
     of the data segfaulted (exit 139). Each is a TypeError or ValueError now."""
     from array import array
 
-    from codesight_tui.core.ingest import symbols
+    from codesight_tui.core.ingest import symbol_tables
 
-    if symbols.symscan is None:
+    if symbol_tables.symscan is None:
         pytest.skip("the C walk is not built here")
-    walk, pack = symbols.symscan.walk, symbols.symscan.pack
+    walk, pack = symbol_tables.symscan.walk, symbol_tables.symscan.pack
     tree = parser_for("python").parse(b"def f():\n    g()\n")
     with pytest.raises(TypeError):
         walk(object(), b"\x01" * 4, b"\x00" * 8, False, 0)
@@ -672,7 +672,7 @@ def test_an_annotation_is_read_from_code_not_from_a_docstring() -> None:
 def test_the_c_walks_stub_takes_what_the_c_code_parses() -> None:
     """Issue 67 item 4: ``symscan.pyi`` declared ``walk`` with 4 parameters where the C code reads
     5. Each entry point's ``PyArg_ParseTuple`` format and the stub's parameters are counted here,
-    and mypy checks ``symbols.Native`` (what the package calls) against the stub."""
+    and mypy checks ``symbol_tables.Native`` (what the package calls) against the stub."""
     import ast
     import re
     from pathlib import Path

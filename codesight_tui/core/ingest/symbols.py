@@ -17,8 +17,6 @@ rows.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import time
 from array import array
@@ -27,181 +25,55 @@ from dataclasses import dataclass, field
 from functools import cache
 from itertools import accumulate, chain
 from operator import attrgetter, itemgetter
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.ingest.chunker import (
     PARSE_PER_BYTE,
     PARSE_SECONDS,
     is_definition,
     keyword,
-    node_name,
     parse_bounded,
     parser_for,
 )
 from codesight_tui.core.ingest.grammars import GRAMMARS
-
-
-class Native(Protocol):
-    """The C walk's module (``native/symscan.c``, typed in ``symscan.pyi``), which mypy checks
-    against this: a walk of a tree, and the per-name loop that packs a file's uses."""
-
-    TREE_SITTER: str
-
-    def walk(
-        self, tree: object, flags: bytes, callee: bytes, compound: bool, name_field: int, /
-    ) -> tuple[bytes, bytes] | None: ...
-
-    def pack(
-        self,
-        data: bytes,
-        names: bytes,
-        starts: array[int],
-        ends: array[int],
-        parents: array[int],
-        def_lines: array[int],
-        names_at: set[tuple[str, int]],
-        /,
-    ) -> tuple[str, bytes, bytes, bytes, bytes]: ...
-
-
-symscan: Native | None
-try:  # the walk and the per-name loop in C (native/symscan.c); optional, as a build without a compiler has none
-    from codesight_tui.core.ingest import symscan as _built
-
-    symscan = _built
-except ImportError:  # pragma: no cover - the Python walk gives the same rows
-    symscan = None
+from codesight_tui.core.ingest.symbol_names import (
+    _definition_name,
+    _extra,
+    _go_receiver,
+    _name_line,
+)
+from codesight_tui.core.ingest.symbol_tables import (
+    COMPOUND_NAMES,
+    EXTRA_DEFS,
+    EXTRA_SCOPES,
+    F_CALL,
+    F_DEF,
+    F_IMPORT,
+    F_MEMBER,
+    F_NAME,
+    F_TYPE_LEAF,
+    F_TYPE_PARENT,
+    POSSIBLE_FILE,
+    TYPE_PARENTS,
+    _native_tables,
+    _Queries,
+    _queries,
+    _shell_commands,
+    _Tables,
+    _walk_tables,
+    symscan,
+    write_possible,
+)
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Query
 
-# Leaves that name something, in any grammar that has them.
-NAME_LEAVES = (
-    "identifier",
-    "type_identifier",
-    "field_identifier",
-    "property_identifier",
-    "simple_identifier",
-    "constant",
-    "name",
-    "package_identifier",
-    "namespace_identifier",
-    "shorthand_property_identifier",
-    "private_property_identifier",
-    "statement_identifier",
-    "constructor",
-    "variable",
-    "atom",
-    "shorthand_property_identifier_pattern",
-)  # const {a, b} = obj: a and b are names
-TYPE_LEAVES = frozenset({"type_identifier", "constructor"})  # constructor: Haskell's type/data constructors
-# Nodes whose names are types (where the grammar has no type_identifier leaf there).
-TYPE_PARENTS = frozenset(
-    {
-        "type",
-        "user_type",
-        "generic_type",
-        "type_annotation",
-        "nullable_type",
-        "array_type",
-        "predefined_type",
-        "qualified_type",
-        "scoped_type_identifier",
-    }
-)
-IMPORTS = frozenset(
-    {
-        "import_statement",
-        "import_from_statement",
-        "future_import_statement",
-        "import_declaration",
-        "use_declaration",
-        "import_header",
-        "import",
-        "using_directive",
-        "namespace_use_declaration",
-        "import_spec",
-        "preproc_include",
-    }
-)
-# A call node, and the field that holds what is called (None: its first named child).
-CALLS: dict[str, str | None] = {
-    "call": None,
-    "call_expression": "function",
-    "new_expression": "constructor",
-    "method_invocation": "name",
-    "object_creation_expression": "type",
-    "invocation_expression": "function",
-    "function_call": "name",
-    "function_call_expression": "function",
-    "member_call_expression": "name",
-    "scoped_call_expression": "name",
-    "nullsafe_member_call_expression": "name",
-    "macro_invocation": "macro",
-    "command": "name",
-    "apply": "function",
-    "generic_function": "function",
-    "instance_expression": None,
-}
-# What a call's callee may be besides a name: the member part is what is called (obj.f -> f).
-MEMBERS = frozenset(
-    {
-        "attribute",
-        "member_expression",
-        "selector_expression",
-        "field_expression",
-        "scoped_identifier",
-        "navigation_expression",
-        "navigation_suffix",
-        "member_access_expression",
-        "qualified_identifier",
-        "field_access",
-        "dot_index_expression",
-        "method_index_expression",
-        "scoped_call_expression",
-        "generic_function",
-        "dot",
-        "selection_expression",
-        "command_name",
-    }
-)
-COMPOUND_NAMES = frozenset({"swift"})  # grammars whose name leaves may have named parts
-# Grammars whose names are none of NAME_LEAVES: their own patterns for names (@n) and calls (@call).
-# A shell script's names are its variables and the commands it runs (`helper "$x"` calls helper);
-# a command's arguments are words, not names.
-OWN_NAMES: dict[str, tuple[str, ...]] = {
-    "shell": ("(variable_name) @n", "(command_name (word) @n)", "(command name: (command_name (word) @call))"),
-}
-# Definitions navigation knows beyond the chunker's (which cut chunks, and so weigh in ranking):
-# names a reader looks up although no chunk is cut at them. A named function expression, a function
-# or an object bound to a name or a key, a method's signature in a type, a record's fields, a
-# companion object.
-_JS_EXTRA = {
-    "function_expression": "function",
-    "variable_declarator": "const",
-    "pair": "property",
-    "assignment_expression": "var",
-}
-EXTRA_DEFS: dict[str, dict[str, str]] = {
-    "javascript": _JS_EXTRA,
-    "typescript": {**_JS_EXTRA, "property_signature": "method"},
-    "tsx": {**_JS_EXTRA, "property_signature": "method"},
-    "kotlin": {"companion_object": "object"},
-    "haskell": {"field": "field"},
-    "lua": {"assignment_statement": "function", "field": "function"},  # f = cond and function ... end
-}
-# Of those, the kinds that hold code the way a function does: the innermost definition around a
-# reference (a call's caller) is one of these or one of the chunker's, never an object or a field.
-EXTRA_SCOPES = frozenset({"function", "object"})
-_FUNCTIONS = frozenset({"arrow_function", "function_expression", "function", "generator_function", "class"})
 # Where the parse of a file is lost (``_broken``), its declarations are parsed one by one, and their
 # members where one still fails: what starts one, at its indentation.
 _DECLARATION = re.compile(rb"[A-Za-z_@]")
 RECOVER_LINES = 20  # an ERROR node over fewer lines costs little: the parse is kept
 RECOVER_DEPTH = 3
 _START = attrgetter("start_byte")
-_TEMPLATE_ARGS = re.compile(r"<[^<>]*(?:<[^<>]*(?:<[^<>]*>[^<>]*)*>[^<>]*)*>$")
 _NEWLINE = re.compile(rb"\n")
 
 
@@ -257,274 +129,6 @@ class Symbols:
 
     def enclosing(self, ref: Reference) -> Definition | None:
         return self.defs[ref.within] if ref.within >= 0 else None
-
-
-@dataclass(frozen=True)
-class _Queries:
-    all: Query  # @d definitions, @n names, and @call, @type, @typed, @import: what tells a name's kind
-    errors: Query  # @e: the parse's ERROR nodes
-    leaves: frozenset[str] = frozenset()  # the name leaves' node types
-
-
-@cache
-def _queries(language: str) -> _Queries | None:
-    """The queries for ``language``, made of only the node types and fields its grammar has: its
-    definitions, its name leaves, and what tells a reference's kind (matched in C, so that a
-    reference costs no walk up its ancestors in Python)."""
-    from tree_sitter import Query
-
-    parser = parser_for(language)
-    if parser is None:
-        return None
-    lang = parser.language
-
-    def has(t: str) -> bool:
-        return bool(lang.id_for_node_kind(t, True))
-
-    known = [t for t in {**GRAMMARS[language].defs, **EXTRA_DEFS.get(language, {})} if has(t)]
-    leaves = [t for t in NAME_LEAVES if has(t)]
-    own = OWN_NAMES.get(language, ())
-    if not known or not (leaves or own):
-        return None
-    alt = "[" + " ".join(f"({t})" for t in leaves) + "]"
-    members = [m for m in sorted(MEMBERS) if has(m)]
-    patterns: list[str] = []
-    for call, fld in CALLS.items():
-        if not has(call) or not leaves:
-            continue
-        # the field, else the first named child (also where this grammar's call has no such field:
-        # Kotlin's call_expression, though other Kotlin nodes have a "function" field)
-        at = f"{fld}: " if fld and _possible(lang, [f"({call} {fld}: (_))"], []) else ". "
-        if call == "call" and _possible(lang, ["(call method: (_))"], []):
-            at = "method: "  # Ruby: obj.f(x), whose first child is the receiver
-        patterns.append(f"({call} {at}{alt} @call)")
-        for m in members:  # obj.f(), a::b(), and a member inside a member (Kotlin's navigation suffix)
-            patterns.append(f"({call} {at}({m} {alt} @call .))")
-            patterns.extend(f"({call} {at}({m} ({m2} {alt} @call .) .))" for m2 in members)
-    patterns += [f"({t}) @type" for t in sorted(TYPE_LEAVES) if has(t)]
-    # A type position (the parent is captured): its type is checked in Python (``typed``), since a
-    # grammar may have "type" as a supertype, which a query matches for every one of its subtypes;
-    # its name children are read from it, never each name's parent asked (``Node.parent`` walks
-    # down from the root: quadratic in a flat file of thousands of declarations).
-    patterns += [f"({parent} {alt}) @typed" for parent in sorted(TYPE_PARENTS) if has(parent) and leaves]
-    patterns += [f"({t}) @import" for t in sorted(IMPORTS) if has(t)]
-    # One query, so the tree is walked once (each walk of Django's 5.5 MB of Python is 0.2 s).
-    return _Queries(
-        Query(
-            lang,
-            "\n".join(
-                [
-                    *(f"({t}) @d" for t in known),
-                    *([alt + " @n"] if leaves else []),
-                    *_possible(lang, patterns, leaves),
-                    *own,
-                ]
-            ),
-        ),
-        Query(lang, "(ERROR) @e"),
-        frozenset(leaves),
-    )
-
-
-def _possible(lang: Any, patterns: list[str], leaves: list[str]) -> list[str]:
-    """The patterns the grammar can match: a query with one it cannot (a field that never holds
-    such a node) does not compile. A pattern over every name leaf that cannot is tried leaf by leaf.
-
-    Each try compiles a query, about 8 ms in a large grammar, so that finding the patterns is most of
-    a second in C++ or PHP and 2.3 s in Swift, in every indexing worker. The answers for the installed
-    grammars ship in ``POSSIBLE_FILE``, keyed by the grammar's identity and the patterns asked about;
-    any other grammar is answered by compiling."""
-    key = _possible_key(lang, patterns, leaves)
-    known = None if _RECOMPILE else _known_possible().get(key)
-    if known is not None:
-        return list(known)
-    found = _compile_possible(lang, patterns, leaves)
-    _ASKED[key] = found
-    return found
-
-
-POSSIBLE_FILE = Path(__file__).with_name("possible_patterns.json")
-_ASKED: dict[str, list[str]] = {}  # this process's answers: what ``write_possible`` ships
-_RECOMPILE = False  # set by ``write_possible``: no answer is taken from the file
-
-
-def _possible_key(lang: Any, patterns: list[str], leaves: list[str]) -> str:
-    grammar = (
-        lang.name,
-        lang.abi_version,
-        lang.semantic_version,
-        lang.node_kind_count,
-        lang.field_count,
-        lang.parse_state_count,
-    )
-    return hashlib.sha256(json.dumps([repr(grammar), patterns, leaves]).encode()).hexdigest()[:24]
-
-
-@cache
-def _known_possible() -> dict[str, list[str]]:
-    try:
-        known = json.loads(POSSIBLE_FILE.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return known if isinstance(known, dict) else {}
-
-
-def _compile_possible(lang: Any, patterns: list[str], leaves: list[str]) -> list[str]:
-    from tree_sitter import Query, QueryError
-
-    alt = "[" + " ".join(f"({t})" for t in leaves) + "]"
-    out: list[str] = []
-    for pattern in patterns:
-        for each in [pattern] if alt not in pattern else [pattern] + [pattern.replace(alt, f"({t})") for t in leaves]:
-            try:
-                Query(lang, each)
-            except QueryError:
-                continue
-            out.append(each)
-            if each is pattern:
-                break
-    return out
-
-
-def write_possible(path: Path = POSSIBLE_FILE) -> int:
-    """Compile every grammar's patterns afresh and write ``POSSIBLE_FILE``; returns how many
-    answers it holds. ``python -m codesight_tui.core.ingest.symbols`` runs it after a grammar
-    or a pattern changes (a test fails until it has)."""
-    global _RECOMPILE
-    _queries.cache_clear()
-    _ASKED.clear()
-    _RECOMPILE = True
-    try:
-        for language in sorted(GRAMMARS):
-            _queries(language)
-    finally:
-        _RECOMPILE = False
-        _queries.cache_clear()
-        _known_possible.cache_clear()
-    path.write_text(json.dumps(dict(sorted(_ASKED.items())), indent=0) + "\n", encoding="utf-8")
-    return len(_ASKED)
-
-
-def _text(node: Node | None) -> str:
-    return node.text.decode("utf-8", errors="replace") if node is not None and node.text else ""
-
-
-NAME_WINDOW = 65_536  # bytes of a definition read for the line of its name
-
-
-def _name_line(node: Node, name: str, data: bytes) -> int:
-    """The 0-based line of a definition's name: its name node's, else the first line of the
-    definition that holds the name (a decorator or comment above is not part of the node), read
-    from its first ``NAME_WINDOW`` bytes: a definition that holds 20,000 more is not read whole
-    for each of them."""
-    found = node.child_by_field_name("name")
-    if found is not None and _text(found) == name:
-        return int(found.start_point[0])
-    start = node.start_byte
-    head = data[start : min(node.end_byte, start + NAME_WINDOW)]
-    at = head.find(name.encode("utf-8", errors="surrogateescape"))
-    return int(node.start_point[0]) + (head.count(b"\n", 0, at) if at >= 0 else 0)
-
-
-def _go_receiver(node: Node) -> str:
-    """A Go method's receiver type, its scope as a reader names it: ``func (m *Matcher) scan()``
-    and ``func (s *Set[T]) Add()`` -> ``Matcher``, ``Set``."""
-    receiver = node.child_by_field_name("receiver")
-    param = next((c for c in receiver.named_children if c.type == "parameter_declaration"), None) if receiver else None
-    typ = param.child_by_field_name("type") if param is not None else None
-    while typ is not None and typ.type in ("pointer_type", "generic_type", "parenthesized_type"):
-        typ = typ.child_by_field_name("type") if typ.type == "generic_type" else next(iter(typ.named_children), None)
-    return _text(typ) if typ is not None and typ.type == "type_identifier" else ""
-
-
-def _declarator(node: Node) -> Node | None:
-    """A C/C++ function's declarator, through references, pointers and a macro the grammar could
-    not place (``T f() ATTR {``: the function's declarator is then in an ERROR node)."""
-    for child in node.named_children:
-        if child.type == "ERROR":
-            found = next((c for c in child.named_children if c.type == "function_declarator"), None)
-            if found is not None:
-                return found
-    d = node.child_by_field_name("declarator")
-    for _ in range(8):
-        if d is None or d.type in ("function_declarator", "operator_cast"):
-            return d
-        nxt = d.child_by_field_name("declarator")
-        d = nxt if nxt is not None else next(iter(d.named_children), None)  # a reference_declarator's
-    return None
-
-
-def _c_function_name(node: Node) -> str:
-    d = _declarator(node)
-    if d is None:
-        return ""
-    if d.type == "operator_cast":  # operator int64_t()
-        return "operator " + _text(d.child_by_field_name("type"))
-    name = d.child_by_field_name("declarator")
-    if name is not None and name.type == "template_function":  # f<short>()
-        name = name.child_by_field_name("name")
-    return _text(name) if name is not None else ""
-
-
-def _definition_name(language: str, node: Node) -> str:
-    """The chunker's name for one of its definitions, made what a reader would look it up by."""
-    if node.type == "function_definition" and language in ("c", "cpp"):
-        name = _c_function_name(node) or node_name(node)
-    else:
-        name = node_name(node)
-    name = " ".join(name.split())[:200]
-    if language == "cpp" and name.endswith(">") and not name.startswith("operator"):
-        name = _TEMPLATE_ARGS.sub("", name)  # a specialisation: struct HashEq<std::string>
-    elif language == "lua" and name[:1] in "\"'":
-        name = name.strip("\"'")  # ["README.md"] = function ...
-    return name
-
-
-def _extra(language: str, node: Node, kind: str) -> tuple[str, str] | None:
-    """The name an ``EXTRA_DEFS`` node defines and its kind (a function bound to a key or a name is
-    a function), or None where it defines none."""
-    t = node.type
-    if language == "lua":
-        return _lua_choice(node, kind)
-    if t in ("function_expression", "companion_object", "field"):
-        name = node.child_by_field_name("name")
-        found = _text(name) if name is not None else "Companion" if t == "companion_object" else ""
-        return (found, kind) if found else None
-    if t == "property_signature":
-        typ = node.child_by_field_name("type")
-        functional = typ is not None and any(c.type == "function_type" for c in typ.named_children)
-        return (_text(node.child_by_field_name("name")), kind) if functional else None
-    value = node.child_by_field_name("right" if t == "assignment_expression" else "value")
-    if value is None or value.type != "object" and (t == "assignment_expression" or value.type not in _FUNCTIONS):
-        return None  # a function bound by assignment is the chunker's
-    target = node.child_by_field_name({"variable_declarator": "name", "pair": "key"}.get(t, "left"))
-    if target is not None and target.type == "member_expression":  # config.paramsSerializer = {...}
-        target = target.child_by_field_name("property")
-    if target is None or target.type not in ("identifier", "property_identifier", "string"):
-        return None
-    return _text(target).strip("\"'`"), kind if value.type == "object" else "function"
-
-
-def _lua_choice(node: Node, kind: str) -> tuple[str, str] | None:
-    """A Lua assignment or table field that binds its name to one function or another
-    (``M.f = cond and function ... end or g``); None for any other value."""
-    value = (
-        node.child_by_field_name("value")
-        if node.type == "field"
-        else next(
-            (c.named_children[0] for c in node.named_children if c.type == "expression_list" and c.named_children), None
-        )
-    )
-    if value is None or value.type != "binary_expression":
-        return None  # a function itself is the chunker's
-    while value is not None and value.type == "binary_expression":
-        right = value.child_by_field_name("right")
-        value = (
-            right
-            if right is not None and right.type in ("function_definition", "binary_expression")
-            else value.child_by_field_name("left")
-        )
-    return (_definition_name("lua", node), kind) if value is not None and value.type == "function_definition" else None
 
 
 def extract(language: str, text: str | bytes, tree: Any = None) -> Symbols | None:
@@ -1059,143 +663,6 @@ def _walk_scan(language: str, data: bytes, src: str | None, tree: Any) -> Scan:
                     data, src, leaves, kinds, imports, _definitions(language, found, data), len(found) > MAX_DEFS
                 )
             stack.pop()
-
-
-@cache
-def _walk_tables(language: str) -> _Tables:
-    """``_native_tables``' tables for ``_walk_scan``, for every grammar: there no query stands beside
-    the walk, so a supertype among the types named (Lua's "variable") only goes unmatched."""
-    names = ("variable_name", "word") if language in OWN_NAMES else NAME_LEAVES
-    flags, callee, name_field = _kind_tables(language, names, calls=language not in OWN_NAMES)
-    return _Tables(flags, callee, name_field, frozenset())
-
-
-def _kind_tables(language: str, names: Any, calls: bool = True) -> tuple[bytes, bytes, int]:
-    """What each of ``language``'s node types is to a walk (``F_*``, a byte a symbol), a call's
-    callee field (uint16 a symbol; 0: its first named child), and the "name" field's id."""
-    parser = parser_for(language)
-    assert parser is not None
-    lang = parser.language
-    flags = bytearray(lang.node_kind_count)
-    callee = array("H", bytes(2 * lang.node_kind_count))
-    known = [*GRAMMARS[language].defs, *EXTRA_DEFS.get(language, {})]
-    for types, bit in (
-        (names, F_NAME),
-        (TYPE_LEAVES, F_TYPE_LEAF),
-        (TYPE_PARENTS, F_TYPE_PARENT),
-        (IMPORTS, F_IMPORT),
-        (known, F_DEF),
-        (MEMBERS, F_MEMBER),
-    ):
-        for t in types:
-            i = lang.id_for_node_kind(t, True)
-            if i and i < len(flags):
-                flags[i] |= bit
-    for call, fld in CALLS.items() if calls else ():
-        i = lang.id_for_node_kind(call, True)
-        if not i or i >= len(flags):
-            continue
-        flags[i] |= F_CALL
-        if call == "call" and _possible(lang, ["(call method: (_))"], []):
-            callee[i] = lang.field_id_for_name("method") or 0
-        elif fld and _possible(lang, [f"({call} {fld}: (_))"], []):
-            callee[i] = lang.field_id_for_name(fld) or 0
-    return bytes(flags), callee.tobytes(), lang.field_id_for_name("name") or 0
-
-
-@cache
-def _shell_commands(language: str) -> tuple[int, int, int] | None:
-    """For a grammar with its own name patterns (shell): the ids of ``command_name``, ``word`` and
-    ``command``: a word is a name inside a command_name, and a call where that is a command's."""
-    if language not in OWN_NAMES:
-        return None
-    parser = parser_for(language)
-    assert parser is not None
-    lang = parser.language
-    return (
-        lang.id_for_node_kind("command_name", True),
-        lang.id_for_node_kind("word", True),
-        lang.id_for_node_kind("command", True),
-    )
-
-
-# What a node type is to the C walk (``native/symscan.c``), a byte a symbol.
-F_NAME, F_TYPE_LEAF, F_TYPE_PARENT, F_IMPORT, F_DEF, F_CALL, F_MEMBER = 1, 2, 4, 8, 16, 32, 64
-
-
-def native_version() -> str | None:
-    """The py-tree-sitter version the C walk reads trees of, where it is built and is the installed
-    one; None where the Python walk answers."""
-    if symscan is None:
-        return None
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        installed = version("tree-sitter")
-    except PackageNotFoundError:  # pragma: no cover - tree_sitter imported from elsewhere
-        return None
-    return str(symscan.TREE_SITTER) if installed == symscan.TREE_SITTER else None
-
-
-@dataclass(frozen=True)
-class _Tables:
-    flags: bytes  # F_* of each symbol
-    callee: bytes  # uint16 a symbol: a call's callee field (0: its first named child)
-    name_field: int  # the "name" field's id (0: none)
-    plain: frozenset[int]  # definitions named by their "name" child alone: no node is needed for them
-
-
-# Definition types whose name, kind or line the chunker or ``_definition_name`` works out from more
-# than their "name" child (their node is asked, as in the Python walk).
-_NOT_PLAIN = frozenset(
-    {
-        "variable_declaration",
-        "lexical_declaration",
-        "struct_specifier",
-        "enum_specifier",
-        "union_specifier",
-        "class_specifier",
-        "assignment_expression",
-        "field_definition",
-        "public_field_definition",
-        "call",
-        "assignment_statement",
-        "field",
-        "class_declaration",
-        "test_declaration",
-        "impl_item",
-        "type_declaration",
-    }
-)
-
-
-@cache
-def _native_tables(language: str) -> _Tables | None:
-    """For the C walk, what each of ``language``'s node types is (``F_*``) and, for a call, the field
-    that holds what it calls (0: its first named child): the node types, fields and anchors of
-    ``_queries``' patterns. None where the C walk cannot stand in for the query: no C walk, a
-    grammar with its own name patterns, or one where a type named here is a supertype (which a
-    query matches by the hidden nodes around a node, not by its own type)."""
-    if native_version() is None or language in OWN_NAMES or _queries(language) is None:
-        return None
-    parser = parser_for(language)
-    lang = parser.language
-
-    def ids(types: Any) -> list[int]:
-        return [i for t in types if (i := lang.id_for_node_kind(t, True))]
-
-    known = [*GRAMMARS[language].defs, *EXTRA_DEFS.get(language, {})]
-    if set(lang.supertypes) & set(ids([*NAME_LEAVES, *known, *CALLS, *MEMBERS, *IMPORTS, *TYPE_LEAVES])):
-        return None
-    flags, callee, name_field = _kind_tables(language, NAME_LEAVES)
-    g = GRAMMARS[language]
-    special = _NOT_PLAIN | set(g.wrappers) | set(EXTRA_DEFS.get(language, {}))
-    if language in ("c", "cpp"):
-        special |= {"function_definition"}  # named through its declarator (``_c_function_name``)
-    if language == "go":
-        special |= {"method_declaration"}  # its scope is its receiver's type (``_go_receiver``)
-    plain = frozenset(ids([t for t in g.defs if t not in special]))
-    return _Tables(flags, callee, name_field, plain)
 
 
 def _found_fast(language: str, tables: _Tables, data: bytes, root: Node, spans: array[int]) -> list[Found] | None:
