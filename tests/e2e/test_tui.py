@@ -634,7 +634,7 @@ async def test_copy_says_where_the_text_went(
     # Item 7: under tmux's default `set-clipboard external`, "Copied" showed while nothing arrived.
     import pyperclip
 
-    from codesight_tui.tui import app as app_module
+    from codesight_tui.tui import opening as app_module
 
     def no_clipboard(text: str) -> None:
         raise pyperclip.PyperclipException("no copy mechanism")
@@ -941,7 +941,7 @@ def test_a_callee_the_repository_does_not_define_keeps_its_name() -> None:
     """Issue 66 item 14: F6 on awkTokenizer showed `src/tokenizer.go:162 (not defined here)` with no
     name (the list read "len" as a keyword and dropped it); the CLI said `len line 162`."""
     from codesight_tui.core.search.navigate import Navigation, Site
-    from codesight_tui.tui.app import navigation_hits
+    from codesight_tui.tui.navigation import navigation_hits
 
     nav = Navigation(
         "callees",
@@ -986,7 +986,7 @@ def test_paths_shrink_only_where_they_do_not_fit_and_a_hit_without_a_name_shows_
 
 def test_the_breadcrumb_always_says_the_way_back() -> None:
     """Issue 66 item 20: at 160 columns a long trail cut "back" off `Alt+←`."""
-    from codesight_tui.tui.app import BACK_HINT, trail_text
+    from codesight_tui.tui.navigation import BACK_HINT, trail_text
 
     steps = ['"how does routing work"'] + [f"callers of handler_number_{k}" for k in range(8)]
     for width in (60, 80, 160):
