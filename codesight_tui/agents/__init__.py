@@ -434,6 +434,87 @@ def plan(
     return p
 
 
+def _first_backup(path: Path, key: str, ledger: Ledger) -> Path | None:
+    """The file's first backup, in the ledger's folder (never in a project); None where one exists."""
+    from codesight_tui.core.private import private_dir
+
+    folder = ledger.backup_dir()
+    private_dir(folder)
+    backup = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:12]}-{path.name}"
+    if backup.exists():
+        return None
+    shutil.copy2(path, backup)
+    os.chmod(backup, 0o600)
+    return backup
+
+
+def _delete(path: Path, change: Change, ledger: Ledger | None) -> None:
+    """The file gone, and the folders install made for it, once empty."""
+    path.unlink(missing_ok=True)
+    if change.restores and ledger is not None:
+        d = path.parent.resolve()
+        while str(d) in ledger.made:
+            try:
+                d.rmdir()
+            except OSError:
+                break
+            ledger.made.remove(str(d))
+            d = d.parent
+
+
+def _write(path: Path, change: Change, text: str) -> list[str]:
+    """``text`` written to a temporary file beside ``path`` and renamed over it (its mode kept; a new
+    file the umask's where others read it, else 0600). Returns the folders it had to make."""
+    made: list[str] = []
+    d = path.parent.resolve()
+    while not d.exists():
+        made.append(str(d))
+        d = d.parent
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask() if change.public else 0o600
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return made
+
+
+def _note(ledger: Ledger, change: Change, key: str, made: list[str], backup: Path | None) -> None:
+    """What was done, in the ledger: who shares the file, its first bytes, the folders made."""
+    record = ledger.files.get(key)
+    if change.remove:
+        if record is not None:
+            record["agents"] = [a for a in record.get("agents", []) if a != change.agent]
+            record.get("entries", {}).pop(change.agent, None)
+            if change.restores or not record["agents"]:
+                del ledger.files[key]
+            else:
+                record["after"] = change.after
+    else:
+        fresh: dict[str, Any] = {
+            "before": change.before,
+            "agents": [],
+            "entries": {},
+            "made": made,
+            "backup": str(backup) if backup else None,
+        }
+        record = ledger.files.setdefault(key, fresh)
+        record["after"] = change.after
+        ledger.made += [d for d in made if d not in ledger.made]
+        if change.agent not in record["agents"]:
+            record["agents"].append(change.agent)
+        if change.entry is not None:
+            record["entries"][change.agent] = change.entry
+    ledger.save()
+
+
 def apply(change: Change, ledger: Ledger | None = None) -> Path | None:
     """Carry out one change: keep the file's first backup (in the ledger's folder, never in a
     project), write a temporary file beside it and rename it over (the target of a symlinked
@@ -442,7 +523,6 @@ def apply(change: Change, ledger: Ledger | None = None) -> Path | None:
     path = change.path
     key = _key(path)
     record = ledger.files.get(key) if ledger is not None else None
-    backup = None
     if not change.changed:  # nothing to write: only the ledger learns who shares the file
         if ledger is not None and record is not None:
             if change.remove:
@@ -451,74 +531,16 @@ def apply(change: Change, ledger: Ledger | None = None) -> Path | None:
                 record.setdefault("agents", []).append(change.agent)
             ledger.save()
         return None
+    backup = None
     if ledger is not None and record is None and change.before is not None:
-        folder = ledger.backup_dir()
-        from codesight_tui.core.private import private_dir
-
-        private_dir(folder)
-        backup = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:12]}-{path.name}"
-        if not backup.exists():
-            shutil.copy2(path, backup)
-            os.chmod(backup, 0o600)
-        else:
-            backup = None
+        backup = _first_backup(path, key, ledger)
     made: list[str] = []
     if change.after is None:
-        path.unlink(missing_ok=True)
-        if change.restores and ledger is not None:  # the folders install made for it, once empty
-            d = path.parent.resolve()
-            while str(d) in ledger.made:
-                try:
-                    d.rmdir()
-                except OSError:
-                    break
-                ledger.made.remove(str(d))
-                d = d.parent
+        _delete(path, change, ledger)
     else:
-        d = path.parent.resolve()
-        while not d.exists():
-            made.append(str(d))
-            d = d.parent
-        path.parent.mkdir(parents=True, exist_ok=True)
-        mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask() if change.public else 0o600
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-                f.write(change.after)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        made = _write(path, change, change.after)
     if ledger is not None:
-        if change.remove:
-            if record is not None:
-                record["agents"] = [a for a in record.get("agents", []) if a != change.agent]
-                record.get("entries", {}).pop(change.agent, None)
-                if change.restores or not record["agents"]:
-                    del ledger.files[key]
-                else:
-                    record["after"] = change.after
-        else:
-            record = ledger.files.setdefault(
-                key,
-                {
-                    "before": change.before,
-                    "agents": [],
-                    "entries": {},
-                    "made": made,
-                    "backup": str(backup) if backup else None,
-                },
-            )
-            record["after"] = change.after
-            ledger.made += [d for d in made if d not in ledger.made]
-            if change.agent not in record["agents"]:
-                record["agents"].append(change.agent)
-            if change.entry is not None:
-                record["entries"][change.agent] = change.entry
-        ledger.save()
+        _note(ledger, change, key, made, backup)
     return backup
 
 
