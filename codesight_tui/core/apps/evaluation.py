@@ -298,28 +298,32 @@ def evaluate(
         )
         cs.close()
 
-    summary = {}
-    for label in labels:
-        per_file = [f["modes"][label] | {"language": f["language"]} for f in files_out]
-        cats = sorted({c for pf in per_file for c in pf["categories"]})
-        lat = sorted(x for pf in per_file for x in pf["latency_ms"])
-        summary[label] = {
-            "overall": {m: sum(pf["overall"][m] for pf in per_file) / len(per_file) for m in METRICS},
-            "categories": {
-                c: {
-                    m: sum(pf["categories"][c][m] for pf in per_file if c in pf["categories"])
-                    / sum(1 for pf in per_file if c in pf["categories"])
-                    for m in METRICS
-                }
-                for c in cats
-            },
-            "languages": _group_means(per_file, lambda pf: pf["language"] or "?"),
-            "latency_ms": {"p50": lat[len(lat) // 2], "p95": lat[min(len(lat) - 1, int(0.95 * (len(lat) - 1)))]},
-        }
+    summary = {label: _summary(files_out, label) for label in labels}
     out = {"modes": summary, "files": files_out}
     if published:
         out["published"] = _published_summary(published, files_out)
     return out
+
+
+def _summary(files_out: list[Row], label: str) -> Row:
+    """One mode's figures over every file: the mean of each file's mean, overall, per category and
+    per language, and the latency of every query."""
+    per_file = [f["modes"][label] | {"language": f["language"]} for f in files_out]
+    cats = sorted({c for pf in per_file for c in pf["categories"]})
+    lat = sorted(x for pf in per_file for x in pf["latency_ms"])
+    return {
+        "overall": {m: sum(pf["overall"][m] for pf in per_file) / len(per_file) for m in METRICS},
+        "categories": {
+            c: {
+                m: sum(pf["categories"][c][m] for pf in per_file if c in pf["categories"])
+                / sum(1 for pf in per_file if c in pf["categories"])
+                for m in METRICS
+            }
+            for c in cats
+        },
+        "languages": _group_means(per_file, lambda pf: pf["language"] or "?"),
+        "latency_ms": {"p50": lat[len(lat) // 2], "p95": lat[min(len(lat) - 1, int(0.95 * (len(lat) - 1)))]},
+    }
 
 
 def _label(mode: str, level: float | None) -> str:

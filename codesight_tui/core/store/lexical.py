@@ -209,6 +209,28 @@ class ResidentBM25:
             # (a database this process cannot open read-only fails before it reads a record)
             self.failed_key = self.failed_key or seen
 
+    def _instances(self, conn: sqlite3.Connection, total: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every occurrence of every token, as (row id, column, offset) arrays in the vocabulary's
+        (token, row, column, offset) order: ``total`` of them, or a ``ValueError``."""
+        column = " ".join(f"WHEN {_quote(c)} THEN {i}" for i, c in enumerate(self.columns))
+        cur = conn.execute(
+            f"SELECT doc, CASE col {column} ELSE {len(self.columns)} END, offset FROM temp.cs_vocab"
+        )  # in (term, doc, col, offset) order: checked by the caller
+        docs = np.empty(total, np.int64)
+        cols = np.empty(total, np.int64)
+        offsets = np.empty(total, np.int64)
+        at = 0
+        while batch := cur.fetchmany(65536):
+            n = len(batch)
+            if at + n > total:
+                raise ValueError("the FTS5 vocabulary changed while it was read")
+            block = np.array(batch, dtype=np.int64)
+            docs[at : at + n], cols[at : at + n], offsets[at : at + n] = block[:, 0], block[:, 1], block[:, 2]
+            at += n
+        if at != total or (total and (offsets.max() >= 1 << 28 or cols.max() >= len(self.columns))):
+            raise ValueError("the FTS5 vocabulary does not add up")
+        return docs, cols, offsets
+
     def build(self) -> None:
         """Read the postings, in one read transaction (a writer may be at work meanwhile)."""
         uri = Path(self.db_path).resolve().as_uri()
@@ -235,24 +257,8 @@ class ResidentBM25:
             conn.execute(f"CREATE VIRTUAL TABLE temp.cs_vocab USING fts5vocab(main, {self.table}, instance)")
             # per token: the rows that hold it and its occurrences, in the instance table's order
             vocab = conn.execute("SELECT term, doc, cnt FROM temp.cs_vocab_row ORDER BY term").fetchall()
-            column = " ".join(f"WHEN {_quote(c)} THEN {i}" for i, c in enumerate(self.columns))
-            cur = conn.execute(
-                f"SELECT doc, CASE col {column} ELSE {len(self.columns)} END, offset FROM temp.cs_vocab"
-            )  # in (term, doc, col, offset) order: checked below
             total = sum(n for _, _, n in vocab)
-            docs = np.empty(total, np.int64)
-            cols = np.empty(total, np.int64)
-            offsets = np.empty(total, np.int64)
-            at = 0
-            while batch := cur.fetchmany(65536):
-                n = len(batch)
-                if at + n > total:
-                    raise ValueError("the FTS5 vocabulary changed while it was read")
-                block = np.array(batch, dtype=np.int64)
-                docs[at : at + n], cols[at : at + n], offsets[at : at + n] = block[:, 0], block[:, 1], block[:, 2]
-                at += n
-            if at != total or (total and (offsets.max() >= 1 << 28 or cols.max() >= len(self.columns))):
-                raise ValueError("the FTS5 vocabulary does not add up")
+            docs, cols, offsets = self._instances(conn, total)
             rows = np.searchsorted(ids, docs)
             if total and (rows.max() >= len(ids) or not np.array_equal(ids[rows], docs)):
                 raise ValueError("a posting names a row with no size")
