@@ -276,6 +276,61 @@ def entry_for(
     return FileEntry(rel_path, str(path), st.st_size, clamp_mtime(st.st_mtime_ns), st.st_ino)
 
 
+# A directory the walk is in: its relative path, the ignore specs in force, its sorted entries
+# still to visit, reversed so that pop() takes them in name order.
+Frame = tuple[str, list[tuple[str, pathspec.GitIgnoreSpec]], list[os.DirEntry[str]]]
+
+
+def _frame(
+    dir_abs: Path,
+    rel_dir: str,
+    parent_stack: list[tuple[str, pathspec.GitIgnoreSpec]],
+    rules: IgnoreRules,
+    stats: WalkStats,
+) -> Frame | None:
+    """The frame of a directory the walk enters; None (counted) where it cannot be read."""
+    stack = parent_stack + rules.dir_specs(dir_abs, rel_dir)
+    try:
+        with os.scandir(dir_abs) as it:
+            entries = sorted(it, key=lambda e: e.name, reverse=True)
+    except OSError:
+        stats.skip("unreadable")
+        return None
+    return rel_dir, stack, entries
+
+
+def _kinds(entry: os.DirEntry[str], stats: WalkStats) -> tuple[bool, bool, bool] | None:
+    """``(is_link, is_dir, is_file)`` of a directory entry (a link's target's kind), or None where
+    it cannot be told (a link in a loop, a name that vanished), counted in ``stats``."""
+    try:
+        return entry.is_symlink(), entry.is_dir(), entry.is_file()
+    except OSError:
+        try:
+            stats.skip("broken_symlink" if entry.is_symlink() else "unreadable")
+        except OSError:
+            stats.skip("unreadable")
+        return None
+
+
+def _file_entry(
+    entry: os.DirEntry[str], rel: str, stats: WalkStats, max_file_size: int, max_document_size: int
+) -> FileEntry | None:
+    """The ``FileEntry`` of a regular file the walk keeps; None (counted) where it is binary by its
+    name, unreadable or too large."""
+    if is_binary_name(rel):
+        stats.skip("binary")
+        return None
+    try:
+        st = entry.stat()
+    except OSError:
+        stats.skip("unreadable")
+        return None
+    if st.st_size > (max_document_size if is_document(rel) else max_file_size):
+        stats.skip("too_large")
+        return None
+    return FileEntry(rel, entry.path, st.st_size, clamp_mtime(st.st_mtime_ns), st.st_ino)
+
+
 def walk(  # noqa: C901 - one pass over the tree; each branch is one rule for one kind of entry
     root: str | Path,
     *,
@@ -304,21 +359,7 @@ def walk(  # noqa: C901 - one pass over the tree; each branch is one rule for on
     def inside(real: str) -> bool:
         return real == root_real or real.startswith(root_real + os.sep)
 
-    # Each frame: (directory, its relative path, the ignore specs in force, its sorted entries
-    # still to visit, reversed so that pop() takes them in name order).
-    Frame = tuple[str, list[tuple[str, pathspec.GitIgnoreSpec]], list[os.DirEntry[str]]]
-
-    def frame(dir_abs: Path, rel_dir: str, parent_stack: list[tuple[str, pathspec.GitIgnoreSpec]]) -> Frame | None:
-        stack = parent_stack + rules.dir_specs(dir_abs, rel_dir)
-        try:
-            with os.scandir(dir_abs) as it:
-                entries = sorted(it, key=lambda e: e.name, reverse=True)
-        except OSError:
-            stats.skip("unreadable")
-            return None
-        return rel_dir, stack, entries
-
-    first = frame(root_path, "", list(rules.base))
+    first = _frame(root_path, "", list(rules.base), rules, stats)
     frames = [first] if first is not None else []
     while frames:
         rel_dir, stack, entries = frames[-1]
@@ -331,16 +372,10 @@ def walk(  # noqa: C901 - one pass over the tree; each branch is one rule for on
             stats.skip("non_utf8_name")
             continue
         rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-        try:
-            is_link = entry.is_symlink()
-            is_dir = entry.is_dir()  # follows links
-            is_file = entry.is_file()
-        except OSError:  # a link in a loop (ELOOP), or a name that vanished
-            try:
-                stats.skip("broken_symlink" if entry.is_symlink() else "unreadable")
-            except OSError:
-                stats.skip("unreadable")
+        kinds = _kinds(entry, stats)
+        if kinds is None:
             continue
+        is_link, is_dir, is_file = kinds
         if is_dir and entry.name in ALWAYS_SKIPPED_DIRS:
             continue
         if is_link and (is_dir or not is_file):
@@ -351,13 +386,12 @@ def walk(  # noqa: C901 - one pass over the tree; each branch is one rule for on
             stats.skip("secret")
             continue
         if is_link:
-            real = os.path.realpath(entry.path)
-            if not inside(real):
+            # A link to something inside the root is never followed (as git and ripgrep do):
+            # its target is walked under its real path, which is the path people use.
+            if not inside(os.path.realpath(entry.path)):
                 stats.skip("symlink_outside_root")
             elif not (is_dir or is_file):
                 stats.skip("broken_symlink")
-            # A link to something inside the root is never followed (as git and ripgrep do):
-            # its target is walked under its real path, which is the path people use.
             continue
         if not (is_dir or is_file):  # FIFO, socket, device: never opened
             stats.skip("special_file")
@@ -367,22 +401,11 @@ def walk(  # noqa: C901 - one pass over the tree; each branch is one rule for on
             if real in visited:  # a bind mount seen twice
                 continue
             visited.add(real)
-            child = frame(Path(entry.path), rel, stack)
+            child = _frame(Path(entry.path), rel, stack, rules, stats)
             if child is not None:
                 frames.append(child)
-        elif is_file:
-            if is_binary_name(rel):
-                stats.skip("binary")
-                continue
-            try:
-                st = entry.stat()
-            except OSError:
-                stats.skip("unreadable")
-                continue
-            if st.st_size > (max_document_size if is_document(rel) else max_file_size):
-                stats.skip("too_large")
-                continue
-            yield FileEntry(rel, entry.path, st.st_size, clamp_mtime(st.st_mtime_ns), st.st_ino)
+        elif (found := _file_entry(entry, rel, stats, max_file_size, max_document_size)) is not None:
+            yield found
 
 
 # What the walk saw of a file: (inode, size, mtime_ns).
