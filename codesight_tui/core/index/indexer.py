@@ -333,16 +333,13 @@ def index_lexical(
     secret_files: tuple[str, ...] = SECRET_FILES,
     document_memory_mb: int = 0,
 ) -> IndexReport:
-    """Phase 1: bring files, chunks and the FTS5 table in line with the tree.
-
-    ``paths`` (from a file watcher) looks at those files only, not the whole tree, when that
-    is enough to tell what changed. Documents (PDF, DOCX, PPTX) come after the other files, read
-    one at a time in a child process, each within ``document_timeout`` seconds."""
+    """Phase 1: bring files, chunks and the FTS5 table in line with the tree; ``paths`` (from a
+    watcher): those files only, where that tells what changed. Documents (PDF, DOCX, PPTX) come
+    last, one at a time in a child process, each within ``document_timeout`` seconds."""
     report = report or IndexReport()
     t0 = time.perf_counter()
     stats = WalkStats()
     workers = _Workers(chunker, max_file_size)
-    queue: list[Future[Prepared]] = []
     remembered: Counter[str] = Counter()  # skips kept per file in the table, or not skips for long
     try:
         early = _worker_count(EARLY_WORKERS_FILES // LEXICAL_BATCH_FILES, processes)
@@ -370,81 +367,12 @@ def index_lexical(
             max_document_size=max_document_size,
             secret_files=secret_files,
         )
-        if progress:
-            progress(
-                Progress(
-                    "scan",
-                    len(entries),
-                    len(entries),
-                    f"{len(changed)} changed, {len(deleted)} removed",
-                    tuple(e.rel_path for e in changed) + tuple(deleted),
-                )
-            )
-        if deleted:
-            with store.transaction():
-                for p in deleted:
-                    report.chunks_removed += store.delete_file(p)
+        _drop_deleted(store, entries, changed, deleted, report, progress)
         report.files_deleted = len(deleted)
-        done = 0
 
         documents = [e for e in changed if is_document(e.rel_path)]
-        preferred = preferred_language()  # translations into other languages after the rest
-        batches = list(
-            file_batches(
-                sorted((e for e in changed if not is_document(e.rel_path)), key=lambda e: later(e.rel_path, preferred))
-            )
-        )
-        if workers.pool is None:
-            n_proc = _worker_count(len(batches), processes)
-            if n_proc:
-                workers.start_processes(n_proc)
-        ahead = workers.ahead
-        queue = [workers.submit(b) for b in batches[:ahead]]
-        for i, batch in enumerate(batches):
-            if cancel is not None and cancel.is_set():
-                report.cancelled = True
-                break
-            items, unreadable, rows, found = queue.pop(0).result()
-            if i + ahead < len(batches):
-                queue.append(workers.submit(batches[i + ahead]))
-            with store.transaction():
-                for e, why in unreadable:
-                    stats.skip(why)
-                    if why in ("binary", "changed"):  # kept per file in the table, or read next run
-                        remembered[why] += 1
-                    if why == "changed":  # written or swapped since the walk: what was indexed stays
-                        continue  # until the next run reads what is there then
-                    if why == "binary":  # remembered, so it is not read again until it changes
-                        report.chunks_removed += store.write_skipped(e.rel_path, e.mtime_ns, e.size, why)
-                    else:  # unreadable now: drop what it had, try again next run
-                        report.chunks_removed += store.delete_file(e.rel_path)
-                added, removed = store.write_files(
-                    [
-                        (
-                            e.rel_path,
-                            e.mtime_ns,
-                            e.size,
-                            lang,
-                            file_rows,
-                            _priority(e.rel_path, e.mtime_ns, lang),
-                            masked,
-                        )
-                        for (e, lang, masked), file_rows in zip(items, rows, strict=False)
-                    ],
-                    found,
-                )
-                report.chunks_added += added
-                report.chunks_removed += removed
-                report.files_changed += len(items)
-                report.secrets_masked += sum(masked for _, _, masked in items)
-                report.warnings += [
-                    f"{e.rel_path}: {sym[6]}"
-                    for (e, _, _), sym in zip(items, found, strict=False)
-                    if sym is not None and sym[6]
-                ]
-            done += len(batch)
-            if progress:
-                progress(Progress("lexical", done, len(changed), batch[-1].rel_path))
+        batches = _batches(changed, workers, processes)
+        done = _write_batches(workers, batches, store, stats, remembered, report, cancel, progress, len(changed))
         if documents and not report.cancelled:
             _index_documents(
                 store,
@@ -457,29 +385,152 @@ def index_lexical(
                 cancel,
                 lambda path, n: progress and progress(Progress("lexical", done + n, len(changed), path)),
             )
-    finally:  # on cancel or Ctrl-C, don't wait for batches nobody will write
-        for f in queue:
-            f.cancel()
+    finally:
         workers.shutdown(wait=not report.cancelled)
-    if not report.cancelled and partial_scan:
-        store.set_meta(last_indexed=time.time())
-    elif not report.cancelled:
-        # Skips this run met, for `status`, but those remembered per file in the table (binary by
-        # content, unreadable documents) and files that changed under the run (read next time).
-        walk_skips = {k: v for k, v in (Counter(stats.skipped) - remembered).items() if v > 0}
-        store.set_meta(
-            last_indexed=time.time(),
-            git_head=git_head(root) or "",
-            root=str(root),
-            symlink_dirs=stats.symlink_dirs,
-            skipped=json.dumps(walk_skips, sort_keys=True),
-        )
+    if not report.cancelled:
+        _note_run(root, store, stats, remembered, partial_scan)
     report.full_scan = not partial_scan
     report.skipped.update(stats.skipped)
     counts = store.counts()
     report.files, report.chunks = counts["files"], counts["chunks"]
     report.lexical_seconds = time.perf_counter() - t0
     return report
+
+
+def _batches(changed: list[FileEntry], workers: _Workers, processes: bool) -> list[list[FileEntry]]:
+    """The changed files that are not documents in batches, translations into other languages
+    after the rest; the worker processes started for them where there are enough."""
+    preferred = preferred_language()
+    batches = list(
+        file_batches(
+            sorted((e for e in changed if not is_document(e.rel_path)), key=lambda e: later(e.rel_path, preferred))
+        )
+    )
+    if workers.pool is None:
+        n_proc = _worker_count(len(batches), processes)
+        if n_proc:
+            workers.start_processes(n_proc)
+    return batches
+
+
+def _write_batches(
+    workers: _Workers,
+    batches: list[list[FileEntry]],
+    store: Store,
+    stats: WalkStats,
+    remembered: Counter[str],
+    report: IndexReport,
+    cancel: threading.Event | None,
+    progress: ProgressFn | None,
+    total: int,
+) -> int:
+    """Every batch prepared by the workers (a few ahead of the writer) and written in turn, until
+    the end or a cancel; the files written."""
+    done = 0
+    ahead = workers.ahead
+    queue = [workers.submit(b) for b in batches[:ahead]]
+    try:
+        for i, batch in enumerate(batches):
+            if cancel is not None and cancel.is_set():
+                report.cancelled = True
+                break
+            items, unreadable, rows, found = queue.pop(0).result()
+            if i + ahead < len(batches):
+                queue.append(workers.submit(batches[i + ahead]))
+            _write_batch(store, items, unreadable, rows, found, stats, remembered, report)
+            done += len(batch)
+            if progress:
+                progress(Progress("lexical", done, total, batch[-1].rel_path))
+    finally:  # on cancel or Ctrl-C, don't wait for batches nobody will write
+        for f in queue:
+            f.cancel()
+    return done
+
+
+def _drop_deleted(
+    store: Store,
+    entries: list[FileEntry],
+    changed: list[FileEntry],
+    deleted: list[str],
+    report: IndexReport,
+    progress: ProgressFn | None,
+) -> None:
+    """What the scan found, said; the files gone from the tree taken out of the index."""
+    if progress:
+        summary = f"{len(changed)} changed, {len(deleted)} removed"
+        progress(
+            Progress("scan", len(entries), len(entries), summary, tuple(e.rel_path for e in changed) + tuple(deleted))
+        )
+    if deleted:
+        with store.transaction():
+            for p in deleted:
+                report.chunks_removed += store.delete_file(p)
+
+
+def _write_batch(
+    store: Store,
+    items: list[tuple[FileEntry, str, int]],
+    unreadable: list[tuple[FileEntry, str]],
+    rows: list[list[ChunkFields]],
+    found: list[FileSymbols | None],
+    stats: WalkStats,
+    remembered: Counter[str],
+    report: IndexReport,
+) -> None:
+    """One prepared batch written in one transaction: its files' chunks and symbols, and what
+    could not be read (a binary file remembered, an unreadable one dropped until it reads)."""
+    with store.transaction():
+        for e, why in unreadable:
+            stats.skip(why)
+            if why in ("binary", "changed"):  # kept per file in the table, or read next run
+                remembered[why] += 1
+            if why == "changed":  # written or swapped since the walk: what was indexed stays
+                continue  # until the next run reads what is there then
+            if why == "binary":  # remembered, so it is not read again until it changes
+                report.chunks_removed += store.write_skipped(e.rel_path, e.mtime_ns, e.size, why)
+            else:  # unreadable now: drop what it had, try again next run
+                report.chunks_removed += store.delete_file(e.rel_path)
+        added, removed = store.write_files(
+            [
+                (
+                    e.rel_path,
+                    e.mtime_ns,
+                    e.size,
+                    lang,
+                    file_rows,
+                    _priority(e.rel_path, e.mtime_ns, lang),
+                    masked,
+                )
+                for (e, lang, masked), file_rows in zip(items, rows, strict=False)
+            ],
+            found,
+        )
+        report.chunks_added += added
+        report.chunks_removed += removed
+        report.files_changed += len(items)
+        report.secrets_masked += sum(masked for _, _, masked in items)
+        report.warnings += [
+            f"{e.rel_path}: {sym[6]}"
+            for (e, _, _), sym in zip(items, found, strict=False)
+            if sym is not None and sym[6]
+        ]
+
+
+def _note_run(root: Path, store: Store, stats: WalkStats, remembered: Counter[str], partial: bool) -> None:
+    """A finished run in the index's meta: when, and (after a whole-tree walk) the head, the root,
+    and the skips this run met, for `status`, but those remembered per file in the table (binary by
+    content, unreadable documents) and files that changed under the run (read next time)."""
+    if partial:
+        store.set_meta(last_indexed=time.time())
+        return
+    walk_skips = {k: v for k, v in (Counter(stats.skipped) - remembered).items() if v > 0}
+    store.set_meta(
+        last_indexed=time.time(),
+        git_head=git_head(root) or "",
+        root=str(root),
+        symlink_dirs=stats.symlink_dirs,
+        skipped=json.dumps(walk_skips, sort_keys=True),
+    )
 
 
 def _index_documents(
