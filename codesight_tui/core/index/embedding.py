@@ -188,7 +188,79 @@ def fill_from_cache(
     return filled
 
 
-def index_vectors(  # noqa: C901 - the embedding loop's cancel, overlap and cache paths are one story
+class _Embedding:
+    """One phase 2 run's state: the window of pending rows it reads ahead (sorted by length, so a
+    batch the model sees has little padding), the rows handed to jobs not written yet, and what
+    was done. ``next_job`` reads the next batch and looks it up in the cache; ``write`` embeds what
+    the cache lacked (or takes what the pool embedded) and writes it."""
+
+    def __init__(
+        self,
+        store: Store,
+        vectors: VectorStore,
+        embedder: Any,
+        cache: EmbeddingCache | None,
+        batch: int,
+        limit: int | None,
+        report: IndexReport,
+        progress: ProgressFn | None,
+    ) -> None:
+        self.store, self.vectors, self.embedder, self.cache = store, vectors, embedder, cache
+        self.batch, self.limit, self.report, self.progress = batch, limit, report, progress
+        self.total = store.counts()["pending"]
+        self.done = 0
+        self.window: list[ChunkRow] = []
+        self.taken = 0  # rows handed to jobs so far
+        self.in_flight: set[int] = set()  # ids of rows in a job that is not written yet
+
+    def next_job(self) -> _EmbedJob | None:
+        if not self.window:
+            # Read a window of several batches and sort it by length, so each batch the model sees
+            # holds texts of similar length (little padding), while commits stay batch-sized.
+            want = self.batch * 4 if self.limit is None else min(self.batch * 4, self.limit - self.taken)
+            if want <= 0:
+                return None
+            fresh = [r for r in self.store.pending(want + len(self.in_flight)) if r.id not in self.in_flight][:want]
+            self.window = sorted(fresh, key=lambda r: len(r.content) + len(r.scope))
+            if not self.window:
+                return None
+        rows, self.window = self.window[: self.batch], self.window[self.batch :]
+        self.taken += len(rows)
+        views = [v for r in rows for v in _views(r)]  # (LanceDB id, embed key, row, doc view text)
+        keys = [key for _, key, _, _ in views]
+        found = self.cache.get_many(keys) if self.cache is not None else {}
+        todo: dict[str, str] = {}
+        docs = 0
+        for _, key, r, doc in views:
+            if key not in found and key not in todo:
+                todo[key] = embed_text(r.path, r.scope, r.content) if doc is None else doc
+                docs += doc is not None
+        self.in_flight.update(r.id for r in rows)
+        return _EmbedJob(
+            rows, [v[0] for v in views], [r.language or "" for _, _, r, _ in views], keys, found, todo, docs
+        )
+
+    def write(self, job: _EmbedJob) -> None:
+        rows, found, report = job.rows, job.found, self.report
+        if job.todo:
+            vecs = job.future.result() if job.future is not None else self.embedder.encode(list(job.todo.values()))
+            fresh = dict(zip(job.todo.keys(), vecs, strict=False))
+            if self.cache is not None:
+                self.cache.put_many(list(fresh.items()))
+            found.update(fresh)
+        # Chunks count as before doc views (their own text embedded or found in the cache).
+        report.cache_hits += len(rows) - (len(job.todo) - job.docs)
+        report.embedded += len(job.todo) - job.docs
+        report.doc_views += job.docs
+        self.vectors.add(job.ids, job.languages, np.stack([found[k] for k in job.keys]))
+        self.store.mark_embedded([r.id for r in rows])
+        self.in_flight.difference_update(r.id for r in rows)
+        self.done += len(rows)
+        if self.progress:
+            self.progress(Progress("embed", self.done, max(self.total, self.done), rows[-1].path))
+
+
+def index_vectors(
     store: Store,
     vectors: VectorStore,
     embedder: Any,
@@ -211,62 +283,9 @@ def index_vectors(  # noqa: C901 - the embedding loop's cancel, overlap and cach
     report = report or IndexReport()
     t0 = time.perf_counter()
     reconcile_vectors(store, vectors, embedder.name, embedder.dim)
-    total = store.counts()["pending"]
-    done = 0
+    run = _Embedding(store, vectors, embedder, cache, batch, limit, report, progress)
     if progress:
-        progress(Progress("embed", 0, total))
-    window: list[ChunkRow] = []
-    taken = 0  # rows handed to jobs so far
-    in_flight: set[int] = set()  # ids of rows in a job that is not written yet
-
-    def next_job() -> _EmbedJob | None:
-        nonlocal window, taken
-        if not window:
-            # Read a window of several batches and sort it by length, so each batch the model sees
-            # holds texts of similar length (little padding), while commits stay batch-sized.
-            want = batch * 4 if limit is None else min(batch * 4, limit - taken)
-            if want <= 0:
-                return None
-            fresh = [r for r in store.pending(want + len(in_flight)) if r.id not in in_flight][:want]
-            window = sorted(fresh, key=lambda r: len(r.content) + len(r.scope))
-            if not window:
-                return None
-        rows, window = window[:batch], window[batch:]
-        taken += len(rows)
-        views = [v for r in rows for v in _views(r)]  # (LanceDB id, embed key, row, doc view text)
-        keys = [key for _, key, _, _ in views]
-        found = cache.get_many(keys) if cache is not None else {}
-        todo: dict[str, str] = {}
-        docs = 0
-        for _, key, r, doc in views:
-            if key not in found and key not in todo:
-                todo[key] = embed_text(r.path, r.scope, r.content) if doc is None else doc
-                docs += doc is not None
-        in_flight.update(r.id for r in rows)
-        return _EmbedJob(
-            rows, [v[0] for v in views], [r.language or "" for _, _, r, _ in views], keys, found, todo, docs
-        )
-
-    def write(job: _EmbedJob) -> None:
-        nonlocal done
-        rows, found = job.rows, job.found
-        if job.todo:
-            vecs = job.future.result() if job.future is not None else embedder.encode(list(job.todo.values()))
-            fresh = dict(zip(job.todo.keys(), vecs, strict=False))
-            if cache is not None:
-                cache.put_many(list(fresh.items()))
-            found.update(fresh)
-        # Chunks count as before doc views (their own text embedded or found in the cache).
-        report.cache_hits += len(rows) - (len(job.todo) - job.docs)
-        report.embedded += len(job.todo) - job.docs
-        report.doc_views += job.docs
-        vectors.add(job.ids, job.languages, np.stack([found[k] for k in job.keys]))
-        store.mark_embedded([r.id for r in rows])
-        in_flight.difference_update(r.id for r in rows)
-        done += len(rows)
-        if progress:
-            progress(Progress("embed", done, max(total, done), rows[-1].path))
-
+        progress(Progress("embed", 0, run.total))
     # Two workers: the next batch starts tokenising while this one is still on the model.
     pool = ThreadPoolExecutor(2, thread_name_prefix="codesight-embed") if overlap else None
     queued: _EmbedJob | None = None  # embedding in the pool while the loop writes the one before
@@ -276,24 +295,24 @@ def index_vectors(  # noqa: C901 - the embedding loop's cancel, overlap and cach
                 report.cancelled = True
                 job = None
             else:
-                job = next_job()
+                job = run.next_job()
             if job is not None and pool is not None and job.todo:
                 job.future = pool.submit(embedder.encode, list(job.todo.values()))
             if queued is not None:
-                write(queued)
+                run.write(queued)
                 queued = None
             if job is None:
                 break
             if pool is None:
-                write(job)  # on a CPU each batch is written before the next is read
+                run.write(job)  # on a CPU each batch is written before the next is read
             else:
                 queued = job
     finally:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
-    if done or vectors.dirty:
+    if run.done or vectors.dirty:
         vectors.optimize()
-    if done and not report.cancelled:
+    if run.done and not report.cancelled:
         vectors.ensure_ann()  # large tables get an approximate index (see vectors.ANN_MIN_ROWS)
     report.vectors_pending = store.counts()["pending"]
     report.embed_seconds = time.perf_counter() - t0
