@@ -135,6 +135,85 @@ def full_pass(ctx: RepoContext) -> bool:
     return counts["vectors"] > 0 and counts["pending"] == 0
 
 
+def _lexical(
+    ctx: RepoContext,
+    store: Store,
+    progress: ProgressFn | None,
+    cancel: threading.Event | None,
+    paths: list[str] | None,
+) -> IndexReport:
+    """The lexical phase of a run (``paths``: a watcher's, where the index is not new)."""
+    from codesight_tui.core.ingest.chunker import Chunker
+    from codesight_tui.core.ingest.tokens import TokenCounter
+
+    report = IndexReport()
+    info = ctx.model_info
+    chunker = Chunker(TokenCounter(info.tokenizer_file), info.max_seq_length - 2)
+    if store.get_meta("last_indexed") is None:
+        paths = None  # a first or rebuilt index walks the whole tree
+    store.retry_documents()
+    settings = ctx.settings
+    return index_lexical(
+        ctx.root,
+        store,
+        chunker,
+        max_file_size=settings.max_file_size,
+        exclude=ctx.exclude(),
+        progress=progress,
+        cancel=cancel,
+        report=report,
+        processes=ctx.lexical_processes,
+        paths=paths,
+        max_document_size=settings.max_document_size,
+        document_timeout=settings.document_timeout,
+        secret_files=tuple(settings.secret_files),
+        document_memory_mb=settings.document_memory_mb,
+    )
+
+
+def _full_pass(
+    ctx: RepoContext,
+    store: Store,
+    progress: ProgressFn | None,
+    cancel: threading.Event | None,
+    report: IndexReport,
+    static: bool,
+    static_later: bool,
+) -> bool:
+    """The full model's vectors (a model that cannot load is a warning: the tiers below answer);
+    whether the static tier is still to come after it (it goes first where the model is on a CPU)."""
+    if progress:  # the lexical phase has committed: say so now, not once the model is up
+        progress(Progress("embed", 0, report.vectors_pending, "loading the model"))
+    try:
+        embedder = ctx.models.embedder()
+    except CodeSightError as exc:
+        tiers = "BM25 and the static tier only" if static and ctx.models.static_error is None else "lexical search only"
+        report.warnings.append(f"{exc}; {tiers}")
+        return static_later
+    if static_later and getattr(embedder, "device", "cpu") != "cuda":
+        static_later = False  # the guess was wrong: the model runs on the CPU
+        ctx.models.index_static(store, progress, cancel, report)
+    cache = _embed(ctx, embedder, progress=progress, cancel=cancel, report=report)
+    if getattr(embedder, "device", "cpu") != "cuda":
+        ctx.models.record_full_rate(report.embedded, report.embed_seconds)
+    report.warnings.extend(cache.notices)
+    _bound_cache(ctx, cache)
+    return static_later
+
+
+def _tidy(ctx: RepoContext, store: Store, report: IndexReport) -> None:
+    """After a run: the vector table's old versions gone, the file's free pages given back after
+    big deletions, and the index's files narrowed to their owner."""
+    if ctx.vectors.dirty:  # deletions (a file changed or removed) leave versions too
+        ctx.vectors.optimize()
+    if not report.cancelled and report.chunks_removed:
+        try:
+            store.maybe_vacuum()  # mostly free pages after big deletions: give them back
+        except sqlite3.OperationalError:  # busy readers or no space: the next run tries again
+            pass
+    tighten(ctx)
+
+
 def _run(
     ctx: RepoContext,
     progress: ProgressFn | None,
@@ -146,9 +225,6 @@ def _run(
     paths: list[str] | None,
     static: bool,
 ) -> IndexReport:
-    from codesight_tui.core.ingest.chunker import Chunker
-    from codesight_tui.core.ingest.tokens import TokenCounter
-
     t0 = time.perf_counter()
     store = ctx.store
     if store.readonly:
@@ -159,28 +235,8 @@ def _run(
         ctx.vectors.refresh()  # another process may have written since this one last looked
         tighten(ctx)
         store, force = _repair(ctx, store, force, paths)
-        report = IndexReport()
+        report = _lexical(ctx, store, progress, cancel, None if force else paths)
         info = ctx.model_info
-        chunker = Chunker(TokenCounter(info.tokenizer_file), info.max_seq_length - 2)
-        if force or store.get_meta("last_indexed") is None:
-            paths = None  # a first or rebuilt index walks the whole tree
-        store.retry_documents()
-        index_lexical(
-            ctx.root,
-            store,
-            chunker,
-            max_file_size=ctx.settings.max_file_size,
-            exclude=ctx.exclude(),
-            progress=progress,
-            cancel=cancel,
-            report=report,
-            processes=ctx.lexical_processes,
-            paths=paths,
-            max_document_size=ctx.settings.max_document_size,
-            document_timeout=ctx.settings.document_timeout,
-            secret_files=tuple(ctx.settings.secret_files),
-            document_memory_mb=ctx.settings.document_memory_mb,
-        )
         report.vectors_pending = store.counts()["pending"]
         if embed:  # asked for here (--full, full_model = on, a GPU): kept current from now on
             store.set_meta(**{FULL_ASKED: "1"})
@@ -203,45 +259,17 @@ def _run(
             _fill_from_cache(ctx, store, progress, cancel, report)
             report.vectors_pending = store.counts()["pending"]
             full_work = embed and bool(report.vectors_pending) and not report.cancelled
-        static_later = gpu and full_work
+        static_later = bool(gpu and full_work)
         if gpu and not static_later and not report.cancelled:
             ctx.models.index_static(store, progress, cancel, report)
         if full_work and not report.cancelled:
-            if progress:  # the lexical phase has committed: say so now, not once the model is up
-                progress(Progress("embed", 0, report.vectors_pending, "loading the model"))
-            try:
-                embedder = ctx.models.embedder()
-            except CodeSightError as exc:
-                report.warnings.append(
-                    f"{exc}; "
-                    + (
-                        "BM25 and the static tier only"
-                        if static and ctx.models.static_error is None
-                        else "lexical search only"
-                    )
-                )
-            else:
-                if static_later and getattr(embedder, "device", "cpu") != "cuda":
-                    static_later = False  # the guess was wrong: the model runs on the CPU
-                    ctx.models.index_static(store, progress, cancel, report)
-                cache = _embed(ctx, embedder, progress=progress, cancel=cancel, report=report)
-                if getattr(embedder, "device", "cpu") != "cuda":
-                    ctx.models.record_full_rate(report.embedded, report.embed_seconds)
-                report.warnings.extend(cache.notices)
-                _bound_cache(ctx, cache)
+            static_later = _full_pass(ctx, store, progress, cancel, report, static, static_later)
         elif report.chunks_removed and ctx.vectors.directory.exists():
             # Nothing to embed, but vectors of removed chunks must go; no model needed.
             drop_orphan_vectors(store, ctx.vectors)
         if static_later and not report.cancelled:
             ctx.models.index_static(store, progress, cancel, report)
-        if ctx.vectors.dirty:  # deletions (a file changed or removed) leave versions too
-            ctx.vectors.optimize()
-        if not report.cancelled and report.chunks_removed:
-            try:
-                store.maybe_vacuum()  # mostly free pages after big deletions: give them back
-            except sqlite3.OperationalError:  # busy readers or no space: the next run tries again
-                pass
-        tighten(ctx)
+        _tidy(ctx, store, report)
         report.seconds = time.perf_counter() - t0
         report.warnings[:0] = ctx.notices.take()
         return report
