@@ -37,7 +37,12 @@ from codesight_tui.core.process.models import model_info, static_model_path
 from codesight_tui.core.redact import scrub_credentials
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from codesight_tui.core.config import Settings
+    from codesight_tui.core.index.cache import EmbeddingCache
+    from codesight_tui.core.ingest.chunker import Chunker
+    from codesight_tui.core.ingest.walker import FileEntry
 
 GIT_TIMEOUT = 600  # seconds for one clone or archive
 _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
@@ -290,14 +295,69 @@ def _blobs(task: RepoTask, work: Path) -> dict[str, str]:
     return blobs
 
 
+def _rows(
+    task: RepoTask, chunker: Chunker, changed: list[FileEntry], blobs: dict[str, str]
+) -> tuple[dict[str, list[Any]], list[str], list[str]]:
+    """The changed files' chunks as the store's columns (but the vector), with the text each
+    embeds and its key in the embedding cache."""
+    from codesight_tui.core.index.indexer import file_batches, prepare_batch
+    from codesight_tui.core.ingest.chunker import embed_text
+
+    columns: dict[str, list[Any]] = {name: [] for name in chunks_schema(1).names}
+    texts: list[str] = []
+    keys: list[str] = []
+    for batch in file_batches(changed):
+        items, _unreadable, rows, _symbols = prepare_batch(chunker, batch)
+        for (entry, language, _masked), fields in zip(items, rows, strict=False):
+            for start, end, scope, content, key, terms, digest in fields:
+                columns["id"].append(chunk_id(task.source.name, entry.rel_path, start, digest))
+                columns["repo"].append(task.source.name)
+                columns["commit"].append(task.commit)
+                columns["path"].append(entry.rel_path)
+                columns["blob"].append(blobs[entry.rel_path])
+                columns["language"].append(language)
+                columns["start_line"].append(start)
+                columns["end_line"].append(end)
+                columns["scope"].append(scope)
+                columns["content"].append(content)
+                columns["words"].append(" ".join((entry.rel_path.replace("/", " "), scope, content, terms)))
+                texts.append(embed_text(entry.rel_path, scope, content))
+                keys.append(key)
+    return columns, texts, keys
+
+
+def _embed_all(
+    texts: list[str], keys: list[str], encoder: Any, cache: EmbeddingCache | None
+) -> tuple[np.ndarray, int, int]:
+    """A vector for each text: from the cache where it has one, else the model's (and cached);
+    with how many were embedded and how many came from the cache."""
+    import numpy as np
+
+    vectors = np.zeros((len(texts), encoder.dim), dtype=np.float32)
+    embedded = hits = 0
+    for k in range(0, len(texts), EMBED_BATCH):
+        part, part_keys = texts[k : k + EMBED_BATCH], keys[k : k + EMBED_BATCH]
+        got = cache.get_many(part_keys) if cache is not None else {}
+        todo = [i for i, key in enumerate(part_keys) if key not in got]
+        if todo:
+            made = np.asarray(encoder.encode([part[i] for i in todo]), dtype=np.float32)
+            if cache is not None:
+                cache.put_many([(part_keys[i], made[j]) for j, i in enumerate(todo)])
+            for j, i in enumerate(todo):
+                vectors[k + i] = made[j]
+        for i, key in enumerate(part_keys):
+            if key in got:
+                vectors[k + i] = got[key]
+        embedded += len(todo)
+        hits += len(part) - len(todo)
+    return vectors, embedded, hits
+
+
 def index_repository(task: RepoTask) -> RepoOutput:
     """One repository's rows (in a worker process, a Ray worker, or in-process): what changed since
     the rows the store holds (``task.known``), chunked, masked and embedded."""
-    import numpy as np
     import pyarrow as pa
 
-    from codesight_tui.core.index.indexer import file_batches, prepare_batch
-    from codesight_tui.core.ingest.chunker import embed_text
     from codesight_tui.core.ingest.walker import WalkStats, walk
     from codesight_tui.core.languages import is_document
 
@@ -323,43 +383,8 @@ def index_repository(task: RepoTask) -> RepoOutput:
         current = {e.rel_path: blobs[e.rel_path] for e in entries}
         changed = [e for e in entries if task.known.get(e.rel_path) != current[e.rel_path]]
         stale = sorted(p for p, blob in task.known.items() if current.get(p) != blob)
-        columns: dict[str, list[Any]] = {name: [] for name in chunks_schema(1).names}
-        texts: list[str] = []
-        keys: list[str] = []
-        for batch in file_batches(changed):
-            items, _unreadable, rows, _symbols = prepare_batch(chunker, batch)
-            for (entry, language, _masked), fields in zip(items, rows, strict=False):
-                for start, end, scope, content, key, terms, digest in fields:
-                    columns["id"].append(chunk_id(task.source.name, entry.rel_path, start, digest))
-                    columns["repo"].append(task.source.name)
-                    columns["commit"].append(task.commit)
-                    columns["path"].append(entry.rel_path)
-                    columns["blob"].append(current[entry.rel_path])
-                    columns["language"].append(language)
-                    columns["start_line"].append(start)
-                    columns["end_line"].append(end)
-                    columns["scope"].append(scope)
-                    columns["content"].append(content)
-                    columns["words"].append(" ".join((entry.rel_path.replace("/", " "), scope, content, terms)))
-                    texts.append(embed_text(entry.rel_path, scope, content))
-                    keys.append(key)
-        vectors = np.zeros((len(texts), encoder.dim), dtype=np.float32)
-        embedded = hits = 0
-        for k in range(0, len(texts), EMBED_BATCH):
-            part, part_keys = texts[k : k + EMBED_BATCH], keys[k : k + EMBED_BATCH]
-            got = cache.get_many(part_keys) if cache is not None else {}
-            todo = [i for i, key in enumerate(part_keys) if key not in got]
-            if todo:
-                made = np.asarray(encoder.encode([part[i] for i in todo]), dtype=np.float32)
-                if cache is not None:
-                    cache.put_many([(part_keys[i], made[j]) for j, i in enumerate(todo)])
-                for j, i in enumerate(todo):
-                    vectors[k + i] = made[j]
-            for i, key in enumerate(part_keys):
-                if key in got:
-                    vectors[k + i] = got[key]
-            embedded += len(todo)
-            hits += len(part) - len(todo)
+        columns, texts, keys = _rows(task, chunker, changed, current)
+        vectors, embedded, hits = _embed_all(texts, keys, encoder, cache)
         schema = chunks_schema(int(encoder.dim))
         columns["vector"] = list(vectors)
         table = (
@@ -488,6 +513,56 @@ def run(
     return report
 
 
+@dataclass(frozen=True)
+class RepoTaskMaker:
+    """What every task of one fleet run shares: the model's kind, its settings, the static model."""
+
+    kind: str
+    settings: dict[str, Any]
+    static_path: str | None
+
+    def task(self, source: Source, commit: str, known: dict[str, str]) -> RepoTask:
+        return RepoTask(source, commit, known, self.kind, self.settings, self.static_path)
+
+
+def _plan(
+    sources: list[Source],
+    store: FleetStore,
+    recorded: dict[str, RepoRecord],
+    report: FleetReport,
+    say: Callable[[str], None],
+    make: RepoTaskMaker,
+) -> list[RepoTask]:
+    """A task for each repository whose head moved since the store's rows; a namesake from another
+    place is refused, a repository whose head cannot be read is recorded as failed."""
+    known = store.known_files()
+    tasks: list[RepoTask] = []
+    for source in sources:
+        old = recorded.get(source.name)
+        if old is not None and old.source and not same_source(old.source, source.location):
+            # A store is shared: a repository's name there is its identity, and another
+            # repository with the same last path component must not replace it unasked.
+            why = (
+                f"the store already holds another repository named {source.name!r} (from {old.source});"
+                f" give this one its own name ({source.name}-2={scrub_credentials(source.location)}),"
+                f" or `codesight fleet remove {source.name}` first to replace it"
+            )
+            report.failed.append((source.name, why))
+            say(f"{source.name}: refused: {why}")
+            continue
+        try:
+            commit = head_commit(source)
+        except CodeSightError as exc:
+            report.failed.append((source.name, str(exc)))
+            store.record(RepoRecord(source.name, source.location, *_kept(old), error=str(exc)))
+            continue
+        if old is not None and old.commit == commit and not old.error:
+            report.unchanged.append(source.name)
+            continue
+        tasks.append(make.task(source, commit, known.get(source.name, {})))
+    return tasks
+
+
 def _run(
     sources: list[Source],
     spec: StoreSpec,
@@ -512,32 +587,7 @@ def _run(
     store = FleetStore(spec)
     store.prepare(info.name, kind, dim)
     recorded = {r.name: r for r in store.repos()}
-    known = store.known_files()
-    tasks: list[RepoTask] = []
-    task_settings = _task_settings(settings)
-    for source in sources:
-        old = recorded.get(source.name)
-        if old is not None and old.source and not same_source(old.source, source.location):
-            # A store is shared: a repository's name there is its identity, and another
-            # repository with the same last path component must not replace it unasked.
-            why = (
-                f"the store already holds another repository named {source.name!r} (from {old.source});"
-                f" give this one its own name ({source.name}-2={scrub_credentials(source.location)}),"
-                f" or `codesight fleet remove {source.name}` first to replace it"
-            )
-            report.failed.append((source.name, why))
-            say(f"{source.name}: refused: {why}")
-            continue
-        try:
-            commit = head_commit(source)
-        except CodeSightError as exc:
-            report.failed.append((source.name, str(exc)))
-            store.record(RepoRecord(source.name, source.location, *_kept(old), error=str(exc)))
-            continue
-        if old is not None and old.commit == commit and not old.error:
-            report.unchanged.append(source.name)
-            continue
-        tasks.append(RepoTask(source, commit, known.get(source.name, {}), kind, task_settings, static_path))
+    tasks = _plan(sources, store, recorded, report, say, RepoTaskMaker(kind, _task_settings(settings), static_path))
     say(f"{len(tasks)} to index, {len(report.unchanged)} unchanged, {len(report.failed)} failed")
 
     def done(task: RepoTask, out: RepoOutput | None, error: str | None) -> None:
