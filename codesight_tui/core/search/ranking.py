@@ -424,7 +424,6 @@ def rerank(
     embedded) weights the ``static`` list like ``coverage`` the vector list; ``static_vector``
     and ``static_vectors_for`` redo it by feedback the same way."""
     from codesight_tui.core.fusion import rrf_scores
-    from codesight_tui.core.store.store import path_matches
 
     q = analyze(query)
     wb, wv = WEIGHTS[q.kind]
@@ -440,30 +439,9 @@ def rerank(
         defs.update(definitions(store, ident))
     candidates = {cid for ids in rankings.values() for cid in ids}
     rows = store.get_chunks(list(candidates | defs))
-    qwords = {_stem(w) for w in q.words}
-    asks = {cls for cls, words in ASKS_FOR.items() if words & q.words}
-    stems = {_squash(i.split(".")[-1]) for i in q.identifiers} if q.kind == "symbol" else set()
     topic = len(q.words) <= TOPIC_MAX_WORDS
     saturate = FILE_SATURATION < 1.0 and topic
-    by_name = topic and q.kind != "symbol"  # a symbol has its own file bonus (stems)
-    factor: dict[int, float] = {}  # everything but fusion: class penalty and path bonus
-    for cid, row in rows.items():
-        # a definition neither retriever found must pass the filters too
-        if cid not in candidates and (
-            (language and row.language != language) or (glob and not path_matches(row.path, glob))
-        ):
-            continue
-        f = 1.0
-        cls = _kind(row)
-        # A declaration the query names (an interface, a typed signature) keeps its place.
-        if cls not in asks and not (cls == DECLARATIONS and cid in defs):
-            f *= CLASS_FACTOR[cls]
-        hits = len(qwords & _path_words(row.path))
-        if stems and _file_stem(row.path) in stems:
-            f *= 1 + FILE_STEM_BONUS
-        elif by_name and row.language in NAMED_LANGUAGES and _names_file(row.path, qwords):
-            f *= 1 + FILE_NAME_BONUS
-        factor[cid] = f * (1 + PATH_BONUS * min(hits, 2))
+    factor = _factors(q, rows, candidates, defs, glob, language)
 
     def score(rankings: dict[str, list[int]]) -> list[tuple[int, float, dict[str, int], bool]]:
         fused, ranks = rrf_scores(rankings, rrf_k, weight)
@@ -481,17 +459,66 @@ def rerank(
 
     out = score(rankings)
     if out and FEEDBACK_WEIGHT:
-        pool = [cid for cid, *_ in out]
-        redone = {}
-        for name, qv, lookup in (("vector", query_vector, vectors_for), ("static", static_vector, static_vectors_for)):
-            if qv is not None and lookup is not None and rankings.get(name):
-                again = feedback_ranking(qv, pool[0], pool, lookup([rows[cid] for cid in pool]), len(rankings[name]))
-                if again:
-                    redone[name] = again
+        lists = (("vector", query_vector, vectors_for), ("static", static_vector, static_vectors_for))
+        redone = _redone(out, rows, rankings, lists)
         if redone:  # the ranks shown stay those the retrievers gave
             ranks = {cid: r for cid, _, r, _ in out}
             out = [(cid, s, ranks[cid], d) for cid, s, _, d in score({**rankings, **redone})]
     return out
+
+
+def _factors(
+    q: QueryInfo,
+    rows: dict[int, ChunkRow],
+    candidates: set[int],
+    defs: set[int],
+    glob: str | None,
+    language: str | None,
+) -> dict[int, float]:
+    """Everything but fusion, per chunk: its class's penalty (unless the query asks for the class,
+    or names a declaration), the file name and path bonuses. A definition neither retriever found
+    passes the filters first."""
+    from codesight_tui.core.store.store import path_matches
+
+    qwords = {_stem(w) for w in q.words}
+    asks = {cls for cls, words in ASKS_FOR.items() if words & q.words}
+    stems = {_squash(i.split(".")[-1]) for i in q.identifiers} if q.kind == "symbol" else set()
+    by_name = len(q.words) <= TOPIC_MAX_WORDS and q.kind != "symbol"  # a symbol has its own file bonus (stems)
+    factor: dict[int, float] = {}
+    for cid, row in rows.items():
+        if cid not in candidates and (
+            (language and row.language != language) or (glob and not path_matches(row.path, glob))
+        ):
+            continue
+        f = 1.0
+        cls = _kind(row)
+        # A declaration the query names (an interface, a typed signature) keeps its place.
+        if cls not in asks and not (cls == DECLARATIONS and cid in defs):
+            f *= CLASS_FACTOR[cls]
+        hits = len(qwords & _path_words(row.path))
+        if stems and _file_stem(row.path) in stems:
+            f *= 1 + FILE_STEM_BONUS
+        elif by_name and row.language in NAMED_LANGUAGES and _names_file(row.path, qwords):
+            f *= 1 + FILE_NAME_BONUS
+        factor[cid] = f * (1 + PATH_BONUS * min(hits, 2))
+    return factor
+
+
+def _redone(
+    out: list[tuple[int, float, dict[str, int], bool]],
+    rows: dict[int, ChunkRow],
+    rankings: dict[str, list[int]],
+    lists: tuple[tuple[str, np.ndarray | None, VectorsFn | None], ...],
+) -> dict[str, list[int]]:
+    """Step 6: each vector list ranked again by feedback from the first ranking's top hit."""
+    pool = [cid for cid, *_ in out]
+    redone = {}
+    for name, qv, lookup in lists:
+        if qv is not None and lookup is not None and rankings.get(name):
+            again = feedback_ranking(qv, pool[0], pool, lookup([rows[cid] for cid in pool]), len(rankings[name]))
+            if again:
+                redone[name] = again
+    return redone
 
 
 def _kind(row: ChunkRow) -> int:

@@ -388,12 +388,17 @@ def fuse_and_rank(
             break
     set_target_lines(results, query)
     if locate is not None:
-        for r in results:
-            if r.language in DOCUMENT_LANGUAGES:
-                where = locate(r.path, r.line or r.start_line)
-                if where is not None and where[0] in ("page", "slide"):
-                    setattr(r, where[0], where[1])
+        _set_pages(results, locate)
     return results
+
+
+def _set_pages(results: list[SearchResult], locate: Callable[[str, int], tuple[str, int] | None]) -> None:
+    """A document hit's page or slide, from its target line."""
+    for r in results:
+        if r.language in DOCUMENT_LANGUAGES:
+            where = locate(r.path, r.line or r.start_line)
+            if where is not None and where[0] in ("page", "slide"):
+                setattr(r, where[0], where[1])
 
 
 class _Translations:
