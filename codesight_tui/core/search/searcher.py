@@ -207,20 +207,13 @@ def search(
     vector_query: str | None = None,
     static_query_vector: np.ndarray | None = None,
 ) -> list[SearchResult]:
-    """Run one query. ``query_vector_fn(query)`` embeds the query; it is only called in the
-    ``hybrid`` and ``vector`` modes, and only if the index holds vectors. ``vectors_for(rows)``
-    gives the stored vectors of ``ChunkRow``s by id (default: looked up in ``vectors``).
-    ``static`` is ``(core.index.static.StaticIndex, coverage)``: in ``hybrid`` the static tier is a third
-    list, weighted by its coverage and by the share of chunks the full model has not embedded.
-    ``used`` collects the names of the lists that were fused. ``vector_query`` is the text the
-    vector lists embed instead of ``query`` (a chunk's code, for "more like this", while BM25 takes
-    its names), and ``static_query_vector`` a static-tier vector to use as it is.
-
-    ``vector`` returns the vector ranking as it is. ``hybrid`` fuses both retrievers by RRF and
-    ``bm25`` takes BM25 alone; in both, with ``ranking="stack"`` (the default) the ranking stack of
-    ``core.search.ranking`` runs on top, and with ``"plain"`` the list is returned as it is. A query that
-    matches nothing lexically and whose nearest vector is under ``RELEVANCE_FLOOR`` gets no
-    results."""
+    """Run one query. ``query_vector_fn`` embeds it (hybrid and vector modes, where the index has
+    vectors); ``vectors_for(rows)`` gives stored vectors by id (default: from ``vectors``); ``static``
+    is ``(StaticIndex, coverage)``: in hybrid a third list, weighted by its coverage and the share the
+    full model has not embedded; ``used`` collects the lists fused; ``vector_query`` is what the
+    vector lists embed instead (a chunk's code, for "more like this"), ``static_query_vector`` a
+    static vector as it is. ``vector`` returns the vector ranking; ``hybrid`` and ``bm25`` run the
+    ranking stack (``ranking="plain"``: RRF alone). Nothing lexical and nothing near: no results."""
     checked_mode(mode)
     if not query or not any(ch.isalnum() for ch in query):
         return []  # blank or punctuation only: nothing to look for, not arbitrary neighbours
@@ -231,60 +224,27 @@ def search(
     nearest = None
     n_vectors = vectors.count() if mode in ("hybrid", "vector") and query_vector_fn is not None else 0
     coverage = store.vector_coverage() if n_vectors else 0.0
-    if n_vectors:
-        # The query embedding and the vector search (both release the GIL) run in a second thread
-        # while SQLite answers BM25 in this one: a hybrid query costs the slower of the two. A
-        # path filter cannot run inside LanceDB, so with a glob over-fetch and filter below.
+    if n_vectors:  # beside BM25, in a second thread (see _nearest)
         assert query_vector_fn is not None
-
-        def nearest_fn() -> tuple[np.ndarray, list[tuple[int, float]]]:
-            qv = query_vector_fn(vector_query or query)
-            return qv, retriever.nearest(qv, depth * 10 if glob else depth, language=language)
-
-        nearest = _pool().submit(nearest_fn)
-    static_index, static_coverage = static if static is not None and mode == "hybrid" else (None, 0.0)
-    # The full model's vectors leave the static tier less to add: it fades as they cover the index.
-    static_weight = static_coverage * (1.0 - coverage) ** STATIC_FADE if static_index is not None else 0.0
+        fetch = depth * 10 if glob else depth
+        nearest = _pool().submit(_nearest, retriever, query_vector_fn, vector_query or query, fetch, language)
+    static_index, static_weight = _static_weight(static if mode == "hybrid" else None, coverage)
     static_found: Future[tuple[np.ndarray, list[tuple[int, float]]]] | None = None
-    if static_weight > 0:
+    if static_weight > 0:  # the static list too is found beside BM25 (a matrix product that releases the GIL)
         assert static_index is not None
-
-        # The static list too is found beside BM25 (a matrix product that releases the GIL).
-        def static_fn(index: StaticIndex = static_index) -> tuple[np.ndarray, list[tuple[int, float]]]:
-            sv = (
-                static_query_vector
-                if static_query_vector is not None
-                else index.model.encode_query(vector_query or query)
-            )
-            return sv, index.nearest(sv, depth * 10 if glob or language else depth)
-
-        static_found = _pool().submit(static_fn)
+        fetch = depth * 10 if glob or language else depth
+        static_found = _pool().submit(_static_nearest, static_index, static_query_vector, vector_query or query, fetch)
     if mode in ("hybrid", "bm25"):
         rankings["bm25"] = retriever.bm25(query, depth, language=language, glob=glob)
-    static_vector = None
-    near_static = False
-    if static_found is not None:
-        static_vector, found = static_found.result()
-        floor = static_index.model.relevance_floor if static_index is not None else STATIC_RELEVANCE_FLOOR
-        near_static = bool(found) and found[0][1] >= floor
-        if near_static and not rankings.get("bm25") and not n_vectors:  # the static tier would be all there is
-            assert static_index is not None
-            near_static = static_index.model.known_share(query_terms(query)) >= STATIC_KNOWN_WORDS
-        if not rankings.get("bm25") and not n_vectors and not near_static:
-            return []  # as below: nothing lexical, nothing near
-        ids = [cid for cid, _ in found]
-        rankings["static"] = (_filtered(store, ids, glob, language) if glob or language else ids)[:depth]
+    static_vector, near_static, nothing = _take_static(
+        static_found, static_index, rankings, bool(n_vectors), query, store, glob, language, depth
+    )
+    if nothing:
+        return []  # as below: nothing lexical, nothing near
     query_vector = None
     if nearest is not None:
-        query_vector, hits = nearest.result()
-        ids = [cid for cid, _ in hits]
-        if glob:
-            ids = _filtered(store, ids, glob, None)
-        rankings["vector"] = ids[:depth]
-        lexical_none = not rankings.get("bm25") if mode == "hybrid" else fts_query(query) is None
-        if lexical_none and not near_static and (not hits or 1.0 - hits[0][1] < RELEVANCE_FLOOR):
-            # Nothing matches lexically and even the nearest vector is far: a nonsense query
-            # (punctuation, random words) gets no results rather than arbitrary neighbours.
+        query_vector, nothing = _take_vector(nearest, rankings, mode, query, near_static, store, glob, depth)
+        if nothing:
             return []
     if used is not None:
         used.extend(name for name in ("bm25", "static", "vector") if name in rankings)
@@ -308,6 +268,86 @@ def search(
         else None,
         locate=store.locate,
     )
+
+
+def _static_weight(static: tuple[StaticIndex, float] | None, coverage: float) -> tuple[StaticIndex | None, float]:
+    """The static tier and its list's weight: its own coverage, faded as the full model's vectors
+    cover the index (they leave it less to add)."""
+    if static is None:
+        return None, 0.0
+    index, static_coverage = static
+    return index, static_coverage * (1.0 - coverage) ** STATIC_FADE
+
+
+def _nearest(
+    retriever: LocalRetriever, embed: Callable[[str], np.ndarray], text: str, fetch: int, language: str | None
+) -> tuple[np.ndarray, list[tuple[int, float]]]:
+    """The query's vector from the full model, and its nearest chunks. Both release the GIL, so
+    they run in a second thread while SQLite answers BM25 in the first: a hybrid query costs the
+    slower of the two. A path filter cannot run inside LanceDB: with a glob the caller over-fetches
+    (``fetch``) and filters."""
+    qv = embed(text)
+    return qv, retriever.nearest(qv, fetch, language=language)
+
+
+def _static_nearest(
+    index: StaticIndex, given: np.ndarray | None, text: str, fetch: int
+) -> tuple[np.ndarray, list[tuple[int, float]]]:
+    """The query's static vector (``given``, or the static model's of ``text``), and its nearest."""
+    sv = given if given is not None else index.model.encode_query(text)
+    return sv, index.nearest(sv, fetch)
+
+
+def _take_static(
+    found_later: Future[tuple[np.ndarray, list[tuple[int, float]]]] | None,
+    index: StaticIndex | None,
+    rankings: dict[str, list[int]],
+    full_vectors: bool,
+    query: str,
+    store: Store,
+    glob: str | None,
+    language: str | None,
+    depth: int,
+) -> tuple[np.ndarray | None, bool, bool]:
+    """The static tier's list, filtered, into ``rankings``: ``(its query vector, whether its nearest
+    is near enough, whether the answer is nothing)``: nothing lexical and nothing near (where the
+    static tier would be all there is, most of the query's words must be ones it knows)."""
+    if found_later is None:
+        return None, False, False
+    vector, found = found_later.result()
+    floor = index.model.relevance_floor if index is not None else STATIC_RELEVANCE_FLOOR
+    near = bool(found) and found[0][1] >= floor
+    if near and not rankings.get("bm25") and not full_vectors:  # the static tier would be all there is
+        assert index is not None
+        near = index.model.known_share(query_terms(query)) >= STATIC_KNOWN_WORDS
+    if not rankings.get("bm25") and not full_vectors and not near:
+        return vector, near, True
+    ids = [cid for cid, _ in found]
+    rankings["static"] = (_filtered(store, ids, glob, language) if glob or language else ids)[:depth]
+    return vector, near, False
+
+
+def _take_vector(
+    nearest: Future[tuple[np.ndarray, list[tuple[int, float]]]],
+    rankings: dict[str, list[int]],
+    mode: str,
+    query: str,
+    near_static: bool,
+    store: Store,
+    glob: str | None,
+    depth: int,
+) -> tuple[np.ndarray, bool]:
+    """The full model's list, filtered, into ``rankings``: ``(the query's vector, whether the
+    answer is nothing)``: nothing matches lexically and even the nearest vector is far, so a
+    nonsense query (punctuation, random words) gets no results rather than arbitrary neighbours."""
+    query_vector, hits = nearest.result()
+    ids = [cid for cid, _ in hits]
+    if glob:
+        ids = _filtered(store, ids, glob, None)
+    rankings["vector"] = ids[:depth]
+    lexical_none = not rankings.get("bm25") if mode == "hybrid" else fts_query(query) is None
+    nothing = lexical_none and not near_static and (not hits or 1.0 - hits[0][1] < RELEVANCE_FLOOR)
+    return query_vector, nothing
 
 
 def fuse_and_rank(
