@@ -65,6 +65,72 @@ def _constant(value: Any, *_args: object) -> Any:
     return value
 
 
+def _checked(query: str, glob: str | None, language: str | None) -> tuple[str, str | None, str | None]:
+    """The arguments as the engine takes them: arguments that were not valid UTF-8 arrive with lone
+    surrogates, which neither the tokenizer nor SQLite accepts (those bytes read as U+FFFD); a
+    language by any name it goes by; a glob checked."""
+    query = (clean(query) or "")[:MAX_QUERY_CHARS]
+    glob, language = clean(glob), clean(language)
+    if language:
+        from codesight_tui.core.languages import normalize_language
+
+        language = normalize_language(language)
+    if glob is not None:
+        check_glob(glob)
+    return query, glob, language
+
+
+def _query_embedder(
+    ctx: RepoContext, mode: str, vectors: Vectors, notes: list[str]
+) -> tuple[Callable[[str], Any] | None, bool]:
+    """What embeds the query for the full model's list, or None: not wanted (bm25, the static
+    tier's answer), not loaded and not to be waited for (``True`` with it: another repository's
+    engine may have it), or failed to load (said in ``notes``; vector mode raises)."""
+    full = mode == "vector" or (mode == "hybrid" and vectors is not Vectors.STATIC)
+    if not full:
+        return None, False
+    if vectors is not Vectors.LOAD and ctx.models.borrow() is None:
+        return None, True
+    try:
+        return ctx.models.embedder().encode_query, False
+    except CodeSightError as exc:
+        if mode == "vector":
+            raise
+        notes.append(f"{exc}; showing BM25 results only")
+        return None, False
+
+
+def _like(
+    ctx: RepoContext,
+    like: RelatedSource,
+    qfn: Callable[[str], Any] | None,
+    static: tuple[StaticIndex, float] | None,
+) -> tuple[Callable[[str], Any] | None, dict[str, Any]]:
+    """A "more like this": the source's own stored vectors where this index holds them (else its
+    code embedded), and its code as what the vector lists embed."""
+    own = like.root == str(ctx.root)
+    stored = vectors_for(ctx, ctx.store.get_chunks([like.chunk_id]).values()) if own and qfn else {}
+    if like.chunk_id in stored:
+        qfn = functools.partial(_constant, stored[like.chunk_id])
+    static_own = static[0].vectors([like.chunk_id]).get(like.chunk_id) if own and static else None
+    return qfn, {"vector_query": like.content, "static_query_vector": static_own}
+
+
+def _failed(ctx: RepoContext, exc: sqlite3.DatabaseError) -> CodeSightError:
+    """A search SQLite failed, in one line. Damage inside the file (a bad page) shows only when a
+    query reads it: as "malformed", or as a row whose text is no longer UTF-8. It is remembered, so
+    that the next `index` rebuilds instead of leaving every search to fail."""
+    damaged = not isinstance(exc, sqlite3.OperationalError) or "decode" in str(exc)
+    if not damaged:
+        return CodeSightError(f"search failed: {str(exc).splitlines()[0][:200]}")
+    mark(ctx.storage.damaged_marker)
+    why = str(exc) if "decode" not in str(exc) else "a row's text is unreadable"
+    return CodeSightError(
+        f"the index of {ctx.root} is damaged ({why.splitlines()[0][:120]}): run"
+        " `codesight index` to rebuild it (cached vectors are reused)"
+    )
+
+
 def search(
     ctx: RepoContext,
     query: str,
@@ -82,34 +148,15 @@ def search(
     if like is not None:
         query = like.terms
     mode = checked_mode(mode or ctx.settings.default_mode)
-    # Arguments that were not valid UTF-8 arrive with lone surrogates, which neither the
-    # tokenizer nor SQLite accepts: read those bytes as the replacement character.
-    query = (clean(query) or "")[:MAX_QUERY_CHARS]
-    glob, language = clean(glob), clean(language)
-    if language:
-        from codesight_tui.core.languages import normalize_language
-
-        language = normalize_language(language)
-    if glob is not None:
-        check_glob(glob)
+    query, glob, language = _checked(query, glob, language)
     if not ctx.has_index():
         return SearchResponse()
     if ctx.resident_bm25:
         ctx.store.keep_resident()
     notes: list[str] = []
-    qfn = None
-    # the full model's vectors are wanted
-    full = mode == "vector" or (mode == "hybrid" and vectors is not Vectors.STATIC)
-    if full and vectors is not Vectors.LOAD and ctx.models.borrow() is None:  # another repository's engine may have it
-        if mode == "vector":
-            return SearchResponse(notices=ctx.notices.take())
-    elif full:
-        try:
-            qfn = ctx.models.embedder().encode_query
-        except CodeSightError as exc:
-            if mode == "vector":
-                raise
-            notes.append(f"{exc}; showing BM25 results only")
+    qfn, unloaded = _query_embedder(ctx, mode, vectors, notes)
+    if unloaded and mode == "vector":
+        return SearchResponse(notices=ctx.notices.take())
     # The static tier has weight 0 once the full model answers over every chunk: its vectors
     # are not even loaded then (a 341k-chunk index holds 350 MB of them).
     static = (
@@ -120,12 +167,7 @@ def search(
     used: list[str] = []
     extra: dict[str, Any] = {}
     if like is not None:
-        own = like.root == str(ctx.root)  # the source's own vectors, where this index holds them
-        stored = vectors_for(ctx, ctx.store.get_chunks([like.chunk_id]).values()) if own and qfn else {}
-        if like.chunk_id in stored:
-            qfn = functools.partial(_constant, stored[like.chunk_id])
-        static_own = static[0].vectors([like.chunk_id]).get(like.chunk_id) if own and static else None
-        extra = {"vector_query": like.content, "static_query_vector": static_own}
+        qfn, extra = _like(ctx, like, qfn, static)
         top_k += 4  # room for the source and what overlaps it, left out below
 
     def run(
@@ -160,18 +202,7 @@ def search(
             used.clear()
             hits = run(None, mode="hybrid", static=static or ctx.models.static_index(ctx.store))
     except sqlite3.DatabaseError as exc:
-        # Damage inside the file (a bad page) shows only when a query reads it: as "malformed",
-        # or as a row whose text is no longer UTF-8. Remember it, so that the next `index`
-        # rebuilds instead of leaving every search to fail.
-        damaged = not isinstance(exc, sqlite3.OperationalError) or "decode" in str(exc)
-        if not damaged:
-            raise CodeSightError(f"search failed: {str(exc).splitlines()[0][:200]}") from None
-        mark(ctx.storage.damaged_marker)
-        why = str(exc) if "decode" not in str(exc) else "a row's text is unreadable"
-        raise CodeSightError(
-            f"the index of {ctx.root} is damaged ({why.splitlines()[0][:120]}): run"
-            " `codesight index` to rebuild it (cached vectors are reused)"
-        ) from None
+        raise _failed(ctx, exc) from None
     if like is not None:
         hits = [h for h in hits if not like.overlaps(str(ctx.root), h.path, h.start_line, h.end_line)]
         hits = hits[: top_k - 4]
