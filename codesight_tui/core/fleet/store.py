@@ -510,13 +510,19 @@ class FleetStore:
             seen = _NAMES_SEEN[self.spec] = (now, {r.name: r.commit for r in self.repos() if r.commit})
         return seen[1]
 
-    def repo_filter(self, glob: str | None) -> tuple[str | None, list[str]]:
-        """A SQL filter for the repositories a ``--repo`` glob names (None: all), and their names."""
+    def repo_filter(self, glob: str | None, language: str | None = None) -> tuple[str | None, list[str]]:
+        """A SQL filter for the repositories a ``--repo`` glob names (None: all) and, with
+        ``language``, that language's chunks alone; and the repositories' names."""
         names = list(self.commits())
-        if not glob:
-            return None, names
-        chosen = [n for n in names if fnmatch.fnmatchcase(n, glob) or fnmatch.fnmatchcase(n.lower(), glob.lower())]
-        return in_list("repo", chosen), chosen
+        chosen = (
+            [n for n in names if fnmatch.fnmatchcase(n, glob) or fnmatch.fnmatchcase(n.lower(), glob.lower())]
+            if glob
+            else names
+        )
+        where = in_list("repo", chosen) if glob else None
+        if language:
+            where = f"({where}) AND language = {_quote(language)}" if where else f"language = {_quote(language)}"
+        return where, chosen
 
     def find_source(self, target: str, repo: str | None = None) -> RelatedSource:
         """The chunk ``target`` names in the store, for "more like this": ``path:line`` (the
@@ -569,38 +575,25 @@ class FleetStore:
         known_share: Callable[[list[str]], float] | None = None,
         like: RelatedSource | None = None,
     ) -> SearchResponse:
-        """The fleet's answer to ``query``: BM25 over the store's full-text index and the nearest
-        vectors (``encode_query`` embeds the query with the store's model), fused and ranked by
-        the same stack as a local index; each hit's ``repo`` and ``commit`` say where it is.
-        ``like`` (a ``RelatedSource``, from here or from a local index) searches for code like
-        that chunk: BM25 over its names, the vector list from its code; the chunk itself and what
-        overlaps it are left out."""
+        """The fleet's answer: BM25 over the store's full-text index and the nearest vectors
+        (``encode_query``: the store's model), ranked by a local index's stack; each hit's ``repo``
+        and ``commit`` say where it is. ``like`` (a ``RelatedSource``) searches for code like that
+        chunk: BM25 over its names, the vectors from its code; it and what overlaps it left out."""
         if like is not None:
-            query = like.terms
+            embed_like = None if encode_query is None else (lambda _q: encode_query(like.content))
             answer = self.search(
-                query,
-                None if encode_query is None else (lambda _q: encode_query(like.content)),
-                top_k=top_k + 4,
-                mode=mode,
-                repo=repo,
-                glob=glob,
-                language=language,
-                depth=depth,
-                rrf_k=rrf_k,
-                known_share=known_share,
-            )
+                like.terms, embed_like, top_k=top_k + 4, mode=mode, repo=repo, glob=glob, language=language,
+                depth=depth, rrf_k=rrf_k, known_share=known_share,
+            )  # fmt: skip
             kept = [h for h in answer if not like.overlaps(h.repo, h.path, h.start_line, h.end_line)]
             return SearchResponse(kept[:top_k], answer.notices, answer.retrievers)
-        from codesight_tui.core.fusion import RELEVANCE_FLOOR, STATIC_KNOWN_WORDS, STATIC_RELEVANCE_FLOOR
         from codesight_tui.core.search.searcher import fuse_and_rank
 
         if not query or not any(ch.isalnum() for ch in query):
             return SearchResponse()
-        where, chosen = self.repo_filter(repo)
+        where, chosen = self.repo_filter(repo, language)
         if repo and not chosen:
             return SearchResponse(notices=[f"no repository in {self.spec.uri} matches {repo!r}"])
-        if language:
-            where = f"({where}) AND language = {_quote(language)}" if where else f"language = {_quote(language)}"
         # This search's filter and rows live in its own object: the service's threads share one
         # store, and state on it gave a search another repository's hits (27 of 600).
         q = FleetQuery(self, where)
@@ -614,16 +607,10 @@ class FleetStore:
         if mode in ("hybrid", "vector") and encode_query is not None:
             query_vector = encode_query(query)
             found = q.nearest(query_vector, over)
-            floor = RELEVANCE_FLOOR if kind == "full" else STATIC_RELEVANCE_FLOOR
-            near = bool(found) and found[0][1] >= floor
-            if near and kind == "static" and not rankings.get("bm25") and known_share is not None:
-                near = known_share(query_terms(query)) >= STATIC_KNOWN_WORDS
-            if near or rankings.get("bm25"):
+            if _near(found, kind, query, bool(rankings.get("bm25")), known_share) or rankings.get("bm25"):
                 rankings[list_name] = [i for i, _ in found]
         if glob:
-            for name, ids in rankings.items():
-                rows = q.get_chunks(ids)
-                rankings[name] = [i for i in ids if i in rows and path_matches(rows[i].path, glob)][:depth]
+            rankings = {name: q.in_paths(ids, glob)[:depth] for name, ids in rankings.items()}
         if not any(rankings.values()):
             return SearchResponse(retrievers=[])
         used: list[str] = [n for n in ("bm25", "static", "vector") if n in rankings]
@@ -632,9 +619,6 @@ class FleetStore:
         def origin(cid: int) -> tuple[str, str]:
             _row, repo_name, written_at = q.rows[cid]
             return repo_name, current.get(repo_name) or written_at  # its commit, as `fleet status` says
-
-        def stored(rows: list[ChunkRow]) -> dict[int, np.ndarray]:
-            return q.vectors([r.id for r in rows])
 
         hits = fuse_and_rank(
             q,
@@ -647,13 +631,31 @@ class FleetStore:
             language=language,
             coverage=1.0 if kind == "full" else 0.0,
             query_vector=query_vector if kind == "full" else None,
-            vectors_for=stored,
+            vectors_for=q.vectors_of,
             static_weight=1.0 if kind == "static" and "static" in rankings else 0.0,
             static_vector=query_vector if kind == "static" else None,
-            static_vectors_for=stored,
+            static_vectors_for=q.vectors_of,
             origin=origin,
         )
         return SearchResponse(hits, retrievers=used)
+
+
+def _near(
+    found: list[tuple[int, float]],
+    kind: str,
+    query: str,
+    lexical: bool,
+    known_share: Callable[[list[str]], float] | None,
+) -> bool:
+    """Whether the nearest vector is near enough to count (the floors of a local index); where the
+    static tier would be all there is, most of the query's words must be ones it knows."""
+    from codesight_tui.core.fusion import RELEVANCE_FLOOR, STATIC_KNOWN_WORDS, STATIC_RELEVANCE_FLOOR
+
+    floor = RELEVANCE_FLOOR if kind == "full" else STATIC_RELEVANCE_FLOOR
+    near = bool(found) and found[0][1] >= floor
+    if near and kind == "static" and not lexical and known_share is not None:
+        near = known_share(query_terms(query)) >= STATIC_KNOWN_WORDS
+    return near
 
 
 class FleetQuery:
@@ -690,6 +692,15 @@ class FleetQuery:
             (int(i), 1.0 - float(d))
             for i, d in zip(rows.column("id").to_pylist(), rows.column("_distance").to_pylist(), strict=False)
         ]
+
+    def vectors_of(self, rows: list[ChunkRow]) -> dict[int, np.ndarray]:
+        """The stored vectors of ``rows``, by id."""
+        return self.vectors([r.id for r in rows])
+
+    def in_paths(self, ids: list[int], glob: str) -> list[int]:
+        """``ids`` whose chunk's path matches ``glob`` (a vector list knows no paths: it over-fetches)."""
+        rows = self.get_chunks(ids)
+        return [i for i in ids if i in rows and path_matches(rows[i].path, glob)]
 
     def fetch(self, where: str, limit: int, with_vectors: bool = False) -> list[dict[str, Any]]:
         columns = ["id", "repo", "commit", "path", "language", "start_line", "end_line", "scope", "content"]
