@@ -230,12 +230,12 @@ def main() -> int:
                         saved = symbols.symscan
                         if walk == "Python":
                             symbols.symscan = None
-                            symbols._native_tables.cache_clear()
+                            symbols.native_tables.cache_clear()
                         try:
                             seconds, growth = index_growth(language, text, Path(tmp))
                         finally:
                             symbols.symscan = saved
-                            symbols._native_tables.cache_clear()
+                            symbols.native_tables.cache_clear()
                         grown.append((seconds, growth / size))
                         worst_s, worst_x = max(worst_s, seconds), max(worst_x, growth / size)
                     line += "".join(

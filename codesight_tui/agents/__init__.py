@@ -34,10 +34,10 @@ from codesight_tui.agents.edits import (
     CURSOR_RULE,
     GUIDE,
     SERVER,
-    _current_entry,
-    _guide_edit,
-    _json_edit,
-    _toml_edit,
+    current_entry,
+    guide_edit,
+    json_edit,
+    toml_edit,
 )
 from codesight_tui.core.errors import CodeSightError, UsageError
 
@@ -389,7 +389,7 @@ def plan(
                 _inside(path, project)
     entry = None if remove else _entry(agent, server_command(project, portable=project is not None))
     before = _read(config)
-    current = _current_entry(agent, before, config)
+    current = current_entry(agent, before, config)
     record = ledger.files.get(_key(_target(config)))
     ours = (
         current is None
@@ -403,9 +403,9 @@ def plan(
         )
     else:
         if agent.flavour == "toml":
-            edited = _toml_edit(config, before, agent.key, entry)
+            edited = toml_edit(config, before, agent.key, entry)
         else:
-            edited = _json_edit(config, before, agent.key, entry, jsonc=agent.jsonc)
+            edited = json_edit(config, before, agent.key, entry, jsonc=agent.jsonc)
         p.changes.append(
             _file_change(
                 agent, config, before, edited, remove=remove, ledger=ledger, entry=entry, public=project is not None
@@ -416,7 +416,7 @@ def plan(
         if agent.guide_is_file:  # the file is codesight's own: written whole, removed whole
             edited = None if remove else CURSOR_RULE
         else:
-            edited = _guide_edit(before, add=not remove)
+            edited = guide_edit(before, add=not remove)
         p.changes.append(
             _file_change(
                 agent,

@@ -159,7 +159,7 @@ def _json_data(path: Path, text: str, jsonc: bool) -> object:
         ) from None
 
 
-def _current_entry(agent: Agent, text: str | None, path: Path) -> object:
+def current_entry(agent: Agent, text: str | None, path: Path) -> object:
     """The ``codesight`` entry the file holds now (None: none)."""
     if text is None or not text.strip():
         return None
@@ -171,7 +171,7 @@ def _current_entry(agent: Agent, text: str | None, path: Path) -> object:
     return servers.get(SERVER) if isinstance(servers, dict) else None
 
 
-def _json_edit(path: Path, text: str | None, key: str, entry: dict[str, Any] | None, jsonc: bool = False) -> str | None:
+def json_edit(path: Path, text: str | None, key: str, entry: dict[str, Any] | None, jsonc: bool = False) -> str | None:
     """The file with ``key.codesight`` set to ``entry`` (None: removed). Only that member's text
     changes: the other entries keep their layout, and a JSON-with-comments file its comments."""
     if text is None or not text.strip():
@@ -234,7 +234,7 @@ def _without_empty(data: dict[str, Any], key: str) -> dict[str, Any]:
     return {k: v for k, v in data.items() if not (k == key and v == {})}
 
 
-def _toml_edit(path: Path, text: str | None, key: str, entry: dict[str, Any] | None) -> str | None:
+def toml_edit(path: Path, text: str | None, key: str, entry: dict[str, Any] | None) -> str | None:
     """The TOML file with ``key.codesight`` set to ``entry`` (None: removed), every other byte
     kept: codesight's entry is a ``[key.codesight]`` table of its own, appended at the end (valid
     beside dotted keys, ``mcp_servers.other.command = ...``), or a member of an inline table
@@ -287,7 +287,7 @@ def _toml_edit(path: Path, text: str | None, key: str, entry: dict[str, Any] | N
     return out if entry is not None or out.strip() else ""
 
 
-def _guide_edit(text: str | None, add: bool) -> str | None:
+def guide_edit(text: str | None, add: bool) -> str | None:
     """A Markdown file with codesight's marked block added (once) or removed; a file left empty
     by the removal goes."""
     text_ = text or ""

@@ -27,9 +27,9 @@ from pydantic import ValidationError
 
 from codesight_tui.core.errors import UsageError
 from codesight_tui.core.ingest.paths import find_repo_root
-from codesight_tui.mcp_server.state import Repos, _watch
+from codesight_tui.mcp_server.state import Repos, watch_repo
 from codesight_tui.mcp_server.tools import TOOLS, Tools
-from codesight_tui.mcp_server.transport import _run_stdio, guard_frame
+from codesight_tui.mcp_server.transport import guard_frame, run_stdio
 
 if TYPE_CHECKING:
     from codesight_tui.core.fleet import Fleet
@@ -74,7 +74,7 @@ def build_server(roots: list[Path], *, watch_roots: bool = False, fleet: Fleet |
     if watch_roots:
         for root in repos.roots:
             if (root / ".git").exists():
-                _watch(repos, root)
+                watch_repo(repos, root)
     return server, repos
 
 
@@ -137,7 +137,7 @@ def serve(roots: list[str] | None = None, *, watch: bool = False, fleet: Fleet |
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, terminate)
     try:
-        anyio.run(_run_stdio, server)
+        anyio.run(run_stdio, server)
     except KeyboardInterrupt:
         pass
     finally:

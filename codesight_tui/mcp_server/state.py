@@ -97,7 +97,7 @@ class Repos:
         self.workspace.close()
 
 
-def _watch(repos: Repos, repo: Path) -> WatchOutput:
+def watch_repo(repos: Repos, repo: Path) -> WatchOutput:
     with repos._lock:
         watcher = repos.workspace.watcher(repo)
         if watcher is not None and watcher.running:

@@ -29,7 +29,7 @@ from codesight_tui.mcp_server.schemas import (
     StatusOutput,
     WatchOutput,
 )
-from codesight_tui.mcp_server.state import Repos, _watch
+from codesight_tui.mcp_server.state import Repos, watch_repo
 
 if TYPE_CHECKING:
     from codesight_tui.core.engine import CodeSight
@@ -429,7 +429,7 @@ class Tools:
         """Keep a repository's index current while files change: each burst of saves is indexed as
         one batch (only changed files; only new text embedded), searchable within about a second."""
         repo = self.where(repo_path)
-        return _watch(self.repos, repo)
+        return watch_repo(self.repos, repo)
 
     def unwatch(self, repo_path: str | None = None) -> WatchOutput:
         """Stop keeping a repository's index current (the index stays as it is)."""

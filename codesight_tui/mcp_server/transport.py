@@ -90,7 +90,7 @@ class _GuardedLines:
             yield guard_frame(line)
 
 
-async def _run_stdio(server: MCPServer) -> None:
+async def run_stdio(server: MCPServer) -> None:
     """``MCPServer.run_stdio_async`` with ``guard_frame`` between stdin and the SDK."""
     import io
     import sys

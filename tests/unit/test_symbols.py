@@ -395,7 +395,7 @@ def test_the_shipped_pattern_answers_are_the_installed_grammars_own(tmp_path: Pa
     assert json.loads(fresh.read_text()) == json.loads(symbol_tables.POSSIBLE_FILE.read_text())
     symbol_tables._ASKED.clear()
     for language in sorted(GRAMMARS):
-        symbol_tables._queries(language)
+        symbol_tables.grammar_queries(language)
     assert not symbol_tables._ASKED, "a grammar's patterns were compiled: the shipped answers are out of date"
 
 
@@ -446,7 +446,7 @@ def test_the_c_walk_gives_the_rows_of_the_python_walk(language: str, source: str
     from codesight_tui.core.ingest import symbol_tables, symbols
 
     fast = symbols._native_rows(language, source, None)
-    if symbol_tables._native_tables(language) is None:
+    if symbol_tables.native_tables(language) is None:
         assert fast is None
         return
     slow = symbols.python_rows(language, source)
@@ -509,7 +509,7 @@ def test_the_c_walk_is_built_and_used_for_the_languages_it_can_stand_in_for() ->
             " `python -m pytest` puts the working directory first; build in place (pip install -e .) or run `pytest`"
         )
     assert symbol_tables.native_version() is not None, "the C walk (codesight_tui/core/ingest/native) is not built"
-    walked = {lang for lang in GRAMMARS if symbol_tables._native_tables(lang) is not None}
+    walked = {lang for lang in GRAMMARS if symbol_tables.native_tables(lang) is not None}
     # Lua's names include a supertype ("variable"), and shell's are its own patterns: the query's
     assert walked == set(GRAMMARS) - {"lua", "shell"}
 

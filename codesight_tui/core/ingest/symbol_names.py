@@ -12,7 +12,7 @@ from codesight_tui.core.ingest.chunker import (
     node_name,
 )
 from codesight_tui.core.ingest.symbol_tables import (
-    _FUNCTIONS,
+    FUNCTION_NODES,
 )
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def _text(node: Node | None) -> str:
 NAME_WINDOW = 65_536  # bytes of a definition read for the line of its name
 
 
-def _name_line(node: Node, name: str, data: bytes) -> int:
+def name_line(node: Node, name: str, data: bytes) -> int:
     """The 0-based line of a definition's name: its name node's, else the first line of the
     definition that holds the name (a decorator or comment above is not part of the node), read
     from its first ``NAME_WINDOW`` bytes: a definition that holds 20,000 more is not read whole
@@ -55,7 +55,7 @@ def _name_line(node: Node, name: str, data: bytes) -> int:
     return int(node.start_point[0]) + (head.count(b"\n", 0, at) if at >= 0 else 0)
 
 
-def _go_receiver(node: Node) -> str:
+def go_receiver_name(node: Node) -> str:
     """A Go method's receiver type, its scope as a reader names it: ``func (m *Matcher) scan()``
     and ``func (s *Set[T]) Add()`` -> ``Matcher``, ``Set``."""
     receiver = node.child_by_field_name("receiver")
@@ -95,7 +95,7 @@ def _c_function_name(node: Node) -> str:
     return _text(name) if name is not None else ""
 
 
-def _definition_name(language: str, node: Node) -> str:
+def definition_name(language: str, node: Node) -> str:
     """The chunker's name for one of its definitions, made what a reader would look it up by."""
     if node.type == "function_definition" and language in ("c", "cpp"):
         name = _c_function_name(node) or node_name(node)
@@ -109,7 +109,7 @@ def _definition_name(language: str, node: Node) -> str:
     return name
 
 
-def _extra(language: str, node: Node, kind: str) -> tuple[str, str] | None:
+def extra_definition(language: str, node: Node, kind: str) -> tuple[str, str] | None:
     """The name an ``EXTRA_DEFS`` node defines and its kind (a function bound to a key or a name is
     a function), or None where it defines none."""
     t = node.type
@@ -124,7 +124,7 @@ def _extra(language: str, node: Node, kind: str) -> tuple[str, str] | None:
         functional = typ is not None and any(c.type == "function_type" for c in typ.named_children)
         return (_text(node.child_by_field_name("name")), kind) if functional else None
     value = node.child_by_field_name("right" if t == "assignment_expression" else "value")
-    if value is None or value.type != "object" and (t == "assignment_expression" or value.type not in _FUNCTIONS):
+    if value is None or value.type != "object" and (t == "assignment_expression" or value.type not in FUNCTION_NODES):
         return None  # a function bound by assignment is the chunker's
     target = node.child_by_field_name({"variable_declarator": "name", "pair": "key"}.get(t, "left"))
     if target is not None and target.type == "member_expression":  # config.paramsSerializer = {...}
@@ -153,4 +153,4 @@ def _lua_choice(node: Node, kind: str) -> tuple[str, str] | None:
             if right is not None and right.type in ("function_definition", "binary_expression")
             else value.child_by_field_name("left")
         )
-    return (_definition_name("lua", node), kind) if value is not None and value.type == "function_definition" else None
+    return (definition_name("lua", node), kind) if value is not None and value.type == "function_definition" else None

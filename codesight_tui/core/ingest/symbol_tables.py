@@ -196,18 +196,18 @@ EXTRA_DEFS: dict[str, dict[str, str]] = {
 EXTRA_SCOPES = frozenset({"function", "object"})
 
 
-_FUNCTIONS = frozenset({"arrow_function", "function_expression", "function", "generator_function", "class"})
+FUNCTION_NODES = frozenset({"arrow_function", "function_expression", "function", "generator_function", "class"})
 
 
 @dataclass(frozen=True)
-class _Queries:
+class GrammarQueries:
     all: Query  # @d definitions, @n names, and @call, @type, @typed, @import: what tells a name's kind
     errors: Query  # @e: the parse's ERROR nodes
     leaves: frozenset[str] = frozenset()  # the name leaves' node types
 
 
 @cache
-def _queries(language: str) -> _Queries | None:
+def grammar_queries(language: str) -> GrammarQueries | None:
     """The queries for ``language``, made of only the node types and fields its grammar has: its
     definitions, its name leaves, and what tells a reference's kind (matched in C, so that a
     reference costs no walk up its ancestors in Python)."""
@@ -249,7 +249,7 @@ def _queries(language: str) -> _Queries | None:
     patterns += [f"({parent} {alt}) @typed" for parent in sorted(TYPE_PARENTS) if has(parent) and leaves]
     patterns += [f"({t}) @import" for t in sorted(IMPORTS) if has(t)]
     # One query, so the tree is walked once (each walk of Django's 5.5 MB of Python is 0.2 s).
-    return _Queries(
+    return GrammarQueries(
         Query(
             lang,
             "\n".join(
@@ -335,27 +335,27 @@ def write_possible(path: Path = POSSIBLE_FILE) -> int:
     answers it holds. ``python -m codesight_tui.core.ingest.symbols`` runs it after a grammar
     or a pattern changes (a test fails until it has)."""
     global _RECOMPILE
-    _queries.cache_clear()
+    grammar_queries.cache_clear()
     _ASKED.clear()
     _RECOMPILE = True
     try:
         for language in sorted(GRAMMARS):
-            _queries(language)
+            grammar_queries(language)
     finally:
         _RECOMPILE = False
-        _queries.cache_clear()
+        grammar_queries.cache_clear()
         _known_possible.cache_clear()
     path.write_text(json.dumps(dict(sorted(_ASKED.items())), indent=0) + "\n", encoding="utf-8")
     return len(_ASKED)
 
 
 @cache
-def _walk_tables(language: str) -> _Tables:
-    """``_native_tables``' tables for ``_walk_scan``, for every grammar: there no query stands beside
+def walk_tables(language: str) -> NativeTables:
+    """``native_tables``' tables for ``_walk_scan``, for every grammar: there no query stands beside
     the walk, so a supertype among the types named (Lua's "variable") only goes unmatched."""
     names = ("variable_name", "word") if language in OWN_NAMES else NAME_LEAVES
     flags, callee, name_field = _kind_tables(language, names, calls=language not in OWN_NAMES)
-    return _Tables(flags, callee, name_field, frozenset())
+    return NativeTables(flags, callee, name_field, frozenset())
 
 
 def _kind_tables(language: str, names: Any, calls: bool = True) -> tuple[bytes, bytes, int]:
@@ -392,7 +392,7 @@ def _kind_tables(language: str, names: Any, calls: bool = True) -> tuple[bytes, 
 
 
 @cache
-def _shell_commands(language: str) -> tuple[int, int, int] | None:
+def shell_commands(language: str) -> tuple[int, int, int] | None:
     """For a grammar with its own name patterns (shell): the ids of ``command_name``, ``word`` and
     ``command``: a word is a name inside a command_name, and a call where that is a command's."""
     if language not in OWN_NAMES:
@@ -426,14 +426,14 @@ def native_version() -> str | None:
 
 
 @dataclass(frozen=True)
-class _Tables:
+class NativeTables:
     flags: bytes  # F_* of each symbol
     callee: bytes  # uint16 a symbol: a call's callee field (0: its first named child)
     name_field: int  # the "name" field's id (0: none)
     plain: frozenset[int]  # definitions named by their "name" child alone: no node is needed for them
 
 
-# Definition types whose name, kind or line the chunker or ``_definition_name`` works out from more
+# Definition types whose name, kind or line the chunker or ``definition_name`` works out from more
 # than their "name" child (their node is asked, as in the Python walk).
 _NOT_PLAIN = frozenset(
     {
@@ -458,13 +458,13 @@ _NOT_PLAIN = frozenset(
 
 
 @cache
-def _native_tables(language: str) -> _Tables | None:
+def native_tables(language: str) -> NativeTables | None:
     """For the C walk, what each of ``language``'s node types is (``F_*``) and, for a call, the field
     that holds what it calls (0: its first named child): the node types, fields and anchors of
-    ``_queries``' patterns. None where the C walk cannot stand in for the query: no C walk, a
+    ``grammar_queries``' patterns. None where the C walk cannot stand in for the query: no C walk, a
     grammar with its own name patterns, or one where a type named here is a supertype (which a
     query matches by the hidden nodes around a node, not by its own type)."""
-    if native_version() is None or language in OWN_NAMES or _queries(language) is None:
+    if native_version() is None or language in OWN_NAMES or grammar_queries(language) is None:
         return None
     parser = parser_for(language)
     lang = parser.language
@@ -481,6 +481,6 @@ def _native_tables(language: str) -> _Tables | None:
     if language in ("c", "cpp"):
         special |= {"function_definition"}  # named through its declarator (``_c_function_name``)
     if language == "go":
-        special |= {"method_declaration"}  # its scope is its receiver's type (``_go_receiver``)
+        special |= {"method_declaration"}  # its scope is its receiver's type (``go_receiver_name``)
     plain = frozenset(ids([t for t in g.defs if t not in special]))
-    return _Tables(flags, callee, name_field, plain)
+    return NativeTables(flags, callee, name_field, plain)

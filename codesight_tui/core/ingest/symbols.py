@@ -37,10 +37,10 @@ from codesight_tui.core.ingest.chunker import (
 )
 from codesight_tui.core.ingest.grammars import GRAMMARS
 from codesight_tui.core.ingest.symbol_names import (
-    _definition_name,
-    _extra,
-    _go_receiver,
-    _name_line,
+    definition_name,
+    extra_definition,
+    go_receiver_name,
+    name_line,
 )
 from codesight_tui.core.ingest.symbol_tables import (
     COMPOUND_NAMES,
@@ -55,13 +55,13 @@ from codesight_tui.core.ingest.symbol_tables import (
     F_TYPE_PARENT,
     POSSIBLE_FILE,
     TYPE_PARENTS,
-    _native_tables,
-    _Queries,
-    _queries,
-    _shell_commands,
-    _Tables,
-    _walk_tables,
+    GrammarQueries,
+    NativeTables,
+    grammar_queries,
+    native_tables,
+    shell_commands,
     symscan,
+    walk_tables,
     write_possible,
 )
 
@@ -245,7 +245,7 @@ Scan = tuple[list[Definition], dict[str, list[int]], list[int], set[int], str]
 
 def _scan(language: str, text: str | bytes, tree: Any, walk: bool = False) -> Scan | None:
     """Definitions, and references as ``(name, line, kind code, index of the enclosing definition)``."""
-    queries = _queries(language) if language in GRAMMARS else None
+    queries = grammar_queries(language) if language in GRAMMARS else None
     if queries is None:
         return None
     data = text.encode("utf-8", errors="surrogateescape") if isinstance(text, str) else text
@@ -300,7 +300,14 @@ def _indent(line: bytes) -> int:
 
 
 def _recover(
-    language: str, queries: _Queries, lines: list[bytes], lo: int, hi: int, depth: int, whole_tree: Any, deadline: float
+    language: str,
+    queries: GrammarQueries,
+    lines: list[bytes],
+    lo: int,
+    hi: int,
+    depth: int,
+    whole_tree: Any,
+    deadline: float,
 ) -> Scan:
     """Definitions and references of lines ``lo``-``hi`` where the parse of the whole was lost: each
     declaration parsed alone (a line at the outermost indentation that starts with a name or an
@@ -441,12 +448,12 @@ def _found(language: str, nodes: list[Node]) -> list[Found]:
     for node in nodes:
         if is_definition(g, node):
             named: tuple[str, str] | None = (
-                _definition_name(language, node),
+                definition_name(language, node),
                 keyword(node) or g.defs.get(node.type, node.type),
             )
             chunked = True
         elif node.type in extra:
-            named, chunked = _extra(language, node, extra[node.type]), False
+            named, chunked = extra_definition(language, node, extra[node.type]), False
         else:
             continue
         if named:
@@ -470,7 +477,7 @@ def _definitions(language: str, found: list[Found], data: bytes) -> Definitions:
         while open_ and ends[open_[-1]] <= start:
             open_.pop()
         tail = name.rsplit(".", 1)[-1]
-        line = name_row if name_row >= 0 or node is None else _name_line(node, tail.split(" for ")[-1], data)
+        line = name_row if name_row >= 0 or node is None else name_line(node, tail.split(" for ")[-1], data)
         if not chunked and (tail, line) in names_at:
             continue  # const f = function f() {...}: one definition
         if len(defs) >= MAX_DEFS:
@@ -478,7 +485,7 @@ def _definitions(language: str, found: list[Found], data: bytes) -> Definitions:
         scopes = chunked or kind in EXTRA_SCOPES
         scope = ".".join([defs[i].name for i in open_[-MAX_SCOPE:]])
         if not scope and node is not None and language == "go" and node.type == "method_declaration":
-            scope = _go_receiver(node)  # func (m *Matcher) scan(): Matcher.scan
+            scope = go_receiver_name(node)  # func (m *Matcher) scan(): Matcher.scan
         defs.append(Definition(name, kind, scope, line + 1, first + 1, last + 1))
         names_at.add((tail, line))
         starts.append(start)
@@ -489,7 +496,7 @@ def _definitions(language: str, found: list[Found], data: bytes) -> Definitions:
     return defs, starts, ends, parents, names_at
 
 
-def _scan_tree(language: str, queries: _Queries, data: bytes, src: str | None, tree: Any) -> Scan:
+def _scan_tree(language: str, queries: GrammarQueries, data: bytes, src: str | None, tree: Any) -> Scan:
     from tree_sitter import QueryCursor
 
     marks = QueryCursor(queries.all).captures(tree.root_node)
@@ -596,10 +603,10 @@ def _walk_scan(language: str, data: bytes, src: str | None, tree: Any) -> Scan:
     that tells each name's kind as the C walk does (``native/symscan.c``'s ``walk``, from the same
     tables), in time linear in the tree's nodes, whatever its depth. About 2 us a node in Python:
     only trees deeper than ``DEEP`` take it."""
-    tables = _walk_tables(language)
+    tables = walk_tables(language)
     flags, callee_field, compound = tables.flags, array("H", tables.callee), language in COMPOUND_NAMES
     nsym = len(flags)
-    command = _shell_commands(language)
+    command = shell_commands(language)
     cursor = tree.walk()
     # per level: flags, symbol, named children seen, in a call's callee place, last named child
     stack: list[list[int]] = []
@@ -665,7 +672,7 @@ def _walk_scan(language: str, data: bytes, src: str | None, tree: Any) -> Scan:
             stack.pop()
 
 
-def _found_fast(language: str, tables: _Tables, data: bytes, root: Node, spans: array[int]) -> list[Found] | None:
+def _found_fast(language: str, tables: NativeTables, data: bytes, root: Node, spans: array[int]) -> list[Found] | None:
     """The definitions among the C walk's definition nodes: a plain one named by its "name" child
     straight from the walk's places, any other from its node, as ``_found`` does."""
     g = GRAMMARS[language]
@@ -676,7 +683,7 @@ def _found_fast(language: str, tables: _Tables, data: bytes, root: Node, spans: 
         a, b, symbol, first, last, na, nb, name_row = spans[k : k + 8]
         if symbol in tables.plain and na >= 0:
             name = data[na:nb].decode("utf-8", errors="replace")
-            # what ``_definition_name`` would make of it, and ``_name_line`` find as it is
+            # what ``definition_name`` would make of it, and ``name_line`` find as it is
             if (
                 name
                 and len(name) <= 200
@@ -696,7 +703,7 @@ def _found_fast(language: str, tables: _Tables, data: bytes, root: Node, spans: 
     return found + _found(language, nodes) if nodes else found
 
 
-_ODD_NAME = re.compile(r"\s")  # a name ``_definition_name`` changes (or "A for B", whose line ``_name_line`` looks for)
+_ODD_NAME = re.compile(r"\s")  # a name ``definition_name`` changes (or "A for B", whose line ``name_line`` looks for)
 
 
 @cache
@@ -708,11 +715,11 @@ def _kind_name(language: str, symbol: int) -> str:
 def _native_rows(language: str, text: str | bytes, tree: Any) -> FileSymbols | None:
     """``extract_rows`` from the C walk, or None where the Python walk answers (no C walk for the
     language, a parse ``_recover`` redoes, a name that is not UTF-8)."""
-    tables = _native_tables(language) if language in GRAMMARS else None
+    tables = native_tables(language) if language in GRAMMARS else None
     native = symscan
     if tables is None or native is None:
         return None
-    queries = _queries(language)
+    queries = grammar_queries(language)
     assert queries is not None
     data = text.encode("utf-8", errors="surrogateescape") if isinstance(text, str) else text
     if tree is None:
