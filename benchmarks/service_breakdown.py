@@ -1,6 +1,7 @@
 """Where a served `codesight search` spends its time, on Django 5.1.4 (bench_service.py's corpus):
-the interpreter's start, the client's imports, the whole served call, and inside the service the
-search and the printing, each the median of ``--runs`` calls.
+the interpreter's start, the client's imports, the whole served call, a warm client's round trip
+(the socket, the service's dispatch and the call), and inside the service the search and the
+printing, each the median of ``--runs`` calls.
 
     python benchmarks/service_breakdown.py [--runs 40] [--exe PATH/bin/codesight]
 
@@ -42,6 +43,20 @@ for i in range(runs):
     ctx = cli.Context(out=io.StringIO(), err=io.StringIO(), workspace=space)
     t = time.perf_counter(); cli.run(["search", q, "--path", repo], context=ctx); t_call.append((time.perf_counter() - t) * 1000)
 print(statistics.median(t_search), statistics.median(t_call))
+"""
+
+
+ROUND_TRIP = r"""
+import os, statistics, sys, time
+from codesight_tui import client
+runs, argv = int(sys.argv[1]), sys.argv[2:]
+message = {"v": client.PROTOCOL, "install": client.install_key(), "env": client.env_digest(), "argv": argv,
+           "cwd": os.getcwd(), "tty": False, "ask": False}
+client.request(message, lambda m: None)  # warm
+times = []
+for _ in range(runs):
+    t = time.perf_counter(); client.request(message, lambda m: None); times.append((time.perf_counter() - t) * 1000)
+print(statistics.median(times))
 """
 
 
@@ -88,6 +103,16 @@ def main() -> None:
             check=True,
         ).stdout.split()
         search, call = float(out[0]), float(out[1])
+        trip = float(
+            subprocess.run(
+                [python, "-c", ROUND_TRIP, str(args.runs), "search", q],
+                env=env,
+                cwd=str(repo),
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
     finally:
         subprocess.run([str(exe), "service", "stop"], env=env, capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
@@ -97,7 +122,8 @@ def main() -> None:
     print(f"  + the client's imports                {client - start:6.1f} ms")
     print(f"  the call in the service (cli.run)     {call:6.1f} ms, of which the search {search:.1f} ms")
     print(f"    parsing, checks and printing        {call - search:6.1f} ms")
-    print(f"  the socket and the rest               {served - client - call:6.1f} ms")
+    print(f"  a warm client's round trip            {trip:6.1f} ms (the socket, the service's dispatch and the call)")
+    print(f"  the rest: the client's message, output and exit {served - client - trip:6.1f} ms")
 
 
 if __name__ == "__main__":
