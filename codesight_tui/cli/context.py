@@ -123,19 +123,19 @@ def err(msg: str) -> None:
         pass
 
 
-def confirm(question: str, refusal: str) -> None:
+def confirm(question: str, *, no_terminal: str, declined: str) -> None:
     """Ask ``question`` on the terminal (a served call hands it back to its client); returns on
-    yes, else a ``UsageError`` saying ``refusal``."""
-    if current().can_ask:
+    yes, else a ``UsageError``: ``no_terminal`` where there is none to ask on, ``declined`` on no."""
+    ctx = current()
+    if ctx.can_ask:
         raise AskInClient(question)
-    if not (sys.stdin.isatty() and current().err_tty):
-        raise UsageError(refusal)
-    err_stream = current().err
-    err_stream.write(question + " [y/N] ")
-    err_stream.flush()
+    if not (sys.stdin.isatty() and ctx.err_tty):
+        raise UsageError(no_terminal)
+    ctx.err.write(question + " [y/N] ")
+    ctx.err.flush()
     try:
         answer = sys.stdin.readline().strip().lower()
     except (OSError, KeyboardInterrupt):
         answer = ""
     if answer not in ("y", "yes"):
-        raise UsageError("nothing indexed: run codesight in a repository, or name a smaller directory")
+        raise UsageError(declined)

@@ -69,8 +69,9 @@ def resolve_root(path: str | Path, *, yes: bool = False, indexing: bool = True, 
     what = "your home directory" if home else f"over {LARGE_TREE_FILES:,} files"
     confirm(
         f"codesight: {root} is not a git repository and holds {what}. Index all of it?",
-        f"{root} is not a git repository and holds {what}: run codesight in a repository,"
+        no_terminal=f"{root} is not a git repository and holds {what}: run codesight in a repository,"
         " name a smaller directory, or pass --yes to index it anyway",
+        declined="nothing indexed: run codesight in a repository, or name a smaller directory",
     )
     return root
 
