@@ -324,6 +324,7 @@ def search(args, work: Path, repos: list[Path]) -> None:
         " 1 on S3)"
     )
     from codesight_tui import Fleet
+    from codesight_tui.core.search.contract import SearchRequest
 
     qs = queries(args.queries)
     rows = []
@@ -331,12 +332,12 @@ def search(args, work: Path, repos: list[Path]) -> None:
         ("local copy", Fleet(str(local_store))),
         ("S3 (moto, loopback)", Fleet("s3://bench/fleet", endpoint)),
     ):
-        fleet.search(qs[0])  # the model and the tables open once per process
+        fleet.search(SearchRequest(qs[0]))  # the model and the tables open once per process
         times = []
         for _ in range(3 if fleet.spec.remote is False else 1):  # moto answers about 17 GETs a second
             for q in qs:
                 t = time.perf_counter()
-                fleet.search(q)
+                fleet.search(SearchRequest(q))
                 times.append((time.perf_counter() - t) * 1000)
         rows.append((label, statistics.median(times), pct(times, 95)))
     rg = []

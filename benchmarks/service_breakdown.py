@@ -27,13 +27,14 @@ from bench_core import EXCLUDE, NL_QUERIES, fetch_django  # noqa: E402
 INSIDE = r"""
 import io, statistics, sys, time
 from codesight_tui import cli
-from codesight_tui.core.apps.workspace import EngineOptions, SearchRequest, Workspace
+from codesight_tui.core.apps.workspace import EngineOptions, Workspace
+from codesight_tui.core.search.contract import SearchRequest
 from codesight_tui.core.modes import Vectors
 repo, runs, queries = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 space = Workspace(EngineOptions(resident_bm25=True))
 cs = space.engine(__import__("pathlib").Path(repo))
 def search(q):
-    return space.search(SearchRequest(q, (cs.root,), vectors=Vectors.STATIC))
+    return space.search(SearchRequest(q, tier=Vectors.STATIC), [cs.root])
 for q in queries[:5]:
     search(q)  # warm, as the service is
 t_search, t_call = [], []

@@ -13,18 +13,20 @@ if TYPE_CHECKING:
     from codesight_tui.core.errors import CodeSightError
     from codesight_tui.core.fleet import Fleet
     from codesight_tui.core.process.jobs import IndexJob
+    from codesight_tui.core.search.contract import Filters, SearchRequest, SearchResponse, SearchResult
     from codesight_tui.core.search.navigate import Navigation
-    from codesight_tui.core.search.searcher import SearchResponse, SearchResult
     from codesight_tui.core.search.status import IndexStatus
 
 __version__ = "0.1.0"
 __all__ = [
     "CodeSight",
     "CodeSightError",
+    "Filters",
     "Fleet",
     "IndexJob",
     "IndexStatus",
     "Navigation",
+    "SearchRequest",
     "SearchResponse",
     "SearchResult",
     "__version__",
@@ -44,10 +46,10 @@ def __getattr__(name: str) -> object:
         from codesight_tui.core.errors import CodeSightError
 
         return CodeSightError
-    if name in ("SearchResult", "SearchResponse"):
-        from codesight_tui.core.search import searcher
+    if name in ("SearchRequest", "SearchResponse", "SearchResult", "Filters"):
+        from codesight_tui.core.search import contract
 
-        return getattr(searcher, name)
+        return getattr(contract, name)
     if name == "Navigation":
         from codesight_tui.core.search.navigate import Navigation
 

@@ -15,8 +15,8 @@ from codesight_tui.cli.context import current, safe, say
 
 if TYPE_CHECKING:
     from codesight_tui.core.index.indexer import IndexReport
+    from codesight_tui.core.search.contract import SearchResult
     from codesight_tui.core.search.navigate import Navigation
-    from codesight_tui.core.search.searcher import SearchResult
     from codesight_tui.core.store.watch import Batch
 
 

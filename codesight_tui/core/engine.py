@@ -23,10 +23,11 @@ from codesight_tui.core.index.storage import IndexStorage
 from codesight_tui.core.ingest.paths import index_dir_for
 from codesight_tui.core.ingest.tokens import ModelInfo, resolve_model
 from codesight_tui.core.languages import is_document
-from codesight_tui.core.modes import Mode, Vectors
+from codesight_tui.core.modes import Mode, Vectors, checked_mode
 from codesight_tui.core.process.models import Models, nvidia_gpu
 from codesight_tui.core.repo import indexing, report, retrieval
 from codesight_tui.core.repo.context import RepoContext
+from codesight_tui.core.search.contract import Filters, SearchRequest
 from codesight_tui.core.search.navigate import MAX_SITES, Navigation, Navigator
 from codesight_tui.core.search.related import RelatedSource
 from codesight_tui.core.search.status import Notices
@@ -36,13 +37,12 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
     from codesight_tui.core.config import Settings
-    from codesight_tui.core.fleet import Fleet
     from codesight_tui.core.index.embedder import Embedder
     from codesight_tui.core.index.indexer import IndexReport, ProgressFn
     from codesight_tui.core.index.static import StaticEmbedder
     from codesight_tui.core.ingest.tokens import TokenCounter
     from codesight_tui.core.search.ask import Answer, AskStream
-    from codesight_tui.core.search.searcher import SearchResponse
+    from codesight_tui.core.search.contract import SearchResponse
     from codesight_tui.core.search.status import ChangedFiles, IndexStatus
     from codesight_tui.core.store.store import Store
     from codesight_tui.core.store.watch import Batch, Watcher
@@ -289,32 +289,34 @@ class CodeSight:
     # --- search (core.repo.retrieval) ------------------------------------------------------------
     def search(
         self,
-        query: str,
+        request: SearchRequest | str,
         top_k: int = 10,
-        mode: Mode | None = None,
+        mode: str | None = None,
         *,
         glob: str | None = None,
         language: str | None = None,
         vectors: Vectors = Vectors.LOAD,
-        like: RelatedSource | None = None,
     ) -> SearchResponse:
-        """Search the index. ``mode`` is ``hybrid`` (default), ``bm25`` or ``vector``.
+        """Search the index: a ``SearchRequest`` (the ``Searcher`` contract), or, as the Python
+        API's shorthand, a query with its options: ``cs.search("retry failed uploads", 5)``.
+        ``mode`` is ``hybrid`` (default), ``bm25`` or ``vector``; ``vectors`` (``core.modes.Vectors``)
+        the tier: ``LOAD`` (the default) loads the full model where it is wanted; with ``LOADED``
+        one not loaded yet is not waited for (hybrid answers from BM25 and the static tier,
+        vector mode returns nothing): no torch import, the fast path of a fresh CLI process.
+        ``STATIC`` answers that way even where the full model is loaded. Any query is safe.
 
-        Returns ``SearchResponse``: a list of ``SearchResult`` whose ``notices`` say what this answer lacks
-        (no model: BM25 only; a damaged vector table) and what happened to the index since the
-        last call (rebuilt, read-only), and whose ``retrievers`` say which lists were fused
-        (``bm25``, ``static``, ``vector``). Hybrid search fuses whatever exists: BM25, the static
-        tier's vectors and the full model's, each weighted by its coverage. ``vectors``
-        (``core.modes.Vectors``) is the tier: ``LOAD`` (the default) loads the full model where
-        it is wanted; with ``LOADED`` one not loaded yet is not waited for (hybrid answers from
-        BM25 and the static tier, vector mode returns nothing): no torch import, the fast path
-        of a fresh CLI process. ``STATIC`` answers that way even where the full model is loaded.
-        Any query string is safe. ``like`` (from ``related_source``) searches for code like that
-        chunk instead of ``query``: see ``related``.
+        Returns ``SearchResponse``: a list of ``SearchResult``, with ``notices`` (what happened to
+        the index since the last call: rebuilt, read-only), ``retrievers`` (the lists fused:
+        ``bm25``, ``static``, ``vector``), ``repos`` (this index's coverage and the model's part)
+        and ``gaps`` (what the answer lacks, one line each). Hybrid search fuses whatever exists:
+        BM25, the static tier's vectors and the full model's, each weighted by its coverage. A
+        request's ``like`` searches for code like the chunk it names instead: see ``related``.
         """
-        return retrieval.search(
-            self.context, query, top_k, mode, glob=glob, language=language, vectors=vectors, like=like
-        )
+        if isinstance(request, str):
+            request = SearchRequest(
+                request, checked_mode(mode) if mode else None, vectors, Filters(glob, language), top_k
+            )
+        return retrieval.search(self.context, request)
 
     def related_source(self, target: str) -> RelatedSource:
         """The chunk ``target`` names: ``path:line`` (``path:line:col`` too), a file (its first
@@ -322,15 +324,15 @@ class CodeSight:
         where there is none."""
         return retrieval.related_source(self.context, target)
 
-    def related(
-        self, target: str | RelatedSource, top_k: int = 10, mode: Mode | None = None, **kwargs: Any
-    ) -> SearchResponse:
+    def related(self, target: str | RelatedSource, top_k: int = 10, mode: str | None = None) -> SearchResponse:
         """Code most like the chunk ``target`` names (see ``related_source``), under the same
         ranking as ``search``: BM25 over the chunk's names, and the vector lists from the chunk's
         own vectors (static tier or full model; its code embedded where it has none). The chunk
         itself and what overlaps it are left out."""
         source = target if isinstance(target, RelatedSource) else self.related_source(target)
-        return self.search(source.terms, top_k=top_k, mode=mode, like=source, **kwargs)
+        return self.search(
+            SearchRequest(source.terms, checked_mode(mode) if mode else None, limit=top_k, source=source)
+        )
 
     def follow(
         self, action: str, target: str, limit: int = MAX_SITES, *, glob: str | None = None, language: str | None = None
@@ -355,42 +357,6 @@ class CodeSight:
 
     def callees(self, target: str, limit: int = MAX_SITES, **where: str | None) -> Navigation:
         return self.follow("callees", target, limit, **where)
-
-    @staticmethod
-    def related_many(
-        engines: list[CodeSight],
-        target: str,
-        top_k: int = 10,
-        mode: Mode | None = None,
-        *,
-        fleet: Fleet | None = None,
-        repo: str | None = None,
-        **kwargs: Any,
-    ) -> SearchResponse:
-        """``related`` across several repositories and a fleet, as one list
-        (``core.repo.retrieval.related_many``)."""
-        return retrieval.related_many(engines, target, top_k, mode, fleet=fleet, repo=repo, **kwargs)
-
-    @staticmethod
-    def search_many(
-        engines: list[CodeSight],
-        query: str,
-        top_k: int = 10,
-        mode: Mode | None = None,
-        *,
-        fleet: Fleet | None = None,
-        repo: str | None = None,
-        **kwargs: Any,
-    ) -> SearchResponse:
-        """One ranked list across several repositories: each is searched on its own, and the lists
-        are fused by rank (the same RRF as hybrid search), each hit labelled with its repository
-        (``SearchResult.repo``). Equal fused scores go to the better-scored hit.
-
-        ``fleet`` (a ``Fleet``) is searched too, as one more list (``repo``: a glob over its
-        repositories' names); its hits carry their repository's name and ``commit``. A fleet
-        repository with the name of a local one searched here is left to the local index, which
-        holds the uncommitted work too."""
-        return retrieval.search_many(engines, query, top_k, mode, fleet=fleet, repo=repo, **kwargs)
 
     @staticmethod
     def query_terms(query: str) -> list[str]:
@@ -430,14 +396,13 @@ class CodeSight:
         Raises ``AskError`` (a ``CodeSightError``) with one line."""
         from codesight_tui.core.search.ask import ask_stream
 
-        return ask_stream(
-            self, self.settings, question, top_k, mode=mode, glob=glob, language=language, vectors=vectors
-        )
+        request = SearchRequest(question, mode, vectors, Filters(glob, language), top_k or self.settings.ask_top_k)
+        return ask_stream(self, self.settings, request)
 
-    def ask(self, question: str, top_k: int | None = None, **kwargs: Any) -> Answer:
+    def ask(self, question: str, top_k: int | None = None, *, vectors: Vectors = Vectors.LOAD) -> Answer:
         """An ``Answer`` to ``question`` from the configured LLM, citing the hits it was given as
         ``[n]`` (see ``ask_stream``)."""
-        stream = self.ask_stream(question, top_k, **kwargs)
+        stream = self.ask_stream(question, top_k, vectors=vectors)
         for _ in stream:
             pass
         return stream.answer

@@ -17,10 +17,10 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
-from codesight_tui.core.apps.workspace import SearchRequest
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.ingest.paths import outermost
-from codesight_tui.core.modes import Vectors
+from codesight_tui.core.modes import Mode, Vectors, checked_mode
+from codesight_tui.core.search.contract import Filters, SearchRequest
 from codesight_tui.mcp_server.schemas import (
     Hit,
     IndexOutput,
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from codesight_tui.core.engine import CodeSight
     from codesight_tui.core.fleet import Fleet
     from codesight_tui.core.process.jobs import IndexJob
-    from codesight_tui.core.search.searcher import SearchResponse, SearchResult
+    from codesight_tui.core.search.contract import SearchResponse, SearchResult
 
 # How long a tool call waits for a lexical phase to commit before answering with what exists: well
 # under the 30 to 60 s tool timeouts assistants use.
@@ -47,6 +47,14 @@ def _top_k(value: int) -> int:
     if not 1 <= value <= 100:
         raise ToolError(f"top_k must be between 1 and 100 (got {value})")
     return value
+
+
+def checked(mode: str | None) -> Mode | None:
+    """A tool's ``mode`` as the contract takes it; a bad one is the tool's error, in one line."""
+    try:
+        return checked_mode(mode) if mode else None
+    except CodeSightError as exc:
+        raise ToolError(str(exc)) from None
 
 
 def _hit(r: SearchResult) -> Hit:
@@ -138,46 +146,24 @@ class Tools:
         kind: str,
         query: str,
         targets: list[Path],
-        mode: str | None,
         run: Callable[[], SearchResponse],
         notes: list[str],
         t0: float,
     ) -> SearchOutput:
-        """Run a search (``run()`` in a worker thread) and say what it lacks; the answer's size in
-        tokens is in it and in ``codesight stats``."""
+        """Run a search (``run()`` in a worker thread) and say what it lacks
+        (``SearchResponse.gaps``); the answer's size in tokens is in it and in ``codesight stats``."""
         engines = [self.repos.engine(r) for r in targets]
         try:
             hits = await anyio.to_thread.run_sync(run)
         except CodeSightError as exc:
             raise ToolError(str(exc)) from None
-        states = [self.repos.state(r) for r in targets]
-        used = mode or engines[0].settings.default_mode
-        for st in states:
-            if not st.indexed:
-                notes.append(
-                    f"{Path(st.repo).name}: not indexed yet ({st.progress or 'starting'}); search again"
-                    " in a few seconds"
-                )
-            elif used != "bm25" and st.vector_coverage < 1:
-                by = "BM25 and the static tier" if "static" in hits.retrievers else "BM25 only"
-                notes.append(
-                    f"{Path(st.repo).name}: vectors cover {st.vector_coverage:.0%} of chunks so far"
-                    f" ({st.progress or 'run index to finish'}); uncovered chunks are found by {by}"
-                )
-        if used != "bm25" and not engines[0].embedder_loaded:
-            notes.append(
-                "the embedding model is "
-                + ("unavailable" if engines[0].model_error else "still loading")
-                + ": this answer is "
-                + ("BM25 + the static tier" if "static" in hits.retrievers else "BM25 only")
-            )
         out = SearchOutput(
             query=query,
-            mode=used,
+            mode=hits.mode or engines[0].settings.default_mode,
             results=[_hit(h) for h in hits],
             retrievers=hits.retrievers,
-            index=states,
-            notices=hits.notices + notes,
+            index=[self.repos.state(r) for r in targets],
+            notices=hits.notices + notes + [g.text for g in hits.gaps],
             elapsed_ms=0.0,
         )
 
@@ -226,20 +212,16 @@ class Tools:
             )
         request = SearchRequest(
             query,
-            tuple(targets),
+            checked(mode),
+            Vectors.LOADED,
+            Filters(file_glob, language, fleet_repo),
             top_k,
-            mode,
-            file_glob,
-            language,
-            vectors=Vectors.LOADED,
-            fleet=self.fleet,
-            fleet_repo=fleet_repo,
         )
 
         def run() -> SearchResponse:
-            return self.repos.workspace.search(request)
+            return self.repos.workspace.search(request, targets, self.fleet)
 
-        return await self.answer("search", query, targets, mode, run, notes, t0)
+        return await self.answer("search", query, targets, run, notes, t0)
 
     async def find_related(
         self,
@@ -271,21 +253,18 @@ class Tools:
         targets = outermost(targets)
         notes = await self.prepare(targets, ctx, mode)
         request = SearchRequest(
-            location,
-            tuple(targets),
+            "",
+            checked(mode),
+            Vectors.LOADED,
+            Filters(file_glob, language),
             top_k,
-            mode,
-            file_glob,
-            language,
-            vectors=Vectors.LOADED,
-            like=True,
-            fleet=self.fleet,
+            like=location,
         )
 
         def run() -> SearchResponse:
-            return self.repos.workspace.search(request)
+            return self.repos.workspace.search(request, targets, self.fleet)
 
-        return await self.answer("find_related", location, targets, mode, run, notes, t0)
+        return await self.answer("find_related", location, targets, run, notes, t0)
 
     async def follow(
         self,

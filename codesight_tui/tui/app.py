@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from codesight_tui.core.engine import CodeSight
     from codesight_tui.core.fleet import Fleet
     from codesight_tui.core.index.indexer import IndexReport
-    from codesight_tui.core.search.searcher import SearchResult
+    from codesight_tui.core.search.contract import Cancel, SearchResult
 
 
 class QueryInput(Input):
@@ -125,6 +125,7 @@ class CodeSightApp(SearchPart, IndexPart, NavigationPart, OpenPart):
         self.hits: list[SearchResult] = []
         self._search_running = False
         self._search_pending = False
+        self._search_cancel: Cancel | None = None
         self._shown_key: tuple[str, str, str, str] | None = None  # (query, mode, glob, language) of the hits on screen
         self._reindex_timer: Timer | None = None
         self._todo: dict[

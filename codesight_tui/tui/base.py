@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from codesight_tui.core.engine import CodeSight
     from codesight_tui.core.fleet import Fleet
     from codesight_tui.core.index.indexer import IndexReport
-    from codesight_tui.core.search.searcher import SearchResult
+    from codesight_tui.core.search.contract import Cancel, SearchResult
 
 
 TOP_K = 50
@@ -62,6 +62,7 @@ class AppBase(App[int]):
     hits: list[SearchResult]
     _search_running: bool
     _search_pending: bool
+    _search_cancel: Cancel | None
     _shown_key: tuple[str, str, str, str] | None
     _reindex_timer: Timer | None
     _todo: dict[Path, tuple[CodeSight, bool, set[str] | None]]

@@ -11,7 +11,7 @@ from textual.message import Message
 if TYPE_CHECKING:
     from codesight_tui.core.index.indexer import IndexReport
     from codesight_tui.core.process.jobs import Ending
-    from codesight_tui.core.search.searcher import SearchResult
+    from codesight_tui.core.search.contract import SearchResult
 
 
 @dataclass
@@ -49,6 +49,7 @@ class SearchFinished(Message):
     elapsed_ms: float
     notices: list[str] = field(default_factory=list)
     retrievers: list[str] = field(default_factory=list)  # the lists fused: bm25, static, vector
+    cancelled: bool = False  # a newer keystroke cancelled it: nothing to show
 
 
 @dataclass

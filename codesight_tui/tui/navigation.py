@@ -16,8 +16,8 @@ from codesight_tui.tui.base import FOLLOW, LIKE, AppBase, follow_query
 from codesight_tui.tui.widgets.results import ResultsList
 
 if TYPE_CHECKING:
+    from codesight_tui.core.search.contract import SearchResult
     from codesight_tui.core.search.navigate import Navigation
-    from codesight_tui.core.search.searcher import SearchResult
 
 
 BACK_HINT = "   Alt+← back"
@@ -39,7 +39,7 @@ def trail_text(steps: list[str], width: int) -> Text:
 def navigation_hits(nav: Navigation, repo: str = "") -> list[SearchResult]:
     """A navigation answer as rows of the results list: a caller's or a reference's line, with the
     definition it is in as its name; a callee's definition, with its name."""
-    from codesight_tui.core.search.searcher import SearchResult
+    from codesight_tui.core.search.contract import SearchResult
 
     hits: list[SearchResult] = []
     for k, site in enumerate(nav.sites):

@@ -14,7 +14,7 @@ from codesight_tui.tui.base import AppBase
 from codesight_tui.tui.editor import editor_argv, knows_line, viewer_argv
 
 if TYPE_CHECKING:
-    from codesight_tui.core.search.searcher import SearchResult
+    from codesight_tui.core.search.contract import SearchResult
 
 
 def tmux_clipboard() -> str | None:

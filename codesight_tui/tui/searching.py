@@ -13,8 +13,8 @@ from textual.css.query import NoMatches
 from textual.widgets import Input, OptionList
 from textual.worker import get_current_worker
 
-from codesight_tui.core.apps.workspace import SearchRequest
-from codesight_tui.core.modes import Vectors
+from codesight_tui.core.modes import Vectors, checked_mode
+from codesight_tui.core.search.contract import Cancel, Cancelled, Filters, Lack, SearchRequest, SearchResponse
 from codesight_tui.tui.base import FOLLOW, LIKE, TOP_K, AppBase, follow_query
 from codesight_tui.tui.messages import (
     SearchFinished,
@@ -24,7 +24,14 @@ from codesight_tui.tui.widgets.preview import LEX_FROM_TOP, Preview, render_hit
 from codesight_tui.tui.widgets.results import ResultsList
 
 if TYPE_CHECKING:
-    from codesight_tui.core.search.searcher import SearchResult
+    from codesight_tui.core.search.contract import SearchResult
+
+
+def shown_notices(answer: SearchResponse) -> list[str]:
+    """What the TUI tells of an answer, once each: what happened to the index, and what the answer
+    lacks that the status bar does not show already (it shows the tiers and the model's loading)."""
+    told_by_status = (Lack.FULL_UNUSED, Lack.MODEL_LOADING, Lack.PARTIAL_VECTORS)
+    return answer.notices + [g.text for g in answer.gaps if g.lack not in told_by_status]
 
 
 class SearchPart(AppBase):
@@ -32,8 +39,9 @@ class SearchPart(AppBase):
 
     # --- searching ----------------------------------------------------------------------
     # Live search without a fixed debounce: a keystroke searches at once when no search is
-    # running; keystrokes typed while one runs coalesce into a single follow-up for the newest
-    # text. At most one search is ever in flight, and a result for older text is never shown.
+    # running; a keystroke typed while one runs cancels it (at its next step: core.search.contract.Cancel),
+    # and keystrokes coalesce into a single follow-up for the newest text. At most one search is
+    # ever in flight, and a result for older text is never shown.
     @on(Input.Changed, "#query")
     def _query_changed(self, event: Input.Changed) -> None:
         if self.trail and not self._restoring and follow_query(event.value) is None:
@@ -61,6 +69,8 @@ class SearchPart(AppBase):
     def run_search(self) -> None:
         if self._search_running:
             self._search_pending = True
+            if self._search_cancel is not None:
+                self._search_cancel.cancel()
             return
         self._search_pending = False
         key = self._search_key()
@@ -72,13 +82,16 @@ class SearchPart(AppBase):
             self.query_one(Preview).clear("Type to search.")
             return
         self._search_running = True
-        self.search_worker(key)
+        self._search_cancel = Cancel()
+        self.search_worker(key, self._search_cancel)
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)
-    def search_worker(self, key: tuple[str, str, str, str]) -> None:
+    def search_worker(self, key: tuple[str, str, str, str], cancel: Cancel) -> None:
         query, mode, glob, language = key
         t0 = time.perf_counter()
         hits: list[SearchResult] = []
+        notices: list[str] = []
+        retrievers: list[str] = []
         try:
             roots = (self.root, *self.more_roots)
             followed = follow_query(query)
@@ -103,22 +116,22 @@ class SearchPart(AppBase):
                     )
                 return
             like = query.startswith(LIKE)  # "more like this": like: PATH:LINE, a file or a symbol
-            hits = self.workspace.search(
-                SearchRequest(
-                    query[len(LIKE) :].strip() if like else query,
-                    roots,
-                    TOP_K,
-                    mode,
-                    glob or None,
-                    language or None,
-                    vectors=Vectors.LOADED,
-                    like=like,
-                    fleet=None if like else self.fleet,
-                )
+            request = SearchRequest(
+                "" if like else query,
+                checked_mode(mode),
+                Vectors.LOADED,
+                Filters(glob or None, language or None),
+                TOP_K,
+                like=query[len(LIKE) :].strip() if like else None,
+                cancel=cancel,
             )
+            answer = self.workspace.search(request, roots, None if like else self.fleet)
+            hits, notices, retrievers = answer.hits, shown_notices(answer), answer.retrievers
             if len(roots) == 1 and (like or self.fleet is None):  # one repository: its rows carry no name
                 for hit in hits:
                     hit.repo = ""
+        except Cancelled:
+            pass
         except Exception as exc:  # CodeSightError or a bug: show it, keep the app alive  # noqa: BLE001
             self.call_from_thread(self.notify, str(exc), severity="error")
         finally:  # always report back, or the next keystroke would wait forever
@@ -127,8 +140,9 @@ class SearchPart(AppBase):
                     key,
                     hits,
                     (time.perf_counter() - t0) * 1000,
-                    list(getattr(hits, "notices", [])),
-                    list(getattr(hits, "retrievers", [])),
+                    notices,
+                    retrievers,
+                    cancel.cancelled,
                 )
             )
 
@@ -145,7 +159,7 @@ class SearchPart(AppBase):
             if note not in self._told:
                 self._told.add(note)
                 self.notify(note, severity="warning", timeout=8)
-        if msg.key == self._search_key():
+        if msg.key == self._search_key() and not msg.cancelled:
             refresh = msg.key == self._shown_key
             self.hits = msg.results
             self.last_search_ms = msg.elapsed_ms

@@ -124,7 +124,8 @@ def test_vectors_from_the_shared_cache_start_no_full_model_on_a_cpu(repo: Path, 
     )
     assert json.loads(api.stdout.strip().splitlines()[-1]) == [False, 0, False, False], api.stderr[-2000:]
     found = run("search", "haversine", "--path", repo, "--full", env=env)
-    assert found.returncode == 0 and "`codesight index --full`: about " in found.stderr
+    assert found.returncode == 0 and "index incomplete: vectors cover " in found.stderr
+    assert "(`codesight index --full` computes them: about " in found.stderr
     full = json.loads(run("index", repo, "--full", "--json", env=env).stdout)  # asked: computed, and kept from then on
     assert full["embedded"] == report["vectors_pending"] and full["vectors_pending"] == 0
     assert json.loads(run("status", repo, "--json", env=env).stdout)["full_pass"] is True
@@ -545,7 +546,7 @@ def test_related_to_a_whole_file_goes_by_its_definitions_not_its_imports(repo: P
 def test_the_plain_output_names_the_lists_that_found_each_hit() -> None:
     """Issue 48 item 24: a static-tier hit was tagged bm25+vec while --json said vector_rank null."""
     from codesight_tui.cli.printer import retriever_tag
-    from codesight_tui.core.search.searcher import SearchResult
+    from codesight_tui.core.search.contract import SearchResult
 
     def hit(**ranks: int) -> SearchResult:
         return SearchResult(

@@ -116,7 +116,9 @@ def test_several_repositories_come_in_the_order_of_the_scores_shown() -> None:
     """Item 7: results of several repositories came out of score order (each kept its own
     repository's score while the list was in the order of the fusion across them)."""
 
-    from codesight_tui.core.search.searcher import SearchResponse, SearchResult
+    from codesight_tui.core.repo.retrieval import Several
+    from codesight_tui.core.search.contract import RepoSearcher, SearchRequest, SearchResponse, SearchResult
+    from codesight_tui.core.search.related import RelatedSource
 
     def hit(path: str, score: float) -> SearchResult:
         return SearchResult(path, 1, 2, "", "python", score, 1, None, "x", 1, False)
@@ -125,11 +127,14 @@ def test_several_repositories_come_in_the_order_of_the_scores_shown() -> None:
         def __init__(self, root: str, hits: list[SearchResult]) -> None:
             self.root, self._hits = root, hits
 
-        def search(self, query: str, **kwargs: object) -> SearchResponse:
+        def search(self, request: SearchRequest) -> SearchResponse:
             return SearchResponse(list(self._hits))
 
+        def related_source(self, target: str) -> RelatedSource:
+            raise AssertionError("no 'more like this' here")
+
     engines = [Repo("/a", [hit("a1.py", 0.9), hit("a2.py", 0.85)]), Repo("/b", [hit("b1.py", 0.3)])]
-    found = CodeSight.search_many(cast("list[CodeSight]", engines), "q")  # anything with root and search
+    found = Several(cast("list[RepoSearcher]", engines)).search(SearchRequest("q"))  # anything with root and search
     assert [h.path for h in found] == ["a1.py", "b1.py", "a2.py"]  # one from each repository first
     scores = [h.score for h in found]
     assert scores == sorted(scores, reverse=True), scores

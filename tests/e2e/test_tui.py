@@ -609,7 +609,7 @@ async def test_rows_show_location_and_name_and_scores_only_on_request(repo: Path
 def test_long_paths_shrink_before_the_name_does() -> None:
     from dataclasses import replace
 
-    from codesight_tui.core.search.searcher import SearchResult
+    from codesight_tui.core.search.contract import SearchResult
     from codesight_tui.tui.widgets.results import result_row
 
     path = "src/flask/sansio/scaffold/deeply/nested/app.py"
@@ -852,7 +852,7 @@ async def test_a_late_search_answer_after_the_screen_is_gone_is_no_crash(repo: P
 def test_the_preview_lexes_from_above_a_window_that_starts_in_a_string(tmp_path: Path) -> None:
     """Issue 48 item 22: a window opening inside a docstring was lexed as one long string, hit
     included (148 of 1,083 definitions in rich/)."""
-    from codesight_tui.core.search.searcher import SearchResult
+    from codesight_tui.core.search.contract import SearchResult
     from codesight_tui.tui.widgets.preview import render_hit
 
     doc = "".join(f"    line {i} of a long docstring that explains the module\n" for i in range(80))
@@ -874,7 +874,7 @@ def test_a_window_far_down_is_lexed_from_the_definition_above_it(tmp_path: Path)
     """Issue 66 item 23: past line 4,000 (``LEX_FROM_TOP``) the window was lexed from its own first
     line, so one that opened inside a docstring drew the hit in one colour (rich's render_lines
     at line 5,084). It is lexed from the nearest definition's first line above it now."""
-    from codesight_tui.core.search.searcher import SearchResult
+    from codesight_tui.core.search.contract import SearchResult
     from codesight_tui.tui.widgets.preview import LEX_FROM_TOP, render_hit
 
     filler = "".join(f"x{i} = {i}\n" for i in range(LEX_FROM_TOP + 1000))
@@ -960,7 +960,7 @@ def test_paths_shrink_only_where_they_do_not_fit_and_a_hit_without_a_name_shows_
     """Issue 66 item 20: at 100 columns every folder was cut to its first letter
     (`d/d/d/t/dependencies/index.md`) where the whole path fitted, and a hit with no definition
     name showed nothing after `utils.py:48`."""
-    from codesight_tui.core.search.searcher import SearchResult
+    from codesight_tui.core.search.contract import SearchResult
     from codesight_tui.tui.widgets.results import result_row
 
     path = "docs/de/docs/tutorial/dependencies/index.md"

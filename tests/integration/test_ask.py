@@ -157,7 +157,7 @@ def test_citations_map_back_to_sources() -> None:
 
 
 def test_prompt_names_document_pages(indexed: CodeSight) -> None:
-    from codesight_tui.core.search.searcher import SearchResult
+    from codesight_tui.core.search.contract import SearchResult
 
     hits = [
         SearchResult("docs/spec.pdf", 40, 52, "page 12", "pdf", 1.0, 1, None, "The quota resets nightly.", 7, page=12),

@@ -14,7 +14,7 @@ from docmaker import big_pdf, make_docx, make_encrypted_pdf, make_pdf, make_pptx
 from codesight_tui import CodeSight
 from codesight_tui.core.config import Settings
 from codesight_tui.core.ingest.extract import DocumentReader, ExtractError, extract
-from codesight_tui.core.search.searcher import SearchResult
+from codesight_tui.core.search.contract import SearchResult
 from codesight_tui.tui.editor import viewer_argv
 from codesight_tui.tui.widgets.preview import render_hit
 

@@ -13,7 +13,7 @@ from conftest import HashEmbedder
 from codesight_tui.core.apps.evaluation import Target, load_queries, score
 from codesight_tui.core.config import Settings
 from codesight_tui.core.errors import CodeSightError
-from codesight_tui.core.search.searcher import SearchResult
+from codesight_tui.core.search.contract import SearchResult
 
 
 def hit(path: str, start: int, end: int) -> SearchResult:

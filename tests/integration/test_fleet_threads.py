@@ -38,6 +38,8 @@ def _repo(root: Path, name: str, files: int = 40) -> Path:
 def test_threads_searching_one_store_never_see_another_repositorys_hits(tmp_path: Path, static_model_dir: Path) -> None:
     from codesight_tui import Fleet
     from codesight_tui.core.config import Settings
+    from codesight_tui.core.modes import Mode
+    from codesight_tui.core.search.contract import Filters, SearchRequest
 
     clones = tmp_path / "clones"
     _repo(clones / "alpha", "alpha")
@@ -52,7 +54,8 @@ def test_threads_searching_one_store_never_see_another_repositorys_hits(tmp_path
     def work(k: int) -> None:
         for n in range(250):
             repo = "alpha" if (k + n) % 2 else "beta"
-            hits = fleet.search(queries[n % len(queries)], top_k=10, mode="bm25" if n % 3 else "hybrid", repo=repo)
+            mode: Mode = "bm25" if n % 3 else "hybrid"
+            hits = fleet.search(SearchRequest(queries[n % len(queries)], mode, filters=Filters(repo=repo)))
             with lock:
                 answered[0] += 1
                 leaks.extend(f"{repo}: {h.repo} {h.path}" for h in hits if h.repo != repo)

@@ -310,11 +310,11 @@ def test_large_vector_tables_get_an_ann_index(tmp_path: Path) -> None:
     assert not vs.ensure_ann() and not vs.has_ann()  # below the threshold: exact search
     vs.add(list(range(600, 1100)), ["python"] * 500, vecs[600:1100])
     assert vs.ensure_ann() and vs.has_ann() and not vs.ensure_ann()
-    hits = sum(vs.search(vecs[i], 5)[0][0] == i for i in range(0, 1100, 50))
+    hits = sum(vs.nearest(vecs[i], 5)[0][0] == i for i in range(0, 1100, 50))
     assert hits >= 20  # of 22
     vs.add(list(range(1100, 1200)), ["go"] * 100, vecs[1100:])
-    assert vs.search(vecs[1150], 3)[0][0] == 1150
-    assert vs.search(vecs[1150], 3, language="go")[0][0] == 1150
+    assert vs.nearest(vecs[1150], 3)[0][0] == 1150
+    assert vs.nearest(vecs[1150], 3, language="go")[0][0] == 1150
     assert VectorStore(tmp_path / "v.lance").has_ann()  # a fresh reader sees the index
 
 
@@ -381,7 +381,7 @@ def test_doc_views_are_a_second_row_that_search_folds_into_its_chunk(
     vec = dict(zip(table.column("id").to_pylist(), table.column("vector").to_pylist(), strict=False))
     doc_d, text_d = (1 - float(np.dot(q, vec[i])) for i in (-documented[0], documented[0]))
     assert doc_d < text_d
-    hits = cs.storage.vectors.search(q, 5)
+    hits = cs.storage.vectors.nearest(q, 5)
     assert [i for i, _ in hits].count(documented[0]) == 1 and all(i > 0 for i, _ in hits)
     assert hits[0][0] == documented[0] and hits[0][1] == pytest.approx(doc_d, abs=1e-5)
     assert cs.search("spaces nesting level", mode="vector", top_k=1)[0].scope == "def detect_indentation"

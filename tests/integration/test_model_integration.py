@@ -152,7 +152,7 @@ def test_doc_view_brings_a_described_function_closer(
     q = real_embedder.encode_query(query)
     doc_d, text_d = (1 - float(np.dot(q, vec[i])) for i in (-hit.chunk_id, hit.chunk_id))
     assert doc_d < text_d
-    nearest = cs.storage.vectors.search(q, 1)[0]
+    nearest = cs.storage.vectors.nearest(q, 1)[0]
     assert nearest[0] == hit.chunk_id and nearest[1] == pytest.approx(doc_d, abs=1e-4)
 
 

@@ -127,7 +127,7 @@ def resident(cs: CodeSight) -> ResidentBM25:
 
 
 def assert_same_ranking(cs: CodeSight, r: ResidentBM25, query: str, limit: int = 1000) -> None:
-    found = r.search(cs.store.conn, query_terms(query)[:64], limit)
+    found = r.bm25(cs.store.conn, query_terms(query)[:64], limit)
     assert found is not None, query
     scores = fts5_scores(cs, query)
     expected = sorted(scores, key=lambda i: (-scores[i], i))[:limit]
@@ -165,7 +165,7 @@ def test_memory_ranks_every_row_as_fts5_does(engine: CodeSight, query: str) -> N
 def test_memory_answers_the_first_rows_as_fts5s_limit(engine: CodeSight) -> None:
     r = resident(engine)
     for query in QUERIES:
-        found = r.search(engine.store.conn, query_terms(query)[:64], 10)
+        found = r.bm25(engine.store.conn, query_terms(query)[:64], 10)
         scores = fts5_scores(engine, query)
         assert found == sorted(scores, key=lambda i: (-scores[i], i))[:10], query
 
@@ -213,20 +213,20 @@ def test_a_copy_older_than_the_index_is_not_used_and_is_read_again(tmp_path: Pat
     r = cs.store.resident
     assert r is not None
     r.wait(30)
-    assert r.builds == 1 and r.search(cs.store.conn, ["alpha"], 10) is not None
+    assert r.builds == 1 and r.bm25(cs.store.conn, ["alpha"], 10) is not None
     (root / "b.py").write_text("def zebracorn():\n    return 'second'\n")
     cs.index(embed=False)
     # the FTS index changed: the copy says nothing, FTS5 answers (the new file is found at once) ...
-    assert r.search(cs.store.conn, ["zebracorn"], 10) is None
+    assert r.bm25(cs.store.conn, ["zebracorn"], 10) is None
     assert [h.path for h in cs.search("zebracorn", mode="bm25")] == ["b.py"]
     r.wait(30)
     assert r.builds == 1  # ... and the copy is read again only once the index has been quiet a while
     assert r._stale is not None
     r._stale = (r._stale[0], r._stale[1] - lexical.QUIET)
-    assert r.search(cs.store.conn, ["zebracorn"], 10) is None
+    assert r.bm25(cs.store.conn, ["zebracorn"], 10) is None
     r.wait(30)
     assert r.builds == 2
-    assert r.search(cs.store.conn, ["zebracorn"], 10) == [
+    assert r.bm25(cs.store.conn, ["zebracorn"], 10) == [
         i for (i,) in cs.store.conn.execute("SELECT id FROM chunks WHERE path = 'b.py'")
     ]
     cs.close()
@@ -260,7 +260,7 @@ def test_an_index_over_the_limit_stays_with_fts5(engine: CodeSight) -> None:
     )
     r.build()
     assert r.postings is None
-    assert r.search(engine.store.conn, ["search"], 10) is None  # and no second read at the same key
+    assert r.bm25(engine.store.conn, ["search"], 10) is None  # and no second read at the same key
     assert not (r._building and r._building.is_alive())
 
 
@@ -275,11 +275,11 @@ def test_a_copy_that_cannot_be_read_is_not_tried_at_every_query(tmp_path: Path) 
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE TABLE chunks_fts_data (id INTEGER PRIMARY KEY, block BLOB)")
     conn.execute("INSERT INTO chunks_fts_data VALUES (10, x'0102')")
-    assert r.search(conn, ["anything"], 10) is None
+    assert r.bm25(conn, ["anything"], 10) is None
     r.wait(30)
     assert r.failed_key == b"\x01\x02" and r.postings is None
-    assert r.search(conn, ["anything"], 10) is None
+    assert r.bm25(conn, ["anything"], 10) is None
     assert r._building is not None and not r._building.is_alive()  # no second read was started
     before = r._building
-    r.search(conn, ["anything"], 10)
+    r.bm25(conn, ["anything"], 10)
     assert r._building is before

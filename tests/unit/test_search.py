@@ -50,7 +50,7 @@ def test_modes_use_only_their_retriever(cs: CodeSight) -> None:
     assert all(h.vector_rank is None for h in cs.search("server port", mode="bm25"))
     assert all(h.bm25_rank is None for h in cs.search("server port", mode="vector"))
     with pytest.raises(CodeSightError):
-        cs.search("x", mode="fuzzy")  # type: ignore[arg-type]  # what a user may type
+        cs.search("x", mode="fuzzy")  # what a user may type
 
 
 def test_filters_by_glob_and_language(cs: CodeSight) -> None:
@@ -142,7 +142,8 @@ def test_each_hit_says_which_line_to_open(tmp_path: Path, settings: Settings) ->
 def test_one_long_definition_is_one_result() -> None:
     # Issue 20, item 4: flask's Flask.url_for came back three times in a top 5, as windows 966-988,
     # 1018-1064 and 1084-1090 that do not touch. A definition is listed once, at its best window.
-    from codesight_tui.core.search.searcher import SearchResult, merge_into
+    from codesight_tui.core.search.contract import SearchResult
+    from codesight_tui.core.search.searcher import merge_into
     from codesight_tui.core.store.store import ChunkRow
 
     def hit(
@@ -172,7 +173,7 @@ def test_punctuation_only_queries_have_no_results(cs: CodeSight, query: str) -> 
 
 
 def test_result_names_drop_the_keywords() -> None:
-    from codesight_tui.core.search.searcher import short_scope
+    from codesight_tui.core.search.contract import short_scope
 
     assert short_scope("class Flask > def url_for") == "Flask.url_for"
     assert (
@@ -210,7 +211,7 @@ def test_a_bad_mode_is_one_usage_error_in_every_layer(tmp_path: Path) -> None:
     store, vectors = Store(tmp_path / "index.db"), VectorStore(tmp_path / "vectors")
     try:
         with pytest.raises(UsageError, match="unknown mode 'fuzzy': use one of hybrid, bm25, vector") as raised:
-            searcher.search(store, vectors, None, "parse config", mode="fuzzy")
+            searcher.local_search(store, vectors, None, "parse config", mode="fuzzy")
         assert raised.value.exit_code == 2
     finally:
         store.close()

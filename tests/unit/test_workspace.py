@@ -3,16 +3,18 @@ and one watcher per root, the search policy in one place, and a reload when the 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from conftest import HashEmbedder, build_repo, wait_for
 
-from codesight_tui.core.apps.workspace import EngineOptions, SearchRequest, Workspace
+from codesight_tui.core.apps.workspace import EngineOptions, Workspace
 from codesight_tui.core.config import Settings
 from codesight_tui.core.engine import CodeSight
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.modes import Vectors
+from codesight_tui.core.search.contract import ModelState, SearchRequest
 
 
 def test_one_engine_per_root_made_with_the_options(repo: Path) -> None:
@@ -69,19 +71,18 @@ def test_one_job_per_root_and_a_search_of_what_it_indexed(repo: Path, settings: 
     job, started = ws.start_index(repo)
     assert started and ws.job(repo) is job and ws.job_of(repo) is job
     assert job.finished.wait(120) and job.error is None and ws.running(repo) is None
-    hits = ws.search(SearchRequest("haversine", (repo,), top_k=3, mode="bm25"))
+    hits = ws.search(SearchRequest("haversine", "bm25", limit=3), [repo])
     assert hits[0].path == "src/geo.py" and hits[0].repo == str(repo)
-    like = ws.search(SearchRequest("src/geo.py", (repo,), top_k=3, mode="bm25", like=True))
+    assert [s.repo for s in hits.repos] == [str(repo)] and hits.repos[0].indexed and hits.mode == "bm25"
+    like = ws.search(SearchRequest("", "bm25", limit=3, like="src/geo.py"), [repo])
     assert all(h.path != "src/geo.py" for h in like)
-    assert [h.path for h in ws.related(SearchRequest("src/geo.py", (repo,), top_k=3, mode="bm25"))] == [
-        h.path for h in like
-    ]
+    assert [h.path for h in ws.engine(repo).related("src/geo.py", 3, "bm25")] == [h.path for h in like]
     store = str(repo.parent / "no-store-yet")
     assert ws.fleet(store) is ws.fleet(store) and ws.fleet(store, "http://127.0.0.1:9") is not ws.fleet(store)
     status = ws.status(repo, check_disk=False)
     assert status["indexed"] and status["files"] == ws.engine(repo).counts()["files"] and status["changed"] is None
     with pytest.raises(CodeSightError, match="nothing to search"):
-        ws.search(SearchRequest("x"))
+        ws.search(SearchRequest("x"), [])
 
 
 def test_the_static_answer_falls_back_to_the_full_model_where_it_cannot_be_given(
@@ -90,12 +91,11 @@ def test_the_static_answer_falls_back_to_the_full_model_where_it_cannot_be_given
     ws = Workspace()
     cs = ws.adopt(CodeSight(repo, settings=settings, embedder=HashEmbedder(), static_model="off"))
     cs.index()
-    wanted = SearchRequest("distance between two points", (repo,), vectors=Vectors.STATIC)
-    assert ws.vectors_for(wanted, [cs], "hybrid") is Vectors.LOAD  # no static tier here
-    assert ws.vectors_for(wanted, [cs], "bm25") is Vectors.LOAD
-    loaded = SearchRequest("x", (repo,), vectors=Vectors.LOADED)
-    assert ws.vectors_for(loaded, [cs], "hybrid") is Vectors.LOADED
-    assert "vector" in ws.search(wanted).retrievers
+    wanted = SearchRequest("distance between two points", tier=Vectors.STATIC)
+    answer = ws.search(wanted, [repo])
+    assert answer.tier is Vectors.LOAD and "vector" in answer.retrievers  # no static tier here
+    assert answer.repos[0].model is ModelState.USED and not answer.gaps
+    assert ws.search(replace(wanted, mode="bm25"), [repo]).tier is Vectors.LOAD
 
 
 def test_one_watcher_per_root(repo: Path, settings: Settings) -> None:
@@ -105,9 +105,7 @@ def test_one_watcher_per_root(repo: Path, settings: Settings) -> None:
     assert ws.watch(repo) is watcher and ws.watching(repo)
     (repo / "src" / "fresh.py").write_text("def brand_new_symbol():\n    return 1\n")
     assert wait_for(
-        lambda: any(
-            h.path == "src/fresh.py" for h in ws.search(SearchRequest("brand_new_symbol", (repo,), mode="bm25"))
-        ),
+        lambda: any(h.path == "src/fresh.py" for h in ws.search(SearchRequest("brand_new_symbol", "bm25"), [repo])),
         timeout=30,
     )
     assert ws.unwatch(repo) is watcher and not watcher.running and not ws.watching(repo)
@@ -116,7 +114,7 @@ def test_one_watcher_per_root(repo: Path, settings: Settings) -> None:
 
 
 def test_the_request_is_a_value(tmp_path: Path) -> None:
-    request = SearchRequest("q", (Path("/x"),))
-    assert request.vectors is Vectors.LOAD and request.top_k == 10 and not request.like
+    request = SearchRequest("q")
+    assert request.tier is Vectors.LOAD and request.limit == 10 and request.like is None
     with pytest.raises(AttributeError):
         request.query = "other"  # type: ignore[misc]

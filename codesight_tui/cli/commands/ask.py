@@ -26,10 +26,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
         args.question,
         args.top_k,
         glob=args.glob,
-        vectors=Vectors.STATIC if not args.full and cs.static_ready() else Vectors.LOAD,
+        vectors=Vectors.LOAD if args.full else Vectors.STATIC,  # core.repo.retrieval.tier_of says what that comes to
     )
-    for n in stream.notices:
-        err(n)
+    for notice in stream.notices:
+        err(notice)
     if args.json:
         for _ in stream:
             pass

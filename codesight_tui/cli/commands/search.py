@@ -21,12 +21,13 @@ from codesight_tui.cli.roots import (
     workspace,
 )
 from codesight_tui.core.errors import UsageError
+from codesight_tui.core.search.contract import Lack
 
 if TYPE_CHECKING:
     from codesight_tui.core.apps.workspace import Workspace
     from codesight_tui.core.engine import CodeSight
     from codesight_tui.core.fleet import Fleet
-    from codesight_tui.core.search.searcher import SearchResponse
+    from codesight_tui.core.search.contract import SearchResponse
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -79,37 +80,27 @@ def _full_wanted(args: argparse.Namespace, engines: list[CodeSight], mode: str, 
     return False
 
 
-def _say_what_it_lacks(
-    args: argparse.Namespace, results: SearchResponse, engines: list[CodeSight], mode: str, fast: bool, several: bool
-) -> None:
-    """The answer's notices, then what a fuller answer would take, one line each on stderr."""
+def say_what_it_lacks(args: argparse.Namespace, results: SearchResponse) -> None:
+    """The answer's notices, then what it lacks (``SearchResponse.gaps``), one line each on stderr.
+    That a fast answer left the full model's vectors unused is said on a terminal (or with
+    --verbose), with the flag that uses them."""
     for n in results.notices:
         err(n)
-    if fast and results and not (args.json or args.vimgrep) and (args.verbose or current().err_tty):
-        full = sum(cs.counts()["vectors"] for cs in engines)
-        if full:  # the answer came without vectors this machine has: say how to use them
-            err(
-                f"answered from BM25 and the static tier; --full uses the full model's vectors too"
-                f" ({full:,} chunks have them)"
-            )
-    for cs in engines if mode != "bm25" and not fast else ():
-        pending = cs.counts()["pending"]
-        if pending:
-            how = (
-                "`codesight index`" if cs.full_pass() else f"`codesight index --full`: {cs.full_estimate(pending)} here"
-            )
-            err(
-                f"index incomplete{f' ({cs.root.name})' if several else ''}: {pending:,} chunks without the full"
-                f" model's vectors ({how})"
-            )
+    machine = args.json or args.vimgrep
+    for gap in results.gaps:
+        if gap.lack is Lack.FULL_UNUSED:
+            if results and not machine and (args.verbose or current().err_tty):
+                err(f"{gap.text}: --full uses them")
+        else:
+            err(gap.text)
 
 
 def find(args: argparse.Namespace, query: str, like: bool = False) -> int:
     """``search`` and ``related``: index what has no index, run, print the hits as text, JSON or
     vimgrep lines; exit 1 when there are none."""
-    from codesight_tui.core.apps.workspace import SearchRequest
     from codesight_tui.core.engine import CodeSight
-    from codesight_tui.core.modes import Vectors
+    from codesight_tui.core.modes import Vectors, checked_mode
+    from codesight_tui.core.search.contract import Filters, SearchRequest
 
     if not 1 <= args.limit <= MAX_LIMIT:
         raise UsageError(f"--limit takes 1 to {MAX_LIMIT:,} results")
@@ -121,28 +112,21 @@ def find(args: argparse.Namespace, query: str, like: bool = False) -> int:
         args.lang = check_language(args.lang)
     settings = engines[0].settings if engines else fleet.settings if fleet is not None else None
     assert settings is not None
-    mode = args.mode or settings.default_mode
+    mode = checked_mode(args.mode or settings.default_mode)
     for cs in engines:
         ready(cs, mode, args.full)
-    vectors = Vectors.LOAD if _full_wanted(args, engines, mode, fleet) else Vectors.STATIC
     request = SearchRequest(
-        query,
-        tuple(roots),
-        top_k=args.limit,
-        mode=mode,
-        glob=args.glob,
-        language=args.lang,
-        vectors=vectors,
-        like=like,
-        fleet=fleet,
-        fleet_repo=args.repo,
+        "" if like else query,
+        mode,
+        Vectors.LOAD if _full_wanted(args, engines, mode, fleet) else Vectors.STATIC,
+        Filters(args.glob, args.lang, args.repo),
+        args.limit,
+        like=query if like else None,
     )
-    fast = space.vectors_for(request, engines, mode) is Vectors.STATIC
-    results = space.search(request)
-    several = len(engines) > 1 or fleet is not None
-    _say_what_it_lacks(args, results, engines, mode, fast, several)
+    results = space.search(request, roots, fleet)
+    say_what_it_lacks(args, results)
     terms = CodeSight.query_terms(query) if query and fmt == "vimgrep" else []
-    print_hits(results, fmt, several=several, terms=terms, cwd=getattr(args, "cwd", None))
+    print_hits(results, fmt, several=len(engines) > 1 or fleet is not None, terms=terms, cwd=getattr(args, "cwd", None))
     if not results and fmt != "json":
         err("no results")
     return EXIT_OK if results else EXIT_ERROR

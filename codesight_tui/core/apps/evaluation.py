@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import UsageError
 from codesight_tui.core.modes import FAST, answer
+from codesight_tui.core.search.contract import SearchRequest
 
 if TYPE_CHECKING:
     from codesight_tui.core.config import Settings
@@ -336,7 +337,7 @@ def _run_queries(cs: CodeSight, queries: list[Query], mode: str, limit: int) -> 
     for q in queries:
         t0 = time.perf_counter()
         retrieval_mode, vectors = answer(mode)
-        results = cs.search(q.text, top_k=limit, mode=retrieval_mode, vectors=vectors)
+        results = cs.search(SearchRequest(q.text, retrieval_mode, vectors, limit=limit))
         lat.append((time.perf_counter() - t0) * 1000)
         s = score(results, q.targets)
         rows.append(

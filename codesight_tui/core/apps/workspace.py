@@ -3,21 +3,21 @@ index jobs and watchers, the full model's warm-up, and the one search entry poin
 
 The CLI, the TUI, the MCP server and the warm service each hold a ``Workspace`` and keep no
 registry of their own: an engine is made here, once per root, with the options the process was
-started with (``EngineOptions``), never changed after. A search is a ``SearchRequest``; the
-workspace picks the engines and the vectors it may use (``Vectors``), and answers with the same
-``SearchResponse`` every surface formats in its own way.
+started with (``EngineOptions``), never changed after. A search is a ``SearchRequest`` over some
+roots (and a fleet store); the workspace answers it with the same ``SearchResponse`` every surface
+renders in its own way, hits and what the answer lacks alike.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError, UsageError
-from codesight_tui.core.modes import Vectors
+from codesight_tui.core.modes import checked_mode
 from codesight_tui.core.process.jobs import IndexJob
 from codesight_tui.core.search.navigate import MAX_SITES
 
@@ -25,8 +25,9 @@ if TYPE_CHECKING:
     from codesight_tui.core.config import Settings
     from codesight_tui.core.engine import CodeSight
     from codesight_tui.core.fleet import Fleet
+    from codesight_tui.core.repo.retrieval import Several
+    from codesight_tui.core.search.contract import RepoState, SearchRequest, SearchResponse
     from codesight_tui.core.search.navigate import Navigation
-    from codesight_tui.core.search.searcher import SearchResponse
     from codesight_tui.core.search.status import IndexStatus
     from codesight_tui.core.store.watch import Watcher
 
@@ -47,27 +48,6 @@ class EngineOptions:
     lexical_processes: bool = False
     resident_bm25: bool = False
     exclude: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class SearchRequest:
-    """A search (or, with ``like``, a "more like this") over ``roots``, and a fleet store.
-
-    ``query``: words or a symbol; with ``like`` set, what it names (``path:line``, a file, or a
-    symbol) is the source instead. ``vectors``: which vector lists the answer may use (see
-    ``Vectors``). ``fleet``: a ``Fleet`` searched beside the roots (``fleet_repo`` narrows its
-    repositories by a glob)."""
-
-    query: str
-    roots: tuple[Path, ...] = ()
-    top_k: int = 10
-    mode: str | None = None  # a Mode, or what a user typed: the engine checks it
-    glob: str | None = None
-    language: str | None = None
-    vectors: Vectors = Vectors.LOAD
-    like: bool = False
-    fleet: Fleet | None = None
-    fleet_repo: str | None = None
 
 
 class Workspace:
@@ -244,43 +224,30 @@ class Workspace:
         return f"{name} (loading)" if self._model_thread else f"{name} (not loaded yet)"
 
     # --- search -------------------------------------------------------------------------------
-    def vectors_for(self, request: SearchRequest, engines: list[CodeSight], mode: str) -> Vectors:
-        """What ``request.vectors`` comes to here: ``STATIC`` only for a hybrid search of roots
-        that all have static vectors, else the full model is loaded (``LOAD``)."""
-        if request.vectors is Vectors.STATIC and not (mode == "hybrid" and all(cs.static_ready() for cs in engines)):
-            return Vectors.LOAD
-        return request.vectors
+    def searcher(self, roots: Sequence[Path], fleet: Fleet | None = None) -> Several:
+        """The ``Searcher`` over ``roots``' indexes and a fleet store, as one ranked list."""
+        from codesight_tui.core.repo.retrieval import Several
 
-    def search(self, request: SearchRequest) -> SearchResponse:
-        """The answer to ``request``: one ranked list over its roots (each hit labelled with its
-        repository) and its fleet store."""
-        from codesight_tui.core.engine import CodeSight
-
-        engines = [self.engine(root) for root in request.roots]
+        engines = [self.engine(root) for root in roots]
         if engines:
             settings = engines[0].settings
-        elif request.fleet is not None:
-            settings = request.fleet.settings
+        elif fleet is not None:
+            settings = fleet.settings
         else:
             raise UsageError("nothing to search: no repository and no fleet store")
-        mode = request.mode or settings.default_mode
-        vectors = self.vectors_for(request, engines, mode)
-        kw: dict[str, Any] = {
-            "top_k": request.top_k,
-            "mode": mode,
-            "glob": request.glob,
-            "language": request.language,
-            "vectors": vectors,
-        }
-        more: dict[str, Any] = {"fleet": request.fleet, "repo": request.fleet_repo} if request.fleet else {}
-        if request.like:
-            return CodeSight.related_many(engines, request.query, **kw, **more)
-        return CodeSight.search_many(engines, request.query, **kw, **more)
+        return Several(engines, fleet, checked_mode(settings.default_mode))
 
-    def related(self, request: SearchRequest) -> SearchResponse:
-        """Code most like what ``request.query`` names (``path:line``, a file or a symbol), over
-        its roots and its fleet store: ``search`` with ``like`` set."""
-        return self.search(replace(request, like=True))
+    def search(self, request: SearchRequest, roots: Sequence[Path], fleet: Fleet | None = None) -> SearchResponse:
+        """The answer to ``request`` over ``roots`` and ``fleet`` (``searcher``), each hit labelled
+        with its repository; each repository's ``RepoState`` says where its index run is."""
+        response = self.searcher(roots, fleet).search(request)
+        response.repos = [self._with_progress(state) for state in response.repos]
+        return response
+
+    def _with_progress(self, state: RepoState) -> RepoState:
+        """``state`` with where this process's index run of it is, if one runs."""
+        job = self.running(Path(state.repo))
+        return replace(state, indexing=f"{job.phase} {job.done}/{job.total}") if job is not None else state
 
     def follow(self, root: Path, action: str, target: str, limit: int = MAX_SITES, **where: str | None) -> Navigation:
         """Definitions, references, callers or callees of ``target`` in ``root``'s index

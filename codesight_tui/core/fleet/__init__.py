@@ -7,35 +7,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError, UsageError
-from codesight_tui.core.fleet.store import FleetStore, RepoRecord, StoreSpec, explain
+from codesight_tui.core.fleet.store import FleetModel, FleetQuery, FleetStore, RepoRecord, StoreSpec, explain
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from codesight_tui.core.modes import Mode
+    from codesight_tui.core.search.contract import Cancel, SearchRequest, SearchResponse, SearchResult
     from codesight_tui.core.search.related import RelatedSource
-    from codesight_tui.core.search.searcher import SearchResponse
-
-
-@dataclass
-class FleetModel:
-    """What embeds queries (and chunks) for a store: its kind and the encoder."""
-
-    kind: str
-    name: str
-    dim: int
-    encoder: Any = field(repr=False, default=None)
-
-    def encode_query(self, text: str) -> np.ndarray:
-        vector: np.ndarray = self.encoder.encode_query(text)
-        return vector
-
-    def known_share(self, words: list[str]) -> float:
-        share = getattr(self.encoder, "known_share", None)
-        return float(share(words)) if share is not None else 1.0
+    from codesight_tui.core.search.searcher import NearestList
 
 
 _ENCODERS: dict[tuple[str, str], Any] = {}
@@ -43,8 +26,8 @@ _ENCODERS: dict[tuple[str, str], Any] = {}
 
 class Fleet:
     """The fleet's public face: ``Fleet("s3://bucket/codesight", endpoint=...)`` indexes
-    repositories into a store (``index``), lists them (``repos``) and searches them (``search``;
-    ``CodeSight.search_many(..., fleet=)`` fuses it with local indexes)."""
+    repositories into a store (``index``), lists them (``repos``) and searches them (``search``, a
+    ``Searcher``; ``core.repo.retrieval.Several`` fuses it with local indexes)."""
 
     def __init__(self, uri: str, endpoint: str | None = None, settings: Any = None) -> None:
         from codesight_tui.core.config import load_settings
@@ -132,36 +115,134 @@ class Fleet:
             raise UsageError(f"{self.spec.uri} holds {dim}-dimensional vectors, and this model makes {encoder.dim}")
         return FleetModel(kind, info.name, dim, encoder)
 
-    def search(
-        self,
-        query: str,
-        top_k: int = 10,
-        mode: str = "hybrid",
-        *,
-        repo: str | None = None,
-        glob: str | None = None,
-        language: str | None = None,
-        like: RelatedSource | None = None,
-    ) -> SearchResponse:
-        """The fleet's ranked hits for ``query``; ``repo`` is a glob over repository names.
-        ``like`` (from ``find_source`` or a local ``CodeSight.related_source``) searches for code
-        like that chunk instead, as ``CodeSight.related`` does."""
+    def search(self, request: SearchRequest) -> SearchResponse:
+        """The fleet's answer to ``request`` (a ``Searcher``): ``filters.repo`` is a glob over
+        repository names; ``like`` (or ``source``, from ``find_source`` or a local
+        ``CodeSight.related_source``) searches for code like that chunk instead, as a local index
+        does."""
+        from codesight_tui.core.modes import checked_mode
+        from codesight_tui.core.search.contract import ModelState, RepoState, SearchResponse
+
+        mode = checked_mode(request.mode or self.settings.default_mode)
+        f = request.filters
+        source = request.source
+        if source is None and request.like is not None:
+            source = self.find_source(request.like, f.repo)
         model = self.model() if mode != "bm25" else None
         try:
-            return self.store.search(
-                query,
-                model.encode_query if model else None,
-                top_k=top_k,
+            hits, used, notices = ranked(
+                self.store,
+                request.query,
+                model,
+                top_k=request.limit,
                 mode=mode,
-                repo=repo,
-                glob=glob,
-                language=language,
+                repo=f.repo,
+                glob=f.glob,
+                language=f.language,
                 depth=self.settings.retriever_depth,
                 rrf_k=self.settings.rrf_k,
-                known_share=model.known_share if model else None,
-                like=like,
+                like=source,
+                cancel=request.cancel,
             )
         except CodeSightError:
             raise
         except Exception as exc:  # the object store unreachable, a credential refused, a table damaged  # noqa: BLE001
             raise explain(exc, self.spec, "search") from None
+        full = model is not None and model.kind == "full"
+        state = RepoState(
+            self.spec.uri,
+            static=model is not None and model.kind == "static",
+            model=ModelState.USED if full else ModelState.NOT_WANTED,
+        )
+        return SearchResponse(hits, notices, used, mode=mode, tier=request.tier, repos=[state])
+
+
+def ranked(
+    store: FleetStore,
+    query: str,
+    model: FleetModel | None,
+    *,
+    top_k: int = 10,
+    mode: Mode = "hybrid",
+    repo: str | None = None,
+    glob: str | None = None,
+    language: str | None = None,
+    depth: int = 80,
+    rrf_k: int = 30,
+    like: RelatedSource | None = None,
+    cancel: Cancel | None = None,
+) -> tuple[list[SearchResult], list[str], list[str]]:
+    """A fleet store's answer: ``(hits, lists fused, notices)``. BM25 over the store's full-text
+    index and the nearest vectors of ``model`` (the store's; None: BM25 alone), through the
+    steps before fusion and the ranking stack of a local index (``core.search.searcher``);
+    each hit's ``repo`` and ``commit`` say where it is. ``like`` (a ``RelatedSource``)
+    searches for code like that chunk: BM25 over its names, the vectors from its code; it and
+    what overlaps it left out."""
+    from codesight_tui.core.search.searcher import LIKE_ROOM, fuse_and_rank, retrieve, without_source
+
+    if like is not None:
+        query, top_k = like.terms, top_k + LIKE_ROOM
+    where, chosen = store.repo_filter(repo, language)
+    if repo and not chosen:
+        return [], [], [f"no repository in {store.spec.uri} matches {repo!r}"]
+    # This search's filter and rows live in its own object: the service's threads share one
+    # store, and state on it gave a search another repository's hits (27 of 600).
+    q = FleetQuery(store, where)
+    kind = store.meta().get("kind", "static")
+    near = _nearest_list(q, model, kind, like.content if like is not None else query) if mode != "bm25" else None
+    found = retrieve(
+        q, query, mode=mode, depth=depth, glob=glob, language=language,
+        full=near if kind == "full" else None, static=near if kind != "full" else None,
+        bm25_filters_paths=False, cancel=cancel,
+    )  # fmt: skip
+    if found is None or not any(found.rankings.values()):
+        return [], [], []
+    current = store.commits()
+
+    def origin(cid: int) -> tuple[str, str]:
+        _row, repo_name, written_at = q.rows[cid]
+        return repo_name, current.get(repo_name) or written_at  # its commit, as `fleet status` says
+
+    hits = fuse_and_rank(
+        q,
+        found.rankings,
+        query,
+        top_k=top_k,
+        stack=mode != "vector",
+        rrf_k=rrf_k,
+        glob=glob,
+        language=language,
+        coverage=1.0 if kind == "full" else 0.0,
+        query_vector=found.query_vector,
+        vectors_for=q.vectors_of,
+        static_weight=1.0 if "static" in found.rankings else 0.0,
+        static_vector=found.static_vector,
+        static_vectors_for=q.vectors_of,
+        origin=origin,
+    )
+    if like is not None:
+        hits = without_source(hits, like, top_k - LIKE_ROOM)
+    return hits, [n for n in ("bm25", "static", "vector") if n in found.rankings], []
+
+
+def _nearest_list(q: FleetQuery, model: FleetModel | None, kind: str, text: str) -> NearestList | None:
+    """The store's one vector list: the full model's (``vector``) or the static tier's, whose
+    gate is the words its model knows; its filter is the search's (``q.where``)."""
+    from codesight_tui.core.fusion import RELEVANCE_FLOOR, STATIC_RELEVANCE_FLOOR
+    from codesight_tui.core.search.searcher import NearestList
+
+    if model is None:
+        return None
+    encode = model.encode_query
+
+    def find(n: int) -> tuple[np.ndarray, list[tuple[int, float]]]:
+        vector = encode(text)
+        return vector, q.nearest(vector, n)
+
+    return NearestList(
+        "vector" if kind == "full" else "static",
+        find,
+        RELEVANCE_FLOOR if kind == "full" else STATIC_RELEVANCE_FLOOR,
+        known_share=model.known_share if kind == "static" else None,
+        filters_language=True,
+    )

@@ -25,8 +25,8 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,7 +35,6 @@ from codesight_tui.core.errors import CodeSightError, UsageError
 from codesight_tui.core.ingest.paths import tree_bytes
 from codesight_tui.core.redact import scrub_credentials
 from codesight_tui.core.search.related import RelatedSource
-from codesight_tui.core.search.searcher import SearchResponse
 from codesight_tui.core.store.store import ChunkRow, path_matches
 from codesight_tui.core.text import query_terms
 
@@ -317,6 +316,24 @@ def explain(exc: BaseException, spec: StoreSpec, doing: str) -> CodeSightError:
     return CodeSightError(f"cannot {doing} the fleet store {where}: {_one_line(exc)}", exit_code=1)
 
 
+@dataclass
+class FleetModel:
+    """What embeds queries (and chunks) for a store: its kind and the encoder."""
+
+    kind: str
+    name: str
+    dim: int
+    encoder: Any = field(repr=False, default=None)
+
+    def encode_query(self, text: str) -> np.ndarray:
+        vector: np.ndarray = self.encoder.encode_query(text)
+        return vector
+
+    def known_share(self, words: list[str]) -> float:
+        share = getattr(self.encoder, "known_share", None)
+        return float(share(words)) if share is not None else 1.0
+
+
 class FleetStore:
     """One fleet store: the writer's side (``prepare``, ``apply``, ``finish``) and the reader's
     (``repos``, ``search``)."""
@@ -559,103 +576,6 @@ class FleetStore:
             row.content,
             terms_of(row.content) or row.content[:200],
         )
-
-    def search(
-        self,
-        query: str,
-        encode_query: Callable[[str], np.ndarray] | None,
-        *,
-        top_k: int = 10,
-        mode: str = "hybrid",
-        repo: str | None = None,
-        glob: str | None = None,
-        language: str | None = None,
-        depth: int = 80,
-        rrf_k: int = 30,
-        known_share: Callable[[list[str]], float] | None = None,
-        like: RelatedSource | None = None,
-    ) -> SearchResponse:
-        """The fleet's answer: BM25 over the store's full-text index and the nearest vectors
-        (``encode_query``: the store's model), ranked by a local index's stack; each hit's ``repo``
-        and ``commit`` say where it is. ``like`` (a ``RelatedSource``) searches for code like that
-        chunk: BM25 over its names, the vectors from its code; it and what overlaps it left out."""
-        if like is not None:
-            embed_like = None if encode_query is None else (lambda _q: encode_query(like.content))
-            answer = self.search(
-                like.terms, embed_like, top_k=top_k + 4, mode=mode, repo=repo, glob=glob, language=language,
-                depth=depth, rrf_k=rrf_k, known_share=known_share,
-            )  # fmt: skip
-            kept = [h for h in answer if not like.overlaps(h.repo, h.path, h.start_line, h.end_line)]
-            return SearchResponse(kept[:top_k], answer.notices, answer.retrievers)
-        from codesight_tui.core.search.searcher import fuse_and_rank
-
-        if not query or not any(ch.isalnum() for ch in query):
-            return SearchResponse()
-        where, chosen = self.repo_filter(repo, language)
-        if repo and not chosen:
-            return SearchResponse(notices=[f"no repository in {self.spec.uri} matches {repo!r}"])
-        # This search's filter and rows live in its own object: the service's threads share one
-        # store, and state on it gave a search another repository's hits (27 of 600).
-        q = FleetQuery(self, where)
-        kind = self.meta().get("kind", "static")
-        list_name = "vector" if kind == "full" else "static"
-        rankings: dict[str, list[int]] = {}
-        over = depth * 10 if glob else depth
-        if mode in ("hybrid", "bm25"):
-            rankings["bm25"] = q.bm25(query, over)
-        query_vector = None
-        if mode in ("hybrid", "vector") and encode_query is not None:
-            query_vector = encode_query(query)
-            found = q.nearest(query_vector, over)
-            if _near(found, kind, query, bool(rankings.get("bm25")), known_share) or rankings.get("bm25"):
-                rankings[list_name] = [i for i, _ in found]
-        if glob:
-            rankings = {name: q.in_paths(ids, glob)[:depth] for name, ids in rankings.items()}
-        if not any(rankings.values()):
-            return SearchResponse(retrievers=[])
-        used: list[str] = [n for n in ("bm25", "static", "vector") if n in rankings]
-        current = self.commits()
-
-        def origin(cid: int) -> tuple[str, str]:
-            _row, repo_name, written_at = q.rows[cid]
-            return repo_name, current.get(repo_name) or written_at  # its commit, as `fleet status` says
-
-        hits = fuse_and_rank(
-            q,
-            rankings,
-            query,
-            top_k=top_k,
-            stack=mode != "vector",
-            rrf_k=rrf_k,
-            glob=glob,
-            language=language,
-            coverage=1.0 if kind == "full" else 0.0,
-            query_vector=query_vector if kind == "full" else None,
-            vectors_for=q.vectors_of,
-            static_weight=1.0 if kind == "static" and "static" in rankings else 0.0,
-            static_vector=query_vector if kind == "static" else None,
-            static_vectors_for=q.vectors_of,
-            origin=origin,
-        )
-        return SearchResponse(hits, retrievers=used)
-
-
-def _near(
-    found: list[tuple[int, float]],
-    kind: str,
-    query: str,
-    lexical: bool,
-    known_share: Callable[[list[str]], float] | None,
-) -> bool:
-    """Whether the nearest vector is near enough to count (the floors of a local index); where the
-    static tier would be all there is, most of the query's words must be ones it knows."""
-    from codesight_tui.core.fusion import RELEVANCE_FLOOR, STATIC_KNOWN_WORDS, STATIC_RELEVANCE_FLOOR
-
-    floor = RELEVANCE_FLOOR if kind == "full" else STATIC_RELEVANCE_FLOOR
-    near = bool(found) and found[0][1] >= floor
-    if near and kind == "static" and not lexical and known_share is not None:
-        near = known_share(query_terms(query)) >= STATIC_KNOWN_WORDS
-    return near
 
 
 class FleetQuery:

@@ -1,4 +1,4 @@
-"""A repository's search, and several searched as one (``search_many``): the query checked, the
+"""A repository's search, and several searched as one (``Several``): the query checked, the
 vector lists chosen (the full model, the static tier, or neither), the chunk a "more like this"
 starts from, and what a damaged index or vector table costs an answer. The retrieval and ranking
 themselves are ``core.search.searcher``'s and ``core.search.ranking``'s."""
@@ -9,6 +9,7 @@ import functools
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,9 +17,17 @@ from codesight_tui.core.errors import CodeSightError, NotHereError, UsageError, 
 from codesight_tui.core.fusion import rrf_fuse
 from codesight_tui.core.index.storage import mark
 from codesight_tui.core.modes import Mode, Vectors, checked_mode
+from codesight_tui.core.search.contract import (
+    Filters,
+    ModelState,
+    RepoState,
+    SearchRequest,
+    SearchResponse,
+    SearchResult,
+    check,
+)
 from codesight_tui.core.search.related import RelatedSource
-from codesight_tui.core.search.searcher import SearchResponse, SearchResult
-from codesight_tui.core.search.searcher import search as search_index
+from codesight_tui.core.search.searcher import LIKE_ROOM, local_search, without_source
 from codesight_tui.core.text import LONE_SURROGATE
 
 if TYPE_CHECKING:
@@ -26,7 +35,7 @@ if TYPE_CHECKING:
     from codesight_tui.core.index.cache import EmbeddingCache
     from codesight_tui.core.index.static import StaticIndex
     from codesight_tui.core.repo.context import RepoContext
-    from codesight_tui.core.search.searcher import RepoSearcher
+    from codesight_tui.core.search.contract import RepoSearcher
     from codesight_tui.core.store.store import ChunkRow
 
 # Longer queries are cut here: a pasted file or a hostile 100 KB string gets an answer in
@@ -65,12 +74,12 @@ def _constant(value: Any, *_args: object) -> Any:
     return value
 
 
-def _checked(query: str, glob: str | None, language: str | None) -> tuple[str, str | None, str | None]:
+def _checked(query: str, filters: Filters) -> tuple[str, str | None, str | None]:
     """The arguments as the engine takes them: arguments that were not valid UTF-8 arrive with lone
     surrogates, which neither the tokenizer nor SQLite accepts (those bytes read as U+FFFD); a
     language by any name it goes by; a glob checked."""
     query = (clean(query) or "")[:MAX_QUERY_CHARS]
-    glob, language = clean(glob), clean(language)
+    glob, language = clean(filters.glob), clean(filters.language)
     if language:
         from codesight_tui.core.languages import normalize_language
 
@@ -80,24 +89,21 @@ def _checked(query: str, glob: str | None, language: str | None) -> tuple[str, s
     return query, glob, language
 
 
-def _query_embedder(
-    ctx: RepoContext, mode: str, vectors: Vectors, notes: list[str]
-) -> tuple[Callable[[str], Any] | None, bool]:
-    """What embeds the query for the full model's list, or None: not wanted (bm25, the static
-    tier's answer), not loaded and not to be waited for (``True`` with it: another repository's
-    engine may have it), or failed to load (said in ``notes``; vector mode raises)."""
-    full = mode == "vector" or (mode == "hybrid" and vectors is not Vectors.STATIC)
+def _query_embedder(ctx: RepoContext, mode: Mode, tier: Vectors) -> tuple[Callable[[str], Any] | None, ModelState, str]:
+    """What embeds the query for the full model's list, or None, with the model's state: not
+    wanted (bm25, the static tier's answer), not loaded and not to be waited for (another
+    repository's engine may have it), or failed to load (vector mode raises)."""
+    full = mode == "vector" or (mode == "hybrid" and tier is not Vectors.STATIC)
     if not full:
-        return None, False
-    if vectors is not Vectors.LOAD and ctx.models.borrow() is None:
-        return None, True
+        return None, ModelState.NOT_WANTED, ""
+    if tier is not Vectors.LOAD and ctx.models.borrow() is None:
+        return None, ModelState.NOT_LOADED, ""
     try:
-        return ctx.models.embedder().encode_query, False
+        return ctx.models.embedder().encode_query, ModelState.USED, ""
     except CodeSightError as exc:
         if mode == "vector":
             raise
-        notes.append(f"{exc}; showing BM25 results only")
-        return None, False
+        return None, ModelState.FAILED, str(exc)
 
 
 def _like(
@@ -131,32 +137,55 @@ def _failed(ctx: RepoContext, exc: sqlite3.DatabaseError) -> CodeSightError:
     )
 
 
-def search(
-    ctx: RepoContext,
-    query: str,
-    top_k: int = 10,
-    mode: Mode | None = None,
-    *,
-    glob: str | None = None,
-    language: str | None = None,
-    vectors: Vectors = Vectors.LOAD,
-    like: RelatedSource | None = None,
-) -> SearchResponse:
-    """``CodeSight.search`` (which says what each argument does): the query checked, the vector
-    lists chosen by ``vectors`` and what is loaded, the search run, and a damaged vector table or
-    index turned into a notice, a BM25 answer, or one line."""
-    if like is not None:
-        query = like.terms
-    mode = checked_mode(mode or ctx.settings.default_mode)
-    query, glob, language = _checked(query, glob, language)
+def tier_of(ctx: RepoContext, mode: Mode, tier: Vectors) -> Vectors:
+    """What ``tier`` comes to for this index: the static tier alone (``STATIC``) only for a hybrid
+    search of an index that has its vectors; else the full model, loaded (``LOAD``)."""
+    if tier is Vectors.STATIC and not (mode == "hybrid" and ctx.models.static_index(ctx.store) is not None):
+        return Vectors.LOAD
+    return tier
+
+
+def state_of(ctx: RepoContext, mode: Mode, tier: Vectors, model: ModelState, error: str, static: bool) -> RepoState:
+    """This index as an answer found it (``RepoState``): its coverage by the full model's vectors,
+    the model's part, and, where chunks lack them and the answer wanted them, what computes them."""
+    from codesight_tui.core.repo import indexing
+
     if not ctx.has_index():
-        return SearchResponse()
+        return RepoState(str(ctx.root), indexed=False, model=model)
+    counts = ctx.store.counts()
+    lacking = counts["pending"] and mode != "bm25" and tier is not Vectors.STATIC
+    full_pass = bool(lacking) and indexing.full_pass(ctx)
+    return RepoState(
+        str(ctx.root),
+        chunks=counts["chunks"],
+        full_vectors=counts["vectors"],
+        static=static,
+        model=model,
+        model_error=error,
+        full_pass=full_pass,
+        full_estimate=ctx.models.full_estimate(counts["pending"]) if lacking and not full_pass else "",
+        indexing="an index run is writing it" if ctx.indexing.is_set() or ctx.storage.writer_active() else "",
+    )
+
+
+def search(ctx: RepoContext, request: SearchRequest) -> SearchResponse:
+    """``CodeSight.search``: the query checked, the tier resolved (``tier_of``), the vector lists
+    chosen by it and by what is loaded, the search run, and a damaged vector table or index turned
+    into a notice, a BM25 answer, or one line. The response says what the answer lacks."""
+    mode = checked_mode(request.mode or ctx.settings.default_mode)
+    like = request.source
+    if like is None and request.like is not None:
+        like = related_source(ctx, request.like)
+    query, glob, language = _checked(like.terms if like is not None else request.query, request.filters)
+    check(request.cancel)
+    if not ctx.has_index():
+        return SearchResponse(
+            mode=mode, tier=request.tier, repos=[state_of(ctx, mode, request.tier, ModelState.NOT_WANTED, "", False)]
+        )
     if ctx.resident_bm25:
         ctx.store.keep_resident()
-    notes: list[str] = []
-    qfn, unloaded = _query_embedder(ctx, mode, vectors, notes)
-    if unloaded and mode == "vector":
-        return SearchResponse(notices=ctx.notices.take())
+    tier = tier_of(ctx, mode, request.tier)
+    qfn, model, error = _query_embedder(ctx, mode, tier)
     # The static tier has weight 0 once the full model answers over every chunk: its vectors
     # are not even loaded then (a 341k-chunk index holds 350 MB of them).
     static = (
@@ -164,32 +193,47 @@ def search(
         if mode == "hybrid" and not (qfn and ctx.store.vector_coverage() >= 1.0)
         else None
     )
+    notes: list[str] = []
     used: list[str] = []
+    if not (model is ModelState.NOT_LOADED and mode == "vector"):
+        hits = _run(ctx, request, mode, query, glob, language, qfn, static, like, used, notes)
+    else:
+        hits = []
+    if model is ModelState.USED and "vector" not in used:
+        model = ModelState.NOT_WANTED  # loaded, but no chunk here has its vectors (or the table failed)
+    state = state_of(ctx, mode, tier, model, error, static is not None)
+    return SearchResponse(hits, ctx.notices.take() + notes, used, mode=mode, tier=tier, repos=[state])
+
+
+def _run(
+    ctx: RepoContext,
+    request: SearchRequest,
+    mode: Mode,
+    query: str,
+    glob: str | None,
+    language: str | None,
+    qfn: Callable[[str], Any] | None,
+    static: tuple[StaticIndex, float] | None,
+    like: RelatedSource | None,
+    used: list[str],
+    notes: list[str],
+) -> list[SearchResult]:
+    """The local search itself (``core.search.searcher.search``), with a damaged vector table
+    answered from BM25 and the static tier, and a damaged index said in one line."""
+    top_k = request.limit
     extra: dict[str, Any] = {}
     if like is not None:
         qfn, extra = _like(ctx, like, qfn, static)
-        top_k += 4  # room for the source and what overlaps it, left out below
+        top_k += LIKE_ROOM
 
     def run(
         query_vector_fn: Callable[[str], Any] | None, mode: str, static: tuple[StaticIndex, float] | None, **more: Any
     ) -> list[SearchResult]:
-        return search_index(
-            ctx.store,
-            ctx.vectors,
-            query_vector_fn,
-            query,
-            top_k=top_k,
-            mode=mode,
-            glob=glob,
-            language=language,
-            depth=ctx.settings.retriever_depth,
-            rrf_k=ctx.settings.rrf_k,
-            ranking=ctx.settings.ranking,
-            used=used,
-            static=static,
-            **extra,
-            **more,
-        )
+        return local_search(
+            ctx.store, ctx.vectors, query_vector_fn, query, top_k=top_k, mode=mode, glob=glob,
+            language=language, depth=ctx.settings.retriever_depth, rrf_k=ctx.settings.rrf_k,
+            ranking=ctx.settings.ranking, used=used, static=static, cancel=request.cancel, **extra, **more,
+        )  # fmt: skip
 
     try:
         try:
@@ -204,9 +248,8 @@ def search(
     except sqlite3.DatabaseError as exc:
         raise _failed(ctx, exc) from None
     if like is not None:
-        hits = [h for h in hits if not like.overlaps(str(ctx.root), h.path, h.start_line, h.end_line)]
-        hits = hits[: top_k - 4]
-    return SearchResponse(hits, notices=ctx.notices.take() + notes, retrievers=used)
+        hits = without_source(hits, like, request.limit, str(ctx.root))
+    return hits
 
 
 def related_source(ctx: RepoContext, target: str) -> RelatedSource:
@@ -263,78 +306,77 @@ def query_terms(query: str) -> list[str]:
     return sorted({t for t in names | set(q.words) if len(t) > 1}, key=lambda t: (-len(t), t))
 
 
-def related_many(
-    engines: Sequence[RepoSearcher],
-    target: str,
-    top_k: int = 10,
-    mode: Mode | None = None,
-    *,
-    fleet: Fleet | None = None,
-    repo: str | None = None,
-    **kwargs: Any,
-) -> SearchResponse:
-    """``related`` across several repositories, as one list: the target is looked up in each
-    in turn (the first that has it is the source; then ``fleet``, where none has it), then
-    each, and the fleet, is searched for code like it."""
-    source = None
-    errors: list[CodeSightError] = []
-    for engine in engines:
-        try:
-            source = engine.related_source(target)
-            break
-        except CodeSightError as exc:
-            errors.append(exc)
-    if source is None and fleet is None and errors:
-        # the answer of a repository that has the place ("no line 30") over one that has not
-        raise next((e for e in errors if not isinstance(e, NotHereError)), errors[0])
-    if source is None and fleet is not None:
-        source = fleet.find_source(target, repo)
-    more: dict[str, Any] = {"fleet": fleet, "repo": repo} if fleet is not None else {}
-    return search_many(engines, "", top_k=top_k, mode=mode, like=source, **more, **kwargs)
+class Several:
+    """Several repositories' indexes, and a fleet store, searched as one (a ``Searcher``): each
+    on its own, their lists fused by rank (the same RRF as hybrid search), each hit labelled with
+    its repository (``SearchResult.repo``). Equal fused scores go to the better-scored hit.
 
+    The fleet's hits carry their repository's name and ``commit``; a fleet repository with the
+    name of a local one searched here is left to the local index, which holds the uncommitted work
+    too. A "more like this" (``like``) looks for its source in each repository in turn (the first
+    that has it is the source; then the fleet), then searches each for code like it."""
 
-def search_many(
-    engines: Sequence[RepoSearcher],
-    query: str,
-    top_k: int = 10,
-    mode: Mode | None = None,
-    *,
-    fleet: Fleet | None = None,
-    repo: str | None = None,
-    **kwargs: Any,
-) -> SearchResponse:
-    """One ranked list across several repositories and a fleet (``CodeSight.search_many`` says
-    how): each searched on its own, their lists fused by rank."""
-    per_repo = [engine.search(query, top_k=top_k, mode=mode, **kwargs) for engine in engines]
-    labels = [str(engine.root) for engine in engines]
-    if fleet is not None:
-        local = {Path(label).name for label in labels}
+    def __init__(
+        self, searchers: Sequence[RepoSearcher], fleet: Fleet | None = None, default_mode: Mode = "hybrid"
+    ) -> None:
+        self.searchers = list(searchers)
+        self.fleet = fleet
+        self.default_mode = default_mode
+
+    def source(self, target: str, repo: str | None) -> RelatedSource:
+        """The chunk ``target`` names: in the first repository that has it, else in the fleet.
+        Where none has it, the answer of a repository that has the place ("no line 30") wins over
+        one that has not."""
+        errors: list[CodeSightError] = []
+        for searcher in self.searchers:
+            try:
+                return searcher.related_source(target)
+            except CodeSightError as exc:
+                errors.append(exc)
+        if self.fleet is not None:
+            return self.fleet.find_source(target, repo)
+        if errors:
+            raise next((e for e in errors if not isinstance(e, NotHereError)), errors[0])
+        raise UsageError("nothing to search: no repository and no fleet store")
+
+    def search(self, request: SearchRequest) -> SearchResponse:
+        mode = checked_mode(request.mode or self.default_mode)
+        request = replace(request, mode=mode)
+        if request.like is not None and request.source is None:
+            request = replace(request, source=self.source(request.like, request.filters.repo))
+        answers: list[SearchResponse] = []
+        for searcher in self.searchers:
+            check(request.cancel)
+            answers.append(searcher.search(request))
+        labels = [str(searcher.root) for searcher in self.searchers]
+        if self.fleet is not None:
+            check(request.cancel)
+            answers.append(self._fleet(request, {Path(label).name for label in labels}))
+            labels.append("")
+        if len(answers) == 1:
+            for hit in answers[0]:
+                hit.repo = labels[0] or hit.repo
+            return answers[0]
+        return _fused(answers, labels, request)
+
+    def _fleet(self, request: SearchRequest, local: set[str]) -> SearchResponse:
+        """The fleet's answer, without the repositories searched here; its failure costs its own
+        hits, never the local ones (where it alone is asked, it is the answer)."""
+        assert self.fleet is not None
         try:
-            found = fleet.search(
-                query,
-                top_k=top_k + 10,
-                mode=str(mode or fleet.settings.default_mode),
-                repo=repo,
-                glob=kwargs.get("glob"),
-                language=kwargs.get("language"),
-                like=kwargs.get("like"),
-            )
+            found = self.fleet.search(replace(request, limit=request.limit + 10))
         except CodeSightError as exc:
-            if not engines:  # the fleet alone was asked: its failure is the answer
+            if not self.searchers:
                 raise
-            # An unreachable or damaged store costs its own hits, never the local ones.
-            found = SearchResponse([], [f"{exc} (local hits only)"])
-        per_repo.append(
-            SearchResponse([h for h in found if h.repo not in local][:top_k], found.notices, found.retrievers)
-        )
-        labels.append("")
-    if len(per_repo) == 1:
-        for hit in per_repo[0]:
-            hit.repo = labels[0] or hit.repo
-        return per_repo[0]
+            return SearchResponse([], [f"{exc} (local hits only)"], mode=request.mode, tier=request.tier)
+        return found.with_hits([h for h in found if h.repo not in local][: request.limit])
+
+
+def _fused(answers: list[SearchResponse], labels: list[str], request: SearchRequest) -> SearchResponse:
+    """Several answers as one list, fused by rank; each repository's notices named."""
     hits: dict[tuple[int, int], SearchResult] = {}
     rankings: dict[str, list[tuple[int, int]]] = {}
-    for n, (label, found) in enumerate(zip(labels, per_repo, strict=False)):
+    for n, (label, found) in enumerate(zip(labels, answers, strict=False)):
         rankings[str(n)] = [(n, i) for i in range(len(found))]
         for i, hit in enumerate(found):
             hit.repo = label or hit.repo
@@ -344,8 +386,12 @@ def search_many(
     for key, score, _ in order:  # the score shown is the one the list is in order of
         hits[key].score = round(score, 6)
     names = [Path(label).name if label else "fleet" for label in labels]
+    tiers = {a.tier for a in answers if a.tier is not None}
     return SearchResponse(
-        [hits[key] for key, _, _ in order[:top_k]],
-        notices=[f"{name}: {n}" for name, found in zip(names, per_repo, strict=False) for n in found.notices],
-        retrievers=[r for r in ("bm25", "static", "vector") if any(r in f.retrievers for f in per_repo)],
+        [hits[key] for key, _, _ in order[: request.limit]],
+        notices=[f"{name}: {n}" for name, found in zip(names, answers, strict=False) for n in found.notices],
+        retrievers=[r for r in ("bm25", "static", "vector") if any(r in f.retrievers for f in answers)],
+        mode=request.mode,
+        tier=tiers.pop() if len(tiers) == 1 else request.tier,
+        repos=[state for found in answers for state in found.repos],
     )

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError
-from codesight_tui.core.search.searcher import SearchResponse
+from codesight_tui.core.search.contract import Lack, SearchResponse
 
 if TYPE_CHECKING:
     from codesight_tui.core.config import Settings
-    from codesight_tui.core.search.searcher import Searcher, SearchResult
+    from codesight_tui.core.search.contract import Searcher, SearchRequest, SearchResult
 
 BACKENDS = ("anthropic", "openai", "azure", "ollama")
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4o-mini", "ollama": "llama3.2"}
@@ -367,7 +367,12 @@ class AskStream:
     ) -> None:
         self.cfg = cfg
         self.hits = list(hits)
-        self.notices = list(getattr(hits, "notices", []))  # what the search lacked (BM25 only, damage)
+        # what happened to the index (damage, a rebuild) and what the search lacked (BM25 only)
+        self.notices = (
+            list(hits.notices) + [g.text for g in hits.gaps if g.lack is not Lack.FULL_UNUSED]
+            if isinstance(hits, SearchResponse)
+            else []
+        )
         self.answer = Answer(question, "", self.hits, cfg.model, cfg.backend, search_seconds=search_seconds)
         self._started = started if started is not None else time.perf_counter()
 
@@ -406,21 +411,18 @@ class AskStream:
             self.answer.seconds = time.perf_counter() - self._started
 
 
-def ask_stream(
-    searcher: Searcher, settings: Settings, question: str, top_k: int | None = None, **search: Any
-) -> AskStream:
-    """``question`` answered from what ``searcher`` (a repository, a fleet, several) finds, as
-    the LLM writes it: an ``AskStream``. The back end's configuration is checked before the
-    search, and the search runs before any connection is opened; ``search`` holds the search's
-    own keywords (``mode``, ``glob``, ``language`` ...). Raises ``AskError`` with one line."""
+def ask_stream(searcher: Searcher, settings: Settings, request: SearchRequest) -> AskStream:
+    """``request.query``, a question, answered from what ``searcher`` (a repository, a fleet,
+    several) finds for it, as the LLM writes it: an ``AskStream``. The back end's configuration is
+    checked before the search, and the search runs before any connection is opened. Raises
+    ``AskError`` with one line."""
     cfg = llm_config(settings)
+    question = request.query
     if not question or not question.strip():
         raise AskError("the question is empty", exit_code=2)
     started = time.perf_counter()
     importing = prepare(cfg.backend)  # the client library loads while the search runs
-    hits = without_secrets(
-        searcher.search(question, top_k or settings.ask_top_k, **search), tuple(settings.secret_files)
-    )
+    hits = without_secrets(searcher.search(request), tuple(settings.secret_files))
     if not hits:
         raise AskError("nothing in the index matches this question: there are no sources to answer from")
     importing.join()
@@ -441,4 +443,6 @@ def without_secrets(hits: SearchResponse, secret_files: tuple[str, ...]) -> Sear
             f"{n} source{'s' if n > 1 else ''} left out of the question: {'they hold' if n > 1 else 'it holds'}"
             " a secret (a key or a token)"
         )
-    return SearchResponse(kept, notices=notices, retrievers=hits.retrievers)
+    answer = hits.with_hits(kept)
+    answer.notices = notices
+    return answer

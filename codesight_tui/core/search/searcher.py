@@ -1,30 +1,31 @@
-"""Hybrid retrieval: BM25 (SQLite FTS5) and vector similarity (LanceDB) fused by Reciprocal Rank
-Fusion. Every result keeps its rank in each retriever, so the caller can show why it was found."""
+"""Hybrid retrieval: BM25 and vector lists fused by Reciprocal Rank Fusion, under the ranking stack.
+Every step before fusion runs once, here (``retrieve``), for every store: a local index (SQLite and
+LanceDB: ``LocalRetriever``) and a fleet store (``core.fleet.store.FleetQuery``) answer only BM25,
+nearest neighbours and chunks by id. Every result keeps its rank in each list, so the caller can
+show why it was found."""
 
 from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from codesight_tui.core.fusion import (
     RELEVANCE_FLOOR,
     STATIC_FADE,
     STATIC_KNOWN_WORDS,
-    STATIC_RELEVANCE_FLOOR,
     rrf_fuse,
 )
 from codesight_tui.core.languages import DOCUMENT_LANGUAGES
-from codesight_tui.core.modes import checked_mode
+from codesight_tui.core.modes import Mode, checked_mode
+from codesight_tui.core.search.contract import Cancel, SearchResult, check
 from codesight_tui.core.text import fts_query, query_terms
 from codesight_tui.core.translations import PROSE, language_segment, preference, preferred_language
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     import numpy as np
 
     from codesight_tui.core.index.static import StaticIndex
@@ -32,109 +33,6 @@ if TYPE_CHECKING:
     from codesight_tui.core.search.related import RelatedSource
     from codesight_tui.core.store.store import ChunkRow, Store
     from codesight_tui.core.store.vectors import VectorStore
-
-
-@dataclass(slots=True)
-class SearchResult:
-    """One hit. Lines are 1-based and inclusive; ranks are 1-based, None where not retrieved."""
-
-    path: str
-    start_line: int
-    end_line: int
-    scope: str
-    language: str
-    score: float
-    bm25_rank: int | None
-    vector_rank: int | None
-    content: str
-    chunk_id: int
-    definition: bool = False  # the query names what this chunk defines
-    line: int = 0  # where to open it: the definition's own line, else the first line with a query word
-    repo: str = ""  # the repository's root, set when several repositories are searched at once
-    static_rank: int | None = None  # rank in the static tier's list (core.index.static)
-    page: int | None = None  # a PDF hit's page (its first line's)
-    slide: int | None = None  # a PPTX hit's slide
-    commit: str = ""  # a fleet hit's commit (core.fleet); repo is then the repository's name there
-    translations: int = 0  # the same page in other languages, folded into this hit (core.translations)
-
-    @property
-    def name(self) -> str:
-        """The scope as a reader names it: ``class Flask > def url_for`` -> ``Flask.url_for``; a
-        document's scope (``slide 4: Plan``, ``Design > Retries``) as it is."""
-        if self.language in DOCUMENT_LANGUAGES:
-            return self.scope
-        return short_scope(self.scope)
-
-    @property
-    def is_document(self) -> bool:
-        """A PDF, DOCX or PPTX hit: its lines are those of the extracted text."""
-        return self.language in DOCUMENT_LANGUAGES
-
-    @property
-    def location(self) -> str:
-        """Where a person finds it: ``src/app.py:42``, ``spec.pdf p.12``, ``deck.pptx slide 4``."""
-        if self.page is not None:
-            return f"{self.path} p.{self.page}"
-        if self.slide is not None:
-            return f"{self.path} slide {self.slide}"
-        if self.language == "docx" and self.scope:  # Word has no stable pages: its heading
-            return f"{self.path} § {self.scope.rsplit(' > ', 1)[-1]}"
-        return f"{self.path}:{self.line or self.start_line}"
-
-    @property
-    def found_by(self) -> str:
-        """``both`` (BM25 and a vector list), ``bm25``, ``vector`` (the full model), ``static``
-        (the static tier alone), or ``symbol`` (a definition no retriever ranked)."""
-        dense = self.vector_rank or self.static_rank
-        if self.bm25_rank and dense:
-            return "both"
-        if self.bm25_rank:
-            return "bm25"
-        if self.vector_rank:
-            return "vector"
-        if self.static_rank:
-            return "static"
-        return "symbol" if self.definition else "bm25"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-class SearchResponse(list[SearchResult]):
-    """What ``CodeSight.search`` (and ``related``, ``search_many``) return: the hits, best first
-    (it is the list of ``SearchResult``), with the notices that belong to this answer (what it
-    lacks, such as BM25 only or no model, and what happened to the index since the last call)
-    and the retrievers whose lists were fused (``bm25``, ``static``, ``vector``)."""
-
-    def __init__(
-        self, hits: Iterable[SearchResult] = (), notices: list[str] | None = None, retrievers: list[str] | None = None
-    ) -> None:
-        super().__init__(hits)
-        self.notices: list[str] = list(notices or [])
-        self.retrievers: list[str] = list(retrievers or [])  # the lists fused: bm25, static, vector
-
-    @property
-    def hits(self) -> list[SearchResult]:
-        """The hits as a plain list."""
-        return list(self)
-
-
-class Searcher(Protocol):
-    """What answers a search: one repository's index (``CodeSight``), a fleet store (``Fleet``),
-    or several together (``core.repo.retrieval.search_many``). ``query``, ``top_k`` and ``mode`` first;
-    the keywords each takes (``glob``, ``language``, ``like`` ...) are its own."""
-
-    def search(self, query: str, *args: Any, **kwargs: Any) -> SearchResponse: ...
-
-
-class RepoSearcher(Searcher, Protocol):
-    """A repository's ``Searcher``: it has a root, and finds the chunk a "more like this" starts
-    from (``CodeSight``)."""
-
-    @property
-    def root(self) -> Path: ...
-
-    def related_source(self, target: str) -> RelatedSource: ...
 
 
 _POOL: ThreadPoolExecutor | None = None
@@ -161,7 +59,8 @@ class LocalRetriever:
         return self.store.bm25(query, depth, language=language, glob=glob)
 
     def nearest(self, vector: np.ndarray, depth: int, *, language: str | None = None) -> list[tuple[int, float]]:
-        return self.vector_store.search(vector, depth, language=language)
+        """``(chunk id, cosine similarity)``, nearest first (LanceDB gives distances)."""
+        return [(cid, 1.0 - d) for cid, d in self.vector_store.nearest(vector, depth, language=language)]
 
     def vectors(self, ids: list[int]) -> dict[int, np.ndarray]:
         return self.vector_store.vectors(ids)
@@ -173,12 +72,100 @@ class LocalRetriever:
         return self.store.scope_matches(name, limit)
 
 
-def _filtered(store: Store, ids: list[int], glob: str | None, language: str | None) -> list[int]:
+Found = tuple["np.ndarray", list[tuple[int, float]]]  # a query's vector, and its nearest (id, cosine)
+
+
+@dataclass(frozen=True, slots=True)
+class NearestList:
+    """A vector list fused beside BM25: the full model's (``vector``) or the static tier's
+    (``static``). ``find(fetch)`` gives the query's vector and its ``fetch`` nearest chunks,
+    ``(id, cosine)`` best first; it runs in a second thread while BM25 runs in the first.
+    ``floor``: the cosine under which the nearest is not near. ``known_share``: the share of the
+    query's words the model knows, asked where this list would be all there is (the static tier's
+    words are its vocabulary). ``filters_language``: its nearest are of the asked language already
+    (else it over-fetches and the rows are filtered)."""
+
+    name: str
+    find: Callable[[int], Found]
+    floor: float
+    known_share: Callable[[list[str]], float] | None = None
+    filters_language: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieved:
+    """The lists a query found (``rankings``: chunk ids, best first, by list name) and the query
+    vectors the ranking stack compares hits with."""
+
+    rankings: dict[str, list[int]]
+    query_vector: np.ndarray | None = None
+    static_vector: np.ndarray | None = None
+
+
+def _blank(query: str) -> bool:
+    """Blank or punctuation only: nothing to look for, not arbitrary neighbours."""
+    return not query or not any(ch.isalnum() for ch in query)
+
+
+def retrieve(
+    retriever: Retriever,
+    query: str,
+    *,
+    mode: Mode,
+    depth: int,
+    glob: str | None = None,
+    language: str | None = None,
+    full: NearestList | None = None,
+    static: NearestList | None = None,
+    bm25_filters_paths: bool = True,
+    cancel: Cancel | None = None,
+) -> Retrieved | None:
+    """Every step before fusion, for every store: the blank query refused; the vector lists
+    started beside BM25 (over-fetched where a filter runs after them); BM25 (``bm25`` and
+    ``hybrid``); the relevance floors and the known-word gate; the filters. None where the answer
+    is nothing: nothing lexical and nothing near, so a nonsense query (punctuation, random words)
+    gets no results rather than arbitrary neighbours."""
+    if _blank(query):
+        return None
+    check(cancel)
+
+    def fetch(near: NearestList) -> int:
+        return depth * 10 if glob or (language and not near.filters_language) else depth
+
+    full_found = _pool().submit(full.find, fetch(full)) if full is not None else None
+    static_found = _pool().submit(static.find, fetch(static)) if static is not None else None
+    rankings: dict[str, list[int]] = {}
+    if mode in ("hybrid", "bm25"):
+        if bm25_filters_paths:
+            rankings["bm25"] = retriever.bm25(query, depth, language=language, glob=glob)
+        else:
+            found = retriever.bm25(query, depth * 10 if glob else depth, language=language)
+            rankings["bm25"] = _filtered(retriever, found, glob, None)[:depth] if glob else found
+    check(cancel)
+    static_vector, near_static = None, False
+    if static is not None and static_found is not None:
+        static_vector, near_static, nothing = _take_static(
+            static, static_found, rankings, full is not None, query, retriever, glob, language, depth
+        )
+        if nothing:
+            return None
+    query_vector = None
+    if full is not None and full_found is not None:
+        query_vector, nothing = _take_full(
+            full, full_found, rankings, mode, query, near_static, retriever, glob, language, depth
+        )
+        if nothing:
+            return None
+    check(cancel)
+    return Retrieved(rankings, query_vector, static_vector)
+
+
+def _filtered(retriever: Retriever, ids: list[int], glob: str | None, language: str | None) -> list[int]:
     """``ids`` whose chunk passes the path and language filters (vector lists are over-fetched
-    and filtered here: LanceDB and the static matrix know neither)."""
+    and filtered here: LanceDB and the static matrix know no paths)."""
     from codesight_tui.core.store.store import path_matches
 
-    rows = store.get_chunks(ids)
+    rows = retriever.get_chunks(ids)
     return [
         i
         for i in ids
@@ -188,7 +175,59 @@ def _filtered(store: Store, ids: list[int], glob: str | None, language: str | No
     ]
 
 
-def search(
+def _take_static(
+    near: NearestList,
+    found_later: Future[Found],
+    rankings: dict[str, list[int]],
+    full_vectors: bool,
+    query: str,
+    retriever: Retriever,
+    glob: str | None,
+    language: str | None,
+    depth: int,
+) -> tuple[np.ndarray, bool, bool]:
+    """The static tier's list, filtered, into ``rankings``: ``(its query vector, whether its nearest
+    is near enough, whether the answer is nothing)``: nothing lexical and nothing near (where the
+    static tier would be all there is, most of the query's words must be ones it knows)."""
+    vector, found = found_later.result()
+    is_near = bool(found) and found[0][1] >= near.floor
+    alone = not rankings.get("bm25") and not full_vectors  # the static tier would be all there is
+    if is_near and alone and near.known_share is not None:
+        is_near = near.known_share(query_terms(query)) >= STATIC_KNOWN_WORDS
+    if alone and not is_near:
+        return vector, is_near, True
+    ids = [cid for cid, _ in found]
+    lang = None if near.filters_language else language
+    rankings[near.name] = (_filtered(retriever, ids, glob, lang) if glob or lang else ids)[:depth]
+    return vector, is_near, False
+
+
+def _take_full(
+    near: NearestList,
+    found_later: Future[Found],
+    rankings: dict[str, list[int]],
+    mode: str,
+    query: str,
+    near_static: bool,
+    retriever: Retriever,
+    glob: str | None,
+    language: str | None,
+    depth: int,
+) -> tuple[np.ndarray, bool]:
+    """The full model's list, filtered, into ``rankings``: ``(the query's vector, whether the
+    answer is nothing)``: nothing matches lexically and even the nearest vector is far."""
+    query_vector, hits = found_later.result()
+    ids = [cid for cid, _ in hits]
+    lang = None if near.filters_language else language
+    if glob or lang:
+        ids = _filtered(retriever, ids, glob, lang)
+    rankings[near.name] = ids[:depth]
+    lexical_none = not rankings.get("bm25") if mode == "hybrid" else fts_query(query) is None
+    nothing = lexical_none and not near_static and (not hits or hits[0][1] < near.floor)
+    return query_vector, nothing
+
+
+def local_search(
     store: Store,
     vectors: VectorStore,
     query_vector_fn: Callable[[str], np.ndarray] | None,
@@ -201,72 +240,82 @@ def search(
     depth: int = 20,
     rrf_k: int = 60,
     ranking: str = "stack",
-    vectors_for: Callable[[list[ChunkRow]], dict[int, np.ndarray]] | None = None,
+    vectors_for: VectorsFn | None = None,
     static: tuple[StaticIndex, float] | None = None,
     used: list[str] | None = None,
     vector_query: str | None = None,
     static_query_vector: np.ndarray | None = None,
+    cancel: Cancel | None = None,
 ) -> list[SearchResult]:
-    """Run one query. ``query_vector_fn`` embeds it (hybrid and vector modes, where the index has
-    vectors); ``vectors_for(rows)`` gives stored vectors by id (default: from ``vectors``); ``static``
-    is ``(StaticIndex, coverage)``: in hybrid a third list, weighted by its coverage and the share the
-    full model has not embedded; ``used`` collects the lists fused; ``vector_query`` is what the
-    vector lists embed instead (a chunk's code, for "more like this"), ``static_query_vector`` a
-    static vector as it is. ``vector`` returns the vector ranking; ``hybrid`` and ``bm25`` run the
-    ranking stack (``ranking="plain"``: RRF alone). Nothing lexical and nothing near: no results."""
-    checked_mode(mode)
-    if not query or not any(ch.isalnum() for ch in query):
-        return []  # blank or punctuation only: nothing to look for, not arbitrary neighbours
+    """Run one query over a local index. ``query_vector_fn`` embeds it (hybrid and vector modes,
+    where the index has vectors); ``vectors_for(rows)`` gives stored vectors by id (default: from
+    ``vectors``); ``static`` is ``(StaticIndex, coverage)``: in hybrid a third list, weighted by its
+    coverage and the share the full model has not embedded; ``used`` collects the lists fused;
+    ``vector_query`` is what the vector lists embed instead (a chunk's code, for "more like
+    this"), ``static_query_vector`` a static vector as it is. ``vector`` returns the vector
+    ranking; ``hybrid`` and ``bm25`` run the ranking stack (``ranking="plain"``: RRF alone)."""
+    checked = checked_mode(mode)
+    if _blank(query):
+        return []
     depth = max(depth, top_k)
     retriever = LocalRetriever(store, vectors)
-    stack = mode in ("hybrid", "bm25") and ranking == "stack"
-    rankings: dict[str, list[int]] = {}
-    nearest = None
-    n_vectors = vectors.count() if mode in ("hybrid", "vector") and query_vector_fn is not None else 0
-    coverage = store.vector_coverage() if n_vectors else 0.0
-    if n_vectors:  # beside BM25, in a second thread (see _nearest)
-        assert query_vector_fn is not None
-        fetch = depth * 10 if glob else depth
-        nearest = _pool().submit(_nearest, retriever, query_vector_fn, vector_query or query, fetch, language)
-    static_index, static_weight = _static_weight(static if mode == "hybrid" else None, coverage)
-    static_found: Future[tuple[np.ndarray, list[tuple[int, float]]]] | None = None
-    if static_weight > 0:  # the static list too is found beside BM25 (a matrix product that releases the GIL)
-        assert static_index is not None
-        fetch = depth * 10 if glob or language else depth
-        static_found = _pool().submit(_static_nearest, static_index, static_query_vector, vector_query or query, fetch)
-    if mode in ("hybrid", "bm25"):
-        rankings["bm25"] = retriever.bm25(query, depth, language=language, glob=glob)
-    static_vector, near_static, nothing = _take_static(
-        static_found, static_index, rankings, bool(n_vectors), query, store, glob, language, depth
-    )
-    if nothing:
-        return []  # as below: nothing lexical, nothing near
-    query_vector = None
-    if nearest is not None:
-        query_vector, nothing = _take_vector(nearest, rankings, mode, query, near_static, store, glob, depth)
-        if nothing:
-            return []
+    stack = checked in ("hybrid", "bm25") and ranking == "stack"
+    text = vector_query or query
+    full = None
+    coverage = 0.0
+    if checked in ("hybrid", "vector") and query_vector_fn is not None and vectors.count():
+        coverage = store.vector_coverage()
+        full = _full_list(retriever, query_vector_fn, text, language)
+    static_index, static_weight = _static_weight(static if checked == "hybrid" else None, coverage)
+    static_list = _static_list(static_index, static_query_vector, text) if static_weight > 0 else None
+    found = retrieve(
+        retriever, query, mode=checked, depth=depth, glob=glob, language=language,
+        full=full, static=static_list, cancel=cancel,
+    )  # fmt: skip
+    if found is None:
+        return []
     if used is not None:
-        used.extend(name for name in ("bm25", "static", "vector") if name in rankings)
+        used.extend(name for name in ("bm25", "static", "vector") if name in found.rankings)
     return fuse_and_rank(
         retriever,
-        rankings,
+        found.rankings,
         query,
         top_k=top_k,
         stack=stack,
-        merge=stack or (mode == "vector" and ranking == "stack"),
+        merge=stack or (checked == "vector" and ranking == "stack"),
         rrf_k=rrf_k,
         glob=glob,
         language=language,
         coverage=coverage,
-        query_vector=query_vector,
+        query_vector=found.query_vector,
         vectors_for=vectors_for or (lambda rows: retriever.vectors([r.id for r in rows])),
         static_weight=static_weight,
-        static_vector=static_vector,
+        static_vector=found.static_vector,
         static_vectors_for=(lambda rows: static_index.vectors([r.id for r in rows]))
-        if static_vector is not None and static_index is not None
+        if found.static_vector is not None and static_index is not None
         else None,
         locate=store.locate,
+    )
+
+
+def _full_list(
+    retriever: LocalRetriever, embed: Callable[[str], np.ndarray], text: str, language: str | None
+) -> NearestList:
+    """The full model's list over LanceDB (which filters by language itself)."""
+    return NearestList(
+        "vector", lambda n: _nearest(retriever, embed, text, n, language), RELEVANCE_FLOOR, filters_language=True
+    )
+
+
+def _static_list(index: StaticIndex | None, given: np.ndarray | None, text: str) -> NearestList | None:
+    """The static tier's list over its in-memory matrix, gated by the words its model knows."""
+    if index is None:
+        return None
+    return NearestList(
+        "static",
+        lambda n: _static_nearest(index, given, text, n),
+        index.model.relevance_floor,
+        known_share=index.model.known_share,
     )
 
 
@@ -281,73 +330,18 @@ def _static_weight(static: tuple[StaticIndex, float] | None, coverage: float) ->
 
 def _nearest(
     retriever: LocalRetriever, embed: Callable[[str], np.ndarray], text: str, fetch: int, language: str | None
-) -> tuple[np.ndarray, list[tuple[int, float]]]:
+) -> Found:
     """The query's vector from the full model, and its nearest chunks. Both release the GIL, so
     they run in a second thread while SQLite answers BM25 in the first: a hybrid query costs the
-    slower of the two. A path filter cannot run inside LanceDB: with a glob the caller over-fetches
-    (``fetch``) and filters."""
+    slower of the two."""
     qv = embed(text)
     return qv, retriever.nearest(qv, fetch, language=language)
 
 
-def _static_nearest(
-    index: StaticIndex, given: np.ndarray | None, text: str, fetch: int
-) -> tuple[np.ndarray, list[tuple[int, float]]]:
+def _static_nearest(index: StaticIndex, given: np.ndarray | None, text: str, fetch: int) -> Found:
     """The query's static vector (``given``, or the static model's of ``text``), and its nearest."""
     sv = given if given is not None else index.model.encode_query(text)
     return sv, index.nearest(sv, fetch)
-
-
-def _take_static(
-    found_later: Future[tuple[np.ndarray, list[tuple[int, float]]]] | None,
-    index: StaticIndex | None,
-    rankings: dict[str, list[int]],
-    full_vectors: bool,
-    query: str,
-    store: Store,
-    glob: str | None,
-    language: str | None,
-    depth: int,
-) -> tuple[np.ndarray | None, bool, bool]:
-    """The static tier's list, filtered, into ``rankings``: ``(its query vector, whether its nearest
-    is near enough, whether the answer is nothing)``: nothing lexical and nothing near (where the
-    static tier would be all there is, most of the query's words must be ones it knows)."""
-    if found_later is None:
-        return None, False, False
-    vector, found = found_later.result()
-    floor = index.model.relevance_floor if index is not None else STATIC_RELEVANCE_FLOOR
-    near = bool(found) and found[0][1] >= floor
-    if near and not rankings.get("bm25") and not full_vectors:  # the static tier would be all there is
-        assert index is not None
-        near = index.model.known_share(query_terms(query)) >= STATIC_KNOWN_WORDS
-    if not rankings.get("bm25") and not full_vectors and not near:
-        return vector, near, True
-    ids = [cid for cid, _ in found]
-    rankings["static"] = (_filtered(store, ids, glob, language) if glob or language else ids)[:depth]
-    return vector, near, False
-
-
-def _take_vector(
-    nearest: Future[tuple[np.ndarray, list[tuple[int, float]]]],
-    rankings: dict[str, list[int]],
-    mode: str,
-    query: str,
-    near_static: bool,
-    store: Store,
-    glob: str | None,
-    depth: int,
-) -> tuple[np.ndarray, bool]:
-    """The full model's list, filtered, into ``rankings``: ``(the query's vector, whether the
-    answer is nothing)``: nothing matches lexically and even the nearest vector is far, so a
-    nonsense query (punctuation, random words) gets no results rather than arbitrary neighbours."""
-    query_vector, hits = nearest.result()
-    ids = [cid for cid, _ in hits]
-    if glob:
-        ids = _filtered(store, ids, glob, None)
-    rankings["vector"] = ids[:depth]
-    lexical_none = not rankings.get("bm25") if mode == "hybrid" else fts_query(query) is None
-    nothing = lexical_none and not near_static and (not hits or 1.0 - hits[0][1] < RELEVANCE_FLOOR)
-    return query_vector, nothing
 
 
 def fuse_and_rank(
@@ -519,19 +513,6 @@ def _best_prose_line(lines: list[str], words: list[str]) -> int | None:
     return best
 
 
-_KEYWORDS = re.compile(r"^(?:[a-z_]+\s+)+(?=[^\s])")
-
-
-def short_scope(scope: str | None) -> str:
-    """``class Flask > def url_for`` -> ``Flask.url_for``; ``impl Display for Foo`` -> ``Display for Foo``:
-    the names without the keywords that introduce them."""
-    parts = []
-    for segment in (scope or "").split(" > "):
-        names = [_KEYWORDS.sub("", label.strip()) or label.strip() for label in segment.split(", ")]
-        parts.append(", ".join(n for n in names if n))
-    return ".".join(p for p in parts if p)
-
-
 def _top_scope(scope: str | None) -> str:
     return (scope or "").split(" > ")[0]
 
@@ -588,3 +569,15 @@ def merge_into(results: list[SearchResult], row: ChunkRow) -> bool:
                 j += 1
         return True
     return False
+
+
+LIKE_ROOM = 4  # a "more like this" asks for this many more: the source and what overlaps it are left out
+
+
+def without_source(
+    hits: list[SearchResult], source: RelatedSource, limit: int, root: str | None = None
+) -> list[SearchResult]:
+    """A "more like this" answer: ``hits`` without the source chunk and what overlaps it, cut to
+    ``limit``. ``root``: the repository the hits are of (None: each hit's ``repo``, a fleet's)."""
+    kept = [h for h in hits if not source.overlaps(h.repo if root is None else root, h.path, h.start_line, h.end_line)]
+    return kept[:limit]

@@ -143,7 +143,7 @@ class ResidentBM25:
         row = conn.execute(f"SELECT block FROM {self.table}_data WHERE id = ?", (_STRUCTURE_ROWID,)).fetchone()
         return bytes(row[0]) if row and row[0] is not None else None
 
-    def search(self, conn: sqlite3.Connection, terms: Sequence[str], limit: int) -> list[int] | None:
+    def bm25(self, conn: sqlite3.Connection, terms: Sequence[str], limit: int) -> list[int] | None:
         """The ids FTS5 would rank first for the OR of ``terms`` (each a quoted FTS5 string), or
         None where this copy can't say (stale, still building, too big)."""
         try:

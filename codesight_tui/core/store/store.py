@@ -624,7 +624,7 @@ class Store:
         if not terms:
             return []
         if self.resident is not None and not language and not glob:
-            found = self.resident.search(self.conn, terms, limit)
+            found = self.resident.bm25(self.conn, terms, limit)
             if found is not None:
                 return found
         match = fts_match(terms)

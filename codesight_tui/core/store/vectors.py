@@ -163,7 +163,7 @@ class VectorStore:
         return t.count_rows() if t is not None else 0
 
     @_read
-    def search(self, vector: np.ndarray, limit: int, language: str | None = None) -> list[tuple[int, float]]:
+    def nearest(self, vector: np.ndarray, limit: int, language: str | None = None) -> list[tuple[int, float]]:
         """``(chunk id, cosine distance)`` nearest first, each chunk once: at the distance of the
         closer of its rows (text or doc view)."""
         t = self.table()

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from codesight_tui.core.config import Settings
     from codesight_tui.core.search.ask import Answer
-    from codesight_tui.core.search.searcher import SearchResult
+    from codesight_tui.core.search.contract import SearchResult
     from codesight_tui.tui.app import CodeSightApp
 
 INTRO = (
@@ -105,7 +105,7 @@ class AskScreen(Screen[Any]):
         engine = app.engine
         worker = get_current_worker()
         try:
-            stream = engine.ask_stream(question, vectors=Vectors.LOADED if engine.embedder_loaded else Vectors.STATIC)
+            stream = engine.ask_stream(question, vectors=Vectors.LOADED)  # never waits for the model
         except Exception as exc:  # CodeSightError, or a bug: said, and the app goes on  # noqa: BLE001
             app.call_from_thread(self._failed, str(exc) if isinstance(exc, CodeSightError) else f"ask failed: {exc}")
             return

@@ -22,7 +22,7 @@ from codesight_tui.core.text import printable
 if TYPE_CHECKING:
     from textual.app import ComposeResult
 
-    from codesight_tui.core.search.searcher import SearchResult
+    from codesight_tui.core.search.contract import SearchResult
 
 CONTEXT_BEFORE = 6
 CENTRE_CONTEXT = 40  # lines read above the target line, so that a tall preview can centre it

@@ -21,7 +21,7 @@ from codesight_tui.core.text import printable
 if TYPE_CHECKING:
     from textual.timer import Timer
 
-    from codesight_tui.core.search.searcher import SearchResult
+    from codesight_tui.core.search.contract import SearchResult
     from codesight_tui.tui.app import CodeSightApp
 
 BADGES = {
