@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-SERVED = ("search", "related", "def", "refs", "callers", "callees")
+SERVED = ("search", "related", "grep", "def", "refs", "callers", "callees")
 PROTOCOL = 3  # 3: the environment as a digest, never its values
 CONNECT_TIMEOUT = 1.0  # seconds to connect and be accepted
 SILENCE_TIMEOUT = 5.0  # seconds without a word (the service sends one every second while it works)

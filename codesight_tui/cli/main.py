@@ -25,6 +25,7 @@ HANDLERS = {
     "watch": ("index", "cmd_watch"),
     "search": ("search", "cmd_search"),
     "related": ("search", "cmd_related"),
+    "grep": ("grep", "cmd_grep"),
     "def": ("follow", "cmd_follow"),
     "refs": ("follow", "cmd_follow"),
     "callers": ("follow", "cmd_follow"),
@@ -63,6 +64,20 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
     raise Terminated(signum)
 
 
+def parse(argv: list[str]) -> argparse.Namespace:
+    """A command's arguments. ``grep``'s paths may follow its flags, as rg's do (``codesight grep
+    TODO -w src/``): argparse's positionals cannot be split around options, so the words left
+    over are its paths."""
+    if argv[0] != "grep":
+        return parser().parse_args(argv)
+    args, extra = parser().parse_known_args(argv)
+    flags = [word for word in extra if word.startswith("-")]
+    if flags:
+        parser().error(f"unrecognized arguments: {' '.join(flags)}")
+    args.paths = [*args.paths, *extra]
+    return args
+
+
 def run(argv: list[str], *, cwd: str | None = None, signals: bool = False, context: Context | None = None) -> int:
     """One command: its exit code, every error one line on stderr. ``cwd`` is the directory its
     relative paths are from (a served call's client's); ``signals`` turns SIGTERM and SIGHUP into
@@ -70,7 +85,7 @@ def run(argv: list[str], *, cwd: str | None = None, signals: bool = False, conte
     whether it may ask (default: this process's)."""
     with using(context or Context()):
         if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help", "--version")):
-            args = parser().parse_args(argv)
+            args = parse(argv)
             command = args.command
         else:
             args = tui_parser().parse_args(argv)

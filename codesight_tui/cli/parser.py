@@ -20,6 +20,7 @@ COMMANDS = (
     "index",
     "search",
     "related",
+    "grep",
     "def",
     "refs",
     "callers",
@@ -55,6 +56,33 @@ class Parser(argparse.ArgumentParser):
         if message:
             ctx = current()
             (ctx.err if file is sys.stderr else ctx.out).write(message)
+
+
+def grep_options(pg: argparse.ArgumentParser) -> None:
+    """``codesight grep``'s arguments: ripgrep's names for ripgrep's flags."""
+    pg.add_argument("pattern", help="a regex (RE2 syntax, as ripgrep's), or a literal string with -F")
+    pg.add_argument(
+        "paths", nargs="*", metavar="PATH", help="repositories, or a folder or file inside one (default: .)"
+    )
+    pg.add_argument("-F", "--fixed-strings", action="store_true", help="the pattern is a literal string")
+    pg.add_argument("-i", "--ignore-case", action="store_true", help="case-insensitive")
+    pg.add_argument(
+        "-S", "--smart-case", action="store_true", help="case-insensitive unless the pattern has an upper-case letter"
+    )
+    pg.add_argument("-w", "--word-regexp", action="store_true", help="only whole words")
+    pg.add_argument("-g", "--glob", default=None, help="only paths matching this gitignore-style glob")
+    pg.add_argument(
+        "-t", "--type", action="append", metavar="TYPE", help="only this language (py, rust, ...; repeatable)"
+    )
+    pg.add_argument("-A", "--after-context", type=int, default=None, metavar="N", help="N lines after each match")
+    pg.add_argument("-B", "--before-context", type=int, default=None, metavar="N", help="N lines before each match")
+    pg.add_argument("-C", "--context", type=int, default=None, metavar="N", help="N lines before and after")
+    pg.add_argument("-l", "--files-with-matches", action="store_true", help="only the paths of files that match")
+    pg.add_argument("-c", "--count", action="store_true", help="matching lines per file")
+    pg.add_argument("-m", "--max-count", type=int, default=None, metavar="N", help="at most N matching lines per file")
+    pg.add_argument("--json", action="store_true", help="machine-readable output")
+    pg.add_argument("--vimgrep", action="store_true", help="one path:line:col:text line per match")
+    pg.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
 
 
 @functools.cache
@@ -110,6 +138,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pr.add_argument("target", help="PATH:LINE, a file, or a symbol (e.g. src/cache.py:42, RetryPolicy)")
     search_options(pr)
+
+    grep_options(
+        sub.add_parser(
+            "grep",
+            help="exact and regex search from the index (ripgrep's flags)",
+            description="Every line that matches PATTERN (RE2's syntax, which is ripgrep's) in the"
+            " indexed files, read as they are on disk now: the index's trigrams narrow which files"
+            " are read. Case-sensitive unless -i or -S. Exit 0 when a line matched, 1 when none did.",
+        )
+    )
 
     for command, action, what in FOLLOW:
         pf = sub.add_parser(

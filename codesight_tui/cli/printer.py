@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codesight_tui.cli.context import current, safe, say
+from codesight_tui.core.search.contract import byte_column
 
 if TYPE_CHECKING:
     from codesight_tui.core.index.indexer import IndexReport
@@ -208,24 +209,15 @@ def repo_label(hit: SearchResult) -> str:
 
 def vimgrep_line(hit: SearchResult, terms: list[str], cwd: str | None = None) -> str:
     """``path:line:col:text`` for a hit, as ``rg --vimgrep`` prints it: the path as the user can
-    open it from here (relative to the current directory where it is below it), the hit's line
-    (its definition's own line, else the first matching one), the column of the first query word
-    on it (else of its first non-blank character), and that line's text."""
-    full = Path(hit.repo) / hit.path if hit.repo else Path(hit.path)
-    try:
-        rel = os.path.relpath(full, cwd or os.curdir)
-        shown = rel if Path(rel).parts[:1] != ("..",) else str(full)
-    except ValueError:
-        shown = str(full)
-    if hit.commit:  # a fleet hit: the repository's name and commit, then its path there
-        shown = f"{repo_label(hit)}/{hit.path}"
+    open it from here (``shown_path``), the hit's line (its definition's own line, else the first
+    matching one), the column of the first query word on it (else of its first non-blank
+    character), and that line's text."""
     line = hit.line or hit.start_line
-    lines = hit.content.split("\n")
-    text = lines[line - hit.start_line] if 0 <= line - hit.start_line < len(lines) else (lines[0] if lines else "")
+    text = hit.match_text or (hit.content.split("\n")[0] if hit.content else "")
     low = text.lower()
     cols = [low.find(t.lower()) for t in terms if t and low.find(t.lower()) >= 0]
     col = min(cols) + 1 if cols else len(text) - len(text.lstrip()) + 1
-    return f"{shown}:{line}:{col}:{text.rstrip()}"
+    return f"{shown_path(hit, cwd)}:{line}:{col}:{text.rstrip()}"
 
 
 def retriever_tag(hit: SearchResult) -> str:
@@ -234,7 +226,7 @@ def retriever_tag(hit: SearchResult) -> str:
     parts = [
         name for name, rank in (("bm25", hit.bm25_rank), ("static", hit.static_rank), ("vec", hit.vector_rank)) if rank
     ]
-    return "+".join(parts) or ("definition" if hit.definition else "bm25")
+    return "+".join(parts) or ("grep" if hit.spans else "definition" if hit.definition else "bm25")
 
 
 def batch_line(batch: Batch, report: IndexReport) -> dict[str, Any]:
@@ -303,3 +295,88 @@ def print_eval_report(report: dict[str, Any]) -> None:
     for label in labels:
         lat = summary[label]["latency_ms"]
         say(f"latency {label:<10} p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms")
+
+
+def shown_path(hit: SearchResult, cwd: str | None) -> str:
+    """A hit's path as the user can open it from here: relative to the current directory where it
+    is below it, else absolute; a fleet hit's repository name and commit, then its path there."""
+    if hit.commit:
+        return f"{repo_label(hit)}/{hit.path}"
+    full = Path(hit.repo) / hit.path if hit.repo else Path(hit.path)
+    try:
+        rel = os.path.relpath(full, cwd or os.curdir)
+    except ValueError:
+        return str(full)
+    return rel if Path(rel).parts[:1] != ("..",) else str(full)
+
+
+def _painted_matches(text: str, spans: tuple[tuple[int, int], ...]) -> str:
+    """A matching line with each match in bold red on a terminal, as ripgrep shows it."""
+    if not current().color or not spans:
+        return safe(text)
+    out, at = [], 0
+    for start, end in spans:
+        out += [safe(text[at:start]), paint(safe(text[start:end]), "1;31")]
+        at = max(at, end)
+    return "".join(out) + safe(text[at:])
+
+
+def print_matches(hits: list[SearchResult], fmt: str, *, cwd: str | None, context: bool, several: bool) -> None:
+    """``codesight grep``'s lines: ``text`` as ``path:line:col:text`` (the matches coloured on a
+    terminal; context lines as ``path-line-text``, groups apart by ``--``, as ripgrep); ``vimgrep``,
+    one line per match; ``files`` (``-l``); ``count`` (``-c``: matching lines per file); ``json``."""
+    if fmt == "json":
+        say(json.dumps([grep_dict(h, several) for h in hits], indent=2, ensure_ascii=False))
+        return
+    if fmt in ("files", "count"):
+        counts: dict[str, int] = {}
+        for h in hits:
+            key = shown_path(h, cwd)
+            counts[key] = counts.get(key, 0) + 1
+        for path, n in counts.items():
+            say(safe(path) if fmt == "files" else f"{safe(path)}:{n}")
+        return
+    matched = {(shown_path(h, cwd), h.line) for h in hits}
+    printed: dict[str, int] = {}  # per file, the last line shown
+    last_path = None
+    for h in hits:
+        path = shown_path(h, cwd)
+        text = h.match_text
+        if fmt == "vimgrep":
+            for start, _end in h.spans:
+                say(f"{safe(path)}:{h.line}:{byte_column(text, start)}:{safe(text)}")
+            continue
+        upto = printed.get(path, 0)
+        if context and last_path is not None and (last_path != path or h.start_line > upto + 1):
+            say("--")
+        for n, line in enumerate(h.content.split("\n"), start=h.start_line):
+            if n <= upto:
+                continue  # shown already, around the line before
+            if n != h.line and (path, n) in matched:
+                break  # a match of its own, shown as one
+            if n == h.line:
+                say(f"{paint(safe(path), '35')}:{paint(str(n), '32')}:{h.column}:{_painted_matches(text, h.spans)}")
+            else:
+                say(f"{paint(safe(path), '35')}-{paint(str(n), '32')}-{safe(line)}")
+            upto = n
+        printed[path], last_path = upto, path
+
+
+def grep_dict(hit: SearchResult, several: bool) -> dict[str, object]:
+    """A grep hit as JSON: where (repository, path, line, byte column), the line, its matches as
+    character spans, the enclosing definition, and the context lines."""
+    lines = hit.content.split("\n")
+    at = hit.line - hit.start_line
+    out: dict[str, object] = {
+        "path": hit.path,
+        "line": hit.line,
+        "column": hit.column,
+        "text": hit.match_text,
+        "spans": [list(s) for s in hit.spans],
+        "scope": hit.scope,
+        "before": lines[:at],
+        "after": lines[at + 1 :],
+    }
+    if several:
+        out["repo"] = hit.repo
+    return out

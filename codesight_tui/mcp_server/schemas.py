@@ -45,6 +45,26 @@ class Hit(BaseModel):
     translations: int = Field(default=0, description="the same page in other languages, folded into this hit")
 
 
+class GrepMatch(BaseModel):
+    repo: str = Field(description="the repository's root")
+    path: str = Field(description="relative to repo")
+    line: int
+    column: int = Field(description="1-based byte column of the first match on the line")
+    text: str = Field(description="the matching line")
+    spans: list[list[int]] = Field(description="[start, end) character offsets of each match in text")
+    scope: str = Field(description="the enclosing definition, e.g. 'class Cache > def get'; '' at top level")
+    before: list[str] = Field(default_factory=list, description="context lines before it")
+    after: list[str] = Field(default_factory=list, description="context lines after it")
+
+
+class GrepOutput(BaseModel):
+    pattern: str
+    matches: list[GrepMatch]
+    truncated: bool = Field(description="more lines matched than limit: narrow with file_glob or the pattern")
+    notices: list[str] = Field(default_factory=list)
+    elapsed_ms: float
+
+
 class SearchOutput(BaseModel):
     query: str
     mode: str

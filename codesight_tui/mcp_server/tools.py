@@ -20,8 +20,10 @@ from mcp.types import ToolAnnotations
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.ingest.paths import outermost
 from codesight_tui.core.modes import Mode, Vectors, checked_mode
-from codesight_tui.core.search.contract import Filters, SearchRequest
+from codesight_tui.core.search.contract import Case, Filters, GrepOptions, SearchRequest
 from codesight_tui.mcp_server.schemas import (
+    GrepMatch,
+    GrepOutput,
     Hit,
     IndexOutput,
     NavigationOutput,
@@ -55,6 +57,22 @@ def checked(mode: str | None) -> Mode | None:
         return checked_mode(mode) if mode else None
     except CodeSightError as exc:
         raise ToolError(str(exc)) from None
+
+
+def _match(h: SearchResult, repo: str) -> GrepMatch:
+    lines = h.content.split("\n")
+    at = h.line - h.start_line
+    return GrepMatch(
+        repo=h.repo or repo,
+        path=h.path,
+        line=h.line,
+        column=h.column,
+        text=h.match_text,
+        spans=[list(s) for s in h.spans],
+        scope=h.scope,
+        before=lines[:at],
+        after=lines[at + 1 :],
+    )
 
 
 def _hit(r: SearchResult) -> Hit:
@@ -222,6 +240,49 @@ class Tools:
             return self.repos.workspace.search(request, targets, self.fleet)
 
         return await self.answer("search", query, targets, run, notes, t0)
+
+    async def grep(
+        self,
+        pattern: str,
+        ctx: Context,
+        repo_path: str | None = None,
+        fixed: bool = False,
+        ignore_case: bool = False,
+        word: bool = False,
+        file_glob: str | None = None,
+        language: str | None = None,
+        context_lines: int = 0,
+        limit: int = 100,
+        roots: list[str] | None = None,
+    ) -> GrepOutput:
+        """Every line that matches a regex (RE2 syntax, as ripgrep's) or, with fixed, a literal
+        string, in the indexed files as they are on disk now (the index narrows which files are
+        read; .gitignore'd, binary and secret files are left out). Each match: path, line, column,
+        the line, the matched spans, and the enclosing definition ("class Cache > def get"), so
+        that no file has to be read to know where it is. Case-sensitive unless ignore_case; word:
+        whole words only. limit caps the lines (1 to 1000); truncated says there were more."""
+        t0 = time.perf_counter()
+        if not 1 <= limit <= 1000:
+            raise ToolError(f"limit must be between 1 and 1000 (got {limit})")
+        if not 0 <= context_lines <= 20:
+            raise ToolError(f"context_lines must be between 0 and 20 (got {context_lines})")
+        targets = outermost([self.where(r) for r in roots] if roots else [self.where(repo_path)])
+        notes = await self.prepare(targets, ctx, "bm25")
+        case: Case = "insensitive" if ignore_case else "sensitive"
+        options = GrepOptions(fixed=fixed, case=case, word=word, before=context_lines, after=context_lines)
+        request = SearchRequest(pattern, filters=Filters(file_glob, language), limit=limit + 1, grep=options)
+        try:
+            found = await anyio.to_thread.run_sync(lambda: self.repos.workspace.search(request, targets))
+        except CodeSightError as exc:
+            raise ToolError(str(exc)) from None
+        matches = [_match(h, str(targets[0])) for h in found[:limit]]
+        return GrepOutput(
+            pattern=pattern,
+            matches=matches,
+            truncated=len(found) > limit,
+            notices=found.notices + notes,
+            elapsed_ms=round((time.perf_counter() - t0) * 1000, 1),
+        )
 
     async def find_related(
         self,
@@ -428,6 +489,7 @@ class Tools:
 # Each tool, as the server registers it: its method of Tools and what it promises.
 TOOLS: list[tuple[str, ToolAnnotations]] = [
     ("search", ToolAnnotations(title="Search code", read_only_hint=True, open_world_hint=False)),
+    ("grep", ToolAnnotations(title="Grep code", read_only_hint=True, open_world_hint=False)),
     ("find_related", ToolAnnotations(title="Find related code", read_only_hint=True, open_world_hint=False)),
     ("find_definition", ToolAnnotations(title="Find a definition", read_only_hint=True, open_world_hint=False)),
     ("find_references", ToolAnnotations(title="Find references", read_only_hint=True, open_world_hint=False)),

@@ -18,6 +18,7 @@ from surfaces import read_only, schema_of, server, text_of
 TOOLS = {
     "search",
     "find_related",
+    "grep",
     "index",
     "status",
     "watch",

@@ -5,6 +5,7 @@ share. Made once per engine; nothing here does work of its own but find its file
 from __future__ import annotations
 
 import threading
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from codesight_tui.core.search.status import Notices
     from codesight_tui.core.store.store import Store
     from codesight_tui.core.store.vectors import VectorStore
+    from codesight_tui.core.store.watch import Watcher
 
 
 @dataclass(eq=False)
@@ -38,6 +40,9 @@ class RepoContext:
     # The embedding cache opened for a search's lookups (tried once; core.repo.retrieval.vectors_for).
     search_cache: EmbeddingCache | None = None
     search_cache_tried: bool = False
+    # Watchers that index each batch as they take it (core.repo.indexing.watch): what they have seen
+    # and not indexed yet is what exact search reads from disk (unindexed).
+    watchers: weakref.WeakSet[Watcher] = field(default_factory=weakref.WeakSet)
 
     @property
     def store(self) -> Store:
@@ -46,6 +51,16 @@ class RepoContext:
     @property
     def vectors(self) -> VectorStore:
         return self.storage.vectors
+
+    def unindexed(self) -> set[str] | None:
+        """The paths a running watcher has seen change and not indexed yet; None where no watcher
+        knows (then every file's state on disk is asked)."""
+        for w in list(self.watchers):
+            if w.running:
+                seen = w.unindexed()
+                if seen is not None:
+                    return seen
+        return None
 
     def has_index(self) -> bool:
         return self.storage.exists()

@@ -235,6 +235,7 @@ def _run(
         ctx.vectors.refresh()  # another process may have written since this one last looked
         tighten(ctx)
         store, force = _repair(ctx, store, force, paths)
+        store.ensure_grams()  # exact search's trigrams (core.store.grams), kept with the chunks from now on
         report = _lexical(ctx, store, progress, cancel, None if force else paths)
         info = ctx.model_info
         report.vectors_pending = store.counts()["pending"]
@@ -317,7 +318,9 @@ def watch(
         if on_batch is not None:
             on_batch(batch, report)
 
-    return watcher(ctx, handle, quiet=quiet, poll=poll, on_event=on_event).start(full=catch_up)
+    started = watcher(ctx, handle, quiet=quiet, poll=poll, on_event=on_event).start(full=catch_up)
+    ctx.watchers.add(started)  # its batches are indexed as they are handled: it knows what is not yet
+    return started
 
 
 def watcher(

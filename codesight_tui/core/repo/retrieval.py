@@ -172,6 +172,8 @@ def search(ctx: RepoContext, request: SearchRequest) -> SearchResponse:
     """``CodeSight.search``: the query checked, the tier resolved (``tier_of``), the vector lists
     chosen by it and by what is loaded, the search run, and a damaged vector table or index turned
     into a notice, a BM25 answer, or one line. The response says what the answer lacks."""
+    if request.grep is not None:
+        return grep(ctx, request)
     mode = checked_mode(request.mode or ctx.settings.default_mode)
     like = request.source
     if like is None and request.like is not None:
@@ -203,6 +205,27 @@ def search(ctx: RepoContext, request: SearchRequest) -> SearchResponse:
         model = ModelState.NOT_WANTED  # loaded, but no chunk here has its vectors (or the table failed)
     state = state_of(ctx, mode, tier, model, error, static is not None)
     return SearchResponse(hits, ctx.notices.take() + notes, used, mode=mode, tier=tier, repos=[state])
+
+
+def grep(ctx: RepoContext, request: SearchRequest) -> SearchResponse:
+    """An exact or regex search of this repository (``core.search.grep``): every matching line,
+    from the files the index names and the files changed since, each read as it is now."""
+    from codesight_tui.core.search.grep import grep as matching
+    from codesight_tui.core.store import grams
+
+    if request.filters.glob is not None:
+        check_glob(request.filters.glob)
+    if not ctx.has_index():
+        return SearchResponse(retrievers=["grep"], repos=[RepoState(str(ctx.root), indexed=False)])
+    try:
+        found = matching(ctx.store, ctx.root, request, ctx.settings.max_file_size, ctx.unindexed())
+        hits = [h for file_hits in found for h in file_hits]
+    except sqlite3.DatabaseError as exc:
+        raise _failed(ctx, exc) from None
+    notices = ctx.notices.take()
+    if not grams.ready(ctx.store.conn):
+        notices.append("no exact-search index here yet: every file was read (`codesight index` builds it)")
+    return SearchResponse(hits, notices, ["grep"], repos=[RepoState(str(ctx.root))])
 
 
 def _run(
@@ -340,6 +363,8 @@ class Several:
         raise UsageError("nothing to search: no repository and no fleet store")
 
     def search(self, request: SearchRequest) -> SearchResponse:
+        if request.grep is not None:
+            return self._grep(request)
         mode = checked_mode(request.mode or self.default_mode)
         request = replace(request, mode=mode)
         if request.like is not None and request.source is None:
@@ -358,6 +383,25 @@ class Several:
                 hit.repo = labels[0] or hit.repo
             return answers[0]
         return _fused(answers, labels, request)
+
+    def _grep(self, request: SearchRequest) -> SearchResponse:
+        """Every matching line of each repository in turn (no ranking: lines in path order),
+        ``limit`` in all."""
+        hits: list[SearchResult] = []
+        answers: list[SearchResponse] = []
+        for searcher in self.searchers:
+            check(request.cancel)
+            found = searcher.search(replace(request, limit=request.limit - len(hits)))
+            for hit in found:
+                hit.repo = str(searcher.root)
+            hits += found
+            answers.append(found)
+            if len(hits) >= request.limit:
+                break
+        notices = [n for found in answers for n in found.notices]
+        if self.fleet is not None:
+            notices.append("grep reads local repositories: a fleet store is not searched by pattern")
+        return SearchResponse(hits, notices, ["grep"], repos=[s for found in answers for s in found.repos])
 
     def _fleet(self, request: SearchRequest, local: set[str]) -> SearchResponse:
         """The fleet's answer, without the repositories searched here; its failure costs its own

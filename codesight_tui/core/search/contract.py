@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.languages import DOCUMENT_LANGUAGES
@@ -65,6 +65,29 @@ def check(cancel: Cancel | None) -> None:
         cancel.check()
 
 
+Case = Literal["sensitive", "insensitive", "smart"]
+
+
+@dataclass(frozen=True, slots=True)
+class GrepOptions:
+    """An exact or regex search instead of a ranked one (``SearchRequest.grep``; ``query`` is then
+    the pattern, in RE2's syntax, which is ripgrep's). ``fixed``: a literal string (``-F``);
+    ``case``: ``sensitive`` (ripgrep's default), ``insensitive`` (``-i``) or ``smart`` (``-S``:
+    insensitive unless the pattern has an upper-case letter); ``word``: whole words (``-w``);
+    ``types``: languages (``-t``); ``before``, ``after``: context lines; ``max_per_file``:
+    matching lines per file (``-m``); ``scopes``: each hit's enclosing definition (``scope``),
+    which a printer of plain lines does not need."""
+
+    fixed: bool = False
+    case: Case = "sensitive"
+    word: bool = False
+    types: tuple[str, ...] = ()
+    before: int = 0
+    after: int = 0
+    max_per_file: int | None = None
+    scopes: bool = True
+
+
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
     """One search, as every searcher takes it.
@@ -73,8 +96,9 @@ class SearchRequest:
     settings' ``default_mode``). ``tier``: which vector lists the answer may use (``Vectors``).
     ``filters``: path, language and fleet repository. ``limit``: how many hits. ``like``: a
     "more like this" instead of ``query``: what it names (``path:line``, a file, a symbol), looked
-    up by the searcher; ``source``: that place once found (``related_source``). ``cancel``: a
-    token that stops the search at its next step."""
+    up by the searcher; ``source``: that place once found (``related_source``). ``grep``: every
+    line that matches ``query`` instead, as a pattern (``GrepOptions``), ``limit`` lines at most.
+    ``cancel``: a token that stops the search at its next step."""
 
     query: str
     mode: Mode | None = None
@@ -83,6 +107,7 @@ class SearchRequest:
     limit: int = 10
     like: str | None = None
     source: RelatedSource | None = None
+    grep: GrepOptions | None = None
     cancel: Cancel | None = None
 
 
@@ -108,6 +133,7 @@ class SearchResult:
     slide: int | None = None  # a PPTX hit's slide
     commit: str = ""  # a fleet hit's commit (core.fleet); repo is then the repository's name there
     translations: int = 0  # the same page in other languages, folded into this hit (core.translations)
+    spans: tuple[tuple[int, int], ...] = ()  # a grep hit: its matches, character offsets in match_text
 
     @property
     def name(self) -> str:
@@ -134,9 +160,24 @@ class SearchResult:
         return f"{self.path}:{self.line or self.start_line}"
 
     @property
+    def match_text(self) -> str:
+        """The text of the hit's own line (``line``; its first where it has none)."""
+        lines = self.content.split("\n")
+        at = (self.line or self.start_line) - self.start_line
+        return lines[at] if 0 <= at < len(lines) else ""
+
+    @property
+    def column(self) -> int:
+        """A grep hit's first match's 1-based byte column, as ripgrep and editors count; else 1."""
+        return byte_column(self.match_text, self.spans[0][0]) if self.spans else 1
+
+    @property
     def found_by(self) -> str:
         """``both`` (BM25 and a vector list), ``bm25``, ``vector`` (the full model), ``static``
-        (the static tier alone), or ``symbol`` (a definition no retriever ranked)."""
+        (the static tier alone), ``symbol`` (a definition no retriever ranked), or ``grep`` (a
+        line an exact or regex search matched)."""
+        if self.spans:
+            return "grep"
         dense = self.vector_rank or self.static_rank
         if self.bm25_rank and dense:
             return "both"
@@ -150,6 +191,11 @@ class SearchResult:
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
+
+
+def byte_column(text: str, char: int) -> int:
+    """The 1-based byte column of character ``char`` of ``text``, as ripgrep and editors count."""
+    return len(text[:char].encode("utf-8", "surrogatepass")) + 1
 
 
 _KEYWORDS = re.compile(r"^(?:[a-z_]+\s+)+(?=[^\s])")
@@ -272,7 +318,7 @@ def _gaps_of_repo(response: SearchResponse, state: RepoState, label: str) -> lis
     if not state.indexed:
         doing = f" ({state.indexing}); search again in a few seconds" if state.indexing else ": run `codesight index`"
         return [Gap(Lack.NOT_INDEXED, state.repo, f"{label}not indexed yet{doing}")]
-    if response.mode == "bm25":
+    if response.mode == "bm25" or "grep" in response.retrievers:
         return []
     if state.model is ModelState.FAILED:
         return [Gap(Lack.MODEL_FAILED, "", f"the full model could not load ({state.model_error}): {by} answered")]

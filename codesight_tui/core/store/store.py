@@ -23,7 +23,7 @@ import pathspec
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.ingest.chunker import Chunk, embed_text
 from codesight_tui.core.languages import DOCUMENT_EXTENSIONS
-from codesight_tui.core.store import symbols
+from codesight_tui.core.store import grams, symbols
 from codesight_tui.core.text import content_hash, expansion_terms, fts_match, fts_terms
 
 if TYPE_CHECKING:
@@ -326,6 +326,8 @@ class Store:
             ],
         )
         symbols.write(c, [(f[0], symbols_of[k] if symbols_of else None) for k, f in enumerate(files)])
+        if grams.ready(c):  # exact search's trigrams, in the same transaction (core.store.grams)
+            grams.added(c, last if inserts else None, paths)
         return len(inserts), len(stale)
 
     def write_skipped(self, path: str, mtime_ns: int, size: int, reason: str) -> int:
@@ -337,6 +339,7 @@ class Store:
         )
         self.conn.execute("DELETE FROM documents WHERE path=?", (path,))
         symbols.delete(self.conn, [path])
+        grams.removed(self.conn, path)
         return n
 
     def delete_file(self, path: str) -> int:
@@ -345,7 +348,17 @@ class Store:
         self.conn.execute("DELETE FROM files WHERE path=?", (path,))
         self.conn.execute("DELETE FROM documents WHERE path=?", (path,))
         symbols.delete(self.conn, [path])
+        grams.removed(self.conn, path)
         return n
+
+    def ensure_grams(self) -> bool:
+        """Build exact search's trigram table where this index has none yet (a new index: at
+        once; one made before exact search: from its chunks, once). True where it was built now."""
+        if grams.ready(self.conn):
+            return False
+        with self.transaction():
+            grams.build(self.conn)
+        return True
 
     # --- documents ---------------------------------------------------------------------------
     def put_document(self, path: str, text: str, locators: list[tuple[int, str, int]]) -> None:

@@ -117,6 +117,7 @@ class Watcher:
         self.failures = 0  # batches that failed and were kept to try again
         self.mode = "poll" if poll else "events"
         self._pending = Batch()
+        self._handling: Batch | None = None  # the batch the handler has now
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._busy = threading.Event()  # a batch is being handled
@@ -153,6 +154,16 @@ class Watcher:
     @property
     def running(self) -> bool:
         return not self._stop.is_set() and any(t.is_alive() for t in self._threads)
+
+    def unindexed(self) -> set[str] | None:
+        """The paths changed since the handler last took them in: pending, or in the batch it
+        has now; None where that is not known (a walk of the whole tree is due, or this watcher
+        polls, and sees changes only every few seconds). Exact search reads these from disk."""
+        with self._cond:
+            handling = self._handling
+            if self.poll or not self.running or self._pending.full or (handling is not None and handling.full):
+                return None
+            return set(self._pending.changes) | (set(handling.changes) if handling is not None else set())
 
     def idle(self) -> bool:
         """Nothing pending and no batch being handled."""
@@ -250,6 +261,7 @@ class Watcher:
             if self._stop.is_set():
                 return None
             batch, self._pending = self._pending, Batch()
+            self._handling = batch
             self._busy.set()
             return batch
 
@@ -282,4 +294,6 @@ class Watcher:
                 backoff = min(RETRY_MAX, backoff * 2)
                 continue
             finally:
+                with self._cond:
+                    self._handling = None
                 self._busy.clear()

@@ -30,6 +30,7 @@ BADGES = {
     "vector": (" V", "magenta"),
     "static": (" v", "magenta"),
     "symbol": ("S ", "bold yellow"),
+    "grep": ("G ", "bold red"),
 }  # v: the static tier's vectors
 
 

@@ -1,0 +1,530 @@
+"""Exact and regex search from the index: ``codesight grep``, the TUI's exact and regex modes, MCP's
+``grep``. A pattern is planned into the trigrams every match must hold (``plan``, after Russ Cox's
+"Regular Expression Matching with a Trigram Index"); the index's trigram table
+(``core.store.grams``) names the files whose chunks hold them; each of those files is then read as
+it is on disk now and checked line by line by RE2, a linear-time engine: no pattern backtracks for
+minutes, and the answer is the disk's, never a stale index's.
+
+The index only narrows. A file changed since it was indexed, a file with masked secrets or a line
+cut in pieces (``grams_whole``), and every file for a pattern with no trigram (``.``, ``\\w+``) are
+read whatever the trigrams say. Matching follows ripgrep's defaults: line by line, case-sensitive
+unless asked, ``\\w``, ``\\d`` and ``\\s`` over Unicode, a UTF-8 or UTF-16 byte-order mark read as
+rg reads it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from codesight_tui.core.errors import UsageError
+from codesight_tui.core.languages import DOCUMENT_LANGUAGES
+from codesight_tui.core.search.contract import GrepOptions, SearchRequest, SearchResult, check
+from codesight_tui.core.store import grams
+
+if TYPE_CHECKING:
+    from codesight_tui.core.store.store import Store
+
+MAX_PATTERN = 64 * 1024  # a longer pattern is a pasted file, not a search
+MAX_TRIGRAMS = 12  # a long literal asks the index for this many of its trigrams: enough to narrow
+_MAX_MEM = 64 << 20  # RE2's budget for one compiled pattern (its default, 8 MB, refuses big alternations)
+
+# ripgrep's classes are Unicode's; RE2's \w, \d, \s and \b are ASCII. The classes are rewritten
+# (\b cannot be: it is RE2's, and said in the README).
+_WORD = r"\pL\pM\p{Nd}\p{Nl}\p{Pc}"
+_SPACE = r"\t\n\v\f\r \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}"
+_CLASSES = {
+    "w": (f"[{_WORD}]", _WORD),
+    "W": (f"[^{_WORD}]", None),
+    "d": (r"\p{Nd}", r"\p{Nd}"),
+    "D": (r"\P{Nd}", None),
+    "s": (f"[{_SPACE}]", _SPACE),
+    "S": (f"[^{_SPACE}]", None),
+}
+
+
+class _Match(Protocol):
+    def start(self, group: int = 0) -> int: ...
+
+    def end(self, group: int = 0) -> int: ...
+
+
+class _Regex(Protocol):
+    """What grep asks of RE2's compiled pattern (``google-re2`` ships no types)."""
+
+    def search(self, text: bytes) -> _Match | None: ...
+
+    def finditer(self, text: bytes) -> Iterator[_Match]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    """A pattern ready to run: RE2's program over bytes, whether a match is wrapped in word
+    boundaries (its group 1 is then the match), and the plan that narrows the files."""
+
+    regex: _Regex
+    word: bool
+    plan: Query
+
+
+# --- the plan: which trigrams every match holds ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """What every match holds: ``op`` ``all`` (nothing known: every file), ``lit`` (``text``, of 3
+    characters or more), ``and`` or ``or`` of ``parts``."""
+
+    op: str
+    text: str = ""
+    parts: tuple[Query, ...] = ()
+
+    def fts(self) -> str | None:
+        """The FTS5 query over the trigram table, or None: every file is a candidate."""
+        if self.op == "all":
+            return None
+        if self.op == "lit":
+            return " AND ".join(_quoted(t) for t in _trigrams(self.text))
+        joined = [p.fts() for p in self.parts]
+        if self.op == "or":
+            return None if any(j is None for j in joined) else "(" + " OR ".join(f"({j})" for j in joined) + ")"
+        kept = [j for j in joined if j is not None]
+        return " AND ".join(f"({j})" for j in kept) if kept else None
+
+
+ALL = Query("all")
+
+
+def _quoted(gram: str) -> str:
+    return '"' + gram.replace('"', '""') + '"'
+
+
+def _trigrams(text: str) -> list[str]:
+    """The trigrams of ``text``, at most ``MAX_TRIGRAMS`` spread over it (each narrows alone)."""
+    grams_of = list(dict.fromkeys(text[i : i + 3] for i in range(len(text) - 2)))
+    if len(grams_of) <= MAX_TRIGRAMS:
+        return grams_of
+    step = len(grams_of) / MAX_TRIGRAMS
+    return [grams_of[int(k * step)] for k in range(MAX_TRIGRAMS)]
+
+
+def _and(parts: list[Query]) -> Query:
+    kept = tuple(p for p in parts if p.op != "all")
+    return ALL if not kept else kept[0] if len(kept) == 1 else Query("and", parts=kept)
+
+
+def _or(parts: list[Query]) -> Query:
+    if not parts or any(p.op == "all" for p in parts):
+        return ALL
+    return parts[0] if len(parts) == 1 else Query("or", parts=tuple(parts))
+
+
+def plan(pattern: str, fixed: bool = False) -> Query:
+    """The trigrams every match of ``pattern`` holds. A literal is the AND of its trigrams; a
+    regex the AND/OR of the literals it requires (a run of literal characters, an alternation, a
+    repeat of at least one). What the parser cannot read, or reads as nothing required, asks for
+    every file: the plan may only ever narrow too little, never too much."""
+    if fixed:
+        return Query("lit", pattern) if len(pattern) >= 3 else ALL
+    try:
+        parsed = _parser().parse(pattern)
+    except (re.error, RecursionError, OverflowError, ValueError):
+        return ALL  # RE2 syntax Python does not read (\pL, \Q..\E): read every file
+    return _sequence(list(parsed.data))
+
+
+def _parser() -> Any:
+    """The standard library's own regex parser (``re._parser``; ``sre_parse`` before 3.11)."""
+    try:
+        return importlib.import_module("re._parser")
+    except ImportError:  # pragma: no cover - Python 3.10
+        return importlib.import_module("sre_parse")
+
+
+def _sequence(items: list[tuple[Any, Any]]) -> Query:  # noqa: C901 - one case per node kind
+    c = _parser()  # its node kinds (LITERAL, BRANCH, ...) are its names too
+    parts: list[Query] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if len(run) >= 3:
+            parts.append(Query("lit", "".join(run)))
+        run.clear()
+
+    for op, av in items:
+        if op is c.LITERAL:
+            run.append(chr(av))
+        elif op is c.SUBPATTERN:
+            body = av[3].data
+            if all(o is c.LITERAL for o, _ in body):
+                run.extend(chr(a) for _, a in body)
+            else:
+                flush()
+                parts.append(_sequence(list(body)))
+        elif op is c.BRANCH:
+            flush()
+            parts.append(_or([_sequence(list(b.data)) for b in av[1]]))
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)):
+            low, _high, body = av
+            flush()
+            if low >= 1:
+                parts.append(_sequence(list(body.data)))
+        elif op is getattr(c, "ATOMIC_GROUP", None):
+            flush()
+            parts.append(_sequence(list(av.data)))
+        else:  # a class, an anchor, a wildcard: the run of literals ends here
+            flush()
+    flush()
+    return _and(parts)
+
+
+# --- the pattern as RE2 runs it -------------------------------------------------------------------
+
+
+def _unicode_classes(pattern: str) -> str:
+    """``pattern`` with ``\\w``, ``\\d`` and ``\\s`` (and their negations) as ripgrep reads them,
+    over Unicode, in and out of brackets."""
+    out: list[str] = []
+    i, depth = 0, 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            if nxt in _CLASSES:
+                outside, inside = _CLASSES[nxt]
+                out.append(inside if depth and inside is not None else outside)
+            else:
+                out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if ch == "[" and not depth:
+            depth = 1
+            out.append(ch)
+            if pattern[i + 1 : i + 2] == "^":
+                out.append("^")
+                i += 1
+            if pattern[i + 1 : i + 2] == "]":  # "[]...]": a literal bracket first
+                out.append("]")
+                i += 1
+        elif ch == "]" and depth:
+            depth = 0
+            out.append(ch)
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def smart_case(pattern: str) -> bool:
+    """Whether ``pattern`` asks for case: an upper-case letter of its own (not of an escape such
+    as ``\\W`` or ``\\S``), as ripgrep's and fzf's smart case read it."""
+    return any(ch.isupper() for ch in re.sub(r"\\(p\{[^}]*\}|P\{[^}]*\}|.)", "", pattern))
+
+
+def compile_pattern(pattern: str, options: GrepOptions) -> Compiled:
+    """``pattern`` ready to run, or a ``UsageError`` saying in one line what is wrong and where."""
+    import re2
+
+    if not pattern:
+        raise UsageError("the pattern is empty: say what to look for, e.g. codesight grep 'connection reset'")
+    if "\x00" in pattern:
+        raise UsageError("the pattern holds a NUL byte: no text line holds one")
+    if len(pattern.encode("utf-8", "surrogatepass")) > MAX_PATTERN:
+        raise UsageError(f"the pattern is {len(pattern) // 1024} KB: at most {MAX_PATTERN // 1024} KB")
+    body = re2.escape(pattern) if options.fixed else _unicode_classes(pattern)
+    if options.word:
+        body = f"(?:^|[^{_WORD}])({body})(?:$|[^{_WORD}])"
+    opts = re2.Options()
+    opts.never_nl = True  # a match never spans lines, as ripgrep's
+    opts.log_errors = False
+    opts.max_mem = _MAX_MEM
+    sensitive = options.case == "sensitive" or (options.case == "smart" and smart_case(pattern))
+    opts.case_sensitive = sensitive
+    try:
+        regex = re2.compile("(?m)" + body, opts)
+    except re2.error as exc:
+        raise UsageError(_explained(pattern, exc)) from None
+    return Compiled(regex, options.word, plan(pattern, options.fixed))
+
+
+def _explained(pattern: str, exc: Exception) -> str:
+    """RE2's complaint in one line, with the column it is at: Python's parser names the position
+    of most mistakes (RE2 names the rest of the pattern); else the column of the part RE2 names."""
+    try:
+        re.compile(pattern)
+    except re.error as mistake:
+        if mistake.pos is not None:
+            return f"invalid regex at column {mistake.pos + 1}: {mistake.msg}"
+    why = str(exc)
+    if why.startswith(("b'", 'b"')):
+        why = why[2:-1]
+    what, _, part = why.partition(": ")
+    part = part.removeprefix("(?m)")
+    at = pattern.find(part) if part else -1
+    where = f" at column {at + 1}" if at >= 0 else ""
+    return f"invalid regex{where}: {what}" + (f" ({part[:60]})" if part else "")
+
+
+# --- the files: candidates, fresh ones, and each read --------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedFile:
+    path: str
+    language: str
+    mtime_ns: int
+    size: int
+
+
+def indexed_files(
+    store: Store, glob: str | None, languages: tuple[str, ...], among: set[str] | None = None
+) -> list[IndexedFile]:
+    """The files grep reads: indexed text files (documents are not lines), filtered, in path
+    order; ``among``: only those."""
+    from codesight_tui.core.store.store import path_matches
+
+    sql = "SELECT path, coalesce(language, ''), mtime_ns, size FROM files WHERE skipped IS NULL"
+    if among is None:
+        rows = store.conn.execute(sql).fetchall()
+    else:
+        wanted, rows = sorted(among), []
+        for k in range(0, len(wanted), 500):
+            part = wanted[k : k + 500]
+            rows += store.conn.execute(sql + f" AND path IN ({','.join('?' * len(part))})", part).fetchall()
+    rows.sort()
+    return [
+        IndexedFile(p, lang, m, s)
+        for p, lang, m, s in rows
+        if lang not in DOCUMENT_LANGUAGES
+        and (not languages or lang in languages)
+        and (not glob or path_matches(p, glob))
+    ]
+
+
+def candidates(store: Store, query: Query) -> set[str] | None:
+    """The files whose chunks hold every trigram the plan asks for, and those the trigrams
+    cannot vouch for; None where every file must be read (no trigram, or no trigram table)."""
+    fts = query.fts()
+    if fts is None or not grams.ready(store.conn):
+        return None
+    try:
+        found = {
+            p
+            for (p,) in store.conn.execute(
+                "SELECT DISTINCT path FROM chunks WHERE id IN (SELECT rowid FROM chunks_grams WHERE chunks_grams MATCH ?)",
+                (fts,),
+            )
+        }
+        found.update(p for (p,) in store.conn.execute("SELECT path FROM grams_whole"))
+    except sqlite3.OperationalError:  # a trigram the tokenizer refuses: read every file
+        return None
+    return found
+
+
+def stale(root: Path, files: list[IndexedFile], among: set[str] | None) -> set[str]:
+    """Files changed on disk since they were indexed (size or modification time), among those
+    the trigrams left out: they are read as they are now."""
+    from codesight_tui.core.ingest.walker import clamp_mtime
+
+    out: set[str] = set()
+    base = str(root) + os.sep
+    for f in files:
+        if among is not None and f.path in among:
+            continue
+        try:
+            st = os.stat(base + f.path, follow_symlinks=False)
+        except OSError:
+            continue
+        if st.st_size != f.size or clamp_mtime(st.st_mtime_ns) != f.mtime_ns:
+            out.add(f.path)
+    return out
+
+
+def _text_bytes(data: bytes) -> bytes | None:
+    """A file's bytes as ripgrep searches them: a UTF-8 byte-order mark dropped, UTF-16 with its
+    mark transcoded to UTF-8; None for a binary file (a NUL byte)."""
+    if data[:3] == b"\xef\xbb\xbf":
+        return data[3:]
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        try:
+            return data.decode("utf-16").encode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            return None
+    return None if b"\x00" in data else data
+
+
+@dataclass(slots=True)
+class _Line:
+    number: int
+    start: int  # byte offsets of the line in the file
+    end: int
+    spans: list[tuple[int, int]]  # byte offsets of the matches in the file
+
+
+def matching_lines(compiled: Compiled, data: bytes, limit: int | None) -> list[_Line]:
+    """The lines of ``data`` that match, each with its matches, in order; at most ``limit``."""
+    regex = compiled.regex
+    if regex.search(data) is None:
+        return []
+    lines: list[_Line] = []
+    line_no, scanned_to = 1, 0
+    for m in regex.finditer(data):
+        s, e = (m.start(1), m.end(1)) if compiled.word else (m.start(), m.end())
+        if s == len(data) and (not data or data.endswith(b"\n")):
+            break  # the empty "line" after the last newline is none, as ripgrep counts lines
+        start = data.rfind(b"\n", 0, s) + 1
+        if lines and start == lines[-1].start:
+            lines[-1].spans.append((s, e))
+            continue
+        if limit is not None and len(lines) >= limit:
+            break
+        line_no += data.count(b"\n", scanned_to, start)
+        scanned_to = start
+        end = data.find(b"\n", s)
+        lines.append(_Line(line_no, start, len(data) if end < 0 else end, [(s, e)]))
+    return lines
+
+
+def _decoded(data: bytes, start: int, end: int) -> str:
+    return data[start:end].decode("utf-8", "replace")
+
+
+def _hit(
+    path: str, language: str, data: bytes, line: _Line, before: int, after: int, line_starts: _Lines
+) -> SearchResult:
+    """One matching line as a search hit: its context lines around it (``content``), the line
+    (``line``), and its matches as character spans of that line."""
+    text = _decoded(data, line.start, line.end)
+    spans = tuple(
+        (len(_decoded(data, line.start, s)), len(_decoded(data, line.start, min(e, line.end)))) for s, e in line.spans
+    )
+    first = max(1, line.number - before)
+    context = line_starts.text(first, line.number - 1) + [text] + line_starts.text(line.number + 1, line.number + after)
+    return SearchResult(
+        path,
+        first,
+        first + len(context) - 1,
+        "",
+        language,
+        0.0,
+        None,
+        None,
+        "\n".join(context),
+        0,
+        line=line.number,
+        spans=spans,
+    )
+
+
+class _Lines:
+    """A file's lines by number, split once where context is asked for."""
+
+    def __init__(self, data: bytes, wanted: bool) -> None:
+        self.lines = data.decode("utf-8", "replace").split("\n") if wanted else []
+        if self.lines and self.lines[-1] == "":
+            self.lines.pop()
+
+    def text(self, first: int, last: int) -> list[str]:
+        return self.lines[max(0, first - 1) : max(0, last)]
+
+
+def _scopes(store: Store, path: str, hits: list[SearchResult]) -> None:
+    """Each hit's enclosing definition, ``Client.send``: the innermost of the file's definitions
+    (``core.store.symbols``) around its line; else the scope of its chunk (a document's heading)."""
+    from codesight_tui.core.search.contract import short_scope
+
+    defs = store.conn.execute(
+        "SELECT d.start_line, d.end_line, d.name, d.scope FROM defs d JOIN sym_files f ON d.file_id = f.id"
+        " WHERE f.path = ? ORDER BY d.start_line, d.end_line DESC",
+        (path,),
+    ).fetchall()
+    chunks: list[tuple[int, int, str]] | None = None
+    for hit in hits:
+        around = [(name, scope) for s, e, name, scope in defs if s <= hit.line <= e]
+        if around:
+            name, scope = around[-1]  # in start order, outer first: the last is the innermost
+            hit.scope = f"{scope}.{name}" if scope else name
+            continue
+        if chunks is None:
+            chunks = store.conn.execute(
+                "SELECT start_line, end_line, scope FROM chunks WHERE path=? AND scope != ''"
+                " ORDER BY end_line - start_line",
+                (path,),
+            ).fetchall()
+        hit.scope = short_scope(next((scope for s, e, scope in chunks if s <= hit.line <= e), ""))
+
+
+def _to_read(
+    store: Store,
+    root: Path,
+    named: set[str] | None,
+    unindexed: set[str] | None,
+    glob: str | None,
+    languages: tuple[str, ...],
+) -> list[IndexedFile]:
+    """The files to read, in path order: every indexed one where the plan names none (``named``
+    None); else those it names and those changed since they were indexed. What changed is what
+    a running watcher has seen and not indexed yet (``unindexed``), else what a stat of every
+    indexed file says (size or modification time)."""
+    if named is None:
+        return indexed_files(store, glob, languages)
+    if unindexed is None:
+        every = indexed_files(store, glob, languages)
+        changed = stale(root, every, named)
+        return [f for f in every if f.path in named or f.path in changed]
+    from codesight_tui.core.languages import detect_language
+    from codesight_tui.core.store.store import path_matches
+
+    files = indexed_files(store, glob, languages, named | unindexed)
+    new = unindexed - {f.path for f in files}  # created since the last batch: not in the index yet
+    for path in new:
+        language = detect_language(path) or ""
+        if (not languages or language in languages) and (not glob or path_matches(path, glob)):
+            files.append(IndexedFile(path, language, 0, -1))
+    return sorted(files, key=lambda f: f.path)
+
+
+def grep(
+    store: Store, root: Path, request: SearchRequest, max_file_size: int, unindexed: set[str] | None = None
+) -> Iterator[list[SearchResult]]:
+    """The matching lines of ``request.query`` under ``root``, file by file in path order (each
+    file's hits as one list): the files the plan and the index name, the files changed since
+    they were indexed (``unindexed``: as a running watcher knows them; None: stat every file),
+    each read now. ``request.limit`` caps the lines in all."""
+    from codesight_tui.core.ingest.walker import read_bytes
+    from codesight_tui.core.languages import normalize_language
+
+    options = request.grep or GrepOptions()
+    compiled = compile_pattern(request.query, options)
+    f = request.filters
+    languages = tuple(normalize_language(t) for t in options.types)
+    if f.language:
+        languages += (normalize_language(f.language),)
+    files = _to_read(store, root, candidates(store, compiled.plan), unindexed, f.glob, languages)
+    left = request.limit
+    base = str(root) + os.sep
+    wanted = bool(options.before or options.after)
+    for indexed in files:
+        check(request.cancel)
+        data, _why = read_bytes(base + indexed.path, max_file_size)
+        text = _text_bytes(data) if data is not None else None
+        if text is None:
+            continue
+        cap = left if options.max_per_file is None else min(left, options.max_per_file)
+        lines = matching_lines(compiled, text, cap)
+        if not lines:
+            continue
+        numbered = _Lines(text, wanted)
+        hits = [_hit(indexed.path, indexed.language, text, ln, options.before, options.after, numbered) for ln in lines]
+        if options.scopes:
+            _scopes(store, indexed.path, hits)
+        yield hits
+        left -= len(hits)
+        if left <= 0:
+            return

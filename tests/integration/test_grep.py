@@ -1,0 +1,272 @@
+"""Exact and regex search from the index (issue 68): the plan, the trigram table kept with the
+chunks, answers that match the disk and not a stale index, and bad input said in one line."""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import snapshot_tree, wait_for
+
+from codesight_tui.core.config import Settings
+from codesight_tui.core.engine import CodeSight
+from codesight_tui.core.errors import UsageError
+from codesight_tui.core.search import grep as grep_mod
+from codesight_tui.core.search.contract import Cancel, Cancelled, Filters, GrepOptions, SearchRequest
+from codesight_tui.core.store import grams
+
+FILES = {
+    "src/net.py": (
+        "import socket\n\n\n"
+        "class Client:\n"
+        "    def send(self, data):\n"
+        "        try:\n"
+        "            self.sock.sendall(data)\n"
+        "        except ConnectionResetError:\n"
+        "            log('connection reset by peer')\n"
+        "        # TODO(ana): retry\n"
+    ),
+    "src/util.rs": (
+        "fn parse(s: &str) -> Option<u32> {\n"
+        "    s.trim().parse().ok().unwrap_or(0).into()\n"
+        "}\n\n"
+        "struct Server;\n\n"
+        "impl Server {\n"
+        "    fn run(&self) {}\n"
+        "}\n"
+    ),
+    "src/main.go": "package main\n\nfunc (s *Server) Start() error {\n\treturn nil // TODO(bob): ports\n}\n",
+    "docs/notes.md": "# Notes\n\nThe Connection Reset case: see net.py.\nCafé straße naïve\n",
+    "web/app.js": "const x = foo->bar(1);\nexport function handle(req) { return req.body }\n",
+}
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return root
+
+
+@pytest.fixture
+def cs(tmp_path: Path, settings: Settings) -> CodeSight:
+    engine = CodeSight(write(tmp_path / "repo", FILES), settings=settings)
+    engine.index(embed=False)
+    return engine
+
+
+def lines_of(cs: CodeSight, pattern: str, **options: object) -> set[tuple[str, int]]:
+    answer = cs.search(SearchRequest(pattern, limit=10_000, grep=GrepOptions(**options)))  # type: ignore[arg-type]
+    return {(h.path, h.line) for h in answer}
+
+
+def by_python(root: Path, pattern: str, flags: int = 0) -> set[tuple[str, int]]:
+    """What Python's re finds line by line (the lines ripgrep counts: none after the last newline),
+    the reference for ASCII patterns."""
+    out = set()
+    for rel in FILES:
+        for n, line in enumerate((root / rel).read_text().splitlines(), start=1):
+            if re.search(pattern, line, flags):
+                out.add((rel, n))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("pattern", "flags"),
+    [
+        ("connection reset", 0),
+        ("connection reset", re.I),
+        (r"TODO\(\w+\)", 0),
+        (r"^func \(s \*Server\)", 0),
+        (r"\.unwrap_or\(", 0),
+        (r"foo->bar\(", 0),
+        (r"(send|run)\(", 0),
+        (r"^\s*fn ", 0),
+        (r"\w+\(\)", 0),
+        (r"[A-Z][a-z]+Error", 0),
+        (r"s(ock)?\.", 0),
+        (r"def|fn", 0),
+        (r"\d+", 0),
+        (r"^$", 0),
+    ],
+)
+def test_every_line_python_finds_and_no_other(cs: CodeSight, pattern: str, flags: int) -> None:
+    case = "insensitive" if flags & re.I else "sensitive"
+    assert lines_of(cs, pattern, case=case) == by_python(cs.root, pattern, flags)
+
+
+def test_the_plan_asks_for_what_every_match_holds() -> None:
+    assert grep_mod.plan("connection reset").fts() is not None
+    assert grep_mod.plan(r"\w+\(\)").fts() is None  # no trigram: every file
+    assert grep_mod.plan("ab").fts() is None
+    assert grep_mod.plan(r"(foo|ba)bar").text == "bar"  # "bar" is required; "ba" has no trigram
+    alternation = grep_mod.plan(r"(alpha|beta)x")
+    assert alternation.op == "or" and {p.text for p in alternation.parts} == {"alpha", "beta"}
+    assert grep_mod.plan(r"x(abc)?y").fts() is None  # optional: not required
+    assert grep_mod.plan(r"(abc)+").text == "abc"
+    assert grep_mod.plan(r"\pL+abc").fts() is None  # RE2 syntax Python cannot read: every file
+    assert grep_mod.plan("a.c", fixed=True).text == "a.c"
+    long = grep_mod.plan("x" * 20 + "".join(chr(97 + k % 26) for k in range(200)), fixed=True).fts()
+    assert long is not None and long.count(" AND ") == grep_mod.MAX_TRIGRAMS - 1
+
+
+def test_the_index_narrows_the_files_read(cs: CodeSight) -> None:
+    named = grep_mod.candidates(cs.store, grep_mod.plan("unwrap_or"))
+    assert named == {"src/util.rs"}
+    assert grep_mod.candidates(cs.store, grep_mod.plan("ConnectionReset")) == {"src/net.py"}
+    assert grep_mod.candidates(cs.store, grep_mod.plan(r"\w+")) is None
+
+
+def test_case_word_fixed_and_smart_case(cs: CodeSight) -> None:
+    assert lines_of(cs, "CONNECTION RESET", case="insensitive") == {("src/net.py", 9), ("docs/notes.md", 3)}
+    assert lines_of(cs, "connection reset", case="smart") == {("src/net.py", 9), ("docs/notes.md", 3)}
+    assert lines_of(cs, "Connection Reset", case="smart") == {("docs/notes.md", 3)}
+    assert lines_of(cs, "Server", word=True) == {("src/util.rs", 5), ("src/util.rs", 7), ("src/main.go", 3)}
+    assert lines_of(cs, "Serve", word=True) == set()
+    assert lines_of(cs, "s.trim().parse()", fixed=True) == {("src/util.rs", 2)}
+    assert lines_of(cs, "STRASSE", case="insensitive") == set()  # simple case folding, as rg's
+    assert lines_of(cs, r"caf\w", case="sensitive") == set() and lines_of(cs, r"Caf\w") == {("docs/notes.md", 4)}
+
+
+def test_a_hit_says_where_and_what_it_is_in(cs: CodeSight) -> None:
+    (hit,) = cs.search(SearchRequest("sendall", grep=GrepOptions(before=1, after=1)))
+    assert (hit.path, hit.line, hit.start_line, hit.end_line) == ("src/net.py", 7, 6, 8)
+    assert hit.match_text == "            self.sock.sendall(data)" and hit.spans == ((22, 29),)
+    assert hit.column == 23 and hit.found_by == "grep"
+    assert hit.scope == "Client.send"
+    (cafe,) = cs.search(SearchRequest("naïve", grep=GrepOptions()))
+    assert cafe.spans == ((12, 17),) and cafe.column == 15  # byte columns, as rg and vim count
+
+
+def test_an_edited_file_is_found_by_its_new_content_without_watch(cs: CodeSight) -> None:
+    assert lines_of(cs, "unwrap_or") == {("src/util.rs", 2)}
+    (cs.root / "src" / "util.rs").write_text("fn parse(s: &str) -> u32 {\n    s.len() as u32 // brand_new_word\n}\n")
+    assert lines_of(cs, "unwrap_or") == set()  # the old content, still in the index: not an answer
+    assert lines_of(cs, "brand_new_word") == {("src/util.rs", 2)}  # the index has not seen it
+    (cs.root / "src" / "net.py").unlink()
+    assert lines_of(cs, "connection reset") == set()
+
+
+def test_an_edited_file_is_found_by_its_new_content_with_watch(cs: CodeSight) -> None:
+    watcher = cs.watch(embed=False)
+    try:
+        assert wait_for(watcher.idle, 30) and cs.context.unindexed() == set()  # caught up: nothing pending
+        (cs.root / "src" / "main.go").write_text("package main\n\nfunc watched_word() {}\n")
+        (cs.root / "src" / "fresh.go").write_text("package main // watched_word too\n")
+        expected = {("src/main.go", 3), ("src/fresh.go", 1)}
+        assert wait_for(lambda: lines_of(cs, "watched_word") == expected, 10)
+        assert wait_for(
+            lambda: grep_mod.candidates(cs.store, grep_mod.plan("watched_word")) == {p for p, _ in expected}, 30
+        )
+        assert lines_of(cs, "watched_word") == expected and lines_of(cs, "Start") == set()
+    finally:
+        watcher.stop(timeout=5)
+
+
+def test_a_watcher_says_what_it_has_not_indexed_yet(tmp_path: Path) -> None:
+    from codesight_tui.core.store.watch import Batch, Watcher
+
+    release = threading.Event()
+    taken: list[Batch] = []
+
+    def handle(batch: Batch) -> None:
+        taken.append(batch)
+        release.wait(10)
+
+    w = Watcher(tmp_path, handle, quiet=0.05, poll=False)
+    assert w.unindexed() is None  # not running: it knows nothing
+    w.start()
+    try:
+        w.push([("a.py", "modified")])
+        assert w.unindexed() == {"a.py"}  # pending
+        assert wait_for(lambda: bool(taken), 5)
+        w.push([("b.py", "added")])
+        assert w.unindexed() == {"a.py", "b.py"}  # one being handled, one pending
+        w.request_full()
+        assert w.unindexed() is None  # a walk of the whole tree is due: every file is asked
+        release.set()
+        assert wait_for(w.idle, 10) and w.unindexed() == set()
+    finally:
+        release.set()
+        w.stop()
+    assert Watcher(tmp_path, handle, poll=True).unindexed() is None
+
+
+def test_files_the_trigrams_cannot_vouch_for_are_read_whole(tmp_path: Path, settings: Settings) -> None:
+    key = "AKIA" + "Q" * 16
+    long_line = "x = [" + ", ".join(f"'item{k}'" for k in range(3000)) + "]\n"
+    root = write(tmp_path / "r", {"conf.py": f"AWS_KEY = '{key}'\n", "data.py": long_line})
+    engine = CodeSight(root, settings=settings)
+    engine.index(embed=False)
+    whole = {p for (p,) in engine.store.conn.execute("SELECT path FROM grams_whole")}
+    assert whole == {"conf.py", "data.py"}, whole  # a masked secret; a line cut in pieces
+    assert lines_of(engine, key) == {("conf.py", 1)}  # grep reads the user's own file
+    assert lines_of(engine, "'item1499', 'item1500'") == {("data.py", 1)}  # across a cut
+
+
+def test_an_index_from_before_grep_is_read_whole_then_built(cs: CodeSight) -> None:
+    with cs.store.transaction():
+        cs.store.conn.execute("DELETE FROM meta WHERE key=?", (grams.READY,))
+    answer = cs.search(SearchRequest("unwrap_or", grep=GrepOptions()))
+    assert [h.path for h in answer] == ["src/util.rs"] and "every file was read" in answer.notices[0]
+    cs.index(embed=False)
+    assert grams.ready(cs.store.conn)
+    assert grep_mod.candidates(cs.store, grep_mod.plan("unwrap_or")) == {"src/util.rs"}
+
+
+def test_bad_input_is_one_line(cs: CodeSight) -> None:
+    def said(pattern: str, **options: object) -> str:
+        with pytest.raises(UsageError) as caught:
+            cs.search(SearchRequest(pattern, grep=GrepOptions(**options)))  # type: ignore[arg-type]
+        assert "\n" not in str(caught.value) and caught.value.exit_code == 2
+        return str(caught.value)
+
+    assert said("foo(bar") == "invalid regex at column 4: missing ), unterminated subpattern"
+    assert "column" in said("a{2,1}")
+    assert said("").startswith("the pattern is empty")
+    assert "NUL" in said("a\x00b")
+    assert "at most 64 KB" in said("x" * 100_000)
+    with pytest.raises(UsageError, match="invalid path filter"):
+        cs.search(SearchRequest("x", filters=Filters(glob="[[["), grep=GrepOptions()))
+    assert cs.search(SearchRequest("import", filters=Filters(glob="*.nothing"), grep=GrepOptions())) == []
+
+
+def test_a_hostile_pattern_finishes_in_linear_time(tmp_path: Path, settings: Settings) -> None:
+    root = write(tmp_path / "r", {"a.txt": "a" * 1_000_000 + "\n"})
+    engine = CodeSight(root, settings=settings.model_copy(update={"max_file_size": 2_000_000}))
+    engine.index(embed=False)
+    t0 = time.perf_counter()
+    assert lines_of(engine, "(a+)+$") == {("a.txt", 1)} and lines_of(engine, "(a+)+b") == set()
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_grep_never_writes_to_the_repository(cs: CodeSight) -> None:
+    before = snapshot_tree(cs.root)
+    for pattern in ("import", r"\w+", "nothing at all here"):
+        cs.search(SearchRequest(pattern, grep=GrepOptions(case="smart")))
+    assert snapshot_tree(cs.root) == before
+
+
+def test_a_cancelled_grep_stops(cs: CodeSight) -> None:
+    token = Cancel()
+    token.cancel()
+    with pytest.raises(Cancelled):
+        cs.search(SearchRequest(r"\w", grep=GrepOptions(), cancel=token))
+
+
+def test_max_per_file_and_limit(cs: CodeSight) -> None:
+    every = lines_of(cs, r"\S")
+    assert len(cs.search(SearchRequest(r"\S", limit=3, grep=GrepOptions()))) == 3
+    per = cs.search(SearchRequest(r"\S", limit=1000, grep=GrepOptions(max_per_file=1)))
+    assert len(per) == len({p for p, _ in every}) and all(
+        h.line == min(n for p, n in every if p == h.path) for h in per
+    )
+
+
+if sys.platform == "win32":  # pragma: no cover
+    pytest.skip("POSIX paths", allow_module_level=True)
