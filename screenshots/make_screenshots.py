@@ -1,6 +1,7 @@
 """Regenerate the SVG screenshots in this folder from the real app: the real bundled model, a real
 index of codesight's own source. Run: python screenshots/make_screenshots.py
-(`--documents`: only the document and Ask shots, over benchmarks/documents' corpus.)
+(`--documents`: only the document and Ask shots, over benchmarks/documents' corpus; `--exact`: only
+the exact-search shot.)
 
 Shots at 80x24 (ssh, tmux) and at 160x48 (side by side), and one taken in the middle of a first
 index: a fresh index directory and an empty embedding cache, so the model is really embedding
@@ -134,9 +135,32 @@ async def documents_and_ask() -> None:
             print("wrote", HERE / name)
 
 
+async def exact() -> None:
+    """Exact search at 80x24 (Ctrl+G): matching lines grouped by file, the matches marked."""
+    tmp = Path(tempfile.mkdtemp())
+    os.environ["CODESIGHT_DATA_DIR"] = str(tmp / "data")
+    from codesight_tui import CodeSight
+    from codesight_tui.tui.app import CodeSightApp
+
+    engine = CodeSight(REPO, exclude=EXCLUDE)
+    engine.index(embed=False, static=False)
+    app = CodeSightApp(REPO, engine=engine, watch=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.press("ctrl+g")
+        await settle(app, pilot, "conn.execute(")
+        await pilot.press("down", "down")
+        await pilot.pause(0.5)
+        app.save_screenshot("exact-80x24.svg", path=str(HERE))
+    print("wrote", HERE / "exact-80x24.svg")
+
+
 if __name__ == "__main__":
     import sys
 
+    if sys.argv[1:] == ["--exact"]:
+        asyncio.run(exact())
+        raise SystemExit
     if sys.argv[1:] != ["--documents"]:
         asyncio.run(main())
     asyncio.run(documents_and_ask())

@@ -24,6 +24,7 @@ from textual.widgets import Footer, Input, Static
 from codesight_tui.core.apps.workspace import EngineOptions, Workspace
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.modes import MODES
+from codesight_tui.tui.base import KINDS, QUESTION
 from codesight_tui.tui.indexing import IndexPart
 from codesight_tui.tui.keys import bindings_of, in_force, keymap_problems
 from codesight_tui.tui.navigation import NavigationPart
@@ -79,6 +80,8 @@ class CodeSightApp(SearchPart, IndexPart, NavigationPart, OpenPart):
         # not in the footer (the status bar names the mode; F1 lists the key): at 80 columns the
         # footer cut the filter key's name off ("^f Filt")
         Binding("tab", "cycle_mode", "Mode", show=False, priority=True, id="app.cycle_mode"),
+        # a question, an exact string or a regex (core.search.grep): the status bar names which
+        Binding("ctrl+g", "cycle_kind", "Exact/regex", show=False, priority=True, id="app.cycle_kind"),
         Binding("ctrl+f", "filter", "Filter", id="app.filter"),
         Binding("shift+down", "scroll_preview(3)", "Scroll preview down", show=False, id="app.preview_down"),
         Binding("shift+up", "scroll_preview(-3)", "Scroll preview up", show=False, id="app.preview_up"),
@@ -120,6 +123,7 @@ class CodeSightApp(SearchPart, IndexPart, NavigationPart, OpenPart):
         self.clock = clock
         self.state = IndexState()
         self.mode = "hybrid"
+        self.kind = QUESTION  # or "exact", "regex": what the query box holds (Ctrl+G)
         self.glob = ""
         self.language = ""
         self.hits: list[SearchResult] = []
@@ -242,8 +246,18 @@ class CodeSightApp(SearchPart, IndexPart, NavigationPart, OpenPart):
         self.query_one("#query").focus()
 
     def action_cycle_mode(self) -> None:
-        self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
+        """The ranked modes in turn; from an exact or regex search, back to a question first."""
+        if self.kind == QUESTION:
+            self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
+        self.kind = QUESTION
         self.state.mode = self.mode
+        self.refresh_status()
+        self.run_search()
+
+    def action_cycle_kind(self) -> None:
+        """A question (ranked), an exact string, a regex, in turn (smart case, as fzf's)."""
+        self.kind = KINDS[(KINDS.index(self.kind) + 1) % len(KINDS)]
+        self.state.mode = self.mode if self.kind == QUESTION else self.kind
         self.refresh_status()
         self.run_search()
 
@@ -279,6 +293,7 @@ class CodeSightApp(SearchPart, IndexPart, NavigationPart, OpenPart):
         over the Ask view, Tab moves between its question and its sources."""
         searching = action in (
             "cycle_mode",
+            "cycle_kind",
             "filter",
             "ask",
             "zoom_preview",
@@ -330,6 +345,7 @@ class CodeSightApp(SearchPart, IndexPart, NavigationPart, OpenPart):
         yield SystemCommand("Copy path:line", "Copy the selected hit's location (Ctrl+Y)", self.action_copy_location)
         yield SystemCommand("Copy snippet", "Copy the selected hit's code (Alt+Y)", self.action_copy_snippet)
         yield SystemCommand("Cycle search mode", "hybrid → bm25 → vector (Tab)", self.action_cycle_mode)
+        yield SystemCommand("Exact or regex", "question → exact → regex (Ctrl+G)", self.action_cycle_kind)
         yield SystemCommand("Filter results", "By path glob and/or language (Ctrl+F)", self.action_filter)
         yield SystemCommand(
             "Zoom preview", "Give the preview most of the screen, and back (F2)", self.action_zoom_preview

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 
 TOP_K = 50
+GREP_LINES = 1000  # matching lines an exact or regex search lists
+QUESTION = "question"
+KINDS = (QUESTION, "exact", "regex")  # what the query box holds: a question, an exact string, a regex
 LIKE = "like:"  # a query that starts so asks for code like a place: like: src/app.py:42
 # Queries that follow the code from a place (F5, F6): "callers: src/app.py:42", "callees: ...",
 # "refs: ..." (what calls it, what it calls, where it is named), with their breadcrumb's words.
@@ -57,6 +60,7 @@ class AppBase(App[int]):
     clock: Callable[[], float]
     state: IndexState
     mode: str
+    kind: str
     glob: str
     language: str
     hits: list[SearchResult]

@@ -14,8 +14,16 @@ from textual.widgets import Input, OptionList
 from textual.worker import get_current_worker
 
 from codesight_tui.core.modes import Vectors, checked_mode
-from codesight_tui.core.search.contract import Cancel, Cancelled, Filters, Lack, SearchRequest, SearchResponse
-from codesight_tui.tui.base import FOLLOW, LIKE, TOP_K, AppBase, follow_query
+from codesight_tui.core.search.contract import (
+    Cancel,
+    Cancelled,
+    Filters,
+    GrepOptions,
+    Lack,
+    SearchRequest,
+    SearchResponse,
+)
+from codesight_tui.tui.base import FOLLOW, GREP_LINES, KINDS, LIKE, QUESTION, TOP_K, AppBase, follow_query
 from codesight_tui.tui.messages import (
     SearchFinished,
 )
@@ -64,7 +72,8 @@ class SearchPart(AppBase):
         return self._search_running or self._search_pending
 
     def _search_key(self) -> tuple[str, str, str, str]:
-        return (self.query_one("#query", Input).value, self.mode, self.glob, self.language)
+        mode = self.mode if self.kind == QUESTION else self.kind
+        return (self.query_one("#query", Input).value, mode, self.glob, self.language)
 
     def run_search(self) -> None:
         if self._search_running:
@@ -116,6 +125,16 @@ class SearchPart(AppBase):
                     )
                 return
             like = query.startswith(LIKE)  # "more like this": like: PATH:LINE, a file or a symbol
+            if mode in KINDS[1:]:  # an exact string or a regex: its matching lines, smart case
+                options = GrepOptions(fixed=mode == "exact", case="smart")
+                filters = Filters(glob or None, language or None)
+                grep = SearchRequest(query, filters=filters, limit=GREP_LINES, grep=options, cancel=cancel)
+                answer = self.workspace.search(grep, roots)
+                hits, notices = answer.hits, shown_notices(answer)
+                if len(roots) == 1:
+                    for hit in hits:
+                        hit.repo = ""
+                return
             request = SearchRequest(
                 "" if like else query,
                 checked_mode(mode),

@@ -1041,3 +1041,33 @@ async def test_the_config_keymap_remaps_keys_and_help_shows_the_keys_in_force(
         rows = {line.split()[-1]: line for line in console.export_text().splitlines() if line.strip()}
         assert rows["app.filter"].split()[0] == "F7" and rows["app.help"].split()[0] == "F9"
         assert rows["app.ask"].split()[0] == "F3"  # not remapped: as it was
+
+
+async def test_exact_and_regex_modes_list_matching_lines_by_file(repo: Path, settings: Settings) -> None:
+    """Issue 68 item 5: Ctrl+G switches the query box among a question, an exact string and a
+    regex; the mode is in the status bar; hits are lines grouped by file with a count; the preview
+    marks the matches; navigation works from a grep hit."""
+    app = make_app(repo, settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("ctrl+g")
+        assert app.kind == "exact" and "exact" in str(app.query_one("#status", StatusBar).render_state(app.state))
+        await search(app, pilot, "def ")
+        assert app.hits and all(h.found_by == "grep" and "def " in h.match_text for h in app.hits)
+        assert all(h.spans for h in app.hits)
+        rows = [str(app.query_one(ResultsList).get_option_at_index(i).prompt) for i in range(len(app.hits))]
+        first = app.hits[0].path
+        n = sum(1 for h in app.hits if h.path == first)
+        assert f"{first} ({n})" in rows[0] or f"({n})" in rows[0], rows[0]
+        if n > 1:
+            assert "↳" in rows[1] and first not in rows[1]
+        await pilot.press("ctrl+g")
+        assert app.kind == "regex"
+        await search(app, pilot, r"def \w+\(")
+        assert app.hits and all(h.found_by == "grep" for h in app.hits)
+        preview = app.query_one(Preview)
+        assert preview.current is app.hits[0]
+        await search(app, pilot, "def (")  # an unfinished regex: said, and the app goes on
+        assert not app.hits
+        await pilot.press("tab")  # back to a question
+        assert app.kind == "question" and app.mode in ("bm25", "hybrid", "vector")

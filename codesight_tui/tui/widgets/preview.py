@@ -137,7 +137,11 @@ def render_hit(
             f"{n:>{width}} ", style="bold reverse yellow" if n == target else "bold yellow" if hit_line else "dim"
         )
         row.append("▶ " if n == target else "▌ " if hit_line else "  ", style="yellow")
-        if terms:
+        if n == target and hit.spans:  # an exact or regex hit: its matches, not words
+            raw = lines[i] if i < len(lines) else ""
+            for start, end in hit.spans:
+                line.stylize(TERM_STYLE, len(raw[:start].expandtabs(4)), len(raw[:end].expandtabs(4)))
+        elif terms:
             line.highlight_words(terms, TERM_STYLE, case_sensitive=False)
         row.append_text(line)
         strips.append(Strip(list(row.render(console)), row.cell_len))

@@ -107,6 +107,36 @@ def result_row(rank: int, hit: SearchResult, stale: bool = False, width: int = 0
     return row
 
 
+def grep_row(rank: int, hit: SearchResult, first_of_file: bool, count: int, width: int = 0) -> Text:
+    """A matching line of an exact or regex search, grouped by file: the file's first line names
+    the file and how many of its lines match; the rest show only their line number. The matches
+    in the line are marked."""
+    text = printable(hit.match_text.strip())
+    lead = len(hit.match_text) - len(hit.match_text.lstrip())
+    row = Text(no_wrap=True, overflow="ellipsis")
+    row.append(f"{rank:>2} ", style="dim")
+    row.append("G ", style=BADGES["grep"][1])
+    if first_of_file:
+        path = printable(hit.path)
+        repo = f"{printable(Path(hit.repo).name)}:" if hit.repo else ""
+        tag = f" ({count})"
+        if width:
+            path = _short_path(path, max(12, width // 2 - len(repo) - len(tag)))
+        if repo:
+            row.append(repo, style="cyan")
+        row.append(path, style="bold")
+        row.append(tag, style="dim")
+    else:
+        row.append("  ↳", style="dim")
+    row.append(f":{hit.line}  ", style="yellow")
+    at = len(row.plain)
+    row.append(text)
+    for start, end in hit.spans:  # offsets in the line before its indent was cut
+        if end > lead:
+            row.stylize("bold red", at + max(0, start - lead), at + max(0, end - lead))
+    return row
+
+
 def hit_identity(hit: SearchResult) -> tuple[str, str, str | int]:
     """What makes two hits of two searches "the same result" for the cursor: the file and the
     definition (chunk ids change when a file is re-indexed, line numbers when it is edited)."""
@@ -145,7 +175,12 @@ class ResultsList(OptionList):
         self._fill()
         # The filter is said where the results are: at 80 columns the status bar can lose it.
         where = f" · {self.filters}" if self.filters else ""
-        self.border_title = f"{len(hits)} result{'s' if len(hits) != 1 else ''}{where}" if hits else ""
+        if hits and hits[0].spans:  # an exact or regex search: lines, in files
+            files = len({(h.repo, h.path) for h in hits})
+            counted = f"{len(hits)} line{'s' if len(hits) != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+        else:
+            counted = f"{len(hits)} result{'s' if len(hits) != 1 else ''}"
+        self.border_title = f"{counted}{where}" if hits else ""
         if hits:
             found = None
             if keep is not None:
@@ -184,10 +219,18 @@ class ResultsList(OptionList):
     def _fill(self) -> None:
         width = self.scrollable_content_region.width or self.size.width or 80
         stale: set[str] = getattr(self, "_stale", set())
-        self.set_options(
-            Option(result_row(i, h, h.path in stale, width, self.show_scores), id=str(i - 1))
-            for i, h in enumerate(self.hits, start=1)
-        )
+        counts: dict[tuple[str, str], int] = {}
+        for h in self.hits:
+            if h.spans:
+                counts[h.repo, h.path] = counts.get((h.repo, h.path), 0) + 1
+        rows = []
+        for i, h in enumerate(self.hits, start=1):
+            if h.spans:  # a matching line: grouped under its file
+                first = i == 1 or (self.hits[i - 2].repo, self.hits[i - 2].path) != (h.repo, h.path)
+                rows.append(Option(grep_row(i, h, first, counts[h.repo, h.path], width), id=str(i - 1)))
+            else:
+                rows.append(Option(result_row(i, h, h.path in stale, width, self.show_scores), id=str(i - 1)))
+        self.set_options(rows)
 
     def toggle_scores(self) -> None:
         self.show_scores = not self.show_scores
