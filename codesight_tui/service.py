@@ -196,6 +196,11 @@ class Service:
                 self.unwatchable.add(root)
                 print(f"codesight service: not watching {root}: {exc}", file=sys.__stderr__)
 
+    def _caught_up(self, root: Path) -> bool:
+        """Whether ``root``'s watcher has taken in every change it has seen (nothing pending)."""
+        watcher = self.workspace.watcher(root)
+        return watcher is not None and watcher.running and watcher.idle()
+
     def status(self) -> dict[str, Any]:
         with self.lock:
             return {
@@ -208,7 +213,8 @@ class Service:
                 "failed": self.failed,
                 "idle_exit_s": self.idle_s,
                 "repositories": [
-                    {"root": str(r), "watching": self.workspace.watching(r)} for r in self.workspace.roots()
+                    {"root": str(r), "watching": self.workspace.watching(r), "caught_up": self._caught_up(r)}
+                    for r in self.workspace.roots()
                 ],
             }
 

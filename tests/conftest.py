@@ -397,14 +397,20 @@ function request(url: string): Promise<Response> {
 }
 
 
-def build_nav_repo(root: Path) -> Path:
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    """``files`` (relative path: text) written under ``root``, folders made as needed."""
     root.mkdir(parents=True, exist_ok=True)
-    (root / ".git").mkdir(exist_ok=True)
-    for rel, text in NAV_FILES.items():
+    for rel, text in files.items():
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
     return root
+
+
+def build_nav_repo(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / ".git").mkdir(exist_ok=True)
+    return write_tree(root, NAV_FILES)
 
 
 @pytest.fixture

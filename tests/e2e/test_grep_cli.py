@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import write_tree
 from surfaces import read_only, server, text_of
 
 FILES = {
@@ -25,10 +26,7 @@ FILES = {
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
+    root = write_tree(tmp_path / "repo", FILES)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     return root
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import snapshot_tree, wait_for
+from conftest import snapshot_tree, wait_for, write_tree
 
 from codesight_tui.core.config import Settings
 from codesight_tui.core.engine import CodeSight
@@ -45,17 +45,9 @@ FILES = {
 }
 
 
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return root
-
-
 @pytest.fixture
 def cs(tmp_path: Path, settings: Settings) -> CodeSight:
-    engine = CodeSight(write(tmp_path / "repo", FILES), settings=settings)
+    engine = CodeSight(write_tree(tmp_path / "repo", FILES), settings=settings)
     engine.index(embed=False)
     return engine
 
@@ -200,7 +192,7 @@ def test_a_watcher_says_what_it_has_not_indexed_yet(tmp_path: Path) -> None:
 def test_files_the_trigrams_cannot_vouch_for_are_read_whole(tmp_path: Path, settings: Settings) -> None:
     key = "AKIA" + "Q" * 16
     long_line = "x = [" + ", ".join(f"'item{k}'" for k in range(3000)) + "]\n"
-    root = write(tmp_path / "r", {"conf.py": f"AWS_KEY = '{key}'\n", "data.py": long_line})
+    root = write_tree(tmp_path / "r", {"conf.py": f"AWS_KEY = '{key}'\n", "data.py": long_line})
     engine = CodeSight(root, settings=settings)
     engine.index(embed=False)
     whole = {p for (p,) in engine.store.conn.execute("SELECT path FROM grams_whole")}
@@ -237,7 +229,7 @@ def test_bad_input_is_one_line(cs: CodeSight) -> None:
 
 
 def test_a_hostile_pattern_finishes_in_linear_time(tmp_path: Path, settings: Settings) -> None:
-    root = write(tmp_path / "r", {"a.txt": "a" * 1_000_000 + "\n"})
+    root = write_tree(tmp_path / "r", {"a.txt": "a" * 1_000_000 + "\n"})
     engine = CodeSight(root, settings=settings.model_copy(update={"max_file_size": 2_000_000}))
     engine.index(embed=False)
     t0 = time.perf_counter()

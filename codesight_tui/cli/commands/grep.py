@@ -9,7 +9,7 @@ import argparse
 import os
 from pathlib import Path
 
-from codesight_tui.cli.context import EXIT_ERROR, EXIT_OK, err
+from codesight_tui.cli.context import EXIT_ERROR, EXIT_OK, current, err
 from codesight_tui.cli.printer import print_matches
 from codesight_tui.cli.progress import ready
 from codesight_tui.cli.roots import resolve_root, workspace
@@ -85,8 +85,9 @@ def cmd_grep(args: argparse.Namespace) -> int:
         types=tuple(args.type or ()),
         before=args.before_context if args.before_context is not None else around,
         after=args.after_context if args.after_context is not None else around,
-        max_per_file=args.max_count,
+        max_per_file=1 if fmt == "files" else args.max_count,  # -l: a file's first line says it
         scopes=fmt == "json",  # the plain formats print no definition
+        every_span=fmt in ("json", "vimgrep") or (fmt == "text" and current().color),  # else the first is shown
     )
     request = SearchRequest(args.pattern, filters=Filters(args.glob or inside), limit=MAX_LINES, grep=options)
     answer = space.search(request, roots)

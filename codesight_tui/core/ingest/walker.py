@@ -446,11 +446,20 @@ def read_bytes(
     fd, why = open_checked(abs_path, expect)
     if fd is None:
         return None, why
-    try:
-        with os.fdopen(fd, "rb") as fh:
-            data = fh.read(max_bytes + 1) if max_bytes is not None else fh.read()
+    try:  # os.read, no file object: exact search reads thousands of files per query
+        parts: list[bytes] = []
+        got, want = 0, (max_bytes + 1) if max_bytes is not None else None
+        while want is None or got < want:
+            part = os.read(fd, (want - got) if want is not None else 1 << 20)
+            if not part:
+                break
+            parts.append(part)
+            got += len(part)
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
     except OSError:
         return None, "unreadable"
+    finally:
+        os.close(fd)
     if max_bytes is not None and len(data) > max_bytes:
         return None, "too_large"
     return data, None

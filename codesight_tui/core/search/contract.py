@@ -76,7 +76,8 @@ class GrepOptions:
     insensitive unless the pattern has an upper-case letter); ``word``: whole words (``-w``);
     ``types``: languages (``-t``); ``before``, ``after``: context lines; ``max_per_file``:
     matching lines per file (``-m``); ``scopes``: each hit's enclosing definition (``scope``),
-    which a printer of plain lines does not need."""
+    which a printer of plain lines does not need; ``every_span``: every match on a line, not
+    only its first (what a plain printer off a terminal shows)."""
 
     fixed: bool = False
     case: Case = "sensitive"
@@ -86,6 +87,7 @@ class GrepOptions:
     after: int = 0
     max_per_file: int | None = None
     scopes: bool = True
+    every_span: bool = True
 
 
 @dataclass(frozen=True, slots=True)

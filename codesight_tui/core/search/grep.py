@@ -18,7 +18,7 @@ import importlib
 import os
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -58,9 +58,7 @@ class _Match(Protocol):
 class _Regex(Protocol):
     """What grep asks of RE2's compiled pattern (``google-re2`` ships no types)."""
 
-    def search(self, text: bytes) -> _Match | None: ...
-
-    def finditer(self, text: bytes) -> Iterator[_Match]: ...
+    def search(self, text: bytes, pos: int = 0, endpos: int | None = None) -> _Match | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +69,7 @@ class Compiled:
     regex: _Regex
     word: bool
     plan: Query
+    find: Callable[[bytes, int, int], tuple[int, int] | None]  # _finder's, made once
 
 
 # --- the plan: which trigrams every match holds ---------------------------------------------------
@@ -250,7 +249,7 @@ def compile_pattern(pattern: str, options: GrepOptions) -> Compiled:
         regex = re2.compile("(?m)" + body, opts)
     except re2.error as exc:
         raise UsageError(_explained(pattern, exc)) from None
-    return Compiled(regex, options.word, plan(pattern, options.fixed))
+    return Compiled(regex, options.word, plan(pattern, options.fixed), _finder(regex, 1 if options.word else 0))
 
 
 def _explained(pattern: str, exc: Exception) -> str:
@@ -367,32 +366,60 @@ class _Line:
     spans: list[tuple[int, int]]  # byte offsets of the matches in the file
 
 
-def matching_lines(compiled: Compiled, data: bytes, limit: int | None) -> list[_Line]:
-    """The lines of ``data`` that match, each with its matches, in order; at most ``limit``."""
-    regex = compiled.regex
-    if regex.search(data) is None:
-        return []
+def _finder(regex: _Regex, word: int) -> Callable[[bytes, int, int], tuple[int, int] | None]:
+    """``find(data, pos, end)``: the span (group 1 where it has one: the word inside its
+    boundaries) of the first match in ``data[pos:end]``, with the text around it as context (so
+    ``^`` and ``\\b`` read the byte before ``pos``), or None. RE2's own call where the wrapper
+    has it (no match object made per line), else the wrapper's ``search``."""
+    raw = getattr(regex, "_regexp", None)
+    anchor = getattr(getattr(importlib.import_module("re2"), "_Anchor", None), "UNANCHORED", None)
+    if raw is not None and anchor is not None:
+        call = raw.Match
+
+        def find(data: bytes, pos: int, end: int) -> tuple[int, int] | None:
+            spans = call(anchor, data, pos, end)
+            return None if spans[0][0] < 0 else spans[word]
+
+        return find
+
+    def search(data: bytes, pos: int, end: int) -> tuple[int, int] | None:  # pragma: no cover - another wrapper
+        m = regex.search(data, pos, end)
+        return None if m is None else (m.start(word), m.end(word))
+
+    return search
+
+
+def matching_lines(compiled: Compiled, data: bytes, limit: int | None, every_span: bool = True) -> list[_Line]:
+    """The lines of ``data`` that match, in order, at most ``limit``: each with its matches
+    (``every_span``), or with its first (what a plain printer shows): the rest of a line is then
+    not searched."""
+    find = compiled.find
+    size = len(data)
     lines: list[_Line] = []
-    line_no, scanned_to = 1, 0
-    for m in regex.finditer(data):
-        s, e = (m.start(1), m.end(1)) if compiled.word else (m.start(), m.end())
-        if s == len(data) and (not data or data.endswith(b"\n")):
+    line_no, counted_to, pos = 1, 0, 0
+    while pos <= size and (limit is None or len(lines) < limit):
+        span = find(data, pos, size)
+        if span is None:
+            break
+        s, e = span
+        if s == size and (not data or data.endswith(b"\n")):
             break  # the empty "line" after the last newline is none, as ripgrep counts lines
         start = data.rfind(b"\n", 0, s) + 1
-        if lines and start == lines[-1].start:
-            lines[-1].spans.append((s, e))
-            continue
-        if limit is not None and len(lines) >= limit:
-            break
-        line_no += data.count(b"\n", scanned_to, start)
-        scanned_to = start
         end = data.find(b"\n", s)
-        lines.append(_Line(line_no, start, len(data) if end < 0 else end, [(s, e)]))
+        end = size if end < 0 else end
+        line_no += data.count(b"\n", counted_to, start)
+        counted_to = start
+        spans = [(s, e)]
+        at = e if e > s else e + 1
+        while every_span and at <= end:
+            more = find(data, at, end)
+            if more is None:
+                break
+            spans.append(more)
+            at = more[1] if more[1] > more[0] else more[1] + 1
+        lines.append(_Line(line_no, start, end, spans))
+        pos = end + 1
     return lines
-
-
-def _decoded(data: bytes, start: int, end: int) -> str:
-    return data[start:end].decode("utf-8", "replace")
 
 
 def _hit(
@@ -400,26 +427,27 @@ def _hit(
 ) -> SearchResult:
     """One matching line as a search hit: its context lines around it (``content``), the line
     (``line``), and its matches as character spans of that line."""
-    text = _decoded(data, line.start, line.end)
-    spans = tuple(
-        (len(_decoded(data, line.start, s)), len(_decoded(data, line.start, min(e, line.end)))) for s, e in line.spans
-    )
+    raw = data[line.start : line.end]
+    text = raw.decode("utf-8", "replace")
+    if raw.isascii():  # a byte is a character: the spans are the offsets as they are
+        spans = tuple((s - line.start, min(e, line.end) - line.start) for s, e in line.spans)
+    else:
+        spans = tuple(
+            (
+                len(raw[: s - line.start].decode("utf-8", "replace")),
+                len(raw[: min(e, line.end) - line.start].decode("utf-8", "replace")),
+            )
+            for s, e in line.spans
+        )
     first = max(1, line.number - before)
-    context = line_starts.text(first, line.number - 1) + [text] + line_starts.text(line.number + 1, line.number + after)
-    return SearchResult(
-        path,
-        first,
-        first + len(context) - 1,
-        "",
-        language,
-        0.0,
-        None,
-        None,
-        "\n".join(context),
-        0,
-        line=line.number,
-        spans=spans,
-    )
+    if before or after:
+        context = (
+            line_starts.text(first, line.number - 1) + [text] + line_starts.text(line.number + 1, line.number + after)
+        )
+        content, last = "\n".join(context), first + len(context) - 1
+    else:
+        content, last = text, line.number
+    return SearchResult(path, first, last, "", language, 0.0, None, None, content, 0, line=line.number, spans=spans)
 
 
 class _Lines:
@@ -517,7 +545,7 @@ def grep(
         if text is None:
             continue
         cap = left if options.max_per_file is None else min(left, options.max_per_file)
-        lines = matching_lines(compiled, text, cap)
+        lines = matching_lines(compiled, text, cap, options.every_span)
         if not lines:
             continue
         numbered = _Lines(text, wanted)
