@@ -336,30 +336,42 @@ def print_matches(hits: list[SearchResult], fmt: str, *, cwd: str | None, contex
         for path, n in counts.items():
             say(safe(path) if fmt == "files" else f"{safe(path)}:{n}")
         return
-    matched = {(shown_path(h, cwd), h.line) for h in hits}
-    printed: dict[str, int] = {}  # per file, the last line shown
-    last_path = None
+    plain = not current().color  # nothing painted: the whole text is made safe at once, at the end
+    mark = (lambda text: text) if plain else safe
+    shown: dict[tuple[str, str], str] = {}
+    out: list[str] = []
+    matched = {(h.repo, h.path, h.line) for h in hits}
+    printed: dict[tuple[str, str], int] = {}  # per file, the last line shown
+    last = None
     for h in hits:
-        path = shown_path(h, cwd)
+        file = (h.repo, h.path)
+        path = shown.get(file) or shown.setdefault(file, mark(shown_path(h, cwd)))
         text = h.match_text
         if fmt == "vimgrep":
-            for start, _end in h.spans:
-                say(f"{safe(path)}:{h.line}:{byte_column(text, start)}:{safe(text)}")
+            out += [f"{path}:{h.line}:{byte_column(text, start)}:{mark(text)}" for start, _end in h.spans]
             continue
-        upto = printed.get(path, 0)
-        if context and last_path is not None and (last_path != path or h.start_line > upto + 1):
-            say("--")
+        if not context:
+            painted = mark(text) if plain else _painted_matches(text, h.spans)
+            out.append(f"{paint(path, '35')}:{paint(str(h.line), '32')}:{h.column}:{painted}")
+            continue
+        upto = printed.get(file, 0)
+        if last is not None and (last != file or h.start_line > upto + 1):
+            out.append("--")
         for n, line in enumerate(h.content.split("\n"), start=h.start_line):
             if n <= upto:
                 continue  # shown already, around the line before
-            if n != h.line and (path, n) in matched:
+            if n != h.line and (h.repo, h.path, n) in matched:
                 break  # a match of its own, shown as one
             if n == h.line:
-                say(f"{paint(safe(path), '35')}:{paint(str(n), '32')}:{h.column}:{_painted_matches(text, h.spans)}")
+                painted = mark(text) if plain else _painted_matches(text, h.spans)
+                out.append(f"{paint(path, '35')}:{paint(str(n), '32')}:{h.column}:{painted}")
             else:
-                say(f"{paint(safe(path), '35')}-{paint(str(n), '32')}-{safe(line)}")
+                out.append(f"{paint(path, '35')}-{paint(str(n), '32')}-{mark(line)}")
             upto = n
-        printed[path], last_path = upto, path
+        printed[file], last = upto, file
+    if out:
+        blob = "\n".join(out)
+        say(safe(blob) if plain else blob)
 
 
 def grep_dict(hit: SearchResult, several: bool) -> dict[str, object]:
