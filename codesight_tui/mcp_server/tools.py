@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
     from codesight_tui.core.engine import CodeSight
     from codesight_tui.core.fleet import Fleet
     from codesight_tui.core.process.jobs import IndexJob
-    from codesight_tui.core.search.contract import SearchResponse, SearchResult
+    from codesight_tui.core.search.contract import SearchResult
 
 # How long a tool call waits for a lexical phase to commit before answering with what exists: well
 # under the 30 to 60 s tool timeouts assistants use.
@@ -164,15 +163,15 @@ class Tools:
         kind: str,
         query: str,
         targets: list[Path],
-        run: Callable[[], SearchResponse],
+        request: SearchRequest,
         notes: list[str],
         t0: float,
     ) -> SearchOutput:
-        """Run a search (``run()`` in a worker thread) and say what it lacks
+        """Run ``request`` over ``targets`` and the fleet (in a worker thread) and say what it lacks
         (``SearchResponse.gaps``); the answer's size in tokens is in it and in ``codesight stats``."""
         engines = [self.repos.engine(r) for r in targets]
         try:
-            hits = await anyio.to_thread.run_sync(run)
+            hits = await anyio.to_thread.run_sync(lambda: self.repos.workspace.search(request, targets, self.fleet))
         except CodeSightError as exc:
             raise ToolError(str(exc)) from None
         out = SearchOutput(
@@ -236,10 +235,7 @@ class Tools:
             top_k,
         )
 
-        def run() -> SearchResponse:
-            return self.repos.workspace.search(request, targets, self.fleet)
-
-        return await self.answer("search", query, targets, run, notes, t0)
+        return await self.answer("search", query, targets, request, notes, t0)
 
     async def grep(
         self,
@@ -322,10 +318,7 @@ class Tools:
             like=location,
         )
 
-        def run() -> SearchResponse:
-            return self.repos.workspace.search(request, targets, self.fleet)
-
-        return await self.answer("find_related", location, targets, run, notes, t0)
+        return await self.answer("find_related", location, targets, request, notes, t0)
 
     async def follow(
         self,

@@ -78,6 +78,26 @@ def read_window(
 TERM_STYLE = "bold reverse"
 
 
+def _title(hit: SearchResult, target: int, stale: bool) -> Text:
+    """The preview's title: where the hit is (a document's page or slide, else ``path:line`` and its
+    lines), its definition, and whether the file changed on disk since it was indexed."""
+    title = Text(no_wrap=True, overflow="ellipsis")
+    if getattr(hit, "page", None) is not None or getattr(hit, "slide", None) is not None:
+        title.append(printable(hit.location), style="bold")
+        heading = hit.scope.split(": ", 1)[1] if ": " in hit.scope else ""  # a slide's title
+        if heading:
+            title.append(f"  {printable(heading)}")
+        title.append("  (extracted text)", style="dim")
+    else:
+        title.append(f"{printable(hit.path)}:{target}", style="bold")
+        title.append(f" ({hit.start_line}-{hit.end_line})", style="dim")
+        if hit.name:
+            title.append(f"  {printable(hit.name)}")
+    if stale:
+        title.append("  (changed on disk: showing indexed text)", style="bold red")
+    return title
+
+
 def render_hit(
     root: Path,
     hit: SearchResult,
@@ -145,20 +165,7 @@ def render_hit(
             line.highlight_words(terms, TERM_STYLE, case_sensitive=False)
         row.append_text(line)
         strips.append(Strip(list(row.render(console)), row.cell_len))
-    title = Text(no_wrap=True, overflow="ellipsis")
-    if getattr(hit, "page", None) is not None or getattr(hit, "slide", None) is not None:
-        title.append(printable(hit.location), style="bold")
-        heading = hit.scope.split(": ", 1)[1] if ": " in hit.scope else ""  # a slide's title
-        if heading:
-            title.append(f"  {printable(heading)}")
-        title.append("  (extracted text)", style="dim")
-    else:
-        title.append(f"{printable(hit.path)}:{target}", style="bold")
-        title.append(f" ({hit.start_line}-{hit.end_line})", style="dim")
-        if hit.name:
-            title.append(f"  {printable(hit.name)}")
-    if stale:
-        title.append("  (changed on disk: showing indexed text)", style="bold red")
+    title = _title(hit, target, stale)
     return title, strips, max(0, min(len(strips) - 1, target - first))
 
 
