@@ -2,6 +2,7 @@
 
     python benchmarks/bench_tui.py                  # Django 5.1.4 sdist, as bench_core.py uses
     python benchmarks/bench_tui.py --corpus DIR     # any tree
+    python benchmarks/bench_tui.py --exact --corpus DIR --size 80x24   # exact search (Ctrl+G) only
 
 The real app (headless, 120x36 or --size, real model) on the real engine. Three runs, each in a fresh app:
 
@@ -137,8 +138,12 @@ async def keystroke_run(corpus: Path, queries: list[str], cadence_ms: float, mod
 
     app = CodeSightApp(corpus, watch=False)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(lambda: app.state.phase == "idle" and app.state.model_state == "ready", timeout=600)
-        while app.mode != mode:
+        if mode == "exact":  # exact search (Ctrl+G): no model to wait for
+            await wait_for(lambda: app.state.phase == "idle" and app.index_idle.is_set(), timeout=600)
+            await pilot.press("ctrl+g")
+        else:
+            await wait_for(lambda: app.state.phase == "idle" and app.state.model_state == "ready", timeout=600)
+        while mode != "exact" and app.mode != mode:
             await pilot.press("tab")
         ticks = tick_probe(app)
         results = app.query_one(ResultsList)
@@ -197,6 +202,11 @@ def main() -> int:
     ap.add_argument("--embed-seconds", type=float, default=45.0)
     ap.add_argument("--skip-cold", action="store_true")
     ap.add_argument("--size", default="120x36", help="terminal size, e.g. 80x24")
+    ap.add_argument(
+        "--exact",
+        action="store_true",
+        help="only exact search (Ctrl+G) on a lexical index: the identifiers typed a key at a time",
+    )
     args = ap.parse_args()
     global SIZE
     SIZE = tuple(int(x) for x in args.size.lower().split("x"))
@@ -208,6 +218,14 @@ def main() -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     queries = (NL_QUERIES[::3] + SYMBOLS)[: args.queries]
     print(f"corpus: {corpus}  exclude={exclude}; machine: {os.cpu_count()} cpus; terminal {SIZE[0]}x{SIZE[1]}")
+
+    if args.exact:
+        os.environ["CODESIGHT_DATA_DIR"] = str(run_dir / "data-exact")
+        from codesight_tui.core.engine import CodeSight
+
+        CodeSight(corpus, exclude=exclude).index(embed=False, static=False)
+        asyncio.run(keystroke_run(corpus, SYMBOLS[: args.queries], args.cadence, "exact"))
+        return 0
 
     # 1. a full index inside the app, warm shared cache
     shutil.rmtree(run_dir, ignore_errors=True)

@@ -431,10 +431,16 @@ def test_damage_no_query_touches_is_found_by_the_periodic_check(
     c.index()
     c.close()
     db = next(settings.data_dir.glob("*/index.db"))
-    sqlite3.connect(db).execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    # A page in the middle of the chunks' rows: no query reads it (the index run's probe reads the
+    # first and last rows), where the middle of the file may be a table a probe does read.
+    leaves = [p for (p,) in con.execute("SELECT pageno FROM dbstat WHERE name = 'chunks' AND pagetype = 'leaf'")]
+    page_size = con.execute("PRAGMA page_size").fetchone()[0]
+    con.close()
     raw = bytearray(db.read_bytes())
-    mid = len(raw) // 2
-    raw[mid : mid + 8192] = bytes(range(256)) * 32
+    at = (sorted(leaves)[len(leaves) // 2] - 1) * page_size
+    raw[at : at + page_size] = (bytes(range(256)) * (page_size // 256 + 1))[:page_size]
     db.write_bytes(bytes(raw))
     daily = CodeSight(root, settings=settings, embedder=hash_embedder)
     report = daily.index(paths=["m0.py"])  # a watcher's batch, checked less than a day ago: not yet

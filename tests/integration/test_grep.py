@@ -262,3 +262,30 @@ def test_max_per_file_and_limit(cs: CodeSight) -> None:
 
 if sys.platform == "win32":  # pragma: no cover
     pytest.skip("POSIX paths", allow_module_level=True)
+
+
+def test_garbage_in_the_trigram_segments_is_found_by_the_periodic_check(tmp_path: Path, settings: Settings) -> None:
+    """SQLite's quick_check reads the b-trees, not what a full-text segment's blob holds: the
+    periodic (deep) check asks each FTS5 table to check its own segments."""
+    import sqlite3
+
+    root = write_tree(tmp_path / "r", {f"m{i}.py": f"def f_{i}(x):\n    return x + {i}\n" * 40 for i in range(60)})
+    engine = CodeSight(root, settings=settings)
+    engine.index(embed=False)
+    engine.close()
+    db = next(settings.data_dir.glob("*/index.db"))
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    pages = [
+        p for (p,) in con.execute("SELECT pageno FROM dbstat WHERE name = 'chunks_grams_data' AND pagetype = 'leaf'")
+    ]
+    size = con.execute("PRAGMA page_size").fetchone()[0]
+    con.close()
+    raw = bytearray(db.read_bytes())
+    at = (sorted(pages)[len(pages) // 2] - 1) * size
+    raw[at + 100 : at + size - 100] = (bytes(range(256)) * (size // 256 + 1))[: size - 200]
+    db.write_bytes(bytes(raw))
+    damaged = CodeSight(root, settings=settings)
+    assert damaged.store.quick_check() is None  # the b-trees are whole
+    found = damaged.store.quick_check(deep=True)
+    assert found is not None and "malformed" in found

@@ -94,7 +94,7 @@ def _repair(ctx: RepoContext, store: Store, force: bool, paths: list[str] | None
         # 10,000-file tree, benchmarks/bench_integrity.py), and every integrity_check_hours
         # for a watcher's batches, which come many a minute.
         check_vectors = _integrity_due(ctx, store)  # by the clock only: it imports LanceDB
-        found = store.quick_check()
+        found = store.quick_check(deep=check_vectors)  # the full-text segments too, by the clock
         if found:
             ctx.notices.note(
                 f"index at {ctx.index_dir} was damaged (integrity check: {found});"

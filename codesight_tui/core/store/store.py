@@ -554,13 +554,24 @@ class Store:
             return str(exc).splitlines()[0][:200]
         return None
 
-    def quick_check(self) -> str | None:
-        """None when SQLite's quick_check finds the file sound, else what it found."""
+    def quick_check(self, deep: bool = False) -> str | None:
+        """None when the file is sound, else what was found: SQLite's quick_check (the b-trees);
+        ``deep``, then each full-text index's own check of its segments too (``integrity-check``
+        with rank 0, no re-tokenizing; about a second for a 400 MB index): garbage inside a
+        segment's blob passes quick_check, and only the query that reads it would fail."""
         try:
             rows = [r[0] for r in self.conn.execute("PRAGMA quick_check(3)").fetchall()]
+            if rows != ["ok"]:
+                return "; ".join(rows)[:200]
+            if not deep:
+                return None
+            tables = {n for (n,) in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            for fts in ("chunks_fts", "chunks_grams", "sym_names"):
+                if fts in tables:
+                    self.conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', 0)")
         except sqlite3.DatabaseError as exc:
             return str(exc)
-        return None if rows == ["ok"] else "; ".join(rows)[:200]
+        return None
 
     def maybe_vacuum(self, min_bytes: int = 8 << 20, free_share: float = 0.5) -> bool:
         """VACUUM when more than ``free_share`` of a file over ``min_bytes`` is free pages (after
