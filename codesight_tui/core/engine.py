@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from codesight_tui.core.search.contract import SearchResponse
     from codesight_tui.core.search.status import ChangedFiles, IndexStatus
     from codesight_tui.core.store.store import Store
-    from codesight_tui.core.store.watch import Batch, Watcher
+    from codesight_tui.core.store.watch import Batch, ChangeSource, Watcher
 
 MAX_QUERY_CHARS = retrieval.MAX_QUERY_CHARS
 
@@ -274,6 +274,13 @@ class CodeSight:
         return indexing.watcher(
             self.context, handler, quiet=quiet, poll=poll, scan=scan, on_event=on_event, poll_every=poll_every
         )
+
+    def track_changes(self, source: ChangeSource) -> None:
+        """Where exact search learns which files changed and are not indexed yet, for a surface
+        that runs its own watcher and index runs (the TUI: ``core.store.watch.ChangesSince``); those
+        files are read from disk, the rest trusted to the index. ``watch`` needs none: its batches
+        are indexed as they are taken. Kept while ``source`` lives (a weak reference)."""
+        self.context.watchers.add(source)
 
     def limit_vectors(self, fraction: float, progress: ProgressFn | None = None) -> int:
         """Rebuild the vectors so that only ``fraction`` (0 to 1) of the chunks have one, the most

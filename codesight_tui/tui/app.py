@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from codesight_tui.core.fleet import Fleet
     from codesight_tui.core.index.indexer import IndexReport
     from codesight_tui.core.search.contract import Cancel, SearchResult
+    from codesight_tui.core.store.watch import ChangesSince
 
 
 class QueryInput(Input):
@@ -139,6 +140,7 @@ class CodeSightApp(SearchPart, IndexPart, NavigationPart, OpenPart):
         self._indexing = False
         self._stop = threading.Event()
         self._watching = False
+        self._changes: list[ChangesSince] = []
         self._watched: dict[Path, set[str]] = {}  # files the watchers saw change since the last index run
         self._told: set[str] = set()  # notices already shown
         self.index_idle = threading.Event()  # clear while an index run is going or asked for

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from codesight_tui.core.fleet import Fleet
     from codesight_tui.core.index.indexer import IndexReport
     from codesight_tui.core.search.contract import Cancel, SearchResult
+    from codesight_tui.core.store.watch import ChangesSince
 
 
 TOP_K = 50
@@ -74,6 +75,7 @@ class AppBase(App[int]):
     _indexing: bool
     _stop: threading.Event
     _watching: bool
+    _changes: list[ChangesSince]  # what each watcher has seen and no run has indexed (exact search reads it)
     _watched: dict[Path, set[str]]
     _told: set[str]
     index_idle: threading.Event

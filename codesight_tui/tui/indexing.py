@@ -15,6 +15,7 @@ from textual.worker import get_current_worker
 
 from codesight_tui.core.errors import CodeSightError
 from codesight_tui.core.process.jobs import LEXICAL_COMMITTED, Ending, IndexJob
+from codesight_tui.core.store.watch import ChangesSince
 from codesight_tui.tui.base import AppBase
 from codesight_tui.tui.messages import (
     FilesChanged,
@@ -213,6 +214,8 @@ class IndexPart(AppBase):
         st.phase = "idle"
         st.files, st.chunks, st.vectors = msg.counts["files"], msg.counts["chunks"], msg.counts["vectors"]
         st.last_indexed = self.clock()
+        for changes in self._changes:  # what this run read; a batch taken since stays unindexed
+            changes.indexed(st.stale)
         st.stale = set()
         for w in getattr(msg.report, "warnings", []):  # what the run met, a rebuilt index included
             self.notify(w, severity="warning", timeout=8)
@@ -311,9 +314,14 @@ class IndexPart(AppBase):
             return {"added": changed["added"], "modified": changed["modified"], "deleted": changed["deleted"]}
 
         def handle(batch: Batch) -> None:
+            changes.take(batch.paths)  # read from disk by exact search until a run has indexed them
             self.post_message(FilesChanged(set(batch.paths), root=engine.root))
 
-        return engine.watcher(handle, quiet=0.2, scan=scan, poll_every=3.0).start()
+        watcher = engine.watcher(handle, quiet=0.2, scan=scan, poll_every=3.0)
+        changes = ChangesSince(watcher)
+        self._changes.append(changes)
+        engine.track_changes(changes)
+        return watcher.start()
 
     @on(FilesChanged)
     def _files_changed(self, msg: FilesChanged) -> None:

@@ -289,3 +289,29 @@ def test_garbage_in_the_trigram_segments_is_found_by_the_periodic_check(tmp_path
     assert damaged.store.quick_check() is None  # the b-trees are whole
     found = damaged.store.quick_check(deep=True)
     assert found is not None and "malformed" in found
+
+
+def test_a_surfaces_own_watcher_says_what_its_runs_have_not_indexed(cs: CodeSight) -> None:
+    """The TUI indexes its watcher's batches later, in its own runs: ChangesSince keeps each batch's
+    paths until a run has read them, and exact search reads those from disk meanwhile."""
+    from codesight_tui.core.store.watch import Batch, ChangesSince
+
+    def handle(batch: Batch) -> None:
+        changes.take(batch.paths)  # as the TUI's handler: the run comes later
+
+    watcher = cs.watcher(handle, quiet=0.05, poll=False)
+    changes = ChangesSince(watcher)
+    cs.track_changes(changes)
+    assert cs.context.unindexed() is None  # not running: nothing known
+    watcher.start()
+    try:
+        assert cs.context.unindexed() == set()
+        (cs.root / "src" / "util.rs").write_text("fn tracked_word() {}\n")
+        watcher.push([("src/util.rs", "modified")])
+        assert wait_for(lambda: watcher.idle() and changes.unindexed() == {"src/util.rs"}, 10)
+        assert lines_of(cs, "tracked_word") == {("src/util.rs", 1)}  # not indexed, read from disk
+        cs.index(embed=False, paths=["src/util.rs"])
+        changes.indexed(["src/util.rs"])
+        assert changes.unindexed() == set() and lines_of(cs, "tracked_word") == {("src/util.rs", 1)}
+    finally:
+        watcher.stop()

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from codesight_tui.core.search.status import Notices
     from codesight_tui.core.store.store import Store
     from codesight_tui.core.store.vectors import VectorStore
-    from codesight_tui.core.store.watch import Watcher
+    from codesight_tui.core.store.watch import ChangeSource
 
 
 @dataclass(eq=False)
@@ -42,7 +42,7 @@ class RepoContext:
     search_cache_tried: bool = False
     # Watchers that index each batch as they take it (core.repo.indexing.watch): what they have seen
     # and not indexed yet is what exact search reads from disk (unindexed).
-    watchers: weakref.WeakSet[Watcher] = field(default_factory=weakref.WeakSet)
+    watchers: weakref.WeakSet[ChangeSource] = field(default_factory=weakref.WeakSet)
 
     @property
     def store(self) -> Store:

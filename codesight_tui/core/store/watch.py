@@ -16,10 +16,10 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from codesight_tui.core.ingest.walker import ALWAYS_SKIPPED_DIRS, IGNORE_FILES, IgnoreMatcher
 
@@ -34,6 +34,46 @@ RETRY_FIRST, RETRY_MAX = 1.0, 60.0  # seconds before a failed batch is tried aga
 class RetryLater(Exception):
     """Raised by a batch handler that cannot take the batch now (another process holds the
     index's writer lock): the watcher keeps the batch and hands it over again later."""
+
+
+class ChangeSource(Protocol):
+    """What knows which files changed and are not indexed yet: a ``Watcher`` whose batches are
+    indexed as it takes them, or a surface's own watcher and index runs (the TUI's)."""
+
+    @property
+    def running(self) -> bool: ...
+
+    def unindexed(self) -> set[str] | None: ...
+
+
+class ChangesSince:
+    """A ``ChangeSource`` for a watcher whose batches are indexed later, by whoever takes them: the
+    paths of each batch are kept (``take``, in the handler) until an index run that read them has
+    committed (``indexed``)."""
+
+    def __init__(self, watcher: Watcher) -> None:
+        self.watcher = watcher
+        self._paths: set[str] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def running(self) -> bool:
+        return self.watcher.running
+
+    def take(self, paths: Iterable[str]) -> None:
+        with self._lock:
+            self._paths.update(paths)
+
+    def indexed(self, paths: Iterable[str]) -> None:
+        with self._lock:
+            self._paths.difference_update(paths)
+
+    def unindexed(self) -> set[str] | None:
+        seen = self.watcher.unindexed()
+        if seen is None:
+            return None
+        with self._lock:
+            return seen | self._paths
 
 
 @dataclass
