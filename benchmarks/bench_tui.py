@@ -136,7 +136,7 @@ async def keystroke_run(corpus: Path, queries: list[str], cadence_ms: float, mod
     from codesight_tui.tui.app import CodeSightApp
     from codesight_tui.tui.widgets.results import ResultsList
 
-    app = CodeSightApp(corpus, watch=False)
+    app = CodeSightApp(corpus, watch=mode == "exact")  # exact search: as a user runs it, watching
     async with app.run_test(size=SIZE) as pilot:
         if mode == "exact":  # exact search (Ctrl+G): no model to wait for
             await wait_for(lambda: app.state.phase == "idle" and app.index_idle.is_set(), timeout=600)
