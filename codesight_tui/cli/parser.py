@@ -82,6 +82,7 @@ def grep_options(pg: argparse.ArgumentParser) -> None:
     pg.add_argument("-m", "--max-count", type=int, default=None, metavar="N", help="at most N matching lines per file")
     pg.add_argument("--json", action="store_true", help="machine-readable output")
     pg.add_argument("--vimgrep", action="store_true", help="one path:line:col:text line per match")
+    pg.add_argument("--all", action="store_true", help="every repository saved in the config (repos = [...]) too")
     pg.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
 
 

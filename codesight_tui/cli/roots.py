@@ -76,15 +76,20 @@ def resolve_root(path: str | Path, *, yes: bool = False, indexing: bool = True, 
     return root
 
 
-def search_roots(args: argparse.Namespace) -> list[Path]:
+def saved_repos() -> list[str]:
+    """The config's saved repositories (``--all``), or a usage error saying how to save some."""
     from codesight_tui.core.config import load_settings
 
+    saved = load_settings().repos
+    if not saved:
+        raise UsageError('no saved repositories: list them as repos = ["~/src/a", "~/src/b"] in the config file')
+    return [str(r) for r in saved]
+
+
+def search_roots(args: argparse.Namespace) -> list[Path]:
     paths = list(args.path or [])
     if args.all:
-        saved = load_settings().repos
-        if not saved:
-            raise UsageError('no saved repositories: list them as repos = ["~/src/a", "~/src/b"] in the config file')
-        paths += saved
+        paths += saved_repos()
     from codesight_tui.core.ingest.paths import outermost
 
     cwd = getattr(args, "cwd", None)  # a served call's own directory (the service's is /)

@@ -112,3 +112,29 @@ async def test_the_mcp_grep_tool(repo: Path) -> None:
         assert len(r.structured_content["matches"]) == 2 and r.structured_content["truncated"]
         r = await client.call_tool("grep", {"pattern": "foo(bar"})
         assert r.is_error and "invalid regex at column 4" in text_of(r)
+
+
+def test_several_repositories_and_all(tmp_path: Path) -> None:
+    """Issue 68 item 4: several repositories, named or saved in the config (--all), one answer."""
+    a = write_tree(tmp_path / "a", {"x.py": "shared_word = 1\n"})
+    b = write_tree(tmp_path / "b", {"y.py": "other\nshared_word = 2\n"})
+    for root in (a, b):
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+    env = dict(os.environ, CODESIGHT_SERVICE="off", CODESIGHT_REPOS=json.dumps([str(a), str(b)]))
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "codesight_tui", "grep", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=300,
+        )
+
+    named = run("shared_word", str(a), str(b))
+    assert named.returncode == 0, named.stderr
+    assert named.stdout.splitlines() == ["a/x.py:1:1:shared_word = 1", "b/y.py:2:1:shared_word = 2"]
+    assert run("shared_word", "--all").stdout == named.stdout
+    hits = json.loads(run("shared_word", "--all", "--json").stdout)
+    assert [(h["repo"], h["path"]) for h in hits] == [(str(a), "x.py"), (str(b), "y.py")]

@@ -12,7 +12,7 @@ from pathlib import Path
 from codesight_tui.cli.context import EXIT_ERROR, EXIT_OK, current, err
 from codesight_tui.cli.printer import print_matches
 from codesight_tui.cli.progress import ready
-from codesight_tui.cli.roots import resolve_root, workspace
+from codesight_tui.cli.roots import resolve_root, saved_repos, workspace
 from codesight_tui.core.errors import UsageError
 
 MAX_LINES = 1_000_000  # matching lines in one answer: past this it is a dump, said as cut
@@ -41,7 +41,7 @@ def where(args: argparse.Namespace) -> tuple[list[Path], str | None]:
     cwd = Path(args.cwd or os.getcwd())
     roots: list[Path] = []
     inside: list[str] = []
-    for given in args.paths or ["."]:
+    for given in [*args.paths, *(saved_repos() if args.all else [])] or ["."]:
         place = (cwd / Path(given).expanduser()).resolve()
         if not place.exists():
             raise UsageError(f"no such file or directory: {given}")
