@@ -377,8 +377,7 @@ def print_matches(hits: list[SearchResult], fmt: str, *, cwd: str | None, contex
 def grep_dict(hit: SearchResult, several: bool) -> dict[str, object]:
     """A grep hit as JSON: where (repository, path, line, byte column), the line, its matches as
     character spans, the enclosing definition, and the context lines."""
-    lines = hit.content.split("\n")
-    at = hit.line - hit.start_line
+    before, after = hit.context
     out: dict[str, object] = {
         "path": hit.path,
         "line": hit.line,
@@ -386,8 +385,8 @@ def grep_dict(hit: SearchResult, several: bool) -> dict[str, object]:
         "text": hit.match_text,
         "spans": [list(s) for s in hit.spans],
         "scope": hit.scope,
-        "before": lines[:at],
-        "after": lines[at + 1 :],
+        "before": before,
+        "after": after,
     }
     if several:
         out["repo"] = hit.repo

@@ -59,8 +59,7 @@ def checked(mode: str | None) -> Mode | None:
 
 
 def _match(h: SearchResult, repo: str) -> GrepMatch:
-    lines = h.content.split("\n")
-    at = h.line - h.start_line
+    before, after = h.context
     return GrepMatch(
         repo=h.repo or repo,
         path=h.path,
@@ -69,8 +68,8 @@ def _match(h: SearchResult, repo: str) -> GrepMatch:
         text=h.match_text,
         spans=[list(s) for s in h.spans],
         scope=h.scope,
-        before=lines[:at],
-        after=lines[at + 1 :],
+        before=before,
+        after=after,
     )
 
 

@@ -450,11 +450,12 @@ def read_bytes(
         parts: list[bytes] = []
         got, want = 0, (max_bytes + 1) if max_bytes is not None else None
         while want is None or got < want:
-            part = os.read(fd, (want - got) if want is not None else 1 << 20)
-            if not part:
-                break
+            asked = (want - got) if want is not None else 1 << 20
+            part = os.read(fd, asked)
             parts.append(part)
             got += len(part)
+            if len(part) < asked:  # a regular file's short read is its end: no second call to see it
+                break
         data = parts[0] if len(parts) == 1 else b"".join(parts)
     except OSError:
         return None, "unreadable"

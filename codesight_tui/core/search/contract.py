@@ -169,6 +169,13 @@ class SearchResult:
         return lines[at] if 0 <= at < len(lines) else ""
 
     @property
+    def context(self) -> tuple[list[str], list[str]]:
+        """The lines of ``content`` before and after the hit's own line (a grep hit's context)."""
+        lines = self.content.split("\n")
+        at = (self.line or self.start_line) - self.start_line
+        return lines[:at], lines[at + 1 :]
+
+    @property
     def column(self) -> int:
         """A grep hit's first match's 1-based byte column, as ripgrep and editors count; else 1."""
         return byte_column(self.match_text, self.spans[0][0]) if self.spans else 1

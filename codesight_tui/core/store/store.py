@@ -461,13 +461,23 @@ class Store:
         return 1.0 - pending / max(1, int(self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]))
 
     def counts(self) -> dict[str, int]:
+        """Files, chunks, chunks with the full model's vectors, and pending ones. Every search's
+        answer says them (``RepoState``): they are counted again only once the database has
+        changed (``PRAGMA data_version`` for other connections' commits, ``total_changes`` for
+        this one's), per thread, as the connection is."""
         c = self.conn
+        version = (c.execute("PRAGMA data_version").fetchone()[0], c.total_changes)
+        kept = getattr(self._local, "counts", None)
+        if kept is not None and kept[0] == version:
+            return dict(kept[1])
         files = c.execute("SELECT count(*) FROM files WHERE skipped IS NULL").fetchone()[0]
         # Two index-only counts (chunks_path, and the partial index of pending chunks), not a scan
         # of every row's content: 15 ms instead of 120 ms at 334,000 chunks.
         chunks = c.execute("SELECT count(*) FROM chunks").fetchone()[0]
         pending = c.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
-        return {"files": files, "chunks": chunks, "vectors": chunks - pending, "pending": pending}
+        found = {"files": files, "chunks": chunks, "vectors": chunks - pending, "pending": pending}
+        self._local.counts = (version, found)
+        return dict(found)
 
     # --- static tier -------------------------------------------------------------------
     def static_pending(self, after: int, limit: int, have: bool = False) -> list[ChunkRow]:
