@@ -4,7 +4,9 @@
 
 Draws patterns from the sources themselves, a few from each repository: identifiers; their
 case-insensitive, smart-case and whole-word variants; literals with punctuation (``-F``); a
-character class, an alternation, anchors and repeats around them; patterns with no trigram. Each
+character class, an alternation, anchors and repeats around them; patterns with no trigram; and
+pieces of the lines the chunks do not hold as they are (a line cut in pieces, a line of a file
+with a masked secret), literal or followed by ``\\W``, ten of each in a repository that has them. Each
 runs through codesight's grep (in process, over the repository's index: the index narrows, RE2
 checks the files on disk) and through rg over the same repository, with the same ignore rules
 (``--hidden --no-require-git --no-ignore-parent``: codesight reads hidden files and .gitignore
@@ -62,6 +64,13 @@ def draw(cs: CodeSight, root: Path, n: int, rng: random.Random) -> list[Case]:
         return []
     out: list[Case] = []
     kinds = ["ident", "ident-i", "ident-w", "ident-S", "literal", "class", "alternation", "anchor", "repeat", "none"]
+    for kind, hard in hard_lines(cs, root).items():  # ten more of each where the repository has them
+        for _ in range(10):
+            line = rng.choice(hard)
+            start = rng.randrange(0, max(1, len(line) - 8))
+            piece = line[start : start + rng.randint(8, 40)]
+            escaped = re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", piece)
+            out.append(Case(kind, piece, ("-F",)) if rng.random() < 0.5 else Case(kind, escaped + r"\W"))
     for k in range(n):
         kind = kinds[k % len(kinds)]
         a, b = rng.choice(idents), rng.choice(idents)
@@ -90,6 +99,21 @@ def draw(cs: CodeSight, root: Path, n: int, rng: random.Random) -> list[Case]:
         else:
             out.append(Case(kind, rng.choice(NO_TRIGRAM)))
     return out
+
+
+def hard_lines(cs: CodeSight, root: Path) -> dict[str, list[str]]:
+    """The lines the index holds other than as the chunks hold them: lines cut in pieces (kept
+    whole beside them) and the lines of files with a masked secret (read as they are on disk)."""
+    out: dict[str, list[str]] = {}
+    conn = cs.store.conn
+    out["cut"] = [text for (text,) in conn.execute("SELECT content FROM grams_lines ORDER BY id LIMIT 200")]
+    for (path,) in conn.execute("SELECT path FROM files WHERE masked > 0 ORDER BY path LIMIT 20"):
+        try:
+            lines = (root / path).read_text(encoding="utf-8").split("\n")
+        except (OSError, UnicodeDecodeError):
+            continue
+        out.setdefault("masked", []).extend(ln for ln in lines if len(ln.strip()) >= 8)
+    return {kind: lines for kind, lines in out.items() if lines}
 
 
 def ours(cs: CodeSight, case: Case) -> set[tuple[str, int]] | str:

@@ -105,6 +105,32 @@ def test_the_plan_asks_for_what_every_match_holds() -> None:
     assert grep_mod.plan("a.c", fixed=True).text == "a.c"
     long = grep_mod.plan("x" * 20 + "".join(chr(97 + k % 26) for k in range(200)), fixed=True).fts()
     assert long is not None and long.count(" AND ") == grep_mod.MAX_TRIGRAMS - 1
+    assert '"xxx"' in long and '"the"' not in long  # the rarest-looking trigrams, not the commonest
+    assert grep_mod.plan("foo\r\nbar", fixed=True).op == "and"  # a line break is no trigram's part
+    assert grep_mod.plan("abc\\rdef").parts == (grep_mod.Query("lit", "abc"), grep_mod.Query("lit", "def"))
+
+
+def test_the_plan_is_held_by_text_as_its_literals_say() -> None:
+    plan = grep_mod.plan(r"(alpha|beta)_(gamma)+")
+    assert plan.holds("x = alpha_gamma", False) and plan.holds("beta and gamma", False)
+    assert not plan.holds("alpha alone", False) and not plan.holds("ALPHA_GAMMA", False)
+    assert plan.holds("ALPHA_GAMMA".casefold(), True) and grep_mod.ALL.holds("", False)
+
+
+def test_the_index_text_narrows_by_case_and_whole_literals(tmp_path: Path, settings: Settings) -> None:
+    files = {"a.sql": "UPDATE t SET x = 1;\n", "b.py": "def update(): pass\n", "c.py": "up_date = 1; pdate = 2\n"}
+    engine = CodeSight(write_tree(tmp_path / "r", files), settings=settings)
+    engine.index(embed=False)
+    plan = grep_mod.plan("UPDATE")
+    assert grep_mod.candidates(engine.store, plan) == {"a.sql", "b.py"}  # the trigrams fold case
+    assert grep_mod.candidates(engine.store, plan, sensitive=True) == {"a.sql"}  # the text does not
+    assert grep_mod.candidates(engine.store, plan, sensitive=False) == {"a.sql", "b.py"}
+    assert lines_of(engine, "UPDATE") == {("a.sql", 1)} and lines_of(engine, "(?i)UPDATE") == {
+        ("a.sql", 1),
+        ("b.py", 1),
+    }
+    assert lines_of(engine, "Update", case="insensitive") == {("a.sql", 1), ("b.py", 1)}
+    assert lines_of(engine, "(?i:UPDATE)") == {("a.sql", 1), ("b.py", 1)}
 
 
 def test_the_index_narrows_the_files_read(cs: CodeSight) -> None:
@@ -189,16 +215,46 @@ def test_a_watcher_says_what_it_has_not_indexed_yet(tmp_path: Path) -> None:
     assert Watcher(tmp_path, handle, poll=True).unindexed() is None
 
 
-def test_files_the_trigrams_cannot_vouch_for_are_read_whole(tmp_path: Path, settings: Settings) -> None:
+def test_cut_lines_and_masked_secrets_are_found_as_they_are_on_disk(tmp_path: Path, settings: Settings) -> None:
     key = "AKIA" + "Q" * 16
     long_line = "x = [" + ", ".join(f"'item{k}'" for k in range(3000)) + "]\n"
-    root = write_tree(tmp_path / "r", {"conf.py": f"AWS_KEY = '{key}'\n", "data.py": long_line})
+    conf = "import os\n" * 50 + f"AWS_KEY = '{key}'\n" + "DEBUG = True\n" * 50
+    root = write_tree(tmp_path / "r", {"conf.py": conf, "data.py": long_line, "other.py": "x = 1\n"})
     engine = CodeSight(root, settings=settings)
     engine.index(embed=False)
-    whole = {p for (p,) in engine.store.conn.execute("SELECT path FROM grams_whole")}
-    assert whole == {"conf.py", "data.py"}, whole  # a masked secret; a line cut in pieces
-    assert lines_of(engine, key) == {("conf.py", 1)}  # grep reads the user's own file
-    assert lines_of(engine, "'item1499', 'item1500'") == {("data.py", 1)}  # across a cut
+    conn = engine.store.conn
+    assert [p for (p,) in conn.execute("SELECT path FROM grams_whole")] == []  # no file is read whole
+    assert [p for (p,) in conn.execute("SELECT DISTINCT path FROM grams_lines")] == ["data.py"]  # kept whole
+    assert key not in "".join(c for (c,) in conn.execute("SELECT content FROM grams_lines"))
+    cut = "'item1499', 'item1500'"
+    assert grep_mod.candidates(engine.store, grep_mod.plan(cut)) == {"data.py"}  # the index names it
+    assert lines_of(engine, cut) == {("data.py", 1)}  # across a cut
+    assert lines_of(engine, key) == {("conf.py", 51)}  # grep reads the user's own file
+    assert lines_of(engine, "AWS_KEY = 'AKIA") == {("conf.py", 51)}  # a match over the secret's edge
+    assert grep_mod.candidates(engine.store, grep_mod.plan(key)) == set()  # the secret is not in the index
+    indexed = grep_mod.indexed_files(engine.store, None, ())
+    conf_file = next(f for f in indexed if f.path == "conf.py")
+    assert grep_mod.masked_lines(engine.store, root, conf_file, 1 << 20) == (
+        (conf.index("AWS"), conf.index("\nDEBUG")),
+    )
+    (root / "conf.py").write_text(conf.replace(key, "AKIA" + "R" * 16))  # changed, not indexed yet
+    assert lines_of(engine, "AKIAR") == {("conf.py", 51)} and lines_of(engine, key) == set()
+
+
+def test_an_index_with_cut_lines_read_whole_is_brought_up_to_date(tmp_path: Path, settings: Settings) -> None:
+    long_line = "x = [" + ", ".join(f"'item{k}'" for k in range(3000)) + "]\n"
+    root = write_tree(tmp_path / "r", {"data.py": long_line})
+    engine = CodeSight(root, settings=settings)
+    engine.index(embed=False)
+    with engine.store.transaction():  # as version 1 left it: no cut lines kept whole
+        engine.store.conn.execute("DROP TABLE lines_grams")
+        engine.store.conn.execute("DROP TABLE grams_lines")
+        engine.store.conn.execute("UPDATE meta SET value='1' WHERE key=?", (grams.READY,))
+    assert grep_mod.candidates(engine.store, grep_mod.plan("item1499")) is None  # every file is read
+    assert lines_of(engine, "'item1499', 'item1500'") == {("data.py", 1)}
+    engine.index(embed=False)
+    assert grams.ready(engine.store.conn) and engine.store.quick_check(deep=True) is None
+    assert grep_mod.candidates(engine.store, grep_mod.plan("'item1499', 'item1500'")) == {"data.py"}
 
 
 def test_an_index_from_before_grep_is_read_whole_then_built(cs: CodeSight) -> None:

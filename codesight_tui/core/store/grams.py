@@ -2,16 +2,19 @@
 tokenizer over the chunks' text, an external-content table (no text is stored twice), kept by
 triggers and ``Store.write_files`` in the same transactions as the chunks it indexes.
 
-The index only narrows. ``grams_whole`` names the files whose chunks do not hold every line as it is
-on disk (secrets masked, a line too long for one chunk cut in pieces): exact search reads those
-whatever the trigrams say. Measured against a list of posting bitmaps of our own, FTS5 keeps the
-index in the transactions, damage checks and repairs everything else has (benchmarks/README.md,
-"Exact search")."""
+The index only narrows, and every line must be whole somewhere in it. A line too long for one
+chunk is cut in pieces, and a match may span a cut: such a line is kept whole in ``grams_lines``
+(with its own trigram table, ``lines_grams``). Where the pieces' order cannot be known (an index
+built before these tables, whose pieces were partly rewritten), the file is named in
+``grams_whole`` and exact search reads it whatever the trigrams say. Masked secrets are not in the
+index at all: exact search checks a masked file's masked lines on disk (``core.search.grep``).
+Measured against a list of posting bitmaps of our own, FTS5 keeps the index in the transactions,
+damage checks and repairs everything else has (benchmarks/README.md, "Exact search")."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 SCHEMA = """
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_grams USING fts5(
@@ -25,36 +28,64 @@ CREATE TRIGGER IF NOT EXISTS chunks_au_grams AFTER UPDATE OF content ON chunks B
     INSERT INTO chunks_grams(rowid, content) VALUES (new.id, new.content);
 END;
 CREATE TABLE IF NOT EXISTS grams_whole (path TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS grams_lines (
+    id INTEGER PRIMARY KEY, path TEXT NOT NULL, line INTEGER NOT NULL, content TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS grams_lines_path ON grams_lines(path);
+CREATE VIRTUAL TABLE IF NOT EXISTS lines_grams USING fts5(
+    content, content='grams_lines', content_rowid='id', tokenize='trigram', detail='none'
+);
+CREATE TRIGGER IF NOT EXISTS grams_lines_ad AFTER DELETE ON grams_lines BEGIN
+    INSERT INTO lines_grams(lines_grams, rowid, content) VALUES ('delete', old.id, old.content);
+END;
 """
-READY = "grams"  # the meta key saying the table holds every chunk (built with the index, or backfilled)
-
-# Files whose lines are not all whole in their chunks: masked secrets, or a line cut in pieces
-# (two chunks of one file starting on the same line).
-_WHOLE = """
-SELECT path FROM files WHERE masked > 0 AND {where}
-UNION
-SELECT path FROM chunks WHERE start_line = end_line AND {where} GROUP BY path, start_line HAVING count(*) > 1
-"""
+READY = "grams"  # the meta key saying the tables hold every chunk (built with the index, or backfilled)
+VERSION = "2"  # 1: chunks_grams alone, a cut line's file read whole; 2: cut lines kept whole
+FTS_TABLES = ("chunks_grams", "lines_grams")
 
 
 def ready(conn: sqlite3.Connection) -> bool:
-    """Whether the trigram table holds every chunk of this index."""
+    """Whether the trigram tables hold every chunk of this index."""
+    return _version(conn) == VERSION
+
+
+def _version(conn: sqlite3.Connection) -> str | None:
     try:
         row = conn.execute("SELECT value FROM meta WHERE key=?", (READY,)).fetchone()
     except sqlite3.Error:
-        return False
-    return row is not None and row[0] == "1"
+        return None
+    return None if row is None else str(row[0])
 
 
 def build(conn: sqlite3.Connection) -> None:
-    """Make the trigram table and fill it from the chunks there are (inside a transaction): a new
-    index, or one made before exact search."""
+    """Make the trigram tables and fill them from the chunks there are (inside a transaction): a
+    new index, or one made before exact search (or before cut lines were kept whole)."""
+    had_chunks = _version(conn) == "1"
     for statement in _statements(SCHEMA):  # not executescript: it would commit the transaction
         conn.execute(statement)
-    conn.execute("INSERT INTO chunks_grams(chunks_grams) VALUES ('rebuild')")
+    if not had_chunks:
+        conn.execute("INSERT INTO chunks_grams(chunks_grams) VALUES ('rebuild')")
     conn.execute("DELETE FROM grams_whole")
-    conn.execute("INSERT OR IGNORE INTO grams_whole " + _WHOLE.format(where="1"))
-    conn.execute("INSERT OR REPLACE INTO meta VALUES (?, '1')", (READY,))
+    conn.execute("DELETE FROM grams_lines")
+    pieces: dict[tuple[str, int], list[tuple[int, str]]] = {}
+    for path, line, cid, content in conn.execute(
+        "SELECT c.path, c.start_line, c.id, c.content FROM chunks c JOIN ("
+        " SELECT path, start_line FROM chunks WHERE start_line = end_line"
+        " GROUP BY path, start_line HAVING count(*) > 1) k USING (path, start_line)"
+        " WHERE c.start_line = c.end_line ORDER BY c.id"
+    ):
+        pieces.setdefault((path, line), []).append((cid, content))
+    whole: set[str] = set()
+    rows: list[tuple[str, int, str]] = []
+    for (path, line), parts in pieces.items():
+        ids = [cid for cid, _ in parts]
+        if ids[-1] - ids[0] + 1 != len(ids):  # not written together: their order is not known
+            whole.add(path)
+        else:
+            rows.append((path, line, "".join(content for _, content in parts)))
+    _insert_lines(conn, [r for r in rows if r[0] not in whole])
+    conn.executemany("INSERT OR IGNORE INTO grams_whole VALUES (?)", [(p,) for p in sorted(whole)])
+    conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (READY, VERSION))
 
 
 def _statements(script: str) -> list[str]:
@@ -68,9 +99,28 @@ def _statements(script: str) -> list[str]:
     return [s for s in out if s]
 
 
-def added(conn: sqlite3.Connection, after: int | None, paths: Iterable[str]) -> None:
-    """The chunks above id ``after`` (None: none were added) into the trigram table, and which of
-    ``paths`` (the files just written) must be read whole (inside the transaction that wrote them)."""
+def cut_lines(path: str, rows: Sequence[tuple[int, int, str, str, str, str, str]]) -> list[tuple[str, int, str]]:
+    """The lines of one file's chunk rows (``store.chunk_fields``, in the chunker's order) that
+    were cut in pieces, each whole again: ``(path, line, text)``."""
+    pieces: dict[int, list[str]] = {}
+    for start, end, _scope, content, *_ in rows:
+        if start == end:
+            pieces.setdefault(start, []).append(content)
+    return [(path, line, "".join(parts)) for line, parts in pieces.items() if len(parts) > 1]
+
+
+def _insert_lines(conn: sqlite3.Connection, rows: list[tuple[str, int, str]]) -> None:
+    if not rows:
+        return
+    last = conn.execute("SELECT coalesce(max(id), 0) FROM grams_lines").fetchone()[0]
+    conn.executemany("INSERT INTO grams_lines (path, line, content) VALUES (?,?,?)", rows)
+    conn.execute("INSERT INTO lines_grams(rowid, content) SELECT id, content FROM grams_lines WHERE id > ?", (last,))
+
+
+def added(conn: sqlite3.Connection, after: int | None, paths: Iterable[str], lines: list[tuple[str, int, str]]) -> None:
+    """The chunks above id ``after`` (None: none were added) into the trigram table, and the cut
+    ``lines`` of ``paths`` (the files just written) in place of theirs (inside the transaction
+    that wrote them)."""
     if after is not None:
         conn.execute("INSERT INTO chunks_grams(rowid, content) SELECT id, content FROM chunks WHERE id > ?", (after,))
     paths = list(paths)
@@ -78,10 +128,29 @@ def added(conn: sqlite3.Connection, after: int | None, paths: Iterable[str]) -> 
         part = paths[k : k + 500]
         marks = ",".join("?" * len(part))
         conn.execute(f"DELETE FROM grams_whole WHERE path IN ({marks})", part)
-        conn.execute("INSERT OR IGNORE INTO grams_whole " + _WHOLE.format(where=f"path IN ({marks})"), part + part)
+        conn.execute(f"DELETE FROM grams_lines WHERE path IN ({marks})", part)
+    _insert_lines(conn, lines)
 
 
 def removed(conn: sqlite3.Connection, path: str) -> None:
     """A file taken out of the index (its chunks' triggers took them out of the trigram table)."""
     if ready(conn):
         conn.execute("DELETE FROM grams_whole WHERE path=?", (path,))
+        conn.execute("DELETE FROM grams_lines WHERE path=?", (path,))
+
+
+def named(conn: sqlite3.Connection, fts: str, holds: Callable[[str], bool] | None = None) -> set[str]:
+    """The files with a chunk or a cut line that holds what the FTS5 query ``fts`` asks (and, where
+    ``holds`` is given, whose text it says holds what the search requires: its literals, in the
+    case asked), and those to read whole whatever it asks."""
+    found: set[str] = set()
+    for table, fts_table in (("chunks", "chunks_grams"), ("grams_lines", "lines_grams")):
+        where = f"id IN (SELECT rowid FROM {fts_table} WHERE {fts_table} MATCH ?)"
+        if holds is None:
+            found.update(p for (p,) in conn.execute(f"SELECT DISTINCT path FROM {table} WHERE {where}", (fts,)))
+            continue
+        for path, text in conn.execute(f"SELECT path, content FROM {table} WHERE {where}", (fts,)):
+            if path not in found and holds(text):
+                found.add(path)
+    found.update(p for (p,) in conn.execute("SELECT path FROM grams_whole"))
+    return found
