@@ -18,7 +18,10 @@ import importlib
 import os
 import re
 import sqlite3
+import threading
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -509,16 +512,22 @@ def _finder(regex: _Regex, word: int) -> Callable[[bytes, int, int], tuple[int, 
     return search
 
 
-def matching_lines(compiled: Compiled, data: bytes, limit: int | None, every_span: bool = True) -> list[_Line]:
+def matching_lines(
+    compiled: Compiled,
+    data: bytes,
+    limit: int | None,
+    every_span: bool = True,
+    first: tuple[int, int] | None = None,
+) -> list[_Line]:
     """The lines of ``data`` that match, in order, at most ``limit``: each with its matches
     (``every_span``), or with its first (what a plain printer shows): the rest of a line is then
-    not searched."""
+    not searched. ``first``: the first match, found already (``_read``)."""
     find = compiled.find
     size = len(data)
     lines: list[_Line] = []
     line_no, counted_to, pos = 1, 0, 0
     while pos <= size and (limit is None or len(lines) < limit):
-        span = find(data, pos, size)
+        span, first = (first, None) if first is not None else (find(data, pos, size), None)
         if span is None:
             break
         s, e = span
@@ -638,6 +647,65 @@ def _to_read(
     return sorted(files, key=lambda f: f.path)
 
 
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The process's threads that read files and find their first match: RE2 lets go of the GIL
+    while it scans, as reading a file does, so they run on every core."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="codesight-grep")
+        return _POOL
+
+
+def _read(
+    compiled: Compiled, base: str, files: list[IndexedFile], max_file_size: int
+) -> list[tuple[IndexedFile, bytes, tuple[int, int]]]:
+    """Those of ``files`` that match, each with its text as ripgrep searches it and its first
+    match (a binary file, or one gone, does not)."""
+    from codesight_tui.core.ingest.walker import read_bytes
+
+    out = []
+    for f in files:
+        data, _why = read_bytes(base + f.path, max_file_size)
+        text = _text_bytes(data) if data is not None else None
+        first = compiled.find(text, 0, len(text)) if text is not None else None
+        if text is not None and first is not None:
+            out.append((f, text, first))
+    return out
+
+
+_BATCH = 32  # files one task of the pool reads: a task per file costs more than its file
+_AHEAD = 8  # tasks in flight ahead of the one whose lines are being made
+
+
+def _scanned(
+    compiled: Compiled, base: str, files: list[IndexedFile], max_file_size: int
+) -> Iterator[tuple[IndexedFile, bytes, tuple[int, int]]]:
+    """The files that match, in order, each with its text and first match: a few read in this
+    thread, many on the pool's threads, in batches (at most ``_AHEAD`` ahead: a search stopped
+    at its limit, or cancelled, reads little further)."""
+    if len(files) <= _BATCH or (os.cpu_count() or 1) == 1:
+        yield from _read(compiled, base, files, max_file_size)
+        return
+    pool = _pool()
+    batches = [files[k : k + _BATCH] for k in range(0, len(files), _BATCH)]
+    pending: deque[Future[list[tuple[IndexedFile, bytes, tuple[int, int]]]]] = deque()
+    at = 0
+    try:
+        while pending or at < len(batches):
+            while at < len(batches) and len(pending) < _AHEAD:
+                pending.append(pool.submit(_read, compiled, base, batches[at], max_file_size))
+                at += 1
+            yield from pending.popleft().result()
+    finally:
+        for future in pending:
+            future.cancel()
+
+
 def grep(
     store: Store, root: Path, request: SearchRequest, max_file_size: int, unindexed: set[str] | None = None
 ) -> Iterator[list[SearchResult]]:
@@ -645,7 +713,6 @@ def grep(
     file's hits as one list): the files the plan and the index name, the files changed since
     they were indexed (``unindexed``: as a running watcher knows them; None: stat every file),
     each read now. ``request.limit`` caps the lines in all."""
-    from codesight_tui.core.ingest.walker import read_bytes
     from codesight_tui.core.languages import normalize_language
 
     options = request.grep or GrepOptions()
@@ -657,20 +724,17 @@ def grep(
     named = candidates(store, compiled.plan, compiled.sensitive)
     spot = set() if named is None else masked(store) - named - (unindexed or set())
     watched = unindexed is not None
-    files = _to_read(store, root, None if named is None else named | spot, unindexed, f.glob, languages)
+    files = [
+        indexed
+        for indexed in _to_read(store, root, None if named is None else named | spot, unindexed, f.glob, languages)
+        if indexed.path not in spot or _masked_match(store, root, compiled, indexed, max_file_size, watched)
+    ]
     left = request.limit
-    base = str(root) + os.sep
     wanted = bool(options.before or options.after)
-    for indexed in files:
+    for indexed, text, first in _scanned(compiled, str(root) + os.sep, files, max_file_size):
         check(request.cancel)
-        if indexed.path in spot and not _masked_match(store, root, compiled, indexed, max_file_size, watched):
-            continue
-        data, _why = read_bytes(base + indexed.path, max_file_size)
-        text = _text_bytes(data) if data is not None else None
-        if text is None:
-            continue
         cap = left if options.max_per_file is None else min(left, options.max_per_file)
-        lines = matching_lines(compiled, text, cap, options.every_span)
+        lines = matching_lines(compiled, text, cap, options.every_span, first)
         if not lines:
             continue
         numbered = _Lines(text, wanted)
