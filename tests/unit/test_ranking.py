@@ -704,3 +704,31 @@ def test_a_c_header_ranks_as_declarations_below_its_implementation(tmp_path: Pat
     # the file's class is the classifier's, so headers are embedded after the code they declare
     assert classify("src/db.h", "c") == DECLARATIONS and classify("include/fmt/base.h", "cpp") == SOURCE
     assert _priority("src/db.h", 0, "c") > _priority("src/db.c", 0, "c")
+
+
+def test_a_question_naming_a_module_lifts_its_root(
+    tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codesight_tui.core.search import ranking
+
+    # Each child of src/routing/ says "route" more often than the module's root, which declares it.
+    child = "use super::Router;\n\n/// Match a route: the route's path, the route's handler.\npub fn {0}(route: &str) -> bool {{ route.is_empty() }}\n"
+    files = {f"src/routing/{n}.rs": child.format(n) for n in ("path_router", "method_filter", "strip_prefix")}
+    files["src/routing/mod.rs"] = (
+        "//! The router.\nmod path_router;\nmod method_filter;\n\npub struct Router { routes: Vec<String> }\n\n"
+        "impl Router {\n    pub fn new() -> Self { Router { routes: Vec::new() } }\n}\n"
+    )
+    c = _lexical(tmp_path, settings, files)
+
+    def first(query: str) -> str:
+        return c.search(query, top_k=5, mode="bm25")[0].path
+
+    assert first("how does routing work") == "src/routing/mod.rs"
+    monkeypatch.setattr(ranking, "MODULE_ROOT_BONUS", 0.0)
+    assert first("how does routing work") != "src/routing/mod.rs"
+    said = {ranking._stem(w) for w in ("how", "does", "routing", "work")}
+    assert ranking._roots_module("src/routing/mod.rs", said) and ranking._roots_module("pkg/route/route.go", said)
+    assert ranking._roots_module("app/routing/__init__.py", said) and ranking._roots_module(
+        "lib/routing/index.ts", said
+    )
+    assert not ranking._roots_module("src/routing/path_router.rs", said) and not ranking._roots_module("mod.rs", said)
