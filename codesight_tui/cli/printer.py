@@ -343,6 +343,14 @@ def print_matches(hits: list[SearchResult], fmt: str, *, cwd: str | None, contex
     matched = {(h.repo, h.path, h.line) for h in hits}
     printed: dict[tuple[str, str], int] = {}  # per file, the last line shown
     last = None
+    if plain and not context and fmt == "text":  # the common case, tens of thousands of lines: nothing else to do
+        for h in hits:
+            file = (h.repo, h.path)
+            path = shown.get(file) or shown.setdefault(file, shown_path(h, cwd))
+            out.append(f"{path}:{h.line}:{h.column}:{h.match_text}")
+        if out:
+            say(safe("\n".join(out)))
+        return
     for h in hits:
         file = (h.repo, h.path)
         path = shown.get(file) or shown.setdefault(file, mark(shown_path(h, cwd)))

@@ -164,6 +164,8 @@ class SearchResult:
     @property
     def match_text(self) -> str:
         """The text of the hit's own line (``line``; its first where it has none)."""
+        if self.start_line == self.end_line and self.line in (0, self.start_line):
+            return self.content  # one line (a grep hit without context): no split
         lines = self.content.split("\n")
         at = (self.line or self.start_line) - self.start_line
         return lines[at] if 0 <= at < len(lines) else ""
@@ -204,7 +206,8 @@ class SearchResult:
 
 def byte_column(text: str, char: int) -> int:
     """The 1-based byte column of character ``char`` of ``text``, as ripgrep and editors count."""
-    return len(text[:char].encode("utf-8", "surrogatepass")) + 1
+    head = text[:char]
+    return (len(head) if head.isascii() else len(head.encode("utf-8", "surrogatepass"))) + 1
 
 
 _KEYWORDS = re.compile(r"^(?:[a-z_]+\s+)+(?=[^\s])")

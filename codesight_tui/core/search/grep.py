@@ -323,13 +323,20 @@ def indexed_files(
     from codesight_tui.core.store.store import path_matches
 
     sql = "SELECT path, coalesce(language, ''), mtime_ns, size FROM files WHERE skipped IS NULL"
-    if among is None:
-        rows = store.conn.execute(sql).fetchall()
-    else:
-        wanted, rows = sorted(among), []
-        for k in range(0, len(wanted), 500):
-            part = wanted[k : k + 500]
-            rows += store.conn.execute(sql + f" AND path IN ({','.join('?' * len(part))})", part).fetchall()
+    if among is None:  # every file: the list is made once per change of the index (a scan reads them all)
+        every = store.per_version(
+            "grep.files",
+            lambda: [IndexedFile(*row) for row in sorted(store.conn.execute(sql)) if row[1] not in DOCUMENT_LANGUAGES],
+        )
+        if not languages and not glob:
+            return list(every)
+        return [
+            f for f in every if (not languages or f.language in languages) and (not glob or path_matches(f.path, glob))
+        ]
+    wanted, rows = sorted(among), []
+    for k in range(0, len(wanted), 500):
+        part = wanted[k : k + 500]
+        rows += store.conn.execute(sql + f" AND path IN ({','.join('?' * len(part))})", part).fetchall()
     rows.sort()
     return [
         IndexedFile(p, lang, m, s)
@@ -526,6 +533,7 @@ def matching_lines(
     size = len(data)
     lines: list[_Line] = []
     line_no, counted_to, pos = 1, 0, 0
+    rfind, nl_find, count = data.rfind, data.find, data.count
     while pos <= size and (limit is None or len(lines) < limit):
         span, first = (first, None) if first is not None else (find(data, pos, size), None)
         if span is None:
@@ -533,10 +541,10 @@ def matching_lines(
         s, e = span
         if s == size and (not data or data.endswith(b"\n")):
             break  # the empty "line" after the last newline is none, as ripgrep counts lines
-        start = data.rfind(b"\n", 0, s) + 1
-        end = data.find(b"\n", s)
+        start = rfind(b"\n", 0, s) + 1
+        end = nl_find(b"\n", s)
         end = size if end < 0 else end
-        line_no += data.count(b"\n", counted_to, start)
+        line_no += count(b"\n", counted_to, start)
         counted_to = start
         spans = [(s, e)]
         at = e if e > s else e + 1
@@ -558,7 +566,10 @@ def _hit(
     (``line``), and its matches as character spans of that line."""
     raw = data[line.start : line.end]
     text = raw.decode("utf-8", "replace")
-    if raw.isascii():  # a byte is a character: the spans are the offsets as they are
+    if raw.isascii() and len(line.spans) == 1:  # a byte is a character: the offsets as they are
+        s, e = line.spans[0]
+        spans: tuple[tuple[int, int], ...] = ((s - line.start, min(e, line.end) - line.start),)
+    elif raw.isascii():
         spans = tuple((s - line.start, min(e, line.end) - line.start) for s, e in line.spans)
     else:
         spans = tuple(
