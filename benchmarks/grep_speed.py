@@ -121,7 +121,8 @@ def costs(root: Path, runs: int, work: Path) -> None:
             size = sum(
                 r[0] or 0
                 for r in cs.store.conn.execute(
-                    "SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'chunks_grams%' OR name = 'grams_whole'"
+                    "SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'chunks_grams%' OR name LIKE 'lines_grams%'"
+                    " OR name IN ('grams_whole', 'grams_lines', 'grams_lines_path')"
                 )
             )
             total = (cs.context.index_dir / "index.db").stat().st_size
