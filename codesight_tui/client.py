@@ -226,7 +226,7 @@ def request(
         except OSError:
             pass  # a service that refused at once has closed its end: its reason is still there to read
         sock.settimeout(silence)
-        buf = b""
+        buf = bytearray()  # appended to and taken from in place: an answer of megabytes is not copied per read
         while True:
             try:
                 data = sock.recv(65536)
@@ -241,7 +241,8 @@ def request(
                 size = int.from_bytes(buf[1:5], "big")
                 if len(buf) < 5 + size:
                     break
-                kind, payload, buf = FRAME_KINDS.get(buf[:1]), buf[5 : 5 + size], buf[5 + size :]
+                kind, payload = FRAME_KINDS.get(bytes(buf[:1])), bytes(buf[5 : 5 + size])
+                del buf[: 5 + size]
                 try:
                     text = payload.decode()
                     if kind is None:

@@ -303,6 +303,9 @@ def shown_path(hit: SearchResult, cwd: str | None) -> str:
     if hit.commit:
         return f"{repo_label(hit)}/{hit.path}"
     full = Path(hit.repo) / hit.path if hit.repo else Path(hit.path)
+    here = os.path.abspath(cwd or os.curdir)
+    if full.is_absolute() and str(full).startswith(here + os.sep):  # below here: no walk up to compare
+        return str(full)[len(here) + 1 :]
     try:
         rel = os.path.relpath(full, cwd or os.curdir)
     except ValueError:
@@ -330,8 +333,10 @@ def print_matches(hits: list[SearchResult], fmt: str, *, cwd: str | None, contex
         return
     if fmt in ("files", "count"):
         counts: dict[str, int] = {}
+        named: dict[tuple[str, str], str] = {}
         for h in hits:
-            key = shown_path(h, cwd)
+            file = (h.repo, h.path)
+            key = named.get(file) or named.setdefault(file, shown_path(h, cwd))
             counts[key] = counts.get(key, 0) + 1
         for path, n in counts.items():
             say(safe(path) if fmt == "files" else f"{safe(path)}:{n}")
@@ -340,7 +345,6 @@ def print_matches(hits: list[SearchResult], fmt: str, *, cwd: str | None, contex
     mark = (lambda text: text) if plain else safe
     shown: dict[tuple[str, str], str] = {}
     out: list[str] = []
-    matched = {(h.repo, h.path, h.line) for h in hits}
     printed: dict[tuple[str, str], int] = {}  # per file, the last line shown
     last = None
     if plain and not context and fmt == "text":  # the common case, tens of thousands of lines: nothing else to do
@@ -351,6 +355,7 @@ def print_matches(hits: list[SearchResult], fmt: str, *, cwd: str | None, contex
         if out:
             say(safe("\n".join(out)))
         return
+    matched = {(h.repo, h.path, h.line) for h in hits}
     for h in hits:
         file = (h.repo, h.path)
         path = shown.get(file) or shown.setdefault(file, mark(shown_path(h, cwd)))
