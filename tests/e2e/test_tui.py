@@ -1071,3 +1071,42 @@ async def test_exact_and_regex_modes_list_matching_lines_by_file(repo: Path, set
         assert not app.hits
         await pilot.press("tab")  # back to a question
         assert app.kind == "question" and app.mode in ("bm25", "hybrid", "vector")
+
+
+async def test_a_long_list_of_lines_is_listed_a_screen_first_and_the_rest_between_repaints() -> None:
+    """Measuring a thousand rows held the event loop for about 190 ms: the first rows are listed at
+    once, the rest in batches after each repaint, and a newer list stops an older one's batches."""
+    from textual.app import App, ComposeResult
+
+    from codesight_tui.core.search.contract import SearchResult
+    from codesight_tui.tui.widgets import results as results_mod
+
+    def lines(n: int, name: str) -> list[SearchResult]:
+        return [
+            SearchResult(
+                f"src/{name}{i // 7}.py", i, i, "", "python", 0.0, None, None, f"x = f{i}()", 0, line=i, spans=((4, 6),)
+            )
+            for i in range(1, n + 1)
+        ]
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield ResultsList()
+
+    app = One()
+    async with app.run_test(size=(80, 24)) as pilot:
+        listed = app.query_one(ResultsList)
+        listed.show(lines(1000, "a"), set())
+        assert listed.option_count == results_mod.FIRST_ROWS  # a screen and more, at once
+        for _ in range(100):
+            await pilot.pause()
+            if listed.option_count == 1000:
+                break
+        assert listed.option_count == 1000
+        assert "f1000()" in str(listed.get_option_at_index(999).prompt)
+        assert "src/a142.py (" in str(listed.get_option_at_index(993).prompt)  # a file's first line, late
+        listed.show(lines(1000, "b"), set())
+        listed.show(lines(30, "c"), set())  # the next key's answer, before b's batches ran
+        for _ in range(10):
+            await pilot.pause()
+        assert listed.option_count == 30 and "c0.py" in str(listed.get_option_at_index(0).prompt)

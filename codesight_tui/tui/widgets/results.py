@@ -143,6 +143,10 @@ def hit_identity(hit: SearchResult) -> tuple[str, str, str | int]:
     return (hit.repo, hit.path, hit.scope or hit.start_line)
 
 
+FIRST_ROWS = 100  # rows listed at once: more than a screen holds
+MORE_ROWS = 150  # rows added after each repaint (about 35 ms of Textual's measuring)
+
+
 class ResultsList(OptionList):
     """Hits for the current query. Arrows, PgUp/PgDn move; Enter opens; any printable key goes
     back to the query box."""
@@ -161,18 +165,20 @@ class ResultsList(OptionList):
         sig = [(h.chunk_id, h.path, h.score, h.start_line, h.end_line, h.path in stale) for h in hits]
         if (
             sig == getattr(self, "_shown", None)
-            and self.option_count == len(hits)
+            and getattr(self, "_listed", -1) == len(hits)
             and self.filters == getattr(self, "_shown_filters", None)
         ):
             self.hits = hits  # one more key, the same hits: nothing to repaint
             return False
         keep, before = (self.current, self.highlighted) if refresh else (None, None)
         old = [hit_identity(h) for h in self.hits]
+        want = hit_identity(keep) if keep is not None else None
+        found = next((i for i, h in enumerate(hits) if hit_identity(h) == want), None) if want else None
         self.hits = hits
         self._shown = sig
         self._shown_filters = self.filters
         self._stale = stale
-        self._fill()
+        self._fill(found or 0)
         # The filter is said where the results are: at 80 columns the status bar can lose it.
         where = f" · {self.filters}" if self.filters else ""
         if hits and hits[0].spans:  # an exact or regex search: lines, in files
@@ -182,10 +188,6 @@ class ResultsList(OptionList):
             counted = f"{len(hits)} result{'s' if len(hits) != 1 else ''}"
         self.border_title = f"{counted}{where}" if hits else ""
         if hits:
-            found = None
-            if keep is not None:
-                want = hit_identity(keep)
-                found = next((i for i, h in enumerate(hits) if hit_identity(h) == want), None)
             index = found or 0
             self.highlighted = index
             # The selection kept, but the list shown from its top wherever the selection still fits
@@ -216,33 +218,56 @@ class ResultsList(OptionList):
     def _clear_subtitle(self) -> None:
         self.border_subtitle = ""
 
-    def _fill(self) -> None:
+    _generation = 0  # each fill's; a later fill stops the rows an earlier one still had to add
+
+    def _fill(self, at_least: int = 0) -> None:
+        """List the hits: the first ``FIRST_ROWS`` (and up to ``at_least``) at once, the rest
+        ``MORE_ROWS`` at a time after each repaint. Measuring a thousand rows held the event loop
+        for 170-190 ms, and the next key waited; a newer list stops an older one's rows."""
         width = self.scrollable_content_region.width or self.size.width or 80
         stale: set[str] = getattr(self, "_stale", set())
+        hits = list(self.hits)
         counts: dict[tuple[str, str], int] = {}
-        for h in self.hits:
+        for h in hits:
             if h.spans:
                 counts[h.repo, h.path] = counts.get((h.repo, h.path), 0) + 1
-        rows = []
-        for i, h in enumerate(self.hits, start=1):
-            if h.spans:  # a matching line: grouped under its file
-                first = i == 1 or (self.hits[i - 2].repo, self.hits[i - 2].path) != (h.repo, h.path)
-                rows.append(Option(grep_row(i, h, first, counts[h.repo, h.path], width), id=str(i - 1)))
-            else:
-                rows.append(Option(result_row(i, h, h.path in stale, width, self.show_scores), id=str(i - 1)))
-        self.set_options(rows)
+
+        def rows(lo: int, hi: int) -> list[Option]:
+            out = []
+            for i in range(lo + 1, min(hi, len(hits)) + 1):
+                h = hits[i - 1]
+                if h.spans:  # a matching line: grouped under its file
+                    first = i == 1 or (hits[i - 2].repo, hits[i - 2].path) != (h.repo, h.path)
+                    out.append(Option(grep_row(i, h, first, counts[h.repo, h.path], width), id=str(i - 1)))
+                else:
+                    out.append(Option(result_row(i, h, h.path in stale, width, self.show_scores), id=str(i - 1)))
+            return out
+
+        self._generation += 1
+        generation = self._generation
+        upto = max(FIRST_ROWS, at_least + 1)
+        self.set_options(rows(0, upto))
+        self._listed = len(hits)
+
+        def more(at: int) -> None:
+            if generation != self._generation or at >= len(hits):
+                return
+            self.add_options(rows(at, at + MORE_ROWS))
+            self.call_after_refresh(more, at + MORE_ROWS)
+
+        self.call_after_refresh(more, upto)
 
     def toggle_scores(self) -> None:
         self.show_scores = not self.show_scores
         keep = self.highlighted
-        self._fill()
+        self._fill(keep or 0)
         if self.hits and keep is not None:
             self.highlighted = min(keep, len(self.hits) - 1)
 
     def on_resize(self, event: events.Resize) -> None:
         if self.hits:
             keep = self.highlighted
-            self._fill()
+            self._fill(keep or 0)
             if keep is not None:
                 self.highlighted = min(keep, len(self.hits) - 1)
 
