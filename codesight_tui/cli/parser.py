@@ -84,6 +84,13 @@ def grep_options(pg: argparse.ArgumentParser) -> None:
     pg.add_argument("--vimgrep", action="store_true", help="one path:line:col:text line per match")
     pg.add_argument("--all", action="store_true", help="every repository saved in the config (repos = [...]) too")
     pg.add_argument("--yes", "-y", action="store_true", help=YES_HELP)
+    store_options(pg)
+    pg.add_argument(
+        "--repo",
+        default=None,
+        metavar="GLOB",
+        help="with a fleet store: only its repositories whose names match this glob",
+    )
 
 
 @functools.cache

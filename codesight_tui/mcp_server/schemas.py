@@ -55,6 +55,7 @@ class GrepMatch(BaseModel):
     scope: str = Field(description="the enclosing definition, e.g. 'class Cache > def get'; '' at top level")
     before: list[str] = Field(default_factory=list, description="context lines before it")
     after: list[str] = Field(default_factory=list, description="context lines after it")
+    commit: str = Field(default="", description="a fleet store's line: its repository's commit (repo is then its name)")
 
 
 class GrepOutput(BaseModel):

@@ -70,6 +70,7 @@ def _match(h: SearchResult, repo: str) -> GrepMatch:
         scope=h.scope,
         before=before,
         after=after,
+        commit=h.commit,
     )
 
 
@@ -249,14 +250,19 @@ class Tools:
         context_lines: int = 0,
         limit: int = 100,
         roots: list[str] | None = None,
+        fleet_repo: str | None = None,
     ) -> GrepOutput:
         """Every line that matches a regex (RE2 syntax, as ripgrep's) or, with fixed, a literal
         string, in the indexed files as they are on disk now (the index narrows which files are
         read; .gitignore'd, binary and secret files are left out). Each match: path, line, column,
         the line, the matched spans, and the enclosing definition ("class Cache > def get"), so
         that no file has to be read to know where it is. Case-sensitive unless ignore_case; word:
-        whole words only. limit caps the lines (1 to 1000); truncated says there were more."""
+        whole words only. limit caps the lines (1 to 1000); truncated says there were more. Where
+        the server has a fleet store, its repositories' lines come too, each with its commit;
+        fleet_repo narrows them by a glob over their names."""
         t0 = time.perf_counter()
+        if fleet_repo and self.fleet is None:
+            raise ToolError("fleet_repo narrows a fleet store, and this server has none (codesight mcp --store URI)")
         if not 1 <= limit <= 1000:
             raise ToolError(f"limit must be between 1 and 1000 (got {limit})")
         if not 0 <= context_lines <= 20:
@@ -265,9 +271,11 @@ class Tools:
         notes = await self.prepare(targets, ctx, "bm25")
         case: Case = "insensitive" if ignore_case else "sensitive"
         options = GrepOptions(fixed=fixed, case=case, word=word, before=context_lines, after=context_lines)
-        request = SearchRequest(pattern, filters=Filters(file_glob, language), limit=limit + 1, grep=options)
+        request = SearchRequest(
+            pattern, filters=Filters(file_glob, language, fleet_repo), limit=limit + 1, grep=options
+        )
         try:
-            found = await anyio.to_thread.run_sync(lambda: self.repos.workspace.search(request, targets))
+            found = await anyio.to_thread.run_sync(lambda: self.repos.workspace.search(request, targets, self.fleet))
         except CodeSightError as exc:
             raise ToolError(str(exc)) from None
         matches = [_match(h, str(targets[0])) for h in found[:limit]]

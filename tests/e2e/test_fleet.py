@@ -705,6 +705,11 @@ async def test_mcp_search_takes_the_fleet_too(
         assert not r.is_error, r.content
         found = [(h["repo"], h["path"]) for h in r.structured_content["results"]]
         assert found and ("infra", "deploy/rollout.go") not in found
+        # grep too: the store's lines beside the repository's, each with its commit
+        r = await client.call_tool("grep", {"pattern": "Canary", "fleet_repo": "infra"})
+        assert not r.is_error, r.content
+        lines = [(m["repo"], m["path"], m["line"], bool(m["commit"])) for m in r.structured_content["matches"]]
+        assert lines == [("infra", "deploy/rollout.go", 3, True), ("infra", "deploy/rollout.go", 4, True)]
     async with server(repo) as client:
         r = await client.call_tool("search", {"query": "x", "fleet_repo": "a*"})
         assert r.is_error and "no" in text_of(r) and "fleet" in text_of(r)
@@ -1003,3 +1008,52 @@ def test_fleet_hits_carry_the_repositorys_current_commit(tmp_path: Path, env: di
         codesight("search", "debounce keystrokes", "--store", store, "--json", env=env, cwd=tmp_path).stdout
     )
     assert hits[0]["path"] == "src/debounce.js" and hits[0]["commit"] == head
+
+
+def test_grep_reads_a_fleet_store_by_pattern(tmp_path: Path, static_model_dir: Path, env: dict[str, str]) -> None:
+    """Issue 68 item 7: exact and regex search over a fleet store's chunks, narrowed by the
+    store's FM-index where the pattern's literals are in the case given, beside local lines."""
+    from codesight_tui.core.search.contract import Filters, GrepOptions, SearchRequest
+
+    fleet = _local_fleet(tmp_path, static_model_dir)
+    indices = {tuple(i.columns) for i in fleet.store._table("chunks").list_indices()}
+    assert ("content",) in indices  # the FM-index, made when the store was finished
+
+    def lines(pattern: str, **options: object) -> set[tuple[str, str, int]]:
+        answer = fleet.grep(SearchRequest(pattern, limit=1000, grep=GrepOptions(**options)))  # type: ignore[arg-type]
+        assert all(h.commit and h.spans for h in answer)
+        return {(h.repo, h.path, h.line) for h in answer}
+
+    assert lines("setTimeout(", fixed=True) == {("frontend", "src/debounce.js", 4)}
+    assert lines(r"func \w+\(") == {("infra", "config/parse.go", 4), ("infra", "deploy/rollout.go", 4)}
+    assert lines("ROLLOUTCANARY", case="insensitive") == {
+        ("infra", "deploy/rollout.go", 3),
+        ("infra", "deploy/rollout.go", 4),
+    }
+    assert lines("rolloutcanary") == set()  # case-sensitive by default, as rg
+    assert lines("(matchRoute|ParseClusterConfig)") == {
+        ("frontend", "src/router.js", 1),
+        ("infra", "config/parse.go", 3),
+        ("infra", "config/parse.go", 4),
+    }
+    (hit,) = fleet.grep(SearchRequest("clearTimeout", grep=GrepOptions()))
+    assert hit.match_text.strip().startswith("return (...args)") and hit.spans == ((24, 36),) and hit.column == 25
+    only = fleet.grep(SearchRequest("return", filters=Filters(repo="infra", glob="deploy/"), grep=GrepOptions()))
+    assert [(h.repo, h.path, h.line) for h in only] == [("infra", "deploy/rollout.go", 5)]
+    out = codesight("grep", "Canary", "--store", str(tmp_path / "store"), env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    shown = out.stdout.splitlines()
+    assert len(shown) == 2 and all(ln.startswith("infra@") for ln in shown)  # the repository and its commit
+    assert "/deploy/rollout.go:3:" in shown[0] and "/deploy/rollout.go:4:" in shown[1]
+    assert (
+        codesight("grep", "nothing_like_this", "--store", str(tmp_path / "store"), env=env, cwd=tmp_path).returncode
+        == 1
+    )
+    # Inside a clone the working tree answers for its repository, the store for the others.
+    frontend = tmp_path / "clones" / "frontend"
+    (frontend / "src" / "router.js").write_text("export function matchRoute(routes, url) { return null; } // Canary\n")
+    out = codesight("grep", "Canary", "--store", str(tmp_path / "store"), "-y", env=env, cwd=frontend)
+    assert out.returncode == 0, out.stderr
+    shown = out.stdout.splitlines()
+    assert any("src/router.js:1:" in ln and not ln.startswith("frontend@") for ln in shown)  # the local line
+    assert sum(ln.startswith("infra@") for ln in shown) == 2 and not any(ln.startswith("frontend@") for ln in shown)

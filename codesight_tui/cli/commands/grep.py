@@ -12,7 +12,7 @@ from pathlib import Path
 from codesight_tui.cli.context import EXIT_ERROR, EXIT_OK, current, err
 from codesight_tui.cli.printer import print_matches
 from codesight_tui.cli.progress import ready
-from codesight_tui.cli.roots import resolve_root, saved_repos, workspace
+from codesight_tui.cli.roots import fleet_of, in_repository, resolve_root, saved_repos, workspace
 from codesight_tui.core.errors import UsageError
 
 MAX_LINES = 1_000_000  # matching lines in one answer: past this it is a dump, said as cut
@@ -68,10 +68,14 @@ def cmd_grep(args: argparse.Namespace) -> int:
     ):
         if value is not None and value < (1 if flag == "-m" else 0):
             raise UsageError(f"{flag} takes a number of lines ({'1' if flag == '-m' else '0'} or more)")
-    roots, inside = where(args)
+    space = workspace()
+    fleet = fleet_of(args, space)
+    if args.repo and fleet is None:
+        raise UsageError("--repo narrows a fleet store's repositories: give --store too (or set fleet_store)")
+    alone = fleet is not None and not args.paths and not args.all and not in_repository(args)
+    roots, inside = ([], None) if alone else where(args)  # outside any repository: the fleet alone, as search
     if args.glob and inside:
         raise UsageError("-g and a path inside the repository both narrow it: give one")
-    space = workspace()
     for root in roots:
         cs = space.engine(root)
         if not cs.is_indexed():
@@ -89,14 +93,15 @@ def cmd_grep(args: argparse.Namespace) -> int:
         scopes=fmt == "json",  # the plain formats print no definition
         every_span=fmt in ("json", "vimgrep") or (fmt == "text" and current().color),  # else the first is shown
     )
-    request = SearchRequest(args.pattern, filters=Filters(args.glob or inside), limit=MAX_LINES, grep=options)
-    answer = space.search(request, roots)
+    filters = Filters(args.glob or inside, repo=args.repo)
+    request = SearchRequest(args.pattern, filters=filters, limit=MAX_LINES, grep=options)
+    answer = space.search(request, roots, fleet)
     for notice in answer.notices:
         err(notice)
     for gap in answer.gaps:
         err(gap.text)
     context = bool(options.before or options.after)
-    print_matches(answer.hits, fmt, cwd=args.cwd, context=context, several=len(roots) > 1)
+    print_matches(answer.hits, fmt, cwd=args.cwd, context=context, several=len(roots) > 1 or fleet is not None)
     if len(answer) >= MAX_LINES:
         err(f"the first {MAX_LINES:,} matching lines: narrow it with a path or -g")
     return EXIT_OK if answer else EXIT_ERROR

@@ -115,6 +115,10 @@ class Fleet:
             raise UsageError(f"{self.spec.uri} holds {dim}-dimensional vectors, and this model makes {encoder.dim}")
         return FleetModel(kind, info.name, dim, encoder)
 
+    def grep(self, request: SearchRequest) -> SearchResponse:
+        """Exact or regex search of the store's chunks (``grep_store``)."""
+        return grep_store(self, request)
+
     def search(self, request: SearchRequest) -> SearchResponse:
         """The fleet's answer to ``request`` (a ``Searcher``): ``filters.repo`` is a glob over
         repository names; ``like`` (or ``source``, from ``find_source`` or a local
@@ -155,6 +159,60 @@ class Fleet:
             model=ModelState.USED if full else ModelState.NOT_WANTED,
         )
         return SearchResponse(hits, notices, used, mode=mode, tier=request.tier, repos=[state])
+
+
+def _contains(plan: Any) -> str | None:
+    """A plan (``core.search.grep.Query``) as a filter the store's FM-index answers: the AND/OR
+    of ``contains(content, literal)``; None where the plan names no literal."""
+    from codesight_tui.core.fleet.store import sql_quote
+
+    if plan.op == "lit":
+        return f"contains(content, {sql_quote(plan.text)})"
+    parts = [_contains(p) for p in plan.parts]
+    if plan.op == "or":
+        return None if not parts or any(p is None for p in parts) else "(" + " OR ".join(f"({p})" for p in parts) + ")"
+    kept = [p for p in parts if p is not None]
+    return " AND ".join(f"({p})" for p in kept) if kept else None
+
+
+def grep_store(fleet: Fleet, request: SearchRequest) -> SearchResponse:
+    """``Fleet.grep``: every line of the store's chunks that matches, in repository, path and
+    line order. A pattern in the case given narrows by its literals (the FM-index's ``contains``);
+    any other pattern reads every chunk of the repositories asked. The store keeps text, not
+    files: what a chunk holds is what is searched (secrets masked, as they were indexed)."""
+    from codesight_tui.core.languages import normalize_language
+    from codesight_tui.core.search.contract import GrepOptions, RepoState, SearchResponse, check
+    from codesight_tui.core.search.grep import compile_pattern, text_hits
+    from codesight_tui.core.store.store import path_matches
+
+    options = request.grep or GrepOptions()
+    compiled = compile_pattern(request.query, options)
+    f = request.filters
+    languages = {normalize_language(t) for t in options.types} | (
+        {normalize_language(f.language)} if f.language else set()
+    )
+    where, _names = fleet.store.repo_filter(f.repo)
+    narrow = _contains(compiled.plan) if compiled.sensitive else None
+    clause = " AND ".join(f"({w})" for w in (where, narrow) if w) or None
+    found: dict[tuple[str, str, int], SearchResult] = {}
+    try:
+        for rows in FleetQuery(fleet.store, None).texts(clause):
+            check(request.cancel)
+            for r in rows:
+                path, language = r["path"], r["language"] or ""
+                if (languages and language not in languages) or (f.glob and not path_matches(path, f.glob)):
+                    continue
+                for hit in text_hits(
+                    compiled, options, path, language, r["content"], int(r["start_line"]), request.limit
+                ):
+                    hit.repo, hit.commit = r["repo"], r["commit"]
+                    found.setdefault((hit.repo, hit.path, hit.line), hit)  # a line cut in pieces: its first
+    except CodeSightError:
+        raise
+    except Exception as exc:  # the object store unreachable, a credential refused, a table damaged  # noqa: BLE001
+        raise explain(exc, fleet.spec, "search") from None
+    hits = [found[k] for k in sorted(found)][: request.limit]
+    return SearchResponse(hits, [], ["grep"], repos=[RepoState(fleet.spec.uri)])
 
 
 def ranked(

@@ -399,8 +399,17 @@ class Several:
             if len(hits) >= request.limit:
                 break
         notices = [n for found in answers for n in found.notices]
-        if self.fleet is not None:
-            notices.append("grep reads local repositories: a fleet store is not searched by pattern")
+        if self.fleet is not None and len(hits) < request.limit:
+            local = {searcher.root.name for searcher in self.searchers}  # their working trees answered
+            try:
+                fleet = self.fleet.grep(replace(request, limit=request.limit - len(hits)))
+            except CodeSightError as exc:
+                if not self.searchers:
+                    raise
+                fleet = SearchResponse([], [f"{exc} (local lines only)"])
+            hits += [h for h in fleet if h.repo not in local]
+            notices += fleet.notices
+            answers.append(fleet)
         return SearchResponse(hits, notices, ["grep"], repos=[s for found in answers for s in found.repos])
 
     def _fleet(self, request: SearchRequest, local: set[str]) -> SearchResponse:

@@ -658,6 +658,24 @@ def _to_read(
     return sorted(files, key=lambda f: f.path)
 
 
+def text_hits(
+    compiled: Compiled, options: GrepOptions, path: str, language: str, text: str, first_line: int, limit: int
+) -> list[SearchResult]:
+    """The matching lines of ``text`` (a chunk's, whose first line is ``first_line`` of its file),
+    at most ``limit``, numbered as lines of the file: exact search over a store that keeps text,
+    not files (a fleet store)."""
+    data = text.encode("utf-8", "surrogatepass")
+    cap = limit if options.max_per_file is None else min(limit, options.max_per_file)
+    lines = matching_lines(compiled, data, cap, options.every_span)
+    numbered = _Lines(data, bool(options.before or options.after))
+    hits = [_hit(path, language, data, ln, options.before, options.after, numbered) for ln in lines]
+    for hit in hits:
+        hit.start_line += first_line - 1
+        hit.end_line += first_line - 1
+        hit.line += first_line - 1
+    return hits
+
+
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 
