@@ -246,10 +246,10 @@ def test_an_index_with_cut_lines_read_whole_is_brought_up_to_date(tmp_path: Path
     root = write_tree(tmp_path / "r", {"data.py": long_line})
     engine = CodeSight(root, settings=settings)
     engine.index(embed=False)
-    with engine.store.transaction():  # as version 1 left it: no cut lines kept whole
+    with engine.store.transaction():  # as an older codesight left it: no cut lines kept whole
         engine.store.conn.execute("DROP TABLE lines_grams")
         engine.store.conn.execute("DROP TABLE grams_lines")
-        engine.store.conn.execute("UPDATE meta SET value='1' WHERE key=?", (grams.READY,))
+        engine.store.conn.execute("DELETE FROM meta WHERE key=?", (grams.LINES,))
     assert grep_mod.candidates(engine.store, grep_mod.plan("item1499")) is None  # every file is read
     assert lines_of(engine, "'item1499', 'item1500'") == {("data.py", 1)}
     engine.index(embed=False)

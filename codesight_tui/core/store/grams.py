@@ -39,8 +39,12 @@ CREATE TRIGGER IF NOT EXISTS grams_lines_ad AFTER DELETE ON grams_lines BEGIN
     INSERT INTO lines_grams(lines_grams, rowid, content) VALUES ('delete', old.id, old.content);
 END;
 """
-READY = "grams"  # the meta key saying the tables hold every chunk (built with the index, or backfilled)
-VERSION = "2"  # 1: chunks_grams alone, a cut line's file read whole; 2: cut lines kept whole
+# The meta keys saying the tables hold every chunk (built with the index, or backfilled): "grams" for
+# chunks_grams, which an older codesight keeps too (with grams_whole naming every file with a masked
+# secret or a cut line: read whole, so its writes stay correct for this one); "grams_lines" for the
+# cut lines kept whole, which only this one keeps.
+READY = "grams"
+LINES = "grams_lines"
 FTS_TABLES = ("chunks_grams", "lines_grams")
 # FTS5 merges a level's segments once it holds this many (its default: 4). On Django's 70,872 chunks,
 # written in the indexer's batches: 2.68 s -> 2.21 s, a query 0.79 -> 0.86 ms (0 merged never: 2.13 s,
@@ -50,28 +54,28 @@ AUTOMERGE = 16
 
 def ready(conn: sqlite3.Connection) -> bool:
     """Whether the trigram tables hold every chunk of this index."""
-    return _version(conn) == VERSION
+    return _said(conn, READY) and _said(conn, LINES)
 
 
-def _version(conn: sqlite3.Connection) -> str | None:
+def _said(conn: sqlite3.Connection, key: str) -> bool:
     try:
-        row = conn.execute("SELECT value FROM meta WHERE key=?", (READY,)).fetchone()
+        row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
     except sqlite3.Error:
-        return None
-    return None if row is None else str(row[0])
+        return False
+    return row is not None and row[0] == "1"
 
 
 def build(conn: sqlite3.Connection) -> None:
     """Make the trigram tables and fill them from the chunks there are (inside a transaction): a
     new index, or one made before exact search (or before cut lines were kept whole)."""
-    had_chunks = _version(conn) == "1"
+    had_chunks = _said(conn, READY)
     for statement in _statements(SCHEMA):  # not executescript: it would commit the transaction
         conn.execute(statement)
     for fts in FTS_TABLES:  # merge segments 16 at a time, not 4: a fifth less time writing, as fast to query
         conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('automerge', {AUTOMERGE})")
     if not had_chunks:
         conn.execute("INSERT INTO chunks_grams(chunks_grams) VALUES ('rebuild')")
-    conn.execute("DELETE FROM grams_whole")
+    conn.execute("DELETE FROM grams_whole")  # an older codesight's names are read again below
     conn.execute("DELETE FROM grams_lines")
     pieces: dict[tuple[str, int], list[tuple[int, str]]] = {}
     for path, line, cid, content in conn.execute(
@@ -91,7 +95,7 @@ def build(conn: sqlite3.Connection) -> None:
             rows.append((path, line, "".join(content for _, content in parts)))
     _insert_lines(conn, [r for r in rows if r[0] not in whole])
     conn.executemany("INSERT OR IGNORE INTO grams_whole VALUES (?)", [(p,) for p in sorted(whole)])
-    conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (READY, VERSION))
+    conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, '1')", [(READY,), (LINES,)])
 
 
 def _statements(script: str) -> list[str]:
