@@ -103,10 +103,18 @@ class _Postings:
             hits = len(rows)
             idf = math.log((self.n_rows - hits + 0.5) / (hits + 0.5))
             score[rows] += (idf if idf > 0.0 else 1e-6) * ((f * (K1 + 1.0)) / (f + self.norm[rows]))
+        # Scores to 9 decimals, ties broken by id, as Store.bm25 orders FTS5's: the two sum in
+        # another order, and a tie at the cut must not keep one row here and another there.
         found = np.flatnonzero(score)
+        got = np.round(score[found], 9)
         if len(found) > limit:
-            found = found[np.argpartition(-score[found], limit - 1)[:limit]]
-        order = np.lexsort((self.ids[found], -score[found]))
+            kth = -np.partition(-got, limit - 1)[limit - 1]  # the limit-th best score
+            keep = np.flatnonzero(got > kth)
+            tied = np.flatnonzero(got == kth)
+            tied = tied[np.argsort(self.ids[found[tied]], kind="stable")][: limit - len(keep)]
+            keep = np.concatenate([keep, tied])
+            found, got = found[keep], got[keep]
+        order = np.lexsort((self.ids[found], -got))
         return [int(i) for i in self.ids[found[order]][:limit]]
 
 

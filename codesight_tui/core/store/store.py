@@ -688,7 +688,7 @@ class Store:
             sql += " AND path_match(c.path, ?)"
             args.append(glob)
         w = ", ".join(str(x) for x in BM25_WEIGHTS)
-        sql += f" ORDER BY bm25(chunks_fts, {w}) LIMIT ?"
+        sql += f" ORDER BY round(bm25(chunks_fts, {w}), 9), f.rowid LIMIT ?"  # ties by id, as the resident copy's
         args.append(limit)
         try:
             return [r[0] for r in self.conn.execute(sql, args)]
