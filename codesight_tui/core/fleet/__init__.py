@@ -10,7 +10,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.errors import CodeSightError, UsageError
-from codesight_tui.core.fleet.store import FleetModel, FleetQuery, FleetStore, RepoRecord, StoreSpec, explain
+from codesight_tui.core.fleet.store import (
+    FleetModel,
+    FleetQuery,
+    FleetStore,
+    RepoRecord,
+    StoreSpec,
+    explain,
+    sql_quote,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -161,20 +169,6 @@ class Fleet:
         return SearchResponse(hits, notices, used, mode=mode, tier=request.tier, repos=[state])
 
 
-def _contains(plan: Any) -> str | None:
-    """A plan (``core.search.grep.Query``) as a filter the store's FM-index answers: the AND/OR
-    of ``contains(content, literal)``; None where the plan names no literal."""
-    from codesight_tui.core.fleet.store import sql_quote
-
-    if plan.op == "lit":
-        return f"contains(content, {sql_quote(plan.text)})"
-    parts = [_contains(p) for p in plan.parts]
-    if plan.op == "or":
-        return None if not parts or any(p is None for p in parts) else "(" + " OR ".join(f"({p})" for p in parts) + ")"
-    kept = [p for p in parts if p is not None]
-    return " AND ".join(f"({p})" for p in kept) if kept else None
-
-
 def grep_store(fleet: Fleet, request: SearchRequest) -> SearchResponse:
     """``Fleet.grep``: every line of the store's chunks that matches, in repository, path and
     line order. A pattern in the case given narrows by its literals (the FM-index's ``contains``);
@@ -192,7 +186,9 @@ def grep_store(fleet: Fleet, request: SearchRequest) -> SearchResponse:
         {normalize_language(f.language)} if f.language else set()
     )
     where, _names = fleet.store.repo_filter(f.repo)
-    narrow = _contains(compiled.plan) if compiled.sensitive else None
+    narrow = (
+        compiled.plan.expression(lambda text: f"contains(content, {sql_quote(text)})") if compiled.sensitive else None
+    )
     clause = " AND ".join(f"({w})" for w in (where, narrow) if w) or None
     found: dict[tuple[str, str, int], SearchResult] = {}
     try:

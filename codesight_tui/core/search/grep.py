@@ -90,11 +90,16 @@ class Query:
 
     def fts(self) -> str | None:
         """The FTS5 query over the trigram table, or None: every file is a candidate."""
+        return self.expression(lambda text: " AND ".join(_quoted(t) for t in _trigrams(text)))
+
+    def expression(self, literal: Callable[[str], str]) -> str | None:
+        """The plan as a boolean expression: each literal as ``literal`` writes it, joined by
+        AND and OR; None where it names nothing (every file is a candidate)."""
         if self.op == "all":
             return None
         if self.op == "lit":
-            return " AND ".join(_quoted(t) for t in _trigrams(self.text))
-        joined = [p.fts() for p in self.parts]
+            return literal(self.text)
+        joined = [p.expression(literal) for p in self.parts]
         if self.op == "or":
             return None if any(j is None for j in joined) else "(" + " OR ".join(f"({j})" for j in joined) + ")"
         kept = [j for j in joined if j is not None]
@@ -121,7 +126,7 @@ def _quoted(gram: str) -> str:
 
 def _trigrams(text: str) -> list[str]:
     """The trigrams of ``text``, at most ``MAX_TRIGRAMS``: those likeliest to be rare (of the
-    letters least common in text: ``_RARITY``). Each narrows alone; a common one costs the
+    letters least common in text: ``_rarity``). Each narrows alone; a common one costs the
     index a long list to intersect and narrows little (a quarter of the query's time saved on
     the 10,000-file tree, for 10% more candidate files)."""
     grams_of = list(dict.fromkeys(text[i : i + 3] for i in range(len(text) - 2)))
@@ -566,10 +571,7 @@ def _hit(
     (``line``), and its matches as character spans of that line."""
     raw = data[line.start : line.end]
     text = raw.decode("utf-8", "replace")
-    if raw.isascii() and len(line.spans) == 1:  # a byte is a character: the offsets as they are
-        s, e = line.spans[0]
-        spans: tuple[tuple[int, int], ...] = ((s - line.start, min(e, line.end) - line.start),)
-    elif raw.isascii():
+    if raw.isascii():  # a byte is a character: the spans are the offsets as they are
         spans = tuple((s - line.start, min(e, line.end) - line.start) for s, e in line.spans)
     else:
         spans = tuple(
