@@ -302,15 +302,15 @@ def shown_path(hit: SearchResult, cwd: str | None) -> str:
     is below it, else absolute; a fleet hit's repository name and commit, then its path there."""
     if hit.commit:
         return f"{repo_label(hit)}/{hit.path}"
-    full = Path(hit.repo) / hit.path if hit.repo else Path(hit.path)
+    full = os.path.join(hit.repo, hit.path) if hit.repo else hit.path  # strings: a path per file of thousands
     here = os.path.abspath(cwd or os.curdir)
-    if full.is_absolute() and str(full).startswith(here + os.sep):  # below here: no walk up to compare
-        return str(full)[len(here) + 1 :]
+    if os.path.isabs(full) and full.startswith(here + os.sep):  # below here: no walk up to compare
+        return full[len(here) + 1 :]
     try:
         rel = os.path.relpath(full, cwd or os.curdir)
     except ValueError:
-        return str(full)
-    return rel if Path(rel).parts[:1] != ("..",) else str(full)
+        return full
+    return rel if rel != os.pardir and not rel.startswith(os.pardir + os.sep) else full
 
 
 def _painted_matches(text: str, spans: tuple[tuple[int, int], ...]) -> str:
@@ -351,7 +351,8 @@ def print_matches(hits: list[SearchResult], fmt: str, *, cwd: str | None, contex
         for h in hits:
             file = (h.repo, h.path)
             path = shown.get(file) or shown.setdefault(file, shown_path(h, cwd))
-            out.append(f"{path}:{h.line}:{h.column}:{h.match_text}")
+            text = h.match_text
+            out.append(f"{path}:{h.line}:{byte_column(text, h.spans[0][0]) if h.spans else 1}:{text}")
         if out:
             say(safe("\n".join(out)))
         return

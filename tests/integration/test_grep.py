@@ -16,6 +16,7 @@ from codesight_tui.core.config import Settings
 from codesight_tui.core.engine import CodeSight
 from codesight_tui.core.errors import UsageError
 from codesight_tui.core.search import grep as grep_mod
+from codesight_tui.core.search import pattern as pattern_mod
 from codesight_tui.core.search.contract import Cancel, Cancelled, Filters, GrepOptions, SearchRequest
 from codesight_tui.core.store import grams
 
@@ -93,35 +94,35 @@ def test_every_line_python_finds_and_no_other(cs: CodeSight, pattern: str, flags
 
 
 def test_the_plan_asks_for_what_every_match_holds() -> None:
-    assert grep_mod.plan("connection reset").fts() is not None
-    assert grep_mod.plan(r"\w+\(\)").fts() is None  # no trigram: every file
-    assert grep_mod.plan("ab").fts() is None
-    assert grep_mod.plan(r"(foo|ba)bar").text == "bar"  # "bar" is required; "ba" has no trigram
-    alternation = grep_mod.plan(r"(alpha|beta)x")
+    assert pattern_mod.plan("connection reset").fts() is not None
+    assert pattern_mod.plan(r"\w+\(\)").fts() is None  # no trigram: every file
+    assert pattern_mod.plan("ab").fts() is None
+    assert pattern_mod.plan(r"(foo|ba)bar").text == "bar"  # "bar" is required; "ba" has no trigram
+    alternation = pattern_mod.plan(r"(alpha|beta)x")
     assert alternation.op == "or" and {p.text for p in alternation.parts} == {"alpha", "beta"}
-    assert grep_mod.plan(r"x(abc)?y").fts() is None  # optional: not required
-    assert grep_mod.plan(r"(abc)+").text == "abc"
-    assert grep_mod.plan(r"\pL+abc").fts() is None  # RE2 syntax Python cannot read: every file
-    assert grep_mod.plan("a.c", fixed=True).text == "a.c"
-    long = grep_mod.plan("x" * 20 + "".join(chr(97 + k % 26) for k in range(200)), fixed=True).fts()
-    assert long is not None and long.count(" AND ") == grep_mod.MAX_TRIGRAMS - 1
+    assert pattern_mod.plan(r"x(abc)?y").fts() is None  # optional: not required
+    assert pattern_mod.plan(r"(abc)+").text == "abc"
+    assert pattern_mod.plan(r"\pL+abc").fts() is None  # RE2 syntax Python cannot read: every file
+    assert pattern_mod.plan("a.c", fixed=True).text == "a.c"
+    long = pattern_mod.plan("x" * 20 + "".join(chr(97 + k % 26) for k in range(200)), fixed=True).fts()
+    assert long is not None and long.count(" AND ") == pattern_mod.MAX_TRIGRAMS - 1
     assert '"xxx"' in long and '"the"' not in long  # the rarest-looking trigrams, not the commonest
-    assert grep_mod.plan("foo\r\nbar", fixed=True).op == "and"  # a line break is no trigram's part
-    assert grep_mod.plan("abc\\rdef").parts == (grep_mod.Query("lit", "abc"), grep_mod.Query("lit", "def"))
+    assert pattern_mod.plan("foo\r\nbar", fixed=True).op == "and"  # a line break is no trigram's part
+    assert pattern_mod.plan("abc\\rdef").parts == (pattern_mod.Query("lit", "abc"), pattern_mod.Query("lit", "def"))
 
 
 def test_the_plan_is_held_by_text_as_its_literals_say() -> None:
-    plan = grep_mod.plan(r"(alpha|beta)_(gamma)+")
+    plan = pattern_mod.plan(r"(alpha|beta)_(gamma)+")
     assert plan.holds("x = alpha_gamma", False) and plan.holds("beta and gamma", False)
     assert not plan.holds("alpha alone", False) and not plan.holds("ALPHA_GAMMA", False)
-    assert plan.holds("ALPHA_GAMMA".casefold(), True) and grep_mod.ALL.holds("", False)
+    assert plan.holds("ALPHA_GAMMA".casefold(), True) and pattern_mod.ALL.holds("", False)
 
 
 def test_the_index_text_narrows_by_case_and_whole_literals(tmp_path: Path, settings: Settings) -> None:
     files = {"a.sql": "UPDATE t SET x = 1;\n", "b.py": "def update(): pass\n", "c.py": "up_date = 1; pdate = 2\n"}
     engine = CodeSight(write_tree(tmp_path / "r", files), settings=settings)
     engine.index(embed=False)
-    plan = grep_mod.plan("UPDATE")
+    plan = pattern_mod.plan("UPDATE")
     assert grep_mod.candidates(engine.store, plan) == {"a.sql", "b.py"}  # the trigrams fold case
     assert grep_mod.candidates(engine.store, plan, sensitive=True) == {"a.sql"}  # the text does not
     assert grep_mod.candidates(engine.store, plan, sensitive=False) == {"a.sql", "b.py"}
@@ -134,10 +135,10 @@ def test_the_index_text_narrows_by_case_and_whole_literals(tmp_path: Path, setti
 
 
 def test_the_index_narrows_the_files_read(cs: CodeSight) -> None:
-    named = grep_mod.candidates(cs.store, grep_mod.plan("unwrap_or"))
+    named = grep_mod.candidates(cs.store, pattern_mod.plan("unwrap_or"))
     assert named == {"src/util.rs"}
-    assert grep_mod.candidates(cs.store, grep_mod.plan("ConnectionReset")) == {"src/net.py"}
-    assert grep_mod.candidates(cs.store, grep_mod.plan(r"\w+")) is None
+    assert grep_mod.candidates(cs.store, pattern_mod.plan("ConnectionReset")) == {"src/net.py"}
+    assert grep_mod.candidates(cs.store, pattern_mod.plan(r"\w+")) is None
 
 
 def test_case_word_fixed_and_smart_case(cs: CodeSight) -> None:
@@ -179,7 +180,7 @@ def test_an_edited_file_is_found_by_its_new_content_with_watch(cs: CodeSight) ->
         expected = {("src/main.go", 3), ("src/fresh.go", 1)}
         assert wait_for(lambda: lines_of(cs, "watched_word") == expected, 10)
         assert wait_for(
-            lambda: grep_mod.candidates(cs.store, grep_mod.plan("watched_word")) == {p for p, _ in expected}, 30
+            lambda: grep_mod.candidates(cs.store, pattern_mod.plan("watched_word")) == {p for p, _ in expected}, 30
         )
         assert lines_of(cs, "watched_word") == expected and lines_of(cs, "Start") == set()
     finally:
@@ -227,11 +228,11 @@ def test_cut_lines_and_masked_secrets_are_found_as_they_are_on_disk(tmp_path: Pa
     assert [p for (p,) in conn.execute("SELECT DISTINCT path FROM grams_lines")] == ["data.py"]  # kept whole
     assert key not in "".join(c for (c,) in conn.execute("SELECT content FROM grams_lines"))
     cut = "'item1499', 'item1500'"
-    assert grep_mod.candidates(engine.store, grep_mod.plan(cut)) == {"data.py"}  # the index names it
+    assert grep_mod.candidates(engine.store, pattern_mod.plan(cut)) == {"data.py"}  # the index names it
     assert lines_of(engine, cut) == {("data.py", 1)}  # across a cut
     assert lines_of(engine, key) == {("conf.py", 51)}  # grep reads the user's own file
     assert lines_of(engine, "AWS_KEY = 'AKIA") == {("conf.py", 51)}  # a match over the secret's edge
-    assert grep_mod.candidates(engine.store, grep_mod.plan(key)) == set()  # the secret is not in the index
+    assert grep_mod.candidates(engine.store, pattern_mod.plan(key)) == set()  # the secret is not in the index
     indexed = grep_mod.indexed_files(engine.store, None, ())
     conf_file = next(f for f in indexed if f.path == "conf.py")
     assert grep_mod.masked_lines(engine.store, root, conf_file, 1 << 20) == (
@@ -250,11 +251,11 @@ def test_an_index_with_cut_lines_read_whole_is_brought_up_to_date(tmp_path: Path
         engine.store.conn.execute("DROP TABLE lines_grams")
         engine.store.conn.execute("DROP TABLE grams_lines")
         engine.store.conn.execute("DELETE FROM meta WHERE key=?", (grams.LINES,))
-    assert grep_mod.candidates(engine.store, grep_mod.plan("item1499")) is None  # every file is read
+    assert grep_mod.candidates(engine.store, pattern_mod.plan("item1499")) is None  # every file is read
     assert lines_of(engine, "'item1499', 'item1500'") == {("data.py", 1)}
     engine.index(embed=False)
     assert grams.ready(engine.store.conn) and engine.store.quick_check(deep=True) is None
-    assert grep_mod.candidates(engine.store, grep_mod.plan("'item1499', 'item1500'")) == {"data.py"}
+    assert grep_mod.candidates(engine.store, pattern_mod.plan("'item1499', 'item1500'")) == {"data.py"}
 
 
 def test_an_index_from_before_grep_is_read_whole_then_built(cs: CodeSight) -> None:
@@ -264,7 +265,7 @@ def test_an_index_from_before_grep_is_read_whole_then_built(cs: CodeSight) -> No
     assert [h.path for h in answer] == ["src/util.rs"] and "every file was read" in answer.notices[0]
     cs.index(embed=False)
     assert grams.ready(cs.store.conn)
-    assert grep_mod.candidates(cs.store, grep_mod.plan("unwrap_or")) == {"src/util.rs"}
+    assert grep_mod.candidates(cs.store, pattern_mod.plan("unwrap_or")) == {"src/util.rs"}
 
 
 def test_bad_input_is_one_line(cs: CodeSight) -> None:
@@ -371,3 +372,68 @@ def test_a_surfaces_own_watcher_says_what_its_runs_have_not_indexed(cs: CodeSigh
         assert changes.unindexed() == set() and lines_of(cs, "tracked_word") == {("src/util.rs", 1)}
     finally:
         watcher.stop()
+
+
+def test_files_searched_together_answer_as_each_alone(tmp_path: Path, settings: Settings) -> None:
+    """Batches of files are searched as one text (a line with a NUL between two files): a
+    pattern that matches that line, or that reads the text's ends (\\A, \\z, (?-m)), answers
+    as each file alone does."""
+    from codesight_tui.core.search.pattern import compile_pattern
+
+    tree = {f"m/f{k:02d}.py": f"import os\nx = {k}\n\n{'# ok' if k % 3 else 'y'}\n" for k in range(80)}
+    tree["m/g.txt"] = "last line without a newline ok"
+    engine = CodeSight(write_tree(tmp_path / "repo", tree), settings=settings)
+    engine.index(embed=False)
+    for pattern in [r"^.$", r"^[^a-z]*$", r"\Aimport", r"ok\z", r"(?-m)^x", r"^$", r"ok$", r"^\s*#", "os", r"\bx\b"]:
+        compiled = compile_pattern(pattern, GrepOptions())
+        alone = {
+            (rel, h.line)
+            for rel in tree
+            for h in grep_mod.line_hits(compiled, rel, "", (engine.root / rel).read_bytes(), None)
+        }
+        assert lines_of(engine, pattern) == alone, pattern
+
+
+def test_the_lines_made_in_c_are_those_made_in_python(cs: CodeSight, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert grep_mod.linescan is not None  # built with the package
+    data = "naïve x = 1  # naïve\nplain naïve\n\nend naïve".encode()
+    for pattern, options in [
+        ("naïve", {}),
+        ("na", {"every_span": False}),
+        ("naïve", {"word": True}),
+        ("x*", {}),
+        (r"\w+", {}),
+        ("$", {}),
+    ]:
+        compiled = compile_pattern_of(pattern, **options)
+        every = bool(options.get("every_span", True))
+        for limit in (None, 2):
+            made_in_c = grep_mod.line_hits(compiled, "a.py", "python", data, limit, every_span=every)
+            with monkeypatch.context() as m:
+                m.setattr(grep_mod, "linescan", None)
+                made_in_python = grep_mod.line_hits(compiled, "a.py", "python", data, limit, every_span=every)
+            assert made_in_c == made_in_python and made_in_c, (pattern, options, limit)
+
+
+def compile_pattern_of(pattern: str, **options: object) -> pattern_mod.Compiled:
+    return pattern_mod.compile_pattern(pattern, GrepOptions(**options))  # type: ignore[arg-type]
+
+
+def test_a_file_without_a_required_character_is_not_scanned() -> None:
+    test = pattern_mod.plan(r"^\s+#", shortest=1).test()
+    assert test is not None and test(b"  # yes") and not test(b"no hash here")
+    either = pattern_mod.plan(r"(=>|#)\s", shortest=1).test()
+    assert either is not None and either(b"a => b") and either(b"# c") and not either(b"plain")
+    assert pattern_mod.plan(r"\w+\s", shortest=1).test() is None  # nothing required
+    assert compile_pattern_of(r"^\s+#").test is not None
+    assert compile_pattern_of(r"(?i)^\s+#").test is None and compile_pattern_of("#", case="insensitive").test is None
+
+
+def test_the_enclosing_definition_of_many_lines(tmp_path: Path, settings: Settings) -> None:
+    body = "".join(f"    def m{k}(self):\n        return call()\n\n" for k in range(40))
+    source = f"class A:\n{body}    class B:\n        def inner(self):\n            call()\n\ncall()\n"
+    engine = CodeSight(write_tree(tmp_path / "repo", {"a.py": source}), settings=settings)
+    engine.index(embed=False)
+    hits = engine.search(SearchRequest(r"call\(\)", limit=1000, grep=GrepOptions()))
+    assert [h.scope for h in hits[:41]] == [f"A.m{k}" for k in range(40)] + ["A.B.inner"]  # the innermost
+    assert len(hits) == 42 and hits[-1].scope != "A.B.inner"  # outside every definition: its chunk's, if any

@@ -142,3 +142,42 @@ def test_binary_without_a_nul_in_its_first_8_kb_is_skipped(tmp_path: Path) -> No
     assert read_text(str(noisy)) == (None, "binary")
     text, why = read_text(str(latin))
     assert why is None and text is not None and text.startswith("caf")  # a few bad bytes are still text
+
+
+def test_read_many_says_what_read_bytes_says_in_c_and_in_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codesight_tui.core.ingest import walker
+
+    assert walker.readfiles is not None  # built with the package: a broken build is caught here
+    files = {
+        "text.py": b"print('hi')\n",
+        "empty.txt": b"",
+        "nul.bin": b"ab\x00cd",
+        "utf16.txt": "hé\n".encode("utf-16"),  # a byte-order mark, then NUL bytes: text
+        "bom8.txt": b"\xef\xbb\xbfx\x00",  # a UTF-8 mark: read as it is, as read_bytes reads it
+        "big.txt": b"x" * 2000,
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / "link.py").symlink_to(tmp_path / "text.py")
+    (tmp_path / "dir").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    names = [*files, "link.py", "dir", "fifo", "gone.py"]
+    paths = [str(tmp_path / n) for n in names]
+    expected = [
+        b"print('hi')\n",
+        b"",
+        "binary",
+        files["utf16.txt"],
+        files["bom8.txt"],
+        "too_large",
+        "symlink",
+        "special_file",
+        "special_file",
+        "unreadable",
+    ]
+    assert walker.read_many(paths, 1000, text=True) == expected
+    assert walker.read_many(paths[2:3], 1000) == [b"ab\x00cd"]  # not asked for text: the bytes as they are
+    monkeypatch.setattr(walker, "readfiles", None)
+    assert walker.read_many(paths, 1000, text=True) == expected

@@ -176,7 +176,8 @@ def grep_store(fleet: Fleet, request: SearchRequest) -> SearchResponse:
     files: what a chunk holds is what is searched (secrets masked, as they were indexed)."""
     from codesight_tui.core.languages import normalize_language
     from codesight_tui.core.search.contract import GrepOptions, RepoState, SearchResponse, check
-    from codesight_tui.core.search.grep import compile_pattern, text_hits
+    from codesight_tui.core.search.grep import text_hits
+    from codesight_tui.core.search.pattern import compile_pattern
     from codesight_tui.core.store.store import path_matches
 
     options = request.grep or GrepOptions()

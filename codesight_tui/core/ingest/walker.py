@@ -7,16 +7,28 @@ import re
 import stat
 import subprocess
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
 
 import pathspec
 
 from codesight_tui.core.languages import is_binary_name, is_document
 from codesight_tui.core.redact import SECRET_FILES, secret_name
 from codesight_tui.core.text import LONE_SURROGATE
+
+readfiles: ModuleType | None
+try:  # a batch of files read in C (native/readfiles.c); optional, as a build without a compiler has none
+    from codesight_tui.core.ingest import readfiles as _built
+
+    readfiles = _built
+except ImportError:  # pragma: no cover - read_bytes reads the same bytes, a file at a time
+    readfiles = None
+
+_UTF8_MARK = b"\xef\xbb\xbf"
+_MARK_STARTS = (b"\xff\xfe", b"\xfe\xff")  # UTF-16's byte-order marks
 
 IGNORE_FILES = (".gitignore", ".codesightignore")
 ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
@@ -474,6 +486,23 @@ def read_bytes(
     if max_bytes is not None and len(data) > max_bytes:
         return None, "too_large"
     return data, None
+
+
+def read_many(paths: Sequence[str], max_bytes: int, text: bool = False) -> list[bytes | str]:
+    """Each file's bytes, or why it was not read (``read_bytes``'s reasons; with ``text``, a file
+    with a NUL byte and no byte-order mark is ``binary``): in C where it is built, a batch read
+    with the interpreter's lock let go once (``native/readfiles.c``), else one file at a time."""
+    read = readfiles.read(paths, max_bytes, text) if readfiles is not None else [None] * len(paths)
+    out: list[bytes | str] = []
+    for path, data in zip(paths, read, strict=True):
+        if data is None:  # not built, or the file grew while it was read: the careful way
+            data, why = read_bytes(path, max_bytes)
+            if data is None:
+                data = why or "unreadable"
+            elif text and data[:2] not in _MARK_STARTS and data[:3] != _UTF8_MARK and b"\x00" in data:
+                data = "binary"
+        out.append(data)
+    return out
 
 
 def read_text(abs_path: str, max_bytes: int | None = None, expect: Seen | None = None) -> tuple[str | None, str | None]:

@@ -1,312 +1,47 @@
 """Exact and regex search from the index: ``codesight grep``, the TUI's exact and regex modes, MCP's
-``grep``. A pattern is planned into the trigrams every match must hold (``plan``, after Russ Cox's
-"Regular Expression Matching with a Trigram Index"); the index's trigram table
-(``core.store.grams``) names the files whose chunks hold them; each of those files is then read as
-it is on disk now and checked line by line by RE2, a linear-time engine: no pattern backtracks for
-minutes, and the answer is the disk's, never a stale index's.
+``grep``. A pattern is planned into the trigrams every match must hold (``core.search.pattern``);
+the index's trigram table (``core.store.grams``) names the files whose chunks hold them; each of
+those files is then read as it is on disk now and checked line by line by RE2, a linear-time
+engine: no pattern backtracks for minutes, and the answer is the disk's, never a stale index's.
 
 The index only narrows. A file changed since it was indexed, a file with masked secrets or a line
 cut in pieces (``grams_whole``), and every file for a pattern with no trigram (``.``, ``\\w+``) are
-read whatever the trigrams say. Matching follows ripgrep's defaults: line by line, case-sensitive
-unless asked, ``\\w``, ``\\d`` and ``\\s`` over Unicode, a UTF-8 or UTF-16 byte-order mark read as
-rg reads it.
+read whatever the trigrams say. Files are read in batches on a pool of threads (each batch's
+reads in one call that lets go of the interpreter's lock, ``walker.read_many``), and a batch is
+searched as one text where the pattern allows: one call of RE2 finds the batch's first match, so
+a file that does not match costs no call of its own.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
-import re
 import sqlite3
 import threading
+from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-from codesight_tui.core.errors import UsageError
 from codesight_tui.core.languages import DOCUMENT_LANGUAGES
 from codesight_tui.core.search.contract import GrepOptions, SearchRequest, SearchResult, check
+from codesight_tui.core.search.pattern import SEPARATOR, Compiled, Query, compile_pattern
 from codesight_tui.core.store import grams
 
 if TYPE_CHECKING:
     from codesight_tui.core.store.store import Store
 
-MAX_PATTERN = 64 * 1024  # a longer pattern is a pasted file, not a search
-MAX_TRIGRAMS = 6  # a long literal asks the index for this many of its trigrams: enough to narrow
-_MAX_MEM = 64 << 20  # RE2's budget for one compiled pattern (its default, 8 MB, refuses big alternations)
+linescan: ModuleType | None
+try:  # the lines of a file in C (native/linescan.c); optional, as a build without a compiler has none
+    from codesight_tui.core.search import linescan as _built
 
-# ripgrep's classes are Unicode's; RE2's \w, \d, \s and \b are ASCII. The classes are rewritten
-# (\b cannot be: it is RE2's, and said in the README).
-_WORD = r"\pL\pM\p{Nd}\p{Nl}\p{Pc}"
-_SPACE = r"\t\n\v\f\r \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}"
-_CLASSES = {
-    "w": (f"[{_WORD}]", _WORD),
-    "W": (f"[^{_WORD}]", None),
-    "d": (r"\p{Nd}", r"\p{Nd}"),
-    "D": (r"\P{Nd}", None),
-    "s": (f"[{_SPACE}]", _SPACE),
-    "S": (f"[^{_SPACE}]", None),
-}
-
-
-class _Match(Protocol):
-    def start(self, group: int = 0) -> int: ...
-
-    def end(self, group: int = 0) -> int: ...
-
-
-class _Regex(Protocol):
-    """What grep asks of RE2's compiled pattern (``google-re2`` ships no types)."""
-
-    def search(self, text: bytes, pos: int = 0, endpos: int | None = None) -> _Match | None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Compiled:
-    """A pattern ready to run: RE2's program over bytes, whether a match is wrapped in word
-    boundaries (its group 1 is then the match), and the plan that narrows the files."""
-
-    regex: _Regex
-    word: bool
-    plan: Query
-    find: Callable[[bytes, int, int], tuple[int, int] | None]  # _finder's, made once
-    sensitive: bool  # the plan's literals are in the case given (no (?i) inside the pattern either)
-
-
-# --- the plan: which trigrams every match holds ---------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Query:
-    """What every match holds: ``op`` ``all`` (nothing known: every file), ``lit`` (``text``, of 3
-    characters or more), ``and`` or ``or`` of ``parts``."""
-
-    op: str
-    text: str = ""
-    parts: tuple[Query, ...] = ()
-
-    def fts(self) -> str | None:
-        """The FTS5 query over the trigram table, or None: every file is a candidate."""
-        return self.expression(lambda text: " AND ".join(_quoted(t) for t in _trigrams(text)))
-
-    def expression(self, literal: Callable[[str], str]) -> str | None:
-        """The plan as a boolean expression: each literal as ``literal`` writes it, joined by
-        AND and OR; None where it names nothing (every file is a candidate)."""
-        if self.op == "all":
-            return None
-        if self.op == "lit":
-            return literal(self.text)
-        joined = [p.expression(literal) for p in self.parts]
-        if self.op == "or":
-            return None if any(j is None for j in joined) else "(" + " OR ".join(f"({j})" for j in joined) + ")"
-        kept = [j for j in joined if j is not None]
-        return " AND ".join(f"({j})" for j in kept) if kept else None
-
-    def holds(self, text: str, fold: bool) -> bool:
-        """Whether ``text`` (casefolded first where ``fold``: then the literals are too) holds
-        what the plan requires."""
-        if self.op == "lit":
-            return (self.text.casefold() if fold else self.text) in text
-        if self.op == "and":
-            return all(p.holds(text, fold) for p in self.parts)
-        if self.op == "or":
-            return any(p.holds(text, fold) for p in self.parts)
-        return True
-
-
-ALL = Query("all")
-
-
-def _quoted(gram: str) -> str:
-    return '"' + gram.replace('"', '""') + '"'
-
-
-def _trigrams(text: str) -> list[str]:
-    """The trigrams of ``text``, at most ``MAX_TRIGRAMS``: those likeliest to be rare (of the
-    letters least common in text: ``_rarity``). Each narrows alone; a common one costs the
-    index a long list to intersect and narrows little (a quarter of the query's time saved on
-    the 10,000-file tree, for 10% more candidate files)."""
-    grams_of = list(dict.fromkeys(text[i : i + 3] for i in range(len(text) - 2)))
-    if len(grams_of) <= MAX_TRIGRAMS:
-        return grams_of
-    rarest = sorted(range(len(grams_of)), key=lambda k: -sum(_rarity(ch) for ch in grams_of[k]))
-    return [grams_of[k] for k in sorted(rarest[:MAX_TRIGRAMS])]
-
-
-_COMMON = " etaoinsrlcdhupmfgbywvkxjqz"  # letters, most common first (English text's order)
-
-
-def _rarity(ch: str) -> int:
-    """How rare a character is likely to be in text: a letter's place in ``_COMMON``; anything
-    else (a digit, punctuation, a capital's letter counts as the letter) in the middle."""
-    at = _COMMON.find(ch.lower())
-    return at if at >= 0 else len(_COMMON) // 2
-
-
-def _and(parts: list[Query]) -> Query:
-    kept = tuple(p for p in parts if p.op != "all")
-    return ALL if not kept else kept[0] if len(kept) == 1 else Query("and", parts=kept)
-
-
-def _or(parts: list[Query]) -> Query:
-    if not parts or any(p.op == "all" for p in parts):
-        return ALL
-    return parts[0] if len(parts) == 1 else Query("or", parts=tuple(parts))
-
-
-def plan(pattern: str, fixed: bool = False) -> Query:
-    """The trigrams every match of ``pattern`` holds. A literal is the AND of its trigrams; a
-    regex the AND/OR of the literals it requires (a run of literal characters, an alternation, a
-    repeat of at least one). What the parser cannot read, or reads as nothing required, asks for
-    every file: the plan may only ever narrow too little, never too much."""
-    if fixed:  # a line break is not in the index as it is on disk (CRLF is read as LF)
-        return _and([Query("lit", part) for part in re.split("[\r\n]", pattern) if len(part) >= 3])
-    try:
-        parsed = _parser().parse(pattern)
-    except (re.error, RecursionError, OverflowError, ValueError):
-        return ALL  # RE2 syntax Python does not read (\pL, \Q..\E): read every file
-    return _sequence(list(parsed.data))
-
-
-def _parser() -> Any:
-    """The standard library's own regex parser (``re._parser``; ``sre_parse`` before 3.11)."""
-    try:
-        return importlib.import_module("re._parser")
-    except ImportError:  # pragma: no cover - Python 3.10
-        return importlib.import_module("sre_parse")
-
-
-def _sequence(items: list[tuple[Any, Any]]) -> Query:  # noqa: C901 - one case per node kind
-    c = _parser()  # its node kinds (LITERAL, BRANCH, ...) are its names too
-    parts: list[Query] = []
-    run: list[str] = []
-
-    def flush() -> None:
-        if len(run) >= 3:
-            parts.append(Query("lit", "".join(run)))
-        run.clear()
-
-    for op, av in items:
-        if op is c.LITERAL and av not in (10, 13):
-            run.append(chr(av))
-        elif op is c.SUBPATTERN:
-            body = av[3].data
-            if all(o is c.LITERAL and a not in (10, 13) for o, a in body):
-                run.extend(chr(a) for _, a in body)
-            else:
-                flush()
-                parts.append(_sequence(list(body)))
-        elif op is c.BRANCH:
-            flush()
-            parts.append(_or([_sequence(list(b.data)) for b in av[1]]))
-        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)):
-            low, _high, body = av
-            flush()
-            if low >= 1:
-                parts.append(_sequence(list(body.data)))
-        elif op is getattr(c, "ATOMIC_GROUP", None):
-            flush()
-            parts.append(_sequence(list(av.data)))
-        else:  # a class, an anchor, a wildcard: the run of literals ends here
-            flush()
-    flush()
-    return _and(parts)
-
-
-# --- the pattern as RE2 runs it -------------------------------------------------------------------
-
-
-def _unicode_classes(pattern: str) -> str:
-    """``pattern`` with ``\\w``, ``\\d`` and ``\\s`` (and their negations) as ripgrep reads them,
-    over Unicode, in and out of brackets."""
-    out: list[str] = []
-    i, depth = 0, 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\" and i + 1 < len(pattern):
-            nxt = pattern[i + 1]
-            if nxt in _CLASSES:
-                outside, inside = _CLASSES[nxt]
-                out.append(inside if depth and inside is not None else outside)
-            else:
-                out.append(pattern[i : i + 2])
-            i += 2
-            continue
-        if ch == "[" and not depth:
-            depth = 1
-            out.append(ch)
-            if pattern[i + 1 : i + 2] == "^":
-                out.append("^")
-                i += 1
-            if pattern[i + 1 : i + 2] == "]":  # "[]...]": a literal bracket first
-                out.append("]")
-                i += 1
-        elif ch == "]" and depth:
-            depth = 0
-            out.append(ch)
-        else:
-            out.append(ch)
-        i += 1
-    return "".join(out)
-
-
-def smart_case(pattern: str) -> bool:
-    """Whether ``pattern`` asks for case: an upper-case letter of its own (not of an escape such
-    as ``\\W`` or ``\\S``), as ripgrep's and fzf's smart case read it."""
-    return any(ch.isupper() for ch in re.sub(r"\\(p\{[^}]*\}|P\{[^}]*\}|.)", "", pattern))
-
-
-def compile_pattern(pattern: str, options: GrepOptions) -> Compiled:
-    """``pattern`` ready to run, or a ``UsageError`` saying in one line what is wrong and where."""
-    import re2
-
-    if not pattern:
-        raise UsageError("the pattern is empty: say what to look for, e.g. codesight grep 'connection reset'")
-    if "\x00" in pattern:
-        raise UsageError("the pattern holds a NUL byte: no text line holds one")
-    if len(pattern.encode("utf-8", "surrogatepass")) > MAX_PATTERN:
-        raise UsageError(f"the pattern is {len(pattern) // 1024} KB: at most {MAX_PATTERN // 1024} KB")
-    body = re2.escape(pattern) if options.fixed else _unicode_classes(pattern)
-    if options.word:
-        body = f"(?:^|[^{_WORD}])({body})(?:$|[^{_WORD}])"
-    opts = re2.Options()
-    opts.never_nl = True  # a match never spans lines, as ripgrep's
-    opts.log_errors = False
-    opts.max_mem = _MAX_MEM
-    sensitive = options.case == "sensitive" or (options.case == "smart" and smart_case(pattern))
-    opts.case_sensitive = sensitive
-    try:
-        regex = re2.compile("(?m)" + body, opts)
-    except re2.error as exc:
-        raise UsageError(_explained(pattern, exc)) from None
-    return Compiled(
-        regex,
-        options.word,
-        plan(pattern, options.fixed),
-        _finder(regex, 1 if options.word else 0),
-        sensitive and (options.fixed or "(?" not in pattern),
-    )
-
-
-def _explained(pattern: str, exc: Exception) -> str:
-    """RE2's complaint in one line, with the column it is at: Python's parser names the position
-    of most mistakes (RE2 names the rest of the pattern); else the column of the part RE2 names."""
-    try:
-        re.compile(pattern)
-    except re.error as mistake:
-        if mistake.pos is not None:
-            return f"invalid regex at column {mistake.pos + 1}: {mistake.msg}"
-    why = str(exc)
-    if why.startswith(("b'", 'b"')):
-        why = why[2:-1]
-    what, _, part = why.partition(": ")
-    part = part.removeprefix("(?m)")
-    at = pattern.find(part) if part else -1
-    where = f" at column {at + 1}" if at >= 0 else ""
-    return f"invalid regex{where}: {what}" + (f" ({part[:60]})" if part else "")
+    linescan = _built
+except ImportError:  # pragma: no cover - line_hits makes the same hits in Python
+    linescan = None
 
 
 # --- the files: candidates, fresh ones, and each read --------------------------------------------
@@ -493,59 +228,46 @@ def _text_bytes(data: bytes) -> bytes | None:
     return None if b"\x00" in data else data
 
 
-@dataclass(slots=True)
-class _Line:
-    number: int
-    start: int  # byte offsets of the line in the file
-    end: int
-    spans: list[tuple[int, int]]  # byte offsets of the matches in the file
-
-
-def _finder(regex: _Regex, word: int) -> Callable[[bytes, int, int], tuple[int, int] | None]:
-    """``find(data, pos, end)``: the span (group 1 where it has one: the word inside its
-    boundaries) of the first match in ``data[pos:end]``, with the text around it as context (so
-    ``^`` and ``\\b`` read the byte before ``pos``), or None. RE2's own call where the wrapper
-    has it (no match object made per line), else the wrapper's ``search``."""
-    raw = getattr(regex, "_regexp", None)
-    anchor = getattr(getattr(importlib.import_module("re2"), "_Anchor", None), "UNANCHORED", None)
-    if raw is not None and anchor is not None:
-        call = raw.Match
-
-        def find(data: bytes, pos: int, end: int) -> tuple[int, int] | None:
-            spans = call(anchor, data, pos, end)
-            return None if spans[0][0] < 0 else spans[word]
-
-        return find
-
-    def search(data: bytes, pos: int, end: int) -> tuple[int, int] | None:  # pragma: no cover - another wrapper
-        m = regex.search(data, pos, end)
-        return None if m is None else (m.start(word), m.end(word))
-
-    return search
-
-
-def matching_lines(
+def line_hits(
     compiled: Compiled,
+    path: str,
+    language: str,
     data: bytes,
     limit: int | None,
+    *,
     every_span: bool = True,
+    before: int = 0,
+    after: int = 0,
     first: tuple[int, int] | None = None,
-) -> list[_Line]:
-    """The lines of ``data`` that match, in order, at most ``limit``: each with its matches
-    (``every_span``), or with its first (what a plain printer shows): the rest of a line is then
-    not searched. ``first``: the first match, found already (``_read``)."""
+) -> list[SearchResult]:
+    """The lines of ``data`` (the text of ``path``) that match, in order, at most ``limit``, each
+    as a hit: the line, its matches as character spans of it (``every_span``: all of them; else
+    its first, which is what a plain printer shows, and the rest of the line is not searched),
+    with ``before`` and ``after`` lines of context in its ``content``. ``first``: the first
+    match, found already (``_firsts``). Tens of thousands of lines for a pattern such as
+    ``\\w+\\(\\)``: without context lines the loop runs in C where it is built
+    (``native/linescan.c``, the same hits), else here, making no object per line but the hit."""
+    if linescan is not None and compiled.raw is not None and not (before or after):
+        call, anchor, group = compiled.raw
+        limit = -1 if limit is None else limit
+        made: list[SearchResult] = linescan.scan(
+            call, anchor, group, data, limit, every_span, first, SearchResult, path, language
+        )
+        return made
     find = compiled.find
     size = len(data)
-    lines: list[_Line] = []
+    hits: list[SearchResult] = []
+    numbered = _Lines(data, bool(before or after))
     line_no, counted_to, pos = 1, 0, 0
     rfind, nl_find, count = data.rfind, data.find, data.count
-    while pos <= size and (limit is None or len(lines) < limit):
+    no_last = not data or data.endswith(b"\n")  # the empty "line" after the last newline, as ripgrep counts
+    while pos <= size and (limit is None or len(hits) < limit):
         span, first = (first, None) if first is not None else (find(data, pos, size), None)
         if span is None:
             break
         s, e = span
-        if s == size and (not data or data.endswith(b"\n")):
-            break  # the empty "line" after the last newline is none, as ripgrep counts lines
+        if s == size and no_last:
+            break
         start = rfind(b"\n", 0, s) + 1
         end = nl_find(b"\n", s)
         end = size if end < 0 else end
@@ -559,37 +281,32 @@ def matching_lines(
                 break
             spans.append(more)
             at = more[1] if more[1] > more[0] else more[1] + 1
-        lines.append(_Line(line_no, start, end, spans))
+        raw = data[start:end]
+        if raw.isascii():  # a byte is a character: the spans are the offsets as they are
+            text = raw.decode("ascii")
+            if len(spans) == 1:  # most lines: no generator made for one span
+                chars: tuple[tuple[int, int], ...] = ((s - start, (e if e < end else end) - start),)
+            else:
+                chars = tuple((a - start, min(b, end) - start) for a, b in spans)
+        else:
+            text = raw.decode("utf-8", "replace")
+            chars = tuple((_chars(raw, a - start), _chars(raw, min(b, end) - start)) for a, b in spans)
+        if before or after:
+            top = max(1, line_no - before)
+            context = numbered.text(top, line_no - 1) + [text] + numbered.text(line_no + 1, line_no + after)
+            content, bottom = "\n".join(context), top + len(context) - 1
+        else:
+            content, top, bottom = text, line_no, line_no
+        hits.append(
+            SearchResult(path, top, bottom, "", language, 0.0, None, None, content, 0, line=line_no, spans=chars)
+        )
         pos = end + 1
-    return lines
+    return hits
 
 
-def _hit(
-    path: str, language: str, data: bytes, line: _Line, before: int, after: int, line_starts: _Lines
-) -> SearchResult:
-    """One matching line as a search hit: its context lines around it (``content``), the line
-    (``line``), and its matches as character spans of that line."""
-    raw = data[line.start : line.end]
-    text = raw.decode("utf-8", "replace")
-    if raw.isascii():  # a byte is a character: the spans are the offsets as they are
-        spans = tuple((s - line.start, min(e, line.end) - line.start) for s, e in line.spans)
-    else:
-        spans = tuple(
-            (
-                len(raw[: s - line.start].decode("utf-8", "replace")),
-                len(raw[: min(e, line.end) - line.start].decode("utf-8", "replace")),
-            )
-            for s, e in line.spans
-        )
-    first = max(1, line.number - before)
-    if before or after:
-        context = (
-            line_starts.text(first, line.number - 1) + [text] + line_starts.text(line.number + 1, line.number + after)
-        )
-        content, last = "\n".join(context), first + len(context) - 1
-    else:
-        content, last = text, line.number
-    return SearchResult(path, first, last, "", language, 0.0, None, None, content, 0, line=line.number, spans=spans)
+def _chars(raw: bytes, at: int) -> int:
+    """The characters of ``raw`` (UTF-8, bad bytes one each) before byte ``at``."""
+    return len(raw[:at].decode("utf-8", "replace"))
 
 
 class _Lines:
@@ -606,7 +323,9 @@ class _Lines:
 
 def _scopes(store: Store, path: str, hits: list[SearchResult]) -> None:
     """Each hit's enclosing definition, ``Client.send``: the innermost of the file's definitions
-    (``core.store.symbols``) around its line; else the scope of its chunk (a document's heading)."""
+    (``core.store.symbols``) around its line; else the scope of the smallest of its chunks around
+    it (a document's heading). One pass over each list: a file with thousands of matching lines
+    and of definitions is not their product."""
     from codesight_tui.core.search.contract import short_scope
 
     defs = store.conn.execute(
@@ -614,20 +333,41 @@ def _scopes(store: Store, path: str, hits: list[SearchResult]) -> None:
         " WHERE f.path = ? ORDER BY d.start_line, d.end_line DESC",
         (path,),
     ).fetchall()
-    chunks: list[tuple[int, int, str]] | None = None
-    for hit in hits:
-        around = [(name, scope) for s, e, name, scope in defs if s <= hit.line <= e]
-        if around:
-            name, scope = around[-1]  # in start order, outer first: the last is the innermost
+    left: list[SearchResult] = []
+    opened: list[tuple[int, str, str]] = []  # definitions begun above the line, the innermost last
+    at = 0
+    for hit in sorted(hits, key=lambda h: h.line):
+        while at < len(defs) and defs[at][0] <= hit.line:
+            opened.append(defs[at][1:])
+            at += 1
+        while opened and opened[-1][0] < hit.line:  # ended above it: above every later line too
+            opened.pop()
+        if opened:
+            _end, name, scope = opened[-1]
             hit.scope = f"{scope}.{name}" if scope else name
-            continue
-        if chunks is None:
-            chunks = store.conn.execute(
-                "SELECT start_line, end_line, scope FROM chunks WHERE path=? AND scope != ''"
-                " ORDER BY end_line - start_line",
-                (path,),
-            ).fetchall()
-        hit.scope = short_scope(next((scope for s, e, scope in chunks if s <= hit.line <= e), ""))
+        else:
+            left.append(hit)
+    if not left:
+        return
+    chunks = store.conn.execute(
+        "SELECT start_line, end_line, scope FROM chunks WHERE path=? AND scope != '' ORDER BY end_line - start_line",
+        (path,),
+    ).fetchall()
+    lines = [h.line for h in left]
+    skip = list(range(len(left) + 1))  # the next hit at or after k with no chunk yet
+
+    def unset(k: int) -> int:
+        while skip[k] != k:
+            skip[k] = skip[skip[k]]
+            k = skip[k]
+        return k
+
+    for s, e, scope in chunks:  # smallest first: a hit takes the first chunk around it
+        k = unset(bisect_right(lines, s - 1))
+        while k < len(left) and lines[k] <= e:
+            left[k].scope = short_scope(scope)
+            skip[k] = k + 1
+            k = unset(k + 1)
 
 
 def _to_read(
@@ -668,9 +408,9 @@ def text_hits(
     not files (a fleet store)."""
     data = text.encode("utf-8", "surrogatepass")
     cap = limit if options.max_per_file is None else min(limit, options.max_per_file)
-    lines = matching_lines(compiled, data, cap, options.every_span)
-    numbered = _Lines(data, bool(options.before or options.after))
-    hits = [_hit(path, language, data, ln, options.before, options.after, numbered) for ln in lines]
+    hits = line_hits(
+        compiled, path, language, data, cap, every_span=options.every_span, before=options.before, after=options.after
+    )
     for hit in hits:
         hit.start_line += first_line - 1
         hit.end_line += first_line - 1
@@ -683,8 +423,8 @@ _POOL_LOCK = threading.Lock()
 
 
 def _pool() -> ThreadPoolExecutor:
-    """The process's threads that read files and find their first match: RE2 lets go of the GIL
-    while it scans, as reading a file does, so they run on every core."""
+    """The process's threads that read files and find their first match: reading a batch and
+    RE2's scan let go of the interpreter's lock, so they run on every core."""
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
@@ -692,21 +432,65 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL
 
 
-def _read(
-    compiled: Compiled, base: str, files: list[IndexedFile], max_file_size: int
-) -> list[tuple[IndexedFile, bytes, tuple[int, int]]]:
-    """Those of ``files`` that match, each with its text as ripgrep searches it and its first
-    match (a binary file, or one gone, does not)."""
-    from codesight_tui.core.ingest.walker import read_bytes
+_MARKS = (b"\xef", b"\xff", b"\xfe")  # how a byte-order mark begins: such a file is read as ripgrep reads it
+
+
+def _texts(base: str, files: list[IndexedFile], max_file_size: int) -> list[tuple[IndexedFile, bytes]]:
+    """Those of ``files`` that are text, each with its text as ripgrep searches it (a binary file,
+    or one gone, is none)."""
+    from codesight_tui.core.ingest.walker import read_many
 
     out = []
-    for f in files:
-        data, _why = read_bytes(base + f.path, max_file_size)
-        text = _text_bytes(data) if data is not None else None
-        first = compiled.find(text, 0, len(text)) if text is not None else None
-        if text is not None and first is not None:
-            out.append((f, text, first))
+    for f, data in zip(files, read_many([base + f.path for f in files], max_file_size, text=True), strict=True):
+        if isinstance(data, bytes):
+            text = _text_bytes(data) if data[:1] in _MARKS else data
+            if text is not None:
+                out.append((f, text))
     return out
+
+
+_CALLS = 4  # RE2's calls one batch's joined text gets in a thread of the pool (``_firsts``)
+
+
+def _firsts(
+    compiled: Compiled, texts: list[tuple[IndexedFile, bytes]], calls: int | None = None
+) -> list[tuple[IndexedFile, bytes, tuple[int, int] | None]]:
+    """Those of ``texts`` that may match, each with its first match, or None where it was not
+    searched yet. A text without what the pattern requires is left out first (``Compiled.test``).
+    Where the pattern allows, the texts are then searched as one (``SEPARATOR`` between them):
+    one call of RE2 from the start, and one more from the file after each that matched, at most
+    ``calls``: the files after the last are given unsearched. Each call lets go of the
+    interpreter's lock and takes it back, and a thread of the pool that waits for it slows the
+    thread that makes the lines: where most files match, that thread searches them itself."""
+    find = compiled.find
+    if compiled.test is not None:
+        texts = [(f, t) for f, t in texts if compiled.test(t)]
+    if not compiled.joinable or len(texts) < 2:
+        return [(f, t, first) for f, t in texts if (first := find(t, 0, len(t))) is not None]
+    joined = SEPARATOR.join(t for _, t in texts)
+    starts = list(accumulate((len(t) + len(SEPARATOR) for _, t in texts[:-1]), initial=0))
+    out: list[tuple[IndexedFile, bytes, tuple[int, int] | None]] = []
+    pos, k = 0, 0
+    while calls is None or calls > 0:
+        span = find(joined, pos, len(joined))
+        if span is None:
+            return out
+        k = bisect_right(starts, span[0]) - 1
+        f, text = texts[k]
+        if span[0] - starts[k] <= len(text):  # else on the line between two files: no file's
+            out.append((f, text, (span[0] - starts[k], span[1] - starts[k])))
+        k += 1
+        if k == len(starts):
+            return out
+        pos = starts[k]
+        calls = None if calls is None else calls - 1
+    return out + [(f, t, None) for f, t in texts[k:]]
+
+
+def _read(
+    compiled: Compiled, base: str, files: list[IndexedFile], max_file_size: int, calls: int | None = None
+) -> list[tuple[IndexedFile, bytes, tuple[int, int] | None]]:
+    return _firsts(compiled, _texts(base, files, max_file_size), calls)
 
 
 _BATCH = 32  # files one task of the pool reads: a task per file costs more than its file
@@ -715,7 +499,7 @@ _AHEAD = 8  # tasks in flight ahead of the one whose lines are being made
 
 def _scanned(
     compiled: Compiled, base: str, files: list[IndexedFile], max_file_size: int
-) -> Iterator[tuple[IndexedFile, bytes, tuple[int, int]]]:
+) -> Iterator[tuple[IndexedFile, bytes, tuple[int, int] | None]]:
     """The files that match, in order, each with its text and first match: a few read in this
     thread, many on the pool's threads, in batches (at most ``_AHEAD`` ahead: a search stopped
     at its limit, or cancelled, reads little further)."""
@@ -724,12 +508,12 @@ def _scanned(
         return
     pool = _pool()
     batches = [files[k : k + _BATCH] for k in range(0, len(files), _BATCH)]
-    pending: deque[Future[list[tuple[IndexedFile, bytes, tuple[int, int]]]]] = deque()
+    pending: deque[Future[list[tuple[IndexedFile, bytes, tuple[int, int] | None]]]] = deque()
     at = 0
     try:
         while pending or at < len(batches):
             while at < len(batches) and len(pending) < _AHEAD:
-                pending.append(pool.submit(_read, compiled, base, batches[at], max_file_size))
+                pending.append(pool.submit(_read, compiled, base, batches[at], max_file_size, _CALLS))
                 at += 1
             yield from pending.popleft().result()
     finally:
@@ -761,15 +545,22 @@ def grep(
         if indexed.path not in spot or _masked_match(store, root, compiled, indexed, max_file_size, watched)
     ]
     left = request.limit
-    wanted = bool(options.before or options.after)
     for indexed, text, first in _scanned(compiled, str(root) + os.sep, files, max_file_size):
         check(request.cancel)
         cap = left if options.max_per_file is None else min(left, options.max_per_file)
-        lines = matching_lines(compiled, text, cap, options.every_span, first)
-        if not lines:
+        hits = line_hits(
+            compiled,
+            indexed.path,
+            indexed.language,
+            text,
+            cap,
+            every_span=options.every_span,
+            before=options.before,
+            after=options.after,
+            first=first,
+        )
+        if not hits:
             continue
-        numbered = _Lines(text, wanted)
-        hits = [_hit(indexed.path, indexed.language, text, ln, options.before, options.after, numbered) for ln in lines]
         if options.scopes:
             _scopes(store, indexed.path, hits)
         yield hits

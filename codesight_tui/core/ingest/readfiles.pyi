@@ -1,0 +1,3 @@
+from collections.abc import Sequence
+
+def read(paths: Sequence[str], max_bytes: int, text: bool, /) -> list[bytes | str | None]: ...
