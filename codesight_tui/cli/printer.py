@@ -352,7 +352,9 @@ def print_matches(hits: list[SearchResult], fmt: str, *, cwd: str | None, contex
             file = (h.repo, h.path)
             path = shown.get(file) or shown.setdefault(file, shown_path(h, cwd))
             text = h.match_text
-            out.append(f"{path}:{h.line}:{byte_column(text, h.spans[0][0]) if h.spans else 1}:{text}")
+            first = h.spans[0][0] if h.spans else 0
+            column = first + 1 if text.isascii() else byte_column(text, first)  # isascii: a flag of the string
+            out.append(f"{path}:{h.line}:{column}:{text}")
         if out:
             say(safe("\n".join(out)))
         return

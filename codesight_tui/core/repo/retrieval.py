@@ -392,8 +392,9 @@ class Several:
         for searcher in self.searchers:
             check(request.cancel)
             found = searcher.search(replace(request, limit=request.limit - len(hits)))
+            label = str(searcher.root)
             for hit in found:
-                hit.repo = str(searcher.root)
+                hit.repo = label
             hits += found
             answers.append(found)
             if len(hits) >= request.limit:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from codesight_tui.core.languages import DOCUMENT_LANGUAGES
 from codesight_tui.core.search.contract import GrepOptions, SearchRequest, SearchResult, check
@@ -321,18 +321,47 @@ class _Lines:
         return self.lines[max(0, first - 1) : max(0, last)]
 
 
-def _scopes(store: Store, path: str, hits: list[SearchResult]) -> None:
-    """Each hit's enclosing definition, ``Client.send``: the innermost of the file's definitions
+def _scopes(store: Store, found: list[list[SearchResult]]) -> None:
+    """Each hit's enclosing definition, ``Client.send``: the innermost of its file's definitions
     (``core.store.symbols``) around its line; else the scope of the smallest of its chunks around
-    it (a document's heading). One pass over each list: a file with thousands of matching lines
-    and of definitions is not their product."""
-    from codesight_tui.core.search.contract import short_scope
+    it (a document's heading). ``found``: the hits of a batch of files, a list per file, whose
+    definitions and chunks are asked for in one query each (a query per file cost more than the
+    search), then gone through once per file: thousands of matching lines and definitions are
+    not their product."""
+    paths = [hits[0].path for hits in found]
+    defs: dict[str, list[tuple[int, int, str, str]]] = {p: [] for p in paths}
+    for path, start, end, name, scope in _rows(
+        store,
+        "SELECT f.path, d.start_line, d.end_line, d.name, d.scope FROM defs d JOIN sym_files f ON d.file_id = f.id"
+        " WHERE f.path IN ({}) ORDER BY f.path, d.start_line, d.end_line DESC",
+        paths,
+    ):
+        defs[path].append((start, end, name, scope))
+    left = {hits[0].path: _innermost(defs[hits[0].path], hits) for hits in found}
+    chunks: dict[str, list[tuple[int, int, str]]] = {p: [] for p, rest in left.items() if rest}
+    for path, start, end, scope in _rows(
+        store,
+        "SELECT path, start_line, end_line, scope FROM chunks WHERE path IN ({}) AND scope != ''"
+        " ORDER BY path, end_line - start_line",
+        list(chunks),
+    ):
+        chunks[path].append((start, end, scope))
+    for path, rows in chunks.items():
+        _smallest(rows, left[path])
 
-    defs = store.conn.execute(
-        "SELECT d.start_line, d.end_line, d.name, d.scope FROM defs d JOIN sym_files f ON d.file_id = f.id"
-        " WHERE f.path = ? ORDER BY d.start_line, d.end_line DESC",
-        (path,),
-    ).fetchall()
+
+def _rows(store: Store, sql: str, paths: list[str]) -> list[Any]:
+    """``sql``'s rows for ``paths`` (its ``{}`` the placeholders), a few hundred paths a query."""
+    rows: list[Any] = []
+    for k in range(0, len(paths), 500):
+        part = paths[k : k + 500]
+        rows += store.conn.execute(sql.format(",".join("?" * len(part))), part).fetchall()
+    return rows
+
+
+def _innermost(defs: list[tuple[int, int, str, str]], hits: list[SearchResult]) -> list[SearchResult]:
+    """Each hit's innermost definition (``defs`` by start, the longest first); the hits that have
+    none, in line order."""
     left: list[SearchResult] = []
     opened: list[tuple[int, str, str]] = []  # definitions begun above the line, the innermost last
     at = 0
@@ -347,12 +376,14 @@ def _scopes(store: Store, path: str, hits: list[SearchResult]) -> None:
             hit.scope = f"{scope}.{name}" if scope else name
         else:
             left.append(hit)
-    if not left:
-        return
-    chunks = store.conn.execute(
-        "SELECT start_line, end_line, scope FROM chunks WHERE path=? AND scope != '' ORDER BY end_line - start_line",
-        (path,),
-    ).fetchall()
+    return left
+
+
+def _smallest(chunks: list[tuple[int, int, str]], left: list[SearchResult]) -> None:
+    """Each hit of ``left`` (in line order) takes the scope of the smallest of ``chunks`` (smallest
+    first) around its line."""
+    from codesight_tui.core.search.contract import short_scope
+
     lines = [h.line for h in left]
     skip = list(range(len(left) + 1))  # the next hit at or after k with no chunk yet
 
@@ -362,7 +393,7 @@ def _scopes(store: Store, path: str, hits: list[SearchResult]) -> None:
             k = skip[k]
         return k
 
-    for s, e, scope in chunks:  # smallest first: a hit takes the first chunk around it
+    for s, e, scope in chunks:
         k = unset(bisect_right(lines, s - 1))
         while k < len(left) and lines[k] <= e:
             left[k].scope = short_scope(scope)
@@ -499,12 +530,12 @@ _AHEAD = 8  # tasks in flight ahead of the one whose lines are being made
 
 def _scanned(
     compiled: Compiled, base: str, files: list[IndexedFile], max_file_size: int
-) -> Iterator[tuple[IndexedFile, bytes, tuple[int, int] | None]]:
-    """The files that match, in order, each with its text and first match: a few read in this
-    thread, many on the pool's threads, in batches (at most ``_AHEAD`` ahead: a search stopped
-    at its limit, or cancelled, reads little further)."""
+) -> Iterator[list[tuple[IndexedFile, bytes, tuple[int, int] | None]]]:
+    """The files that may match, in order, a batch at a time, each with its text and first match
+    (``_firsts``): a few read in this thread, many on the pool's threads (at most ``_AHEAD``
+    batches ahead: a search stopped at its limit, or cancelled, reads little further)."""
     if len(files) <= _BATCH or (os.cpu_count() or 1) == 1:
-        yield from _read(compiled, base, files, max_file_size)
+        yield _read(compiled, base, files, max_file_size)
         return
     pool = _pool()
     batches = [files[k : k + _BATCH] for k in range(0, len(files), _BATCH)]
@@ -515,7 +546,7 @@ def _scanned(
             while at < len(batches) and len(pending) < _AHEAD:
                 pending.append(pool.submit(_read, compiled, base, batches[at], max_file_size, _CALLS))
                 at += 1
-            yield from pending.popleft().result()
+            yield pending.popleft().result()
     finally:
         for future in pending:
             future.cancel()
@@ -545,25 +576,29 @@ def grep(
         if indexed.path not in spot or _masked_match(store, root, compiled, indexed, max_file_size, watched)
     ]
     left = request.limit
-    for indexed, text, first in _scanned(compiled, str(root) + os.sep, files, max_file_size):
-        check(request.cancel)
-        cap = left if options.max_per_file is None else min(left, options.max_per_file)
-        hits = line_hits(
-            compiled,
-            indexed.path,
-            indexed.language,
-            text,
-            cap,
-            every_span=options.every_span,
-            before=options.before,
-            after=options.after,
-            first=first,
-        )
-        if not hits:
-            continue
-        if options.scopes:
-            _scopes(store, indexed.path, hits)
-        yield hits
-        left -= len(hits)
+    for batch in _scanned(compiled, str(root) + os.sep, files, max_file_size):
+        found: list[list[SearchResult]] = []
+        for indexed, text, first in batch:
+            check(request.cancel)
+            cap = left if options.max_per_file is None else min(left, options.max_per_file)
+            hits = line_hits(
+                compiled,
+                indexed.path,
+                indexed.language,
+                text,
+                cap,
+                every_span=options.every_span,
+                before=options.before,
+                after=options.after,
+                first=first,
+            )
+            if hits:
+                found.append(hits)
+                left -= len(hits)
+                if left <= 0:
+                    break
+        if options.scopes and found:
+            _scopes(store, found)
+        yield from found
         if left <= 0:
             return

@@ -65,14 +65,15 @@ static void read_all(Slot *slots, Py_ssize_t n, int text) {
         char *buf = PyBytes_AS_STRING(s->data);
         Py_ssize_t want = s->size + 1; /* one byte more than fstat said: a file that grew shows it */
         while (s->got < want) {
-            ssize_t r = read(s->fd, buf + s->got, (size_t)(want - s->got));
+            size_t asked = (size_t)(want - s->got);
+            ssize_t r = read(s->fd, buf + s->got, asked);
             if (r < 0 && errno == EINTR) continue;
             if (r < 0) {
                 s->why = UNREADABLE;
                 break;
             }
-            if (r == 0) break;
             s->got += r;
+            if ((size_t)r < asked) break; /* a regular file's short read is its end: no call to see it */
         }
         close(s->fd);
         s->fd = -1;
