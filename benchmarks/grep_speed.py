@@ -12,7 +12,9 @@ literal of 3 or more), and patterns with no trigram (``\\w+\\(\\)``, ``[0-9]{4}`
 
 - ``served``: a fresh ``codesight grep PATTERN`` process through the warm service, as a user runs it
   (``--exe``: the console script of a regular install);
-- ``in process``: the same search in a warm process (the TUI, MCP, the Python API);
+- ``in process``: the same search in a warm process (the TUI, MCP, the Python API), asking what the
+  served one asks (each line and its first match); ``+ definitions``: each line's enclosing
+  definition too, as the TUI and MCP ask (they cap the lines: 1,000 and the tool's limit);
 - ``rg``: ``rg --no-config -n --hidden --no-require-git --no-ignore-parent PATTERN``, output to a pipe.
 
 Costs (``--cost-runs``, 0 to skip): the lexical phase in process with and without the trigram
@@ -186,18 +188,22 @@ def main() -> int:
         while not watcher.idle():
             time.sleep(0.2)
         cs.search(SearchRequest(selective[0], limit=10**9, grep=GrepOptions()))
+        # The served request's twin: the lines as the plain printer shows them (the first match of
+        # each). "+ definitions": as the TUI and MCP ask, each line with its enclosing definition.
+        LINES = GrepOptions(scopes=False, every_span=False)
         results: dict[str, dict[str, list[float]]] = {}
         same = 0
         for kind, patterns in (("selective", selective), ("no trigram", NO_TRIGRAM)):
-            times = results.setdefault(kind, {"rg": [], "served": [], "in process": []})
+            times = results.setdefault(kind, {"rg": [], "served": [], "in process": [], "+ definitions": []})
             for p in patterns:
                 ms, theirs = timed([rg, *RG, "-e", p, "."], env, root)
                 times["rg"].append(ms)
                 ms, _served = timed([exe, "grep", p], env, root)
                 times["served"].append(ms)
-                t = time.perf_counter()
-                mine = cs.search(SearchRequest(p, limit=10**9, grep=GrepOptions()))
-                times["in process"].append((time.perf_counter() - t) * 1000)
+                for name, options in (("in process", LINES), ("+ definitions", GrepOptions())):
+                    t = time.perf_counter()
+                    mine = cs.search(SearchRequest(p, limit=10**9, grep=options))
+                    times[name].append((time.perf_counter() - t) * 1000)
                 same += len(mine) == theirs.stdout.count(b"\n")
         watcher.stop()
         cs.close()
