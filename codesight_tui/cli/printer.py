@@ -351,10 +351,7 @@ def print_matches(hits: list[SearchResult], fmt: str, *, cwd: str | None, contex
         for h in hits:
             file = (h.repo, h.path)
             path = shown.get(file) or shown.setdefault(file, shown_path(h, cwd))
-            text = h.match_text
-            first = h.spans[0][0] if h.spans else 0
-            column = first + 1 if text.isascii() else byte_column(text, first)  # isascii: a flag of the string
-            out.append(f"{path}:{h.line}:{column}:{text}")
+            out.append(f"{path}:{h.line}:{h.column}:{h.match_text}")
         if out:
             say(safe("\n".join(out)))
         return

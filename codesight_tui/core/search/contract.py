@@ -206,6 +206,8 @@ class SearchResult:
 
 def byte_column(text: str, char: int) -> int:
     """The 1-based byte column of character ``char`` of ``text``, as ripgrep and editors count."""
+    if text.isascii():  # a flag of the string: most lines, no slice made
+        return char + 1
     head = text[:char]
     return (len(head) if head.isascii() else len(head.encode("utf-8", "surrogatepass"))) + 1
 

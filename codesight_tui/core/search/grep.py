@@ -480,19 +480,13 @@ def _texts(base: str, files: list[IndexedFile], max_file_size: int) -> list[tupl
     return out
 
 
-_CALLS = 4  # RE2's calls one batch's joined text gets in a thread of the pool (``_firsts``)
-
-
 def _firsts(
-    compiled: Compiled, texts: list[tuple[IndexedFile, bytes]], calls: int | None = None
-) -> list[tuple[IndexedFile, bytes, tuple[int, int] | None]]:
-    """Those of ``texts`` that may match, each with its first match, or None where it was not
-    searched yet. A text without what the pattern requires is left out first (``Compiled.test``).
-    Where the pattern allows, the texts are then searched as one (``SEPARATOR`` between them):
-    one call of RE2 from the start, and one more from the file after each that matched, at most
-    ``calls``: the files after the last are given unsearched. Each call lets go of the
-    interpreter's lock and takes it back, and a thread of the pool that waits for it slows the
-    thread that makes the lines: where most files match, that thread searches them itself."""
+    compiled: Compiled, texts: list[tuple[IndexedFile, bytes]]
+) -> list[tuple[IndexedFile, bytes, tuple[int, int]]]:
+    """Those of ``texts`` that match, each with its first match. A text without what the pattern
+    requires is left out first (``Compiled.test``). Where the pattern allows, the texts are then
+    searched as one (``SEPARATOR`` between them): one call of RE2 from the start, and one more
+    from the file after each that matched."""
     find = compiled.find
     if compiled.test is not None:
         texts = [(f, t) for f, t in texts if compiled.test(t)]
@@ -500,9 +494,9 @@ def _firsts(
         return [(f, t, first) for f, t in texts if (first := find(t, 0, len(t))) is not None]
     joined = SEPARATOR.join(t for _, t in texts)
     starts = list(accumulate((len(t) + len(SEPARATOR) for _, t in texts[:-1]), initial=0))
-    out: list[tuple[IndexedFile, bytes, tuple[int, int] | None]] = []
-    pos, k = 0, 0
-    while calls is None or calls > 0:
+    out: list[tuple[IndexedFile, bytes, tuple[int, int]]] = []
+    pos = 0
+    while True:
         span = find(joined, pos, len(joined))
         if span is None:
             return out
@@ -510,18 +504,15 @@ def _firsts(
         f, text = texts[k]
         if span[0] - starts[k] <= len(text):  # else on the line between two files: no file's
             out.append((f, text, (span[0] - starts[k], span[1] - starts[k])))
-        k += 1
-        if k == len(starts):
+        if k + 1 == len(starts):
             return out
-        pos = starts[k]
-        calls = None if calls is None else calls - 1
-    return out + [(f, t, None) for f, t in texts[k:]]
+        pos = starts[k + 1]
 
 
 def _read(
-    compiled: Compiled, base: str, files: list[IndexedFile], max_file_size: int, calls: int | None = None
-) -> list[tuple[IndexedFile, bytes, tuple[int, int] | None]]:
-    return _firsts(compiled, _texts(base, files, max_file_size), calls)
+    compiled: Compiled, base: str, files: list[IndexedFile], max_file_size: int
+) -> list[tuple[IndexedFile, bytes, tuple[int, int]]]:
+    return _firsts(compiled, _texts(base, files, max_file_size))
 
 
 _BATCH = 32  # files one task of the pool reads: a task per file costs more than its file
@@ -530,8 +521,8 @@ _AHEAD = 8  # tasks in flight ahead of the one whose lines are being made
 
 def _scanned(
     compiled: Compiled, base: str, files: list[IndexedFile], max_file_size: int
-) -> Iterator[list[tuple[IndexedFile, bytes, tuple[int, int] | None]]]:
-    """The files that may match, in order, a batch at a time, each with its text and first match
+) -> Iterator[list[tuple[IndexedFile, bytes, tuple[int, int]]]]:
+    """The files that match, in order, a batch at a time, each with its text and first match
     (``_firsts``): a few read in this thread, many on the pool's threads (at most ``_AHEAD``
     batches ahead: a search stopped at its limit, or cancelled, reads little further)."""
     if len(files) <= _BATCH or (os.cpu_count() or 1) == 1:
@@ -539,12 +530,12 @@ def _scanned(
         return
     pool = _pool()
     batches = [files[k : k + _BATCH] for k in range(0, len(files), _BATCH)]
-    pending: deque[Future[list[tuple[IndexedFile, bytes, tuple[int, int] | None]]]] = deque()
+    pending: deque[Future[list[tuple[IndexedFile, bytes, tuple[int, int]]]]] = deque()
     at = 0
     try:
         while pending or at < len(batches):
             while at < len(batches) and len(pending) < _AHEAD:
-                pending.append(pool.submit(_read, compiled, base, batches[at], max_file_size, _CALLS))
+                pending.append(pool.submit(_read, compiled, base, batches[at], max_file_size))
                 at += 1
             yield pending.popleft().result()
     finally:

@@ -295,15 +295,17 @@ def compile_pattern(pattern: str, options: GrepOptions) -> Compiled:
     except re2.error as exc:
         raise UsageError(_explained(pattern, exc)) from None
     exact = sensitive and (options.fixed or "(?" not in pattern)
+    group = 1 if options.word else 0
+    raw = _raw(regex, group)
     return Compiled(
         regex,
         options.word,
         plan(pattern, options.fixed),
-        _finder(regex, 1 if options.word else 0),
+        _finder(regex, group, raw),
         exact,
         options.fixed or _TEXT_ANCHORS.search(pattern) is None,
         plan(pattern, options.fixed, shortest=1).test() if exact else None,
-        _raw(regex, 1 if options.word else 0),
+        raw,
     )
 
 
@@ -333,12 +335,13 @@ def _raw(regex: _Regex, word: int) -> tuple[Callable[..., Any], object, int] | N
     return None if raw is None or anchor is None else (raw.Match, anchor, word)
 
 
-def _finder(regex: _Regex, word: int) -> Callable[[bytes, int, int], tuple[int, int] | None]:
+def _finder(
+    regex: _Regex, word: int, raw: tuple[Callable[..., Any], object, int] | None
+) -> Callable[[bytes, int, int], tuple[int, int] | None]:
     """``find(data, pos, end)``: the span (group 1 where it has one: the word inside its
     boundaries) of the first match in ``data[pos:end]``, with the text around it as context (so
     ``^`` and ``\\b`` read the byte before ``pos``), or None. RE2's own call where the wrapper
-    has it (no match object made per line), else the wrapper's ``search``."""
-    raw = _raw(regex, word)
+    has it (``raw``, ``_raw``'s: no match object made per line), else the wrapper's ``search``."""
     if raw is not None:
         call, anchor, _group = raw
 
