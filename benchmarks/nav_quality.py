@@ -521,6 +521,8 @@ def cmd_precision_python(repos: list[Path], per_repo: int = 100, seed: int = 66)
                     g = went[0]
                     if g.type not in ("function", "class"):
                         continue  # a value (a parameter, a local): no definition to name
+                    if g.name != s.name and g.module_path is not None and g.module_path.name == "typing.py":
+                        continue  # Jedi inferred the decorator a stub puts on it (dataclass_transform): no truth
                     if g.module_path is not None and re.match(r"\s*(from|import)\b", g.get_line_code() or ""):
                         with contextlib.suppress(Exception):  # a re-export: where it comes from
                             g = (g.goto(follow_imports=True) or [g])[0]

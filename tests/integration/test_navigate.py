@@ -352,3 +352,192 @@ def test_a_call_on_a_value_is_never_resolved_to_a_repository_method(nav66: CodeS
     got = {s.name: (s.target.qualified if s.target else None, s.resolution) for s in callees.sites}
     assert got["get"] == ("Capture.get", "one of 1 candidates (the receiver's type is not known)")
     assert got["pick"] == ("Console.pick", "resolved")
+
+
+NAV_TYPES = {
+    # Python: an alias (`ib = attrib`), a re-export through a package's __init__.py beside a
+    # namesake, a test's own classes, a base's method through a constructor call, a builder's chain
+    "pkg/__init__.py": """from ._funcs import asdict
+from ._make import attrib
+
+ib = attr = attrib
+""",
+    "pkg/_funcs.py": """def asdict(inst):
+    return dict(inst)
+""",
+    "pkg/_next.py": """def asdict(inst):
+    return {}
+""",
+    "pkg/_make.py": """def attrib(default=None):
+    return default
+
+
+class _Builder:
+    def add_eq(self):
+        return self
+
+    def add_repr(self):
+        return self
+
+    def build(self):
+        return 1
+""",
+    "pkg/schema.py": """class Base:
+    def load(self, data):
+        return data
+
+
+class Schema(Base):
+    def load(self, data):
+        return data
+
+    @classmethod
+    def from_dict(cls, fields):
+        return cls()
+""",
+    "tests/test_use.py": """import pkg
+from pkg import asdict
+from pkg._make import _Builder
+from pkg.schema import Schema
+
+
+def test_local_classes():
+    class Point:
+        x: int = pkg.ib()
+
+    class MySchema(Schema):
+        pass
+
+    p = Point()
+    MySchema().load({"x": 1})
+    asdict(p)
+    b = _Builder()
+    done = (
+        b.add_eq()
+        .add_repr()
+        .build()
+    )
+    MySchema.from_dict({})
+    return done
+""",
+    # Go: a package's constant typed by its const block, a struct field of an unexported type, an
+    # interface's method, a value read off a field, a parameter whose type names the package
+    "src/tui/tui.go": """package tui
+
+type EventType int
+
+const (
+	Rune EventType = iota
+	Start
+	Resize
+)
+
+func (t EventType) AsEvent() Event {
+	return Event{t}
+}
+
+type Event struct {
+	Type EventType
+}
+
+type Window interface {
+	Width() int
+	Close()
+}
+
+type borderShape int
+
+func (s borderShape) HasRight() bool {
+	return s > 0
+}
+
+type LightWindow struct {
+	border borderShape
+}
+
+func (w *LightWindow) Width() int {
+	return 1
+}
+
+func (w *LightWindow) Close() {}
+
+func (w *LightWindow) drawBorder() bool {
+	shape := w.border
+	return shape.HasRight()
+}
+""",
+    "src/terminal.go": """package fzf
+
+import "example.com/fzf/src/tui"
+
+type previewOpts struct {
+	border int
+}
+
+func (o *previewOpts) Border() int {
+	return o.border
+}
+
+type Terminal struct {
+	window  tui.Window
+	preview previewOpts
+}
+
+func NewTerminal(window tui.Window, box *tui.LightWindow) *Terminal {
+	t := &Terminal{window: window}
+	_ = tui.Start.AsEvent()
+	_ = t.preview.Border()
+	_ = t.window.Width()
+	return t
+}
+""",
+}
+
+
+@pytest.fixture
+def nav_types(tmp_path: Path, settings: Settings) -> Iterator[CodeSight]:
+    root = tmp_path / "navtypes"
+    (root / ".git").mkdir(parents=True)
+    for rel, text in NAV_TYPES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    engine = CodeSight(root, settings=settings, embedder=HashEmbedder())
+    engine.index(embed=False)
+    yield engine
+    engine.close()
+
+
+def targets(nav: Navigation) -> dict[str, tuple[str | None, str]]:
+    return {s.name: (s.target.location if s.target else None, s.resolution) for s in nav.sites}
+
+
+def test_python_values_are_typed_by_their_own_lines(nav_types: CodeSight) -> None:
+    """Issue 66, recall of "resolved": Jedi named these callees where codesight said "one of N" or
+    "a local value" (attrs, marshmallow): an alias a package binds (`attr.ib()`), a name a package
+    re-exports beside a namesake (`from attr import asdict`), a test's own class whose annotated
+    field read as an assignment to it, a base's method through a constructor call
+    (`MySchema().load`), a class's inherited classmethod, and a builder's chain over lines."""
+    got = targets(nav_types.callees("test_local_classes"))
+    assert got["ib"] == ("pkg/_make.py:1", "resolved")
+    assert got["Point"] == ("tests/test_use.py:8", "resolved")
+    assert got["MySchema"] == ("tests/test_use.py:11", "resolved")
+    assert got["load"] == ("pkg/schema.py:7", "resolved")
+    assert got["asdict"] == ("pkg/_funcs.py:1", "resolved")
+    assert got["add_eq"] == ("pkg/_make.py:6", "resolved")
+    assert got["add_repr"] == ("pkg/_make.py:9", "resolved")
+    assert got["build"] == ("pkg/_make.py:12", "resolved")
+    assert got["from_dict"] == ("pkg/schema.py:11", "resolved")
+
+
+def test_go_values_are_typed_by_their_declarations(nav_types: CodeSight) -> None:
+    """Issue 66, recall of "resolved" against go/types (fzf, urfave/cli): a package's constant
+    (`tui.Start.AsEvent()`, typed by its const block), a field of an unexported type, a call through
+    an interface (its method is a definition now), a value read off a field (`shape := w.border`),
+    and a parameter typed `*tui.LightWindow` that does not hide the package tui."""
+    got = targets(nav_types.callees("NewTerminal"))
+    assert got["AsEvent"] == ("src/tui/tui.go:11", "resolved")
+    assert got["Border"] == ("src/terminal.go:9", "resolved")
+    assert got["Width"] == ("src/tui/tui.go:20", "resolved")
+    assert targets(nav_types.callees("drawBorder"))["HasRight"] == ("src/tui/tui.go:26", "resolved")
+    window = nav_types.definitions("Window.Width")
+    assert window.symbol is not None and (window.symbol.kind, window.symbol.scope) == ("method", "Window")

@@ -115,7 +115,7 @@ def extra_definition(language: str, node: Node, kind: str) -> tuple[str, str] | 
     t = node.type
     if language == "lua":
         return _lua_choice(node, kind)
-    if t in ("function_expression", "companion_object", "field"):
+    if t in ("function_expression", "companion_object", "field", "method_elem"):
         name = node.child_by_field_name("name")
         found = _text(name) if name is not None else "Companion" if t == "companion_object" else ""
         return (found, kind) if found else None

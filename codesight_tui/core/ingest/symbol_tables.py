@@ -172,7 +172,7 @@ OWN_NAMES: dict[str, tuple[str, ...]] = {
 # Definitions navigation knows beyond the chunker's (which cut chunks, and so weigh in ranking):
 # names a reader looks up although no chunk is cut at them. A named function expression, a function
 # or an object bound to a name or a key, a method's signature in a type, a record's fields, a
-# companion object.
+# companion object, a Go interface's methods.
 _JS_EXTRA = {
     "function_expression": "function",
     "variable_declarator": "const",
@@ -188,6 +188,7 @@ EXTRA_DEFS: dict[str, dict[str, str]] = {
     "kotlin": {"companion_object": "object"},
     "haskell": {"field": "field"},
     "lua": {"assignment_statement": "function", "field": "function"},  # f = cond and function ... end
+    "go": {"method_elem": "method"},  # an interface's method: what a call through a value of it calls
 }
 
 

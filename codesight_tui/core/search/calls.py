@@ -131,13 +131,14 @@ def call_form(text: str, name: str, own_receiver: str = "") -> CallForm:
             forms.add(CallForm("super"))
             continue
         found = _RECEIVER.search(before)
-        if found is None:
-            forms.add(CallForm("member"))
+        if found is None:  # Schema().load(), cl.lastChunk().IsFull(): a chain that ends in a call
+            chained = _CHAIN.search(before)
+            forms.add(CallForm("member", "", _chain(chained.group(1)) if chained else ""))
             continue
         receiver = found.group(1)
         if _MEMBER.search(before[: found.start()]):  # a.b.f(): the receiver is a value; its chain, where plain
             chained = _CHAIN.search(before)
-            forms.add(CallForm("member", "", re.sub(r"\s+", "", chained.group(1)) if chained else ""))
+            forms.add(CallForm("member", "", _chain(chained.group(1)) if chained else ""))
         elif receiver in SELF_NAMES or (own_receiver and receiver == own_receiver):
             forms.add(CallForm("self", receiver))
         else:
@@ -145,7 +146,21 @@ def call_form(text: str, name: str, own_receiver: str = "") -> CallForm:
     return forms.pop() if len(forms) == 1 else UNKNOWN
 
 
-_CHAIN = re.compile(r"(?<![\w$.)\]])((?:[A-Za-z_$][\w$]*\s*\.\s*){1,3}[A-Za-z_$][\w$]*)\s*\.\s*$")
+# A receiver chain of plain names and calls with plain arguments (``t.history``, ``tui.Start``,
+# ``Schema(many=True)``, ``cl.lastChunk()``), up to eight parts; a call's arguments are dropped.
+_LINK = r"[A-Za-z_$][\w$]*(?:\s*\([^()]*\))?"
+_CHAIN = re.compile(rf"(?<![\w$.)\]])((?:{_LINK}\s*\.\s*){{0,7}}{_LINK})\s*\.\s*$")
+
+
+_CHAINED = rf"(?:{_LINK}\s*\.\s*){{1,7}}{_LINK}"
+
+
+def _chain(text: str) -> str:
+    """A chain as ``chain_type`` reads it: no spaces, each call's arguments dropped (``a.f()``)."""
+    chain = re.sub(r"\s+", "", re.sub(r"\([^()]*\)", "()", text))
+    return chain if "." in chain or chain.endswith("()") else ""
+
+
 _SUPER = re.compile(r"\bsuper\s*\([^()]*\)\s*\.\s*$")  # super().f(), super(A, self).f()
 _BASES_PY = re.compile(r"\bclass\s+[\w$]+\s*(?:\[[^\]]*\])?\s*\(([^)]*)\)")
 _BASES_EXTENDS = re.compile(r"\bextends\s+([\w$.,\s<>]+?)(?:\{|$)")
@@ -181,38 +196,75 @@ def bases_in(text: str, name: str, language: str | None = None) -> list[str]:
     return found
 
 
-def typed_in(text: str, receiver: str) -> str:
+_GO_TYPES = frozenset(_GO.split()) | {"map", "chan", "func", "struct", "interface"}  # no type of the repository
+
+
+def _type(language: str | None) -> str:
+    """A class's name as a pattern: a capital first (after underscores: ``_ClassBuilder``); in Go, any
+    name (``terminal``, ``previewOpts``: a type's case says only whether it is exported)."""
+    return r"[A-Za-z_][\w$]*" if language == "go" else r"_*[A-Z][\w$]*"
+
+
+def _named(found: str, language: str | None) -> str:
+    return "" if language == "go" and found in _GO_TYPES else found
+
+
+def typed_in(text: str, receiver: str, language: str | None = None) -> str:
     """The class ``receiver`` holds, where ``text`` (a function's lines up to a call) says so: the
-    last constructor assigned to it or the annotation it was given; "" where nothing does."""
+    last constructor assigned to it or the annotation it was given; "" where nothing does. A call
+    whose result it holds is ``call:NAME`` (``r := newReader()``; in Go also ``T(x)``, a conversion
+    or a function: which, the definition says)."""
     r = re.escape(receiver)
-    patterns = (
-        rf"(?<![\w$.]){r}\s*(?::\s*[\w$.\[\], ]+)?\s*:?=\s*(?:new\s+|&)?(?:[\w$]+\.)*([A-Z][\w$]*)\s*[({{]",
+    t = _type(language)
+    go = language == "go"
+    made = r"[{{]" if go else r"[({{]"  # Go's T{...} and &T{...}; T(...) is a call or a conversion
+    patterns = [
+        rf"(?<![\w$.]){r}\s*(?::\s*[\w$.\[\], ]+)?\s*:?=\s*(?:new\s+|&)?(?:[\w$]+\.)*({t})\s*{made}",
         # r: Reader (Python, TypeScript, Kotlin), closed as code closes it: not a docstring's "r: Structure to ..."
-        rf"(?m)(?<![\w$.]){r}\s*:\s*(?:[\w$]+\.)*([A-Z][\w$]*)\s*(?=[,)=;{{]|$)",
-        rf"(?<![\w$.]){r}\s+\*?(?:[\w$]+\.)*([A-Z][\w$]*)\s*[,)]",  # Go's parameters: r *Reader
-        rf"\b([A-Z][\w$]*)(?:<[^<>]*>)?\s+{r}\s*[=;,)]",  # Java, C#: Reader r = ..., (Reader r)
-    )
+        rf"(?m)(?<![\w$.]){r}[ \t]*:[ \t]*(?:[\w$]+\.)*({t})[ \t]*(?=[,)=;{{]|$)",
+        rf"(?<![\w$.]){r}\s+\*?(?:[\w$]+\.)*({t})\s*[,)]",  # Go's parameters: r *Reader
+        rf"\b({t})(?:<[^<>]*>)?\s+{r}\s*[=;,)]",  # Java, C#: Reader r = ..., (Reader r)
+    ]
+    if go:  # `name: value` is a composite literal's field, `Reader r` is no Go
+        del patterns[3], patterns[1]
+        patterns += [
+            rf"\bvar\s+{r}\s+\*?(?:[\w$]+\.)?({t})\b",  # var r Reader
+            rf"(?<![\w$.]){r}\s*(?:,\s*[\w$]+\s*)?:?=\s*[\w$.]+\.\(\s*\*?(?:[\w$]+\.)?({t})\s*\)",  # f.(Flag)
+        ]
     best, at = "", -1
     for pattern in patterns:
         for m in re.finditer(pattern, text):
-            if m.start() > at:
+            if m.start() > at and _named(m.group(1), language):
                 best, at = m.group(1), m.start()
+    # shape := w.border.shape, r := t.reader(): the class at the chain's end (``chain_type``)
+    for m in re.finditer(rf"(?m)(?<![\w$.]){r}\s*:?=\s*&?({_CHAINED})\s*(?:$|;|//|#)", text):
+        if m.start() > at and (chained := _chain(m.group(1))):
+            best, at = "chain:" + chained, m.start()
     # r := newReader(...), r = make_reader(...): what that function returns (``returned_by``)
-    for m in re.finditer(rf"(?<![\w$.]){r}\s*(?:,\s*[\w$]+\s*)?:?=\s*(?:[\w$]+\.)?([a-z_][\w$]*)\s*\(", text):
-        if m.start() > at:
+    called = r"[A-Za-z_][\w$]*" if go else r"[a-z_][\w$]*"
+    for m in re.finditer(rf"(?<![\w$.]){r}\s*(?:,\s*[\w$]+\s*)?:?=\s*(?:[\w$]+\.)?({called})\s*\(", text):
+        if m.start() > at and _named(m.group(1), language):
             best, at = "call:" + m.group(1), m.start()
     return best
 
 
 _RETURNS = (
-    re.compile(r"->\s*['\"]?(?:[\w$]+\.)*([A-Z][\w$]*)"),  # Python: -> Reader
+    re.compile(r"->\s*['\"]?(?:[\w$]+\.)*(_*[A-Z][\w$]*)"),  # Python: -> Reader
     re.compile(r"\)\s*\(?\s*\*?(?:[\w$]+\.)?([A-Z][\w$]*)[\s,{]"),  # Go: ) *Reader {, ) (*Reader, error)
     re.compile(r"\)\s*:\s*(?:[\w$]+\.)*([A-Z][\w$]*)"),
 )  # TypeScript, Kotlin: ): Reader
+# Go: func (r *R) name[T any](params) *Result {: the first result's type, past the receiver and parameters
+_GO_RESULT = re.compile(
+    r"\bfunc\s*(?:\([^()]*\)\s*)?[\w$]+\s*(?:\[[^\]]*\])?\s*\((?:[^()]|\([^()]*\))*\)"
+    r"\s*\(?\s*\*?(?:[\w$]+\.)?([A-Za-z_][\w$]*)\s*[,{)]"
+)
 
 
-def returned_by(def_text: str) -> str:
+def returned_by(def_text: str, language: str | None = None) -> str:
     """The class a function's definition says it returns (``-> Reader``, ``) *Reader {``)."""
+    if language == "go":
+        m = _GO_RESULT.search(def_text)
+        return _named(m.group(1), language) if m else ""
     for pattern in _RETURNS:
         m = pattern.search(def_text)
         if m:
@@ -220,25 +272,32 @@ def returned_by(def_text: str) -> str:
     return ""
 
 
-def returned_in(body: str) -> str:
+def returned_in(body: str, language: str | None = None) -> str:
     """The class a function's body returns a new one of, where every ``return`` that makes one
     names the same (``return LRUCache(10)``, ``return &Reader{...}``)."""
-    made = set(re.findall(r"\breturn\s+(?:new\s+|&)?(?:[\w$]+\.)?([A-Z][\w$]*)\s*[({]", body))
-    return made.pop() if len(made) == 1 else ""
+    t = _type(language)
+    made = set(
+        re.findall(rf"\breturn\s+(?:new\s+|&)?(?:[\w$]+\.)?({t})\s*{'[{{]' if language == 'go' else '[({{]'}", body)
+    )
+    return _named(made.pop(), language) if len(made) == 1 else ""
 
 
-def field_type(class_text: str, field: str) -> str:
+def field_type(class_text: str, field: str, language: str | None = None) -> str:
     """The class a field of a class or struct holds, where its definition says so: Go's
     ``history *History``, Python's ``self.history = History(...)`` or ``history: History``."""
     f = re.escape(field)
+    t = _type(language)
     said: set[str] = set()
     for pattern in (
-        rf"(?m)^\s*{f}\s+\*?(?:\[\])?(?:[\w$]+\.)?([A-Z][\w$]*)\b",
-        rf"\bself\.{f}\s*(?::\s*[\w$.\[\]]+)?\s*=\s*(?:[\w$]+\.)*([A-Z][\w$]*)\s*\(",
-        rf"(?m)^\s*(?:self\.)?{f}\s*:\s*(?:[\w$]+\.)*([A-Z][\w$]*)\b",
+        rf"(?m)^\s*{f}\s+\*?(?:[\w$]+\.)?({t})[ \t]*(?:$|//|`)" if language == "go" else "",
+        rf"(?m)^\s*{f}\s+\*?(?:\[\])?(?:[\w$]+\.)?([A-Z][\w$]*)\b" if language != "go" else "",
+        rf"\bself\.{f}\s*(?::\s*[\w$.\[\]]+)?\s*=\s*(?:[\w$]+\.)*(_*[A-Z][\w$]*)\s*\(",
+        rf"(?m)^\s*(?:self\.)?{f}\s*:\s*(?:[\w$]+\.)*(_*[A-Z][\w$]*)\b",
         rf"\bthis\.{f}\s*=\s*new\s+([A-Z][\w$]*)",
     ):
-        said.update(m.group(1) for m in re.finditer(pattern, class_text))
+        if pattern:
+            said.update(m.group(1) for m in re.finditer(pattern, class_text))
+    said = {n for n in said if _named(n, language)}
     return said.pop() if len(said) == 1 else ""  # two classes (one a branch, one another): not known
 
 
@@ -246,8 +305,9 @@ def assigns(text: str, name: str) -> bool:
     """Whether ``text`` (a function's lines) binds ``name`` as a value: ``name = ...``,
     ``name := ...``, or a parameter in the definition's line (``def f(name, x)``)."""
     n = re.escape(name)
-    if re.search(rf"(?<![\w$.]){n}\s*(?::\s*[^=\n]+)?\s*:?=(?!=)", text):
-        return True
+    for m in re.finditer(rf"(?<![\w$.]){n}[ \t]*(?::[ \t]*[^=\n]+)?[ \t]*:?=(?!=)", text):
+        if not re.search(r"(?::|->)[ \t]*$", text[: m.start()]):  # x: C = ...: an annotation names C, binds x
+            return True
     head = re.sub(r"^\s*func\s*\([^()]*\)", "func", text.split("\n", 1)[0])  # a Go method's receiver is no parameter
     opened = head.find("(")
     if opened < 0:
@@ -258,7 +318,8 @@ def assigns(text: str, name: str) -> bool:
         if depth == 0:
             close = k
             break
-    return re.search(rf"(?<![\w$.]){n}\b", head[opened + 1 : close]) is not None
+    # a parameter's name, not a package or module its type names (`eventBox *util.EventBox`)
+    return re.search(rf"(?<![\w$.]){n}\b(?!\s*\.)", head[opened + 1 : close]) is not None
 
 
 def go_receiver(def_line: str) -> tuple[str, str]:

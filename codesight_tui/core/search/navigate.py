@@ -14,7 +14,6 @@ import posixpath
 import sqlite3
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,20 +21,13 @@ from codesight_tui.core.errors import CodeSightError, NotHereError, UsageError
 from codesight_tui.core.ingest.paths import DECLARATIONS, VALUE_ORDER, classify
 from codesight_tui.core.search.calls import (
     BUILTINS,
-    CLASS_KINDS,
     IMPLICIT_SELF,
-    SELF_NAMES,
     UNKNOWN,
     CallForm,
-    assigns,
-    bases_in,
     call_form,
-    field_type,
     go_receiver,
-    returned_by,
-    returned_in,
-    typed_in,
 )
+from codesight_tui.core.search.infer import Types, lines_of, place
 from codesight_tui.core.search.related import parse_target
 from codesight_tui.core.store import symbols as tables
 from codesight_tui.core.store.store import path_matches
@@ -170,8 +162,8 @@ class Resolver:
     def rank(self, d: DefRecord, here: str) -> int:
         if d.path == here:
             return 0
-        folder, module, _ = _place(d.path)
-        if folder == _place(here)[0]:
+        folder, module, _ = place(d.path)
+        if folder == place(here)[0]:
             return 1
         # its module, or its package (``from attr import assoc`` for attr/_funcs.py's assoc)
         if self._imports(here, module) or self._imports(here, posixpath.basename(folder)):
@@ -210,6 +202,8 @@ class Resolver:
         if not self.defs:
             if nav is not None and form.kind == "bare" and self.name in BUILTINS.get(nav.language_of(here) or "", ()):
                 return None, "built-in", []
+            if nav is not None and form.kind in ("bare", "member") and nav.language_of(here) == "python":
+                return self._alias(nav, form, here)
             return None, "not defined here", []
         if nav is None or form.kind == "unknown":
             best, how = self._ranked(self.defs, here, None)
@@ -226,7 +220,7 @@ class Resolver:
                 near = max(local, key=lambda d: d.start_line)
                 return near, "resolved", [near]
         own_class = nav.class_of(caller)
-        mine = nav.methods_of(own_class, methods, here) if own_class else []
+        mine = nav.methods_of(own_class, methods, here, line=line) if own_class else []
         if form.kind == "super":
             return self._super(nav, own_class, methods, here)
         if form.kind == "bare":
@@ -275,7 +269,7 @@ class Resolver:
                 nav.type_of(receiver, caller, line) if receiver else nav.chain_type(form.chain, caller, line, own_class)
             )
         if typed_as:  # schema = UserSchema(); schema.load(...): UserSchema's load, or a base's
-            own = nav.methods_of(typed_as, methods, here)
+            own = nav.methods_of(typed_as, methods, here, line=line)
             if len(own) == 1:
                 return own[0], "resolved", own
         # cells.cell_len(): the module a file imports; util.Width() in Go: the package (a folder) named
@@ -284,16 +278,33 @@ class Resolver:
             self._imports(here, receiver)
             or (language == "go" and caller is not None and not nav.assigned_in(caller, receiver, line))
         ):
-            named = [d for d in plain if receiver in (_place(d.path)[1], posixpath.basename(_place(d.path)[0]))]
+            named = [d for d in plain if receiver in (place(d.path)[1], posixpath.basename(place(d.path)[0]))]
+            if len(named) > 1 and language == "python":  # attr.astuple(): what the package attr names so
+                named = nav.through(self.name, nav.imported_from(receiver, here), named) or named
             if len(named) == 1:
                 return named[0], "resolved", named
-        if receiver[:1].isupper():  # Matcher.scan(), Foo::new(): a type's own function
+        if receiver[:1].isupper():  # Matcher.scan(), Foo::new(): a type's own function, or its base's
             typed = [d for d in defs if d.scope.rsplit(".", 1)[-1] == receiver]
+            if not typed and caller is not None and not nav.assigned_in(caller, receiver, line):
+                typed = (
+                    nav.methods_of(receiver, methods, here, line=line) if nav.class_def(receiver, here, line) else []
+                )
             if len(typed) == 1:
                 return typed[0], "resolved", typed
         found = methods or defs  # a value's method: which, its type would say, and the index has none
         best, _ = self._ranked(found, here, None)
         return best, f"one of {len(found)} candidates (the receiver's type is not known)", found
+
+    def _alias(self, nav: Navigator, form: CallForm, here: str) -> tuple[DefRecord | None, str, list[DefRecord]]:
+        """A name no definition has, that a module binds to another (``attr.ib()``, where
+        attr/__init__.py says ``ib = attr = attrib``): what that other name resolves to there."""
+        if form.kind == "member" and not (form.receiver and form.receiver in self.imports_of(here)):
+            return None, "not defined here", []
+        said = nav.alias_of(self.name, form.receiver, here)
+        if not said:
+            return None, "not defined here", []
+        path, other = said.split("\n")
+        return Resolver(nav.conn, other, None, nav.imports_of, nav).judge(path, CallForm("bare"))
 
     def _super(
         self, nav: Navigator, own_class: str, methods: list[DefRecord], here: str
@@ -317,19 +328,23 @@ class Resolver:
                 language not in SCOPED
                 or r in (0, 2)
                 or (r == 1 and language == "go")
-                or self._imports(here, _place(found[0].path)[1])
+                or self._imports(here, place(found[0].path)[1])
             ):
                 return found[0], "resolved"
             return found[0], f"one of 1 candidates ({RANKS[r]})"
         ranks = [self.rank(d, here) for d in found]
         top = min(ranks)
         tied = [d for r, d in zip(ranks, found, strict=True) if r == top]
-        best = min(tied, key=lambda d: (_place(d.path)[2], d.path, d.line))
+        best = min(tied, key=lambda d: (place(d.path)[2], d.path, d.line))
         ties = len(tied)
         if top == 0 and ties == 1:
             return best, "resolved"  # defined in the same file
         if top == 2 and ties == 1:
             return best, "resolved"  # the one whose module the file imports
+        if top == 2 and language == "python" and self.nav is not None:  # as the file's import names it
+            meant = self.nav.through(self.name, self.nav.imported_from(self.name, here), tied)
+            if len(meant) == 1:
+                return meant[0], "resolved"
         if top == 1 and ties == 1 and language == "go":
             return best, "resolved"  # a Go package is its folder
         return best, f"one of {len(found)} candidates ({RANKS[top]})"
@@ -352,66 +367,37 @@ def _distinct(defs: list[DefRecord]) -> list[DefRecord]:
 SCOPED = frozenset({"python", "javascript", "typescript", "tsx", "go", "rust", "lua", "php"})
 
 
-@lru_cache(maxsize=1 << 16)
-def _place(path: str) -> tuple[str, str, int]:
-    """A file's folder, module name and value order (``paths.VALUE_ORDER``), once per path: a
-    name with thousands of definitions ranks them all on every use."""
-    return posixpath.dirname(path), _module(path), VALUE_ORDER[classify(path, "")]
-
-
-def _module(path: str) -> str:
-    """A file's module name as an import names it: its stem (``pkg/util.py`` -> ``util``), or its
-    folder's for an index file (``__init__.py``, ``index.ts``, ``mod.rs``)."""
-    stem = posixpath.splitext(posixpath.basename(path))[0]
-    if stem in ("__init__", "index", "mod", "lib", "main"):
-        return posixpath.basename(posixpath.dirname(path)) or stem
-    return stem
-
-
-def _lines(store: Store, wanted: dict[str, set[int]]) -> dict[tuple[str, int], str]:
-    """The text of each wanted (path, line), from the chunks the index holds (secrets masked)."""
-    out: dict[tuple[str, int], str] = {}
-    for path, lines in wanted.items():
-        rows = store.conn.execute("SELECT start_line, content FROM chunks WHERE path=? ORDER BY start_line", (path,))
-        for start, content in rows:
-            parts = content.split("\n")
-            for line in lines:
-                k = line - start
-                if 0 <= k < len(parts) and (path, line) not in out:
-                    out[path, line] = parts[k].rstrip()[:300]
-    return out
-
-
 def _with_text(store: Store, sites: list[Site]) -> list[Site]:
     wanted: dict[str, set[int]] = {}
     for s in sites:
         wanted.setdefault(s.path, set()).add(s.line)
-    text = _lines(store, wanted)
+    text = lines_of(store, wanted)
     return [
         Site(s.path, s.line, s.name, s.kind, text.get((s.path, s.line), ""), s.within, s.target, s.resolution)
         for s in sites
     ]
 
 
-class Navigator:
+def _joined(text: dict[tuple[str, int], str], path: str, line: int) -> str:
+    """A line of code, with the lines of the chain it goes on where it begins with ``.``
+    (``b.add_eq()`` then ``.add_order()``: ``b.add_eq().add_order()``)."""
+    parts = [text.get((path, line), "").strip()]
+    k = line
+    while parts[0].startswith(".") and k > max(1, line - 8):
+        k -= 1
+        parts.insert(0, text.get((path, k), "").strip())
+    return "".join(parts) if len(parts) > 1 else text.get((path, line), "")
+
+
+class Navigator(Types):
     """Answers over one index's symbol tables; ``glob`` and ``language`` keep the sites (and the
     definitions listed) of the paths they match."""
 
     def __init__(self, store: Store, root: Path, glob: str | None = None, language: str | None = None) -> None:
-        self.store = store
+        super().__init__(store)
         self.root = root
         self.glob = glob
         self.language = language
-        self._languages: dict[str, str | None] = {}
-        self._imported: dict[str, set[str]] = {}
-        self._file_defs: dict[str, list[DefRecord]] = {}
-        self._types: dict[tuple[str, int, str], str] = {}
-
-    def imports_of(self, path: str) -> set[str]:
-        """The names ``path`` imports (read once per answer)."""
-        if path not in self._imported:
-            self._imported[path] = tables.imported_names(self.conn, path)
-        return self._imported[path]
 
     def _keep(self, path: str) -> bool:
         if self.glob and not path_matches(path, self.glob):
@@ -419,178 +405,6 @@ class Navigator:
         if self.language:
             return self.language_of(path) == self.language
         return True
-
-    def language_of(self, path: str) -> str | None:
-        """A file's language, as the index has it (read once per answer)."""
-        if path not in self._languages:
-            row = self.conn.execute("SELECT language FROM files WHERE path=?", (path,)).fetchone()
-            self._languages[path] = row[0] if row else None
-        return self._languages[path]
-
-    def _defs_of(self, path: str) -> list[DefRecord]:
-        if path not in self._file_defs:
-            self._file_defs[path] = tables.file_definitions(self.conn, path)
-        return self._file_defs[path]
-
-    def is_method(self, d: DefRecord) -> bool:
-        """Whether ``d`` is called through a receiver or its type: a function of a class, struct,
-        trait or impl, or a Go method (whose scope is its receiver's type)."""
-        if not d.scope:
-            return False
-        if self.language_of(d.path) == "go":
-            return True
-        owner = d.scope.rsplit(".", 1)[-1]
-        return any(
-            e.name == owner and e.kind in CLASS_KINDS and e.start_line <= d.start_line <= e.end_line
-            for e in self._defs_of(d.path)
-            if e != d
-        )
-
-    def is_local(self, d: DefRecord) -> bool:
-        """Whether ``d`` is defined inside a function (a closure, a test's own class), so that only
-        code in that function can name it bare."""
-        if not d.scope or self.language_of(d.path) == "go":
-            return False
-        owner = d.scope.rsplit(".", 1)[-1]
-        return any(
-            e.name == owner and e.kind not in CLASS_KINDS and e.start_line < d.start_line <= e.end_line
-            for e in self._defs_of(d.path)
-            if e != d
-        )
-
-    def visible(self, d: DefRecord, here: str, line: int) -> bool:
-        """Whether code at ``here``:``line`` can name ``d`` bare: anything not local to a
-        function, and what is local to one from inside that function (its nested functions too)."""
-        if not self.is_local(d):
-            return True
-        if d.path != here or not line:
-            return False
-        owner = d.scope.rsplit(".", 1)[-1]
-        return any(
-            e.name == owner and e.start_line < d.start_line <= e.end_line and e.start_line <= line <= e.end_line
-            for e in self._defs_of(d.path)
-            if e != d
-        )
-
-    def assigned_in(self, caller: DefRecord, name: str, line: int) -> bool:
-        """Whether the caller binds ``name`` itself before ``line`` (``C = make_class(...)``, a
-        parameter): a value of its own, which shadows any definition of that name."""
-        if not line or caller.start_line >= line:
-            return False
-        key = (caller.path, caller.start_line, "=" + name)
-        if key not in self._types:
-            lines = range(caller.start_line, line)
-            got = _lines(self.store, {caller.path: set(lines)})
-            text = "\n".join(got.get((caller.path, k), "") for k in lines)
-            self._types[key] = "1" if assigns(text, name) else ""
-        return bool(self._types[key])
-
-    def class_def(self, name: str, here: str) -> DefRecord | None:
-        """The class (struct, trait, ...) named ``name``: the one in ``here`` or whose module it
-        imports where several are, else the only one."""
-        found = [d for d in tables.definitions(self.conn, name) if d.kind in CLASS_KINDS]
-        if len(found) > 1:
-            near = [
-                d
-                for d in found
-                if d.path == here
-                or _place(d.path)[1] in self.imports_of(here)
-                or posixpath.basename(_place(d.path)[0]) in self.imports_of(here)
-            ]
-            found = near if len(near) == 1 else found
-        return found[0] if len(found) == 1 else None
-
-    def bases_of(self, name: str, here: str) -> list[str]:
-        """The classes ``name`` extends, read off its definition's line (``class A(B, mod.C):``,
-        ``class A extends B implements C``, ``class A : B()``)."""
-        d = self.class_def(name, here)
-        if d is None:
-            return []
-        text = " ".join(
-            _lines(self.store, {d.path: set(range(d.line, d.line + 3))}).get((d.path, k), "")
-            for k in range(d.line, d.line + 3)
-        )
-        return bases_in(text, name, self.language_of(d.path))
-
-    def methods_of(self, class_name: str, methods: list[DefRecord], here: str, depth: int = 0) -> list[DefRecord]:
-        """Of ``methods``, the ones ``class_name`` has: its own, else its nearest base's."""
-        own = [m for m in methods if m.scope.rsplit(".", 1)[-1] == class_name]
-        if own or depth >= 6:
-            return own
-        for base in self.bases_of(class_name, here):
-            found = self.methods_of(base, methods, here, depth + 1)
-            if found:
-                return found
-        return []
-
-    def type_of(self, receiver: str, caller: DefRecord, line: int) -> str:
-        """The class a receiver holds where the caller says so itself: a constructor assigned to it
-        (``r = Reader(...)``, ``r := &Reader{...}``, ``r = new Reader(``), an annotation (``r:
-        Reader``, ``r *Reader`` in Go's parameters), or a function of the repository whose
-        definition says what it returns (``r := newReader()``), in the caller's lines up to the call."""
-        key = (caller.path, caller.start_line, receiver)
-        if key not in self._types:
-            lines = range(caller.start_line, max(caller.start_line, line) + 1)
-            got = _lines(self.store, {caller.path: set(lines)})
-            found = typed_in("\n".join(got.get((caller.path, k), "") for k in lines), receiver)
-            if found.startswith("call:"):
-                made = tables.definitions(self.conn, found[5:])
-                found = self._returns(made[0]) if len(made) == 1 else ""
-            self._types[key] = found
-        return self._types[key]
-
-    def _returns(self, d: DefRecord) -> str:
-        """The class a function returns: as its signature says, else as its returns make one
-        (a body of up to 60 lines is read)."""
-        said = returned_by(self._head(d))
-        if said:
-            return said
-        lines = range(d.line, min(d.end_line, d.line + 60) + 1)
-        got = _lines(self.store, {d.path: set(lines)})
-        return returned_in("\n".join(got.get((d.path, k), "") for k in lines))
-
-    def _head(self, d: DefRecord) -> str:
-        """A definition's first lines (its signature)."""
-        lines = range(d.line, min(d.end_line, d.line + 4) + 1)
-        got = _lines(self.store, {d.path: set(lines)})
-        return " ".join(got.get((d.path, k), "") for k in lines)
-
-    def chain_type(self, chain: str, caller: DefRecord, line: int, own_class: str) -> str:
-        """The class at the end of a receiver chain (``t.history`` -> History): its first name's
-        (``self``, a Go method's own receiver, or ``type_of``), then each field's (``field_type``)."""
-        parts = chain.split(".")
-        first = parts[0]
-        own = go_receiver(self._head(caller))[0] if caller.scope and self.language_of(caller.path) == "go" else ""
-        current = own_class if first in SELF_NAMES or (own and first == own) else self.type_of(first, caller, line)
-        for part in parts[1:]:
-            d = self.class_def(current, caller.path) if current else None
-            if d is None:
-                return ""
-            lines = range(d.start_line, min(d.end_line, d.start_line + 600) + 1)
-            got = _lines(self.store, {d.path: set(lines)})
-            current = field_type("\n".join(got.get((d.path, k), "") for k in lines), part)
-        return current
-
-    def class_of(self, caller: DefRecord | None) -> str:
-        """The class a caller's ``self`` is of: a method's, or that of the method a nested function
-        is in; "" outside any."""
-        if caller is None or not caller.scope:
-            return ""
-        if self.is_method(caller):
-            return caller.scope.rsplit(".", 1)[-1]
-        parts = caller.scope.split(".")
-        if len(parts) >= 2:
-            method = next(
-                (
-                    e
-                    for e in self._defs_of(caller.path)
-                    if e.name == parts[-1] and e.start_line <= caller.start_line <= e.end_line
-                ),
-                None,
-            )
-            if method is not None and self.is_method(method):
-                return parts[-2]
-        return ""
 
     def forms(self, sites: list[tuple[RefRecord, DefRecord | None]]) -> dict[tuple[str, int, str], CallForm]:
         """How each call site names what it calls (``calls.call_form``), read off its line; a Go
@@ -600,18 +414,19 @@ class Navigator:
             wanted.setdefault(r.path, set()).add(r.line)
             if around is not None and around.scope:
                 wanted.setdefault(around.path, set()).add(around.line)
-        text = _lines(self.store, wanted)
+        text = lines_of(self.store, wanted)
+        above: dict[str, set[int]] = {}  # a line that goes on a chain (`    .add_order()`): the lines it goes on
+        for r, _ in sites:
+            if text.get((r.path, r.line), "").lstrip().startswith("."):
+                above.setdefault(r.path, set()).update(range(max(1, r.line - 8), r.line))
+        text.update(lines_of(self.store, above))
         out: dict[tuple[str, int, str], CallForm] = {}
         for r, around in sites:
             own = ""
             if around is not None and around.scope and self.language_of(r.path) == "go":
                 own = go_receiver(text.get((around.path, around.line), ""))[0]
-            out[r.path, r.line, r.name] = call_form(text.get((r.path, r.line), ""), r.name, own)
+            out[r.path, r.line, r.name] = call_form(_joined(text, r.path, r.line), r.name, own)
         return out
-
-    @property
-    def conn(self) -> sqlite3.Connection:
-        return self.store.conn
 
     def _enclosing(self, path: str, line: int, defs: list[DefRecord] | None = None) -> DefRecord | None:
         """The innermost definition of ``path`` that holds ``line``, or one whose name is on it;

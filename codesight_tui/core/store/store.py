@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from codesight_tui.core.ingest.symbols import FileSymbols
     from codesight_tui.core.store.lexical import ResidentBM25
 
-SCHEMA_VERSION = "13"  # bumped when the stored rows change meaning (v3: TS signatures are scopes; v4: doc views;
+SCHEMA_VERSION = "14"  # bumped when the stored rows change meaning (v3: TS signatures are scopes; v4: doc views;
 # v5: compound names in the embedded scope header are followed by their words; v6: grammars for C#, Kotlin,
 # Scala, Swift, Lua, shell, Haskell, Elixir and Zig, and attributes attached to definitions; v7: secrets
 # are masked before chunking and secret files are not indexed, so an older index, which may hold
@@ -47,7 +47,8 @@ SCHEMA_VERSION = "13"  # bumped when the stored rows change meaning (v3: TS sign
 # with an index by name; v12: more definitions (named function expressions, objects bound to names,
 # C++ operators, record fields, ...), files the grammar loses parsed by declaration, Kotlin's and
 # Ruby's calls told as calls, shell scripts' names; v13: each file's uses in its sym_files row, and
-# which files use a name in the contentless FTS5 table sym_names, in place of a row per name and file)
+# which files use a name in the contentless FTS5 table sym_names, in place of a row per name and file;
+# v14: a Go interface's methods are definitions)
 
 FTS_AUTOMERGE = 8
 

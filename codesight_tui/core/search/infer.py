@@ -1,0 +1,452 @@
+"""What a value is, as far as the code's own lines say (issue 66): the class a receiver holds, the
+class a function returns, a field's class, a chain's (``t.previewer.following``,
+``Schema().load``, ``cl.lastChunk().IsFull``), a Go package's variable's type, and an alias that
+names another definition (``ib = attrib``, ``Str = String``). ``navigate.Navigator`` reads them from
+the index's chunks and symbol tables, once per answer; where the lines do not say, the answer is "",
+and the call stays "one of N candidates".
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import sqlite3
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from codesight_tui.core.ingest.paths import DECLARATIONS, VALUE_ORDER, classify
+from codesight_tui.core.search.calls import (
+    CLASS_KINDS,
+    SELF_NAMES,
+    assigns,
+    bases_in,
+    field_type,
+    go_receiver,
+    returned_by,
+    returned_in,
+    typed_in,
+)
+from codesight_tui.core.store import symbols as tables
+from codesight_tui.core.store.symbols import DefRecord
+
+if TYPE_CHECKING:
+    from codesight_tui.core.store.store import Store
+
+
+@lru_cache(maxsize=1 << 16)
+def place(path: str) -> tuple[str, str, int]:
+    """A file's folder, module name and value order (``paths.VALUE_ORDER``), once per path: a
+    name with thousands of definitions ranks them all on every use."""
+    return posixpath.dirname(path), module_name(path), VALUE_ORDER[classify(path, "")]
+
+
+def module_name(path: str) -> str:
+    """A file's module name as an import names it: its stem (``pkg/util.py`` -> ``util``), or its
+    folder's for an index file (``__init__.py``, ``index.ts``, ``mod.rs``)."""
+    stem = posixpath.splitext(posixpath.basename(path))[0]
+    if stem in ("__init__", "index", "mod", "lib", "main"):
+        return posixpath.basename(posixpath.dirname(path)) or stem
+    return stem
+
+
+def lines_of(store: Store, wanted: dict[str, set[int]]) -> dict[tuple[str, int], str]:
+    """The text of each wanted (path, line), from the chunks the index holds (secrets masked)."""
+    out: dict[tuple[str, int], str] = {}
+    for path, lines in wanted.items():
+        rows = store.conn.execute("SELECT start_line, content FROM chunks WHERE path=? ORDER BY start_line", (path,))
+        for start, content in rows:
+            parts = content.split("\n")
+            for line in lines:
+                k = line - start
+                if 0 <= k < len(parts) and (path, line) not in out:
+                    out[path, line] = parts[k].rstrip()[:300]
+    return out
+
+
+def _text(store: Store, path: str, first: int, last: int, sep: str = "\n") -> str:
+    lines = range(first, last + 1)
+    got = lines_of(store, {path: set(lines)})
+    return sep.join(got.get((path, k), "") for k in lines)
+
+
+# A Go package-level value's declaration: `var Name T`, `Name T = ...`, `Name = T(...)` or `Name =
+# &T{...}`; a line that is the name alone (or `Name = iota`) inside `const (` repeats the type above.
+_GO_VALUE = r"^\s*(?:var\s+|const\s+)?{n}\s+(?:\*\s*)?(?:[\w$]+\.)?([A-Za-z_][\w$]*)\s*(?:=|$|//)"
+_GO_MADE = r"^\s*(?:var\s+|const\s+)?{n}\s*=\s*&?(?:[\w$]+\.)?([A-Za-z_][\w$]*)\s*[({{]"
+_FROM = re.compile(r"\bfrom\s+(\.*[\w.]*)\s+import\b")
+_ALIAS = r"^{n}\s*=\s*(?:[A-Za-z_$][\w$]*\s*=\s*)*((?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*)\s*(?:#.*)?$"
+
+
+class Types:
+    """The symbol tables and chunks one answer reads, with what it has read kept: each file's
+    language, imports and definitions, and each receiver's class."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._languages: dict[str, str | None] = {}
+        self._imported: dict[str, set[str]] = {}
+        self._file_defs: dict[str, list[DefRecord]] = {}
+        self._types: dict[tuple[str, int, str], str] = {}
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        return self.store.conn
+
+    def imports_of(self, path: str) -> set[str]:
+        """The names ``path`` imports (read once per answer)."""
+        if path not in self._imported:
+            self._imported[path] = tables.imported_names(self.conn, path)
+        return self._imported[path]
+
+    def language_of(self, path: str) -> str | None:
+        """A file's language, as the index has it (read once per answer)."""
+        if path not in self._languages:
+            row = self.conn.execute("SELECT language FROM files WHERE path=?", (path,)).fetchone()
+            self._languages[path] = row[0] if row else None
+        return self._languages[path]
+
+    def defs_in(self, path: str) -> list[DefRecord]:
+        if path not in self._file_defs:
+            self._file_defs[path] = tables.file_definitions(self.conn, path)
+        return self._file_defs[path]
+
+    def is_method(self, d: DefRecord) -> bool:
+        """Whether ``d`` is called through a receiver or its type: a function of a class, struct,
+        trait or impl, or a Go method (whose scope is its receiver's type)."""
+        if not d.scope:
+            return False
+        if self.language_of(d.path) == "go":
+            return True
+        owner = d.scope.rsplit(".", 1)[-1]
+        return any(
+            e.name == owner and e.kind in CLASS_KINDS and e.start_line <= d.start_line <= e.end_line
+            for e in self.defs_in(d.path)
+            if e != d
+        )
+
+    def is_local(self, d: DefRecord) -> bool:
+        """Whether ``d`` is defined inside a function (a closure, a test's own class), so that only
+        code in that function can name it bare."""
+        if not d.scope or self.language_of(d.path) == "go":
+            return False
+        owner = d.scope.rsplit(".", 1)[-1]
+        return any(
+            e.name == owner and e.kind not in CLASS_KINDS and e.start_line < d.start_line <= e.end_line
+            for e in self.defs_in(d.path)
+            if e != d
+        )
+
+    def visible(self, d: DefRecord, here: str, line: int) -> bool:
+        """Whether code at ``here``:``line`` can name ``d`` bare: anything not local to a
+        function, and what is local to one from inside that function (its nested functions too)."""
+        if not self.is_local(d):
+            return True
+        if d.path != here or not line:
+            return False
+        owner = d.scope.rsplit(".", 1)[-1]
+        return any(
+            e.name == owner and e.start_line < d.start_line <= e.end_line and e.start_line <= line <= e.end_line
+            for e in self.defs_in(d.path)
+            if e != d
+        )
+
+    def assigned_in(self, caller: DefRecord, name: str, line: int) -> bool:
+        """Whether the caller binds ``name`` itself before ``line`` (``C = make_class(...)``, a
+        parameter): a value of its own, which shadows any definition of that name."""
+        if not line or caller.start_line >= line:
+            return False
+        key = (caller.path, caller.start_line, "=" + name)
+        if key not in self._types:
+            self._types[key] = "1" if assigns(_text(self.store, caller.path, caller.start_line, line - 1), name) else ""
+        return bool(self._types[key])
+
+    def near(self, found: list[DefRecord], here: str) -> list[DefRecord]:
+        """Of several definitions, the ones ``here`` can mean: in its file, in a module it imports,
+        or (Go) in its package, its folder."""
+        folder = place(here)[0]
+        go = self.language_of(here) == "go"
+        return [
+            d
+            for d in found
+            if d.path == here
+            or place(d.path)[1] in self.imports_of(here)
+            or posixpath.basename(place(d.path)[0]) in self.imports_of(here)
+            or (go and place(d.path)[0] == folder)
+        ]
+
+    def class_def(self, name: str, here: str, line: int = 0) -> DefRecord | None:
+        """The class (struct, trait, ...) named ``name``: the one in ``here`` or whose module it
+        imports where several are, else the only one; code at ``line`` sees its function's own class
+        first (a test's ``class MySchema(Schema)``, one in each test)."""
+        found = [d for d in tables.definitions(self.conn, name) if d.kind in CLASS_KINDS]
+        if len(found) > 1 and line:
+            local = [d for d in found if d.path == here and self.is_local(d) and self.visible(d, here, line)]
+            if local:
+                return max(local, key=lambda d: d.start_line)
+            found = [d for d in found if not self.is_local(d)]
+        if len(found) > 1:
+            near = self.near(found, here)
+            found = near if len(near) == 1 else found
+        return found[0] if len(found) == 1 else None
+
+    def bases_of(self, name: str, here: str, line: int = 0) -> list[str]:
+        """The classes ``name`` extends, read off its definition's line (``class A(B, mod.C):``,
+        ``class A extends B implements C``, ``class A : B()``)."""
+        d = self.class_def(name, here, line)
+        if d is None:
+            return []
+        return bases_in(_text(self.store, d.path, d.line, d.line + 2, " "), name, self.language_of(d.path))
+
+    def methods_of(
+        self, class_name: str, methods: list[DefRecord], here: str, depth: int = 0, line: int = 0
+    ) -> list[DefRecord]:
+        """Of ``methods``, the ones ``class_name`` (as seen from ``here``:``line``) has: its own,
+        else its nearest base's."""
+        own = [m for m in methods if m.scope.rsplit(".", 1)[-1] == class_name]
+        d = self.class_def(class_name, here, line) if len(own) > 1 else None
+        if d is not None:  # several classes of that name: the one meant
+            own = [m for m in own if m.path == d.path and d.start_line <= m.start_line <= d.end_line] or own
+        if own or depth >= 6:
+            return own
+        for base in self.bases_of(class_name, here, line):
+            found = self.methods_of(base, methods, here, depth + 1)
+            if found:
+                return found
+        return []
+
+    def type_of(self, receiver: str, caller: DefRecord, line: int) -> str:
+        """The class a receiver holds where the caller says so itself: a constructor assigned to it
+        (``r = Reader(...)``, ``r := &Reader{...}``, ``r = new Reader(``), an annotation (``r:
+        Reader``, ``r *Reader`` in Go's parameters), or a function of the repository whose
+        definition says what it returns (``r := newReader()``), in the caller's lines up to the call."""
+        key = (caller.path, caller.start_line, receiver)
+        if key not in self._types:
+            self._types[key] = ""  # while it is worked out: `x = x.next` names no class
+            text = _text(self.store, caller.path, caller.start_line, max(caller.start_line, line))
+            found = typed_in(text, receiver, self.language_of(caller.path))
+            if found.startswith("call:"):
+                found = self.called_type(found[5:], caller.path, line)
+            elif found.startswith("chain:"):
+                found = self.chain_type(found[6:], caller, line, self.class_of(caller))
+            self._types[key] = found
+        return self._types[key]
+
+    def called_type(self, name: str, here: str, line: int = 0) -> str:
+        """The class a call of ``name`` makes: ``name`` itself where it is a class (a constructor,
+        Go's conversion ``EventType(0)``), else what the one function of that name ``here`` can
+        mean returns."""
+        made = tables.definitions(self.conn, name)
+        if any(d.kind in CLASS_KINDS for d in made):
+            return name if self.class_def(name, here, line) is not None else ""
+        funcs = [d for d in made if not self.is_method(d)]
+        if len(funcs) > 1:
+            funcs = self.near(funcs, here)
+        return self.returns(funcs[0]) if len(funcs) == 1 else ""
+
+    def returns(self, d: DefRecord) -> str:
+        """The class a function returns: as its signature says, else as its returns make one
+        (a body of up to 60 lines is read)."""
+        language = self.language_of(d.path)
+        said = returned_by(self.head(d), language)
+        if said:
+            return said
+        body = _text(self.store, d.path, d.line, min(d.end_line, d.line + 60))
+        returned = re.findall(r"(?m)^\s*return\b\s*(.*?)\s*$", body)
+        if returned and d.scope and set(returned) == {"self"} and self.is_method(d):
+            return d.scope.rsplit(".", 1)[-1]  # a builder's method: its own class
+        return returned_in(body, language)
+
+    def head(self, d: DefRecord) -> str:
+        """A definition's first lines (its signature)."""
+        return _text(self.store, d.path, d.line, min(d.end_line, d.line + 4), " ")
+
+    def chain_type(self, chain: str, caller: DefRecord, line: int, own_class: str) -> str:
+        """The class at the end of a receiver chain: its first part's (``self``, a Go method's own
+        receiver, a call ``Schema()``, a value ``type_of`` knows, or a package's value or call
+        ``tui.Start``), then each field's (``field_type``) or method's result (``returns``)."""
+        parts = chain.split(".")
+        first = parts[0]
+        here = caller.path
+        go = self.language_of(here) == "go"
+        own = go_receiver(self.head(caller))[0] if caller.scope and go else ""
+        if first.endswith("()"):
+            current = self.called_type(first[:-2], here, line)
+        elif first in SELF_NAMES or (own and first == own):
+            current = own_class
+        else:
+            current = self.type_of(first, caller, line)
+            if not current and len(parts) > 1 and self.is_package(first, caller, line):
+                nxt = parts[1]  # pkg.New(), pkg.Start, mod.Schema()
+                current = self.called_type(nxt[:-2], here) if nxt.endswith("()") else self.value_type(nxt, first, here)
+                parts = parts[1:]
+        for part in parts[1:]:
+            current = self.member_type(current, part, here)
+        return current
+
+    def is_package(self, name: str, caller: DefRecord, line: int) -> bool:
+        """Whether ``name`` at ``line`` is an imported module or package, not a value of the caller's."""
+        if name in self.imports_of(caller.path) and not self.assigned_in(caller, name, line):
+            return True
+        return self.language_of(caller.path) == "go" and not self.assigned_in(caller, name, line)
+
+    def member_type(self, current: str, part: str, here: str) -> str:
+        """The class of ``current``'s field ``part``, or of what its method ``part()`` returns."""
+        if not current:
+            return ""
+        if part.endswith("()"):
+            methods = [d for d in tables.definitions(self.conn, part[:-2]) if self.is_method(d)]
+            own = self.methods_of(current, methods, here)
+            return self.returns(own[0]) if len(own) == 1 else ""
+        d = self.class_def(current, here)
+        if d is None:
+            return ""
+        text = _text(self.store, d.path, d.start_line, min(d.end_line, d.start_line + 600))
+        return field_type(text, part, self.language_of(d.path))
+
+    def value_type(self, name: str, package: str, here: str) -> str:
+        """The type of a Go package's value ``package.name`` (``tui.Start``), where its declaration
+        says: ``var Start T``, ``Start T = ...``, ``Start = T(...)``, or a bare ``Start`` in a
+        ``const (`` block whose type the lines above it give (``Rune EventType = iota``)."""
+        if self.language_of(here) != "go":
+            return ""
+        key = (package, 0, "value:" + name)
+        if key not in self._types:
+            found: set[str] = set()
+            for r in tables.references(self.conn, name):
+                if posixpath.basename(place(r.path)[0]) != package or self.language_of(r.path) != "go":
+                    continue
+                said = self._declared(r.path, r.line, name)
+                if said:
+                    found.add(said)
+            self._types[key] = found.pop() if len(found) == 1 else ""
+        return self._types[key]
+
+    def _declared(self, path: str, line: int, name: str) -> str:
+        rows = _text(self.store, path, max(1, line - 400), line).split("\n")
+        n = re.escape(name)
+        last = rows[-1]
+        if not re.match(r"^(?:var|const)\s", last):  # else inside `const (` or `var (`, not a struct's field
+            opener = next((row for row in reversed(rows[:-1]) if re.match(r"^\S", row)), "")
+            if not re.match(r"^(?:const|var)\s*\(", opener):
+                return ""
+        for pattern in (_GO_VALUE, _GO_MADE):
+            m = re.match(pattern.format(n=n), last)
+            if m:
+                return m.group(1)
+        if not re.match(rf"^\s*{n}\s*(?:=\s*iota\b.*)?(?://.*)?$", last):
+            return ""
+        for row in reversed(rows[:-1]):  # the const block's last typed line above
+            if re.match(r"^\S", row):
+                return ""
+            m = re.match(r"^\s*[A-Za-z_][\w$]*\s+(?:[\w$]+\.)?([A-Za-z_][\w$]*)\s*=", row)
+            if m:
+                return m.group(1)
+        return ""
+
+    def alias_of(self, name: str, receiver: str, here: str) -> str:
+        """What a module-level alias names (``ib = attr = attrib`` in attr/__init__.py, ``Str =
+        String`` in fields.py): the one such line among the files ``receiver`` (a module, or ""
+        for a name imported bare) can mean."""
+        key = (here, 0, f"alias:{receiver}.{name}")
+        if key not in self._types:
+            found: set[tuple[str, str]] = set()
+            for r in tables.references(self.conn, name):
+                if receiver and receiver not in (place(r.path)[1], posixpath.basename(place(r.path)[0])):
+                    continue
+                if not receiver and r.path != here and place(r.path)[1] not in self.imports_of(here):
+                    continue
+                row = lines_of(self.store, {r.path: {r.line}}).get((r.path, r.line), "")
+                m = re.match(_ALIAS.format(n=re.escape(name)), row)
+                if m and m.group(1).split(".")[-1] != name:
+                    found.add((r.path, m.group(1).split(".")[-1]))
+            # one name (a stub's line beside its module's says the same): from the module, not the stub
+            said = sorted(found, key=lambda f: classify(f[0], "") == DECLARATIONS)
+            self._types[key] = "\n".join(said[0]) if len({f[1] for f in found}) == 1 else ""
+        return self._types[key]
+
+    def imported_from(self, name: str, here: str) -> str:
+        """The module an import statement of ``here`` takes ``name`` from, as a path without its
+        suffix (``from attr import asdict`` -> ``attr``; ``from ._funcs import asdict`` in
+        src/attr/__init__.py -> ``src/attr/_funcs``; ``import attr`` -> ``attr``); "" where none does."""
+        key = (here, 0, "from:" + name)
+        if key not in self._types:
+            said = ""
+            for r in tables.file_references(self.conn, here, kind="import"):
+                if r.name != name:
+                    continue
+                rows = _text(self.store, here, max(1, r.line - 30), r.line).split("\n")
+                plain = re.match(rf"\s*import\s+((?:[\w]+\.)*{re.escape(name)})\b", rows[-1])
+                if plain:
+                    said = plain.group(1)
+                    break
+                for k in range(len(rows) - 1, -1, -1):  # the `from X import (` this name's line belongs to
+                    m = _FROM.search(rows[k])
+                    if m:
+                        said = m.group(1)
+                        break
+                    if k < len(rows) - 1 and ")" in rows[k]:
+                        break
+                break
+            if said.startswith("."):
+                dots = len(said) - len(said.lstrip("."))
+                base = posixpath.dirname(here)
+                for _ in range(dots - 1):
+                    base = posixpath.dirname(base)
+                rest = said.lstrip(".").replace(".", "/")
+                said = f"{base}/{rest}" if rest else base
+            else:
+                said = said.replace(".", "/")
+            self._types[key] = said
+        return self._types[key]
+
+    def through(self, name: str, module: str, found: list[DefRecord], depth: int = 0) -> list[DefRecord]:
+        """Of ``found``, the definitions ``module`` (a path without its suffix, as ``imported_from``
+        gives it) names: the module's own, or, for a package, what its ``__init__.py`` imports
+        under that name (``attr`` -> ``attr/_funcs.py``'s ``asdict``)."""
+        if not module or depth > 3:
+            return []
+
+        def named(stem: str) -> bool:
+            return stem == module or stem.endswith("/" + module)
+
+        own = [
+            d
+            for d in found
+            if named(posixpath.splitext(d.path)[0])
+            or (posixpath.basename(d.path).startswith("__init__.") and named(posixpath.dirname(d.path)))
+        ]
+        if own:
+            return own
+        folders = set()  # a package: what its __init__.py imports under that name
+        for d in found:
+            folder = posixpath.dirname(d.path)
+            while folder and folder not in folders:
+                folders.add(folder)
+                folder = posixpath.dirname(folder)
+        for folder in sorted(folders):
+            if named(folder):
+                onward = self.imported_from(name, folder + "/__init__.py")
+                if onward:
+                    return self.through(name, onward, found, depth + 1)
+        return []
+
+    def class_of(self, caller: DefRecord | None) -> str:
+        """The class a caller's ``self`` is of: a method's, or that of the method a nested function
+        is in; "" outside any."""
+        if caller is None or not caller.scope:
+            return ""
+        if self.is_method(caller):
+            return caller.scope.rsplit(".", 1)[-1]
+        parts = caller.scope.split(".")
+        if len(parts) >= 2:
+            method = next(
+                (
+                    e
+                    for e in self.defs_in(caller.path)
+                    if e.name == parts[-1] and e.start_line <= caller.start_line <= e.end_line
+                ),
+                None,
+            )
+            if method is not None and self.is_method(method):
+                return parts[-2]
+        return ""
