@@ -3,7 +3,8 @@
 //
 //	go run gocalls.go ROOT > calls.jsonl
 //
-// Each package directory of the module is parsed and type-checked; the module's own imports are
+// Each package directory of the module is parsed (the files this machine builds: go/build's
+// constraints) and type-checked; the module's own imports are
 // checked from source, the standard library through the source importer, and any other import is
 // an empty package (its members stay unresolved, and such calls are left out). One JSON line per
 // call whose callee is a name (f(x), x.f(y), pkg.f(z)): the call's file and line, the callee's
@@ -14,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"go/ast"
+	"go/build"
 	"go/importer"
 	"go/parser"
 	"go/token"
@@ -66,8 +68,13 @@ func (l *loader) check(dir, path string) *types.Package {
 	if p, ok := l.done[path]; ok {
 		return p
 	}
+	// the files this machine builds, as gopls reads them: build constraints and _GOOS/_GOARCH names
 	pkgs, err := parser.ParseDir(l.fset, dir, func(fi os.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
+		if strings.HasSuffix(fi.Name(), "_test.go") {
+			return false
+		}
+		ok, err := build.Default.MatchFile(dir, fi.Name())
+		return err == nil && ok
 	}, 0)
 	var files []*ast.File
 	if err == nil {

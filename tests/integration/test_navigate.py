@@ -11,6 +11,7 @@ from conftest import HashEmbedder
 
 from codesight_tui import CodeSight, CodeSightError
 from codesight_tui.core.config import Settings
+from codesight_tui.core.search.calls import go_builds, go_host
 from codesight_tui.core.search.navigate import Navigation
 
 
@@ -465,6 +466,27 @@ func (w *LightWindow) drawBorder() bool {
 	shape := w.border
 	return shape.HasRight()
 }
+
+func (w *LightWindow) Init() int {
+	return w.setup()
+}
+""",
+    # the same method for two platforms: the one Go builds here is meant
+    "src/tui/light_unix.go": """//go:build !windows
+
+package tui
+
+func (w *LightWindow) setup() int {
+	return 1
+}
+""",
+    "src/tui/light_windows.go": """//go:build windows
+
+package tui
+
+func (w *LightWindow) setup() int {
+	return 2
+}
 """,
     "src/terminal.go": """package fzf
 
@@ -490,6 +512,39 @@ func NewTerminal(window tui.Window, box *tui.LightWindow) *Terminal {
 	_ = t.window.Width()
 	return t
 }
+
+func arg[T any](name string, w tui.Window) T {
+	var zero T
+	return zero
+}
+
+func widths(windows []tui.Window) int {
+	n := 0
+	for _, w := range windows {
+		n += w.Width()
+	}
+	_ = arg[string]("a", nil)
+	return n
+}
+""",
+    # a parameter typed by what every call passes (Jedi's inference; marshmallow's error_store)
+    "pkg/errors.py": """class ErrorStore:
+    def store_error(self, message):
+        return message
+
+
+class Other:
+    def store_error(self, message):
+        return None
+
+
+def _call_and_store(getter, *, error_store):
+    error_store.store_error(getter())
+
+
+def run(getter):
+    error_store = ErrorStore()
+    _call_and_store(getter, error_store=error_store)
 """,
 }
 
@@ -541,3 +596,39 @@ def test_go_values_are_typed_by_their_declarations(nav_types: CodeSight) -> None
     assert targets(nav_types.callees("drawBorder"))["HasRight"] == ("src/tui/tui.go:26", "resolved")
     window = nav_types.definitions("Window.Width")
     assert window.symbol is not None and (window.symbol.kind, window.symbol.scope) == ("method", "Window")
+
+
+def test_go_ranges_generics_and_build_constraints(nav_types: CodeSight) -> None:
+    """Issue 66, against go/types on this machine: an element of a range over a slice is typed
+    (`for _, f := range flags`, urfave/cli), an instantiated generic call `arg[string](a, b)` is a
+    call of arg (the grammar reads it as an index expression), and of two files that define one
+    method for two platforms, the one Go builds here is meant (fzf's light_unix.go)."""
+    got = targets(nav_types.callees("widths"))
+    assert got["Width"] == ("src/tui/tui.go:20", "resolved")
+    assert got["arg"] == ("src/terminal.go:26", "resolved")
+    assert sites(nav_types.callers("arg")) == [("src/terminal.go", 36, "resolved")]
+    assert targets(nav_types.callees("Init"))["setup"] == ("src/tui/light_unix.go:5", "resolved")
+
+
+def test_a_python_parameter_is_typed_by_its_calls(nav_types: CodeSight) -> None:
+    """Issue 66: marshmallow's `error_store.store_error(...)` in `_call_and_store`, whose parameter
+    every call passes an ErrorStore, stayed "one of N"."""
+    got = targets(nav_types.callees("_call_and_store"))
+    assert got["store_error"] == ("pkg/errors.py:2", "resolved")
+
+
+@pytest.mark.parametrize(
+    ("path", "head", "built"),
+    [
+        ("tui/dummy.go", "//go:build !tcell && !windows\n", True),
+        ("tui/tcell.go", "//go:build tcell || windows\n", False),
+        ("x_windows.go", "", False),
+        ("x_linux_amd64.go", "", True),
+        ("x_linux_arm64.go", "", False),
+        ("y.go", "// a comment\n", True),
+        ("z.go", "//go:build (linux || darwin) && !go1.4\n", False),
+        ("w.go", "//go:build linux && (amd64 || arm64)\n", True),
+    ],
+)
+def test_go_build_constraints_are_read_as_go_reads_them(path: str, head: str, built: bool) -> None:
+    assert go_builds(path, head, go_host("linux", "x86_64")) is built

@@ -158,6 +158,11 @@ MEMBERS = frozenset(
 )
 
 
+# An instantiation in a callee's place, whose first named child is what is called: Go's `arg[string](x)`,
+# which the grammar parses as an index expression (a slice of functions, `fns[i](x)`, reads the same).
+GENERICS: dict[str, tuple[str, ...]] = {"go": ("index_expression",)}
+
+
 COMPOUND_NAMES = frozenset({"swift"})  # grammars whose name leaves may have named parts
 
 
@@ -239,6 +244,9 @@ def grammar_queries(language: str) -> GrammarQueries | None:
         if call == "call" and _possible(lang, ["(call method: (_))"], []):
             at = "method: "  # Ruby: obj.f(x), whose first child is the receiver
         patterns.append(f"({call} {at}{alt} @call)")
+        for g in GENERICS.get(language, ()):  # f[T](), pkg.F[T]()
+            patterns.append(f"({call} {at}({g} . {alt} @call))")
+            patterns.extend(f"({call} {at}({g} . ({m} {alt} @call .)))" for m in members)
         for m in members:  # obj.f(), a::b(), and a member inside a member (Kotlin's navigation suffix)
             patterns.append(f"({call} {at}({m} {alt} @call .))")
             patterns.extend(f"({call} {at}({m} ({m2} {alt} @call .) .))" for m2 in members)
@@ -375,6 +383,7 @@ def _kind_tables(language: str, names: Any, calls: bool = True) -> tuple[bytes, 
         (IMPORTS, F_IMPORT),
         (known, F_DEF),
         (MEMBERS, F_MEMBER),
+        (GENERICS.get(language, ()), F_GENERIC),
     ):
         for t in types:
             i = lang.id_for_node_kind(t, True)
@@ -409,7 +418,7 @@ def shell_commands(language: str) -> tuple[int, int, int] | None:
 
 
 # What a node type is to the C walk (``native/symscan.c``), a byte a symbol.
-F_NAME, F_TYPE_LEAF, F_TYPE_PARENT, F_IMPORT, F_DEF, F_CALL, F_MEMBER = 1, 2, 4, 8, 16, 32, 64
+F_NAME, F_TYPE_LEAF, F_TYPE_PARENT, F_IMPORT, F_DEF, F_CALL, F_MEMBER, F_GENERIC = 1, 2, 4, 8, 16, 32, 64, 128
 
 
 def native_version() -> str | None:

@@ -48,6 +48,7 @@ from codesight_tui.core.ingest.symbol_tables import (
     EXTRA_SCOPES,
     F_CALL,
     F_DEF,
+    F_GENERIC,
     F_IMPORT,
     F_MEMBER,
     F_NAME,
@@ -624,9 +625,13 @@ def _walk_scan(language: str, data: bytes, src: str | None, tree: Any) -> Scan:
         if parent is not None and parent[0] & F_CALL and node.is_named:
             first = parent[2] == 0
             parent[2] += 1
-            if f & (F_NAME | F_MEMBER):
+            if f & (F_NAME | F_MEMBER | F_GENERIC):
                 want = callee_field[parent[1]]
                 callee = int(cursor.field_id == want) if want else int(first)
+        elif parent is not None and parent[0] & F_GENERIC and parent[3] and node.is_named:
+            first = parent[2] == 0  # f[T](): f is what is called
+            parent[2] += 1
+            callee = int(first and bool(f & (F_NAME | F_MEMBER)))
         if (
             parent is not None
             and parent[0] & F_MEMBER

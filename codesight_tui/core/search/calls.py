@@ -209,6 +209,19 @@ def _named(found: str, language: str | None) -> str:
     return "" if language == "go" and found in _GO_TYPES else found
 
 
+# A Go type as a declaration writes it: `*Reader`, `util.Chars`, `[]Flag`, `map[string]*Command`.
+_GO_SPEC = r"(?:\[\]|map\[[^\]]*\])?\s*\*?\s*(?:[\w$]+\.)?[A-Za-z_][\w$]*"
+
+
+def _go_type(spec: str) -> str:
+    """A Go type's name (``*util.Chars`` -> ``Chars``), ``[]`` before it for a slice or a map's
+    values (what a range gives: ``[]Flag``); "" for a built-in type."""
+    m = re.fullmatch(r"(\[\]|map\[[^\]]*\])?\s*\*?\s*(?:[\w$]+\.)?([A-Za-z_][\w$]*)", spec.strip())
+    if m is None or m.group(2) in _GO_TYPES:
+        return ""
+    return ("[]" if m.group(1) else "") + m.group(2)
+
+
 def typed_in(text: str, receiver: str, language: str | None = None) -> str:
     """The class ``receiver`` holds, where ``text`` (a function's lines up to a call) says so: the
     last constructor assigned to it or the annotation it was given; "" where nothing does. A call
@@ -226,16 +239,21 @@ def typed_in(text: str, receiver: str, language: str | None = None) -> str:
         rf"\b({t})(?:<[^<>]*>)?\s+{r}\s*[=;,)]",  # Java, C#: Reader r = ..., (Reader r)
     ]
     if go:  # `name: value` is a composite literal's field, `Reader r` is no Go
-        del patterns[3], patterns[1]
-        patterns += [
-            rf"\bvar\s+{r}\s+\*?(?:[\w$]+\.)?({t})\b",  # var r Reader
+        patterns = [
+            patterns[0],
+            rf"(?<![\w$.]){r}\s+({_GO_SPEC})\s*[,)]",  # parameters: r *Reader, flags []Flag
+            rf"\bvar\s+{r}\s+({_GO_SPEC})\b",  # var r Reader
             rf"(?<![\w$.]){r}\s*(?:,\s*[\w$]+\s*)?:?=\s*[\w$.]+\.\(\s*\*?(?:[\w$]+\.)?({t})\s*\)",  # f.(Flag)
         ]
     best, at = "", -1
     for pattern in patterns:
         for m in re.finditer(pattern, text):
-            if m.start() > at and _named(m.group(1), language):
-                best, at = m.group(1), m.start()
+            if m.start() > at and (found := _go_type(m.group(1)) if go else m.group(1)):
+                best, at = found, m.start()
+    if go:  # for _, f := range flags {: an element of what it ranges over
+        for m in re.finditer(rf"\bfor\s+[\w$]+\s*,\s*{r}\s*:?=\s*range\s+&?({_CHAINED}|[\w$]+)\s*\{{", text):
+            if m.start() > at:
+                best, at = "range:" + (_chain(m.group(1)) or m.group(1)), m.start()
     # shape := w.border.shape, r := t.reader(): the class at the chain's end (``chain_type``)
     for m in re.finditer(rf"(?m)(?<![\w$.]){r}\s*:?=\s*&?({_CHAINED})\s*(?:$|;|//|#)", text):
         if m.start() > at and (chained := _chain(m.group(1))):
@@ -256,7 +274,7 @@ _RETURNS = (
 # Go: func (r *R) name[T any](params) *Result {: the first result's type, past the receiver and parameters
 _GO_RESULT = re.compile(
     r"\bfunc\s*(?:\([^()]*\)\s*)?[\w$]+\s*(?:\[[^\]]*\])?\s*\((?:[^()]|\([^()]*\))*\)"
-    r"\s*\(?\s*\*?(?:[\w$]+\.)?([A-Za-z_][\w$]*)\s*[,{)]"
+    rf"\s*\(?\s*({_GO_SPEC})\s*[,{{)]"
 )
 
 
@@ -264,7 +282,7 @@ def returned_by(def_text: str, language: str | None = None) -> str:
     """The class a function's definition says it returns (``-> Reader``, ``) *Reader {``)."""
     if language == "go":
         m = _GO_RESULT.search(def_text)
-        return _named(m.group(1), language) if m else ""
+        return _go_type(m.group(1)) if m else ""
     for pattern in _RETURNS:
         m = pattern.search(def_text)
         if m:
@@ -286,10 +304,9 @@ def field_type(class_text: str, field: str, language: str | None = None) -> str:
     """The class a field of a class or struct holds, where its definition says so: Go's
     ``history *History``, Python's ``self.history = History(...)`` or ``history: History``."""
     f = re.escape(field)
-    t = _type(language)
     said: set[str] = set()
     for pattern in (
-        rf"(?m)^\s*{f}\s+\*?(?:[\w$]+\.)?({t})[ \t]*(?:$|//|`)" if language == "go" else "",
+        rf"(?m)^\s*{f}\s+({_GO_SPEC})[ \t]*(?:$|//|`)" if language == "go" else "",
         rf"(?m)^\s*{f}\s+\*?(?:\[\])?(?:[\w$]+\.)?([A-Z][\w$]*)\b" if language != "go" else "",
         rf"\bself\.{f}\s*(?::\s*[\w$.\[\]]+)?\s*=\s*(?:[\w$]+\.)*(_*[A-Z][\w$]*)\s*\(",
         rf"(?m)^\s*(?:self\.)?{f}\s*:\s*(?:[\w$]+\.)*(_*[A-Z][\w$]*)\b",
@@ -297,7 +314,7 @@ def field_type(class_text: str, field: str, language: str | None = None) -> str:
     ):
         if pattern:
             said.update(m.group(1) for m in re.finditer(pattern, class_text))
-    said = {n for n in said if _named(n, language)}
+    said = {_go_type(n) if language == "go" else n for n in said} - {""}
     return said.pop() if len(said) == 1 else ""  # two classes (one a branch, one another): not known
 
 
@@ -327,3 +344,127 @@ def go_receiver(def_line: str) -> tuple[str, str]:
     (``func (m *Matcher) scan()`` -> ``("m", "Matcher")``); empty where it is none."""
     m = _GO_RECEIVER.search(def_line)
     return (m.group(1), m.group(2)) if m else ("", "")
+
+
+# Go's build constraints: which of a package's files the checker reads on this machine, as gopls
+# does (`light_unix.go` beside `light_windows.go` define one method each; `go/types` names the first).
+_GOOS = frozenset(
+    [
+        "aix",
+        "android",
+        "darwin",
+        "dragonfly",
+        "freebsd",
+        "hurd",
+        "illumos",
+        "ios",
+        "js",
+        "linux",
+        "nacl",
+        "netbsd",
+        "openbsd",
+        "plan9",
+        "solaris",
+        "wasip1",
+        "windows",
+        "zos",
+    ]
+)
+_GOARCH = frozenset(
+    [
+        "386",
+        "amd64",
+        "amd64p32",
+        "arm",
+        "armbe",
+        "arm64",
+        "arm64be",
+        "loong64",
+        "mips",
+        "mipsle",
+        "mips64",
+        "mips64le",
+        "ppc",
+        "ppc64",
+        "ppc64le",
+        "riscv",
+        "riscv64",
+        "s390",
+        "s390x",
+        "sparc",
+        "sparc64",
+        "wasm",
+    ]
+)
+_UNIX = frozenset(
+    [
+        "aix",
+        "android",
+        "darwin",
+        "dragonfly",
+        "freebsd",
+        "hurd",
+        "illumos",
+        "ios",
+        "linux",
+        "netbsd",
+        "openbsd",
+        "solaris",
+    ]
+)
+
+
+def go_host(system: str, machine: str) -> frozenset[str]:
+    """The build tags true by default on a machine (``sys.platform``, ``platform.machine()``):
+    its GOOS and GOARCH, ``unix`` where that holds, ``gc`` and ``cgo``."""
+    goos = next((g for g in _GOOS if system.startswith(g)), "windows" if system in ("win32", "cygwin") else system)
+    arch = {"x86_64": "amd64", "aarch64": "arm64", "i386": "386", "i686": "386"}.get(machine.lower(), machine.lower())
+    return frozenset({goos, arch, "gc", "cgo"} | ({"unix"} if goos in _UNIX else set()))
+
+
+def go_builds(path: str, head: str, tags: frozenset[str]) -> bool:
+    """Whether Go builds the file at ``path`` (``head``: its lines up to ``package``) where ``tags``
+    hold: its name's ``_GOOS``/``_GOARCH`` suffix and its ``//go:build`` line (``go1.N`` holds)."""
+    parts = path.rsplit("/", 1)[-1].removesuffix(".go").split("_")
+    if parts[-1] == "test":
+        parts = parts[:-1]
+    if len(parts) >= 3 and parts[-2] in _GOOS and parts[-1] in _GOARCH:
+        if parts[-2] not in tags or parts[-1] not in tags:
+            return False
+    elif len(parts) >= 2 and (parts[-1] in _GOOS or parts[-1] in _GOARCH) and parts[-1] not in tags:
+        return False
+    m = re.search(r"(?m)^//go:build\s+(.+?)\s*$", head)
+    if m is None:
+        return True
+    tokens = re.findall(r"\(|\)|!|&&|\|\||[\w.]+", m.group(1))
+    at = 0
+
+    def term() -> bool:
+        nonlocal at
+        token = tokens[at] if at < len(tokens) else ""
+        at += 1
+        if token == "!":
+            return not term()
+        if token == "(":
+            value = either()
+            at += 1  # ")"
+            return value
+        return token in tags or re.fullmatch(r"go1\.\d+", token) is not None
+
+    def both() -> bool:
+        nonlocal at
+        value = term()
+        while at < len(tokens) and tokens[at] == "&&":
+            at += 1
+            value = term() and value
+        return value
+
+    def either() -> bool:
+        nonlocal at
+        value = both()
+        while at < len(tokens) and tokens[at] == "||":
+            at += 1
+            value = both() or value
+        return value
+
+    return either()

@@ -8,9 +8,11 @@ and the call stays "one of N candidates".
 
 from __future__ import annotations
 
+import platform
 import posixpath
 import re
 import sqlite3
+import sys
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -21,6 +23,8 @@ from codesight_tui.core.search.calls import (
     assigns,
     bases_in,
     field_type,
+    go_builds,
+    go_host,
     go_receiver,
     returned_by,
     returned_in,
@@ -63,16 +67,11 @@ def lines_of(store: Store, wanted: dict[str, set[int]]) -> dict[tuple[str, int],
     return out
 
 
-def _text(store: Store, path: str, first: int, last: int, sep: str = "\n") -> str:
-    lines = range(first, last + 1)
-    got = lines_of(store, {path: set(lines)})
-    return sep.join(got.get((path, k), "") for k in lines)
-
-
 # A Go package-level value's declaration: `var Name T`, `Name T = ...`, `Name = T(...)` or `Name =
 # &T{...}`; a line that is the name alone (or `Name = iota`) inside `const (` repeats the type above.
 _GO_VALUE = r"^\s*(?:var\s+|const\s+)?{n}\s+(?:\*\s*)?(?:[\w$]+\.)?([A-Za-z_][\w$]*)\s*(?:=|$|//)"
 _GO_MADE = r"^\s*(?:var\s+|const\s+)?{n}\s*=\s*&?(?:[\w$]+\.)?([A-Za-z_][\w$]*)\s*[({{]"
+_HOST = go_host(sys.platform, platform.machine())  # the build tags Go's checker holds here
 _FROM = re.compile(r"\bfrom\s+(\.*[\w.]*)\s+import\b")
 _ALIAS = r"^{n}\s*=\s*(?:[A-Za-z_$][\w$]*\s*=\s*)*((?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*)\s*(?:#.*)?$"
 
@@ -87,6 +86,20 @@ class Types:
         self._imported: dict[str, set[str]] = {}
         self._file_defs: dict[str, list[DefRecord]] = {}
         self._types: dict[tuple[str, int, str], str] = {}
+        self._files: dict[str, dict[int, str]] = {}
+
+    def text(self, path: str, first: int, last: int, sep: str = "\n") -> str:
+        """Lines ``first`` to ``last`` of ``path`` as the index's chunks hold them (``lines_of``),
+        the file's chunks read once per answer."""
+        if path not in self._files:
+            lines: dict[int, str] = {}
+            rows = self.conn.execute("SELECT start_line, content FROM chunks WHERE path=? ORDER BY start_line", (path,))
+            for start, content in rows:
+                for k, row in enumerate(content.split("\n")):
+                    lines.setdefault(start + k, row.rstrip()[:300])
+            self._files[path] = lines
+        got = self._files[path]
+        return sep.join(got.get(k, "") for k in range(first, last + 1))
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -109,6 +122,29 @@ class Types:
         if path not in self._file_defs:
             self._file_defs[path] = tables.file_definitions(self.conn, path)
         return self._file_defs[path]
+
+    def builds_here(self, path: str) -> bool:
+        """Whether Go builds ``path`` on this machine (``calls.go_builds``: its name, its
+        ``//go:build`` line)."""
+        key = (path, 0, "builds")
+        if key not in self._types:
+            head = self.text(path, 1, 40).split("\npackage ", 1)[0]
+            self._types[key] = "1" if go_builds(path, head, _HOST) else ""
+        return bool(self._types[key])
+
+    def built(self, defs: list[DefRecord]) -> list[DefRecord]:
+        """``defs`` without the Go definitions of files not built here, where a package defines the
+        same name in a file that is (``light_windows.go``'s beside ``light_unix.go``'s)."""
+        same: dict[tuple[str, str, str], list[DefRecord]] = {}
+        for d in defs:
+            if self.language_of(d.path) == "go":
+                same.setdefault((place(d.path)[0], d.scope, d.name), []).append(d)
+        drop: set[DefRecord] = set()
+        for group in same.values():
+            here = [d for d in group if self.builds_here(d.path)] if len(group) > 1 else group
+            if here:
+                drop.update(d for d in group if d not in here)
+        return [d for d in defs if d not in drop] if drop else defs
 
     def is_method(self, d: DefRecord) -> bool:
         """Whether ``d`` is called through a receiver or its type: a function of a class, struct,
@@ -157,7 +193,7 @@ class Types:
             return False
         key = (caller.path, caller.start_line, "=" + name)
         if key not in self._types:
-            self._types[key] = "1" if assigns(_text(self.store, caller.path, caller.start_line, line - 1), name) else ""
+            self._types[key] = "1" if assigns(self.text(caller.path, caller.start_line, line - 1), name) else ""
         return bool(self._types[key])
 
     def near(self, found: list[DefRecord], here: str) -> list[DefRecord]:
@@ -195,7 +231,7 @@ class Types:
         d = self.class_def(name, here, line)
         if d is None:
             return []
-        return bases_in(_text(self.store, d.path, d.line, d.line + 2, " "), name, self.language_of(d.path))
+        return bases_in(self.text(d.path, d.line, d.line + 2, " "), name, self.language_of(d.path))
 
     def methods_of(
         self, class_name: str, methods: list[DefRecord], here: str, depth: int = 0, line: int = 0
@@ -222,14 +258,46 @@ class Types:
         key = (caller.path, caller.start_line, receiver)
         if key not in self._types:
             self._types[key] = ""  # while it is worked out: `x = x.next` names no class
-            text = _text(self.store, caller.path, caller.start_line, max(caller.start_line, line))
+            text = self.text(caller.path, caller.start_line, max(caller.start_line, line))
             found = typed_in(text, receiver, self.language_of(caller.path))
             if found.startswith("call:"):
                 found = self.called_type(found[5:], caller.path, line)
             elif found.startswith("chain:"):
                 found = self.chain_type(found[6:], caller, line, self.class_of(caller))
+            elif found.startswith("range:"):  # Go: what a range over a slice or a map gives
+                over = found[6:]
+                over = (
+                    self.chain_type(over, caller, line, self.class_of(caller))
+                    if "." in over or over.endswith("()")
+                    else self.type_of(over, caller, line)
+                )
+                found = over[2:] if over.startswith("[]") else ""
+            if not found and self.language_of(caller.path) == "python":
+                found = self.passed_type(receiver, caller)
             self._types[key] = found
         return self._types[key]
+
+    def passed_type(self, param: str, d: DefRecord) -> str:
+        """The class every call of ``d`` in the repository passes as its parameter ``param``, where
+        the caller's own lines type what it passes (``error_store=error_store``, itself annotated
+        ``error_store: ErrorStore``), as Jedi infers a parameter from its calls; "" where any call
+        passes an unknown or another one, or the name is defined twice."""
+        params = _parameters(self.text(d.path, d.line, min(d.end_line, d.line + 30), " "))
+        if param not in params or len(tables.definitions(self.conn, d.name)) != 1:
+            return ""
+        position = params.index(param) - (1 if params[:1] in (["self"], ["cls"]) else 0)
+        found: set[str] = set()
+        for r in tables.references(self.conn, d.name, kind="call")[:50]:
+            site = next((e for e in self.defs_in(r.path) if e.line == r.within), None)
+            args = _arguments(self.text(r.path, r.line, r.line + 12), d.name)
+            if site is None or args is None:
+                return ""
+            passed = args.get(param, args.get(str(position), ""))
+            typed = self.type_of(passed, site, r.line) if re.fullmatch(r"[A-Za-z_]\w*", passed) else ""
+            if not typed:
+                return ""
+            found.add(typed)
+        return found.pop() if len(found) == 1 else ""
 
     def called_type(self, name: str, here: str, line: int = 0) -> str:
         """The class a call of ``name`` makes: ``name`` itself where it is a class (a constructor,
@@ -250,7 +318,7 @@ class Types:
         said = returned_by(self.head(d), language)
         if said:
             return said
-        body = _text(self.store, d.path, d.line, min(d.end_line, d.line + 60))
+        body = self.text(d.path, d.line, min(d.end_line, d.line + 60))
         returned = re.findall(r"(?m)^\s*return\b\s*(.*?)\s*$", body)
         if returned and d.scope and set(returned) == {"self"} and self.is_method(d):
             return d.scope.rsplit(".", 1)[-1]  # a builder's method: its own class
@@ -258,7 +326,7 @@ class Types:
 
     def head(self, d: DefRecord) -> str:
         """A definition's first lines (its signature)."""
-        return _text(self.store, d.path, d.line, min(d.end_line, d.line + 4), " ")
+        return self.text(d.path, d.line, min(d.end_line, d.line + 4), " ")
 
     def chain_type(self, chain: str, caller: DefRecord, line: int, own_class: str) -> str:
         """The class at the end of a receiver chain: its first part's (``self``, a Go method's own
@@ -300,7 +368,7 @@ class Types:
         d = self.class_def(current, here)
         if d is None:
             return ""
-        text = _text(self.store, d.path, d.start_line, min(d.end_line, d.start_line + 600))
+        text = self.text(d.path, d.start_line, min(d.end_line, d.start_line + 600))
         return field_type(text, part, self.language_of(d.path))
 
     def value_type(self, name: str, package: str, here: str) -> str:
@@ -322,7 +390,7 @@ class Types:
         return self._types[key]
 
     def _declared(self, path: str, line: int, name: str) -> str:
-        rows = _text(self.store, path, max(1, line - 400), line).split("\n")
+        rows = self.text(path, max(1, line - 400), line).split("\n")
         n = re.escape(name)
         last = rows[-1]
         if not re.match(r"^(?:var|const)\s", last):  # else inside `const (` or `var (`, not a struct's field
@@ -355,7 +423,7 @@ class Types:
                     continue
                 if not receiver and r.path != here and place(r.path)[1] not in self.imports_of(here):
                     continue
-                row = lines_of(self.store, {r.path: {r.line}}).get((r.path, r.line), "")
+                row = self.text(r.path, r.line, r.line)
                 m = re.match(_ALIAS.format(n=re.escape(name)), row)
                 if m and m.group(1).split(".")[-1] != name:
                     found.add((r.path, m.group(1).split(".")[-1]))
@@ -374,7 +442,7 @@ class Types:
             for r in tables.file_references(self.conn, here, kind="import"):
                 if r.name != name:
                     continue
-                rows = _text(self.store, here, max(1, r.line - 30), r.line).split("\n")
+                rows = self.text(here, max(1, r.line - 30), r.line).split("\n")
                 plain = re.match(rf"\s*import\s+((?:[\w]+\.)*{re.escape(name)})\b", rows[-1])
                 if plain:
                     said = plain.group(1)
@@ -450,3 +518,59 @@ class Types:
             if method is not None and self.is_method(method):
                 return parts[-2]
         return ""
+
+
+def _split(text: str) -> list[str]:
+    """``text`` split at its commas outside brackets and strings."""
+    parts, depth, quote, start = [], 0, "", 0
+    for k, c in enumerate(text):
+        if quote:
+            quote = "" if c == quote and text[k - 1] != "\\" else quote
+        elif c in "\"'":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(text[start:k].strip())
+            start = k + 1
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
+
+
+def _inside(text: str, at: int) -> str | None:
+    """The text between the bracket at ``at`` and the one that closes it; None where it is not closed."""
+    depth = 0
+    for k in range(at, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[k], 0)
+        if depth == 0:
+            return text[at + 1 : k]
+    return None
+
+
+def _parameters(head: str) -> list[str]:
+    """A Python function's parameters' names, in order (``*``, ``/``, ``*args`` and ``**kw`` left out)."""
+    m = re.search(r"\bdef\s+\w+\s*\(", head)
+    inside = _inside(head, m.end() - 1) if m else None
+    if inside is None:
+        return []
+    names = [re.split(r"[:=]", p, maxsplit=1)[0].strip() for p in _split(inside)]
+    return [n for n in names if re.fullmatch(r"[A-Za-z_]\w*", n)]
+
+
+def _arguments(text: str, name: str) -> dict[str, str] | None:
+    """The arguments of the first call of ``name`` in ``text``: each keyword's, and each positional's
+    under its index ("0", "1", ...); None where the call is not there whole."""
+    m = re.search(rf"(?<![\w$]){re.escape(name)}\s*\(", text)
+    inside = _inside(text, m.end() - 1) if m else None
+    if inside is None:
+        return None
+    out: dict[str, str] = {}
+    for k, part in enumerate(_split(inside)):
+        key, eq, value = part.partition("=")
+        if eq and re.fullmatch(r"\s*[A-Za-z_]\w*\s*", key) and not value.startswith("="):
+            out[key.strip()] = value.strip()
+        elif not part.startswith("*"):
+            out[str(k)] = part
+    return out

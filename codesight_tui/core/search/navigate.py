@@ -152,7 +152,7 @@ class Resolver:
         """``(the distinct definitions, the methods among them)``, once per name: they are the same
         for every use, and a name can have thousands of definitions and of uses."""
         if self._split is None:
-            defs = _distinct(self.defs)
+            defs = nav.built(_distinct(self.defs))
             self._split = defs, [d for d in defs if nav.is_method(d)]
         return self._split
 

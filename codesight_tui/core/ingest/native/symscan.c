@@ -29,7 +29,7 @@ typedef struct {
 } PyTree;
 
 /* What a node type is to the walk (one byte a symbol, from symbols.py's ``_native_tables``). */
-enum { F_NAME = 1, F_TYPE_LEAF = 2, F_TYPE_PARENT = 4, F_IMPORT = 8, F_DEF = 16, F_CALL = 32, F_MEMBER = 64 };
+enum { F_NAME = 1, F_TYPE_LEAF = 2, F_TYPE_PARENT = 4, F_IMPORT = 8, F_DEF = 16, F_CALL = 32, F_MEMBER = 64, F_GENERIC = 128 };
 
 typedef struct {
     int32_t *v;
@@ -145,7 +145,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
          * their type: most nodes cost the cursor's step and their symbol. */
         if (parent && (parent->flags & F_CALL) && ts_node_is_named(node)) {
             bool first_named = parent->named_seen++ == 0;
-            if (f & (F_NAME | F_MEMBER)) {
+            if (f & (F_NAME | F_MEMBER | F_GENERIC)) {
                 uint16_t want = callee_field[parent->symbol];
                 if (want) {
                     TSFieldId field = 0;
@@ -156,6 +156,10 @@ static PyObject *walk(PyObject *self, PyObject *args) {
                     fr->callee = first_named;
                 }
             }
+        } else if (parent && (parent->flags & F_GENERIC) && parent->callee && ts_node_is_named(node)) {
+            /* f[T](): the instantiation's first named child is what is called */
+            bool first_named = parent->named_seen++ == 0;
+            fr->callee = first_named && (f & (F_NAME | F_MEMBER));
         }
         /* last named child: asked where a pattern's "." anchor decides (obj.f(), a.b.f()) */
         if (parent && (parent->flags & F_MEMBER) && !fr->callee &&
