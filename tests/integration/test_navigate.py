@@ -527,6 +527,73 @@ func widths(windows []tui.Window) int {
 	return n
 }
 """,
+    # precision: two classes of one name (structlog's BoundLogger), a string that spells a name
+    # beside a call of a module's function of that name, a call of another package's namesake
+    "pkg/logs.py": """import sys
+
+
+class BoundLoggerBase:
+    def _proxy(self, name):
+        return name
+
+
+def add_excinfo(kw):
+    kw["exc_info"] = sys.exc_info()
+    return kw
+""",
+    "pkg/std.py": """from pkg.logs import BoundLoggerBase
+
+
+class BoundLogger(BoundLoggerBase):
+    def _proxy(self, name):
+        return name.upper()
+""",
+    "pkg/twisted.py": """from pkg.logs import BoundLoggerBase
+
+
+class BoundLogger(BoundLoggerBase):
+    def msg(self):
+        return self._proxy("msg")
+""",
+    "tests/test_logs.py": """from pkg.logs import BoundLoggerBase
+
+
+class BoundLogger(BoundLoggerBase):
+    pass
+
+
+def exc_info():
+    return None
+
+
+def test_msg():
+    b = BoundLogger()
+    b.msg()
+""",
+    "src/encoder.go": """package fzf
+
+type Encoder struct{}
+
+func NewEncoder() *Encoder {
+	return &Encoder{}
+}
+
+func (e *Encoder) Encode(v any) error {
+	return nil
+}
+""",
+    "src/cmd/main.go": """package main
+
+import (
+	"encoding/json"
+	"os"
+)
+
+func main() {
+	j := json.NewEncoder(os.Stdout)
+	_ = j.Encode(1)
+}
+""",
     # a parameter typed by what every call passes (Jedi's inference; marshmallow's error_store)
     "pkg/errors.py": """class ErrorStore:
     def store_error(self, message):
@@ -632,3 +699,15 @@ def test_a_python_parameter_is_typed_by_its_calls(nav_types: CodeSight) -> None:
 )
 def test_go_build_constraints_are_read_as_go_reads_them(path: str, head: str, built: bool) -> None:
     assert go_builds(path, head, go_host("linux", "x86_64")) is built
+
+
+def test_a_namesake_is_never_what_a_call_resolves_to(nav_types: CodeSight) -> None:
+    """Issue 66, precision on repositories never tuned on (structlog, BurntSushi/toml): of two
+    classes named BoundLogger, a call through one was resolved to the other's method; a string
+    `kw["exc_info"]` beside `sys.exc_info()` made the call's form unknown, and a test's fixture
+    exc_info its "resolved" target; `json.NewEncoder(...)` was typed by the repository's own
+    NewEncoder."""
+    assert targets(nav_types.callees("pkg/twisted.py:5"))["_proxy"] == ("pkg/logs.py:5", "resolved")
+    assert targets(nav_types.callees("test_msg"))["msg"][1] != "resolved"
+    assert targets(nav_types.callees("add_excinfo"))["exc_info"][1] != "resolved"
+    assert targets(nav_types.callees("src/cmd/main.go:8"))["Encode"][1] != "resolved"

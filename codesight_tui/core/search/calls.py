@@ -119,6 +119,8 @@ def call_form(text: str, name: str, own_receiver: str = "") -> CallForm:
     forms: set[CallForm] = set()
     for m in _word(name).finditer(text):
         before = text[: m.start()]
+        if before[-1:] in ("'", '"') and text[m.end() : m.end() + 1] == before[-1]:
+            continue  # kw["exc_info"]: a string that spells it
         if _DECLARES.search(before):
             continue  # the definition's own name on its line
         rest = text[m.end() :].lstrip()
@@ -260,9 +262,9 @@ def typed_in(text: str, receiver: str, language: str | None = None) -> str:
             best, at = "chain:" + chained, m.start()
     # r := newReader(...), r = make_reader(...): what that function returns (``returned_by``)
     called = r"[A-Za-z_][\w$]*" if go else r"[a-z_][\w$]*"
-    for m in re.finditer(rf"(?<![\w$.]){r}\s*(?:,\s*[\w$]+\s*)?:?=\s*(?:[\w$]+\.)?({called})\s*\(", text):
-        if m.start() > at and _named(m.group(1), language):
-            best, at = "call:" + m.group(1), m.start()
+    for m in re.finditer(rf"(?<![\w$.]){r}\s*(?:,\s*[\w$]+\s*)?:?=\s*((?:[\w$]+\.)?{called})\s*\(", text):
+        if m.start() > at and _named(m.group(1).rsplit(".", 1)[-1], language):
+            best, at = "call:" + m.group(1), m.start()  # call:NAME, call:PACKAGE.NAME
     return best
 
 

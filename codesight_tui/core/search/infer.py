@@ -197,24 +197,33 @@ class Types:
         return bool(self._types[key])
 
     def near(self, found: list[DefRecord], here: str) -> list[DefRecord]:
-        """Of several definitions, the ones ``here`` can mean: in its file, in a module it imports,
-        or (Go) in its package, its folder."""
+        """Of several definitions, the ones ``here`` means, nearest first: those in its file, else
+        in a module it imports by name, else in a package (a folder) it imports or, in Go, its own."""
         folder = place(here)[0]
         go = self.language_of(here) == "go"
-        return [
-            d
-            for d in found
-            if d.path == here
-            or place(d.path)[1] in self.imports_of(here)
-            or posixpath.basename(place(d.path)[0]) in self.imports_of(here)
-            or (go and place(d.path)[0] == folder)
-        ]
+        imported = self.imports_of(here)
+        for tier in (
+            [d for d in found if d.path == here],
+            [d for d in found if place(d.path)[1] in imported],
+            [
+                d
+                for d in found
+                if posixpath.basename(place(d.path)[0]) in imported or (go and place(d.path)[0] == folder)
+            ],
+        ):
+            if tier:
+                return tier
+        return []
+
+    def classes(self, name: str) -> list[DefRecord]:
+        """The classes (structs, traits, ...) named ``name``."""
+        return [d for d in tables.definitions(self.conn, name) if d.kind in CLASS_KINDS]
 
     def class_def(self, name: str, here: str, line: int = 0) -> DefRecord | None:
         """The class (struct, trait, ...) named ``name``: the one in ``here`` or whose module it
         imports where several are, else the only one; code at ``line`` sees its function's own class
         first (a test's ``class MySchema(Schema)``, one in each test)."""
-        found = [d for d in tables.definitions(self.conn, name) if d.kind in CLASS_KINDS]
+        found = self.classes(name)
         if len(found) > 1 and line:
             local = [d for d in found if d.path == here and self.is_local(d) and self.visible(d, here, line)]
             if local:
@@ -239,9 +248,11 @@ class Types:
         """Of ``methods``, the ones ``class_name`` (as seen from ``here``:``line``) has: its own,
         else its nearest base's."""
         own = [m for m in methods if m.scope.rsplit(".", 1)[-1] == class_name]
-        d = self.class_def(class_name, here, line) if len(own) > 1 else None
-        if d is not None:  # several classes of that name: the one meant
-            own = [m for m in own if m.path == d.path and d.start_line <= m.start_line <= d.end_line] or own
+        if self.language_of(here) != "go" and len(self.classes(class_name)) > 1:
+            d = self.class_def(class_name, here, line)  # several classes of that name: the one meant
+            if d is None:
+                return []
+            own = [m for m in own if m.path == d.path and d.start_line <= m.start_line <= d.end_line]
         if own or depth >= 6:
             return own
         for base in self.bases_of(class_name, here, line):
@@ -260,8 +271,9 @@ class Types:
             self._types[key] = ""  # while it is worked out: `x = x.next` names no class
             text = self.text(caller.path, caller.start_line, max(caller.start_line, line))
             found = typed_in(text, receiver, self.language_of(caller.path))
-            if found.startswith("call:"):
-                found = self.called_type(found[5:], caller.path, line)
+            if found.startswith("call:"):  # call:NAME, or call:PACKAGE.NAME
+                package, _, name = found[5:].rpartition(".")
+                found = self.called_type(name, caller.path, line, package)
             elif found.startswith("chain:"):
                 found = self.chain_type(found[6:], caller, line, self.class_of(caller))
             elif found.startswith("range:"):  # Go: what a range over a slice or a map gives
@@ -299,17 +311,30 @@ class Types:
             found.add(typed)
         return found.pop() if len(found) == 1 else ""
 
-    def called_type(self, name: str, here: str, line: int = 0) -> str:
+    def called_type(self, name: str, here: str, line: int = 0, package: str = "") -> str:
         """The class a call of ``name`` makes: ``name`` itself where it is a class (a constructor,
         Go's conversion ``EventType(0)``), else what the one function of that name ``here`` can
-        mean returns."""
-        made = tables.definitions(self.conn, name)
+        mean returns. ``package``: the module or package the call names (``json.NewEncoder()``:
+        only the repository's own package json, never another's of that name)."""
+        made = [d for d in tables.definitions(self.conn, name) if not package or self.in_package(d.path, package)]
         if any(d.kind in CLASS_KINDS for d in made):
-            return name if self.class_def(name, here, line) is not None else ""
+            return name if self.class_def(name, here, line) in made else ""
         funcs = [d for d in made if not self.is_method(d)]
         if len(funcs) > 1:
             funcs = self.near(funcs, here)
         return self.returns(funcs[0]) if len(funcs) == 1 else ""
+
+    def in_package(self, path: str, package: str) -> bool:
+        """Whether ``path`` is of the module or package a qualified name names: Go's by its
+        ``package`` clause (a module's root folder has no name of its own), else its module's
+        name or its folder's."""
+        if self.language_of(path) == "go":
+            key = (path, 0, "package")
+            if key not in self._types:
+                m = re.search(r"(?m)^package\s+([A-Za-z_]\w*)", self.text(path, 1, 60))
+                self._types[key] = m.group(1) if m else ""
+            return self._types[key] == package
+        return package in (place(path)[1], posixpath.basename(place(path)[0]))
 
     def returns(self, d: DefRecord) -> str:
         """The class a function returns: as its signature says, else as its returns make one
@@ -345,7 +370,11 @@ class Types:
             current = self.type_of(first, caller, line)
             if not current and len(parts) > 1 and self.is_package(first, caller, line):
                 nxt = parts[1]  # pkg.New(), pkg.Start, mod.Schema()
-                current = self.called_type(nxt[:-2], here) if nxt.endswith("()") else self.value_type(nxt, first, here)
+                current = (
+                    self.called_type(nxt[:-2], here, line, first)
+                    if nxt.endswith("()")
+                    else self.value_type(nxt, first, here)
+                )
                 parts = parts[1:]
         for part in parts[1:]:
             current = self.member_type(current, part, here)
@@ -381,7 +410,7 @@ class Types:
         if key not in self._types:
             found: set[str] = set()
             for r in tables.references(self.conn, name):
-                if posixpath.basename(place(r.path)[0]) != package or self.language_of(r.path) != "go":
+                if self.language_of(r.path) != "go" or not self.in_package(r.path, package):
                     continue
                 said = self._declared(r.path, r.line, name)
                 if said:

@@ -205,8 +205,8 @@ class Resolver:
             if nav is not None and form.kind in ("bare", "member") and nav.language_of(here) == "python":
                 return self._alias(nav, form, here)
             return None, "not defined here", []
-        if nav is None or form.kind == "unknown":
-            best, how = self._ranked(self.defs, here, None)
+        if nav is None or form.kind == "unknown":  # as the name and the file's imports say
+            best, how = self._ranked(self.defs, here, nav.language_of(here) if nav is not None else None)
             return best, how, self.defs
         language = nav.language_of(here)
         defs, methods = self._sorted(nav)
