@@ -292,17 +292,21 @@ class Console:
 }
 
 
-@pytest.fixture
-def nav66(tmp_path: Path, settings: Settings) -> Iterator[CodeSight]:
-    root = tmp_path / "nav66"
+def _indexed(root: Path, files: dict[str, str], settings: Settings) -> Iterator[CodeSight]:
+    """A repository of ``files`` at ``root``, indexed (BM25 and symbols)."""
     (root / ".git").mkdir(parents=True)
-    for rel, text in NAV66.items():
+    for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     engine = CodeSight(root, settings=settings, embedder=HashEmbedder())
     engine.index(embed=False)
     yield engine
     engine.close()
+
+
+@pytest.fixture
+def nav66(tmp_path: Path, settings: Settings) -> Iterator[CodeSight]:
+    yield from _indexed(tmp_path / "nav66", NAV66, settings)
 
 
 def sites(nav: Navigation) -> list[tuple[str, int, str]]:
@@ -618,15 +622,7 @@ def run(getter):
 
 @pytest.fixture
 def nav_types(tmp_path: Path, settings: Settings) -> Iterator[CodeSight]:
-    root = tmp_path / "navtypes"
-    (root / ".git").mkdir(parents=True)
-    for rel, text in NAV_TYPES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    engine = CodeSight(root, settings=settings, embedder=HashEmbedder())
-    engine.index(embed=False)
-    yield engine
-    engine.close()
+    yield from _indexed(tmp_path / "navtypes", NAV_TYPES, settings)
 
 
 def targets(nav: Navigation) -> dict[str, tuple[str | None, str]]:

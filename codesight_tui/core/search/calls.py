@@ -12,6 +12,7 @@ built-in unless the file defines one.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -350,70 +351,11 @@ def go_receiver(def_line: str) -> tuple[str, str]:
 
 # Go's build constraints: which of a package's files the checker reads on this machine, as gopls
 # does (`light_unix.go` beside `light_windows.go` define one method each; `go/types` names the first).
-_GOOS = frozenset(
-    [
-        "aix",
-        "android",
-        "darwin",
-        "dragonfly",
-        "freebsd",
-        "hurd",
-        "illumos",
-        "ios",
-        "js",
-        "linux",
-        "nacl",
-        "netbsd",
-        "openbsd",
-        "plan9",
-        "solaris",
-        "wasip1",
-        "windows",
-        "zos",
-    ]
-)
-_GOARCH = frozenset(
-    [
-        "386",
-        "amd64",
-        "amd64p32",
-        "arm",
-        "armbe",
-        "arm64",
-        "arm64be",
-        "loong64",
-        "mips",
-        "mipsle",
-        "mips64",
-        "mips64le",
-        "ppc",
-        "ppc64",
-        "ppc64le",
-        "riscv",
-        "riscv64",
-        "s390",
-        "s390x",
-        "sparc",
-        "sparc64",
-        "wasm",
-    ]
-)
-_UNIX = frozenset(
-    [
-        "aix",
-        "android",
-        "darwin",
-        "dragonfly",
-        "freebsd",
-        "hurd",
-        "illumos",
-        "ios",
-        "linux",
-        "netbsd",
-        "openbsd",
-        "solaris",
-    ]
-)
+_UNIX_OS = "aix android darwin dragonfly freebsd hurd illumos ios linux netbsd openbsd solaris"
+_UNIX = frozenset(_UNIX_OS.split())
+_GOOS = frozenset((_UNIX_OS + " js nacl plan9 wasip1 windows zos").split())
+_ARCHES = "386 amd64 amd64p32 arm armbe arm64 arm64be loong64 mips mipsle mips64 mips64le ppc ppc64 ppc64le"
+_GOARCH = frozenset((_ARCHES + " riscv riscv64 s390 s390x sparc sparc64 wasm").split())
 
 
 def go_host(system: str, machine: str) -> frozenset[str]:
@@ -453,20 +395,16 @@ def go_builds(path: str, head: str, tags: frozenset[str]) -> bool:
             return value
         return token in tags or re.fullmatch(r"go1\.\d+", token) is not None
 
-    def both() -> bool:
+    def joined(op: str, inner: Callable[[], bool]) -> bool:
         nonlocal at
-        value = term()
-        while at < len(tokens) and tokens[at] == "&&":
+        value = inner()
+        while at < len(tokens) and tokens[at] == op:
             at += 1
-            value = term() and value
+            right = inner()  # read whatever the value: the tokens go on after it
+            value = (value and right) if op == "&&" else (value or right)
         return value
 
     def either() -> bool:
-        nonlocal at
-        value = both()
-        while at < len(tokens) and tokens[at] == "||":
-            at += 1
-            value = both() or value
-        return value
+        return joined("||", lambda: joined("&&", term))
 
     return either()
