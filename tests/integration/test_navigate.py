@@ -707,3 +707,23 @@ def test_a_namesake_is_never_what_a_call_resolves_to(nav_types: CodeSight) -> No
     assert targets(nav_types.callees("test_msg"))["msg"][1] != "resolved"
     assert targets(nav_types.callees("add_excinfo"))["exc_info"][1] != "resolved"
     assert targets(nav_types.callees("src/cmd/main.go:8"))["Encode"][1] != "resolved"
+
+
+def test_a_parameter_passed_along_a_long_chain_is_bounded(tmp_path: Path, settings: Settings) -> None:
+    """A parameter typed by its calls is followed through at most a few callers, and a value typed
+    by another value at most a few dozen deep: chains of 600 answer at once, with no recursion past
+    Python's limit."""
+    chain = "\n\n".join(f"def f{k}(store):\n    return f{k + 1}(store=store)" for k in range(600))
+    text = (
+        "class ErrorStore:\n    def store_error(self):\n        return 1\n\n\n"
+        "class Other:\n    def store_error(self):\n        return 2\n\n\n"
+        f"{chain}\n\n\ndef f600(store):\n    return store.store_error()\n\n\n"
+        "def run():\n    store = ErrorStore()\n    return f0(store=store)\n"
+    )
+    # and a value typed by another's, 600 deep: `v1 = v0.nxt`, `v2 = v1.nxt`, ...
+    values = "\n".join(f"    v{k + 1} = v{k}.nxt" for k in range(600))
+    node = f"class Node:\n    def __init__(self):\n        self.nxt = Node()\n\n    def go(self):\n        return 1\n\n\ndef walk():\n    v0 = Node()\n{values}\n    return v600.go()\n"
+    for engine in _indexed(tmp_path / "chain", {"chain.py": text, "node.py": node}, settings):
+        got = targets(engine.callees("f600"))
+        assert got["store_error"][1] != "resolved"  # too far from the one call that says what it is
+        assert "go" in targets(engine.callees("walk"))

@@ -71,6 +71,9 @@ def lines_of(store: Store, wanted: dict[str, set[int]]) -> dict[tuple[str, int],
 # &T{...}`; a line that is the name alone (or `Name = iota`) inside `const (` repeats the type above.
 _GO_VALUE = r"^\s*(?:var\s+|const\s+)?{n}\s+(?:\*\s*)?(?:[\w$]+\.)?([A-Za-z_][\w$]*)\s*(?:=|$|//)"
 _GO_MADE = r"^\s*(?:var\s+|const\s+)?{n}\s*=\s*&?(?:[\w$]+\.)?([A-Za-z_][\w$]*)\s*[({{]"
+TYPE_DEPTH = 24  # a value typed by another's, that by another's, ...: followed this deep at most
+PASSED_DEPTH = 3  # a parameter is followed through at most this many callers' parameters
+PASSED_CALLS = 50  # and typed by its calls only where it has at most this many
 _HOST = go_host(sys.platform, platform.machine())  # the build tags Go's checker holds here
 _FROM = re.compile(r"\bfrom\s+(\.*[\w.]*)\s+import\b")
 _ALIAS = r"^{n}\s*=\s*(?:[A-Za-z_$][\w$]*\s*=\s*)*((?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*)\s*(?:#.*)?$"
@@ -87,6 +90,8 @@ class Types:
         self._file_defs: dict[str, list[DefRecord]] = {}
         self._types: dict[tuple[str, int, str], str] = {}
         self._files: dict[str, dict[int, str]] = {}
+        self._passing = 0  # how deep ``passed_type`` is: a parameter passed on through callers
+        self._depth = 0  # how deep ``type_of`` is: a value typed by another value's type
 
     def text(self, path: str, first: int, last: int, sep: str = "\n") -> str:
         """Lines ``first`` to ``last`` of ``path`` as the index's chunks hold them (``lines_of``),
@@ -268,26 +273,36 @@ class Types:
         definition says what it returns (``r := newReader()``), in the caller's lines up to the call."""
         key = (caller.path, caller.start_line, receiver)
         if key not in self._types:
+            if self._depth >= TYPE_DEPTH:
+                return ""  # a = b.x, b = c.y, ...: a chain of values this long is not followed
             self._types[key] = ""  # while it is worked out: `x = x.next` names no class
-            text = self.text(caller.path, caller.start_line, max(caller.start_line, line))
-            found = typed_in(text, receiver, self.language_of(caller.path))
-            if found.startswith("call:"):  # call:NAME, or call:PACKAGE.NAME
-                package, _, name = found[5:].rpartition(".")
-                found = self.called_type(name, caller.path, line, package)
-            elif found.startswith("chain:"):
-                found = self.chain_type(found[6:], caller, line, self.class_of(caller))
-            elif found.startswith("range:"):  # Go: what a range over a slice or a map gives
-                over = found[6:]
-                over = (
-                    self.chain_type(over, caller, line, self.class_of(caller))
-                    if "." in over or over.endswith("()")
-                    else self.type_of(over, caller, line)
-                )
-                found = over[2:] if over.startswith("[]") else ""
-            if not found and self.language_of(caller.path) == "python":
-                found = self.passed_type(receiver, caller)
-            self._types[key] = found
+            self._depth += 1
+            try:
+                self._types[key] = self._typed(receiver, caller, line)
+            finally:
+                self._depth -= 1
         return self._types[key]
+
+    def _typed(self, receiver: str, caller: DefRecord, line: int) -> str:
+        """``type_of``, worked out."""
+        text = self.text(caller.path, caller.start_line, max(caller.start_line, line))
+        found = typed_in(text, receiver, self.language_of(caller.path))
+        if found.startswith("call:"):  # call:NAME, or call:PACKAGE.NAME
+            package, _, name = found[5:].rpartition(".")
+            found = self.called_type(name, caller.path, line, package)
+        elif found.startswith("chain:"):
+            found = self.chain_type(found[6:], caller, line, self.class_of(caller))
+        elif found.startswith("range:"):  # Go: what a range over a slice or a map gives
+            over = found[6:]
+            over = (
+                self.chain_type(over, caller, line, self.class_of(caller))
+                if "." in over or over.endswith("()")
+                else self.type_of(over, caller, line)
+            )
+            found = over[2:] if over.startswith("[]") else ""
+        if not found and self.language_of(caller.path) == "python":
+            found = self.passed_type(receiver, caller)
+        return found
 
     def passed_type(self, param: str, d: DefRecord) -> str:
         """The class every call of ``d`` in the repository passes as its parameter ``param``, where
@@ -295,20 +310,29 @@ class Types:
         ``error_store: ErrorStore``), as Jedi infers a parameter from its calls; "" where any call
         passes an unknown or another one, or the name is defined twice."""
         params = _parameters(self.text(d.path, d.line, min(d.end_line, d.line + 30), " "))
-        if param not in params or len(tables.definitions(self.conn, d.name)) != 1:
+        if param not in params or len(tables.definitions(self.conn, d.name)) != 1 or self._passing >= PASSED_DEPTH:
             return ""
         position = params.index(param) - (1 if params[:1] in (["self"], ["cls"]) else 0)
+        calls = tables.references(self.conn, d.name, kind="call")
+        if len(calls) > PASSED_CALLS:
+            return ""  # what every call passes: too many to read for one answer
         found: set[str] = set()
-        for r in tables.references(self.conn, d.name, kind="call")[:50]:
-            site = next((e for e in self.defs_in(r.path) if e.line == r.within), None)
-            args = _arguments(self.text(r.path, r.line, r.line + 12), d.name)
-            if site is None or args is None:
-                return ""
-            passed = args.get(param, args.get(str(position), ""))
-            typed = self.type_of(passed, site, r.line) if re.fullmatch(r"[A-Za-z_]\w*", passed) else ""
-            if not typed:
-                return ""
-            found.add(typed)
+        self._passing += 1
+        try:
+            for r in calls:
+                site = next((e for e in self.defs_in(r.path) if e.line == r.within), None)
+                args = _arguments(self.text(r.path, r.line, r.line + 12), d.name)
+                passed = args.get(param, args.get(str(position), "")) if args is not None else ""
+                typed = (
+                    self.type_of(passed, site, r.line)
+                    if site is not None and re.fullmatch(r"[A-Za-z_]\w*", passed)
+                    else ""
+                )
+                if not typed:
+                    return ""
+                found.add(typed)
+        finally:
+            self._passing -= 1
         return found.pop() if len(found) == 1 else ""
 
     def called_type(self, name: str, here: str, line: int = 0, package: str = "") -> str:
