@@ -92,6 +92,8 @@ class Types:
         self._files: dict[str, dict[int, str]] = {}
         self._passing = 0  # how deep ``passed_type`` is: a parameter passed on through callers
         self._depth = 0  # how deep ``type_of`` is: a value typed by another value's type
+        self._local: dict[DefRecord, bool] = {}
+        self._classes: dict[str, list[DefRecord]] = {}
 
     def text(self, path: str, first: int, last: int, sep: str = "\n") -> str:
         """Lines ``first`` to ``last`` of ``path`` as the index's chunks hold them (``lines_of``),
@@ -170,12 +172,14 @@ class Types:
         code in that function can name it bare."""
         if not d.scope or self.language_of(d.path) == "go":
             return False
-        owner = d.scope.rsplit(".", 1)[-1]
-        return any(
-            e.name == owner and e.kind not in CLASS_KINDS and e.start_line < d.start_line <= e.end_line
-            for e in self.defs_in(d.path)
-            if e != d
-        )
+        if d not in self._local:  # once per definition: a name may have thousands, used thousands of times
+            owner = d.scope.rsplit(".", 1)[-1]
+            self._local[d] = any(
+                e.name == owner and e.kind not in CLASS_KINDS and e.start_line < d.start_line <= e.end_line
+                for e in self.defs_in(d.path)
+                if e != d
+            )
+        return self._local[d]
 
     def visible(self, d: DefRecord, here: str, line: int) -> bool:
         """Whether code at ``here``:``line`` can name ``d`` bare: anything not local to a
@@ -221,8 +225,10 @@ class Types:
         return []
 
     def classes(self, name: str) -> list[DefRecord]:
-        """The classes (structs, traits, ...) named ``name``."""
-        return [d for d in tables.definitions(self.conn, name) if d.kind in CLASS_KINDS]
+        """The classes (structs, traits, ...) named ``name`` (read once per answer)."""
+        if name not in self._classes:
+            self._classes[name] = [d for d in tables.definitions(self.conn, name) if d.kind in CLASS_KINDS]
+        return self._classes[name]
 
     def class_def(self, name: str, here: str, line: int = 0) -> DefRecord | None:
         """The class (struct, trait, ...) named ``name``: the one in ``here`` or whose module it
@@ -414,6 +420,13 @@ class Types:
         """The class of ``current``'s field ``part``, or of what its method ``part()`` returns."""
         if not current:
             return ""
+        key = (here, 0, f"member:{current}.{part}")
+        if key not in self._types:
+            self._types[key] = self._member_type(current, part, here)
+        return self._types[key]
+
+    def _member_type(self, current: str, part: str, here: str) -> str:
+        """``member_type``, worked out."""
         if part.endswith("()"):
             methods = [d for d in tables.definitions(self.conn, part[:-2]) if self.is_method(d)]
             own = self.methods_of(current, methods, here)

@@ -147,13 +147,17 @@ class Resolver:
         self.imports_of = imports_of
         self.nav = nav
         self._split: tuple[list[DefRecord], list[DefRecord]] | None = None
+        self._plain: list[DefRecord] = []  # the distinct definitions that are no methods
 
     def _sorted(self, nav: Navigator) -> tuple[list[DefRecord], list[DefRecord]]:
         """``(the distinct definitions, the methods among them)``, once per name: they are the same
         for every use, and a name can have thousands of definitions and of uses."""
         if self._split is None:
             defs = nav.built(_distinct(self.defs))
-            self._split = defs, [d for d in defs if nav.is_method(d)]
+            methods = [d for d in defs if nav.is_method(d)]
+            self._split = defs, methods
+            called = set(methods)
+            self._plain = [d for d in defs if d not in called]
         return self._split
 
     def _imports(self, here: str, name: str) -> bool:
@@ -211,7 +215,7 @@ class Resolver:
         language = nav.language_of(here)
         defs, methods = self._sorted(nav)
         # a function or class defined inside another function is seen from inside that one only
-        plain = [d for d in defs if d not in methods and nav.visible(d, here, line)]
+        plain = [d for d in self._plain if nav.visible(d, here, line)]
         if form.kind == "bare" and caller is not None and nav.assigned_in(caller, self.name, line):
             return None, "a local value", []  # C = make_class(...); C(): not a definition's name
         if form.kind == "bare":
