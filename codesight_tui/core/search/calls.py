@@ -208,6 +208,12 @@ def _type(language: str | None) -> str:
     return r"[A-Za-z_][\w$]*" if language == "go" else r"_*[A-Z][\w$]*"
 
 
+def _made(language: str | None) -> str:
+    """What follows a class's name where a value of it is made: Go's ``T{...}`` (``T(x)`` is a
+    call or a conversion), else ``T(...)`` or ``T{...}``."""
+    return r"[{]" if language == "go" else r"[({]"
+
+
 def _named(found: str, language: str | None) -> str:
     return "" if language == "go" and found in _GO_TYPES else found
 
@@ -233,7 +239,7 @@ def typed_in(text: str, receiver: str, language: str | None = None) -> str:
     r = re.escape(receiver)
     t = _type(language)
     go = language == "go"
-    made = r"[{{]" if go else r"[({{]"  # Go's T{...} and &T{...}; T(...) is a call or a conversion
+    made = _made(language)
     patterns = [
         rf"(?<![\w$.]){r}\s*(?::\s*[\w$.\[\], ]+)?\s*:?=\s*(?:new\s+|&)?(?:[\w$]+\.)*({t})\s*{made}",
         # r: Reader (Python, TypeScript, Kotlin), closed as code closes it: not a docstring's "r: Structure to ..."
@@ -297,9 +303,7 @@ def returned_in(body: str, language: str | None = None) -> str:
     """The class a function's body returns a new one of, where every ``return`` that makes one
     names the same (``return LRUCache(10)``, ``return &Reader{...}``)."""
     t = _type(language)
-    made = set(
-        re.findall(rf"\breturn\s+(?:new\s+|&)?(?:[\w$]+\.)?({t})\s*{'[{{]' if language == 'go' else '[({{]'}", body)
-    )
+    made = set(re.findall(rf"\breturn\s+(?:new\s+|&)?(?:[\w$]+\.)?({t})\s*{_made(language)}", body))
     return _named(made.pop(), language) if len(made) == 1 else ""
 
 

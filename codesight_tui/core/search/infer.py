@@ -53,20 +53,6 @@ def module_name(path: str) -> str:
     return stem
 
 
-def lines_of(store: Store, wanted: dict[str, set[int]]) -> dict[tuple[str, int], str]:
-    """The text of each wanted (path, line), from the chunks the index holds (secrets masked)."""
-    out: dict[tuple[str, int], str] = {}
-    for path, lines in wanted.items():
-        rows = store.conn.execute("SELECT start_line, content FROM chunks WHERE path=? ORDER BY start_line", (path,))
-        for start, content in rows:
-            parts = content.split("\n")
-            for line in lines:
-                k = line - start
-                if 0 <= k < len(parts) and (path, line) not in out:
-                    out[path, line] = parts[k].rstrip()[:300]
-    return out
-
-
 # A Go package-level value's declaration: `var Name T`, `Name T = ...`, `Name = T(...)` or `Name =
 # &T{...}`; a line that is the name alone (or `Name = iota`) inside `const (` repeats the type above.
 _GO_VALUE = r"^\s*(?:var\s+|const\s+)?{n}\s+(?:\*\s*)?(?:[\w$]+\.)?([A-Za-z_][\w$]*)\s*(?:=|$|//)"
@@ -96,8 +82,9 @@ class Types:
         self._classes: dict[str, list[DefRecord]] = {}
 
     def text(self, path: str, first: int, last: int, sep: str = "\n") -> str:
-        """Lines ``first`` to ``last`` of ``path`` as the index's chunks hold them (``lines_of``),
-        the file's chunks read once per answer."""
+        """Lines ``first`` to ``last`` of ``path`` as the index's chunks hold them (secrets masked;
+        each line stripped on the right, its first 300 characters), the file's chunks read once per
+        answer."""
         if path not in self._files:
             lines: dict[int, str] = {}
             rows = self.conn.execute("SELECT start_line, content FROM chunks WHERE path=? ORDER BY start_line", (path,))

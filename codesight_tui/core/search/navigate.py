@@ -27,7 +27,7 @@ from codesight_tui.core.search.calls import (
     call_form,
     go_receiver,
 )
-from codesight_tui.core.search.infer import Types, lines_of, place
+from codesight_tui.core.search.infer import Types, place
 from codesight_tui.core.search.related import parse_target
 from codesight_tui.core.store import symbols as tables
 from codesight_tui.core.store.store import path_matches
@@ -371,28 +371,6 @@ def _distinct(defs: list[DefRecord]) -> list[DefRecord]:
 SCOPED = frozenset({"python", "javascript", "typescript", "tsx", "go", "rust", "lua", "php"})
 
 
-def _with_text(store: Store, sites: list[Site]) -> list[Site]:
-    wanted: dict[str, set[int]] = {}
-    for s in sites:
-        wanted.setdefault(s.path, set()).add(s.line)
-    text = lines_of(store, wanted)
-    return [
-        Site(s.path, s.line, s.name, s.kind, text.get((s.path, s.line), ""), s.within, s.target, s.resolution)
-        for s in sites
-    ]
-
-
-def _joined(text: dict[tuple[str, int], str], path: str, line: int) -> str:
-    """A line of code, with the lines of the chain it goes on where it begins with ``.``
-    (``b.add_eq()`` then ``.add_order()``: ``b.add_eq().add_order()``)."""
-    parts = [text.get((path, line), "").strip()]
-    k = line
-    while parts[0].startswith(".") and k > max(1, line - 8):
-        k -= 1
-        parts.insert(0, text.get((path, k), "").strip())
-    return "".join(parts) if len(parts) > 1 else text.get((path, line), "")
-
-
 class Navigator(Types):
     """Answers over one index's symbol tables; ``glob`` and ``language`` keep the sites (and the
     definitions listed) of the paths they match."""
@@ -411,26 +389,29 @@ class Navigator(Types):
         return True
 
     def forms(self, sites: list[tuple[RefRecord, DefRecord | None]]) -> dict[tuple[str, int, str], CallForm]:
-        """How each call site names what it calls (``calls.call_form``), read off its line; a Go
-        method's calls through its own receiver are its ``self`` calls."""
-        wanted: dict[str, set[int]] = {}
-        for r, around in sites:
-            wanted.setdefault(r.path, set()).add(r.line)
-            if around is not None and around.scope:
-                wanted.setdefault(around.path, set()).add(around.line)
-        text = lines_of(self.store, wanted)
-        above: dict[str, set[int]] = {}  # a line that goes on a chain (`    .add_order()`): the lines it goes on
-        for r, _ in sites:
-            if text.get((r.path, r.line), "").lstrip().startswith("."):
-                above.setdefault(r.path, set()).update(range(max(1, r.line - 8), r.line))
-        text.update(lines_of(self.store, above))
+        """How each call site names what it calls (``calls.call_form``), read off its line (with
+        the lines of the chain it goes on where it begins with ``.``: ``b.add_eq()`` then
+        ``.add_order()``); a Go method's calls through its own receiver are its ``self`` calls."""
         out: dict[tuple[str, int, str], CallForm] = {}
         for r, around in sites:
             own = ""
             if around is not None and around.scope and self.language_of(r.path) == "go":
-                own = go_receiver(text.get((around.path, around.line), ""))[0]
-            out[r.path, r.line, r.name] = call_form(_joined(text, r.path, r.line), r.name, own)
+                own = go_receiver(self.text(around.path, around.line, around.line))[0]
+            k = r.line
+            while k > max(1, r.line - 8) and self.text(r.path, k, k).lstrip().startswith("."):
+                k -= 1
+            line = self.text(r.path, r.line, r.line)
+            if k < r.line:
+                line = "".join(row.strip() for row in self.text(r.path, k, r.line).split("\n"))
+            out[r.path, r.line, r.name] = call_form(line, r.name, own)
         return out
+
+    def with_text(self, sites: list[Site]) -> list[Site]:
+        """``sites``, each with its line's text."""
+        return [
+            Site(s.path, s.line, s.name, s.kind, self.text(s.path, s.line, s.line), s.within, s.target, s.resolution)
+            for s in sites
+        ]
 
     def _enclosing(self, path: str, line: int, defs: list[DefRecord] | None = None) -> DefRecord | None:
         """The innermost definition of ``path`` that holds ``line``, or one whose name is on it;
@@ -542,7 +523,7 @@ class Navigator(Types):
         sites = [s for s in sites if self._keep(s.path)]
         sites.sort(key=lambda s: (VALUE_ORDER[classify(s.path, "")], s.path, s.line))
         nav.truncated = len(sites) > limit
-        nav.sites = _with_text(self.store, sites[:limit])
+        nav.sites = self.with_text(sites[:limit])
         return nav
 
     def callers(self, target: str, limit: int = MAX_SITES) -> Navigation:
@@ -597,7 +578,7 @@ class Navigator(Types):
             )
         sites = [s for s in sites if self._keep(s.target.path if s.target else s.path)]
         nav.truncated = len(sites) > limit
-        nav.sites = _with_text(self.store, sites[:limit])
+        nav.sites = self.with_text(sites[:limit])
         return nav
 
     def follow(self, action: str, target: str, limit: int = MAX_SITES) -> Navigation:
