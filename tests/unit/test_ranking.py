@@ -732,3 +732,36 @@ def test_a_question_naming_a_module_lifts_its_root(
         "lib/routing/index.ts", said
     )
     assert not ranking._roots_module("src/routing/path_router.rs", said) and not ranking._roots_module("mod.rs", said)
+
+
+def test_tests_inside_source_files_rank_below_the_code_unless_asked_for(tmp_path: Path, settings: Settings) -> None:
+    helpers = "".join(
+        f"    fn helper_{k}(&self) -> usize {{\n        self.routes.len() + {k}\n    }}\n\n" for k in range(12)
+    )
+    router = (
+        "pub struct Router {\n    routes: Vec<Route>,\n}\n\n"
+        "impl Router {\n    /// Adds a route to the router.\n"
+        "    pub fn at(&mut self, path: &str, route: Route) {\n        self.routes.push(route);\n    }\n\n"
+        + helpers
+        + "}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn router_route_route() {\n"
+        + "        let mut router = Router::default();\n"
+        + "".join(f'        router.at("/{k}", Route::new()); // route {k} on the router\n' for k in range(6))
+        + "        assert_eq!(router.routes.len(), 6);\n    }\n"
+        + "".join(f"\n    #[test]\n    fn check_{k}() {{\n        assert_eq!({k}, {k});\n    }}\n" for k in range(12))
+        + "}\n"
+    )
+    parse = "".join(f"fn step_{k}(x: u32) u32 {{\n    return x + {k};\n}}\n\n" for k in range(12))
+    clap = (
+        "/// Parses the args.\npub fn parse(args: []const u8) !Args {\n    return Args.init(args);\n}\n\n"
+        + parse
+        + 'test "parse args parse" {\n'
+        + "".join(f'    try std.testing.expect((try parse("args {k}")).len == 2); // parse args\n' for k in range(6))
+        + "}\n"
+        + "".join(f'\ntest "step {k}" {{\n    try std.testing.expect(step_{k}(0) == {k});\n}}\n' for k in range(12))
+    )
+    c = _lexical(tmp_path, settings, {"src/router.rs": router, "src/args.zig": clap})
+    hits = c.search("router route", top_k=5, mode="bm25")
+    assert not hits[0].scope.startswith("mod tests"), [h.scope for h in hits]
+    assert c.search("router route tests", top_k=5, mode="bm25")[0].scope.startswith("mod tests")
+    hits = c.search("parse args", top_k=5, mode="bm25")
+    assert not hits[0].scope.startswith("test "), [h.scope for h in hits]

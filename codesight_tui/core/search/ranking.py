@@ -16,11 +16,11 @@ benchmarks/README.md), and none of them knows anything about a particular reposi
    ``event dispatching`` -> ``Events/Dispatcher.php``, ``parses`` -> ``Parser.scala``) lifts that
    file's more. Words meet by their Snowball stem (``routing`` and ``route``, ``validation`` and
    ``Validator``).
-4. Penalties: tests, docs, examples, vendored or generated files, data (translation catalogs,
-   tables), configuration (JSON, YAML, TOML, XML, text of no known format) and type declarations
-   or stubs that restate an implementation (``.d.ts``, ``.pyi``, a C header's prototypes and
-   structs) rank lower, unless the query asks for them; a declaration of a symbol the query
-   names keeps its place.
+4. Penalties: tests (Rust's ``mod tests`` and Zig's ``test`` blocks too), docs, examples,
+   vendored or generated files, data (translation catalogs, tables), configuration (JSON, YAML,
+   TOML, XML, text of no known format) and type declarations or stubs that restate an
+   implementation (``.d.ts``, ``.pyi``, a C header's prototypes and structs) rank lower, unless
+   the query asks for them; a declaration of a symbol the query names keeps its place.
 5. File saturation: for a short query, each later chunk of a file already listed counts half as
    much as the one before, so the next file about the topic comes up (polyglot +0.04). Long
    queries describe one piece of code and are left alone: there a uniform decay cost the devset
@@ -109,6 +109,11 @@ CLASS_FACTOR = {
     DOCUMENT: 1.0,
     CONFIG: 0.5,
 }
+# Tests inside source files count as tests (step 4): a chunk whose outermost scope is Rust's ``mod
+# tests`` or Zig's ``test "..."`` blocks. Fast mode, NDCG@10: fold A 0.887 unchanged, fold B 0.886 ->
+# 0.887 (zig 0.928 -> 0.935, tokio 0.900 -> 0.902), devset 0.718 unchanged. A scope label, by language:
+# the label's first word, alone or before a name.
+INLINE_TESTS = {"rust": "mod tests", "zig": "test"}
 ASKS_FOR = {
     TEST: {"test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock", "pytest"},
     DOCS: {"doc", "docs", "documentation", "example", "examples", "readme", "tutorial", "guide"},
@@ -541,10 +546,21 @@ def _redone(
     return redone
 
 
+def _inline_test(row: ChunkRow) -> bool:
+    """Is the chunk a test written in a source file: Rust's ``mod tests`` (``#[cfg(test)]``), Zig's
+    ``test "name"`` blocks, all of its outermost scope's labels?"""
+    prefix = INLINE_TESTS.get(row.language or "")
+    labels = (row.scope or "").split(" > ", 1)[0].split(", ")
+    return prefix is not None and all(label == prefix or label.startswith(prefix + " ") for label in labels)
+
+
 def _kind(row: ChunkRow) -> int:
-    """A chunk's class: its file's (``paths.classify``), but a function defined in a C header (a
-    ``static inline`` one) is source, not a declaration."""
+    """A chunk's class: its file's (``paths.classify``), but a test written in a source file is a
+    test, and a function defined in a C header (a ``static inline`` one) is source, not a
+    declaration."""
     cls = classify(row.path, row.language)
+    if cls == SOURCE and _inline_test(row):
+        return TEST
     if cls == DECLARATIONS and row.language == "c" and row.path.endswith(".h"):
         innermost = (row.scope or "").rsplit(" > ", 1)[-1]
         if any(label.startswith("function ") for label in innermost.split(", ")):
