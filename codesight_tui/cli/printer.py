@@ -50,6 +50,9 @@ def print_hits(results: list[SearchResult], fmt: str, *, several: bool, terms: l
         # the lines of its extracted text mean nothing to a reader.
         loc = safe(f"{where}{r.location if r.is_document else f'{r.path}:{r.start_line}-{r.end_line}'}")
         scope = r.scope
+        if r.whole_file:  # a file-level hit: the whole file (a module's root, or a file named), not a chunk
+            also = [f"{a}-{b}" for a, b in r.parts if (a, b) != (r.start_line, r.end_line)]
+            scope = f"[{r.grain}{'; also ' + ', '.join(also) if also else ''}]"
         if r.page or r.slide:  # the location says "p.12" / "slide 4"; a slide's title is left
             scope = scope.split(": ", 1)[1] if ": " in scope else ""
         if r.translations:  # the same page in other languages, folded into this one

@@ -43,6 +43,14 @@ class Hit(BaseModel):
     location: str = Field(description="where a person finds it: 'src/app.py:42', 'spec.pdf p.12', 'deck.pptx slide 4'")
     snippet: str
     translations: int = Field(default=0, description="the same page in other languages, folded into this hit")
+    grain: str = Field(
+        default="chunk",
+        description="chunk, or a hit for the whole file: module (the root of a folder the question names) or file"
+        " (a file it names); such a hit opens at the file's top (its lines and snippet are its first chunk's)",
+    )
+    parts: list[list[int]] = Field(
+        default_factory=list, description="a whole-file hit: [start_line, end_line] of each chunk it holds, best first"
+    )
 
 
 class GrepMatch(BaseModel):

@@ -101,6 +101,8 @@ def _hit(r: SearchResult) -> Hit:
         snippet=snippet,
         commit=r.commit or None,
         translations=r.translations,
+        grain=r.grain,
+        parts=[list(p) for p in r.parts],
     )
 
 

@@ -29,6 +29,8 @@ TOOLS = {
     "find_callees",
 }
 HIT_FIELDS = {
+    "grain",
+    "parts",
     "repo",
     "path",
     "start_line",

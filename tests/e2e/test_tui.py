@@ -1110,3 +1110,28 @@ async def test_a_long_list_of_lines_is_listed_a_screen_first_and_the_rest_betwee
         for _ in range(10):
             await pilot.pause()
         assert listed.option_count == 30 and "c0.py" in str(listed.get_option_at_index(0).prompt)
+
+
+async def test_a_file_level_hit_has_its_own_marker_and_opens_at_the_top(tmp_path: Path, settings: Settings) -> None:
+    from codesight_tui.tui.widgets.preview import render_hit
+
+    repo = tmp_path / "r"
+    fns = "".join(f"pub fn route_{k}(route: &str) -> bool {{\n    route.len() > {k}\n}}\n\n" for k in range(40))
+    (repo / "src" / "routing").mkdir(parents=True)
+    (repo / "src" / "routing" / "mod.rs").write_text("//! The router: routes and their handlers.\nmod table;\n\n" + fns)
+    (repo / "src" / "routing" / "table.rs").write_text(fns)
+    app = make_app(repo, settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await search(app, pilot, "how does routing work")
+        hit = app.hits[0]
+        assert (hit.path, hit.grain, hit.line) == ("src/routing/mod.rs", "module", 1) and len(hit.parts) > 1
+        row = str(app.query_one(ResultsList).get_option_at_index(0).prompt)
+        assert "src/routing/mod.rs:1  ▤ module" in row and f"{len(hit.parts)} places" in row
+        assert all(h.grain == "chunk" for h in app.hits[1:])
+        title, strips, target = render_hit(repo, hit)
+        assert "▤ module root" in title.plain and target == 0  # the file's first line
+        far = max(a for a, _ in hit.parts)  # a chunk it holds, marked in the gutter where the window shows it
+        assert far > 1
+        if far <= len(strips):
+            assert "▌" in "".join(seg.text for seg in strips[far - 1])

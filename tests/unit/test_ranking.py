@@ -734,6 +734,45 @@ def test_a_question_naming_a_module_lifts_its_root(
     assert not ranking._roots_module("src/routing/path_router.rs", said) and not ranking._roots_module("mod.rs", said)
 
 
+def test_a_question_naming_a_module_gets_its_root_as_one_file_level_hit(tmp_path: Path, settings: Settings) -> None:
+    # The root and a child, each long enough for several chunks: the root's chunks fold into one hit
+    # for the whole file, which opens at its top; a child the question does not name stays chunks.
+    fns = "".join(f"pub fn route_{k}(route: &str) -> bool {{\n    route.len() > {k}\n}}\n\n" for k in range(40))
+    root = "//! The router: routes and their handlers.\nmod table;\n\npub struct Router {}\n\n" + fns
+    c = _lexical(tmp_path, settings, {"src/routing/mod.rs": root, "src/routing/table.rs": fns})
+    assert (
+        len({h.start_line for h in c.search("route_3 route_30", top_k=10, mode="bm25") if h.path.endswith("mod.rs")})
+        > 1
+    )
+    hits = c.search("how does routing work", top_k=10, mode="bm25")
+    top = hits[0]
+    assert (top.path, top.grain, top.whole_file, top.line, top.start_line) == (
+        "src/routing/mod.rs",
+        "module",
+        True,
+        1,
+        1,
+    )
+    assert top.content.startswith("//! The router") and top.end_line - top.start_line == top.content.count("\n")
+    assert [h.path for h in hits].count("src/routing/mod.rs") == 1
+    assert len(top.parts) > 1 and all(1 <= a <= b <= 165 for a, b in top.parts)  # the chunks it holds
+    assert {h.grain for h in hits[1:]} == {"chunk"} and all(h.path == "src/routing/table.rs" for h in hits[1:])
+    # A symbol, or a long question, is answered at the definition's grain.
+    assert {h.grain for h in c.search("Router", top_k=5, mode="bm25")} == {"chunk"}
+    long = "which function checks that a route is longer than the given number of characters in routing"
+    assert {h.grain for h in c.search(long, top_k=5, mode="bm25")} == {"chunk"}
+    # Every surface says so: JSON, the CLI's text and the MCP server's hits.
+    from codesight_tui.mcp_server.tools import _hit
+
+    assert top.to_dict()["grain"] == "module" and (_hit(top).grain, len(_hit(top).parts)) == ("module", len(top.parts))
+    # The evaluation counts a target in a chunk the hit holds, as a reader sees it listed there.
+    from codesight_tui.core.apps.evaluation import Target, score
+
+    far = top.parts[-1]
+    assert score([top], [Target("src/routing/mod.rs", far[0], far[1])])["mrr@10"] == 1.0
+    assert score([top], [Target("src/routing/mod.rs", 500, 600)])["mrr@10"] == 0.0
+
+
 def test_tests_inside_source_files_rank_below_the_code_unless_asked_for(tmp_path: Path, settings: Settings) -> None:
     helpers = "".join(
         f"    fn helper_{k}(&self) -> usize {{\n        self.routes.len() + {k}\n    }}\n\n" for k in range(12)
@@ -759,7 +798,7 @@ def test_tests_inside_source_files_rank_below_the_code_unless_asked_for(tmp_path
         + "}\n"
         + "".join(f'\ntest "step {k}" {{\n    try std.testing.expect(step_{k}(0) == {k});\n}}\n' for k in range(12))
     )
-    c = _lexical(tmp_path, settings, {"src/router.rs": router, "src/args.zig": clap})
+    c = _lexical(tmp_path, settings, {"src/table.rs": router, "src/cli.zig": clap})  # names no query says
     hits = c.search("router route", top_k=5, mode="bm25")
     assert not hits[0].scope.startswith("mod tests"), [h.scope for h in hits]
     assert c.search("router route tests", top_k=5, mode="bm25")[0].scope.startswith("mod tests")

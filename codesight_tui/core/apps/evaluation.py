@@ -6,7 +6,8 @@ is a path (the whole file), ``{path, start_line, end_line}`` (1-based, inclusive
 
 The metric, exactly: every target in ``relevant`` and ``secondary`` counts, with gain 1. A result
 matches a target when the paths are equal and, if the target has a span, the line ranges overlap
-(a page or slide: the hit is on it).
+(a page or slide: the hit is on it); a hit for a whole file, where the lines of its first chunk or
+of a chunk it holds (``SearchResult.parts``, listed with it) overlap.
 Each target takes the rank of the first result that matches it; targets first matched by the same
 result count once. DCG@k sums 1/log2(rank+1) over those ranks <= k; IDCG@k sums 1/log2(i+1) for
 i = 1..min(k, number of targets). MRR@10 is 1/rank of the first matching result; recall@10 the
@@ -116,9 +117,12 @@ def score(results: Iterable[Any], targets: list[Target]) -> Row:
     """The metrics for one query. ``results``: ranked objects with path, start_line, end_line."""
     first: dict[int, int] = {}  # target index -> rank of the first result matching it
     for rank, r in enumerate(results, start=1):
+        # A hit for a whole file shows its first lines and the chunks it holds (``parts``).
+        spans = [(r.start_line, r.end_line), *getattr(r, "parts", ())]
         for ti, t in enumerate(targets):
-            if ti not in first and t.matches(
-                r.path, r.start_line, r.end_line, getattr(r, "page", None), getattr(r, "slide", None)
+            if ti not in first and any(
+                t.matches(r.path, start, end, getattr(r, "page", None), getattr(r, "slide", None))
+                for start, end in spans
             ):
                 first[ti] = rank
     ranks = sorted(set(first.values()))  # targets first matched by the same result count once

@@ -113,6 +113,9 @@ class SearchRequest:
     cancel: Cancel | None = None
 
 
+CHUNK_GRAIN, MODULE_GRAIN, FILE_GRAIN = "chunk", "module", "file"  # SearchResult.grain
+
+
 @dataclass(slots=True)
 class SearchResult:
     """One hit. Lines are 1-based and inclusive; ranks are 1-based, None where not retrieved."""
@@ -136,6 +139,12 @@ class SearchResult:
     commit: str = ""  # a fleet hit's commit (core.fleet); repo is then the repository's name there
     translations: int = 0  # the same page in other languages, folded into this hit (core.translations)
     spans: tuple[tuple[int, int], ...] = ()  # a grep hit: its matches, character offsets in match_text
+    # ``chunk``, or a hit that stands for its whole file: ``module`` (the root of a folder a short
+    # question names: routing/mod.rs for "how does routing work") or ``file`` (a file it names by
+    # its whole name). Such a hit holds the file's matching chunks (``parts``); a module's root opens
+    # at its top (its lines and text are its first chunk's), a named file at its best chunk.
+    grain: str = CHUNK_GRAIN
+    parts: tuple[tuple[int, int], ...] = ()  # a file-level hit: the lines of the chunks it holds, best first
 
     @property
     def name(self) -> str:
@@ -144,6 +153,11 @@ class SearchResult:
         if self.language in DOCUMENT_LANGUAGES:
             return self.scope
         return short_scope(self.scope)
+
+    @property
+    def whole_file(self) -> bool:
+        """A file-level hit (``grain`` module or file), not one chunk."""
+        return self.grain != CHUNK_GRAIN
 
     @property
     def is_document(self) -> bool:

@@ -10,8 +10,8 @@ import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
 
 from codesight_tui.core.fusion import (
     RELEVANCE_FLOOR,
@@ -21,7 +21,7 @@ from codesight_tui.core.fusion import (
 )
 from codesight_tui.core.languages import DOCUMENT_LANGUAGES
 from codesight_tui.core.modes import Mode, checked_mode
-from codesight_tui.core.search.contract import Cancel, SearchResult, check
+from codesight_tui.core.search.contract import MODULE_GRAIN, Cancel, SearchResult, check
 from codesight_tui.core.text import fts_query, query_terms
 from codesight_tui.core.translations import PROSE, language_segment, preference, preferred_language
 
@@ -295,6 +295,7 @@ def local_search(
         if found.static_vector is not None and static_index is not None
         else None,
         locate=store.locate,
+        file_head=store.file_head,
     )
 
 
@@ -363,13 +364,16 @@ def fuse_and_rank(
     static_vectors_for: VectorsFn | None = None,
     origin: Callable[[int], tuple[str, str]] | None = None,
     locate: Callable[[str, int], tuple[str, int] | None] | None = None,
+    file_head: Callable[[str], ChunkRow | None] | None = None,
 ) -> list[SearchResult]:
     """The one fusion and ranking behind every search, a local index's and a fleet store's: the
     retrievers' ``rankings`` (``bm25``, ``static``, ``vector``: chunk ids, best first) fused by RRF
     under the ranking stack (``core.search.ranking.rerank``; with ``stack=False`` plain RRF), the windows
     of one definition merged into one hit (``merge``), and each hit's target line set. ``origin``
     gives a chunk's ``(repo, commit)`` where the chunks come from several repositories (a fleet):
-    windows merge only within one repository. ``locate`` gives a document line's page or slide."""
+    windows merge only within one repository. ``locate`` gives a document line's page or slide.
+    ``file_head`` gives a file's first chunk: with it, a short question that names a file or a
+    folder gets file-level hits (``SearchResult.grain``), each holding its file's chunks."""
     if stack:
         from codesight_tui.core.search.ranking import rerank
 
@@ -392,38 +396,110 @@ def fuse_and_rank(
     rows = retriever.get_chunks([cid for cid, *_ in fused[: top_k * (4 if merge else 2)]])
     results: list[SearchResult] = []
     pages = _Translations()
+    files = _FileHits(query, file_head) if stack and file_head is not None else None
     for cid, score, ranks, is_def in fused:
         row = rows.get(cid)
         if row is None:  # vector of a chunk removed since (or beyond what was fetched): skip it
             continue
         repo, commit = origin(cid) if origin is not None else ("", "")
-        if merge and _merge_within(results, row, repo):
-            continue
-        hit = SearchResult(
-            row.path,
-            row.start_line,
-            row.end_line,
-            row.scope or "",
-            row.language or "",
-            round(score, 6),
-            ranks.get("bm25"),
-            ranks.get("vector"),
-            row.content,
-            cid,
-            is_def,
-            repo=repo,
-            static_rank=ranks.get("static"),
-            commit=commit,
-        )
-        if pages.fold(results, hit):
+        whole = files.whole(row) if files is not None else None
+        if whole is False or (whole is None and merge and _merge_within(results, row, repo)):
+            continue  # a chunk that a file-level hit now holds, or one that continues a hit listed
+        hit = _as_hit(row, cid, score, ranks, is_def, (repo, commit))
+        if whole is not None and files is not None:
+            hit = files.add(whole, hit)
+        elif pages.fold(results, hit):
             continue
         results.append(hit)
         if len(results) >= top_k:
             break
-    set_target_lines(results, query)
+    set_target_lines([r for r in results if r.grain != MODULE_GRAIN], query)  # a module's root opens at its top
     if locate is not None:
         _set_pages(results, locate)
     return results
+
+
+def _as_hit(
+    row: ChunkRow, cid: int, score: float, ranks: dict[str, int], is_def: bool, origin: tuple[str, str]
+) -> SearchResult:
+    """Chunk ``cid`` as a hit, with its fused score, the ranks its lists gave it, and its ``(repo,
+    commit)``."""
+    return SearchResult(
+        row.path,
+        row.start_line,
+        row.end_line,
+        row.scope or "",
+        row.language or "",
+        round(score, 6),
+        ranks.get("bm25"),
+        ranks.get("vector"),
+        row.content,
+        cid,
+        is_def,
+        repo=origin[0],
+        static_rank=ranks.get("static"),
+        commit=origin[1],
+    )
+
+
+class _FileHits:
+    """File-level hits for one query: the first chunk of a file that the question names (or whose
+    folder it names, for the folder's root) becomes a hit for the whole file, at its first line;
+    the file's later chunks fold into it."""
+
+    def __init__(self, query: str, head: Callable[[str], ChunkRow | None]) -> None:
+        from codesight_tui.core.search.ranking import file_grain
+
+        self.grain = file_grain(query)
+        self.head = head
+        self.listed: dict[str, SearchResult] = {}
+
+    def whole(self, row: ChunkRow) -> _WholeFile | Literal[False] | None:
+        """A ``_WholeFile`` for the first chunk of a file the question names; False for a later one,
+        now held by the file's hit (its lines added to the hit's ``parts``); None for a chunk that
+        is a hit of its own."""
+        grain = self.grain(row.path, row.language) if self.grain is not None else None
+        if grain is None:
+            return None
+        listed = self.listed.get(row.path)
+        if listed is not None:
+            listed.parts = (*listed.parts, (row.start_line, row.end_line))
+            return False
+        first = self.head(row.path)
+        if first is None:  # removed since it was ranked
+            return None
+        return _WholeFile(grain, first)
+
+    def add(self, whole: _WholeFile, best: SearchResult) -> SearchResult:
+        hit = self.listed[best.path] = whole.hit(best)
+        return hit
+
+
+@dataclass(frozen=True, slots=True)
+class _WholeFile:
+    grain: str
+    first: ChunkRow
+
+    def hit(self, best: SearchResult) -> SearchResult:
+        """The file as one hit, with its best chunk's scores and ranks. A module's root opens at its
+        top, with its first chunk's lines and text (the text a hit carries is its lines', and a
+        whole file can be megabytes); a file the question names, at its best chunk."""
+        parts = ((best.start_line, best.end_line),)
+        if self.grain != MODULE_GRAIN:
+            return replace(best, grain=self.grain, parts=parts)
+        first = self.first
+        return replace(
+            best,
+            start_line=first.start_line,
+            end_line=first.end_line,
+            scope=first.scope or "",
+            content=first.content,
+            chunk_id=first.id,
+            definition=False,
+            line=first.start_line,
+            grain=self.grain,
+            parts=parts,
+        )
 
 
 def _set_pages(results: list[SearchResult], locate: Callable[[str, int], tuple[str, int] | None]) -> None:

@@ -644,6 +644,15 @@ class Store:
                 out[r[0]] = ChunkRow(*r)
         return out
 
+    def file_head(self, path: str) -> ChunkRow | None:
+        """A file's first chunk (where a hit for the whole file opens); None if it has none."""
+        row = self.conn.execute(
+            "SELECT id, path, start_line, end_line, language, scope, content, embed_key FROM chunks"
+            " WHERE path = ? ORDER BY start_line, id LIMIT 1",
+            (path,),
+        ).fetchone()
+        return None if row is None else ChunkRow(*row)
+
     def scope_matches(self, name: str, limit: int = 400) -> list[tuple[int, str, int, str]]:
         """``(id, path, start_line, scope)`` of chunks whose scope mentions ``name`` (an FTS phrase
         on the scope column; the caller checks the exact definition)."""

@@ -91,7 +91,11 @@ def _title(hit: SearchResult, target: int, stale: bool) -> Text:
     else:
         title.append(f"{printable(hit.path)}:{target}", style="bold")
         title.append(f" ({hit.start_line}-{hit.end_line})", style="dim")
-        if hit.name:
+        if getattr(hit, "whole_file", False):
+            what = "named file" if hit.grain == "file" else "module root"
+            places = f", {len(hit.parts)} places" if len(hit.parts) > 1 else ""
+            title.append(f"  ▤ {what}{places}", style="magenta")
+        elif hit.name:
             title.append(f"  {printable(hit.name)}")
     if stale:
         title.append("  (changed on disk: showing indexed text)", style="bold red")
@@ -148,10 +152,12 @@ def render_hit(
         highlighted = Text("\n", end="").join(highlighted.split("\n", allow_blank=True)[len(above) :])
     console = Console(width=10_000, color_system="truecolor", force_terminal=True, legacy_windows=False)
     width = len(str(first + len(lines) - 1))
+    # A hit for a whole file opens at its top and marks the chunks it holds; another hit, its lines.
+    marked = hit.parts if getattr(hit, "whole_file", False) else ((hit.start_line, hit.end_line),)
     strips = []
     for i, line in enumerate(highlighted.split("\n", allow_blank=True)):
         n = first + i
-        hit_line = hit.start_line <= n <= hit.end_line
+        hit_line = any(a <= n <= b for a, b in marked)
         row = Text(no_wrap=True, end="")
         row.append(
             f"{n:>{width}} ", style="bold reverse yellow" if n == target else "bold yellow" if hit_line else "dim"

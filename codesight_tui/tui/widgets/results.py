@@ -34,6 +34,8 @@ BADGES = {
 }  # v: the static tier's vectors
 
 
+# The marker of a file-level hit (SearchResult.grain), where a chunk's name would be.
+WHOLE_FILE = {"module": "▤ module", "file": "▤ file"}
 NAME_ROOM = 16  # cells a hit's name keeps beside a path that must shrink
 
 
@@ -61,7 +63,10 @@ def result_row(rank: int, hit: SearchResult, stale: bool = False, width: int = 0
     loc = f":{hit.line or hit.start_line}"
     name = hit.name
     page, slide = getattr(hit, "page", None), getattr(hit, "slide", None)
-    if page is not None:  # a PDF: its page, not a line of the extracted text
+    whole = getattr(hit, "grain", "chunk") != "chunk"
+    if whole:  # a file-level hit: the whole file (a module's root, or a file the question names)
+        name = ""
+    elif page is not None:  # a PDF: its page, not a line of the extracted text
         loc, name = f" p.{page}", ""
     elif slide is not None:  # a deck: the slide, and its title as the name
         loc, name = f" slide {slide}", name.split(": ", 1)[1] if ": " in name else ""
@@ -69,10 +74,12 @@ def result_row(rank: int, hit: SearchResult, stale: bool = False, width: int = 0
         loc = " §"
     name = printable(name)
     code = ""
-    if not name and page is None and slide is None:  # no definition here: its first line of code says what it is
+    if (
+        not name and page is None and slide is None and not whole
+    ):  # no definition here: its first line of code says what it is
         code = printable(next((ln.strip() for ln in (getattr(hit, "content", "") or "").split("\n") if ln.strip()), ""))
         code = code[:120]
-    shown = name or code
+    shown = name or code or (WHOLE_FILE[hit.grain] if whole else "")
     # The path has the room it needs first; the name gets what is left, and at least NAME_ROOM
     # cells where the path must shrink (as fzf and Telescope abbreviate only what does not fit).
     tail = (
@@ -98,7 +105,11 @@ def result_row(rank: int, hit: SearchResult, stale: bool = False, width: int = 0
         row.append(" stale", style="bold red")
     if getattr(hit, "translations", 0):
         row.append(f" +{hit.translations}", style="dim")  # the same page in other languages
-    if name:
+    if whole:
+        row.append(f"  {WHOLE_FILE[hit.grain]}", style="bold magenta")
+        if len(hit.parts) > 1:  # the places in it that matched, held by this one hit
+            row.append(f" {len(hit.parts)} places", style="dim")
+    elif name:
         row.append(f"  {name}", style="italic")
     elif code:
         row.append(f"  {code}", style="dim")
