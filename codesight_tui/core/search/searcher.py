@@ -444,8 +444,10 @@ def _as_hit(
 
 class _FileHits:
     """File-level hits for one query: the first chunk of a file that the question names (or whose
-    folder it names, for the folder's root) becomes a hit for the whole file, at its first line;
-    the file's later chunks fold into it."""
+    folder it names, for the folder's root) becomes a hit for the whole file, and the file's later
+    chunks fold into it (``parts``). A module's root opens at its top, with its first chunk's lines
+    and text (a hit carries its lines' text, and a whole file can be megabytes); a named file, at
+    its best chunk."""
 
     def __init__(self, query: str, head: Callable[[str], ChunkRow | None]) -> None:
         from codesight_tui.core.search.ranking import file_grain
@@ -454,10 +456,10 @@ class _FileHits:
         self.head = head
         self.listed: dict[str, SearchResult] = {}
 
-    def whole(self, row: ChunkRow) -> _WholeFile | Literal[False] | None:
-        """A ``_WholeFile`` for the first chunk of a file the question names; False for a later one,
-        now held by the file's hit (its lines added to the hit's ``parts``); None for a chunk that
-        is a hit of its own."""
+    def whole(self, row: ChunkRow) -> tuple[str, ChunkRow | None] | Literal[False] | None:
+        """``(grain, the file's first chunk where it opens at its top)`` for the first chunk of a
+        file the question names; False for a later one, now held by the file's hit (its lines
+        added to the hit's ``parts``); None for a chunk that is a hit of its own."""
         grain = self.grain(row.path, row.language) if self.grain is not None else None
         if grain is None:
             return None
@@ -465,41 +467,20 @@ class _FileHits:
         if listed is not None:
             listed.parts = (*listed.parts, (row.start_line, row.end_line))
             return False
+        if grain != MODULE_GRAIN:
+            return grain, None
         first = self.head(row.path)
-        if first is None:  # removed since it was ranked
-            return None
-        return _WholeFile(grain, first)
+        return None if first is None else (grain, first)  # None: removed since it was ranked
 
-    def add(self, whole: _WholeFile, best: SearchResult) -> SearchResult:
-        hit = self.listed[best.path] = whole.hit(best)
+    def add(self, whole: tuple[str, ChunkRow | None], best: SearchResult) -> SearchResult:
+        """The file as one hit, with its best chunk's scores and ranks."""
+        grain, first = whole
+        hit = replace(best, grain=grain, parts=((best.start_line, best.end_line),))
+        if first is not None:
+            hit.start_line, hit.end_line, hit.line = first.start_line, first.end_line, first.start_line
+            hit.scope, hit.content, hit.chunk_id, hit.definition = first.scope or "", first.content, first.id, False
+        self.listed[best.path] = hit
         return hit
-
-
-@dataclass(frozen=True, slots=True)
-class _WholeFile:
-    grain: str
-    first: ChunkRow
-
-    def hit(self, best: SearchResult) -> SearchResult:
-        """The file as one hit, with its best chunk's scores and ranks. A module's root opens at its
-        top, with its first chunk's lines and text (the text a hit carries is its lines', and a
-        whole file can be megabytes); a file the question names, at its best chunk."""
-        parts = ((best.start_line, best.end_line),)
-        if self.grain != MODULE_GRAIN:
-            return replace(best, grain=self.grain, parts=parts)
-        first = self.first
-        return replace(
-            best,
-            start_line=first.start_line,
-            end_line=first.end_line,
-            scope=first.scope or "",
-            content=first.content,
-            chunk_id=first.id,
-            definition=False,
-            line=first.start_line,
-            grain=self.grain,
-            parts=parts,
-        )
 
 
 def _set_pages(results: list[SearchResult], locate: Callable[[str, int], tuple[str, int] | None]) -> None:
