@@ -1131,6 +1131,7 @@ async def test_a_file_level_hit_has_its_own_marker_and_opens_at_the_top(tmp_path
         assert all(h.grain == "chunk" for h in app.hits[1:])
         title, strips, target = render_hit(repo, hit)
         assert "▤ module root" in title.plain and target == 0  # the file's first line
+        assert f"{len(hit.parts)} places: {', '.join(str(a) for a, _ in sorted(hit.parts))}" in title.plain
         far = max(a for a, _ in hit.parts)  # a chunk it holds, marked in the gutter where the window shows it
         assert far > 1
         if far <= len(strips):

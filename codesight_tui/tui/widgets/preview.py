@@ -93,7 +93,8 @@ def _title(hit: SearchResult, target: int, stale: bool) -> Text:
         title.append(f" ({hit.start_line}-{hit.end_line})", style="dim")
         if getattr(hit, "whole_file", False):
             what = "named file" if hit.grain == "file" else "module root"
-            places = f", {len(hit.parts)} places" if len(hit.parts) > 1 else ""
+            at = ", ".join(str(a) for a, _ in sorted(hit.parts))
+            places = f", {len(hit.parts)} places: {at}" if len(hit.parts) > 1 else ""
             title.append(f"  ▤ {what}{places}", style="magenta")
         elif hit.name:
             title.append(f"  {printable(hit.name)}")
