@@ -732,6 +732,13 @@ def test_a_question_naming_a_module_lifts_its_root(
         "lib/routing/index.ts", said
     )
     assert not ranking._roots_module("src/routing/path_router.rs", said) and not ranking._roots_module("mod.rs", said)
+    # a folder of several words is named by all of them
+    both = {ranking._stem(w) for w in ("how", "does", "mcp", "server", "web", "socket", "work")}
+    assert ranking._roots_module("pkg/mcp_server/__init__.py", both) and ranking._roots_module(
+        "src/web-socket/index.ts", both
+    )
+    assert ranking._roots_module("src/HttpClient/mod.rs", both | {"http", "client"})
+    assert not ranking._roots_module("pkg/mcp_server/__init__.py", {ranking._stem("server")})
 
 
 def test_a_question_naming_a_module_gets_its_root_as_one_file_level_hit(tmp_path: Path, settings: Settings) -> None:

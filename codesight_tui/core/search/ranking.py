@@ -423,11 +423,16 @@ def _names_file(path: str, qwords: set[str]) -> bool:
 
 def _roots_module(path: str, qwords: set[str]) -> bool:
     """Is the file its folder's module root (``mod.rs``, ``__init__.py``, ``index.ts``, a Go or
-    Python file named after its folder), and does the query name the folder (step 3c)?"""
+    Python file named after its folder), and does the query name the folder, each of its words
+    (step 3c)?"""
     folder, _, name = path.rpartition("/")
     folder = folder.rpartition("/")[2]
     stem = name.partition(".")[0]
-    return bool(folder) and (stem in MODULE_ROOTS or stem == folder) and _stem(folder.lower()) in qwords
+    if not folder or not (stem in MODULE_ROOTS or stem == folder):
+        return False
+    # A folder of several words (mcp_server, web-socket, HttpClient) is named by all of them.
+    words = [w for w in split_identifier(folder) if w not in STOPWORDS]
+    return _stem(folder.lower()) in qwords or (len(words) > 1 and all(_stem(w) in qwords for w in words))
 
 
 def _names_places(q: QueryInfo) -> bool:
