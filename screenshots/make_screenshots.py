@@ -1,7 +1,7 @@
 """Regenerate the SVG screenshots in this folder from the real app: the real bundled model, a real
 index of codesight's own source. Run: python screenshots/make_screenshots.py
 (`--documents`: only the document and Ask shots, over benchmarks/documents' corpus; `--exact`: only
-the exact-search shot.)
+the exact-search shot; `--module`: only the file-level hit's.)
 
 Shots at 80x24 (ssh, tmux) and at 160x48 (side by side), and one taken in the middle of a first
 index: a fresh index directory and an empty embedding cache, so the model is really embedding
@@ -155,12 +155,34 @@ async def exact() -> None:
     print("wrote", HERE / "exact-80x24.svg")
 
 
+async def module() -> None:
+    """A question that names a folder, at 80x24: the folder's root as one hit for the whole file."""
+    tmp = Path(tempfile.mkdtemp())
+    os.environ["CODESIGHT_DATA_DIR"] = str(tmp / "data")
+    os.environ.setdefault("CODESIGHT_CACHE_DIR", str(Path.home() / ".codesight" / "cache"))
+    from codesight_tui import CodeSight
+    from codesight_tui.tui.app import CodeSightApp
+
+    engine = CodeSight(REPO, exclude=EXCLUDE)
+    engine.index(embed=False, static=True)
+    app = CodeSightApp(REPO, engine=engine, watch=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await settle(app, pilot, "how does the mcp server work")
+        app.save_screenshot("module-80x24.svg", path=str(HERE))
+    print("wrote", HERE / "module-80x24.svg")
+
+
 if __name__ == "__main__":
     import sys
 
     if sys.argv[1:] == ["--exact"]:
         asyncio.run(exact())
         raise SystemExit
+    if sys.argv[1:] == ["--module"]:
+        asyncio.run(module())
+        raise SystemExit
     if sys.argv[1:] != ["--documents"]:
         asyncio.run(main())
+        asyncio.run(module())
     asyncio.run(documents_and_ask())
