@@ -45,8 +45,9 @@ class Hit(BaseModel):
     translations: int = Field(default=0, description="the same page in other languages, folded into this hit")
     grain: str = Field(
         default="chunk",
-        description="chunk, or a hit for the whole file: module (the root of a folder the question names) or file"
-        " (a file it names); such a hit opens at the file's top (its lines and snippet are its first chunk's)",
+        description="chunk, or a hit for the whole file: module (the root of a folder the question names: its lines"
+        " and snippet are the file's top) or file (a file it names: its best chunk's); either holds the file's"
+        " other matching chunks (parts)",
     )
     parts: list[list[int]] = Field(
         default_factory=list, description="a whole-file hit: [start_line, end_line] of each chunk it holds, best first"

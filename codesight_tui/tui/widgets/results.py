@@ -74,12 +74,13 @@ def result_row(rank: int, hit: SearchResult, stale: bool = False, width: int = 0
         loc = " §"
     name = printable(name)
     code = ""
-    if (
-        not name and page is None and slide is None and not whole
-    ):  # no definition here: its first line of code says what it is
+    # No definition here: its first line of code says what it is. A file-level hit says so instead,
+    # and how many places in the file it holds.
+    if not name and page is None and slide is None and not whole:
         code = printable(next((ln.strip() for ln in (getattr(hit, "content", "") or "").split("\n") if ln.strip()), ""))
         code = code[:120]
-    shown = name or code or (WHOLE_FILE[hit.grain] if whole else "")
+    places = f" {len(hit.parts)} places" if whole and len(hit.parts) > 1 else ""
+    shown = name or code or (WHOLE_FILE[hit.grain] + places if whole else "")
     # The path has the room it needs first; the name gets what is left, and at least NAME_ROOM
     # cells where the path must shrink (as fzf and Telescope abbreviate only what does not fit).
     tail = (
@@ -107,8 +108,7 @@ def result_row(rank: int, hit: SearchResult, stale: bool = False, width: int = 0
         row.append(f" +{hit.translations}", style="dim")  # the same page in other languages
     if whole:
         row.append(f"  {WHOLE_FILE[hit.grain]}", style="bold magenta")
-        if len(hit.parts) > 1:  # the places in it that matched, held by this one hit
-            row.append(f" {len(hit.parts)} places", style="dim")
+        row.append(places, style="dim")  # the places in it that matched, held by this one hit
     elif name:
         row.append(f"  {name}", style="italic")
     elif code:
