@@ -1,9 +1,10 @@
 """In-process search latency of the default answer (BM25 and the static tier), as the warm service
 and the TUI run it: the 60 plain-English questions of bench_core, each asked REPEAT times, on an
 index built once (Django 5.1.4 by default). Prints p50, p95 and the share of answers that held a
-file-level hit.
+file-level hit. With --how, each is asked as a question ("how do we parse a date string into a
+datetime"), which ranking step 8 reads the first page's symbols for.
 
-    python benchmarks/search_latency.py [--corpus DIR] [--data DIR] [--repeat 5]
+    python benchmarks/search_latency.py [--corpus DIR] [--data DIR] [--repeat 5] [--how]
 
 Run it from two checkouts on the same --data (an index both can read) to compare two versions.
 """
@@ -25,19 +26,21 @@ def main() -> int:
     ap.add_argument("--corpus", type=Path, default=None, help="a tree to search (default: Django 5.1.4)")
     ap.add_argument("--data", type=Path, required=True, help="the data directory of its index")
     ap.add_argument("--repeat", type=int, default=5, help="times each question is asked (default 5)")
+    ap.add_argument("--how", action="store_true", help='ask each as a question: "how do we ..."')
     args = ap.parse_args()
+    questions = [f"how do we {q}" for q in NL_QUERIES] if args.how else NL_QUERIES
     from codesight_tui import CodeSight
     from codesight_tui.core.config import Settings
 
     corpus = args.corpus.resolve() if args.corpus else fetch_django()
     cs = CodeSight(corpus, settings=Settings(data_dir=args.data))
     cs.index(embed=False)
-    for q in NL_QUERIES:  # warm: the resident BM25 copy, the static table, caches
+    for q in questions:  # warm: the resident BM25 copy, the static table, caches
         cs.search(q, top_k=10)
     ms: list[float] = []
     whole = 0
     for _ in range(args.repeat):
-        for q in NL_QUERIES:
+        for q in questions:
             t = time.perf_counter()
             hits = cs.search(q, top_k=10)
             ms.append((time.perf_counter() - t) * 1000)

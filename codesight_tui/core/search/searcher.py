@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from codesight_tui.core.index.static import StaticIndex
-    from codesight_tui.core.search.ranking import Retriever, VectorsFn
+    from codesight_tui.core.search.ranking import LinksFn, Retriever, VectorsFn
     from codesight_tui.core.search.related import RelatedSource
     from codesight_tui.core.store.store import ChunkRow, Store
     from codesight_tui.core.store.vectors import VectorStore
@@ -296,6 +296,7 @@ def local_search(
         else None,
         locate=store.locate,
         file_head=store.file_head,
+        links=store.file_links,
     )
 
 
@@ -365,6 +366,7 @@ def fuse_and_rank(
     origin: Callable[[int], tuple[str, str]] | None = None,
     locate: Callable[[str, int], tuple[str, int] | None] | None = None,
     file_head: Callable[[str], ChunkRow | None] | None = None,
+    links: LinksFn | None = None,
 ) -> list[SearchResult]:
     """The one fusion and ranking behind every search, a local index's and a fleet store's: the
     retrievers' ``rankings`` (``bm25``, ``static``, ``vector``: chunk ids, best first) fused by RRF
@@ -373,7 +375,8 @@ def fuse_and_rank(
     gives a chunk's ``(repo, commit)`` where the chunks come from several repositories (a fleet):
     windows merge only within one repository. ``locate`` gives a document line's page or slide.
     ``file_head`` gives a file's first chunk: with it, a short question that names a file or a
-    folder gets file-level hits (``SearchResult.grain``), each holding its file's chunks."""
+    folder gets file-level hits (``SearchResult.grain``), each holding its file's chunks. ``links``
+    gives the names files define and use (``Store.file_links``), for the ranking's step 8."""
     if stack:
         from codesight_tui.core.search.ranking import rerank
 
@@ -390,6 +393,7 @@ def fuse_and_rank(
             static_weight=static_weight,
             static_vector=static_vector,
             static_vectors_for=static_vectors_for,
+            links=links,
         )
     else:
         fused = [(cid, s, r, False) for cid, s, r in rrf_fuse(rankings, k=rrf_k)]

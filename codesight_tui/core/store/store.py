@@ -653,6 +653,10 @@ class Store:
         ).fetchone()
         return None if row is None else ChunkRow(*row)
 
+    def file_links(self, paths: list[str]) -> dict[str, symbols.FileLinks]:
+        """The names each of ``paths`` defines and uses (``symbols.file_links``)."""
+        return symbols.file_links(self.conn, paths)
+
     def scope_matches(self, name: str, limit: int = 400) -> list[tuple[int, str, int, str]]:
         """``(id, path, start_line, scope)`` of chunks whose scope mentions ``name`` (an FTS phrase
         on the scope column; the caller checks the exact definition)."""

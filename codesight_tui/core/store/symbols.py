@@ -274,6 +274,35 @@ def imported_names(conn: sqlite3.Connection, path: str) -> set[str]:
     return {names[k] for k in at}
 
 
+@dataclass(frozen=True, slots=True)
+class FileLinks:
+    """What ties a file to the others: the names it defines and the names it uses."""
+
+    defines: frozenset[str]
+    uses: frozenset[str]
+
+
+def file_links(conn: sqlite3.Connection, paths: list[str]) -> dict[str, FileLinks]:
+    """``FileLinks`` of each of ``paths`` that has symbols, by path: two reads however many files
+    (the ranking asks for a question's first page, ``core.search.ranking`` step 8)."""
+    paths = paths[:500]
+    uses: dict[str, frozenset[str]] = {}
+    ids: dict[int, str] = {}
+    try:
+        for fid, path, names, ends in conn.execute(
+            f"SELECT id, path, names, ends FROM sym_files WHERE path IN ({_in(paths)})", paths
+        ):
+            ids[fid] = path
+            uses[path] = frozenset(names.split("\n")[: len(ends) // 4])  # the used names come first
+        defined: dict[str, set[str]] = {p: set() for p in uses}
+        keys = list(ids)
+        for fid, name in conn.execute(f"SELECT file_id, name FROM defs WHERE file_id IN ({_in(keys)})", keys):
+            defined[ids[fid]].add(name)
+    except sqlite3.OperationalError:  # an index from before symbols, opened read-only
+        return {}
+    return {p: FileLinks(frozenset(defined[p]), uses[p]) for p in uses}
+
+
 def counts(conn: sqlite3.Connection) -> dict[str, int]:
     try:
         return {
