@@ -164,6 +164,17 @@ export interface RetryOptions {
 """
 
 
+def test_minified_bundles_are_vendored() -> None:
+    # ``app.min.js`` and ``rapidoc-min.js`` alike: a minified bundle ranked 2nd for "how does the
+    # openapi derive work" on poem, a line of it.
+    from codesight_tui.core.ingest.paths import SOURCE, VENDOR, classify
+
+    assert (
+        classify("static/app.min.js") == VENDOR == classify("ui/rapidoc/rapidoc-min.js") == classify("css/site-min.css")
+    )
+    assert classify("lib/min.js") == SOURCE == classify("src/vmin.js") == classify("src/admin.js")
+
+
 def test_declarations_rank_below_their_implementation_unless_named(
     tmp_path: Path, settings: Settings, hash_embedder: HashEmbedder
 ) -> None:

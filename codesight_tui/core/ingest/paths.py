@@ -19,7 +19,7 @@ _DOCUMENT = re.compile(r"\.(pdf|docx|pptx)$", re.IGNORECASE)
 _VENDOR = re.compile(
     r"(^|/)(vendor|vendored|third_party|third-party|thirdparty|node_modules|external|extern|deps|"
     r"_vendor|site-packages|bower_components|dist|build|out|target|generated|gen)/"
-    r"|\.min\.(js|css)$|[-_.]generated\.|\.pb\.go$|_pb2\.py$|\.lock$|-lock\.json$|\.map$"
+    r"|[-.]min\.(js|css)$|[-_.]generated\.|\.pb\.go$|_pb2\.py$|\.lock$|-lock\.json$|\.map$"
     r"|(^|/)PKG-INFO$|\.egg-info/"  # packaging metadata generated from the README
 )
 _TEST = re.compile(
