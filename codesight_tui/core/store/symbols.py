@@ -283,8 +283,8 @@ class FileLinks:
 
 
 def file_links(conn: sqlite3.Connection, paths: list[str]) -> dict[str, FileLinks]:
-    """``FileLinks`` of each of ``paths`` that has symbols, by path: two reads however many files
-    (the ranking asks for a question's first page, ``core.search.ranking`` step 8)."""
+    """``FileLinks`` of each of ``paths`` (the first 500) that has symbols, by path: two reads however
+    many files (the ranking asks for a question's first page, ``core.search.ranking`` step 8)."""
     paths = paths[:500]
     uses: dict[str, frozenset[str]] = {}
     ids: dict[int, str] = {}
