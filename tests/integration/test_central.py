@@ -113,6 +113,8 @@ def test_central_counts_the_others_that_use_a_name_one_file_alone_defines() -> N
         ("how does routing work", True),
         ("Where is the middleware chain built?", True),
         ("what happens when a job fails", True),
+        ("  Where's the retry policy built?", True),
+        ("whatever the queue holds", False),
         ("split a sequence into rows of N items", False),
         ("how does applyMiddleware wrap dispatch", False),  # it names a symbol: the definition answers
         ("RetryPolicy", False),

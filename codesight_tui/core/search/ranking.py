@@ -598,9 +598,10 @@ def _factors(
 
 
 def asks_where(q: QueryInfo) -> bool:
-    """A question of words alone, asked as one: its first word is how, where, what, which, why or who."""
-    first = q.text.split(maxsplit=1)[:1]
-    return q.kind == "natural" and bool(first) and first[0].lower() in QUESTION_WORDS
+    """A question of words alone, asked as one: its first word is how, where, what, which, why or who
+    (``where's`` too)."""
+    first = re.match(r"\s*([A-Za-z]+)", q.text)
+    return q.kind == "natural" and first is not None and first[1].lower() in QUESTION_WORDS
 
 
 def central(paths: list[str], links: dict[str, FileLinks]) -> dict[str, float]:
