@@ -107,6 +107,37 @@ def test_central_counts_the_others_that_use_a_name_one_file_alone_defines() -> N
     assert central(["hub.py"], links) == {} and central([], links) == {}
 
 
+def test_a_type_split_over_files_is_owned_by_the_file_named_after_it() -> None:
+    def f(defines: set[str], uses: set[str]) -> FileLinks:
+        return FileLinks(frozenset(defines), frozenset(uses))
+
+    # Swift extensions and C# partial classes define the type again in files named as its parts.
+    links = {
+        "Sources/Application+Servers.swift": f({"Application", "Servers"}, {"Application", "Storage"}),
+        "Sources/Application.swift": f({"Application", "Storage"}, {"Storage"}),
+        "Sources/Application+Sessions.swift": f({"Application", "Sessions"}, {"Application"}),
+        "Dapper/SqlMapper.Async.cs": f({"SqlMapper", "QueryAsync"}, {"SqlMapper"}),
+        "Dapper/SqlMapper.cs": f({"SqlMapper", "Query"}, {"Application"}),
+    }
+    shares = central(list(links), links)
+    assert shares["Sources/Application.swift"] == 3 / 4  # both extensions and SqlMapper.cs use it
+    assert shares["Dapper/SqlMapper.cs"] == 1 / 4
+    # Two files of one name (Routing/Pipeline.php, Pipeline/Pipeline.php) leave the name to no one,
+    # and so does a definer not named as a part of the type.
+    same = {
+        "Routing/Pipeline.php": f({"Pipeline"}, set()),
+        "Pipeline/Pipeline.php": f({"Pipeline"}, set()),
+        "Routing/Router.php": f({"Router"}, {"Pipeline"}),
+    }
+    assert central(list(same), same) == {}
+    typed = {
+        "lib/option.js": f({"Option"}, set()),
+        "typings/index.d.ts": f({"Option"}, set()),
+        "lib/command.js": f({"Command"}, {"Option"}),
+    }
+    assert central(list(typed), typed) == {}
+
+
 @pytest.mark.parametrize(
     ("query", "asks"),
     [
