@@ -9,7 +9,7 @@ from conftest import HashEmbedder
 
 from codesight_tui import CodeSight
 from codesight_tui.core.config import Settings
-from codesight_tui.core.search.ranking import analyze, definitions, is_code_like
+from codesight_tui.core.search.ranking import _prefixed, analyze, definitions, is_code_like
 from codesight_tui.core.store.store import ChunkRow
 
 RETRY = '''"""Retry policies for uploads."""
@@ -822,3 +822,24 @@ def test_tests_inside_source_files_rank_below_the_code_unless_asked_for(tmp_path
     assert c.search("router route tests", top_k=5, mode="bm25")[0].scope.startswith("mod tests")
     hits = c.search("parse args", top_k=5, mode="bm25")
     assert not hits[0].scope.startswith("test "), [h.scope for h in hits]
+
+
+def test_a_query_word_names_a_folder_that_begins_it(tmp_path: Path, settings: Settings) -> None:
+    # "timer" names runtime/time/: one stem of four letters or more begins the other.
+    body = "def track(deadline):\n    # the wheel tracks each deadline in its slot{}\n    return slot(deadline)\n"
+    c = _lexical(
+        tmp_path,
+        settings,
+        {"runtime/time/entry.py": body.format(""), "runtime/sched/entry.py": body.format(", deadline first")},
+    )
+    assert c.search("how the timer wheel tracks deadlines", top_k=2, mode="bm25")[0].path == "runtime/time/entry.py"
+    assert c.search("how the wheel tracks deadlines", top_k=2, mode="bm25")[0].path == "runtime/sched/entry.py"
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "meet"),
+    [("time", "timer", True), ("load", "loader", True), ("config", "configur", True), ("rout", "rout", True)]
+    + [("tim", "timer", False), ("io", "ios", False), ("timer", "tim", False), ("parser", "pars_", False)],
+)
+def test_stems_meet_equal_or_by_a_prefix_of_four_letters(a: str, b: str, meet: bool) -> None:
+    assert _prefixed(a, b) is meet and _prefixed(b, a) is meet
