@@ -175,10 +175,8 @@ ASKS_FOR = {
 PATH_BONUS = 0.25  # per query word naming a path component (at most two count)
 # A query word names a path component when their stems meet, or when one stem of PREFIX_MIN letters
 # or more begins the other: "timer" names runtime/time/, "loads" names loader.lua, "config" names
-# configuration/. Fast mode, NDCG@10, architecture / overall: fold A 0.887 / 0.893 -> 0.889 / 0.893,
-# fold B 0.851 / 0.893 -> 0.857 / 0.896, devset unchanged (3 letters: A 0.889 / 0.893, B 0.853 /
-# 0.895; 5 and 6: A 0.887 / 0.893). Step 3's test of a whole file name, by prefix too, lost fold A's
-# architecture (0.880).
+# configuration/. Fast mode, architecture / overall: fold A 0.887 / 0.893 -> 0.889 / 0.893, fold B
+# 0.851 / 0.893 -> 0.857 / 0.896, devset same (3, 5, 6 letters and whole file names: benchmarks/README).
 PREFIX_MIN = 4
 FEEDBACK_WEIGHT = 1.0  # of the top hit's vector, added to the query vector (step 6)
 
@@ -205,11 +203,8 @@ MODULE_ROOTS = frozenset({"__init__", "mod", "index", "main", "lib", "package", 
 # file named after it is likely the answer. A long query describes one piece of code, which may well
 # sit below another chunk of the same file, in a file whose name shares one of its many words.
 FILE_SATURATION = 0.5
-# Words are counted as typed: ``flatMap`` is one, though its parts also match (``QueryInfo.typed``).
-# Counted with the parts, "how Monad composes dependent effectful computations with flatMap" had 8
-# and lost steps 3 and 5. Fast mode, NDCG@10, architecture / overall: fold A 0.889 / 0.893 -> 0.894 /
-# 0.895, fold B 0.857 / 0.896 -> 0.857 / 0.898, devset unchanged; bm25 fold A 0.867 -> 0.868, fold B
-# 0.883 -> 0.885, devset 0.684 and devset hybrid 0.789 unchanged.
+# Words count as typed (``QueryInfo.typed``): ``flatMap`` is one, not three. Fast mode, architecture /
+# overall: fold A 0.889 / 0.893 -> 0.894 / 0.895, fold B 0.857 / 0.896 -> 0.857 / 0.898, devset same.
 TOPIC_MAX_WORDS = 7
 COVERAGE_EXPONENT = 0.5  # the vector list's weight scales with coverage ** this (see rerank)
 # The static tier's list (core.index.static), relative to the full model's weight for the query kind:
