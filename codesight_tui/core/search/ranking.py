@@ -615,21 +615,24 @@ def _factors(
 
 
 class _WordMeets:
-    """The query's stems that a set of path stems names (``PREFIX_MIN``), each path stem's found once
-    per query: the candidates' paths share most of their folders."""
+    """The query's stems that a path's stems name (``_prefixed``), each path and stem met once a query."""
 
     def __init__(self, qwords: set[str]) -> None:
-        self.qwords = qwords
+        self.heads: dict[str, list[str]] = {}  # by their first PREFIX_MIN letters: only these can meet
+        for q in qwords:
+            self.heads.setdefault(q[:PREFIX_MIN], []).append(q)
         self.seen: dict[str, frozenset[str]] = {}
+        self.paths: dict[frozenset[str], frozenset[str]] = {}  # a file's chunks come in together
 
-    def __call__(self, stems: frozenset[str]) -> set[str]:
-        out: set[str] = set()
-        for w in stems:
-            found = self.seen.get(w)
-            if found is None:
-                found = self.seen[w] = frozenset(q for q in self.qwords if _prefixed(q, w))
-            out |= found
-        return out
+    def __call__(self, stems: frozenset[str]) -> frozenset[str]:
+        if stems not in self.paths:
+            self.paths[stems] = frozenset().union(*(self._word(w) for w in stems))
+        return self.paths[stems]
+
+    def _word(self, w: str) -> frozenset[str]:
+        if w not in self.seen:
+            self.seen[w] = frozenset(q for q in self.heads.get(w[:PREFIX_MIN], ()) if _prefixed(q, w))
+        return self.seen[w]
 
 
 def _prefixed(a: str, b: str) -> bool:
