@@ -91,15 +91,16 @@ def test_file_links_are_the_names_each_file_defines_and_uses(jobs: CodeSight) ->
     assert jobs.store.file_links([]) == {}
 
 
-def test_central_counts_the_others_that_use_a_name_one_file_alone_defines() -> None:
-    def f(defines: set[str], uses: set[str]) -> FileLinks:
-        return FileLinks(frozenset(defines), frozenset(uses))
+def _links(defines: set[str], uses: set[str]) -> FileLinks:
+    return FileLinks(frozenset(defines), frozenset(uses))
 
+
+def test_central_counts_the_others_that_use_a_name_one_file_alone_defines() -> None:
     links = {
-        "hub.py": f({"Registry", "get"}, set()),
-        "a.py": f({"Alpha"}, {"Registry", "Shared"}),
-        "b.py": f({"Beta", "Shared"}, {"Registry", "get"}),
-        "c.py": f({"Gamma", "Shared"}, {"Alpha", "get"}),
+        "hub.py": _links({"Registry", "get"}, set()),
+        "a.py": _links({"Alpha"}, {"Registry", "Shared"}),
+        "b.py": _links({"Beta", "Shared"}, {"Registry", "get"}),
+        "c.py": _links({"Gamma", "Shared"}, {"Alpha", "get"}),
     }
     # hub.py: used by a and b (Registry); a.py by c (Alpha). ``get`` is too short to tie files, and
     # ``Shared`` is defined twice on the page, so it ties no one; a path with no symbols is left out.
@@ -108,16 +109,13 @@ def test_central_counts_the_others_that_use_a_name_one_file_alone_defines() -> N
 
 
 def test_a_type_split_over_files_is_owned_by_the_file_named_after_it() -> None:
-    def f(defines: set[str], uses: set[str]) -> FileLinks:
-        return FileLinks(frozenset(defines), frozenset(uses))
-
     # Swift extensions and C# partial classes define the type again in files named as its parts.
     links = {
-        "Sources/Application+Servers.swift": f({"Application", "Servers"}, {"Application", "Storage"}),
-        "Sources/Application.swift": f({"Application", "Storage"}, {"Storage"}),
-        "Sources/Application+Sessions.swift": f({"Application", "Sessions"}, {"Application"}),
-        "Dapper/SqlMapper.Async.cs": f({"SqlMapper", "QueryAsync"}, {"SqlMapper"}),
-        "Dapper/SqlMapper.cs": f({"SqlMapper", "Query"}, {"Application"}),
+        "Sources/Application+Servers.swift": _links({"Application", "Servers"}, {"Application", "Storage"}),
+        "Sources/Application.swift": _links({"Application", "Storage"}, {"Storage"}),
+        "Sources/Application+Sessions.swift": _links({"Application", "Sessions"}, {"Application"}),
+        "Dapper/SqlMapper.Async.cs": _links({"SqlMapper", "QueryAsync"}, {"SqlMapper"}),
+        "Dapper/SqlMapper.cs": _links({"SqlMapper", "Query"}, {"Application"}),
     }
     shares = central(list(links), links)
     assert shares["Sources/Application.swift"] == 3 / 4  # both extensions and SqlMapper.cs use it
@@ -125,15 +123,15 @@ def test_a_type_split_over_files_is_owned_by_the_file_named_after_it() -> None:
     # Two files of one name (Routing/Pipeline.php, Pipeline/Pipeline.php) leave the name to no one,
     # and so does a definer not named as a part of the type.
     same = {
-        "Routing/Pipeline.php": f({"Pipeline"}, set()),
-        "Pipeline/Pipeline.php": f({"Pipeline"}, set()),
-        "Routing/Router.php": f({"Router"}, {"Pipeline"}),
+        "Routing/Pipeline.php": _links({"Pipeline"}, set()),
+        "Pipeline/Pipeline.php": _links({"Pipeline"}, set()),
+        "Routing/Router.php": _links({"Router"}, {"Pipeline"}),
     }
     assert central(list(same), same) == {}
     typed = {
-        "lib/option.js": f({"Option"}, set()),
-        "typings/index.d.ts": f({"Option"}, set()),
-        "lib/command.js": f({"Command"}, {"Option"}),
+        "lib/option.js": _links({"Option"}, set()),
+        "typings/index.d.ts": _links({"Option"}, set()),
+        "lib/command.js": _links({"Command"}, {"Option"}),
     }
     assert central(list(typed), typed) == {}
 
